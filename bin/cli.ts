@@ -1,0 +1,285 @@
+// Owns the `sluice` command line: parses arguments and delegates to the server, config and storage modules.
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { ConfigError } from '../config/keys.js';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import { effectiveValues, renderReference, renderToml } from '../config/render.js';
+import { createAccountStore, type AccountStore, type KeyScope } from '../storage/accounts.js';
+import { backupDatabase, openDatabase } from '../storage/database.js';
+import { HANDLE_PATTERN } from '../control-api/schemas.js';
+import { startServer } from './server.js';
+import { VERSION } from './version.js';
+import { formatHostPort } from '../config/keys.js';
+
+/** Where the CLI writes and what it reads; tests pass their own. */
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  now?: () => number;
+  /** For `serve`: resolves when the process should stop (defaults to SIGINT/SIGTERM). */
+  stopSignal?: Promise<void>;
+}
+
+export const HELP = `sluice ${VERSION} — self-hosted mail service (inbound filtering MTA, outbound delivery, MailChannels-compatible API)
+
+Usage: sluice <command> [options]
+
+Commands:
+  serve                                   start every listener (HTTP API, MX, submission)
+  config check                            validate the configuration and exit (0 = valid)
+  config print [--json]                   print the effective configuration, secrets redacted
+  config reference                        print the table of every configuration key
+  accounts create [--handle H] [--company NAME] [--json]
+                                          create a parent account and its first API key (scope api)
+  accounts list [--json]                  list parent accounts
+  keys create --account H --scope api|inbound [--json]
+                                          create an API key (shown once)
+  keys list --account H [--json]          list an account's live API keys (redacted)
+  keys revoke --account H --id N          revoke an API key
+  smtp-passwords create --account H [--json]
+                                          create an SMTP submission password (shown once)
+  smtp-passwords list --account H [--json]
+  smtp-passwords delete --account H --id N
+  backup PATH                             write a consistent snapshot of the database to PATH (server may run)
+  help                                    this text
+  version                                 print the version
+
+Global options:
+  --config PATH    TOML configuration file (default: ./sluice.toml when present)
+  -h, --help       this text
+
+Every configuration key can also be set by an environment variable SLUICE_<KEY> (dots become underscores,
+e.g. SLUICE_HTTP_LISTEN=127.0.0.1:0); see 'sluice config reference'.
+`;
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  config: { type: 'string' },
+  json: { type: 'boolean' },
+  handle: { type: 'string' },
+  company: { type: 'string' },
+  account: { type: 'string' },
+  scope: { type: 'string' },
+  id: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Runs one CLI invocation; resolves to the process exit code (0 ok, 1 failure, 2 usage or config error). */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    io.stderr(`sluice: ${(err as Error).message}\nRun 'sluice help' for usage.\n`);
+    return 2;
+  }
+  const { values: opts, positionals } = parsed;
+  const [command, sub, ...rest] = positionals;
+  if (opts.help || command === undefined || command === 'help') {
+    io.stdout(HELP);
+    return 0;
+  }
+  const now = io.now ?? Date.now;
+  try {
+    if (command === 'version') {
+      io.stdout(`${VERSION}\n`);
+      return 0;
+    }
+    const loaded = () => loadConfig({ file: opts.config, env: io.env, cwd: io.cwd });
+    switch (command) {
+      case 'serve':
+        return await serve(loaded(), io, now);
+      case 'config':
+        return configCommand(sub, loaded, io, !!opts.json);
+      case 'backup': {
+        const target = sub;
+        if (!target || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
+        withStore(loaded(), (_, db) => backupDatabase(db, target));
+        io.stdout(`backup written to ${target}\n`);
+        return 0;
+      }
+      case 'accounts':
+        return withStore(loaded(), (store) => accountsCommand(sub, store, opts, io, now));
+      case 'keys':
+        return withStore(loaded(), (store) => keysCommand(sub, store, opts, io, now));
+      case 'smtp-passwords':
+        return withStore(loaded(), (store) => passwordsCommand(sub, store, opts, io, now));
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr(`sluice: configuration error: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof UsageError) {
+      io.stderr(`sluice: ${err.message}\nRun 'sluice help' for usage.\n`);
+      return 2;
+    }
+    io.stderr(`sluice: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+function withStore<T>(loaded: LoadedConfig, fn: (store: AccountStore, db: ReturnType<typeof openDatabase>) => T): T {
+  const db = openDatabase(loaded.config.dataDir);
+  try {
+    return fn(createAccountStore(db), db);
+  } finally {
+    db.close();
+  }
+}
+
+function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: CliIo, json: boolean): number {
+  if (sub === 'reference') {
+    io.stdout(renderReference());
+    return 0;
+  }
+  const cfg = loaded();
+  if (sub === 'check') {
+    io.stdout(`configuration is valid${cfg.file ? ` (${cfg.file})` : ' (defaults and environment)'}\n`);
+    return 0;
+  }
+  if (sub === 'print') {
+    io.stdout(json ? JSON.stringify(effectiveValues(cfg.values), null, 2) + '\n' : renderToml(cfg.values));
+    return 0;
+  }
+  throw new UsageError('usage: sluice config check|print|reference');
+}
+
+function requireAccount(store: AccountStore, handle: string | undefined) {
+  if (!handle) throw new UsageError('--account H is required');
+  const account = store.findByHandle(handle);
+  if (!account) throw new Error(`no account "${handle}"`);
+  return account;
+}
+
+function requireId(raw: string | undefined): number {
+  const id = Number(raw);
+  if (!raw || !Number.isInteger(id) || id < 1) throw new UsageError('--id N (a positive integer) is required');
+  return id;
+}
+
+type Opts = { handle?: string; company?: string; account?: string; scope?: string; id?: string; json?: boolean };
+
+function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
+  if (sub === 'create') {
+    const handle = opts.handle ?? `acct${Math.random().toString(36).slice(2, 10)}`;
+    if (!new RegExp(HANDLE_PATTERN).test(handle)) throw new UsageError('--handle must be 3-128 lower-case letters or digits');
+    if (opts.company !== undefined && (opts.company.length < 3 || opts.company.length > 128)) {
+      throw new UsageError('--company must be 3-128 characters');
+    }
+    const res = store.createParentWithKey({ handle, companyName: opts.company ?? null, now: now() });
+    if (!res.ok) throw new Error(`handle "${handle}" already exists`);
+    io.stdout(
+      opts.json
+        ? JSON.stringify({ handle, api_key: res.apiKey }) + '\n'
+        : `created account ${handle}\nAPI key (scope api, shown once): ${res.apiKey}\n`,
+    );
+    return 0;
+  }
+  if (sub === 'list') {
+    const rows = store.listParents().map((a) => ({
+      handle: a.handle,
+      company_name: a.company_name,
+      enabled: a.enabled === 1,
+      created_at: new Date(a.created_at).toISOString(),
+    }));
+    io.stdout(
+      opts.json
+        ? JSON.stringify(rows) + '\n'
+        : rows.map((r) => `${r.handle}\t${r.company_name ?? ''}\t${r.enabled ? 'enabled' : 'suspended'}\t${r.created_at}\n`).join(''),
+    );
+    return 0;
+  }
+  throw new UsageError('usage: sluice accounts create|list');
+}
+
+function keysCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
+  const account = requireAccount(store, opts.account);
+  if (sub === 'create') {
+    if (opts.scope !== 'api' && opts.scope !== 'inbound') throw new UsageError('--scope api|inbound is required');
+    const res = store.createApiKey(account.id, opts.scope as KeyScope, now());
+    if (!res.ok) throw new Error(`account "${account.handle}" already has the maximum of 100 API keys`);
+    io.stdout(
+      opts.json
+        ? JSON.stringify({ id: res.value.id, key: res.value.key, scope: opts.scope }) + '\n'
+        : `API key ${res.value.id} (scope ${opts.scope}, shown once): ${res.value.key}\n`,
+    );
+    return 0;
+  }
+  if (sub === 'list') {
+    const rows = store.listApiKeys(account.id).map((k) => ({ id: k.id, key: k.redacted, scope: k.scope }));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.scope}\t${r.key}\n`).join(''));
+    return 0;
+  }
+  if (sub === 'revoke') {
+    const id = requireId(opts.id);
+    if (!store.revokeApiKey(account.id, id, now())) throw new Error(`no live API key ${id} on account "${account.handle}"`);
+    io.stdout(`revoked API key ${id}\n`);
+    return 0;
+  }
+  throw new UsageError('usage: sluice keys create|list|revoke');
+}
+
+function passwordsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
+  const account = requireAccount(store, opts.account);
+  if (sub === 'create') {
+    const res = store.createSmtpPassword(account.id, now());
+    if (!res.ok) throw new Error(`account "${account.handle}" already has the maximum of 100 SMTP passwords`);
+    io.stdout(
+      opts.json
+        ? JSON.stringify({ id: res.value.id, smtp_password: res.value.password, username: account.handle }) + '\n'
+        : `SMTP password ${res.value.id} for user ${account.handle} (shown once): ${res.value.password}\n`,
+    );
+    return 0;
+  }
+  if (sub === 'list') {
+    const rows = store
+      .listSmtpPasswords(account.id)
+      .map((p) => ({ id: p.id, smtp_password: p.redacted, enabled: p.enabled === 1 }));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.smtp_password}\n`).join(''));
+    return 0;
+  }
+  if (sub === 'delete') {
+    const id = requireId(opts.id);
+    if (!store.deleteSmtpPassword(account.id, id, now())) throw new Error(`no SMTP password ${id} on account "${account.handle}"`);
+    io.stdout(`deleted SMTP password ${id}\n`);
+    return 0;
+  }
+  throw new UsageError('usage: sluice smtp-passwords create|list|delete');
+}
+
+async function serve(loaded: LoadedConfig, io: CliIo, now: () => number): Promise<number> {
+  const { config } = loaded;
+  const logger = pino({ level: config.log.level, base: { pid: process.pid } });
+  const server = await startServer({ config, logger, now });
+  if (server.firstApiKey) {
+    // Shown exactly once, on the first start with an empty data_dir, so the quick start needs no other step.
+    logger.info({ handle: 'default', api_key: server.firstApiKey }, 'created account "default"; this API key is shown only once');
+  }
+  logger.info(
+    {
+      http: formatHostPort(server.http),
+      mx: formatHostPort(server.mx),
+      submission: formatHostPort(server.submission),
+      ...(server.submissionTls ? { submission_tls: formatHostPort(server.submissionTls) } : {}),
+      version: VERSION,
+    },
+    'listening',
+  );
+  const stop =
+    io.stopSignal ??
+    new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+  await stop;
+  logger.info('shutting down');
+  await server.close();
+  logger.flush();
+  return 0;
+}

@@ -1,0 +1,248 @@
+// Owns the table of configuration keys: name, environment variable, default, parser and one line of doc each.
+import os from 'node:os';
+
+/** Where a raw value came from; env values are always strings and get parsed from text. */
+export type Source = 'file' | 'env';
+
+/** A configuration error that names the key (and the env variable when that is where the value came from). */
+export class ConfigError extends Error {
+  constructor(
+    readonly key: string,
+    readonly problem: string,
+  ) {
+    super(`${key}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** A host and port to bind or dial. Port 0 asks the OS for an ephemeral port. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** One configuration key. `parse` throws a plain Error whose message says what is wrong. */
+export interface KeySpec {
+  key: string;
+  env: string;
+  doc: string;
+  /** Shown in docs; `undefined` means "none". */
+  defaultText: string;
+  default: () => unknown;
+  parse: (raw: unknown, source: Source) => unknown;
+  /** Printed as `[redacted]` by `sluice config print`. */
+  secret?: boolean;
+  /** A TOML table whose entries are data (not keys), e.g. the transport map. */
+  table?: boolean;
+}
+
+/** SLUICE_<SECTION>_<KEY>: upper case, dots become underscores. */
+export function envName(key: string): string {
+  return 'SLUICE_' + key.toUpperCase().replace(/\./g, '_');
+}
+
+function str(raw: unknown): string {
+  if (typeof raw !== 'string') throw new Error(`expected a string, got ${typeName(raw)}`);
+  return raw;
+}
+
+function typeName(raw: unknown): string {
+  if (Array.isArray(raw)) return 'an array';
+  if (raw === null) return 'null';
+  return typeof raw === 'object' ? 'a table' : `a ${typeof raw}`;
+}
+
+/** Parses `host:port` or `[v6]:port`; `allowZero` for listeners (port 0 = ephemeral). */
+export function parseHostPort(text: string, allowZero: boolean): HostPort {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(text.trim());
+  if (!m) throw new Error(`"${text}" is not host:port (use [addr]:port for IPv6)`);
+  const port = Number(m[3]);
+  const min = allowZero ? 0 : 1;
+  if (port < min || port > 65535) throw new Error(`port ${port} is out of range ${min}-65535`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/** Formats a host and port the way the `listening` log line and configs show them. */
+export function formatHostPort(hp: HostPort): string {
+  return hp.host.includes(':') ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`;
+}
+
+const HOSTNAME_RE = /^(?=.{1,253}$)([a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?$/;
+
+const listen = (def: string) => ({
+  defaultText: def,
+  default: () => parseHostPort(def, true),
+  parse: (raw: unknown) => parseHostPort(str(raw), true),
+});
+
+const optionalListen = {
+  defaultText: 'none',
+  default: () => undefined,
+  parse: (raw: unknown) => parseHostPort(str(raw), true),
+};
+
+function parseList(raw: unknown, source: Source): string[] {
+  if (source === 'env') {
+    const text = str(raw).trim();
+    return text === '' ? [] : text.split(',').map((s) => s.trim());
+  }
+  if (!Array.isArray(raw)) throw new Error(`expected an array of strings, got ${typeName(raw)}`);
+  return raw.map((v, i) => {
+    if (typeof v !== 'string') throw new Error(`item ${i}: expected a string, got ${typeName(v)}`);
+    return v;
+  });
+}
+
+function parseTransportMap(raw: unknown, source: Source): Record<string, HostPort> {
+  let entries: [string, unknown][];
+  if (source === 'env') {
+    const text = str(raw).trim();
+    entries = text === '' ? [] : text.split(',').map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 1) throw new Error(`"${pair}" is not domain=host:port`);
+      return [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
+    });
+  } else {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      throw new Error(`expected a table of domain = "host:port", got ${typeName(raw)}`);
+    }
+    entries = Object.entries(raw);
+  }
+  const out: Record<string, HostPort> = {};
+  for (const [domain, target] of entries) {
+    const d = domain.toLowerCase().replace(/\.$/, '');
+    if (!HOSTNAME_RE.test(d)) throw new Error(`"${domain}" is not a domain name`);
+    try {
+      out[d] = parseHostPort(str(target), false);
+    } catch (err) {
+      throw new Error(`${domain}: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
+function oneOf<T extends string>(values: readonly T[]) {
+  return (raw: unknown): T => {
+    const s = str(raw);
+    if (!(values as readonly string[]).includes(s)) throw new Error(`"${s}" is not one of ${values.join(', ')}`);
+    return s as T;
+  };
+}
+
+function parseUrl(raw: unknown): string {
+  const s = str(raw);
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new Error(`"${s}" is not an absolute URL`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`"${s}" must be an http or https URL`);
+  return s.replace(/\/+$/, '');
+}
+
+function parseHostname(raw: unknown): string {
+  const s = str(raw);
+  if (!HOSTNAME_RE.test(s)) throw new Error(`"${s}" is not a host name`);
+  return s.replace(/\.$/, '');
+}
+
+function parseDir(raw: unknown): string {
+  const s = str(raw);
+  if (s.trim() === '') throw new Error('must not be empty');
+  return s;
+}
+
+function parsePath(raw: unknown): string {
+  const s = str(raw);
+  if (s.trim() === '') throw new Error('must not be empty');
+  return s;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function spec(key: string, rest: Omit<KeySpec, 'key' | 'env'>): KeySpec {
+  return { key, env: envName(key), ...rest };
+}
+
+/** Every configuration key Sluice knows. Key names are a contract with operators and tests. */
+export const KEYS: readonly KeySpec[] = [
+  spec('data_dir', {
+    doc: 'Directory holding the SQLite database, the generated TLS pair and every other piece of state.',
+    defaultText: './data',
+    default: () => './data',
+    parse: parseDir,
+  }),
+  spec('http.listen', { doc: 'Address of the REST control plane.', ...listen('127.0.0.1:8080') }),
+  spec('http.public_url', {
+    doc: 'Base URL clients reach the control plane at (unsubscribe links); derived from the bound HTTP address when unset.',
+    defaultText: 'derived from http.listen',
+    default: () => undefined,
+    parse: parseUrl,
+  }),
+  spec('smtp.hostname', {
+    doc: 'Name used in SMTP greetings, Received headers, Message-IDs and as the Authentication-Results authserv-id.',
+    defaultText: 'the OS host name',
+    default: () => os.hostname(),
+    parse: parseHostname,
+  }),
+  spec('smtp.mx.listen', { doc: 'Inbound MX listener (production: 0.0.0.0:25).', ...listen('0.0.0.0:2525') }),
+  spec('smtp.submission.listen', {
+    doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
+    ...listen('0.0.0.0:2587'),
+  }),
+  spec('smtp.submission.tls_listen', {
+    doc: 'Optional implicit-TLS submission listener (production: 0.0.0.0:465).',
+    ...optionalListen,
+  }),
+  spec('smtp.tls.cert', {
+    doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset a self-signed pair is generated into data_dir.',
+    defaultText: 'none (self-signed pair generated into data_dir/tls/)',
+    default: () => undefined,
+    parse: parsePath,
+  }),
+  spec('smtp.tls.key', {
+    doc: 'PEM private key matching smtp.tls.cert.',
+    defaultText: 'none (self-signed pair generated into data_dir/tls/)',
+    default: () => undefined,
+    parse: parsePath,
+  }),
+  spec('dns.servers', {
+    doc: 'DNS servers (host:port) for MX, SPF, DKIM, DMARC and lockdown look-ups; empty means the system resolvers.',
+    defaultText: 'system resolvers',
+    default: () => [],
+    parse: (raw, source) =>
+      parseList(raw, source).map((s, i) => {
+        try {
+          return parseHostPort(s, false);
+        } catch (err) {
+          throw new Error(`item ${i}: ${(err as Error).message}`);
+        }
+      }),
+  }),
+  spec('outbound.smarthost', {
+    doc: 'Relay every outbound message through this host:port instead of the recipients\' MX hosts.',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw) => parseHostPort(str(raw), false),
+  }),
+  spec('outbound.transport_map', {
+    doc: 'Per-recipient-domain routes (domain = "host:port"), consulted before the smarthost and DNS.',
+    defaultText: 'empty',
+    default: () => ({}),
+    parse: parseTransportMap,
+    table: true,
+  }),
+  spec('outbound.lockdown', {
+    doc: 'Domain Lockdown: "dns" requires a _sluice.<domain> TXT record naming the account; "off" disables the check.',
+    defaultText: 'dns',
+    default: () => 'dns',
+    parse: oneOf(['dns', 'off'] as const),
+  }),
+  spec('log.level', {
+    doc: `Log level: ${LOG_LEVELS.join(', ')}.`,
+    defaultText: 'info',
+    default: () => 'info',
+    parse: oneOf(LOG_LEVELS),
+  }),
+];

@@ -1,0 +1,135 @@
+// Owns the Koa application: request ids, access log, auth, rate limits, validation, error shapes, 404/405.
+import crypto from 'node:crypto';
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { KeyPrincipal } from '../storage/accounts.js';
+import { ApiError, errorBody, groupOf } from './errors.js';
+import { DEFAULT_BODY_LIMIT, readJsonBody } from './json-body.js';
+import { createRateLimiter } from './rate-limit.js';
+import { coerceQuery, validate, type AnyRoute, type Method } from './route.js';
+import type { Services } from './services.js';
+
+/** Requests per second (and burst) per account on rate-limited routes (OAS-I: 100 req/s per customer → 503). */
+export const RATE_LIMIT_PER_SECOND = 100;
+
+/** `/sub-account/{handle}` → `/sub-account/:handle` for @koa/router. */
+function koaPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
+}
+
+function authenticate(route: AnyRoute, services: Services, header: string | string[] | undefined): KeyPrincipal {
+  const group = groupOf(route.path);
+  // The tx API answers 403 for every key problem; inbound/outbound answer 401 for a missing or unknown key.
+  const unauth = group === 'tx' ? 403 : 401;
+  const key = Array.isArray(header) ? header[0] : header;
+  if (!key) throw new ApiError(unauth, ['missing X-API-Key header']);
+  const principal = services.accounts.authenticateKey(key.trim());
+  if (!principal) throw new ApiError(unauth, ['invalid or revoked API key']);
+  if (principal.scope !== route.auth) {
+    throw new ApiError(403, [`this API key has scope "${principal.scope}"; this endpoint needs scope "${route.auth}"`]);
+  }
+  return principal;
+}
+
+/** Builds the Koa app serving `routes`. */
+export function createApp(services: Services, routes: readonly AnyRoute[]): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  const router = new Router();
+  const limiter = createRateLimiter({ rate: RATE_LIMIT_PER_SECOND, burst: RATE_LIMIT_PER_SECOND, now: services.now });
+
+  app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const requestId = crypto.randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    try {
+      await next();
+    } catch (err) {
+      const group = groupOf(ctx.path);
+      if (err instanceof ApiError) {
+        ctx.status = err.status;
+        ctx.body = errorBody(group, err.status, err.errors);
+        for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
+      } else {
+        const status = (err as { status?: number; expose?: boolean }).status;
+        if (status && status >= 400 && status < 500) {
+          ctx.status = status;
+          ctx.body = errorBody(group, status, [(err as Error).message]);
+        } else {
+          services.logger.error({ err, requestId }, 'request failed');
+          ctx.status = 500;
+          ctx.body = errorBody(group, 500, ['internal error']);
+        }
+      }
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const principal = ctx.state.principal as KeyPrincipal | undefined;
+      services.logger.info(
+        {
+          component: 'http',
+          requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          ms: Math.round(ms * 10) / 10,
+          account: principal?.account.handle,
+        },
+        'request',
+      );
+    }
+  });
+
+  for (const route of routes) {
+    const method = route.method.toLowerCase() as Lowercase<Method>;
+    router[method](koaPath(route.path), async (ctx) => {
+      let principal: KeyPrincipal | undefined;
+      if (route.auth !== 'none') {
+        principal = authenticate(route, services, ctx.headers['x-api-key']);
+        ctx.state.principal = principal;
+        if (route.rateLimited && !limiter.take(`${groupOf(route.path)}:${principal.account.id}`)) {
+          throw new ApiError(503, ['rate limit exceeded: at most 100 requests per second'], { 'Retry-After': '1' });
+        }
+      }
+      const params = route.params ? validate(route.params, { ...ctx.params }, 'path') : {};
+      const query = route.query
+        ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query')
+        : {};
+      let body: unknown = undefined;
+      if (route.body) {
+        body = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT);
+        if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
+        if (body !== undefined) body = validate(route.body, body, 'body');
+      }
+      const reply = await route.handler(services, {
+        params,
+        query,
+        body,
+        principal: principal as KeyPrincipal,
+        requestId: ctx.state.requestId as string,
+        headers: ctx.headers,
+      });
+      ctx.status = reply.status;
+      for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
+      if (reply.body !== undefined) {
+        if (reply.type) ctx.type = reply.type;
+        ctx.body = reply.body;
+      }
+    });
+  }
+
+  app.use(router.routes());
+  // Nothing matched: 405 with Allow when the path exists under another method, else 404 — both in the group's shape.
+  app.use(async (ctx) => {
+    const matched = router.match(ctx.path, ctx.method);
+    const allowed = new Set<string>();
+    for (const layer of matched.path) for (const m of layer.methods) if (m !== 'HEAD') allowed.add(m);
+    if (allowed.size > 0 && !matched.route) {
+      throw new ApiError(405, [`method ${ctx.method} not allowed; allowed: ${[...allowed].join(', ')}`], {
+        Allow: [...allowed].join(', '),
+      });
+    }
+    throw new ApiError(404, [`no route for ${ctx.method} ${ctx.path}`]);
+  });
+  return app;
+}

@@ -1,0 +1,44 @@
+// Owns turning every control-plane error into the body shape of its API group (the only place that does).
+import http from 'node:http';
+
+/** Which API a path belongs to; each has its own error body shape (api.md). */
+export type Group = 'tx' | 'inbound' | 'outbound' | 'notifications' | 'root';
+
+/** The group of a request path, by prefix. */
+export function groupOf(path: string): Group {
+  if (path === '/tx/v1' || path.startsWith('/tx/v1/')) return 'tx';
+  if (path === '/inbound/v1' || path.startsWith('/inbound/v1/')) return 'inbound';
+  if (path === '/outbound/v1' || path.startsWith('/outbound/v1/')) return 'outbound';
+  if (path === '/notifications/v1' || path.startsWith('/notifications/v1/')) return 'notifications';
+  return 'root';
+}
+
+/** An error to answer with: status, client-facing messages (no internals), optional headers. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly errors: string[],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(errors.join('; '));
+    this.name = 'ApiError';
+  }
+}
+
+/**
+ * The error body for a group: `{"errors":[…]}` for /tx/v1 (OAS-E ErrorResponse) and the other groups, and
+ * `{"code":<status>,"errors":[…],"message":"…"}` for /inbound/v1 and /outbound/v1.
+ */
+export function errorBody(group: Group, status: number, errors: string[]): Record<string, unknown> {
+  const list = errors.length > 0 ? errors : [http.STATUS_CODES[status] ?? 'Error'];
+  if (group === 'inbound' || group === 'outbound') {
+    return { code: status, errors: list, message: list[0] };
+  }
+  return { errors: list };
+}
+
+/** Shorthands for the common statuses. */
+export const badRequest = (...errors: string[]) => new ApiError(400, errors);
+export const forbidden = (...errors: string[]) => new ApiError(403, errors);
+export const notFound = (...errors: string[]) => new ApiError(404, errors);
+export const conflict = (...errors: string[]) => new ApiError(409, errors);

@@ -1,0 +1,57 @@
+// Owns building the OpenAPI 3.1 document from the route registry (the same schemas that validate requests).
+import type { TObject, TSchema } from '@sinclair/typebox';
+import { groupOf } from './errors.js';
+import type { AnyRoute } from './route.js';
+
+/** Strips TypeBox's symbol keys and our `errorMessage` extension, leaving plain JSON Schema 2020-12. */
+function plain(schema: TSchema): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(schema, (k, v) => (k === 'errorMessage' ? undefined : v)));
+}
+
+function parameters(where: 'path' | 'query', schema: TObject | undefined) {
+  if (!schema) return [];
+  const required = new Set(schema.required ?? []);
+  return Object.entries(schema.properties).map(([name, s]) => ({
+    name,
+    in: where,
+    required: where === 'path' || required.has(name),
+    schema: plain(s as TSchema),
+  }));
+}
+
+/** The OpenAPI document of every registered route. */
+export function buildOpenApi(routes: readonly AnyRoute[], version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const op: Record<string, unknown> = {
+      summary: r.summary,
+      tags: r.tags ?? [groupOf(r.path)],
+      parameters: [...parameters('path', r.params), ...parameters('query', r.query)],
+      responses: Object.fromEntries(
+        Object.entries(r.responses).map(([code, res]) => [
+          code,
+          res.schema
+            ? { description: res.description, content: { [res.contentType ?? 'application/json']: { schema: plain(res.schema) } } }
+            : { description: res.description },
+        ]),
+      ),
+    };
+    if (r.body) {
+      op.requestBody = { required: !r.bodyOptional, content: { 'application/json': { schema: plain(r.body) } } };
+    }
+    if (r.auth !== 'none') op.security = [{ ApiKey: [] }];
+    (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Sluice API',
+      version,
+      description:
+        'MailChannels-compatible Email API (/tx/v1), Inbound API (/inbound/v1), outbound log search (/outbound/v1) ' +
+        'and notifications (/notifications/v1), plus Sluice extensions.',
+    },
+    components: { securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
+    paths,
+  };
+}

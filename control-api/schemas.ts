@@ -1,0 +1,40 @@
+// Owns schema pieces shared by several routes (TypeBox: one definition feeds validation, types and OpenAPI).
+import { Type } from '@sinclair/typebox';
+
+/** Account and sub-account handles (SDK client rule: lower-case letters and digits, 3–128). */
+export const HANDLE_PATTERN = '^[a-z0-9]{3,128}$';
+
+export const Handle = Type.String({
+  pattern: HANDLE_PATTERN,
+  errorMessage: 'must be 3-128 lower-case letters or digits',
+});
+
+/** Paging as most list endpoints take it. */
+export const Paging = (maxLimit: number, defaultLimit: number) => ({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: maxLimit, default: defaultLimit })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+});
+
+/** `{"errors":[…]}` — the tx group's error body. */
+export const TxError = Type.Object({ errors: Type.Array(Type.String()) });
+
+/** `{"code":…,"errors":[…],"message":"…"}` — the inbound/outbound error body. */
+export const CodedError = Type.Object({
+  code: Type.Integer(),
+  errors: Type.Array(Type.String()),
+  message: Type.String(),
+});
+
+/** Calendar month containing `ms` (UTC) as the usage endpoints render it. */
+export function usageWindow(ms: number): { period_start_date: string; period_end_date: string } {
+  const d = new Date(ms);
+  const start = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0));
+  return { period_start_date: start.toISOString().slice(0, 10), period_end_date: end.toISOString().slice(0, 10) };
+}
+
+export const UsageStats = Type.Object({
+  period_start_date: Type.String({ format: 'date' }),
+  period_end_date: Type.String({ format: 'date' }),
+  total_usage: Type.Integer(),
+});

@@ -1,0 +1,59 @@
+// Owns opening the SQLite database: pragmas for durability and concurrency, then forward-only migrations.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS } from './migrations.js';
+
+/** The database handle every repository takes. Only storage/ knows it is better-sqlite3. */
+export type Db = Database.Database;
+
+/** Path of the main database file inside a data directory. */
+export function databasePath(dataDir: string): string {
+  return path.join(dataDir, 'sluice.db');
+}
+
+/**
+ * Opens (creating if needed) the database in `dataDir` and applies pending migrations.
+ * WAL lets the CLI and a running server share the file; busy_timeout makes a writer wait for the other instead of
+ * failing; synchronous=FULL makes every commit durable before we answer 250/202 (a WAL commit with NORMAL may be
+ * rolled back by a power cut, see sqlite.org/pragma.html#pragma_synchronous).
+ */
+export function openDatabase(dataDir: string): Db {
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const db = new Database(databasePath(dataDir));
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  db.pragma('synchronous = FULL');
+  migrate(db);
+  return db;
+}
+
+/** Applies every migration newer than PRAGMA user_version, each in its own immediate transaction. */
+export function migrate(db: Db): void {
+  for (let i = 0; i < MIGRATIONS.length; i++) {
+    const target = i + 1;
+    // IMMEDIATE takes the write lock first, so two processes starting at once never apply the same step twice.
+    db.transaction(() => {
+      const current = db.pragma('user_version', { simple: true }) as number;
+      if (current >= target) return;
+      db.exec(MIGRATIONS[i] as string);
+      db.pragma(`user_version = ${target}`);
+    }).immediate();
+  }
+}
+
+/** Liveness probe for /healthz: a trivial read. */
+export function pingDatabase(db: Db): boolean {
+  return (db.prepare('SELECT 1 AS ok').get() as { ok: number }).ok === 1;
+}
+
+/**
+ * Writes a consistent snapshot of the live database to `target` with VACUUM INTO, which reads inside one
+ * transaction, so concurrent writers (a running server) neither block it nor tear it.
+ */
+export function backupDatabase(db: Db, target: string): void {
+  if (fs.existsSync(target)) throw new Error(`${target} already exists`);
+  fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
+  db.prepare('VACUUM INTO ?').run(path.resolve(target));
+}
