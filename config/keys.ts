@@ -226,12 +226,41 @@ export const KEYS: readonly KeySpec[] = [
     default: () => undefined,
     parse: (raw) => parseHostPort(str(raw), false),
   }),
+  spec('outbound.smarthost_user', {
+    doc: 'AUTH user name for the smarthost (AUTH PLAIN/LOGIN, only over TLS).',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw) => str(raw),
+  }),
+  spec('outbound.smarthost_password', {
+    doc: 'AUTH password for the smarthost.',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw) => str(raw),
+    secret: true,
+  }),
+  spec('outbound.smarthost_tls', {
+    doc: 'TLS to the smarthost: "starttls" (opportunistic), "required" (STARTTLS or fail) or "implicit" (TLS from connect).',
+    defaultText: 'starttls',
+    default: () => 'starttls',
+    parse: oneOf(['starttls', 'required', 'implicit'] as const),
+  }),
   spec('outbound.transport_map', {
     doc: 'Per-recipient-domain routes (domain = "host:port"), consulted before the smarthost and DNS.',
     defaultText: 'empty',
     default: () => ({}),
     parse: parseTransportMap,
     table: true,
+  }),
+  spec('outbound.mx_port', {
+    doc: 'TCP port dialled on MX hosts (RFC 5321 uses 25; tests and benchmarks on loopback use another).',
+    defaultText: '25',
+    default: () => 25,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65535) throw new Error('expected a port 1-65535');
+      return n;
+    },
   }),
   spec('outbound.lockdown', {
     doc: 'Domain Lockdown: "dns" requires a _sluice.<domain> TXT record naming the account; "off" disables the check.',

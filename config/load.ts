@@ -18,7 +18,11 @@ export interface Config {
   dns: { servers: HostPort[] };
   outbound: {
     smarthost: HostPort | undefined;
+    smarthostUser: string | undefined;
+    smarthostPassword: string | undefined;
+    smarthostTls: 'starttls' | 'required' | 'implicit';
     transportMap: Record<string, HostPort>;
+    mxPort: number;
     lockdown: 'dns' | 'off';
   };
   log: { level: (typeof LOG_LEVELS)[number] };
@@ -125,7 +129,11 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     dns: { servers: v('dns.servers') },
     outbound: {
       smarthost: v('outbound.smarthost'),
+      smarthostUser: v('outbound.smarthost_user'),
+      smarthostPassword: v('outbound.smarthost_password'),
+      smarthostTls: v('outbound.smarthost_tls'),
       transportMap: v('outbound.transport_map'),
+      mxPort: v('outbound.mx_port'),
       lockdown: v('outbound.lockdown'),
     },
     log: { level: v('log.level') },
