@@ -1,0 +1,36 @@
+// Owns the shape of delivery events written to the outbox (api.md §4.2), one place for every event kind.
+
+export type EventKind = 'processed' | 'delivered' | 'soft-bounced' | 'hard-bounced' | 'dropped' | 'unsubscribed';
+
+export interface EventMessage {
+  fromEmail: string | null;
+  customerHandle: string;
+  requestId: string;
+  messageId: string;
+  campaignId: string | null;
+}
+
+/**
+ * The payload of one event: `customer_handle`, `timestamp` (Unix seconds) and `event` always; `email` (the From
+ * address), `request_id`, `smtp_id` (the Message-ID header value, with angle brackets), `campaign_id` when set,
+ * `recipients`, and `status` / `reason` on bounces and drops.
+ */
+export function eventPayload(
+  kind: EventKind,
+  m: EventMessage,
+  at: number,
+  extra: { recipients?: string[]; status?: string; reason?: string } = {},
+): Record<string, unknown> {
+  return {
+    ...(m.fromEmail ? { email: m.fromEmail } : {}),
+    customer_handle: m.customerHandle,
+    timestamp: Math.floor(at / 1000),
+    event: kind,
+    request_id: m.requestId,
+    smtp_id: `<${m.messageId}>`,
+    ...(m.campaignId ? { campaign_id: m.campaignId } : {}),
+    ...(extra.recipients ? { recipients: extra.recipients } : {}),
+    ...(extra.status !== undefined ? { status: extra.status } : {}),
+    ...(extra.reason !== undefined ? { reason: extra.reason } : {}),
+  };
+}

@@ -1,0 +1,286 @@
+// Owns the messages, message_bodies, deliveries, delivery_attempts and events tables: enqueue, claim, record outcomes.
+import type { Db } from './database.js';
+
+export type DeliveryState = 'queued' | 'sending' | 'delivered' | 'bounced' | 'dropped' | 'held';
+export type MessageKind = 'outbound' | 'relay' | 'dsn';
+
+export interface MessageRow {
+  id: number;
+  account_id: number | null;
+  kind: MessageKind;
+  request_id: string;
+  message_id: string;
+  mail_from: string;
+  from_email: string | null;
+  subject: string | null;
+  campaign_id: string | null;
+  transactional: number;
+  size: number;
+  auth: string | null;
+  upstream: string | null;
+  upstream_hostname: string | null;
+  sender_id: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface DeliveryRow {
+  id: number;
+  message_id: number;
+  rcpt: string;
+  domain: string;
+  state: DeliveryState;
+  attempts: number;
+  next_attempt_at: number;
+  locked_by: string | null;
+  last_code: number | null;
+  last_status: string | null;
+  last_response: string | null;
+  last_command: string | null;
+  last_host: string | null;
+  updated_at: number;
+}
+
+export interface NewMessage {
+  accountId: number | null;
+  kind: MessageKind;
+  requestId: string;
+  messageId: string;
+  mailFrom: string;
+  fromEmail: string | null;
+  subject: string | null;
+  campaignId: string | null;
+  transactional: boolean;
+  raw: Buffer;
+  auth: string | null;
+  upstream: string | null;
+  upstreamHostname: string | null;
+  senderId: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface AttemptRecord {
+  deliveryId: number;
+  at: number;
+  outcome: 'delivered' | 'deferred' | 'bounced';
+  code: number | null;
+  status: string | null;
+  response: string;
+  command: string | null;
+  host: string | null;
+}
+
+export interface QueueStats {
+  queued: number;
+  sending: number;
+  delivered: number;
+  bounced: number;
+  dropped: number;
+  held: number;
+  oldestQueuedAt: number | null;
+}
+
+/** Repository over the queue tables. Multi-step writes are composed by the caller inside `transaction`. */
+export function createQueueStore(db: Db) {
+  const s = {
+    insertMessage: db.prepare(
+      `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
+         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at)
+       VALUES (@accountId, @kind, @requestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
+         @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt)
+       RETURNING id`,
+    ),
+    insertBody: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
+    insertDelivery: db.prepare(
+      `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, last_code, last_status,
+         last_response, updated_at)
+       VALUES (@messageId, @rcpt, @domain, @state, @nextAttemptAt, @code, @status, @response, @now) RETURNING id`,
+    ),
+    claim: db.prepare(
+      // Counts the attempt and pushes next_attempt_at to the lease end *before* dialling (STYLE: record, then send).
+      `UPDATE deliveries SET state = 'sending', locked_by = @worker, attempts = attempts + 1,
+         next_attempt_at = @leaseUntil, updated_at = @now
+       WHERE id IN (SELECT id FROM deliveries WHERE state = 'queued' AND next_attempt_at <= @now
+                    ORDER BY next_attempt_at, id LIMIT @limit)
+       RETURNING *`,
+    ),
+    releaseStale: db.prepare(
+      `UPDATE deliveries SET state = 'queued', locked_by = NULL, next_attempt_at = MIN(next_attempt_at, @now),
+         updated_at = @now WHERE state = 'sending'`,
+    ),
+    message: db.prepare('SELECT * FROM messages WHERE id = ?'),
+    body: db.prepare('SELECT body FROM message_bodies WHERE message_id = ?'),
+    markDelivered: db.prepare(
+      `UPDATE deliveries SET state = @state, locked_by = NULL, last_code = @code, last_status = @status,
+         last_response = @response, last_command = @command, last_host = @host, next_attempt_at = @next,
+         updated_at = @now WHERE id = @id`,
+    ),
+    insertAttempt: db.prepare(
+      `INSERT INTO delivery_attempts (delivery_id, at, outcome, code, status, response, command, host)
+       VALUES (@deliveryId, @at, @outcome, @code, @status, @response, @command, @host)`,
+    ),
+    insertEvent: db.prepare(
+      'INSERT INTO events (account_id, event, payload, created_at) VALUES (?, ?, ?, ?) RETURNING id',
+    ),
+    nextDue: db.prepare("SELECT MIN(next_attempt_at) AS at FROM deliveries WHERE state IN ('queued', 'sending')"),
+    bumpUsage: db.prepare(
+      `INSERT INTO usage_counters (account_id, period, sends) VALUES (?, ?, ?)
+       ON CONFLICT(account_id, period) DO UPDATE SET sends = sends + excluded.sends`,
+    ),
+    deliveriesOf: db.prepare('SELECT * FROM deliveries WHERE message_id = ? ORDER BY id'),
+    delivery: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
+    list: db.prepare(
+      `SELECT d.*, m.mail_from, m.message_id AS header_message_id, m.created_at AS message_created_at
+       FROM deliveries d JOIN messages m ON m.id = d.message_id
+       WHERE d.state IN ('queued', 'sending', 'held') ORDER BY d.next_attempt_at, d.id LIMIT ? OFFSET ?`,
+    ),
+    retryNow: db.prepare(
+      `UPDATE deliveries SET next_attempt_at = @now, updated_at = @now WHERE state = 'queued' AND (@id IS NULL OR id = @id)`,
+    ),
+    deleteDelivery: db.prepare(
+      `UPDATE deliveries SET state = 'dropped', locked_by = NULL, last_response = @reason, updated_at = @now
+       WHERE id = @id AND state IN ('queued', 'held')`,
+    ),
+    stats: db.prepare(
+      `SELECT state, count(*) AS n, MIN(CASE WHEN state = 'queued' THEN updated_at END) AS oldest
+       FROM deliveries GROUP BY state`,
+    ),
+    attempts: db.prepare('SELECT * FROM delivery_attempts WHERE delivery_id = ? ORDER BY id'),
+  };
+
+  return {
+    /** Runs `fn` in one write transaction (nested calls become savepoints). */
+    transaction<T>(fn: () => T): T {
+      return db.transaction(fn).immediate();
+    },
+
+    /** Runs `fn` in a savepoint of the current transaction: if it throws, only its own writes roll back. */
+    savepoint<T>(fn: () => T): T {
+      return db.transaction(fn)();
+    },
+
+    /** Inserts a message row and its body; returns the message row id. Call inside `transaction`. */
+    insertMessage(m: NewMessage): number {
+      const { id } = s.insertMessage.get({
+        ...m,
+        transactional: m.transactional ? 1 : 0,
+        size: m.raw.length,
+      }) as { id: number };
+      s.insertBody.run(id, m.raw);
+      return id;
+    },
+
+    /** Inserts one delivery (queued for `nextAttemptAt`, or a final state such as dropped). */
+    insertDelivery(d: {
+      messageId: number;
+      rcpt: string;
+      domain: string;
+      state: DeliveryState;
+      nextAttemptAt: number;
+      code?: number | null;
+      status?: string | null;
+      response?: string | null;
+      now: number;
+    }): number {
+      return (
+        s.insertDelivery.get({
+          code: null,
+          status: null,
+          response: null,
+          ...d,
+        }) as { id: number }
+      ).id;
+    },
+
+    /** Appends an event to the outbox; returns its id. */
+    insertEvent(accountId: number, event: string, payload: Record<string, unknown>, now: number): number {
+      return (s.insertEvent.get(accountId, event, JSON.stringify(payload), now) as { id: number }).id;
+    },
+
+    addUsage(accountId: number, period: string, n: number): void {
+      s.bumpUsage.run(accountId, period, n);
+    },
+
+    /** Claims up to `limit` due deliveries for `worker`, leasing them until `leaseUntil`. */
+    claimDue(worker: string, now: number, leaseUntil: number, limit: number): DeliveryRow[] {
+      return db.transaction(() => s.claim.all({ worker, now, leaseUntil, limit }) as DeliveryRow[]).immediate();
+    },
+
+    /** At start-up no other worker exists: leases left by a dead process become due now. Returns how many. */
+    releaseStaleLeases(now: number): number {
+      return s.releaseStale.run({ now }).changes;
+    },
+
+    findMessage(id: number): MessageRow | undefined {
+      return s.message.get(id) as MessageRow | undefined;
+    },
+
+    findBody(messageId: number): Buffer | undefined {
+      return (s.body.get(messageId) as { body: Buffer } | undefined)?.body;
+    },
+
+    findDelivery(id: number): DeliveryRow | undefined {
+      return s.delivery.get(id) as DeliveryRow | undefined;
+    },
+
+    deliveriesOf(messageId: number): DeliveryRow[] {
+      return s.deliveriesOf.all(messageId) as DeliveryRow[];
+    },
+
+    attemptsOf(deliveryId: number): AttemptRecord[] {
+      return s.attempts.all(deliveryId) as AttemptRecord[];
+    },
+
+    /** Records one attempt and sets the delivery's new state. Call inside `transaction`. */
+    recordAttempt(a: AttemptRecord, state: DeliveryState, nextAttemptAt: number): void {
+      s.insertAttempt.run(a);
+      s.markDelivered.run({
+        id: a.deliveryId,
+        state,
+        code: a.code,
+        status: a.status,
+        response: a.response,
+        command: a.command,
+        host: a.host,
+        next: nextAttemptAt,
+        now: a.at,
+      });
+    },
+
+    /** Earliest next_attempt_at of unfinished deliveries, or undefined when the queue is empty. */
+    nextDueAt(): number | undefined {
+      return (s.nextDue.get() as { at: number | null }).at ?? undefined;
+    },
+
+    /** Unfinished deliveries for `sluice queue list`. */
+    listPending(limit: number, offset: number) {
+      return s.list.all(limit, offset) as (DeliveryRow & {
+        mail_from: string;
+        header_message_id: string;
+        message_created_at: number;
+      })[];
+    },
+
+    /** Makes one queued delivery (or all, when id is null) due now; returns how many. */
+    retryNow(id: number | null, now: number): number {
+      return s.retryNow.run({ id, now }).changes;
+    },
+
+    /** Drops a queued or held delivery by operator action; false if it is not waiting. */
+    dropDelivery(id: number, reason: string, now: number): boolean {
+      return s.deleteDelivery.run({ id, reason, now }).changes > 0;
+    },
+
+    stats(): QueueStats {
+      const out: QueueStats = { queued: 0, sending: 0, delivered: 0, bounced: 0, dropped: 0, held: 0, oldestQueuedAt: null };
+      for (const r of s.stats.all() as { state: DeliveryState; n: number; oldest: number | null }[]) {
+        out[r.state] = r.n;
+        if (r.state === 'queued') out.oldestQueuedAt = r.oldest;
+      }
+      return out;
+    },
+  };
+}
+
+export type QueueStore = ReturnType<typeof createQueueStore>;

@@ -1,0 +1,25 @@
+// Checks that the README stays true: every configuration key, its default and env name, and the CLI help.
+import fs from 'node:fs';
+import t from 'tap';
+import { HELP } from '../bin/cli.js';
+import { KEYS } from '../config/keys.js';
+
+const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+t.test('README documents every configuration key with its default and env name', async (t) => {
+  for (const k of KEYS) {
+    const row = readme.split('\n').find((l) => l.startsWith(`| \`${k.key}\` |`));
+    t.ok(row, `row for ${k.key}`);
+    t.match(row ?? '', k.env, `${k.key} env name`);
+    t.match(row ?? '', k.defaultText, `${k.key} default`);
+  }
+});
+
+t.test('README shows the current CLI help', async (t) => {
+  t.ok(readme.includes(HELP.trimEnd()), 'README embeds `sluice help` verbatim');
+});
+
+t.test('README quick start shows the two commands', async (t) => {
+  t.match(readme, /npm ci && npm start/);
+  t.match(readme, /npm test/);
+});
