@@ -5,6 +5,7 @@ import { ConfigError } from '../config/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { effectiveValues, renderReference, renderToml } from '../config/render.js';
 import { createAccountStore, type AccountStore, type KeyScope } from '../storage/accounts.js';
+import { createQueueStore, type QueueStore } from '../storage/queue.js';
 import { backupDatabase, openDatabase } from '../storage/database.js';
 import { HANDLE_PATTERN } from '../control-api/schemas.js';
 import { startServer } from './server.js';
@@ -42,6 +43,10 @@ Commands:
                                           create an SMTP submission password (shown once)
   smtp-passwords list --account H [--json]
   smtp-passwords delete --account H --id N
+  queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held)
+  queue show ID [--json]                  one delivery with its message and every attempt
+  queue retry ID | --all                  make a queued delivery (or every one) due now
+  queue delete ID                         drop a queued or held delivery (it will not be sent)
   backup PATH                             write a consistent snapshot of the database to PATH (server may run)
   help                                    this text
   version                                 print the version
@@ -64,6 +69,8 @@ const OPTIONS = {
   account: { type: 'string' },
   scope: { type: 'string' },
   id: { type: 'string' },
+  limit: { type: 'string' },
+  all: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -107,6 +114,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (store) => keysCommand(sub, store, opts, io, now));
       case 'smtp-passwords':
         return withStore(loaded(), (store) => passwordsCommand(sub, store, opts, io, now));
+      case 'queue':
+        return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
@@ -163,7 +172,69 @@ function requireId(raw: string | undefined): number {
   return id;
 }
 
-type Opts = { handle?: string; company?: string; account?: string; scope?: string; id?: string; json?: boolean };
+type Opts = {
+  handle?: string;
+  company?: string;
+  account?: string;
+  scope?: string;
+  id?: string;
+  json?: boolean;
+  limit?: string;
+  all?: boolean;
+};
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function queueCommand(sub: string | undefined, rest: string[], store: QueueStore, opts: Opts, io: CliIo, now: () => number): number {
+  const idArg = () => requireId(rest[0] ?? opts.id);
+  if (sub === 'list') {
+    const limit = opts.limit === undefined ? 100 : Number(opts.limit);
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
+    const rows = store.listPending(limit, 0).map((d) => ({
+      id: d.id,
+      state: d.state,
+      rcpt: d.rcpt,
+      sender: d.mail_from,
+      message_id: d.header_message_id,
+      attempts: d.attempts,
+      next_attempt_at: iso(d.next_attempt_at),
+      last_response: d.last_response,
+    }));
+    io.stdout(
+      opts.json
+        ? JSON.stringify(rows) + '\n'
+        : rows
+            .map((r) => `${r.id}\t${r.state}\t${r.next_attempt_at}\t${r.attempts}\t<${r.sender}> -> <${r.rcpt}>\t${r.last_response ?? ''}\n`)
+            .join('') || 'queue is empty\n',
+    );
+    return 0;
+  }
+  if (sub === 'show') {
+    const delivery = store.findDelivery(idArg());
+    if (!delivery) throw new Error(`no delivery ${rest[0] ?? opts.id}`);
+    const message = store.findMessage(delivery.message_id);
+    const out = {
+      delivery: { ...delivery, next_attempt_at: iso(delivery.next_attempt_at), updated_at: iso(delivery.updated_at) },
+      message: message && { ...message, created_at: iso(message.created_at), expires_at: iso(message.expires_at) },
+      attempts: store.attemptsOf(delivery.id).map((a) => ({ ...a, at: iso(a.at) })),
+    };
+    io.stdout(JSON.stringify(out, null, opts.json ? 0 : 2) + '\n');
+    return 0;
+  }
+  if (sub === 'retry') {
+    const n = opts.all ? store.retryNow(null, now()) : store.retryNow(idArg(), now());
+    if (!opts.all && n === 0) throw new Error(`delivery ${rest[0] ?? opts.id} is not queued`);
+    io.stdout(`${n} deliver${n === 1 ? 'y' : 'ies'} due now\n`);
+    return 0;
+  }
+  if (sub === 'delete') {
+    const id = idArg();
+    if (!store.dropDelivery(id, 'deleted by operator', now())) throw new Error(`delivery ${id} is not queued or held`);
+    io.stdout(`dropped delivery ${id}\n`);
+    return 0;
+  }
+  throw new UsageError('usage: sluice queue list|show|retry|delete');
+}
 
 function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
   if (sub === 'create') {
