@@ -108,6 +108,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
         principal: principal as KeyPrincipal,
         requestId: ctx.state.requestId as string,
         headers: ctx.headers,
+        ip: ctx.ip,
       });
       ctx.status = reply.status;
       for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);

@@ -28,6 +28,8 @@ export interface RequestInfo<P, Q, B> {
   principal: KeyPrincipal;
   requestId: string;
   headers: Record<string, string | string[] | undefined>;
+  /** The client's address (the socket peer; proxies are not trusted). */
+  ip: string;
 }
 
 /** A route: method, OpenAPI-style path (`/sub-account/{handle}`), key scope, schemas and handler. */
