@@ -1,4 +1,5 @@
 // Owns the table of configuration keys: name, environment variable, default, parser and one line of doc each.
+import net from 'node:net';
 import os from 'node:os';
 
 /** Where a raw value came from; env values are always strings and get parsed from text. */
@@ -260,6 +261,16 @@ export const KEYS: readonly KeySpec[] = [
       const n = source === 'env' ? Number(str(raw)) : raw;
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65535) throw new Error('expected a port 1-65535');
       return n;
+    },
+  }),
+  spec('outbound.public_ip', {
+    doc: 'Public address receivers see our outbound mail come from; check-domain evaluates SPF for it.',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw) => {
+      const s = str(raw).trim();
+      if (net.isIP(s) === 0) throw new Error(`"${s}" is not an IP address`);
+      return s;
     },
   }),
   spec('outbound.lockdown', {

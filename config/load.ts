@@ -23,6 +23,7 @@ export interface Config {
     smarthostTls: 'starttls' | 'required' | 'implicit';
     transportMap: Record<string, HostPort>;
     mxPort: number;
+    publicIp: string | undefined;
     lockdown: 'dns' | 'off';
   };
   log: { level: (typeof LOG_LEVELS)[number] };
@@ -134,6 +135,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       smarthostTls: v('outbound.smarthost_tls'),
       transportMap: v('outbound.transport_map'),
       mxPort: v('outbound.mx_port'),
+      publicIp: v('outbound.public_ip'),
       lockdown: v('outbound.lockdown'),
     },
     log: { level: v('log.level') },

@@ -1,0 +1,91 @@
+// Owns a real smtp-server on 127.0.0.1:0 that plays a remote MX / downstream: records messages, fails on request.
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { Test } from 'tap';
+
+export interface ReceivedMessage {
+  mailFrom: string;
+  rcptTo: string[];
+  raw: Buffer;
+  secure: boolean;
+  session: SMTPServerSession;
+}
+
+/** A scripted reply: `{code, message}` refuses the stage; undefined accepts. */
+export type Reply = { code: number; message: string } | undefined;
+
+export interface SinkOptions {
+  /** Decide per recipient at RCPT TO. */
+  onRcpt?: (rcpt: string) => Reply;
+  /** Decide at end of DATA (after the body was read). */
+  onData?: (msg: Omit<ReceivedMessage, 'session'>) => Reply;
+  /** Offer STARTTLS (smtp-server's built-in self-signed pair). Default true. */
+  tls?: boolean;
+}
+
+export interface Sink {
+  port: number;
+  host: string;
+  messages: ReceivedMessage[];
+  /** Resolves once `n` messages have been accepted in total. */
+  waitFor(n: number): Promise<ReceivedMessage[]>;
+  close(): Promise<void>;
+}
+
+function fail(r: { code: number; message: string }): Error {
+  return Object.assign(new Error(r.message), { responseCode: r.code });
+}
+
+export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> {
+  const messages: ReceivedMessage[] = [];
+  const waiters: { n: number; resolve: (m: ReceivedMessage[]) => void }[] = [];
+  const server = new SMTPServer({
+    logger: false,
+    authOptional: true,
+    disabledCommands: opts.tls === false ? ['STARTTLS', 'AUTH'] : ['AUTH'],
+    size: 64 * 1024 * 1024,
+    onRcptTo(address, _session, cb) {
+      const r = opts.onRcpt?.(address.address);
+      cb(r ? fail(r) : undefined);
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const msg = {
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          rcptTo: session.envelope.rcptTo.map((r) => r.address),
+          raw: Buffer.concat(chunks),
+          secure: session.secure,
+        };
+        const r = opts.onData?.(msg);
+        if (r) return cb(fail(r));
+        messages.push({ ...msg, session });
+        for (const w of [...waiters]) {
+          if (messages.length >= w.n) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve(messages.slice());
+          }
+        }
+        cb(null);
+      });
+    },
+  });
+  server.on('error', () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  let closed = false;
+  const close = () =>
+    closed ? Promise.resolve() : new Promise<void>((resolve) => { closed = true; server.close(() => resolve()); });
+  t.teardown(close);
+  return {
+    port,
+    host: '127.0.0.1',
+    messages,
+    waitFor(n) {
+      if (messages.length >= n) return Promise.resolve(messages.slice());
+      return new Promise((resolve) => waiters.push({ n, resolve }));
+    },
+    close,
+  };
+}
