@@ -6,6 +6,7 @@ import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
 import { createApp } from '../control-api/app.js';
 import { metaRoutes } from '../control-api/routes/meta.js';
+import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
 import { mxOptions } from '../mta/mx-listener.js';
@@ -14,6 +15,7 @@ import { submissionOptions } from '../mta/submission-listener.js';
 import { loadTlsPair } from '../mta/tls.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
 import { openDatabase, pingDatabase, type Db } from '../storage/database.js';
+import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { VERSION } from './version.js';
 
 export interface ServerOptions {
@@ -70,6 +72,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const services: Services = {
     config,
     accounts,
+    smtpLog: createSmtpLogStore(db),
     now,
     logger,
     health: () => ({
@@ -80,7 +83,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ]),
     }),
   };
-  const routes = [...subAccountRoutes];
+  const routes = [...subAccountRoutes, ...outboundSearchRoutes];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
 
   try {

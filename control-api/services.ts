@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import type { AccountStore } from '../storage/accounts.js';
+import type { SmtpLogStore } from '../storage/smtp-log.js';
 
 /** Health of the parts /healthz reports on. */
 export interface HealthReport {
@@ -12,6 +13,8 @@ export interface HealthReport {
 export interface Services {
   config: Config;
   accounts: AccountStore;
+  /** The SMTP log: the queue writes it, POST /outbound/v1/search reads it. */
+  smtpLog: SmtpLogStore;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

@@ -1,0 +1,217 @@
+// Owns POST /outbound/v1/search (api.md §6): validates filters, dates and paging, scopes by tenant, renders rows.
+import { Type } from '@sinclair/typebox';
+import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
+import type { SmtpLogFilters, SmtpLogRow } from '../../storage/smtp-log.js';
+import { badRequest } from '../errors.js';
+import { defineRoute, type AnyRoute } from '../route.js';
+import { CodedError } from '../schemas.js';
+import type { Services } from '../services.js';
+
+const DAY_MS = 86_400_000;
+/** Window searched when the request names no dates (api.md decisions table). */
+export const DEFAULT_WINDOW_DAYS = 3;
+/** Exact `notice` text when the default window was used (api.md decisions table). */
+export const DEFAULT_WINDOW_NOTICE =
+  'Results cover only the last 3 days; send start_date and end_date to search another range.';
+/** start_at + count may not exceed this (api.md §6). */
+export const MAX_RESULT_DEPTH = 9999;
+
+const DateString = Type.String({
+  pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$',
+  errorMessage: 'must be a date in the form yyyy-mm-dd',
+});
+
+/** The seed's filter object; every field optional. Addresses match exactly, ignoring ASCII case. */
+const SearchBody = Type.Object({
+  message_id: Type.Optional(Type.String({ maxLength: 998 })),
+  request_id: Type.Optional(Type.String({ maxLength: 255 })),
+  sender: Type.Optional(Type.String({ maxLength: 320, description: 'envelope sender, case-insensitive' })),
+  rcpt: Type.Optional(Type.String({ maxLength: 320, description: 'recipient, case-insensitive' })),
+  auth: Type.Optional(Type.String({ maxLength: 255 })),
+  upstream: Type.Optional(Type.String({ maxLength: 255 })),
+  upstream_hostname: Type.Optional(Type.String({ maxLength: 255, description: 'case-insensitive' })),
+  sender_id: Type.Optional(Type.String({ maxLength: 255 })),
+  subject: Type.Optional(Type.String({ maxLength: 998, description: 'substring, case-insensitive (ASCII)' })),
+  delivered: Type.Optional(
+    Type.String({ pattern: '^[YyNn]$', errorMessage: 'must be "Y" or "N"', description: 'Y or N' }),
+  ),
+  spam_disposition: Type.Optional(Type.String({ maxLength: 64 })),
+  virus_disposition: Type.Optional(Type.String({ maxLength: 64 })),
+  rspcode: Type.Optional(
+    Type.Integer({ minimum: 100, maximum: 599, errorMessage: 'must be an integer SMTP reply code (100-599)' }),
+  ),
+  start_date: Type.Optional(DateString),
+  end_date: Type.Optional(DateString),
+});
+
+const SearchQuery = Type.Object({
+  start_at: Type.Optional(
+    Type.Integer({ minimum: 0, default: 0, errorMessage: 'must be an integer of at least 0' }),
+  ),
+  count: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100, default: 20, errorMessage: 'must be an integer from 1 to 100' }),
+  ),
+});
+
+const SearchResult = Type.Object({
+  '@timestamp': Type.String({ format: 'date-time', description: 'when the message was accepted' }),
+  message_id: Type.String(),
+  request_id: Type.String(),
+  sender: Type.String(),
+  rcpt: Type.String(),
+  auth: Type.String(),
+  upstream: Type.String(),
+  upstream_hostname: Type.String(),
+  sender_id: Type.String(),
+  subject: Type.String(),
+  size: Type.Integer(),
+  lastcmd: Type.String(),
+  rspcode: Type.String({ description: 'reply code of the latest attempt; "" before the first attempt' }),
+  rspmsg: Type.String(),
+  delivered: Type.Union([Type.Literal('Y'), Type.Literal('N')]),
+  spam_disposition: Type.String(),
+  virus_disposition: Type.String(),
+  remediation_options: Type.Optional(Type.Literal('DELIST')),
+});
+
+const SearchResponse = Type.Object({
+  notice: Type.Optional(Type.String()),
+  results: Type.Array(SearchResult),
+});
+
+/**
+ * Midnight UTC of a `yyyy-mm-dd` date in ms, or undefined when it is not a real calendar date (2026-02-30).
+ */
+function parseDate(text: string): number | undefined {
+  const [y, m, d] = text.split('-').map(Number) as [number, number, number];
+  const ms = Date.UTC(y, m - 1, d);
+  return new Date(ms).toISOString().slice(0, 10) === text ? ms : undefined;
+}
+
+/**
+ * The created_at range searched: [start_date 00:00Z, end_date + 1 day) when both dates are given (end inclusive,
+ * so `end_date` = today includes today), else the last DEFAULT_WINDOW_DAYS days up to now. Throws 400 naming the
+ * field: one date without the other, a malformed or impossible date, start_date after end_date.
+ */
+export function searchRange(
+  dates: { start_date?: string; end_date?: string },
+  now: number,
+): { since: number; until: number; defaulted: boolean } {
+  const { start_date: start, end_date: end } = dates;
+  if (start === undefined && end === undefined) {
+    return { since: now - DEFAULT_WINDOW_DAYS * DAY_MS, until: now + 1, defaulted: true };
+  }
+  if (start === undefined) throw badRequest('start_date: required when end_date is given');
+  if (end === undefined) throw badRequest('end_date: required when start_date is given');
+  const since = parseDate(start);
+  if (since === undefined) throw badRequest('start_date: not a valid calendar date (yyyy-mm-dd)');
+  const last = parseDate(end);
+  if (last === undefined) throw badRequest('end_date: not a valid calendar date (yyyy-mm-dd)');
+  if (since > last) throw badRequest('start_date: must be before end_date');
+  return { since, until: last + DAY_MS, defaulted: false };
+}
+
+/**
+ * Accounts whose rows the caller may see (architecture invariant 5): a sub-account key only its own; a parent key
+ * its own and its live sub-accounts'.
+ */
+export function visibleAccounts(services: Services, principal: KeyPrincipal): number[] {
+  const own = principal.account;
+  if (own.parent_id !== null) return [own.id];
+  const ids = [own.id];
+  const pageSize = 1000;
+  for (let offset = 0; ; offset += pageSize) {
+    const subs: AccountRow[] = services.accounts.listSubAccounts(own.id, pageSize, offset);
+    ids.push(...subs.map((a) => a.id));
+    if (subs.length < pageSize) return ids;
+  }
+}
+
+/**
+ * `remediation_options` of a row: "DELIST" when its sender is on a block list it can be removed from through
+ * POST /outbound/v1/remediation. Sluice lists no senders yet, so this is never set; the block-list work answers
+ * here.
+ */
+function remediationOptions(row: SmtpLogRow): 'DELIST' | undefined {
+  void row;
+  return undefined;
+}
+
+/** One result entry with the seed's field names and types (strings never null; `rspcode` a string). */
+function render(row: SmtpLogRow): Record<string, unknown> {
+  const entry: Record<string, unknown> = {
+    '@timestamp': new Date(row.created_at).toISOString(),
+    message_id: row.message_id,
+    request_id: row.request_id,
+    sender: row.sender,
+    rcpt: row.rcpt,
+    auth: row.auth ?? '',
+    upstream: row.upstream ?? '',
+    upstream_hostname: row.upstream_hostname ?? '',
+    sender_id: row.sender_id ?? '',
+    subject: row.subject ?? '',
+    size: row.size,
+    lastcmd: row.lastcmd ?? '',
+    rspcode: row.rspcode === null ? '' : String(row.rspcode),
+    rspmsg: row.rspmsg ?? '',
+    delivered: row.delivered === 1 ? 'Y' : 'N',
+    spam_disposition: row.spam_disposition,
+    virus_disposition: row.virus_disposition,
+  };
+  const remediation = remediationOptions(row);
+  if (remediation !== undefined) entry.remediation_options = remediation;
+  return entry;
+}
+
+const coded = (description: string) => ({ description, schema: CodedError });
+
+export const outboundSearchRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/outbound/v1/search',
+    summary: 'Search the SMTP log (one row per message × recipient, latest attempt), newest first',
+    tags: ['outbound'],
+    auth: 'api',
+    rateLimited: true,
+    query: SearchQuery,
+    body: SearchBody,
+    bodyOptional: true,
+    responses: {
+      200: { description: 'matching rows; `notice` when the default 3-day window was used', schema: SearchResponse },
+      400: coded('invalid filter, date or paging'),
+      401: coded('missing or unknown API key'),
+      403: coded('API key of the wrong scope'),
+      503: coded('more than 100 searches per second for this customer'),
+    },
+    handler: (s, { principal, query, body }) => {
+      const startAt = query.start_at ?? 0;
+      const count = query.count ?? 20;
+      if (startAt + count > MAX_RESULT_DEPTH) {
+        throw badRequest(`start_at: start_at + count must not exceed ${MAX_RESULT_DEPTH}`);
+      }
+      const b = body ?? {};
+      const range = searchRange(b, s.now());
+      const filters: SmtpLogFilters = {
+        messageId: b.message_id,
+        requestId: b.request_id,
+        sender: b.sender,
+        rcpt: b.rcpt,
+        auth: b.auth,
+        upstream: b.upstream,
+        upstreamHostname: b.upstream_hostname,
+        senderId: b.sender_id,
+        // An empty substring filters nothing (and must not drop rows that have no subject).
+        subject: b.subject === '' ? undefined : b.subject,
+        delivered: b.delivered === undefined ? undefined : b.delivered.toUpperCase() === 'Y',
+        spamDisposition: b.spam_disposition,
+        virusDisposition: b.virus_disposition,
+        rspcode: b.rspcode,
+        since: range.since,
+        until: range.until,
+      };
+      const rows = s.smtpLog.search(visibleAccounts(s, principal), filters, { startAt, count });
+      const results = rows.map(render);
+      return { status: 200, body: range.defaulted ? { notice: DEFAULT_WINDOW_NOTICE, results } : { results } };
+    },
+  }),
+];
