@@ -228,4 +228,14 @@ export const MIGRATIONS: readonly string[] = [
   END;
   INSERT INTO smtp_log_subject (smtp_log_subject) VALUES ('rebuild');
   `,
+
+  // 4: Domain Lockdown allow-list kept by the operator (`sluice lockdown allow`), beside the DNS TXT authorization.
+  `
+  CREATE TABLE lockdown_allow (
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    domain TEXT NOT NULL,                -- lower-case A-label
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (account_id, domain)
+  ) STRICT;
+  `,
 ];
