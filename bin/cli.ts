@@ -6,6 +6,8 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { effectiveValues, renderReference, renderToml } from '../config/render.js';
 import { createAccountStore, type AccountStore, type KeyScope } from '../storage/accounts.js';
 import { createQueueStore, type QueueStore } from '../storage/queue.js';
+import { createLockdownAllowStore, type LockdownAllowStore } from '../storage/lockdown-allow.js';
+import { domainToASCII } from 'node:url';
 import { backupDatabase, openDatabase } from '../storage/database.js';
 import { HANDLE_PATTERN } from '../control-api/schemas.js';
 import { startServer } from './server.js';
@@ -43,6 +45,9 @@ Commands:
                                           create an SMTP submission password (shown once)
   smtp-passwords list --account H [--json]
   smtp-passwords delete --account H --id N
+  lockdown allow --account H --domain D  authorize a From domain for an account without a DNS record
+  lockdown deny --account H --domain D   remove that authorization
+  lockdown list --account H [--json]     domains the operator authorized for an account
   queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held)
   queue show ID [--json]                  one delivery with its message and every attempt
   queue retry ID | --all                  make a queued delivery (or every one) due now
@@ -70,6 +75,7 @@ const OPTIONS = {
   scope: { type: 'string' },
   id: { type: 'string' },
   limit: { type: 'string' },
+  domain: { type: 'string' },
   all: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -114,6 +120,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (store) => keysCommand(sub, store, opts, io, now));
       case 'smtp-passwords':
         return withStore(loaded(), (store) => passwordsCommand(sub, store, opts, io, now));
+      case 'lockdown':
+        return withStore(loaded(), (store, db) => lockdownCommand(sub, store, createLockdownAllowStore(db), opts, io, now));
       case 'queue':
         return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
       default:
@@ -173,6 +181,7 @@ function requireId(raw: string | undefined): number {
 }
 
 type Opts = {
+  domain?: string;
   handle?: string;
   company?: string;
   account?: string;
@@ -182,6 +191,33 @@ type Opts = {
   limit?: string;
   all?: boolean;
 };
+
+function lockdownCommand(
+  sub: string | undefined,
+  store: AccountStore,
+  allow: LockdownAllowStore,
+  opts: Opts,
+  io: CliIo,
+  now: () => number,
+): number {
+  const account = requireAccount(store, opts.account);
+  if (sub === 'list') {
+    const rows = allow.list(account.id).map((r) => ({ domain: r.domain, created_at: iso(r.created_at) }));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.domain}\n`).join(''));
+    return 0;
+  }
+  if (sub !== 'allow' && sub !== 'deny') throw new UsageError('usage: sluice lockdown allow|deny|list');
+  const domain = domainToASCII((opts.domain ?? '').trim().toLowerCase().replace(/\.$/, ''));
+  if (!domain) throw new UsageError('--domain D (a domain name) is required');
+  if (sub === 'allow') {
+    allow.allow(account.id, domain, now());
+    io.stdout(`${domain} may send for ${account.handle}\n`);
+  } else {
+    if (!allow.deny(account.id, domain)) throw new Error(`${domain} was not allowed for ${account.handle}`);
+    io.stdout(`${domain} no longer allowed for ${account.handle} (DNS authorization still applies)\n`);
+  }
+  return 0;
+}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
