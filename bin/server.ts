@@ -5,6 +5,10 @@ import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
 import { createApp } from '../control-api/app.js';
+import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
+import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
+import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
+import { inboundStatusRoutes } from '../control-api/routes/inbound-status.js';
 import { metaRoutes } from '../control-api/routes/meta.js';
 import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
@@ -15,6 +19,9 @@ import { submissionOptions } from '../mta/submission-listener.js';
 import { loadTlsPair } from '../mta/tls.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
 import { openDatabase, pingDatabase, type Db } from '../storage/database.js';
+import { createInboundDomainStore } from '../storage/inbound-domains.js';
+import { createInboundListStore } from '../storage/inbound-lists.js';
+import { createInboundReportStore } from '../storage/inbound-reports.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { VERSION } from './version.js';
 
@@ -73,6 +80,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     config,
     accounts,
     smtpLog: createSmtpLogStore(db),
+    inboundDomains: createInboundDomainStore(db),
+    inboundLists: createInboundListStore(db),
+    inboundReports: createInboundReportStore(db),
     now,
     logger,
     health: () => ({
@@ -83,7 +93,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ]),
     }),
   };
-  const routes = [...subAccountRoutes, ...outboundSearchRoutes];
+  const routes = [
+    ...subAccountRoutes,
+    ...outboundSearchRoutes,
+    ...inboundDomainRoutes,
+    ...inboundListRoutes,
+    ...inboundServiceRoutes,
+    ...inboundStatusRoutes,
+  ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
 
   try {

@@ -2,6 +2,9 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import type { AccountStore } from '../storage/accounts.js';
+import type { InboundDomainStore } from '../storage/inbound-domains.js';
+import type { InboundListStore } from '../storage/inbound-lists.js';
+import type { InboundReportStore } from '../storage/inbound-reports.js';
 import type { SmtpLogStore } from '../storage/smtp-log.js';
 
 /** Health of the parts /healthz reports on. */
@@ -15,6 +18,12 @@ export interface Services {
   accounts: AccountStore;
   /** The SMTP log: the queue writes it, POST /outbound/v1/search reads it. */
   smtpLog: SmtpLogStore;
+  /** Inbound domains, aliases, downstreams and subscriptions (the MX reads them too). */
+  inboundDomains: InboundDomainStore;
+  /** Inbound safelist/blocklist entries at account, domain and recipient level. */
+  inboundLists: InboundListStore;
+  /** False positive / negative reports for the operator. */
+  inboundReports: InboundReportStore;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

@@ -1,0 +1,97 @@
+// Owns GET /inbound/v1/subscriptions and POST /inbound/v1/report (api.md §5): plans an account may provision
+// against, and false positive / negative reports stored for the operator.
+import { Type } from '@sinclair/typebox';
+import { subscriptionLimits } from '../../storage/inbound-domains.js';
+import { badRequest } from '../errors.js';
+import { defineRoute, type AnyRoute } from '../route.js';
+import { CodedError } from '../schemas.js';
+
+const Subscription = Type.Object({
+  handle: Type.String(),
+  active: Type.Boolean(),
+  plan: Type.Object({ handle: Type.String(), name: Type.String() }),
+  limits: Type.Array(Type.Object({ featureHandle: Type.String(), value: Type.String() })),
+  activeAccountsCount: Type.Integer({ description: 'domains this account has provisioned against it' }),
+});
+
+const common = {
+  401: { description: 'missing or unknown API key', schema: CodedError },
+  403: { description: 'wrong key scope', schema: CodedError },
+  503: { description: 'rate limit (100 requests per second per account)', schema: CodedError },
+};
+
+/** Reported messages may be as large as accepted mail (30 MB), JSON-escaped. */
+const REPORT_BODY_LIMIT = 40 * 1024 * 1024;
+
+// RFC 5322 §2.2 / §3.6.8: a message starts with a header field "name: value"; the header ends at the first empty
+// line (or at the end when there is no body).
+const FIRST_FIELD = /^[!-9;-~]+:/;
+
+export const inboundServiceRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'GET',
+    path: '/inbound/v1/subscriptions',
+    summary: 'Subscriptions (operator-defined plans) this account may provision domains against',
+    tags: ['inbound-service'],
+    auth: 'inbound',
+    rateLimited: true,
+    responses: { 200: { description: 'subscriptions', schema: Type.Array(Subscription) }, ...common },
+    handler: (s, { principal }) => ({
+      status: 200,
+      body: s.inboundDomains.listSubscriptions(principal.account.id).map((sub) => ({
+        handle: sub.handle,
+        active: sub.active === 1,
+        plan: { handle: sub.plan_handle, name: sub.plan_name },
+        limits: subscriptionLimits(sub),
+        activeAccountsCount: sub.domain_count,
+      })),
+    }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/inbound/v1/report',
+    summary: 'Report a false positive or false negative; the message is stored for the operator',
+    tags: ['inbound-service'],
+    auth: 'inbound',
+    rateLimited: true,
+    query: Type.Object({
+      report_type: Type.Union([Type.Literal('false_positive'), Type.Literal('false_negative')], {
+        errorMessage: 'must be false_positive or false_negative',
+      }),
+    }),
+    body: Type.Object({
+      messageContent: Type.String({ minLength: 1, description: 'the full message (RFC 5322), without dot-stuffing' }),
+      smtpEnvelopeInformation: Type.Optional(
+        Type.Object({
+          ehlo: Type.Optional(Type.String({ maxLength: 255 })),
+          mailFrom: Type.Optional(Type.String({ maxLength: 320 })),
+          rcptTo: Type.Optional(Type.String({ maxLength: 320 })),
+        }),
+      ),
+      sendingHostInformation: Type.Optional(Type.Object({ name: Type.Optional(Type.String({ maxLength: 255 })) })),
+    }),
+    bodyLimit: REPORT_BODY_LIMIT,
+    responses: {
+      204: { description: 'stored' },
+      400: { description: 'missing report_type or not an RFC 5322 message', schema: CodedError },
+      ...common,
+    },
+    handler: (s, { principal, query, body }) => {
+      if (!FIRST_FIELD.test(body.messageContent)) {
+        throw badRequest('messageContent: not an RFC 5322 message (it must start with a header field)');
+      }
+      s.inboundReports.insertReport({
+        account_id: principal.account.id,
+        api_key_id: principal.keyId,
+        report_type: query.report_type,
+        message_content: body.messageContent,
+        ehlo: body.smtpEnvelopeInformation?.ehlo ?? null,
+        mail_from: body.smtpEnvelopeInformation?.mailFrom ?? null,
+        rcpt_to: body.smtpEnvelopeInformation?.rcptTo ?? null,
+        sending_host: body.sendingHostInformation?.name ?? null,
+        created_at: s.now(),
+      });
+      return { status: 204 };
+    },
+  }),
+];

@@ -1,0 +1,452 @@
+// Owns the inbound provisioning tables: inbound_subscriptions, inbound_domains, their admins, aliases and downstreams.
+import type { Db } from './database.js';
+
+export type AbusePolicy = 'block' | 'flag' | 'quarantine';
+
+export interface InboundDomainRow {
+  id: number;
+  account_id: number;
+  /** Lower-case A-label, no trailing dot. */
+  domain: string;
+  subscription_id: number;
+  /** The only key that may manage the domain (associate-key=true), or null for any inbound key of the account. */
+  api_key_id: number | null;
+  abuse_policy: AbusePolicy | null;
+  abuse_policy_override: number | null;
+  spam_header_name: string | null;
+  spam_header_value: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A domain mail is accepted for, as the MX sees it: the domain row plus the name it was reached by. */
+export interface ServedDomainRow extends InboundDomainRow {
+  subscription_handle: string;
+  /** The alias the lookup matched, or null when the name was the domain itself. */
+  via_alias: string | null;
+}
+
+export interface DownstreamAddress {
+  priority: number;
+  weight: number;
+  port: number;
+  /** FQDN ending in "." or an IP literal. */
+  target: string;
+}
+
+export interface InboundSubscriptionRow {
+  id: number;
+  handle: string;
+  plan_handle: string;
+  plan_name: string;
+  account_id: number | null;
+  active: number;
+  /** JSON array of {featureHandle, value}. */
+  limits: string;
+  created_at: number;
+}
+
+export interface DomainSettings {
+  abusePolicy: AbusePolicy;
+  abusePolicyOverride: boolean;
+  spamHeaderName: string;
+  spamHeaderValue: string;
+}
+
+/**
+ * Settings a new domain gets for every field its provisioning request leaves out. `flag` relays doubtful mail with
+ * a header rather than dropping it, the least surprising behaviour for a domain that has just moved its MX here;
+ * `X-Spam-Flag: YES` is the SpamAssassin convention most downstream filters (Sieve rules, mail clients) know.
+ */
+export const DEFAULT_DOMAIN_SETTINGS: Readonly<DomainSettings> = Object.freeze({
+  abusePolicy: 'flag',
+  abusePolicyOverride: false,
+  spamHeaderName: 'X-Spam-Flag',
+  spamHeaderValue: 'YES',
+});
+
+/**
+ * The parts of a domain a provisioning or settings request may carry. An absent part (undefined) keeps what is
+ * stored; a present list replaces the stored list (an empty list clears it); settings replace field by field.
+ */
+export interface DomainSections {
+  settings?: Partial<DomainSettings>;
+  admins?: string[];
+  downstreams?: DownstreamAddress[];
+  aliases?: string[];
+}
+
+/** Everything stored about a domain, for rendering the wire `Domain`. */
+export interface DomainDetails {
+  row: InboundDomainRow;
+  subscriptionHandle: string;
+  admins: string[];
+  downstreams: DownstreamAddress[];
+  aliases: string[];
+}
+
+export type ProvisionResult =
+  | { ok: true; created: boolean; domainId: number }
+  | { ok: false; reason: 'other-account' | 'is-alias' | 'bound-to-other-key' | 'limit' }
+  | { ok: false; reason: 'alias-taken'; alias: string };
+
+export type SectionsResult = { ok: true } | { ok: false; reason: 'alias-taken'; alias: string };
+
+/** Feature handle of a subscription limit on the number of domains an account may provision against it. */
+export const MAX_DOMAINS_FEATURE = 'max_domains';
+
+/** Parses a subscription's `limits` column; malformed JSON counts as no limits. */
+export function subscriptionLimits(row: InboundSubscriptionRow): { featureHandle: string; value: string }[] {
+  try {
+    const parsed = JSON.parse(row.limits) as unknown;
+    if (!Array.isArray(parsed)) return [];
+    return parsed
+      .filter((l): l is { featureHandle: unknown; value: unknown } => typeof l === 'object' && l !== null)
+      .map((l) => ({ featureHandle: String(l.featureHandle), value: String(l.value) }));
+  } catch {
+    return [];
+  }
+}
+
+/** The `max_domains` limit of a subscription, or null when it has none. */
+export function maxDomains(row: InboundSubscriptionRow): number | null {
+  const lim = subscriptionLimits(row).find((l) => l.featureHandle === MAX_DOMAINS_FEATURE);
+  const n = lim ? Number(lim.value) : NaN;
+  return Number.isInteger(n) && n >= 0 ? n : null;
+}
+
+/**
+ * Repository over inbound domains. Names passed in must already be normalised (lower-case A-label without a
+ * trailing dot; see filters/inbound-names.ts). Methods taking an account id never return another account's rows.
+ */
+export function createInboundDomainStore(db: Db) {
+  const s = {
+    byName: db.prepare('SELECT * FROM inbound_domains WHERE domain = ?'),
+    byId: db.prepare('SELECT * FROM inbound_domains WHERE id = ?'),
+    served: db.prepare(
+      `SELECT d.*, sub.handle AS subscription_handle, NULL AS via_alias
+         FROM inbound_domains d JOIN inbound_subscriptions sub ON sub.id = d.subscription_id WHERE d.domain = @name
+       UNION ALL
+       SELECT d.*, sub.handle AS subscription_handle, a.alias AS via_alias
+         FROM inbound_aliases a JOIN inbound_domains d ON d.id = a.domain_id
+         JOIN inbound_subscriptions sub ON sub.id = d.subscription_id WHERE a.alias = @name
+       LIMIT 1`,
+    ),
+    aliasRow: db.prepare(
+      `SELECT a.alias, a.domain_id, d.domain, d.account_id FROM inbound_aliases a
+       JOIN inbound_domains d ON d.id = a.domain_id WHERE a.alias = ?`,
+    ),
+    listPage: db.prepare(
+      `SELECT * FROM inbound_domains
+       WHERE account_id = @account AND (api_key_id IS NULL OR api_key_id = @key)
+         AND (@names IS NULL OR domain IN (SELECT value FROM json_each(@names)))
+       ORDER BY domain LIMIT @limit OFFSET @offset`,
+    ),
+    listCount: db.prepare(
+      `SELECT count(*) AS n FROM inbound_domains
+       WHERE account_id = @account AND (api_key_id IS NULL OR api_key_id = @key)
+         AND (@names IS NULL OR domain IN (SELECT value FROM json_each(@names)))`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO inbound_domains (account_id, domain, subscription_id, api_key_id, abuse_policy,
+         abuse_policy_override, spam_header_name, spam_header_value, created_at, updated_at)
+       VALUES (@account, @domain, @subscription, @key, @policy, @override, @header_name, @header_value, @now, @now)
+       RETURNING id`,
+    ),
+    updateSettings: db.prepare(
+      `UPDATE inbound_domains SET abuse_policy = @policy, abuse_policy_override = @override,
+         spam_header_name = @header_name, spam_header_value = @header_value, updated_at = @now WHERE id = @id`,
+    ),
+    setSubscription: db.prepare('UPDATE inbound_domains SET subscription_id = ?, updated_at = ? WHERE id = ?'),
+    setKey: db.prepare('UPDATE inbound_domains SET api_key_id = ?, updated_at = ? WHERE id = ?'),
+    touch: db.prepare('UPDATE inbound_domains SET updated_at = ? WHERE id = ?'),
+    delete: db.prepare('DELETE FROM inbound_domains WHERE id = ?'),
+    countOnSubscription: db.prepare(
+      'SELECT count(*) AS n FROM inbound_domains WHERE account_id = ? AND subscription_id = ?',
+    ),
+
+    admins: db.prepare('SELECT email FROM inbound_domain_admins WHERE domain_id = ? ORDER BY email'),
+    clearAdmins: db.prepare('DELETE FROM inbound_domain_admins WHERE domain_id = ?'),
+    addAdmin: db.prepare('INSERT OR IGNORE INTO inbound_domain_admins (domain_id, email) VALUES (?, ?)'),
+
+    aliases: db.prepare('SELECT alias FROM inbound_aliases WHERE domain_id = ? ORDER BY alias'),
+    addAlias: db.prepare('INSERT INTO inbound_aliases (alias, domain_id, created_at) VALUES (?, ?, ?)'),
+    removeAlias: db.prepare('DELETE FROM inbound_aliases WHERE alias = ? AND domain_id = ?'),
+    clearAliases: db.prepare('DELETE FROM inbound_aliases WHERE domain_id = ?'),
+
+    downstreams: db.prepare(
+      `SELECT priority, weight, port, target FROM inbound_downstreams WHERE domain_id = ?
+       ORDER BY position LIMIT ? OFFSET ?`,
+    ),
+    clearDownstreams: db.prepare('DELETE FROM inbound_downstreams WHERE domain_id = ?'),
+    addDownstream: db.prepare(
+      `INSERT INTO inbound_downstreams (domain_id, position, priority, weight, port, target)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+
+    subscriptionsFor: db.prepare(
+      `SELECT s.*, (SELECT count(*) FROM inbound_domains d WHERE d.subscription_id = s.id AND d.account_id = @account)
+         AS domain_count
+       FROM inbound_subscriptions s WHERE s.account_id IS NULL OR s.account_id = @account ORDER BY s.id`,
+    ),
+    subscriptionByHandle: db.prepare(
+      'SELECT * FROM inbound_subscriptions WHERE handle = @handle AND (account_id IS NULL OR account_id = @account)',
+    ),
+    subscriptionById: db.prepare('SELECT * FROM inbound_subscriptions WHERE id = ?'),
+    insertSubscription: db.prepare(
+      `INSERT INTO inbound_subscriptions (handle, plan_handle, plan_name, account_id, active, limits, created_at)
+       VALUES (@handle, @plan_handle, @plan_name, @account, @active, @limits, @now) RETURNING *`,
+    ),
+  };
+
+  /** The first alias that is already a domain, or an alias of another domain than `domainId` (null: new domain). */
+  function takenAlias(aliases: readonly string[], domainId: number | null): string | undefined {
+    for (const alias of aliases) {
+      if (s.byName.get(alias)) return alias;
+      const row = s.aliasRow.get(alias) as { domain_id: number } | undefined;
+      if (row && row.domain_id !== domainId) return alias;
+    }
+    return undefined;
+  }
+
+  /** Writes the given sections over a domain (inside the caller's transaction; aliases already checked). */
+  function applySections(row: InboundDomainRow, sections: DomainSections, now: number): void {
+    const st = sections.settings ?? {};
+    s.updateSettings.run({
+      id: row.id,
+      policy: st.abusePolicy ?? row.abuse_policy,
+      override:
+        st.abusePolicyOverride === undefined ? row.abuse_policy_override : st.abusePolicyOverride ? 1 : 0,
+      header_name: st.spamHeaderName ?? row.spam_header_name,
+      header_value: st.spamHeaderValue ?? row.spam_header_value,
+      now,
+    });
+    if (sections.admins) {
+      s.clearAdmins.run(row.id);
+      for (const email of sections.admins) s.addAdmin.run(row.id, email);
+    }
+    if (sections.downstreams) {
+      s.clearDownstreams.run(row.id);
+      sections.downstreams.forEach((d, i) => s.addDownstream.run(row.id, i, d.priority, d.weight, d.port, d.target));
+    }
+    if (sections.aliases) {
+      s.clearAliases.run(row.id);
+      for (const alias of new Set(sections.aliases)) s.addAlias.run(alias, row.id, now);
+    }
+  }
+
+  return {
+    /**
+     * The domain mail for `name` (a lower-case A-label, no trailing dot) is accepted for: the provisioned domain of
+     * that name, or the domain that has it as an alias (then `via_alias` is set). Undefined when neither: relay
+     * denied. Settings columns may be null for fields never set; fall back to DEFAULT_DOMAIN_SETTINGS.
+     */
+    findServedDomain(name: string): ServedDomainRow | undefined {
+      return s.served.get({ name: name.toLowerCase().replace(/\.$/, '') }) as ServedDomainRow | undefined;
+    },
+
+    /** The provisioned domain of exactly this name (aliases not followed), any account. */
+    findDomain(name: string): InboundDomainRow | undefined {
+      return s.byName.get(name) as InboundDomainRow | undefined;
+    },
+
+    findDomainById(id: number): InboundDomainRow | undefined {
+      return s.byId.get(id) as InboundDomainRow | undefined;
+    },
+
+    /** The alias row of this name with its domain and owner, any account. */
+    findAlias(alias: string): { alias: string; domain_id: number; domain: string; account_id: number } | undefined {
+      return s.aliasRow.get(alias) as
+        | { alias: string; domain_id: number; domain: string; account_id: number }
+        | undefined;
+    },
+
+    /**
+     * One page of the account's domains that `keyId` may see (unbound ones and those bound to it), ordered by
+     * name, optionally restricted to `names`; `total` counts every match, not just the page.
+     */
+    listDomains(input: { accountId: number; keyId: number; names: string[] | null; limit: number; offset: number }): {
+      rows: InboundDomainRow[];
+      total: number;
+    } {
+      const params = {
+        account: input.accountId,
+        key: input.keyId,
+        names: input.names ? JSON.stringify(input.names) : null,
+      };
+      const rows = s.listPage.all({ ...params, limit: input.limit, offset: input.offset }) as InboundDomainRow[];
+      const { n } = s.listCount.get(params) as { n: number };
+      return { rows, total: n };
+    },
+
+    /** Admins, downstreams and aliases of a domain, for rendering. */
+    details(row: InboundDomainRow): DomainDetails {
+      const sub = s.subscriptionById.get(row.subscription_id) as InboundSubscriptionRow;
+      return {
+        row,
+        subscriptionHandle: sub.handle,
+        admins: (s.admins.all(row.id) as { email: string }[]).map((r) => r.email),
+        downstreams: s.downstreams.all(row.id, -1, 0) as DownstreamAddress[],
+        aliases: (s.aliases.all(row.id) as { alias: string }[]).map((r) => r.alias),
+      };
+    },
+
+    /**
+     * Provisions `domain` for an account in one transaction.
+     * - held by another account → 'other-account'; already an alias of any domain → 'is-alias';
+     * - held by this account: bound to another key than `callerKeyId` → 'bound-to-other-key'; otherwise
+     *   `created: false`, and only with `overwrite` are the given sections (and subscription, and the binding when
+     *   `bindKeyId` is set) written;
+     * - new: 'limit' when the subscription's max_domains is reached; else created with DEFAULT_DOMAIN_SETTINGS
+     *   under the given settings, bound to `bindKeyId` (null: unbound).
+     * An alias that is a domain or another domain's alias → 'alias-taken', nothing written.
+     */
+    provision(input: {
+      accountId: number;
+      callerKeyId: number;
+      bindKeyId: number | null;
+      domain: string;
+      subscription: InboundSubscriptionRow;
+      sections: DomainSections;
+      overwrite: boolean;
+      now: number;
+    }): ProvisionResult {
+      return db.transaction((): ProvisionResult => {
+        const existing = s.byName.get(input.domain) as InboundDomainRow | undefined;
+        if (existing) {
+          if (existing.account_id !== input.accountId) return { ok: false, reason: 'other-account' };
+          if (existing.api_key_id !== null && existing.api_key_id !== input.callerKeyId) {
+            return { ok: false, reason: 'bound-to-other-key' };
+          }
+          if (!input.overwrite) return { ok: true, created: false, domainId: existing.id };
+          const taken = takenAlias(input.sections.aliases ?? [], existing.id);
+          if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
+          applySections(existing, input.sections, input.now);
+          s.setSubscription.run(input.subscription.id, input.now, existing.id);
+          if (input.bindKeyId !== null) s.setKey.run(input.bindKeyId, input.now, existing.id);
+          return { ok: true, created: false, domainId: existing.id };
+        }
+        if (s.aliasRow.get(input.domain)) return { ok: false, reason: 'is-alias' };
+        const limit = maxDomains(input.subscription);
+        if (limit !== null) {
+          const { n } = s.countOnSubscription.get(input.accountId, input.subscription.id) as { n: number };
+          if (n >= limit) return { ok: false, reason: 'limit' };
+        }
+        const taken = takenAlias(input.sections.aliases ?? [], null);
+        if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
+        const given = input.sections.settings ?? {};
+        const st: DomainSettings = {
+          abusePolicy: given.abusePolicy ?? DEFAULT_DOMAIN_SETTINGS.abusePolicy,
+          abusePolicyOverride: given.abusePolicyOverride ?? DEFAULT_DOMAIN_SETTINGS.abusePolicyOverride,
+          spamHeaderName: given.spamHeaderName ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName,
+          spamHeaderValue: given.spamHeaderValue ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderValue,
+        };
+        const { id } = s.insert.get({
+          account: input.accountId,
+          domain: input.domain,
+          subscription: input.subscription.id,
+          key: input.bindKeyId,
+          policy: st.abusePolicy,
+          override: st.abusePolicyOverride ? 1 : 0,
+          header_name: st.spamHeaderName,
+          header_value: st.spamHeaderValue,
+          now: input.now,
+        }) as { id: number };
+        const row = s.byId.get(id) as InboundDomainRow;
+        applySections(row, { ...input.sections, settings: undefined }, input.now);
+        return { ok: true, created: true, domainId: id };
+      }).immediate();
+    },
+
+    /** Free domains an account could still provision against a subscription (Infinity without a limit). */
+    remainingOnSubscription(accountId: number, subscription: InboundSubscriptionRow): number {
+      const limit = maxDomains(subscription);
+      if (limit === null) return Infinity;
+      const { n } = s.countOnSubscription.get(accountId, subscription.id) as { n: number };
+      return Math.max(0, limit - n);
+    },
+
+    /** PUT settings: writes the given sections in one transaction; 'alias-taken' writes nothing. */
+    updateSections(domainId: number, sections: DomainSections, now: number): SectionsResult {
+      return db.transaction((): SectionsResult => {
+        const row = s.byId.get(domainId) as InboundDomainRow;
+        const taken = takenAlias(sections.aliases ?? [], domainId);
+        if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
+        applySections(row, sections, now);
+        return { ok: true };
+      }).immediate();
+    },
+
+    /** Binds the domain to one API key (null: any inbound key of the owner). */
+    bindKey(domainId: number, keyId: number | null, now: number): void {
+      s.setKey.run(keyId, now, domainId);
+    },
+
+    /** Removes a domain with its admins, aliases, downstreams and domain/recipient list entries (cascade). */
+    deleteDomain(domainId: number): boolean {
+      return s.delete.run(domainId).changes > 0;
+    },
+
+    /** Adds an alias; 'taken' when the name is a domain or already an alias (of this or another domain). */
+    addAlias(domainId: number, alias: string, now: number): 'ok' | 'taken' {
+      return db.transaction(() => {
+        if (s.byName.get(alias) || s.aliasRow.get(alias)) return 'taken' as const;
+        s.addAlias.run(alias, domainId, now);
+        s.touch.run(now, domainId);
+        return 'ok' as const;
+      }).immediate();
+    },
+
+    /** Removes one alias of this domain; false when the domain has no such alias. */
+    removeAlias(domainId: number, alias: string): boolean {
+      return s.removeAlias.run(alias, domainId).changes > 0;
+    },
+
+    /** The domain's downstream addresses in the order they were set (the relay sorts by priority itself). */
+    listDownstreams(domainId: number, limit = -1, offset = 0): DownstreamAddress[] {
+      return s.downstreams.all(domainId, limit, offset) as DownstreamAddress[];
+    },
+
+    /** Replaces every downstream address of the domain (an empty list deletes them all). */
+    setDownstreams(domainId: number, records: readonly DownstreamAddress[], now: number): void {
+      db.transaction(() => {
+        s.clearDownstreams.run(domainId);
+        records.forEach((d, i) => s.addDownstream.run(domainId, i, d.priority, d.weight, d.port, d.target));
+        s.touch.run(now, domainId);
+      }).immediate();
+    },
+
+    /** Subscriptions the account may provision against (shared plans and its own), with its domain count each. */
+    listSubscriptions(accountId: number): (InboundSubscriptionRow & { domain_count: number })[] {
+      return s.subscriptionsFor.all({ account: accountId }) as (InboundSubscriptionRow & { domain_count: number })[];
+    },
+
+    /** The subscription of this handle if the account may use it (shared or its own), else undefined. */
+    findSubscription(accountId: number, handle: string): InboundSubscriptionRow | undefined {
+      return s.subscriptionByHandle.get({ handle, account: accountId }) as InboundSubscriptionRow | undefined;
+    },
+
+    /** Operator: creates a plan (accountId null: offered to every account). Throws on a duplicate handle. */
+    createSubscription(input: {
+      handle: string;
+      planHandle: string;
+      planName: string;
+      accountId: number | null;
+      active: boolean;
+      limits: { featureHandle: string; value: string }[];
+      now: number;
+    }): InboundSubscriptionRow {
+      return s.insertSubscription.get({
+        handle: input.handle,
+        plan_handle: input.planHandle,
+        plan_name: input.planName,
+        account: input.accountId,
+        active: input.active ? 1 : 0,
+        limits: JSON.stringify(input.limits),
+        now: input.now,
+      }) as InboundSubscriptionRow;
+    },
+  };
+}
+
+export type InboundDomainStore = ReturnType<typeof createInboundDomainStore>;
