@@ -23,6 +23,8 @@ import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
+import { createSuppressionStore } from '../storage/suppressions.js';
+import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { VERSION } from './version.js';
 
 export interface ServerOptions {
@@ -41,6 +43,8 @@ export interface RunningServer {
   baseUrl: string;
   db: Db;
   accounts: AccountStore;
+  /** Every service the control plane uses (tests reach stores through it). */
+  services: Services;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
   close(): Promise<void>;
@@ -80,6 +84,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     config,
     accounts,
     smtpLog: createSmtpLogStore(db),
+    suppressions: createSuppressionStore(db),
     inboundDomains: createInboundDomainStore(db),
     inboundLists: createInboundListStore(db),
     inboundReports: createInboundReportStore(db),
@@ -96,6 +101,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const routes = [
     ...subAccountRoutes,
     ...outboundSearchRoutes,
+    ...suppressionRoutes,
     ...inboundDomainRoutes,
     ...inboundListRoutes,
     ...inboundServiceRoutes,
@@ -141,6 +147,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       baseUrl,
       db,
       accounts,
+      services,
       firstApiKey,
       async close() {
         if (closed) return;

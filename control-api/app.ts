@@ -115,6 +115,9 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
       if (reply.body !== undefined) {
         if (reply.type) ctx.type = reply.type;
         ctx.body = reply.body;
+      } else if (reply.status !== 204 && reply.status !== 304) {
+        // The spec's bodiless answers (201 on POST /webhook, suppression-list…) carry no body, not Koa's "Created".
+        ctx.body = '';
       }
     });
   }

@@ -6,6 +6,7 @@ import type { InboundDomainStore } from '../storage/inbound-domains.js';
 import type { InboundListStore } from '../storage/inbound-lists.js';
 import type { InboundReportStore } from '../storage/inbound-reports.js';
 import type { SmtpLogStore } from '../storage/smtp-log.js';
+import type { SuppressionStore } from '../storage/suppressions.js';
 
 /** Health of the parts /healthz reports on. */
 export interface HealthReport {
@@ -18,6 +19,8 @@ export interface Services {
   accounts: AccountStore;
   /** The SMTP log: the queue writes it, POST /outbound/v1/search reads it. */
   smtpLog: SmtpLogStore;
+  /** Suppression list: the API manages it, every send checks it. */
+  suppressions: SuppressionStore;
   /** Inbound domains, aliases, downstreams and subscriptions (the MX reads them too). */
   inboundDomains: InboundDomainStore;
   /** Inbound safelist/blocklist entries at account, domain and recipient level. */

@@ -1,0 +1,166 @@
+// Owns the suppression-list routes (api.md §2.7) and the seed's alias POST /tx/v1/suppressions.
+import { Type, type Static } from '@sinclair/typebox';
+import type { KeyPrincipal } from '../../storage/accounts.js';
+import type { NewSuppression, SuppressionSource } from '../../storage/suppressions.js';
+import { ApiError, badRequest, conflict } from '../errors.js';
+import { defineRoute, type AnyRoute, type RequestInfo } from '../route.js';
+import { TxError } from '../schemas.js';
+import type { Services } from '../services.js';
+
+/** Total entries one request may create, counting the copies made for sub-accounts (api.md §2.7: 413 beyond). */
+export const MAX_SUPPRESSION_ENTRIES = 1000;
+const SOURCES = ['api', 'unsubscribe_link', 'list_unsubscribe', 'hard_bounce', 'spam_complaint'] as const;
+const TYPES = ['transactional', 'non-transactional'] as const;
+const EMAIL_RE = /^[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+@[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+\.[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+$/;
+
+const Entry = Type.Object({
+  recipient: Type.String({ minLength: 3, maxLength: 255 }),
+  suppression_types: Type.Optional(
+    Type.Array(Type.Union(TYPES.map((t) => Type.Literal(t))), { minItems: 1, maxItems: 2, uniqueItems: true }),
+  ),
+  notes: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()])),
+});
+
+const CreateBody = Type.Object({
+  add_to_sub_accounts: Type.Optional(Type.Boolean({ default: false })),
+  suppression_entries: Type.Optional(Type.Array(Entry)),
+  /** The seed's name for suppression_entries (POST /tx/v1/suppressions). */
+  entries: Type.Optional(Type.Array(Entry)),
+});
+
+const Listed = Type.Object({
+  recipient: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+  notes: Type.Optional(Type.String()),
+  sender: Type.Optional(Type.String()),
+  source: Type.String(),
+  suppression_types: Type.Array(Type.String()),
+});
+
+const DateOrDateTime = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}:\\d{2}Z)?$',
+  errorMessage: 'must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ',
+});
+
+function parseWhen(field: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+  if (!Number.isFinite(ms)) throw badRequest(`${field}: not a valid date`);
+  return ms;
+}
+
+function create(s: Services, principal: KeyPrincipal, body: Static<typeof CreateBody>) {
+  const list = body.suppression_entries ?? body.entries;
+  if (!list || list.length === 0) throw badRequest('suppression_entries: at least one entry is required');
+  const problems = list.flatMap((e, i) => (EMAIL_RE.test(e.recipient) ? [] : [`suppression_entries[${i}].recipient: invalid email address`]));
+  if (problems.length > 0) throw badRequest(...problems);
+  const account = principal.account;
+  if (body.add_to_sub_accounts && account.parent_id !== null) {
+    throw badRequest('add_to_sub_accounts: only a parent account key may copy entries to sub-accounts');
+  }
+  const targets = [account.id];
+  if (body.add_to_sub_accounts) for (const sub of s.accounts.listSubAccounts(account.id, 1000, 0)) targets.push(sub.id);
+  if (list.length * targets.length > MAX_SUPPRESSION_ENTRIES) {
+    throw new ApiError(413, [`at most ${MAX_SUPPRESSION_ENTRIES} entries per request, sub-account copies included`]);
+  }
+  const entries: NewSuppression[] = targets.flatMap((accountId) =>
+    list.map((e) => {
+      const types = e.suppression_types ?? ['non-transactional'];
+      return {
+        accountId,
+        recipient: e.recipient,
+        source: 'api' as const,
+        transactional: types.includes('transactional'),
+        nonTransactional: types.includes('non-transactional'),
+        notes: e.notes ?? null,
+        sender: null,
+      };
+    }),
+  );
+  const res = s.suppressions.insertMany(entries, s.now());
+  if (!res.ok) throw conflict(`${res.duplicate} is already on the suppression list`);
+  return { status: 201 };
+}
+
+const createSpec = (path: string, summary: string) =>
+  defineRoute({
+    method: 'POST',
+    path,
+    summary,
+    tags: ['suppressions'],
+    auth: 'api',
+    body: CreateBody,
+    responses: {
+      201: { description: 'created (all entries or none)' },
+      400: { description: 'invalid entry (the message names the field)', schema: TxError },
+      403: { description: 'key problem', schema: TxError },
+      409: { description: 'an entry already exists', schema: TxError },
+      413: { description: 'more than 1,000 entries', schema: TxError },
+    },
+    handler: (s, { principal, body }: RequestInfo<unknown, unknown, Static<typeof CreateBody>>) => create(s, principal, body),
+  });
+
+export const suppressionRoutes: AnyRoute[] = [
+  createSpec('/tx/v1/suppression-list', 'Add recipients to the suppression list'),
+  createSpec('/tx/v1/suppressions', 'Alias of POST /tx/v1/suppression-list (accepts `entries`)'),
+  defineRoute({
+    method: 'GET',
+    path: '/tx/v1/suppression-list',
+    summary: 'List suppression entries, newest first',
+    tags: ['suppressions'],
+    auth: 'api',
+    query: Type.Object({
+      recipient: Type.Optional(Type.String({ maxLength: 255 })),
+      source: Type.Optional(Type.Union(SOURCES.map((x) => Type.Literal(x)))),
+      created_before: Type.Optional(DateOrDateTime),
+      created_after: Type.Optional(DateOrDateTime),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 1000 })),
+      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+    }),
+    responses: {
+      200: { description: 'entries', schema: Type.Object({ suppression_list: Type.Array(Listed) }) },
+      400: { description: 'invalid filter', schema: TxError },
+    },
+    handler: (s, { principal, query }) => {
+      const rows = s.suppressions.list(principal.account.id, {
+        recipient: query.recipient,
+        source: query.source as SuppressionSource | undefined,
+        createdBefore: parseWhen('created_before', query.created_before),
+        createdAfter: parseWhen('created_after', query.created_after),
+        limit: query.limit ?? 1000,
+        offset: query.offset ?? 0,
+      });
+      return {
+        status: 200,
+        body: {
+          suppression_list: rows.map((r) => ({
+            recipient: r.recipient,
+            created_at: new Date(r.created_at).toISOString(),
+            ...(r.notes !== null ? { notes: r.notes } : {}),
+            ...(r.sender !== null ? { sender: r.sender } : {}),
+            source: r.source,
+            suppression_types: [
+              ...(r.transactional ? ['transactional'] : []),
+              ...(r.non_transactional ? ['non-transactional'] : []),
+            ],
+          })),
+        },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/tx/v1/suppression-list/recipients/{recipient}',
+    summary: 'Remove a recipient from the suppression list (source defaults to api; `all` removes every source)',
+    tags: ['suppressions'],
+    auth: 'api',
+    params: Type.Object({ recipient: Type.String({ maxLength: 255 }) }),
+    query: Type.Object({ source: Type.Optional(Type.Union([...SOURCES, 'all'].map((x) => Type.Literal(x)))) }),
+    responses: { 204: { description: 'removed (also when nothing matched)' }, 400: { description: 'bad source', schema: TxError } },
+    handler: (s, { principal, params, query }) => {
+      // @koa/router has already percent-decoded the segment; the SDK sends a raw "@", which arrives unchanged.
+      s.suppressions.delete(principal.account.id, params.recipient, (query.source ?? 'api') as SuppressionSource | 'all');
+      return { status: 204 };
+    },
+  }),
+];

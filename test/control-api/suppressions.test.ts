@@ -1,0 +1,117 @@
+// Checks the suppression-list API end to end: create, aliases, atomic 409, 413, validation, filters, delete, tenancy.
+import t from 'tap';
+import { startStack } from '../helpers/stack.js';
+
+t.test('suppression list API', async (t) => {
+  const stack = await startStack(t);
+  const a = stack.createAccount('acme');
+  const b = stack.createAccount('other');
+  const post = (body: unknown, key = a.key, path = '/tx/v1/suppression-list') => stack.api('POST', path, { key, body });
+  const list = async (q = '', key = a.key) => (await stack.api('GET', `/tx/v1/suppression-list${q}`, { key })).body;
+
+  t.test('create and list round trip with exact fields', async (t) => {
+    const res = await post({ suppression_entries: [{ recipient: 'One@Example.com', notes: 'asked us' }] });
+    t.equal(res.status, 201);
+    t.equal(res.text, '');
+    const body = await list();
+    t.same(Object.keys(body), ['suppression_list']);
+    t.same(body.suppression_list, [
+      {
+        recipient: 'one@example.com',
+        created_at: new Date(stack.clock.now()).toISOString(),
+        notes: 'asked us',
+        source: 'api',
+        suppression_types: ['non-transactional'],
+      },
+    ]);
+  });
+
+  t.test('seed alias /tx/v1/suppressions accepts `entries`', async (t) => {
+    const res = await post({ entries: [{ recipient: 'two@example.com', suppression_types: ['transactional', 'non-transactional'] }] }, a.key, '/tx/v1/suppressions');
+    t.equal(res.status, 201);
+    const body = await list('?recipient=two@example.com');
+    t.same(body.suppression_list[0].suppression_types, ['transactional', 'non-transactional']);
+  });
+
+  t.test('a duplicate is 409 and nothing of that request is stored', async (t) => {
+    const res = await post({ suppression_entries: [{ recipient: 'fresh@example.com' }, { recipient: 'ONE@example.com' }] });
+    t.equal(res.status, 409);
+    t.match(res.body.errors[0], /one@example.com/);
+    t.same((await list('?recipient=fresh@example.com')).suppression_list, []);
+    const twice = await post({ suppression_entries: [{ recipient: 'x@example.com' }, { recipient: 'X@example.com' }] });
+    t.equal(twice.status, 409);
+  });
+
+  t.test('validation names the field', async (t) => {
+    const bad = await post({ suppression_entries: [{ recipient: 'ok@example.com' }, { recipient: 'not-an-address' }] });
+    t.equal(bad.status, 400);
+    t.same(bad.body, { errors: ['suppression_entries[1].recipient: invalid email address'] });
+    const type = await post({ suppression_entries: [{ recipient: 'ok@example.com', suppression_types: ['bulk'] }] });
+    t.equal(type.status, 400);
+    t.match(type.body.errors[0], /^body\.suppression_entries\[0\]\.suppression_types\[0\]|^suppression_entries\[0\]\.suppression_types/);
+    const notes = await post({ suppression_entries: [{ recipient: 'ok@example.com', notes: 'x'.repeat(1025) }] });
+    t.equal(notes.status, 400);
+    t.match(notes.body.errors[0], /suppression_entries\[0\]\.notes/);
+    const none = await post({ suppression_entries: [] });
+    t.equal(none.status, 400);
+  });
+
+  t.test('over 1,000 entries is 413', async (t) => {
+    const entries = Array.from({ length: 1001 }, (_, i) => ({ recipient: `u${i}@big.example` }));
+    const res = await post({ suppression_entries: entries });
+    t.equal(res.status, 413);
+    t.same((await list('?recipient=u0@big.example')).suppression_list, []);
+  });
+
+  t.test('filters and paging', async (t) => {
+    stack.clock.advance(86_400_000);
+    await post({ suppression_entries: [{ recipient: 'late@example.com' }] });
+    const day = new Date(stack.clock.now()).toISOString().slice(0, 10);
+    const after = await list(`?created_after=${day}`);
+    t.same(after.suppression_list.map((e: any) => e.recipient), ['late@example.com']);
+    const before = await list(`?created_before=${day}`);
+    t.notOk(before.suppression_list.some((e: any) => e.recipient === 'late@example.com'));
+    const paged = await list('?limit=1&offset=0');
+    t.equal(paged.suppression_list.length, 1);
+    t.equal(paged.suppression_list[0].recipient, 'late@example.com', 'newest first');
+    t.same((await list('?source=hard_bounce')).suppression_list, []);
+    const badDate = await stack.api('GET', '/tx/v1/suppression-list?created_after=yesterday', { key: a.key });
+    t.equal(badDate.status, 400);
+    const badLimit = await stack.api('GET', '/tx/v1/suppression-list?limit=1001', { key: a.key });
+    t.equal(badLimit.status, 400);
+  });
+
+  t.test('delete by source, with a raw @ or %40 in the path', async (t) => {
+    t.equal((await stack.api('DELETE', '/tx/v1/suppression-list/recipients/late@example.com', { key: a.key })).status, 204);
+    t.same((await list('?recipient=late@example.com')).suppression_list, []);
+    t.equal((await stack.api('DELETE', '/tx/v1/suppression-list/recipients/two%40example.com?source=all', { key: a.key })).status, 204);
+    t.same((await list('?recipient=two@example.com')).suppression_list, []);
+    const bad = await stack.api('DELETE', '/tx/v1/suppression-list/recipients/one@example.com?source=nope', { key: a.key });
+    t.equal(bad.status, 400);
+  });
+
+  t.test('tenancy: another account never sees or deletes these entries', async (t) => {
+    t.same((await list('', b.key)).suppression_list, []);
+    await stack.api('DELETE', '/tx/v1/suppression-list/recipients/one@example.com?source=all', { key: b.key });
+    t.equal((await list('?recipient=one@example.com')).suppression_list.length, 1);
+  });
+
+  t.test('add_to_sub_accounts copies to live sub-accounts; sub-account keys may not use it', async (t) => {
+    t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: a.key, body: { handle: 'acmesub' } })).status, 201);
+    const subKey = (await stack.api('POST', '/tx/v1/sub-account/acmesub/api-key', { key: a.key })).body.key;
+    t.equal((await post({ add_to_sub_accounts: true, suppression_entries: [{ recipient: 'shared@example.com' }] })).status, 201);
+    t.same((await list('', subKey)).suppression_list.map((e: any) => e.recipient), ['shared@example.com']);
+    const fromSub = await post({ add_to_sub_accounts: true, suppression_entries: [{ recipient: 'y@example.com' }] }, subKey);
+    t.equal(fromSub.status, 400);
+  });
+
+  t.test('isSuppressed respects the mail type', async (t) => {
+    const store = stack.services.suppressions;
+    t.ok(store.isSuppressed([a.id], 'ONE@example.com', false), 'non-transactional entry blocks bulk mail');
+    t.notOk(store.isSuppressed([a.id], 'one@example.com', true), 'but not transactional mail');
+    t.notOk(store.isSuppressed([b.id], 'one@example.com', false), 'other accounts are unaffected');
+    t.ok(store.addFromEvent(a.id, 'gone@example.com', 'hard_bounce', 'sender@acme.test', stack.clock.now()));
+    t.notOk(store.addFromEvent(a.id, 'gone@example.com', 'hard_bounce', null, stack.clock.now()), 'idempotent');
+    t.ok(store.isSuppressed([a.id], 'gone@example.com', true), 'hard bounce blocks transactional mail too');
+  });
+});
