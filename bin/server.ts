@@ -24,6 +24,8 @@ import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { createSuppressionStore } from '../storage/suppressions.js';
+import { createDkimKeyStore } from '../storage/dkim-keys.js';
+import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
 import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { VERSION } from './version.js';
 
@@ -85,6 +87,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     accounts,
     smtpLog: createSmtpLogStore(db),
     suppressions: createSuppressionStore(db),
+    dkim: createDkimKeyStore(db),
     inboundDomains: createInboundDomainStore(db),
     inboundLists: createInboundListStore(db),
     inboundReports: createInboundReportStore(db),
@@ -102,6 +105,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...subAccountRoutes,
     ...outboundSearchRoutes,
     ...suppressionRoutes,
+    ...dkimKeyRoutes,
     ...inboundDomainRoutes,
     ...inboundListRoutes,
     ...inboundServiceRoutes,

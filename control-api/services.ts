@@ -7,6 +7,7 @@ import type { InboundListStore } from '../storage/inbound-lists.js';
 import type { InboundReportStore } from '../storage/inbound-reports.js';
 import type { SmtpLogStore } from '../storage/smtp-log.js';
 import type { SuppressionStore } from '../storage/suppressions.js';
+import type { DkimKeyStore } from '../storage/dkim-keys.js';
 
 /** Health of the parts /healthz reports on. */
 export interface HealthReport {
@@ -21,6 +22,8 @@ export interface Services {
   smtpLog: SmtpLogStore;
   /** Suppression list: the API manages it, every send checks it. */
   suppressions: SuppressionStore;
+  /** DKIM keys per account and domain. */
+  dkim: DkimKeyStore;
   /** Inbound domains, aliases, downstreams and subscriptions (the MX reads them too). */
   inboundDomains: InboundDomainStore;
   /** Inbound safelist/blocklist entries at account, domain and recipient level. */

@@ -1,0 +1,104 @@
+// Checks the DKIM keys API: create, list, status changes, rotation timers, retirement, tenancy, no private keys out.
+import crypto from 'node:crypto';
+import t from 'tap';
+import { runDkimRetirement } from '../../mta/dkim-keys.js';
+import { startStack } from '../helpers/stack.js';
+
+const DAY = 86_400_000;
+
+t.test('DKIM keys API', async (t) => {
+  const stack = await startStack(t);
+  const a = stack.createAccount('acme');
+  const b = stack.createAccount('other');
+  const base = '/tx/v1/domains/Example.COM./dkim-keys';
+  const create = (body: unknown, key = a.key) => stack.api('POST', base, { key, body });
+
+  t.test('create returns a real key and its DNS record', async (t) => {
+    const res = await create({ selector: 's1', key_length: 1024 });
+    t.equal(res.status, 201);
+    t.equal(res.body.domain, 'example.com', 'domain normalised');
+    t.equal(res.body.selector, 's1');
+    t.equal(res.body.status, 'active');
+    t.equal(res.body.algorithm, 'rsa');
+    t.equal(res.body.key_length, 1024);
+    t.equal(res.body.created_at, new Date(stack.clock.now()).toISOString());
+    t.equal(res.body.gracePeriodExpiresAt, null);
+    t.equal(res.body.retiresAt, null);
+    const pub = crypto.createPublicKey({ key: Buffer.from(res.body.public_key, 'base64'), format: 'der', type: 'spki' });
+    t.equal(pub.asymmetricKeyType, 'rsa');
+    t.same(res.body.dkim_dns_records, [
+      { name: 's1._domainkey.example.com', type: 'TXT', value: `v=DKIM1; k=rsa; p=${res.body.public_key}` },
+    ]);
+    t.notMatch(res.text, /PRIVATE KEY/);
+  });
+
+  t.test('errors', async (t) => {
+    t.equal((await create({ selector: 's1', key_length: 1024 })).status, 409);
+    const len = await create({ selector: 's2', key_length: 1000 });
+    t.equal(len.status, 400);
+    t.match(len.body.errors[0], /^key_length/);
+    t.equal((await create({ selector: 'bad selector' })).status, 400);
+    t.equal((await create({ selector: 's3', algorithm: 'ed25519' })).status, 400);
+    const dom = await stack.api('POST', '/tx/v1/domains/not_a_domain!/dkim-keys', { key: a.key, body: { selector: 'x' } });
+    t.equal(dom.status, 400);
+  });
+
+  t.test('list filters, paging and include_dns_record', async (t) => {
+    stack.clock.advance(1000);
+    t.equal((await create({ selector: 's2', key_length: 1024 })).status, 201);
+    const all = await stack.api('GET', `${base}`, { key: a.key });
+    t.equal(all.status, 200);
+    t.same(all.body.keys.map((k: any) => k.selector), ['s2', 's1']);
+    t.notOk('dkim_dns_records' in all.body.keys[0], 'no DNS record unless asked');
+    const one = await stack.api('GET', `${base}?selector=s1&include_dns_record=true`, { key: a.key });
+    t.equal(one.body.keys.length, 1);
+    t.equal(one.body.keys[0].dkim_dns_records[0].name, 's1._domainkey.example.com');
+    const paged = await stack.api('GET', `${base}?limit=1&offset=1`, { key: a.key });
+    t.same(paged.body.keys.map((k: any) => k.selector), ['s1']);
+    t.equal((await stack.api('GET', `${base}?limit=101`, { key: a.key })).status, 400);
+    t.notMatch(all.text, /PRIVATE KEY/);
+  });
+
+  t.test('PATCH status', async (t) => {
+    const patch = (sel: string, status: string) => stack.api('PATCH', `${base}/${sel}`, { key: a.key, body: { status } });
+    t.equal((await patch('s2', 'active')).status, 400);
+    t.equal((await patch('nope', 'revoked')).status, 404);
+    t.equal((await patch('s2', 'revoked')).status, 204);
+    const listed = await stack.api('GET', `${base}?status=revoked`, { key: a.key });
+    t.same(listed.body.keys.map((k: any) => k.selector), ['s2']);
+    t.equal((await patch('s2', 'rotated')).status, 404, 'only active keys can be rotated');
+  });
+
+  t.test('rotate sets the timers and retirement happens on time', async (t) => {
+    const rot = (sel: string, next: string) => stack.api('POST', `${base}/${sel}/rotate`, { key: a.key, body: { new_key: { selector: next } } });
+    t.equal((await rot('s1', 's2')).status, 409, 'new selector exists');
+    const res = await rot('s1', 's9');
+    t.equal(res.status, 201);
+    const now = stack.clock.now();
+    t.equal(res.body.new_key.selector, 's9');
+    t.equal(res.body.new_key.status, 'active');
+    t.equal(res.body.new_key.key_length, 1024, 'same length');
+    t.equal(res.body.rotated_key.status, 'rotated');
+    t.equal(res.body.rotated_key.gracePeriodExpiresAt, new Date(now + 3 * DAY).toISOString());
+    t.equal(res.body.rotated_key.retiresAt, new Date(now + 14 * DAY).toISOString());
+    t.equal((await rot('s1', 's10')).status, 404, 'no longer active');
+
+    const signing = stack.services.dkim;
+    t.equal(signing.findSigningKey([a.id], 'example.com', stack.clock.now())?.selector, 's9');
+    stack.clock.advance(14 * DAY - 1);
+    t.equal(runDkimRetirement(signing, stack.clock.now()), 0, 'not yet due');
+    stack.clock.advance(1);
+    t.equal(runDkimRetirement(signing, stack.clock.now()), 1);
+    const listed = await stack.api('GET', `${base}?selector=s1`, { key: a.key });
+    t.equal(listed.body.keys[0].status, 'retired');
+  });
+
+  t.test('tenancy: another account sees and changes nothing', async (t) => {
+    const list = await stack.api('GET', base, { key: b.key });
+    t.same(list.body, { keys: [] });
+    t.equal((await stack.api('PATCH', `${base}/s9`, { key: b.key, body: { status: 'revoked' } })).status, 404);
+    t.equal((await stack.api('POST', `${base}/s9/rotate`, { key: b.key, body: { new_key: { selector: 'z' } } })).status, 404);
+    const mine = await stack.api('GET', `${base}?selector=s9`, { key: a.key });
+    t.equal(mine.body.keys[0].status, 'active');
+  });
+});
