@@ -17,14 +17,19 @@ export interface DkimSigningKey {
   privateKeyPem: string;
 }
 
-/** Returns `raw` with a DKIM-Signature header prepended. Throws when the key cannot sign. */
+/**
+ * Returns `raw` with a DKIM-Signature header prepended. `privateKeyPem` may also be bare base64 DER (a caller-supplied
+ * `dkim_private_key`); it goes through `normalizePrivateKey`. Throws when the key cannot sign; the error never
+ * contains the key.
+ */
 export async function signMessage(raw: Buffer, key: DkimSigningKey, signTime?: Date): Promise<Buffer> {
+  const privateKey = key.privateKeyPem.includes('-----BEGIN') ? key.privateKeyPem : normalizePrivateKey(key.privateKeyPem);
   const res = await dkimSign(raw, {
     canonicalization: 'relaxed/relaxed',
     algorithm: 'rsa-sha256',
     headerList: SIGNED_HEADERS,
     ...(signTime ? { signTime } : {}),
-    signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem }],
+    signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey }],
   });
   if (res.errors.length > 0 || !res.signatures.trim()) {
     throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}`);

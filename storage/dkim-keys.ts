@@ -42,10 +42,13 @@ export function createDkimKeyStore(db: Db) {
          grace_period_expires_at = @grace, retires_at = @retires
        WHERE id = @id RETURNING *`,
     ),
-    signing: db.prepare(
-      `SELECT * FROM dkim_keys WHERE account_id = ? AND domain = ?
-         AND (status = 'active' OR (status = 'rotated' AND grace_period_expires_at > ?))
-       ORDER BY status = 'active' DESC, created_at DESC LIMIT 1`,
+    active: db.prepare(
+      `SELECT * FROM dkim_keys WHERE account_id = ? AND domain = ? AND status = 'active'
+       ORDER BY created_at DESC, id DESC LIMIT 1`,
+    ),
+    inGrace: db.prepare(
+      `SELECT * FROM dkim_keys WHERE account_id = ? AND domain = ? AND status = 'rotated' AND grace_period_expires_at > ?
+       ORDER BY status_modified_at DESC, id DESC LIMIT 1`,
     ),
     retireDue: db.prepare(
       `UPDATE dkim_keys SET status = 'retired', status_modified_at = @now
@@ -108,12 +111,17 @@ export function createDkimKeyStore(db: Db) {
     },
 
     /**
-     * The key to sign mail From `domain` with: the first account of `accountIds` (sender, then parent) that has an active
-     * key, else a rotated key still inside its grace period.
+     * The key to sign mail From `domain` with: the active key of the first account in `accountIds` (sender, then
+     * parent) that has one; only when none of them has an active key, a rotated key still inside its grace period
+     * (`now` < gracePeriodExpiresAt), again in account order. Undefined when nothing may sign.
      */
-    findSigningKey(accountIds: number[], domain: string, now: number): DkimKeyRow | undefined {
+    findSigningKey(accountIds: readonly number[], domain: string, now: number): DkimKeyRow | undefined {
       for (const id of accountIds) {
-        const row = s.signing.get(id, domain, now) as DkimKeyRow | undefined;
+        const row = s.active.get(id, domain) as DkimKeyRow | undefined;
+        if (row) return row;
+      }
+      for (const id of accountIds) {
+        const row = s.inGrace.get(id, domain, now) as DkimKeyRow | undefined;
         if (row) return row;
       }
       return undefined;

@@ -7,11 +7,13 @@ import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { TxError } from '../schemas.js';
 
+// RFC 6376 §3.1: a selector is one or more dot-separated labels (e.g. "2024.jan"); api.md caps it at 63 characters.
+// "_" is tolerated inside labels because real selectors use it.
 const Selector = Type.String({
   minLength: 1,
   maxLength: 63,
-  pattern: '^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?$',
-  errorMessage: 'must be 1-63 letters, digits, "-" or "_" (a DNS label)',
+  pattern: '^[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?)*$',
+  errorMessage: 'must be 1-63 characters: dot-separated labels of letters, digits, "-" or "_"',
 });
 const Status = Type.Union(['active', 'retired', 'revoked', 'rotated'].map((x) => Type.Literal(x)));
 
