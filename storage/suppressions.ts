@@ -1,8 +1,13 @@
 // Owns the suppressions table: recipients an account must not mail, by source and by mail type.
 import type { Db } from './database.js';
 
+/** How an entry got on the list (the wire's `source`; the table's CHECK constraint holds the same set). */
 export type SuppressionSource = 'api' | 'unsubscribe_link' | 'list_unsubscribe' | 'hard_bounce' | 'spam_complaint';
 
+/** Sources the queue and the unsubscribe endpoints add by themselves (everything but `api`). */
+export type EventSuppressionSource = Exclude<SuppressionSource, 'api'>;
+
+/** One row of `suppressions`; flags are SQLite integers 0/1. */
 export interface SuppressionRow {
   id: number;
   account_id: number;
@@ -15,6 +20,7 @@ export interface SuppressionRow {
   created_at: number;
 }
 
+/** An entry to insert; `recipient` may be in any case, the store lower-cases it. */
 export interface NewSuppression {
   accountId: number;
   recipient: string;
@@ -25,6 +31,7 @@ export interface NewSuppression {
   sender: string | null;
 }
 
+/** List filters: `createdBefore` is exclusive, `createdAfter` inclusive (ms); recipient compares case-insensitively. */
 export interface SuppressionFilters {
   recipient?: string;
   source?: SuppressionSource;
@@ -40,6 +47,7 @@ export function normaliseRecipient(address: string): string {
   return address.trim().toLowerCase();
 }
 
+/** The suppression repository over `db`: every method is scoped by account id (tenancy). */
 export function createSuppressionStore(db: Db) {
   const s = {
     insert: db.prepare(
@@ -79,7 +87,8 @@ export function createSuppressionStore(db: Db) {
   return {
     /**
      * Inserts every entry or none: `{ok:false, duplicate}` names the first recipient already present for its account
-     * and source (or repeated within the request), and nothing is stored.
+     * and source (or repeated within the request), and nothing is stored. Inside an outer transaction it becomes a
+     * savepoint (better-sqlite3 nests), so it stays all-or-nothing there too.
      */
     insertMany(entries: NewSuppression[], now: number): { ok: true } | { ok: false; duplicate: string } {
       try {
@@ -95,17 +104,25 @@ export function createSuppressionStore(db: Db) {
       }
     },
 
-    /** Adds an entry for a queue event (hard bounce, unsubscribe); keeps an existing one. Works inside a transaction. */
-    addFromEvent(accountId: number, recipient: string, source: SuppressionSource, sender: string | null, now: number): boolean {
-      // A hard bounce means the mailbox does not exist: suppress all mail. An unsubscribe concerns bulk mail only.
+    /**
+     * Adds an entry for a queue or unsubscribe event; returns false (and keeps the existing row untouched) when the
+     * recipient already has an entry of that source. A single statement, no transaction of its own, so the queue can
+     * call it inside the transaction that records the bounce or unsubscribe event.
+     */
+    addFromEvent(accountId: number, recipient: string, source: EventSuppressionSource, sender: string | null, now: number): boolean {
+      // A hard bounce means the mailbox does not exist: suppress all mail. An unsubscribe (link or RFC 8058
+      // List-Unsubscribe) withdraws consent to bulk mail only; receipts and password resets must still arrive.
+      // A spam complaint is treated like a hard bounce: mailbox providers judge the sender on complaints of any kind.
       const all = source === 'hard_bounce' || source === 'spam_complaint';
       return insertOne({ accountId, recipient, source, transactional: all, nonTransactional: true, notes: null, sender }, now);
     },
 
+    /** True when the account has an entry for `recipient` with this source. */
     exists(accountId: number, recipient: string, source: SuppressionSource): boolean {
       return s.exists.get(accountId, normaliseRecipient(recipient), source) !== undefined;
     },
 
+    /** The account's entries matching `f`, newest first (ties by id, newest first), paged by limit/offset. */
     list(accountId: number, f: SuppressionFilters): SuppressionRow[] {
       return s.list.all({
         accountId,
@@ -124,7 +141,12 @@ export function createSuppressionStore(db: Db) {
       return source === 'all' ? s.deleteAll.run(accountId, r).changes : s.deleteOne.run(accountId, r, source).changes;
     },
 
-    /** The entry that suppresses `recipient` for mail of this kind from any of `accountIds`, if any. */
+    /**
+     * The oldest entry of any of `accountIds` that suppresses `recipient` for this kind of mail, or undefined.
+     * An entry stops transactional mail only when its `transactional` flag is set, non-transactional mail only when
+     * its `non_transactional` flag is set. The caller decides which accounts count (the sending account; whether a
+     * parent's list also covers its sub-accounts is the send path's policy, not the store's).
+     */
     isSuppressed(accountIds: number[], recipient: string, transactional: boolean): SuppressionRow | undefined {
       return s.match.get({
         recipient: normaliseRecipient(recipient),
@@ -135,10 +157,12 @@ export function createSuppressionStore(db: Db) {
   };
 }
 
+/** Thrown inside insertMany's transaction to roll it back; never escapes the store. */
 class DuplicateEntry extends Error {
   constructor(readonly recipient: string) {
     super(`duplicate suppression entry ${recipient}`);
   }
 }
 
+/** The suppression repository's interface (what `Services.suppressions` holds). */
 export type SuppressionStore = ReturnType<typeof createSuppressionStore>;

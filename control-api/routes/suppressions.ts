@@ -16,7 +16,11 @@ const EMAIL_RE = /^[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+@[^\s@<>()[\]\\,;:"\x00-\x1f
 const Entry = Type.Object({
   recipient: Type.String({ minLength: 3, maxLength: 255 }),
   suppression_types: Type.Optional(
-    Type.Array(Type.Union(TYPES.map((t) => Type.Literal(t))), { minItems: 1, maxItems: 2, uniqueItems: true }),
+    Type.Array(Type.Union(TYPES.map((t) => Type.Literal(t)), { errorMessage: 'must be "transactional" or "non-transactional"' }), {
+      minItems: 1,
+      maxItems: 2,
+      uniqueItems: true,
+    }),
   ),
   notes: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()])),
 });
@@ -49,10 +53,17 @@ function parseWhen(field: string, value: string | undefined): number | undefined
   return ms;
 }
 
+/**
+ * Validates and inserts one request's entries (plus, with add_to_sub_accounts, a copy for every live sub-account,
+ * suspended ones included: they may be re-activated) in one transaction; 409 stores nothing.
+ * A sub-account key asking for add_to_sub_accounts gets 400 (a request problem, like any other invalid field).
+ */
 function create(s: Services, principal: KeyPrincipal, body: Static<typeof CreateBody>) {
+  // Error messages name the key the client actually sent (the seed alias uses `entries`).
+  const key = body.suppression_entries !== undefined ? 'suppression_entries' : 'entries';
   const list = body.suppression_entries ?? body.entries;
-  if (!list || list.length === 0) throw badRequest('suppression_entries: at least one entry is required');
-  const problems = list.flatMap((e, i) => (EMAIL_RE.test(e.recipient) ? [] : [`suppression_entries[${i}].recipient: invalid email address`]));
+  if (!list || list.length === 0) throw badRequest(`${key}: at least one entry is required`);
+  const problems = list.flatMap((e, i) => (EMAIL_RE.test(e.recipient) ? [] : [`${key}[${i}].recipient: invalid email address`]));
   if (problems.length > 0) throw badRequest(...problems);
   const account = principal.account;
   if (body.add_to_sub_accounts && account.parent_id !== null) {
