@@ -1,0 +1,277 @@
+// Owns the /tx/v1/send body: its TypeBox schema (MailChannels MailSendBody, api.md §2.1) and the rules a schema cannot say.
+import { Type, type Static } from '@sinclair/typebox';
+import Mustache from 'mustache';
+import {
+  asciiDomain, CONTROL, isTemplated, normalizeAddress, renderTemplate, type DkimFields,
+} from '../mta/compose.js';
+import { normalizePrivateKey } from '../mta/dkim-sign.js';
+
+/** Recipients per list, personalizations per request and attachments per request (OAS-E maxItems). */
+export const MAX_ITEMS = 1000;
+
+/**
+ * Header names a caller may not set (compared case-insensitively). The first twelve are MailChannels' list (OAS-E
+ * `MailSendBody.headers`). Sluice adds: the fields it writes itself or that only a receiving MTA writes (Return-Path
+ * RFC 5321 §4.4, Date, MIME-Version, Content-Disposition, Content-ID), Sender (an originator field that Domain Lockdown
+ * does not check, RFC 5322 §3.6.2), List-Unsubscribe-Post (RFC 8058 §3.1: it promises that the List-Unsubscribe HTTPS
+ * URI performs the unsubscription on a bare POST; only the one-click endpoint Sluice itself serves keeps that promise,
+ * so we add it beside our own List-Unsubscribe and never take it from a caller), the other authentication fields a
+ * caller could forge (DomainKey-Signature, ARC-* RFC 8617), and our own X-Sluice-* namespace. List-Unsubscribe itself
+ * is allowed: a caller's value is kept instead of ours.
+ */
+export const RESERVED_HEADERS: readonly string[] = [
+  'authentication-results', 'bcc', 'cc', 'content-transfer-encoding', 'content-type', 'dkim-signature', 'from',
+  'message-id', 'received', 'reply-to', 'subject', 'to',
+  'return-path', 'date', 'mime-version', 'sender', 'list-unsubscribe-post',
+  'content-disposition', 'content-id', 'domainkey-signature',
+];
+const RESERVED_PREFIXES: readonly string[] = ['x-sluice-', 'arc-'];
+
+/** True when `name` may not be supplied in `headers` (case-insensitive). */
+export function isReservedHeader(name: string): boolean {
+  const n = name.toLowerCase();
+  return RESERVED_HEADERS.includes(n) || RESERVED_PREFIXES.some((p) => n.startsWith(p));
+}
+
+const EmailAddress = Type.Object({
+  email: Type.String({ minLength: 1, maxLength: 320 }),
+  name: Type.Optional(Type.String({ maxLength: 998, description: 'Display name in raw text, e.g. John Doe, 张三' })),
+});
+
+const Headers = Type.Record(Type.String(), Type.String(), {
+  description:
+    'Custom headers (string to string). Reserved names are refused; personalization values win over root values; ' +
+    'names are case-insensitive.',
+});
+
+const DkimFields = {
+  dkim_domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Requires dkim_selector.' })),
+  dkim_selector: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 63, description: 'Without dkim_domain, the domain of `from` is used.' }),
+  ),
+  dkim_private_key: Type.Optional(
+    Type.String({ minLength: 1, description: 'Base64 (DER) or PEM RSA key; requires dkim_domain and dkim_selector.' }),
+  ),
+};
+
+const Recipients = (min: number) => Type.Array(EmailAddress, { minItems: min, maxItems: MAX_ITEMS });
+
+const Personalization = Type.Object({
+  to: Recipients(1),
+  cc: Type.Optional(Recipients(0)),
+  bcc: Type.Optional(Recipients(0)),
+  from: Type.Optional(EmailAddress),
+  reply_to: Type.Optional(EmailAddress),
+  envelope_from: Type.Optional(EmailAddress),
+  subject: Type.Optional(Type.String()),
+  headers: Type.Optional(Headers),
+  dynamic_template_data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  ...DkimFields,
+});
+
+// A flat union of two literals: shallow enough for TS inference, and the OpenAPI document lists both values.
+const ContentItem = Type.Object({
+  type: Type.Union([Type.Literal('text/plain'), Type.Literal('text/html')], {
+    errorMessage: 'must be text/plain or text/html',
+  }),
+  value: Type.String(),
+  template_type: Type.Optional(Type.Literal('mustache')),
+});
+
+// additionalProperties:false refuses MailComposer's `path`, `href` and `raw`, which would read a file or fetch a URL.
+const Attachment = Type.Object(
+  {
+    content: Type.String({ description: 'the attachment data, encoded in base64' }),
+    filename: Type.String({ minLength: 1, maxLength: 255 }),
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    content_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 250, description: 'Makes the attachment inline, referenced by cid:' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Tracking = Type.Object({
+  enable: Type.Optional(Type.Boolean({ default: false })),
+  custom_domain_name: Type.Optional(Type.String()),
+});
+
+/** The `/tx/v1/send` and `/tx/v1/send-async` request body (OAS-E MailSendBody + 1.7 fields). */
+export const MailSendBody = Type.Object({
+  personalizations: Type.Array(Personalization, { minItems: 1, maxItems: MAX_ITEMS }),
+  from: EmailAddress,
+  reply_to: Type.Optional(EmailAddress),
+  envelope_from: Type.Optional(EmailAddress),
+  subject: Type.String(),
+  content: Type.Array(ContentItem, { minItems: 1 }),
+  attachments: Type.Optional(Type.Array(Attachment, { maxItems: MAX_ITEMS })),
+  campaign_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 48,
+      pattern: '^\\S+$',
+      errorMessage: 'must be 1-48 characters without whitespace',
+    }),
+  ),
+  headers: Type.Optional(Headers),
+  tracking_settings: Type.Optional(
+    Type.Object({ click_tracking: Type.Optional(Tracking), open_tracking: Type.Optional(Tracking) }),
+  ),
+  unsubscribe_settings: Type.Optional(Type.Object({ custom_domain_name: Type.Optional(Type.String()) })),
+  transactional: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { default: true })),
+  ...DkimFields,
+});
+
+export type SendBody = Static<typeof MailSendBody>;
+type Address = Static<typeof EmailAddress>;
+
+// RFC 5322 §2.2: a field name is printable US-ASCII except the colon.
+const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
+// RFC 6838 §4.2: type "/" subtype of restricted-name characters, then optional parameters.
+const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\s*;[\x20-\x7e]*)?$/;
+// RFC 2392: the id goes inside <…> in Content-ID, so printable ASCII without '<', '>' and spaces.
+const CONTENT_ID = /^[\x21-\x3b\x3d\x3f-\x7e]+$/;
+// RFC 6376 §3.1: a selector is one or more labels (periods allowed; '_' tolerated as DNS does).
+const SELECTOR = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$/;
+
+/** Strict base64 (RFC 4648 §4, `=` padding only at the end); MIME line breaks and spaces are tolerated. */
+export function isBase64(s: string): boolean {
+  const compact = s.replace(/[\r\n \t]/g, '');
+  return compact.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(compact);
+}
+
+/**
+ * Checks the send rules a schema cannot express, on a body that already passed `MailSendBody`. Returns one message per
+ * problem, each naming its field (`personalizations[0].to[1].email: invalid email address`); empty when valid.
+ * Rules: address syntax (IDN domains allowed; local part RFC 5321 dot-atom or quoted string); no CR, LF or other
+ * control character in any header name or value, subject, display name or rendered subject (RFC 5322 §2.2: such a
+ * value would start a new header line, so it is refused, never written); header names printable ASCII without ':';
+ * reserved headers refused case-insensitively; DKIM: domain ⇒ selector, private key ⇒ domain and selector, the
+ * key must be a usable RSA key; text/plain and text/html each at most once; mustache templates parse;
+ * attachments: valid base64, unique content_id, safe filename and type; campaign_id ≤ 48 characters without
+ * whitespace; `transactional: false` ⇒ exactly one recipient (to+cc+bcc) per personalization.
+ */
+export function validateSendBody(body: SendBody): string[] {
+  const errors: string[] = [];
+  const add = (field: string, message: string) => {
+    const text = `${field}: ${message}`;
+    if (errors.length < 100 && !errors.includes(text)) errors.push(text);
+  };
+
+  const checkAddress = (field: string, a: Address | undefined, withName: boolean) => {
+    if (!a) return;
+    if (!normalizeAddress(a.email)) add(`${field}.email`, 'invalid email address');
+    if (withName && a.name !== undefined && CONTROL.test(a.name)) add(`${field}.name`, 'must not contain CR, LF or control characters');
+  };
+
+  const checkHeaders = (field: string, headers: Record<string, string> | undefined) => {
+    if (!headers) return;
+    for (const [name, value] of Object.entries(headers)) {
+      const f = `${field}.${name.replace(/[\x00-\x1f\x7f]/g, '?')}`;
+      if (!FIELD_NAME.test(name)) {
+        add(f, 'header name must be printable ASCII without ":" or whitespace');
+        continue;
+      }
+      if (isReservedHeader(name)) add(f, 'is a reserved header and cannot be set');
+      else if (CONTROL.test(value)) add(f, 'header value must not contain CR, LF or control characters');
+    }
+  };
+
+  const keyCache = new Map<string, boolean>();
+  const checkDkim = (field: string, g: DkimFields) => {
+    const prefix = field === '' ? '' : `${field}.`;
+    if (g.dkim_domain !== undefined && !asciiDomain(g.dkim_domain)) add(`${prefix}dkim_domain`, 'invalid domain');
+    if (g.dkim_selector !== undefined && !SELECTOR.test(g.dkim_selector)) add(`${prefix}dkim_selector`, 'invalid selector');
+    if (g.dkim_domain !== undefined && g.dkim_selector === undefined) {
+      add(`${prefix}dkim_selector`, 'is required when dkim_domain is set');
+    }
+    if (g.dkim_private_key !== undefined) {
+      if (g.dkim_domain === undefined || g.dkim_selector === undefined) {
+        add(`${prefix}dkim_private_key`, 'requires dkim_domain and dkim_selector');
+      }
+      let ok = keyCache.get(g.dkim_private_key);
+      if (ok === undefined) {
+        try {
+          normalizePrivateKey(g.dkim_private_key);
+          ok = true;
+        } catch {
+          ok = false;
+        }
+        keyCache.set(g.dkim_private_key, ok);
+      }
+      if (!ok) add(`${prefix}dkim_private_key`, 'is not an RSA private key (PEM, or base64 DER)');
+    }
+  };
+
+  // Root fields.
+  checkAddress('from', body.from, true);
+  checkAddress('reply_to', body.reply_to, true);
+  checkAddress('envelope_from', body.envelope_from, false);
+  if (CONTROL.test(body.subject)) add('subject', 'must not contain CR, LF or control characters');
+  checkHeaders('headers', body.headers);
+  checkDkim('', body);
+  if (body.campaign_id !== undefined && ([...body.campaign_id].length > 48 || /[\s\x00-\x1f\x7f]/.test(body.campaign_id))) {
+    add('campaign_id', 'must be 1-48 characters without whitespace');
+  }
+
+  // Content: the schema admits text/plain and text/html; each at most once (they become the two alternatives).
+  const templates = new Mustache.Writer();
+  const seenTypes = new Set<string>();
+  body.content.forEach((c, i) => {
+    if (seenTypes.has(c.type)) add(`content[${i}].type`, `${c.type} given more than once`);
+    seenTypes.add(c.type);
+    if (c.template_type === 'mustache') {
+      try {
+        templates.parse(c.value);
+      } catch (err) {
+        add(`content[${i}].value`, `invalid mustache template: ${(err as Error).message.split('\n')[0]}`);
+      }
+    }
+  });
+  const templated = isTemplated(body);
+
+  // Attachments.
+  const cids = new Set<string>();
+  (body.attachments ?? []).forEach((a, i) => {
+    const f = `attachments[${i}]`;
+    if (!isBase64(a.content)) add(`${f}.content`, 'must be valid base64');
+    if (CONTROL.test(a.filename)) add(`${f}.filename`, 'must not contain CR, LF or control characters');
+    if (a.type !== undefined && !MIME_TYPE.test(a.type)) add(`${f}.type`, 'must be a MIME type such as image/png');
+    if (a.content_id !== undefined) {
+      if (!CONTENT_ID.test(a.content_id)) add(`${f}.content_id`, 'must be printable ASCII without spaces, "<" or ">"');
+      else if (cids.has(a.content_id)) add(`${f}.content_id`, 'must be unique');
+      cids.add(a.content_id);
+    }
+  });
+
+  // Personalizations.
+  const nonTransactional = body.transactional === false;
+  body.personalizations.forEach((p, i) => {
+    const f = `personalizations[${i}]`;
+    for (const list of ['to', 'cc', 'bcc'] as const) {
+      (p[list] ?? []).forEach((a, j) => checkAddress(`${f}.${list}[${j}]`, a, list !== 'bcc'));
+    }
+    checkAddress(`${f}.from`, p.from, true);
+    checkAddress(`${f}.reply_to`, p.reply_to, true);
+    checkAddress(`${f}.envelope_from`, p.envelope_from, false);
+    if (p.subject !== undefined && CONTROL.test(p.subject)) add(`${f}.subject`, 'must not contain CR, LF or control characters');
+    checkHeaders(`${f}.headers`, p.headers);
+    const own = p.dkim_domain !== undefined || p.dkim_selector !== undefined || p.dkim_private_key !== undefined;
+    if (own) checkDkim(f, p);
+    if (nonTransactional) {
+      const count = p.to.length + (p.cc?.length ?? 0) + (p.bcc?.length ?? 0);
+      if (count !== 1) add(f, 'non-transactional messages must have exactly one recipient (to, cc and bcc) per personalization');
+    }
+    // A rendered subject must not gain a line break from the template data.
+    if (templated) {
+      const subject = p.subject ?? body.subject;
+      try {
+        const rendered = renderTemplate(templates, subject, p.dynamic_template_data ?? {}, false);
+        if (CONTROL.test(rendered)) add(`${f}.dynamic_template_data`, 'renders CR, LF or control characters into the subject');
+      } catch (err) {
+        add(p.subject !== undefined ? `${f}.subject` : 'subject', `invalid mustache template: ${(err as Error).message.split('\n')[0]}`);
+      }
+    }
+  });
+  return errors;
+}
