@@ -21,12 +21,20 @@ export interface SinkOptions {
   onData?: (msg: Omit<ReceivedMessage, 'session'>) => Reply;
   /** Offer STARTTLS (smtp-server's built-in self-signed pair). Default true. */
   tls?: boolean;
+  /** Require AUTH (PLAIN/LOGIN, after STARTTLS) with these credentials, as a smarthost would. */
+  auth?: { user: string; pass: string };
+  /** Advertise SMTPUTF8 (smtp-server does by default). Default true. */
+  smtpUtf8?: boolean;
 }
 
 export interface Sink {
   port: number;
   host: string;
   messages: ReceivedMessage[];
+  /** TCP connections accepted so far (connection reuse shows as fewer connections than messages). */
+  connections: () => number;
+  /** User names that authenticated. */
+  logins: string[];
   /** Resolves once `n` messages have been accepted in total. */
   waitFor(n: number): Promise<ReceivedMessage[]>;
   close(): Promise<void>;
@@ -39,11 +47,26 @@ function fail(r: { code: number; message: string }): Error {
 export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> {
   const messages: ReceivedMessage[] = [];
   const waiters: { n: number; resolve: (m: ReceivedMessage[]) => void }[] = [];
+  const logins: string[] = [];
+  let connections = 0;
+  const disabled = [...(opts.tls === false ? ['STARTTLS'] : []), ...(opts.auth ? [] : ['AUTH'])];
   const server = new SMTPServer({
     logger: false,
-    authOptional: true,
-    disabledCommands: opts.tls === false ? ['STARTTLS', 'AUTH'] : ['AUTH'],
+    authOptional: !opts.auth,
+    disabledCommands: disabled,
+    ...(opts.smtpUtf8 === false ? { hideSMTPUTF8: true } : {}),
     size: 64 * 1024 * 1024,
+    onConnect(_session, cb) {
+      connections++;
+      cb();
+    },
+    onAuth(auth, _session, cb) {
+      if (opts.auth && auth.username === opts.auth.user && auth.password === opts.auth.pass) {
+        logins.push(auth.username ?? '');
+        return cb(null, { user: auth.username });
+      }
+      cb(fail({ code: 535, message: '5.7.8 Authentication credentials invalid' }));
+    },
     onRcptTo(address, _session, cb) {
       const r = opts.onRcpt?.(address.address);
       cb(r ? fail(r) : undefined);
@@ -82,6 +105,8 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     port,
     host: '127.0.0.1',
     messages,
+    connections: () => connections,
+    logins,
     waitFor(n) {
       if (messages.length >= n) return Promise.resolve(messages.slice());
       return new Promise((resolve) => waiters.push({ n, resolve }));
