@@ -1,4 +1,5 @@
 // Owns the composition root of `sluice serve`: opens storage, wires services, starts every listener, stops them.
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -27,6 +28,22 @@ import { createSuppressionStore } from '../storage/suppressions.js';
 import { createDkimKeyStore } from '../storage/dkim-keys.js';
 import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
 import { suppressionRoutes } from '../control-api/routes/suppressions.js';
+import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
+import { sendRoutes } from '../control-api/routes/send.js';
+import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
+import { runCheckDomain } from '../mta/check-domain.js';
+import { runDkimRetirement } from '../mta/dkim-keys.js';
+import { createDnsResolver } from '../mta/dns-resolver.js';
+import { createLockdownChecker } from '../mta/lockdown-check.js';
+import { createQueue, type Queue } from '../mta/queue.js';
+import { createQueueWorker, type QueueWorker } from '../mta/queue-worker.js';
+import { createRouteResolver } from '../mta/resolve-route.js';
+import { QUEUE_LIFETIME_MS } from '../mta/retry-schedule.js';
+import { newRequestId, runSend } from '../mta/send.js';
+import { createSmtpClient } from '../mta/smtp-client.js';
+import { inspectUnsubscribe, runUnsubscribe } from '../mta/unsubscribe.js';
+import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
+import { createQueueStore, type QueueStore } from '../storage/queue.js';
 import { VERSION } from './version.js';
 
 export interface ServerOptions {
@@ -34,6 +51,11 @@ export interface ServerOptions {
   logger: Logger;
   /** Injected clock; defaults to Date.now. */
   now?: () => number;
+  /**
+   * Run the delivery worker and schedulers on timers (default true). Tests pass false and drive
+   * `worker.runOnce()` with their injected clock instead.
+   */
+  startWorker?: boolean;
 }
 
 export interface RunningServer {
@@ -47,9 +69,22 @@ export interface RunningServer {
   accounts: AccountStore;
   /** Every service the control plane uses (tests reach stores through it). */
   services: Services;
+  /** The durable outbound queue, its store and its delivery worker. */
+  queue: Queue;
+  queueStore: QueueStore;
+  worker: QueueWorker;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
   close(): Promise<void>;
+}
+
+/** The secret unsubscribe tokens are signed with: 32 random bytes made once per data_dir, kept in settings. */
+function unsubscribeSecret(accounts: AccountStore): Buffer {
+  const have = accounts.getSetting('unsubscribe_secret');
+  if (have) return Buffer.from(have, 'base64');
+  const fresh = crypto.randomBytes(32);
+  accounts.setSetting('unsubscribe_secret', fresh.toString('base64'));
+  return fresh;
 }
 
 /** On a fresh data_dir: create the parent account `default` with one api key, once (marked in settings). */
@@ -82,12 +117,61 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   const listeners: SmtpListener[] = [];
   let httpServer: http.Server | undefined;
+  let publicUrl = config.http.publicUrl ?? '';
+  const smtpLog = createSmtpLogStore(db);
+  const suppressions = createSuppressionStore(db);
+  const dkim = createDkimKeyStore(db);
+  const resolver = createDnsResolver({ servers: config.dns.servers });
+  const queueStore = createQueueStore(db);
+  const queue = createQueue({
+    store: queueStore,
+    smtpLog,
+    suppressions,
+    handleOf: (id) => accounts.findById(id)?.handle ?? '',
+    now,
+    lifetimeMs: QUEUE_LIFETIME_MS,
+  });
+  const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
+  const worker = createQueueWorker({
+    store: queueStore,
+    queue,
+    client: smtpClient,
+    resolveRoute: createRouteResolver({ config, resolver }),
+    now,
+    logger,
+  });
+  const lockdown = createLockdownChecker({
+    mode: config.outbound.lockdown,
+    resolver,
+    allow: createLockdownAllowStore(db),
+    accounts,
+    now,
+  });
+  const sendDeps = {
+    config,
+    now,
+    accounts,
+    dkim,
+    suppressions,
+    queue,
+    lockdown,
+    unsubscribeSecret: unsubscribeSecret(accounts),
+    publicUrl: () => publicUrl,
+  };
+  const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   const services: Services = {
     config,
     accounts,
-    smtpLog: createSmtpLogStore(db),
-    suppressions: createSuppressionStore(db),
-    dkim: createDkimKeyStore(db),
+    smtpLog,
+    suppressions,
+    dkim,
+    send: (account, body, o) => runSend(sendDeps, account, body, { ...o, requestId: newRequestId() }),
+    unsubscribe: {
+      inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
+      run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
+    },
+    checkDomain: (account, req) =>
+      runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains: createInboundDomainStore(db),
     inboundLists: createInboundListStore(db),
     inboundReports: createInboundReportStore(db),
@@ -106,6 +190,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...outboundSearchRoutes,
     ...suppressionRoutes,
     ...dkimKeyRoutes,
+    ...sendRoutes,
+    ...checkDomainRoutes,
+    ...unsubscribeRoutes,
     ...inboundDomainRoutes,
     ...inboundListRoutes,
     ...inboundServiceRoutes,
@@ -142,6 +229,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
     const baseUrl = config.http.publicUrl ?? `http://${formatHostPort(httpAddr)}`;
+    publicUrl = baseUrl;
+    const timers: NodeJS.Timeout[] = [];
+    if (opts.startWorker !== false) {
+      worker.start();
+      // Rotated DKIM keys retire when due (checked every minute; the dates are stored, so a restart loses nothing).
+      const retire = setInterval(() => runDkimRetirement(dkim, now()), 60_000);
+      retire.unref();
+      timers.push(retire);
+    }
     let closed = false;
     return {
       http: httpAddr,
@@ -152,11 +248,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       db,
       accounts,
       services,
+      queue,
+      queueStore,
+      worker,
       firstApiKey,
       async close() {
         if (closed) return;
         closed = true;
+        for (const timer of timers) clearInterval(timer);
         await Promise.all(listeners.map((l) => l.close()));
+        await worker.stop();
+        await smtpClient.close();
         await new Promise<void>((done) => {
           httpServer?.close(() => done());
           httpServer?.closeAllConnections();

@@ -8,6 +8,10 @@ import type { InboundReportStore } from '../storage/inbound-reports.js';
 import type { SmtpLogStore } from '../storage/smtp-log.js';
 import type { SuppressionStore } from '../storage/suppressions.js';
 import type { DkimKeyStore } from '../storage/dkim-keys.js';
+import type { AccountRow } from '../storage/accounts.js';
+import type { SendBody } from './send-schema.js';
+import type { SendResult } from '../mta/send.js';
+import type { CheckDomainRequest, runCheckDomain } from '../mta/check-domain.js';
 
 /** Health of the parts /healthz reports on. */
 export interface HealthReport {
@@ -30,6 +34,15 @@ export interface Services {
   inboundLists: InboundListStore;
   /** False positive / negative reports for the operator. */
   inboundReports: InboundReportStore;
+  /** The send recipe (REST send routes): validate, compose, sign, queue durably. */
+  send: (account: AccountRow, body: SendBody, opts: { dryRun: boolean; upstream: string | null; auth: string | null }) => Promise<SendResult>;
+  /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
+  unsubscribe: {
+    inspect: (token: string) => { recipient: string } | undefined;
+    run: (token: string, via: 'one-click' | 'link') => boolean;
+  };
+  /** POST /tx/v1/check-domain. */
+  checkDomain: (account: AccountRow, req: CheckDomainRequest) => ReturnType<typeof runCheckDomain>;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

@@ -54,11 +54,11 @@ export function testEnv(dataDir: string, extra: Record<string, string> = {}): Re
 }
 
 /** Starts the whole server in-process with a test clock; stops it at teardown. */
-export async function startStack(t: Test, opts: { env?: Record<string, string>; clock?: TestClock } = {}): Promise<Stack> {
+export async function startStack(t: Test, opts: { env?: Record<string, string>; clock?: TestClock; startWorker?: boolean } = {}): Promise<Stack> {
   const dataDir = tempDir(t);
   const { config } = loadConfig({ env: testEnv(dataDir, opts.env), cwd: dataDir });
   const clock = opts.clock ?? createClock();
-  const server = await startServer({ config, logger: pino({ level: 'silent' }), now: clock.now });
+  const server = await startServer({ config, logger: pino({ level: 'silent' }), now: clock.now, startWorker: opts.startWorker ?? false });
   t.teardown(() => server.close());
   const base = `http://${server.http.host}:${server.http.port}`;
   return {

@@ -1,0 +1,62 @@
+// Owns POST /tx/v1/check-domain (api.md §2.1): DKIM, SPF, lockdown and sender-domain checks over real DNS.
+import { Type } from '@sinclair/typebox';
+import { defineRoute, type AnyRoute } from '../route.js';
+import { TxError } from '../schemas.js';
+
+const Verdict = Type.Union([Type.Literal('passed'), Type.Literal('failed')]);
+const Reasoned = Type.Object({ reason: Type.Optional(Type.String()), verdict: Verdict });
+
+const CheckDomainBody = Type.Object({
+  domain: Type.String({ minLength: 1, maxLength: 253 }),
+  dkim_settings: Type.Optional(
+    Type.Array(
+      Type.Object({
+        dkim_domain: Type.Optional(Type.String({ maxLength: 253 })),
+        dkim_selector: Type.Optional(Type.String({ maxLength: 63 })),
+        dkim_private_key: Type.Optional(Type.String({ maxLength: 16_384 })),
+      }),
+      { maxItems: 10 },
+    ),
+  ),
+  sender_id: Type.Optional(Type.String({ maxLength: 256 })),
+  envelope_from_domain: Type.Optional(Type.String({ maxLength: 253 })),
+});
+
+const CheckDomainResult = Type.Object({
+  check_results: Type.Object({
+    dkim: Type.Array(
+      Type.Object({
+        dkim_domain: Type.String(),
+        dkim_selector: Type.String(),
+        dkim_key_status: Type.Optional(Type.String()),
+        reason: Type.Optional(Type.String()),
+        verdict: Verdict,
+      }),
+    ),
+    domain_lockdown: Reasoned,
+    sender_domain: Type.Object({ a: Reasoned, mx: Reasoned, verdict: Verdict }),
+    spf: Type.Object({
+      reason: Type.Optional(Type.String()),
+      spfRecord: Type.Optional(Type.String()),
+      spfRecordError: Type.Optional(Type.String()),
+      verdict: Type.String(),
+    }),
+  }),
+  references: Type.Optional(Type.Array(Type.String())),
+});
+
+export const checkDomainRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/tx/v1/check-domain',
+    summary: 'Check a sending domain: DKIM records, SPF for our address, Domain Lockdown, MX/A',
+    tags: ['sending'],
+    auth: 'api',
+    body: CheckDomainBody,
+    responses: {
+      200: { description: 'check results (DNS problems are verdicts, not errors)', schema: CheckDomainResult },
+      400: { description: 'invalid request', schema: TxError },
+    },
+    handler: async (s, { principal, body }) => ({ status: 200, body: await s.checkDomain(principal.account, body) }),
+  }),
+];
