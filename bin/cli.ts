@@ -8,7 +8,10 @@ import { createAccountStore, type AccountStore, type KeyScope } from '../storage
 import { createQueueStore, type QueueStore } from '../storage/queue.js';
 import { createLockdownAllowStore, type LockdownAllowStore } from '../storage/lockdown-allow.js';
 import { domainToASCII } from 'node:url';
-import { backupDatabase, openDatabase } from '../storage/database.js';
+import { backupDatabase, openDatabase, type Db } from '../storage/database.js';
+import { createQuarantineStore, quarantineStatus, type QuarantineStore } from '../storage/quarantine.js';
+import type { InboundRelay } from '../mta/inbound-pipeline.js';
+import { releaseQuarantined } from '../mta/quarantine-release.js';
 import { HANDLE_PATTERN } from '../control-api/schemas.js';
 import { startServer } from './server.js';
 import { VERSION } from './version.js';
@@ -23,6 +26,8 @@ export interface CliIo {
   now?: () => number;
   /** For `serve`: resolves when the process should stop (defaults to SIGINT/SIGTERM). */
   stopSignal?: Promise<void>;
+  /** For `quarantine release`: the queue-backed inbound relay over this database (tests pass a recorder). */
+  relayInbound?: (db: Db) => InboundRelay;
 }
 
 export const HELP = `sluice ${VERSION} — self-hosted mail service (inbound filtering MTA, outbound delivery, MailChannels-compatible API)
@@ -52,6 +57,10 @@ Commands:
   queue show ID [--json]                  one delivery with its message and every attempt
   queue retry ID | --all                  make a queued delivery (or every one) due now
   queue delete ID                         drop a queued or held delivery (it will not be sent)
+  quarantine list [--account H] [--domain D] [--json] [--limit N]
+                                          list quarantined inbound messages, newest first
+  quarantine release ID                   relay a quarantined message to its recipients (once)
+  quarantine delete ID                    delete a quarantined message (it will not be relayed)
   backup PATH                             write a consistent snapshot of the database to PATH (server may run)
   help                                    this text
   version                                 print the version
@@ -124,6 +133,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (store, db) => lockdownCommand(sub, store, createLockdownAllowStore(db), opts, io, now));
       case 'queue':
         return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
+      case 'quarantine': {
+        const db = openDatabase(loaded().config.dataDir);
+        try {
+          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), io.relayInbound?.(db), opts, io, now);
+        } finally {
+          db.close();
+        }
+      }
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
@@ -270,6 +287,70 @@ function queueCommand(sub: string | undefined, rest: string[], store: QueueStore
     return 0;
   }
   throw new UsageError('usage: sluice queue list|show|retry|delete');
+}
+
+async function quarantineCommand(
+  sub: string | undefined,
+  rest: string[],
+  accounts: AccountStore,
+  store: QuarantineStore,
+  relay: InboundRelay | undefined,
+  opts: Opts,
+  io: CliIo,
+  now: () => number,
+): Promise<number> {
+  const idArg = () => requireId(rest[0] ?? opts.id);
+  if (sub === 'list') {
+    const limit = opts.limit === undefined ? 100 : Number(opts.limit);
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
+    const account = opts.account === undefined ? null : requireAccount(accounts, opts.account).id;
+    const domain = opts.domain === undefined ? undefined : domainToASCII(opts.domain.trim().toLowerCase().replace(/\.$/, ''));
+    const page = store.list({ accountId: account, domain, limit, offset: 0 }, now());
+    const rows = page.rows.map((r) => ({
+      id: r.id,
+      status: quarantineStatus(r, now(), store.leaseMs),
+      domain: r.domain,
+      sender: r.mail_from,
+      rcpt_to: JSON.parse(r.rcpt_to) as string[],
+      subject: r.subject,
+      score: r.score,
+      created_at: iso(r.created_at),
+      expires_at: iso(r.expires_at),
+    }));
+    io.stdout(
+      opts.json
+        ? JSON.stringify(rows) + '\n'
+        : rows
+            .map((r) => `${r.id}\t${r.status}\t${r.created_at}\t${r.score}\t<${r.sender}> -> ${r.rcpt_to.map((x) => `<${x}>`).join(',')}\t${r.subject ?? ''}\n`)
+            .join('') || 'quarantine is empty\n',
+    );
+    return 0;
+  }
+  if (sub === 'release') {
+    const id = idArg();
+    if (!relay) throw new Error('the inbound relay is not available to the CLI in this build; release through the API');
+    const res = await releaseQuarantined({ store, relay, now }, null, id);
+    if (!res.ok) {
+      const why = {
+        'not-found': `no quarantined message ${id}`,
+        released: `quarantined message ${id} was already released`,
+        'in-progress': `quarantined message ${id} is being released`,
+        'domain-gone': `the domain of quarantined message ${id} is no longer provisioned`,
+        'relay-failed': `quarantined message ${id} could not be queued for relay; it stays held`,
+      }[res.reason];
+      throw new Error(why);
+    }
+    io.stdout(`released quarantined message ${id} to ${(JSON.parse(res.row.rcpt_to) as string[]).join(', ')}\n`);
+    return 0;
+  }
+  if (sub === 'delete') {
+    const id = idArg();
+    if (!store.find(null, id)) throw new Error(`no quarantined message ${id}`);
+    if (!store.delete(null, id, now())) throw new Error(`quarantined message ${id} is being released`);
+    io.stdout(`deleted quarantined message ${id}\n`);
+    return 0;
+  }
+  throw new UsageError('usage: sluice quarantine list|release|delete');
 }
 
 function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {

@@ -23,6 +23,8 @@ import { openDatabase, pingDatabase, type Db } from '../storage/database.js';
 import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
+import { createQuarantineStore } from '../storage/quarantine.js';
+import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { createSuppressionStore } from '../storage/suppressions.js';
 import { createDkimKeyStore } from '../storage/dkim-keys.js';
@@ -31,6 +33,7 @@ import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
 import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
+import { createBounceDsnHook } from '../mta/bounce-dsn.js';
 import { runCheckDomain } from '../mta/check-domain.js';
 import { runDkimRetirement } from '../mta/dkim-keys.js';
 import { createDnsResolver } from '../mta/dns-resolver.js';
@@ -130,6 +133,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     handleOf: (id) => accounts.findById(id)?.handle ?? '',
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
+    // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
+    onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (id) => queueStore.findBody(id), now }),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
   const worker = createQueueWorker({
@@ -175,6 +180,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     inboundDomains: createInboundDomainStore(db),
     inboundLists: createInboundListStore(db),
     inboundReports: createInboundReportStore(db),
+    quarantine: createQuarantineStore(db),
+    // Replaced by the queue-backed inbound relay when it lands; until then a release answers 503 and stays held.
+    relayInbound: async () => {
+      throw new Error('inbound relay is not wired yet');
+    },
     now,
     logger,
     health: () => ({
@@ -197,6 +207,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...inboundListRoutes,
     ...inboundServiceRoutes,
     ...inboundStatusRoutes,
+    ...inboundQuarantineRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
 
@@ -207,7 +218,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await startSmtpListener(
         'mx',
         config.smtp.mx.listen,
-        mxOptions({ hostname: config.smtp.hostname, tls, isServedDomain: () => false }),
+        mxOptions({
+          hostname: config.smtp.hostname,
+          tls,
+          findServedDomain: services.inboundDomains.findServedDomain,
+          maxMessageBytes: config.smtp.mx.maxMessageBytes,
+          now,
+          logger,
+        }),
       ),
     );
     const auth = (u: string, p: string) => accounts.authenticateSmtp(u, p);

@@ -188,6 +188,16 @@ export const KEYS: readonly KeySpec[] = [
     parse: parseHostname,
   }),
   spec('smtp.mx.listen', { doc: 'Inbound MX listener (production: 0.0.0.0:25).', ...listen('0.0.0.0:2525') }),
+  spec('smtp.mx.max_message_bytes', {
+    doc: 'Largest message the MX accepts, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4.',
+    defaultText: '31457280',
+    default: () => 31_457_280,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1024 || n > 1_073_741_824) throw new Error('expected bytes 1024-1073741824');
+      return n;
+    },
+  }),
   spec('smtp.submission.listen', {
     doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
     ...listen('0.0.0.0:2587'),
@@ -278,6 +288,48 @@ export const KEYS: readonly KeySpec[] = [
     defaultText: 'dns',
     default: () => 'dns',
     parse: oneOf(['dns', 'off'] as const),
+  }),
+  spec('filters.spam_threshold', {
+    doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies.',
+    defaultText: '5',
+    default: () => 5,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) throw new Error('expected a number above 0');
+      return n;
+    },
+  }),
+  spec('filters.rspamd.url', {
+    doc: 'Base URL of an rspamd normal worker (e.g. http://127.0.0.1:11333); each inbound message is scored with POST /checkv2. Empty: rspamd off.',
+    defaultText: 'empty (off)',
+    default: () => undefined,
+    parse: (raw) => (str(raw).trim() === '' ? undefined : parseUrl(raw)),
+  }),
+  spec('filters.rspamd.timeout_ms', {
+    doc: 'Deadline in milliseconds for one rspamd check; past it the scanner counts as down.',
+    defaultText: '5000',
+    default: () => 5000,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 600_000) throw new Error('expected milliseconds 1-600000');
+      return n;
+    },
+  }),
+  spec('filters.rspamd.failure', {
+    doc: 'When rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header.',
+    defaultText: 'tempfail',
+    default: () => 'tempfail',
+    parse: oneOf(['tempfail', 'accept-and-tag'] as const),
+  }),
+  spec('inbound.quarantine_days', {
+    doc: 'Days a quarantined message is kept; an unreleased message is never pruned before then.',
+    defaultText: '30',
+    default: () => 30,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 3650) throw new Error('expected whole days 1-3650');
+      return n;
+    },
   }),
   spec('log.level', {
     doc: `Log level: ${LOG_LEVELS.join(', ')}.`,

@@ -11,7 +11,7 @@ export interface Config {
   http: { listen: HostPort; publicUrl: string | undefined };
   smtp: {
     hostname: string;
-    mx: { listen: HostPort };
+    mx: { listen: HostPort; maxMessageBytes: number };
     submission: { listen: HostPort; tlsListen: HostPort | undefined };
     tls: { cert: string | undefined; key: string | undefined };
   };
@@ -26,6 +26,11 @@ export interface Config {
     publicIp: string | undefined;
     lockdown: 'dns' | 'off';
   };
+  filters: {
+    spamThreshold: number;
+    rspamd: { url: string | undefined; timeoutMs: number; failure: 'tempfail' | 'accept-and-tag' };
+  };
+  inbound: { quarantineDays: number };
   log: { level: (typeof LOG_LEVELS)[number] };
 }
 
@@ -120,7 +125,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     http: { listen: v('http.listen'), publicUrl: v('http.public_url') },
     smtp: {
       hostname: v('smtp.hostname'),
-      mx: { listen: v('smtp.mx.listen') },
+      mx: { listen: v('smtp.mx.listen'), maxMessageBytes: v('smtp.mx.max_message_bytes') },
       submission: { listen: v('smtp.submission.listen'), tlsListen: v('smtp.submission.tls_listen') },
       tls: {
         cert: cert === undefined ? undefined : path.resolve(cwd, cert as string),
@@ -138,6 +143,11 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       publicIp: v('outbound.public_ip'),
       lockdown: v('outbound.lockdown'),
     },
+    filters: {
+      spamThreshold: v('filters.spam_threshold'),
+      rspamd: { url: v('filters.rspamd.url'), timeoutMs: v('filters.rspamd.timeout_ms'), failure: v('filters.rspamd.failure') },
+    },
+    inbound: { quarantineDays: v('inbound.quarantine_days') },
     log: { level: v('log.level') },
   };
   return { config: deepFreeze(config), values, file };

@@ -5,6 +5,8 @@ import type { AccountStore } from '../storage/accounts.js';
 import type { InboundDomainStore } from '../storage/inbound-domains.js';
 import type { InboundListStore } from '../storage/inbound-lists.js';
 import type { InboundReportStore } from '../storage/inbound-reports.js';
+import type { QuarantineStore } from '../storage/quarantine.js';
+import type { InboundRelay } from '../mta/inbound-pipeline.js';
 import type { SmtpLogStore } from '../storage/smtp-log.js';
 import type { SuppressionStore } from '../storage/suppressions.js';
 import type { DkimKeyStore } from '../storage/dkim-keys.js';
@@ -34,6 +36,10 @@ export interface Services {
   inboundLists: InboundListStore;
   /** False positive / negative reports for the operator. */
   inboundReports: InboundReportStore;
+  /** Quarantined inbound messages (the inbound pipeline writes them, /inbound/v1/quarantine reads and releases). */
+  quarantine: QuarantineStore;
+  /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
+  relayInbound: InboundRelay;
   /** The send recipe (REST send routes): validate, compose, sign, queue durably. */
   send: (account: AccountRow, body: SendBody, opts: { dryRun: boolean; upstream: string | null; auth: string | null }) => Promise<SendResult>;
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */

@@ -26,10 +26,18 @@ declare module 'mailauth/lib/spf/index.js' {
 
 declare module 'mailauth' {
   export interface AuthResult {
-    dkim?: { results: { status: { result: string; comment?: string }; signingDomain?: string; selector?: string }[] };
-    spf?: { status: { result: string } } | false;
-    dmarc?: { status: { result: string }; policy?: string; p?: string } | false;
-    arc?: { status: { result: string } } | false;
+    dkim?: {
+      results: {
+        status: { result: string; comment?: string; aligned?: string | false };
+        signingDomain?: string;
+        selector?: string;
+        info?: string;
+      }[];
+      headerFrom?: string[];
+    };
+    spf?: { status: { result: string; comment?: string }; domain?: string; info?: string } | false;
+    dmarc?: { status: { result: string; comment?: string }; domain?: string; policy?: string; p?: string; sp?: string; info?: string } | false;
+    arc?: { status: { result: string; comment?: string }; i?: number | false; info?: string } | false;
     bimi?: unknown;
     receivedChain?: unknown;
     headers?: string;
@@ -46,6 +54,7 @@ declare module 'mailauth' {
       disableArc?: boolean;
       disableDmarc?: boolean;
       disableBimi?: boolean;
+      minBitLength?: number;
       seal?: unknown;
     },
   ): Promise<AuthResult>;

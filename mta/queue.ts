@@ -50,8 +50,21 @@ export interface AttemptOutcome {
   suppress: boolean;
 }
 
-/** Called after a delivery ended in a permanent failure (DSN generation hooks here). Runs inside the transaction. */
-export type PermanentFailureHook = (message: MessageRow, delivery: DeliveryRow, reason: { code: number | null; status: string | null; response: string }) => void;
+/** One recipient of a message that failed permanently in this group of outcomes. */
+export interface PermanentFailure {
+  delivery: DeliveryRow;
+  code: number | null;
+  status: string | null;
+  response: string;
+  host: string | null;
+}
+
+/**
+ * Called once per message whose deliveries ended in permanent failure within one `record()` call (so a DSN covers
+ * every recipient that failed together, as Postfix's bounce daemon does). Runs inside the transaction that records
+ * the failures: a returned message (the DSN) is enqueued in that same transaction, so a crash can lose neither.
+ */
+export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => EnqueueInput | undefined;
 
 export interface QueueDeps {
   store: QueueStore;
@@ -160,7 +173,8 @@ export function createQueue(deps: QueueDeps) {
     return { messageRowId, deliveryIds, queuedAt: now };
   }
 
-  function recordOne(o: AttemptOutcome, now: number): void {
+  /** Records one outcome; returns the failure when it ended permanently. */
+  function recordOne(o: AttemptOutcome, now: number): PermanentFailure | undefined {
     const { delivery, message } = o;
     let state: DeliveryRow['state'];
     let next = delivery.next_attempt_at;
@@ -221,8 +235,9 @@ export function createQueue(deps: QueueDeps) {
       if (o.suppress && status !== '5.4.7' && message.account_id !== null && message.kind === 'outbound') {
         deps.suppressions.addFromEvent(message.account_id, delivery.rcpt, 'hard_bounce', message.mail_from || null, now);
       }
-      deps.onPermanentFailure?.(message, delivery, { code, status, response });
+      return { delivery, code, status, response, host: o.host };
     }
+    return undefined;
   }
 
   return {
@@ -240,9 +255,26 @@ export function createQueue(deps: QueueDeps) {
     /** Durably records attempt outcomes (one savepoint for the group). */
     async record(outcomes: AttemptOutcome[]): Promise<void> {
       const now = deps.now();
-      await batcher.run(() => {
-        for (const o of outcomes) recordOne(o, now);
+      const queuedDsn = await batcher.run(() => {
+        const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
+        for (const o of outcomes) {
+          const f = recordOne(o, now);
+          if (!f) continue;
+          const entry = failed.get(o.message.id) ?? { message: o.message, failures: [] };
+          entry.failures.push(f);
+          failed.set(o.message.id, entry);
+        }
+        let queued = 0;
+        for (const { message, failures } of failed.values()) {
+          const dsn = deps.onPermanentFailure?.(message, failures);
+          if (dsn) {
+            enqueueOne(dsn, now);
+            queued++;
+          }
+        }
+        return queued;
       });
+      if (queuedDsn > 0) wakeListener?.();
     },
 
     /** The worker registers here to be woken when new mail is queued. */

@@ -1,0 +1,156 @@
+// Owns the checks every SMTP listener applies to the DATA stream: a byte cap and the refusal of every bare CR or LF.
+import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { SmtpReply } from './smtp-reply.js';
+
+const CR = 0x0d;
+const LF = 0x0a;
+
+/** Why a message was refused by the guard. */
+export type DataGuardReason = 'size-exceeded' | 'bare-cr' | 'bare-lf';
+
+/**
+ * What the guard saw. `bytes` counts every byte of the (already de-dot-stuffed) stream, also past the cap.
+ * `offset` is the position of the first bare CR or LF (for logs), absent for `size-exceeded`.
+ */
+export type DataGuardVerdict =
+  | { ok: true; bytes: number }
+  | { ok: false; reason: DataGuardReason; bytes: number; offset?: number };
+
+export interface DataGuardOptions {
+  /** Largest message accepted, in bytes (RFC 1870 message size: CRLFs included, stuffing dots and final dot not). */
+  maxBytes: number;
+}
+
+/**
+ * A pass-through Transform over a DATA stream (smtp-server hands it de-dot-stuffed but with line ends untouched).
+ * It counts bytes and finds every CR not followed by LF and every LF not preceded by CR, across chunk boundaries.
+ * Once the cap is passed or a bare CR/LF is seen it stops passing bytes on (memory stays bounded; nothing refused is
+ * ever buffered) but keeps reading to the end, so the client gets its one reply after the final dot (RFC 5321
+ * §4.1.1.4) and the session stays in step. Read `verdict()` once the stream has ended.
+ */
+export class DataGuard extends Transform {
+  private readonly maxBytes: number;
+  private count = 0;
+  /** The previous chunk ended in CR: whether it was bare depends on the next byte. */
+  private pendingCr = false;
+  private lastByte = -1;
+  private bareCrAt = -1;
+  private bareLfAt = -1;
+
+  constructor(opts: DataGuardOptions) {
+    super();
+    this.maxBytes = opts.maxBytes;
+  }
+
+  /** Bytes seen so far. */
+  get bytes(): number {
+    return this.count;
+  }
+
+  /**
+   * The verdict over everything seen so far; final after 'end'. A bare CR/LF wins over size (it is the security
+   * refusal); of the two, the earlier one is reported.
+   */
+  verdict(): DataGuardVerdict {
+    const bare = this.firstBare();
+    if (bare) return { ok: false, reason: bare.reason, bytes: this.count, offset: bare.offset };
+    if (this.count > this.maxBytes) return { ok: false, reason: 'size-exceeded', bytes: this.count };
+    return { ok: true, bytes: this.count };
+  }
+
+  private firstBare(): { reason: 'bare-cr' | 'bare-lf'; offset: number } | undefined {
+    if (this.bareCrAt < 0 && this.bareLfAt < 0) return undefined;
+    if (this.bareLfAt < 0 || (this.bareCrAt >= 0 && this.bareCrAt < this.bareLfAt)) {
+      return { reason: 'bare-cr', offset: this.bareCrAt };
+    }
+    return { reason: 'bare-lf', offset: this.bareLfAt };
+  }
+
+  private markCr(at: number): void {
+    if (this.bareCrAt < 0) this.bareCrAt = at;
+  }
+
+  private markLf(at: number): void {
+    if (this.bareLfAt < 0) this.bareLfAt = at;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    if (!Buffer.isBuffer(chunk)) chunk = Buffer.from(chunk);
+    if (chunk.length === 0) return done();
+    const base = this.count;
+    // RFC 5321 §2.3.8: CR and LF may only appear together as CRLF. Smuggling (CVE-2023-51764 and friends) lives in
+    // the variants `\n.\n`, `\r.\r`, `\n.\r\n`, `\r\n.\r`…; refusing every lone CR or LF covers them all.
+    if (this.pendingCr) {
+      this.pendingCr = false;
+      if (chunk[0] !== LF) this.markCr(base - 1);
+    }
+    for (let i = chunk.indexOf(CR); i !== -1; i = chunk.indexOf(CR, i + 1)) {
+      if (i + 1 === chunk.length) this.pendingCr = true;
+      else if (chunk[i + 1] !== LF) this.markCr(base + i);
+    }
+    for (let i = chunk.indexOf(LF); i !== -1; i = chunk.indexOf(LF, i + 1)) {
+      const prev = i > 0 ? chunk[i - 1] : this.lastByte;
+      if (prev !== CR) this.markLf(base + i);
+    }
+    this.lastByte = chunk[chunk.length - 1] as number;
+    this.count += chunk.length;
+    if (this.count <= this.maxBytes && this.bareCrAt < 0 && this.bareLfAt < 0) this.push(chunk);
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    // A CR as the very last byte has no LF after it.
+    if (this.pendingCr) {
+      this.pendingCr = false;
+      this.markCr(this.count - 1);
+    }
+    done();
+  }
+}
+
+/** A guard over one DATA stream. */
+export function createDataGuard(opts: DataGuardOptions): DataGuard {
+  return new DataGuard(opts);
+}
+
+/**
+ * Reads `source` to its end through a guard. Resolves with the verdict and, when it passed, the whole message;
+ * `raw` is empty when refused (nothing refused is kept). Rejects when the source fails or closes before its end
+ * (the client went away mid-DATA): the caller must then not act on the message at all.
+ */
+export async function readGuarded(
+  source: Readable,
+  opts: DataGuardOptions,
+): Promise<{ verdict: DataGuardVerdict; raw: Buffer }> {
+  const guard = createDataGuard(opts);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  await pipeline(
+    source,
+    guard,
+    new Writable({
+      write(chunk: Buffer, _enc, next) {
+        chunks.push(chunk);
+        size += chunk.length;
+        next();
+      },
+    }),
+  );
+  const verdict = guard.verdict();
+  return { verdict, raw: verdict.ok ? Buffer.concat(chunks, size) : Buffer.alloc(0) };
+}
+
+/**
+ * The SMTP reply to DATA for a refused verdict, undefined when it passed:
+ * - size: 552 5.3.4 (RFC 1870 §6.4 / RFC 3463 §3.4 "message too big for system");
+ * - bare CR or LF: 550 5.6.0 (RFC 5321 §2.3.8; RFC 3463 §3.7 "other or undefined media error"; Postfix's
+ *   `smtpd_forbid_bare_newline` also answers 550).
+ */
+export function dataGuardReply(verdict: DataGuardVerdict, maxBytes: number): SmtpReply | undefined {
+  if (verdict.ok) return undefined;
+  if (verdict.reason === 'size-exceeded') {
+    return new SmtpReply(552, '5.3.4', `Message size exceeds fixed maximum message size ${maxBytes}`);
+  }
+  return new SmtpReply(550, '5.6.0', 'Message refused: bare CR or LF in message data (RFC 5321 section 2.3.8)');
+}

@@ -1,0 +1,237 @@
+// Checks the quarantine API (/inbound/v1/quarantine, Sluice extension) over HTTP and `sluice quarantine`: list with
+// filters and paging, raw message, release exactly once (409 after), relay failure keeps it held, delete, tenancy,
+// key binding, and retention that never prunes an unreleased message before it expires.
+import t from 'tap';
+import { runCli } from '../../bin/cli.js';
+import type { RelayMessage } from '../../mta/inbound-pipeline.js';
+import { openDatabase } from '../../storage/database.js';
+import { createQuarantineStore, type NewQuarantined } from '../../storage/quarantine.js';
+import { startStack, testEnv, type Stack } from '../helpers/stack.js';
+
+const DAY = 86_400_000;
+
+function tenant(stack: Stack, handle: string) {
+  const acct = stack.createAccount(handle);
+  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  if (!k.ok) throw new Error('key');
+  return { ...acct, key: k.value.key, keyId: k.value.id };
+}
+
+async function provision(stack: Stack, key: string, domain: string, query = '') {
+  stack.clock.advance(20);
+  const r = await stack.api('POST', `/inbound/v1/domains${query}`, { key, body: { domain, subscriptionHandle: 'default', settings: { abusePolicy: 'quarantine' } } });
+  if (r.status !== 201) throw new Error(`provision ${domain}: ${r.status} ${r.text}`);
+  return stack.services.inboundDomains.findDomain(domain)!.id;
+}
+
+function hold(stack: Stack, o: Partial<NewQuarantined> & { accountId: number; domainId: number; domain: string }): number {
+  const now = stack.clock.now();
+  return stack.services.quarantine.insert({
+    queueId: 'Q' + now,
+    mailFrom: 'x@spam.test',
+    rcptTo: [`bob@${o.domain}`],
+    clientIp: '192.0.2.1',
+    helo: 'spam.test',
+    fromHeader: 'X <x@spam.test>',
+    subject: 'Buy now',
+    messageId: 'm@spam.test',
+    score: 12.5,
+    reason: 'abuse-policy-quarantine',
+    verdicts: [{ step: 'spam', verdict: 'spam', reason: 'spam-score' }],
+    raw: Buffer.from(`Authentication-Results: mx.sluice.test; spf=fail\r\nFrom: X <x@spam.test>\r\nSubject: Buy now\r\n\r\nhello ${now}\r\n`),
+    now,
+    expiresAt: now + 30 * DAY,
+    ...o,
+  });
+}
+
+function recorder(stack: Stack) {
+  const relayed: RelayMessage[] = [];
+  stack.services.relayInbound = async (m) => void relayed.push(m);
+  return relayed;
+}
+
+t.test('list, show, raw, release once, delete', async (t) => {
+  const stack = await startStack(t);
+  const a = tenant(stack, 'acme');
+  const corp = await provision(stack, a.key, 'corp.test');
+  const other = await provision(stack, a.key, 'other.test');
+  const relayed = recorder(stack);
+  const id1 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  stack.clock.advance(1000);
+  const id2 = hold(stack, { accountId: a.id, domainId: other, domain: 'other.test', mailFrom: 'y@junk.test', rcptTo: ['Eve@other.test'] });
+  stack.clock.advance(1000);
+  const id3 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+
+  const all = await stack.api('GET', '/inbound/v1/quarantine', { key: a.key });
+  t.equal(all.status, 200);
+  t.equal(all.body.total, 3);
+  t.same(all.body.messages.map((m: { id: number }) => m.id), [id3, id2, id1], 'newest first');
+  t.same(Object.keys(all.body.messages[0]).sort(), [
+    'client_ip', 'created_at', 'domain', 'expires_at', 'from', 'helo', 'id', 'mail_from', 'message_id', 'queue_id',
+    'rcpt_to', 'reason', 'released_at', 'score', 'size', 'status', 'subject',
+  ]);
+  t.match(all.body.messages[2], {
+    id: id1, domain: 'corp.test', mail_from: 'x@spam.test', rcpt_to: ['bob@corp.test'], client_ip: '192.0.2.1', from: 'X <x@spam.test>',
+    subject: 'Buy now', message_id: 'm@spam.test', score: 12.5, reason: 'abuse-policy-quarantine', status: 'held', released_at: null,
+    created_at: new Date(stack.clock.now() - 2000).toISOString(), expires_at: new Date(stack.clock.now() - 2000 + 30 * DAY).toISOString(),
+  });
+
+  const page = await stack.api('GET', '/inbound/v1/quarantine?limit=1&offset=1', { key: a.key });
+  t.same([page.body.total, page.body.messages.map((m: { id: number }) => m.id)], [3, [id2]]);
+  const byDomain = await stack.api('GET', '/inbound/v1/quarantine?domain=OTHER.test.', { key: a.key });
+  t.same(byDomain.body.messages.map((m: { id: number }) => m.id), [id2]);
+  const byRcpt = await stack.api('GET', '/inbound/v1/quarantine?recipient=eve@other.test', { key: a.key });
+  t.same(byRcpt.body.messages.map((m: { id: number }) => m.id), [id2]);
+  const bySender = await stack.api('GET', '/inbound/v1/quarantine?sender=Y@junk.test', { key: a.key });
+  t.same(bySender.body.messages.map((m: { id: number }) => m.id), [id2]);
+  const since = new Date(stack.clock.now() - 1500).toISOString();
+  const byDate = await stack.api('GET', `/inbound/v1/quarantine?start_date=${since}`, { key: a.key });
+  t.same(byDate.body.messages.map((m: { id: number }) => m.id), [id3, id2]);
+  const bad = await stack.api('GET', '/inbound/v1/quarantine?start_date=yesterday', { key: a.key });
+  t.equal(bad.status, 400);
+  t.same(bad.body, { code: 400, errors: ['start_date: not an ISO 8601 date-time'], message: 'start_date: not an ISO 8601 date-time' });
+
+  const show = await stack.api('GET', `/inbound/v1/quarantine/${id1}`, { key: a.key });
+  t.equal(show.status, 200);
+  t.same(show.body.verdicts, [{ step: 'spam', verdict: 'spam', reason: 'spam-score' }]);
+
+  const raw = await stack.api('GET', `/inbound/v1/quarantine/${id1}/raw`, { key: a.key });
+  t.equal(raw.status, 200);
+  t.equal(raw.headers.get('content-type'), 'message/rfc822');
+  t.match(raw.text, /^Authentication-Results: mx\.sluice\.test; spf=fail\r\nFrom: X <x@spam\.test>\r\n/);
+
+  const rel = await stack.api('POST', `/inbound/v1/quarantine/${id1}/release`, { key: a.key });
+  t.equal(rel.status, 200);
+  t.match(rel.body, { id: id1, status: 'released', released_at: new Date(stack.clock.now()).toISOString() });
+  t.equal(relayed.length, 1);
+  t.match(relayed[0], { mailFrom: 'x@spam.test', rcptTo: ['bob@corp.test'], domainIds: [corp], queueId: String });
+  t.match(relayed[0]!.raw.toString(), /^Authentication-Results: mx\.sluice\.test; spf=fail/);
+  const again = await stack.api('POST', `/inbound/v1/quarantine/${id1}/release`, { key: a.key });
+  t.equal(again.status, 409);
+  t.same(again.body, { code: 409, errors: [`quarantined message ${id1} was already released`], message: `quarantined message ${id1} was already released` });
+  t.equal(relayed.length, 1, 'relayed exactly once');
+  const released = await stack.api('GET', '/inbound/v1/quarantine?status=released', { key: a.key });
+  t.same(released.body.messages.map((m: { id: number }) => m.id), [id1]);
+  const held = await stack.api('GET', '/inbound/v1/quarantine?status=held', { key: a.key });
+  t.same(held.body.messages.map((m: { id: number }) => m.id), [id3, id2]);
+
+  const del = await stack.api('DELETE', `/inbound/v1/quarantine/${id3}`, { key: a.key });
+  t.equal(del.status, 204);
+  t.equal((await stack.api('GET', `/inbound/v1/quarantine/${id3}`, { key: a.key })).status, 404);
+  t.equal((await stack.api('DELETE', `/inbound/v1/quarantine/${id3}`, { key: a.key })).status, 404);
+  t.equal((await stack.api('POST', `/inbound/v1/quarantine/${id3}/release`, { key: a.key })).status, 404);
+  t.equal((await stack.api('GET', '/inbound/v1/quarantine/abc', { key: a.key })).status, 400);
+});
+
+t.test('concurrent releases relay once; a relay that fails leaves the message held', async (t) => {
+  const stack = await startStack(t);
+  const a = tenant(stack, 'acme');
+  const corp = await provision(stack, a.key, 'corp.test');
+  const id = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  let calls = 0;
+  let fail = true;
+  stack.services.relayInbound = async () => {
+    calls++;
+    if (fail) throw new Error('queue unavailable');
+  };
+  const failed = await stack.api('POST', `/inbound/v1/quarantine/${id}/release`, { key: a.key });
+  t.equal(failed.status, 503);
+  t.match((await stack.api('GET', `/inbound/v1/quarantine/${id}`, { key: a.key })).body, { status: 'held', released_at: null });
+  fail = false;
+  const [r1, r2] = await Promise.all([
+    stack.api('POST', `/inbound/v1/quarantine/${id}/release`, { key: a.key }),
+    stack.api('POST', `/inbound/v1/quarantine/${id}/release`, { key: a.key }),
+  ]);
+  t.same([r1.status, r2.status].sort(), [200, 409]);
+  t.equal(calls, 2, 'one failed attempt, then exactly one relay');
+});
+
+t.test('tenancy: another account sees nothing; a domain bound to another key answers 403', async (t) => {
+  const stack = await startStack(t);
+  const a = tenant(stack, 'acme');
+  const b = tenant(stack, 'other');
+  const bound = await provision(stack, a.key, 'bound.test', '?associate-key=true');
+  const corp = await provision(stack, a.key, 'corp.test');
+  const relayed = recorder(stack);
+  const id = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const boundId = hold(stack, { accountId: a.id, domainId: bound, domain: 'bound.test' });
+  const k2 = stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
+  if (!k2.ok) throw new Error('key');
+  t.same((await stack.api('GET', '/inbound/v1/quarantine', { key: b.key })).body, { messages: [], total: 0 });
+  for (const [m, p] of [['GET', `/${id}`], ['GET', `/${id}/raw`], ['POST', `/${id}/release`], ['DELETE', `/${id}`]] as const) {
+    t.equal((await stack.api(m, `/inbound/v1/quarantine${p}`, { key: b.key })).status, 404, `${m} ${p} of another account`);
+    t.equal((await stack.api(m, `/inbound/v1/quarantine${p.replace(String(id), String(boundId))}`, { key: k2.value.key })).status, 403, `${m} bound domain`);
+  }
+  const seen = await stack.api('GET', '/inbound/v1/quarantine', { key: k2.value.key });
+  t.same(seen.body.messages.map((m: { id: number }) => m.id), [id], 'the bound domain is hidden from the other key');
+  t.equal((await stack.api('GET', '/inbound/v1/quarantine', { key: a.key })).body.total, 2);
+  t.equal((await stack.api('GET', '/inbound/v1/quarantine')).status, 401);
+  t.equal((await stack.api('GET', '/inbound/v1/quarantine', { key: stack.createAccount('apionly').key })).status, 403, 'api-scope key');
+  t.equal(relayed.length, 0);
+});
+
+t.test('retention: prune deletes only what expired, never an unreleased message before expiry', async (t) => {
+  const stack = await startStack(t);
+  const a = tenant(stack, 'acme');
+  const corp = await provision(stack, a.key, 'corp.test');
+  recorder(stack);
+  const q = stack.services.quarantine;
+  const now = stack.clock.now();
+  const young = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + DAY });
+  const old = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + 10 });
+  const releasedYoung = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + DAY });
+  t.equal((await stack.api('POST', `/inbound/v1/quarantine/${releasedYoung}/release`, { key: a.key })).status, 200);
+  t.equal(q.prune(now), 0, 'nothing expired yet');
+  stack.clock.advance(11);
+  t.equal(q.prune(stack.clock.now()), 1);
+  t.notOk(q.find(a.id, old));
+  t.ok(q.find(a.id, young), 'unreleased, not expired: kept');
+  t.ok(q.find(a.id, releasedYoung), 'released rows stay until their expiry too');
+  // A message whose release holds a live lease is not pruned even when expired.
+  const leased = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: stack.clock.now() });
+  t.ok(q.claimRelease(a.id, leased, stack.clock.now()).ok);
+  t.equal(q.prune(stack.clock.now()), 0);
+  stack.clock.advance(DAY);
+  t.equal(q.prune(stack.clock.now()), 3);
+  t.equal(q.list({ accountId: null, limit: 10, offset: 0 }, stack.clock.now()).total, 0);
+});
+
+t.test('sluice quarantine list|release|delete', async (t) => {
+  const stack = await startStack(t);
+  const a = tenant(stack, 'acme');
+  const corp = await provision(stack, a.key, 'corp.test');
+  const id1 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  stack.clock.advance(10);
+  const id2 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const out: string[] = [];
+  const err: string[] = [];
+  const relayed: RelayMessage[] = [];
+  const io = {
+    stdout: (s: string) => void out.push(s),
+    stderr: (s: string) => void err.push(s),
+    env: testEnv(stack.dataDir),
+    cwd: stack.dataDir,
+    now: stack.clock.now,
+    relayInbound: () => async (m: RelayMessage) => void relayed.push(m),
+  };
+  t.equal(await runCli(['quarantine', 'list', '--json'], io), 0);
+  const rows = JSON.parse(out.pop()!) as { id: number; status: string; rcpt_to: string[] }[];
+  t.same(rows.map((r) => [r.id, r.status]), [[id2, 'held'], [id1, 'held']]);
+  t.equal(await runCli(['quarantine', 'list', '--account', 'acme', '--domain', 'nope.test'], io), 0);
+  t.equal(out.pop(), 'quarantine is empty\n');
+  t.equal(await runCli(['quarantine', 'release', String(id1)], io), 0);
+  t.equal(out.pop(), `released quarantined message ${id1} to bob@corp.test\n`);
+  t.equal(relayed.length, 1);
+  t.equal(await runCli(['quarantine', 'release', String(id1)], io), 1);
+  t.equal(err.pop(), `sluice: quarantined message ${id1} was already released\n`);
+  t.equal(relayed.length, 1, 'once');
+  t.equal(await runCli(['quarantine', 'delete', String(id2)], io), 0);
+  t.equal(out.pop(), `deleted quarantined message ${id2}\n`);
+  t.equal(await runCli(['quarantine', 'delete', String(id2)], io), 1);
+  t.equal(await runCli(['quarantine', 'frob'], io), 2);
+  // The CLI's store sees the server's rows (same data_dir).
+  const db = openDatabase(stack.dataDir);
+  t.teardown(() => db.close());
+  t.ok(createQuarantineStore(db).find(null, id1)?.released_at);
+});
