@@ -12,6 +12,43 @@ declare module 'mailauth/lib/dkim/sign.js' {
   ): Promise<{ signatures: string; errors: unknown[] }>;
 }
 
+// The pieces of mailauth's DKIM signer that mta/dkim-sign.ts reuses (canonicalization and header formatting).
+declare module 'mailauth/lib/dkim/dkim-signer.js' {
+  import { Writable } from 'node:stream';
+  export class DkimSigner extends Writable {
+    constructor(options: {
+      canonicalization?: string;
+      algorithm?: string;
+      signTime?: Date;
+      headerList?: string;
+      signatureData: { signingDomain: string; selector: string; privateKey: string | Buffer }[];
+    });
+    signatureData: { signingDomain: string; selector: string; privateKey: string | Buffer; type: string }[];
+    headers: { parsed: unknown[] } | undefined;
+    headerList: string | undefined;
+    signTime: Date | undefined;
+    expires: Date | undefined;
+    bodyHashes: Map<string, { hash: string | null }>;
+    signatureHeaders: string[];
+    errors: unknown[];
+    finalize(): Promise<void>;
+  }
+}
+
+declare module 'mailauth/lib/dkim/header/index.js' {
+  export function generateCanonicalizedHeader(
+    type: 'DKIM' | 'ARC',
+    signingHeaderLines: unknown,
+    options: Record<string, unknown>,
+  ): { canonicalizedHeader: Buffer; dkimHeaderOpts: Record<string, unknown> };
+}
+
+declare module 'mailauth/lib/tools.js' {
+  export function getSigningHeaderLines(parsed: unknown[], fieldNames?: string): unknown;
+  export function formatSignatureHeaderLine(type: 'DKIM' | 'ARC', values: Record<string, unknown>, folded: boolean): string;
+  export function writeToStream(stream: NodeJS.WritableStream, input: Buffer | string | NodeJS.ReadableStream): Promise<void>;
+}
+
 declare module 'mailauth/lib/spf/index.js' {
   export function spf(opts: {
     sender: string;
