@@ -12,6 +12,11 @@ import { backupDatabase, openDatabase, type Db } from '../storage/database.js';
 import { createQuarantineStore, quarantineStatus, type QuarantineStore } from '../storage/quarantine.js';
 import type { InboundRelay } from '../mta/inbound-pipeline.js';
 import { releaseQuarantined } from '../mta/quarantine-release.js';
+import { createInboundRelay } from '../mta/inbound-relay.js';
+import { createQueue } from '../mta/queue.js';
+import { QUEUE_LIFETIME_MS } from '../mta/retry-schedule.js';
+import { createSmtpLogStore } from '../storage/smtp-log.js';
+import { createSuppressionStore } from '../storage/suppressions.js';
 import { HANDLE_PATTERN } from '../control-api/schemas.js';
 import { startServer } from './server.js';
 import { VERSION } from './version.js';
@@ -134,9 +139,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'queue':
         return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
       case 'quarantine': {
-        const db = openDatabase(loaded().config.dataDir);
+        const { config } = loaded();
+        const db = openDatabase(config.dataDir);
         try {
-          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), io.relayInbound?.(db), opts, io, now);
+          const relay = io.relayInbound?.(db) ?? queueRelay(db, config.smtp.hostname, now);
+          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), relay, opts, io, now);
         } finally {
           db.close();
         }
@@ -289,12 +296,28 @@ function queueCommand(sub: string | undefined, rest: string[], store: QueueStore
   throw new UsageError('usage: sluice queue list|show|retry|delete');
 }
 
+/**
+ * The inbound relay over this database: a release is committed to the durable queue, and the running server's
+ * worker delivers it to the domain's downstreams on its next pass (at most 30 s later).
+ */
+function queueRelay(db: Db, hostname: string, now: () => number): InboundRelay {
+  const queue = createQueue({
+    store: createQueueStore(db),
+    smtpLog: createSmtpLogStore(db),
+    suppressions: createSuppressionStore(db),
+    handleOf: () => '',
+    now,
+    lifetimeMs: QUEUE_LIFETIME_MS,
+  });
+  return createInboundRelay({ queue, hostname });
+}
+
 async function quarantineCommand(
   sub: string | undefined,
   rest: string[],
   accounts: AccountStore,
   store: QuarantineStore,
-  relay: InboundRelay | undefined,
+  relay: InboundRelay,
   opts: Opts,
   io: CliIo,
   now: () => number,
@@ -328,7 +351,6 @@ async function quarantineCommand(
   }
   if (sub === 'release') {
     const id = idArg();
-    if (!relay) throw new Error('the inbound relay is not available to the CLI in this build; release through the API');
     const res = await releaseQuarantined({ store, relay, now }, null, id);
     if (!res.ok) {
       const why = {

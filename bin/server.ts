@@ -36,7 +36,10 @@ import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
 import { createBounceDsnHook } from '../mta/bounce-dsn.js';
 import { runCheckDomain } from '../mta/check-domain.js';
 import { runDkimRetirement } from '../mta/dkim-keys.js';
-import { createDnsResolver } from '../mta/dns-resolver.js';
+import { createDnsResolver, mailauthResolver } from '../mta/dns-resolver.js';
+import { createInboundPipeline } from '../mta/inbound-pipeline.js';
+import { createDownstreamRouter, createInboundRelay } from '../mta/inbound-relay.js';
+import { createRspamdClient } from '../mta/rspamd-client.js';
 import { createLockdownChecker } from '../mta/lockdown-check.js';
 import { createQueue, type Queue } from '../mta/queue.js';
 import { createQueueWorker, type QueueWorker } from '../mta/queue-worker.js';
@@ -137,11 +140,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (id) => queueStore.findBody(id), now }),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
+  const inboundDomains = createInboundDomainStore(db);
+  const routeOutbound = createRouteResolver({ config, resolver });
+  const routeDownstream = createDownstreamRouter({ domains: inboundDomains, resolver });
   const worker = createQueueWorker({
     store: queueStore,
     queue,
     client: smtpClient,
-    resolveRoute: createRouteResolver({ config, resolver }),
+    // Relayed inbound mail goes to the recipient domain's downstreams; everything else by transport map/smarthost/MX.
+    resolveRoute: (domain, message) => (message.kind === 'relay' ? routeDownstream(domain) : routeOutbound(domain)),
     now,
     logger,
   });
@@ -177,14 +184,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
-    inboundDomains: createInboundDomainStore(db),
+    inboundDomains,
     inboundLists: createInboundListStore(db),
     inboundReports: createInboundReportStore(db),
     quarantine: createQuarantineStore(db),
-    // Replaced by the queue-backed inbound relay when it lands; until then a release answers 503 and stays held.
-    relayInbound: async () => {
-      throw new Error('inbound relay is not wired yet');
-    },
+    // Commits to the durable queue (kind relay); the worker routes it to the domain's downstreams.
+    relayInbound: createInboundRelay({ queue, hostname: config.smtp.hostname }),
     now,
     logger,
     health: () => ({
@@ -210,6 +215,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...inboundQuarantineRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
+  const inbound = createInboundPipeline({
+    hostname: config.smtp.hostname,
+    domains: inboundDomains,
+    lists: services.inboundLists,
+    quarantine: services.quarantine,
+    resolver: mailauthResolver(resolver),
+    relay: services.relayInbound,
+    rspamd: config.filters.rspamd.url
+      ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
+      : undefined,
+    scannerFailure: config.filters.rspamd.failure,
+    spamThreshold: config.filters.spamThreshold,
+    quarantineDays: config.inbound.quarantineDays,
+    now,
+    logger,
+  });
 
   try {
     httpServer = http.createServer(app.callback());
@@ -223,6 +244,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           tls,
           findServedDomain: services.inboundDomains.findServedDomain,
           maxMessageBytes: config.smtp.mx.maxMessageBytes,
+          onMessage: (msg) => inbound.handle(msg),
+          checkRecipient: (q) => inbound.checkRecipient(q),
           now,
           logger,
         }),

@@ -84,6 +84,8 @@ export function createQueueWorker(deps: WorkerDeps) {
           mailFrom: g.message.mail_from,
           recipients: g.deliveries.map((d) => d.rcpt),
           raw,
+          // Downstreams of one domain are equivalent: any 4xx from one is a reason to try the next (issue 5).
+          failoverOnTempfail: route.via === 'downstream',
         });
         outcomes = g.deliveries.map((delivery) => {
           const r = result.results.find((x) => x.rcpt === delivery.rcpt);

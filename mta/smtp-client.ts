@@ -12,6 +12,11 @@ export interface DeliveryJob {
   /** Recipients of one message sharing a destination: one transaction (RFC 5321 §5). */
   recipients: string[];
   raw: Buffer;
+  /**
+   * Also try the next host when a host answers the whole transaction with a 4xx (not only on connection errors and
+   * greeting/EHLO/MAIL FROM tempfails): inbound relay to equivalent downstreams fails over on any 4xx.
+   */
+  failoverOnTempfail?: boolean;
 }
 
 export interface RecipientResult {
@@ -307,7 +312,8 @@ export function createSmtpClient(opts: SmtpClientOptions) {
           return { host: pc.label, results };
         }
         const e = err as SmtpError;
-        if (hostFailure(e)) {
+        const tempfail = e.responseCode !== undefined && e.responseCode >= 400 && e.responseCode < 500;
+        if (hostFailure(e) || (job.failoverOnTempfail && tempfail)) {
           last = e;
           release(pc, e.responseCode !== undefined && (await resetThen(pc)));
           continue;
