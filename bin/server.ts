@@ -249,6 +249,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           now,
           logger,
         }),
+        { greetDelayMs: config.smtp.mx.greetDelayMs },
       ),
     );
     const auth = (u: string, p: string) => accounts.authenticateSmtp(u, p);

@@ -198,6 +198,16 @@ export const KEYS: readonly KeySpec[] = [
       return n;
     },
   }),
+  spec('smtp.mx.greet_delay_ms', {
+    doc: 'Pause before the 220 greeting; a client that talks first is refused (early-talker check, as Postfix postscreen\'s greet wait). 0 greets at once, as Postfix smtpd does.',
+    defaultText: '0',
+    default: () => 0,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 30_000) throw new Error('expected milliseconds 0-30000');
+      return n;
+    },
+  }),
   spec('smtp.submission.listen', {
     doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
     ...listen('0.0.0.0:2587'),

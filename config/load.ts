@@ -11,7 +11,7 @@ export interface Config {
   http: { listen: HostPort; publicUrl: string | undefined };
   smtp: {
     hostname: string;
-    mx: { listen: HostPort; maxMessageBytes: number };
+    mx: { listen: HostPort; maxMessageBytes: number; greetDelayMs: number };
     submission: { listen: HostPort; tlsListen: HostPort | undefined };
     tls: { cert: string | undefined; key: string | undefined };
   };
@@ -125,7 +125,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     http: { listen: v('http.listen'), publicUrl: v('http.public_url') },
     smtp: {
       hostname: v('smtp.hostname'),
-      mx: { listen: v('smtp.mx.listen'), maxMessageBytes: v('smtp.mx.max_message_bytes') },
+      mx: { listen: v('smtp.mx.listen'), maxMessageBytes: v('smtp.mx.max_message_bytes'), greetDelayMs: v('smtp.mx.greet_delay_ms') },
       submission: { listen: v('smtp.submission.listen'), tlsListen: v('smtp.submission.tls_listen') },
       tls: {
         cert: cert === undefined ? undefined : path.resolve(cwd, cert as string),

@@ -405,3 +405,18 @@ t.test('SIZE, recipient cap and hop count', async (t) => {
   t.match(await s2.cmd('RCPT TO:<u100@corp.test>'), /^452 4\.5\.3/);
   await s2.quit();
 });
+
+t.test('smtp.mx.greet_delay_ms: a client that talks before the greeting is refused', async (t) => {
+  const w = await world(t, { SLUICE_SMTP_MX_GREET_DELAY_MS: '5000' });
+  const socket = net.connect(w.stack.mx.port, '127.0.0.1');
+  socket.setEncoding('latin1');
+  let got = '';
+  // Written on connect, long before the 5 s pause ends: an early talker (the greeting never came).
+  socket.once('connect', () => socket.write('EHLO early.test\r\n'));
+  await new Promise<void>((r) => {
+    socket.on('data', (d: string) => (got += d));
+    socket.on('close', () => r());
+    socket.on('error', () => r());
+  });
+  t.match(got, /^421 .*talk too soon/i);
+});

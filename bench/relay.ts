@@ -1,0 +1,255 @@
+// Owns `npm run bench:relay`: smtp-source → Sluice's MX (full filtering, local DNS) → smtp-sink, against a stock
+// Postfix relay driven with the same load in the same run; prints msg/s for both and the ratio.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
+import fs from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import dnsPacket from 'dns-packet';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const BIN = path.resolve(HERE, '../bin/sluice.js');
+const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
+const N = Number(process.env.BENCH_MESSAGES ?? 2000);
+const REPS = Number(process.env.BENCH_REPS ?? 1);
+const CASES = (process.env.BENCH_CASES ?? '10:4 50:4 10:100 50:100').split(/\s+/).map((c) => c.split(':').map(Number) as [number, number]);
+/** Every phase of one measurement is bounded by this (house rule: bounded load loops). */
+const MAX_MS = Number(process.env.BENCH_MAX_SECS ?? 120) * 1000;
+const TARGETS = (process.env.BENCH_TARGETS ?? 'sluice postfix').split(/\s+/);
+
+function which(cmd: string): string | undefined {
+  for (const dir of ['/usr/sbin', '/usr/bin', ...(process.env.PATH ?? '').split(':')]) {
+    const p = path.join(dir, cmd);
+    if (fs.existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** A minimal authoritative DNS for the sender domain (SPF, DMARC) so that filtering does real look-ups. */
+async function startDns(): Promise<{ address: string; close: () => void }> {
+  const zones: Record<string, string[]> = {
+    'src.test': ['v=spf1 ip4:127.0.0.0/8 -all'],
+    '_dmarc.src.test': ['v=DMARC1; p=none'],
+  };
+  const sock = dgram.createSocket('udp4');
+  sock.on('message', (msg, rinfo) => {
+    let q: dnsPacket.Packet;
+    try {
+      q = dnsPacket.decode(msg);
+    } catch {
+      return;
+    }
+    const question = q.questions?.[0];
+    if (!question) return;
+    const name = question.name.toLowerCase();
+    const txt = question.type === 'TXT' ? zones[name] : undefined;
+    const res = dnsPacket.encode({
+      type: 'response',
+      id: q.id ?? 0,
+      flags: dnsPacket.AUTHORITATIVE_ANSWER | (txt || name in zones ? 0 : 3), // rcode 3 = NXDOMAIN
+      questions: [question],
+      answers: (txt ?? []).map((data) => ({ type: 'TXT' as const, name: question.name, ttl: 300, data })),
+    });
+    sock.send(res, rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+  return { address: `127.0.0.1:${(sock.address() as AddressInfo).port}`, close: () => sock.close() };
+}
+
+/** smtp-sink with running counters: `count()` is the number of messages it has received. */
+function startSink(bin: string, port: number): { child: ChildProcess; count: () => number; ready: Promise<void> } {
+  const child = spawn(bin, ['-c', '-m', '1024', '-u', 'nobody', `127.0.0.1:${port}`, '1024'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let tail = '';
+  let count = 0;
+  child.stdout!.setEncoding('latin1');
+  child.stdout!.on('data', (chunk: string) => {
+    tail = (tail + chunk).slice(-400);
+    const all = [...tail.matchAll(/mesg=(\d+)/g)];
+    if (all.length > 0) count = Number(all[all.length - 1]![1]);
+  });
+  const ready = (async () => {
+    for (let i = 0; i < 100; i++) {
+      if (await canConnect(port)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`smtp-sink did not start on ${port}`);
+  })();
+  return { child, count: () => count, ready };
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+}
+
+async function startSluice(dnsAddress: string, sinkPort: number, dataDir: string) {
+  const env = {
+    ...process.env,
+    SLUICE_DATA_DIR: dataDir,
+    SLUICE_HTTP_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_MX_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_HOSTNAME: 'bench-sluice.localdomain',
+    SLUICE_DNS_SERVERS: dnsAddress,
+    SLUICE_LOG_LEVEL: 'info',
+  };
+  // BENCH_PROFILE=<dir>: write a V8 CPU profile of Sluice there (open it in Chrome DevTools).
+  const prof = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...prof, BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const info = await new Promise<Record<string, string>>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('"msg":"listening"')) resolve(JSON.parse(line));
+    });
+    child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
+  });
+  const key = JSON.parse(
+    execFileSync(process.execPath, [BIN, 'keys', 'create', '--account', 'default', '--scope', 'inbound', '--json'], { env }).toString(),
+  ).key as string;
+  const res = await fetch(`http://${info.http}/inbound/v1/domains`, {
+    method: 'POST',
+    headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      domain: 'example.test',
+      subscriptionHandle: 'default',
+      settings: { abusePolicy: 'flag' },
+      downstreamAddresses: [{ priority: 10, weight: 1, port: sinkPort, target: '127.0.0.1' }],
+    }),
+  });
+  if (res.status !== 201) throw new Error(`provisioning example.test failed: ${res.status} ${await res.text()}`);
+  return { child, mx: info.mx as string };
+}
+
+interface Run {
+  target: string;
+  conc: number;
+  sizeKb: number;
+  accept: number;
+  e2e: number;
+  delivered: number;
+}
+
+/** One measurement: N messages of sizeKb with conc sessions from smtp-source; waits until the sink has them all. */
+async function measure(source: string, target: string, addr: string, sink: { count: () => number }, conc: number, sizeKb: number): Promise<Run> {
+  const base = sink.count();
+  const t0 = performance.now();
+  // Async, not spawnSync: this process also serves the DNS the filters query during the run.
+  const child = spawn(
+    source,
+    ['-s', String(conc), '-m', String(N), '-l', String(sizeKb * 1024), '-f', 'sender@src.test', '-t', 'user@example.test', '-M', 'bench-client.test', addr],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()).slice(0, 1000));
+  const killer = setTimeout(() => child.kill('SIGKILL'), MAX_MS);
+  const status = await new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  clearTimeout(killer);
+  const r = { status, stderr };
+  const t1 = performance.now();
+  if (r.status !== 0) process.stderr.write(`smtp-source against ${target} exited ${r.status}: ${r.stderr?.toString().slice(0, 300)}\n`);
+  const deadline = t0 + MAX_MS;
+  while (sink.count() - base < N && performance.now() < deadline) await new Promise((res) => setTimeout(res, 20));
+  const t2 = performance.now();
+  const delivered = sink.count() - base;
+  return {
+    target,
+    conc,
+    sizeKb,
+    accept: r.status === 0 ? N / ((t1 - t0) / 1000) : NaN,
+    e2e: delivered >= N ? N / ((t2 - t0) / 1000) : NaN,
+    delivered,
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)]!;
+};
+
+async function main(): Promise<void> {
+  const source = which('smtp-source');
+  const sinkBin = which('smtp-sink');
+  if (!source || !sinkBin) {
+    console.error('bench:relay needs smtp-source and smtp-sink from the Debian package postfix:\n  apt-get install postfix   (choose "No configuration")');
+    process.exit(2);
+  }
+  const withPostfix = TARGETS.includes('postfix') && !!which('postfix') && process.getuid?.() === 0;
+  if (TARGETS.includes('postfix') && !withPostfix) console.error('note: Postfix peer skipped (needs root and the postfix package)');
+
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-relay-'));
+  fs.chmodSync(tmp, 0o755);
+  const dns = await startDns();
+  const sluiceSink = startSink(sinkBin, await freePort());
+  const postfixSinkPort = await freePort();
+  const postfixSink = withPostfix ? startSink(sinkBin, postfixSinkPort) : undefined;
+  await sluiceSink.ready;
+  await postfixSink?.ready;
+  const children: ChildProcess[] = [sluiceSink.child, ...(postfixSink ? [postfixSink.child] : [])];
+  let sluice: Awaited<ReturnType<typeof startSluice>> | undefined;
+  const pfDir = path.join(tmp, 'postfix');
+  const sinkPortOf = (c: ChildProcess) => c.spawnargs.find((a) => a.startsWith('127.0.0.1:'))!.split(':')[1]!;
+  try {
+    sluice = await startSluice(dns.address, Number(sinkPortOf(sluiceSink.child)), path.join(tmp, 'sluice'));
+    let postfixAddr: string | undefined;
+    if (withPostfix) {
+      const port = await freePort();
+      execFileSync('bash', [POSTFIX_SCRIPT, 'start', pfDir, String(port), String(postfixSinkPort)], { stdio: ['ignore', 'ignore', 'inherit'] });
+      for (let i = 0; i < 100 && !(await canConnect(port)); i++) await new Promise((r) => setTimeout(r, 100));
+      postfixAddr = `127.0.0.1:${port}`;
+    }
+    const runs: Run[] = [];
+    for (const [conc, sizeKb] of CASES) {
+      for (let rep = 0; rep < REPS; rep++) {
+        // Alternate the two in one case so both see the same background noise.
+        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb));
+        if (postfixAddr && postfixSink) runs.push(await measure(source, 'postfix', postfixAddr, postfixSink, conc, sizeKb));
+        const last = runs.slice(-2).map((r) => `${r.target} ${r.e2e.toFixed(0)}/s`).join(', ');
+        process.stderr.write(`  ${conc} sessions × ${sizeKb} KB, rep ${rep + 1}: ${last}\n`);
+      }
+    }
+    console.log(`\nsluice relay benchmark (npm run bench:relay): ${N} messages per run, ${REPS} run(s) per case, medians`);
+    console.log('full filtering on (SPF, DKIM, DMARC, ARC via a local DNS; lists; built-in spam rules); relay through the durable queue\n');
+    console.log('| sessions | size | Sluice accept msg/s | Sluice relayed msg/s | Postfix accept msg/s | Postfix relayed msg/s | ratio (relayed) |');
+    console.log('|---|---|---|---|---|---|---|');
+    for (const [conc, sizeKb] of CASES) {
+      const pick = (t: string, k: 'accept' | 'e2e') => median(runs.filter((r) => r.target === t && r.conc === conc && r.sizeKb === sizeKb).map((r) => r[k]));
+      const s = pick('sluice', 'e2e');
+      const p = pick('postfix', 'e2e');
+      const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(0));
+      console.log(`| ${conc} | ${sizeKb} KB | ${f(pick('sluice', 'accept'))} | ${f(s)} | ${f(pick('postfix', 'accept'))} | ${f(p)} | ${Number.isNaN(s / p) ? '—' : (s / p).toFixed(2) + '×'} |`);
+    }
+    const lost = runs.filter((r) => r.delivered < N);
+    if (lost.length > 0) {
+      console.log(`\nincomplete runs: ${lost.map((r) => `${r.target} ${r.conc}×${r.sizeKb}KB ${r.delivered}/${N}`).join(', ')}`);
+      process.exitCode = 1;
+    }
+    console.log(`\ncpus: ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}; target: Sluice ≥ 2× Postfix`);
+  } finally {
+    if (withPostfix) spawnSync('bash', [POSTFIX_SCRIPT, 'stop', pfDir], { stdio: 'ignore' });
+    if (sluice) {
+      sluice.child.kill('SIGTERM');
+      await new Promise((r) => (sluice!.child.exitCode !== null ? r(null) : sluice!.child.once('exit', r)));
+    }
+    for (const c of children) c.kill('SIGTERM');
+    dns.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
