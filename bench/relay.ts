@@ -200,6 +200,16 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [sluiceSink.child, ...(postfixSink ? [postfixSink.child] : [])];
   let sluice: Awaited<ReturnType<typeof startSluice>> | undefined;
   const pfDir = path.join(tmp, 'postfix');
+  // Ctrl-C or a timeout's SIGTERM still stops what this run started (Postfix instance, sinks, Sluice).
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      if (withPostfix) spawnSync('bash', [POSTFIX_SCRIPT, 'stop', pfDir], { stdio: 'ignore' });
+      sluice?.child.kill('SIGTERM');
+      for (const c of children) c.kill('SIGTERM');
+      fs.rmSync(tmp, { recursive: true, force: true });
+      process.exit(130);
+    });
+  }
   const sinkPortOf = (c: ChildProcess) => c.spawnargs.find((a) => a.startsWith('127.0.0.1:'))!.split(':')[1]!;
   try {
     sluice = await startSluice(dns.address, Number(sinkPortOf(sluiceSink.child)), path.join(tmp, 'sluice'));

@@ -44,6 +44,8 @@ export interface MxPolicy {
   maxRecipients?: number;
   /** Concurrent sessions from one client address (default 50: Postfix smtpd_client_connection_count_limit). */
   maxConnectionsPerIp?: number;
+  /** Client addresses not subject to maxConnectionsPerIp (default: loopback). */
+  perIpCapExempt?: (ip: string) => boolean;
   /** Concurrent sessions in all (default 1000). */
   maxConnections?: number;
   /** Received fields a message may arrive with (default 50: Postfix hopcount_limit). */
@@ -67,6 +69,11 @@ export interface MxPolicy {
   /** Clock for the Received date. */
   now?: () => number;
   logger?: Logger;
+}
+
+/** 127.0.0.0/8, ::1 and IPv4-mapped loopback. */
+function isLoopback(ip: string): boolean {
+  return ip === '::1' || ip.startsWith('127.') || ip.startsWith('::ffff:127.');
 }
 
 /** Defaults of the optional limits in MxPolicy. */
@@ -232,7 +239,9 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
       if (counted.size >= limits.maxConnections) {
         return callback(new SmtpReply(421, '4.7.0', `${policy.hostname} Error: too many connections, try again later`));
       }
-      if (fromIp >= limits.maxConnectionsPerIp) {
+      // Loopback is exempt from the per-IP cap (still under the global one), as Postfix exempts $mynetworks by
+      // default (smtpd_client_event_limit_exceptions): local filters and health checks share one address.
+      if (fromIp >= limits.maxConnectionsPerIp && !(policy.perIpCapExempt ?? isLoopback)(ip)) {
         return callback(new SmtpReply(421, '4.7.0', `${policy.hostname} Error: too many connections from ${ip}`));
       }
       counted.set(session.id, ip);
