@@ -16,9 +16,10 @@ import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
 import { mxOptions } from '../mta/mx-listener.js';
 import { startSmtpListener, type SmtpListener } from '../mta/smtp-listener.js';
-import { submissionOptions } from '../mta/submission-listener.js';
+import { createAuthFailureCounter, submissionOptions } from '../mta/submission-listener.js';
+import { runSubmission, type SubmittedMessage } from '../mta/submission.js';
 import { loadTlsPair } from '../mta/tls.js';
-import { createAccountStore, type AccountStore } from '../storage/accounts.js';
+import { createAccountStore, type AccountRow, type AccountStore } from '../storage/accounts.js';
 import { openDatabase, pingDatabase, type Db } from '../storage/database.js';
 import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
@@ -253,11 +254,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ),
     );
     const auth = (u: string, p: string) => accounts.authenticateSmtp(u, p);
+    // One failure counter for both submission listeners, so switching port does not reset it.
+    const submission = {
+      hostname: config.smtp.hostname,
+      tls,
+      authenticate: auth,
+      senderAllowed: async (account: AccountRow, domain: string) => (await lockdown(domain, account)).action === 'pass',
+      onMessage: (m: SubmittedMessage) => runSubmission(sendDeps, m),
+      authFailures: createAuthFailureCounter(now),
+      now,
+      logger,
+    };
     listeners.push(
       await startSmtpListener(
         'submission',
         config.smtp.submission.listen,
-        submissionOptions({ hostname: config.smtp.hostname, tls, authenticate: auth }),
+        submissionOptions(submission),
       ),
     );
     if (config.smtp.submission.tlsListen) {
@@ -265,7 +277,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await startSmtpListener(
           'submission_tls',
           config.smtp.submission.tlsListen,
-          submissionOptions({ hostname: config.smtp.hostname, tls, authenticate: auth, secure: true }),
+          submissionOptions({ ...submission, secure: true }),
         ),
       );
     }

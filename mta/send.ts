@@ -47,7 +47,7 @@ export function newRequestId(): string {
 }
 
 /** The accounts whose monthly limit applies, and that limit (null = unlimited). */
-function effectiveLimit(accounts: AccountStore, account: AccountRow): number | null {
+export function effectiveLimit(accounts: AccountStore, account: AccountRow): number | null {
   if (account.parent_id === null) return account.send_limit;
   if (account.send_limit !== null && account.send_limit >= 0) return account.send_limit;
   return accounts.findById(account.parent_id)?.send_limit ?? null;
