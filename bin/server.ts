@@ -51,6 +51,8 @@ import { createSmtpClient } from '../mta/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/unsubscribe.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import { createQueueStore, type QueueStore } from '../storage/queue.js';
+import { createRetentionPruner, type RetentionPruner } from '../mta/retention.js';
+import { createRetentionStore } from '../storage/retention.js';
 import { VERSION } from './version.js';
 
 export interface ServerOptions {
@@ -80,6 +82,8 @@ export interface RunningServer {
   queue: Queue;
   queueStore: QueueStore;
   worker: QueueWorker;
+  /** Retention pruning (runs hourly when the worker runs; tests call `retention.runOnce()`). */
+  retention: RetentionPruner;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
   close(): Promise<void>;
@@ -201,6 +205,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ]),
     }),
   };
+  const retention = createRetentionPruner({ store: createRetentionStore(db), quarantine: services.quarantine, config, now, logger });
   const routes = [
     ...subAccountRoutes,
     ...outboundSearchRoutes,
@@ -287,6 +292,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const timers: NodeJS.Timeout[] = [];
     if (opts.startWorker !== false) {
       worker.start();
+      retention.start();
       // Rotated DKIM keys retire when due (checked every minute; the dates are stored, so a restart loses nothing).
       const retire = setInterval(() => runDkimRetirement(dkim, now()), 60_000);
       retire.unref();
@@ -305,6 +311,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       queue,
       queueStore,
       worker,
+      retention,
       firstApiKey,
       async close() {
         if (closed) return;
@@ -312,6 +319,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         for (const timer of timers) clearInterval(timer);
         await Promise.all(listeners.map((l) => l.close()));
         await worker.stop();
+        await retention.stop();
         await smtpClient.close();
         await new Promise<void>((done) => {
           httpServer?.close(() => done());

@@ -160,6 +160,13 @@ function parsePath(raw: unknown): string {
   return s;
 }
 
+/** Whole days 1-3650 (ten years), for retention periods. */
+function parseDays(raw: unknown, source: Source): number {
+  const n = source === 'env' ? Number(str(raw)) : raw;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 3650) throw new Error('expected whole days 1-3650');
+  return n;
+}
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 function spec(key: string, rest: Omit<KeySpec, 'key' | 'env'>): KeySpec {
@@ -340,6 +347,18 @@ export const KEYS: readonly KeySpec[] = [
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 3650) throw new Error('expected whole days 1-3650');
       return n;
     },
+  }),
+  spec('retention.log_days', {
+    doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept; rows of mail still queued, deferred or held are never pruned.',
+    defaultText: '30',
+    default: () => 30,
+    parse: parseDays,
+  }),
+  spec('retention.message_days', {
+    doc: 'Days message bodies are kept once every recipient is delivered, bounced or dropped; mail still queued, deferred or held is never pruned.',
+    defaultText: '7',
+    default: () => 7,
+    parse: parseDays,
   }),
   spec('log.level', {
     doc: `Log level: ${LOG_LEVELS.join(', ')}.`,

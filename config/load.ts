@@ -31,6 +31,7 @@ export interface Config {
     rspamd: { url: string | undefined; timeoutMs: number; failure: 'tempfail' | 'accept-and-tag' };
   };
   inbound: { quarantineDays: number };
+  retention: { logDays: number; messageDays: number };
   log: { level: (typeof LOG_LEVELS)[number] };
 }
 
@@ -148,6 +149,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       rspamd: { url: v('filters.rspamd.url'), timeoutMs: v('filters.rspamd.timeout_ms'), failure: v('filters.rspamd.failure') },
     },
     inbound: { quarantineDays: v('inbound.quarantine_days') },
+    retention: { logDays: v('retention.log_days'), messageDays: v('retention.message_days') },
     log: { level: v('log.level') },
   };
   return { config: deepFreeze(config), values, file };
