@@ -17,6 +17,8 @@ import { createQueue } from '../mta/queue.js';
 import { QUEUE_LIFETIME_MS } from '../mta/retry-schedule.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { createSuppressionStore } from '../storage/suppressions.js';
+import { createWebhookStore } from '../storage/webhooks.js';
+import { rotateSigningKey } from '../mta/webhook-signing.js';
 import { HANDLE_PATTERN } from '../control-api/schemas.js';
 import { startServer } from './server.js';
 import { VERSION } from './version.js';
@@ -66,6 +68,7 @@ Commands:
                                           list quarantined inbound messages, newest first
   quarantine release ID                   relay a quarantined message to its recipients (once)
   quarantine delete ID                    delete a quarantined message (it will not be relayed)
+  signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
   backup PATH                             write a consistent snapshot of the database to PATH (server may run)
   help                                    this text
   version                                 print the version
@@ -128,6 +131,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         io.stdout(`backup written to ${target}\n`);
         return 0;
       }
+      case 'signing-key':
+        return withStore(loaded(), (_, db) => signingKeyCommand(sub, db, !!opts.json, io, now));
       case 'accounts':
         return withStore(loaded(), (store) => accountsCommand(sub, store, opts, io, now));
       case 'keys':
@@ -373,6 +378,20 @@ async function quarantineCommand(
     return 0;
   }
   throw new UsageError('usage: sluice quarantine list|release|delete');
+}
+
+/** `sluice signing-key rotate`: a new current webhook signing key; a running server signs with it from its next POST. */
+function signingKeyCommand(sub: string | undefined, db: Db, json: boolean, io: CliIo, now: () => number): number {
+  if (sub !== 'rotate') throw new UsageError('usage: sluice signing-key rotate');
+  const store = createWebhookStore(db);
+  const key = rotateSigningKey(store, now());
+  const previous = store.listKeys().filter((k) => k.key_id !== key.key_id).map((k) => k.key_id);
+  io.stdout(
+    json
+      ? JSON.stringify({ id: key.key_id, key: key.public_key, previous }) + '\n'
+      : `new webhook signing key ${key.key_id} is current; previous keys stay retrievable: ${previous.join(', ') || '(none)'}\n`,
+  );
+  return 0;
 }
 
 function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {

@@ -53,6 +53,10 @@ import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import { createQueueStore, type QueueStore } from '../storage/queue.js';
 import { createRetentionPruner, type RetentionPruner } from '../mta/retention.js';
 import { createRetentionStore } from '../storage/retention.js';
+import { createWebhookStore } from '../storage/webhooks.js';
+import { createWebhookDispatcher, type WebhookDispatcher } from '../mta/webhook-dispatcher.js';
+import { createWebhookSigner, ensureSigningKey } from '../mta/webhook-signing.js';
+import { webhookRoutes } from '../control-api/routes/webhooks.js';
 import { VERSION } from './version.js';
 
 export interface ServerOptions {
@@ -84,6 +88,8 @@ export interface RunningServer {
   worker: QueueWorker;
   /** Retention pruning (runs hourly when the worker runs; tests call `retention.runOnce()`). */
   retention: RetentionPruner;
+  /** Signed webhook delivery (polls every second when the worker runs; tests call `webhookDispatcher.runOnce()`). */
+  webhookDispatcher: WebhookDispatcher;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
   close(): Promise<void>;
@@ -176,6 +182,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     publicUrl: () => publicUrl,
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
+  // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
+  const webhookStore = createWebhookStore(db);
+  ensureSigningKey(webhookStore, now());
+  const webhookSigner = createWebhookSigner({ store: webhookStore, now });
+  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname });
   const services: Services = {
     config,
     accounts,
@@ -195,6 +206,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     quarantine: createQuarantineStore(db),
     // Commits to the durable queue (kind relay); the worker routes it to the domain's downstreams.
     relayInbound: createInboundRelay({ queue, hostname: config.smtp.hostname }),
+    webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
     now,
     logger,
     health: () => ({
@@ -205,7 +217,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ]),
     }),
   };
-  const retention = createRetentionPruner({ store: createRetentionStore(db), quarantine: services.quarantine, config, now, logger });
+  const retention = createRetentionPruner({
+    store: createRetentionStore(db),
+    quarantine: services.quarantine,
+    config,
+    now,
+    logger,
+    // Events outbox: delivered/given-up events and batch history after log_days; pending events of accounts without
+    // a webhook after one day (they would never be sent).
+    pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
+  });
   const routes = [
     ...subAccountRoutes,
     ...outboundSearchRoutes,
@@ -219,6 +240,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...inboundServiceRoutes,
     ...inboundStatusRoutes,
     ...inboundQuarantineRoutes,
+    ...webhookRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
   const inbound = createInboundPipeline({
@@ -264,7 +286,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       hostname: config.smtp.hostname,
       tls,
       authenticate: auth,
-      senderAllowed: async (account: AccountRow, domain: string) => (await lockdown(domain, account)).action === 'pass',
+      allowInsecureLoopbackAuth: config.smtp.submission.allowInsecureLoopbackAuth,
+      maxMessageBytes: config.smtp.submission.maxMessageBytes,
+      maxConnectionsPerIp: config.smtp.submission.maxConnectionsPerIp,
+      // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
+      lockdown: (domain: string, account: AccountRow) => lockdown(domain, account),
       onMessage: (m: SubmittedMessage) => runSubmission(sendDeps, m),
       authFailures: createAuthFailureCounter(now),
       now,
@@ -293,6 +319,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (opts.startWorker !== false) {
       worker.start();
       retention.start();
+      webhookDispatcher.start();
       // Rotated DKIM keys retire when due (checked every minute; the dates are stored, so a restart loses nothing).
       const retire = setInterval(() => runDkimRetirement(dkim, now()), 60_000);
       retire.unref();
@@ -312,6 +339,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       queueStore,
       worker,
       retention,
+      webhookDispatcher,
       firstApiKey,
       async close() {
         if (closed) return;
@@ -320,6 +348,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await Promise.all(listeners.map((l) => l.close()));
         await worker.stop();
         await retention.stop();
+        await webhookDispatcher.stop();
         await smtpClient.close();
         await new Promise<void>((done) => {
           httpServer?.close(() => done());

@@ -223,6 +223,41 @@ export const KEYS: readonly KeySpec[] = [
     doc: 'Optional implicit-TLS submission listener (production: 0.0.0.0:465).',
     ...optionalListen,
   }),
+  spec('smtp.submission.max_message_bytes', {
+    doc: 'Largest message accepted over submission, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4 (the REST limit is 30 MB too).',
+    defaultText: '31457280',
+    default: () => 31_457_280,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1024 || n > 1_073_741_824) throw new Error('expected bytes 1024-1073741824');
+      return n;
+    },
+  }),
+  spec('smtp.submission.max_connections_per_ip', {
+    doc: 'Concurrent submission sessions from one client address; more get 421 4.7.0 at connect.',
+    defaultText: '50',
+    default: () => 50,
+    parse: (raw, source) => {
+      const n = source === 'env' ? Number(str(raw)) : raw;
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 10_000) throw new Error('expected a count 1-10000');
+      return n;
+    },
+  }),
+  spec('smtp.submission.allow_insecure_loopback_auth', {
+    doc: 'Let a client on 127.0.0.0/8 or ::1 AUTH without TLS (a local app that cannot do STARTTLS); everyone else must use TLS first.',
+    defaultText: 'false',
+    default: () => false,
+    parse: (raw, source) => {
+      if (source === 'file') {
+        if (typeof raw !== 'boolean') throw new Error(`expected true or false, got ${typeName(raw)}`);
+        return raw;
+      }
+      const text = str(raw).trim().toLowerCase();
+      if (text === 'true' || text === '1') return true;
+      if (text === 'false' || text === '0') return false;
+      throw new Error('expected true or false');
+    },
+  }),
   spec('smtp.tls.cert', {
     doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset a self-signed pair is generated into data_dir.',
     defaultText: 'none (self-signed pair generated into data_dir/tls/)',

@@ -12,7 +12,13 @@ export interface Config {
   smtp: {
     hostname: string;
     mx: { listen: HostPort; maxMessageBytes: number; greetDelayMs: number };
-    submission: { listen: HostPort; tlsListen: HostPort | undefined };
+    submission: {
+      listen: HostPort;
+      tlsListen: HostPort | undefined;
+      maxMessageBytes: number;
+      maxConnectionsPerIp: number;
+      allowInsecureLoopbackAuth: boolean;
+    };
     tls: { cert: string | undefined; key: string | undefined };
   };
   dns: { servers: HostPort[] };
@@ -127,7 +133,13 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     smtp: {
       hostname: v('smtp.hostname'),
       mx: { listen: v('smtp.mx.listen'), maxMessageBytes: v('smtp.mx.max_message_bytes'), greetDelayMs: v('smtp.mx.greet_delay_ms') },
-      submission: { listen: v('smtp.submission.listen'), tlsListen: v('smtp.submission.tls_listen') },
+      submission: {
+        listen: v('smtp.submission.listen'),
+        tlsListen: v('smtp.submission.tls_listen'),
+        maxMessageBytes: v('smtp.submission.max_message_bytes'),
+        maxConnectionsPerIp: v('smtp.submission.max_connections_per_ip'),
+        allowInsecureLoopbackAuth: v('smtp.submission.allow_insecure_loopback_auth'),
+      },
       tls: {
         cert: cert === undefined ? undefined : path.resolve(cwd, cert as string),
         key: key === undefined ? undefined : path.resolve(cwd, key as string),

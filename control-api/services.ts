@@ -14,6 +14,9 @@ import type { AccountRow } from '../storage/accounts.js';
 import type { SendBody } from './send-schema.js';
 import type { SendResult } from '../mta/send.js';
 import type { CheckDomainRequest, runCheckDomain } from '../mta/check-domain.js';
+import type { WebhookStore } from '../storage/webhooks.js';
+import type { WebhookDispatcher } from '../mta/webhook-dispatcher.js';
+import type { WebhookSigner } from '../mta/webhook-signing.js';
 
 /** Health of the parts /healthz reports on. */
 export interface HealthReport {
@@ -49,6 +52,12 @@ export interface Services {
   };
   /** POST /tx/v1/check-domain. */
   checkDomain: (account: AccountRow, req: CheckDomainRequest) => ReturnType<typeof runCheckDomain>;
+  /** Signed webhooks: endpoints and batch history, the dispatcher (validate, resend), the signer (public keys, alerts). */
+  webhooks: {
+    store: WebhookStore;
+    dispatcher: Pick<WebhookDispatcher, 'validate' | 'resend'>;
+    signer: WebhookSigner;
+  };
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

@@ -1,29 +1,60 @@
 // Owns the submission listener's SMTP session: AUTH after TLS with failure limits, sender authorization, limits.
+import { domainToASCII } from 'node:url';
 import pino, { type Logger } from 'pino';
-import type { SMTPServerOptions, SMTPServerSession } from 'smtp-server';
+import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
+import type { LockdownVerdict } from '../filters/lockdown.js';
 import type { AccountRow } from '../storage/accounts.js';
+import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { dataGuardReply, readGuarded } from './data-guard.js';
+import { receivedHeader } from './mx-listener.js';
 import { SmtpReply, toSmtpReply } from './smtp-reply.js';
 import type { SmtpDecision, SubmittedMessage } from './submission.js';
 import type { TlsPair } from './tls.js';
 
 /** Failed AUTH attempts allowed per client address and per user name within AUTH_FAILURE_WINDOW_MS. */
 export const AUTH_FAILURE_LIMIT = 5;
+/** The sliding window of AUTH_FAILURE_LIMIT (15 minutes). */
 export const AUTH_FAILURE_WINDOW_MS = 15 * 60_000;
+
+/** Defaults of the optional limits in SubmissionPolicy. */
+export const SUBMISSION_DEFAULTS = Object.freeze({
+  maxMessageBytes: 31_457_280,
+  maxRecipients: 100,
+  maxConnectionsPerIp: 50,
+  maxConnections: 1000,
+  idleTimeoutMs: 300_000,
+  closeTimeoutMs: 30_000,
+});
 
 export interface SubmissionPolicy {
   hostname: string;
   tls: TlsPair;
-  /** The live account a handle + SMTP password authenticates, or undefined. */
+  /** The live account a handle + SMTP password authenticates, or undefined (storage accounts.authenticateSmtp). */
   authenticate: (username: string, password: string) => AccountRow | undefined;
-  /** Implicit TLS (port 465 style) rather than STARTTLS. */
+  /** Implicit TLS (port 465 style, RFC 8314 §3.3) rather than STARTTLS. */
   secure?: boolean;
+  /**
+   * `smtp.submission.allow_insecure_loopback_auth`: a client on 127.0.0.0/8 or ::1 may AUTH without TLS (for a
+   * local app that cannot do STARTTLS). Everyone else must use TLS first. Default false.
+   */
+  allowInsecureLoopbackAuth?: boolean;
   /** `smtp.submission.max_message_bytes`: SIZE (RFC 1870) and the DATA cap (552 5.3.4). */
   maxMessageBytes?: number;
   /** Recipients per message (452 4.5.3 beyond; default 100, RFC 5321 §4.5.3.1.8). */
   maxRecipients?: number;
-  /** Domain Lockdown for the envelope sender's domain at MAIL FROM: true when the account may use it. */
-  senderAllowed?: (account: AccountRow, domain: string) => Promise<boolean>;
+  /** `smtp.submission.max_connections_per_ip`: concurrent sessions from one address (421 4.7.0 beyond; default 50). */
+  maxConnectionsPerIp?: number;
+  /** Concurrent sessions in all on this listener (default 1000). */
+  maxConnections?: number;
+  /** Idle time allowed while the client owes us a command or data (default 300 s: RFC 5321 §4.5.3.2.7). */
+  idleTimeoutMs?: number;
+  /** Grace for open sessions once the listener closes (default 30 s). */
+  closeTimeoutMs?: number;
+  /**
+   * Domain Lockdown (mta/lockdown-check.ts) for the envelope sender's domain at MAIL FROM. Absent: no check at MAIL
+   * (the From header is still checked by `onMessage`).
+   */
+  lockdown?: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** The submission recipe (mta/submission.ts runSubmission); absent → 451 (nothing accepted). */
   onMessage?: (msg: SubmittedMessage) => Promise<SmtpDecision>;
   now?: () => number;
@@ -41,6 +72,7 @@ export function createAuthFailureCounter(now: () => number = Date.now) {
     blocked(key: string): boolean {
       return recent(key).length >= AUTH_FAILURE_LIMIT;
     },
+    /** Records one failure for `key` now. */
     record(key: string): void {
       const list = recent(key);
       list.push(now());
@@ -51,24 +83,86 @@ export function createAuthFailureCounter(now: () => number = Date.now) {
 }
 export type AuthFailureCounter = ReturnType<typeof createAuthFailureCounter>;
 
+/** The domain part of an address, lower-cased, without a trailing dot; '' when there is none. */
+function domainOf(address: string): string {
+  const at = address.lastIndexOf('@');
+  return at < 0 ? '' : address.slice(at + 1).toLowerCase().replace(/\.$/, '');
+}
+
+// RFC 5321 §4.1.2 Dot-string of atext (RFC 6531 §3.3 adds UTF8-non-ascii). Quoted-string local parts are refused:
+// legal but rare from apps, and the classic way to smuggle a second address past a parser (GHSA-mm7p-fcc7-pg87).
+const LOCAL_ATOM = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~\\u{80}-\\u{10FFFF}]+";
+const LOCAL_PART = new RegExp(`^${LOCAL_ATOM}(?:\\.${LOCAL_ATOM})*$`, 'u');
+const LDH_DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** RFC 6531 §3.5: 553 with X.6.7 for a non-ASCII address in a transaction that did not declare SMTPUTF8. */
+const needsSmtpUtf8 = () => new SmtpReply(553, '5.6.7', 'Must declare SMTPUTF8 to send unicode address');
 
 /**
- * smtp-server options for submission. allowInsecureAuth=false keeps AUTH hidden and refused until STARTTLS
- * (RFC 8314 §3; reliability A10); authOptional=false answers 530 to MAIL before AUTH. Failed AUTH answers
- * `535 5.7.8`; after AUTH_FAILURE_LIMIT failures in AUTH_FAILURE_WINDOW_MS from one address or for one user name
- * every AUTH gets `421 4.7.0` and the connection is closed (Postfix anvil / smtpd_client_auth_rate_limit spirit).
+ * Checks one RCPT address of an authenticated session: a Dot-string local part and a DNS domain (IDN converted to
+ * an A-label; address literals refused: they name a host, and we route by MX). Returns the normalised address or
+ * the refusal: `553 5.1.3` bad destination address syntax (RFC 3463), `553 5.6.7` for unicode without SMTPUTF8.
+ */
+export function classifySubmissionRecipient(rcpt: string, smtpUtf8: boolean): { ok: true; address: string } | { ok: false; reply: SmtpReply } {
+  if (NON_ASCII.test(rcpt) && !smtpUtf8) return { ok: false, reply: needsSmtpUtf8() };
+  const bad = { ok: false as const, reply: new SmtpReply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`) };
+  const at = rcpt.lastIndexOf('@');
+  if (at <= 0) return bad;
+  const local = rcpt.slice(0, at);
+  let domain = rcpt.slice(at + 1).replace(/\.$/, '');
+  if (domain.startsWith('[') || !LOCAL_PART.test(local)) return bad;
+  domain = NON_ASCII.test(domain) ? domainToASCII(domain) : domain.toLowerCase();
+  if (!LDH_DOMAIN.test(domain)) return bad;
+  return { ok: true, address: `${local}@${domain}` };
+}
+
+/** RFC 3848 / RFC 6531 §3.7.3 `with` keyword: ESMTPSA = ESMTP + STARTTLS/TLS + AUTH. */
+function protocolOf(session: SMTPServerSession): string {
+  const base = session.envelope.smtpUtf8 ? 'UTF8SMTP' : session.openingCommand === 'EHLO' ? 'ESMTP' : 'SMTP';
+  return `${base}${session.secure ? 'S' : ''}${session.user ? 'A' : ''}`;
+}
+
+/**
+ * smtp-server options for submission (one set per listener: the connection counts are per listener).
+ *
+ * - TLS first (RFC 8314 §3; reliability A10): on a plaintext session AUTH is neither advertised in EHLO nor
+ *   accepted (disabled for the session until STARTTLS completes; smtp-server then answers an AUTH with 500), and
+ *   MAIL answers `530 5.7.0 Must issue a STARTTLS command first` (RFC 3207 §4). With `allowInsecureLoopbackAuth`
+ *   a loopback client may AUTH in plaintext.
+ * - AUTH PLAIN/LOGIN: bad credentials (unknown handle, wrong, disabled or deleted password, suspended sub-account)
+ *   answer `535 5.7.8` (RFC 4954 §6). After AUTH_FAILURE_LIMIT failures in AUTH_FAILURE_WINDOW_MS from one address
+ *   or for one user name, every AUTH gets `421 4.7.0` and the connection is closed (Postfix anvil /
+ *   smtpd_client_auth_rate_limit spirit), until the window has moved on. Clock injected.
+ * - MAIL before AUTH: `530 5.7.0 Authentication required` (RFC 4954 §6). MAIL FROM domain must pass Domain
+ *   Lockdown for the authenticated account: `550 5.7.1`; a DNS failure of the look-up: `451 4.4.3` (unknown means
+ *   temporary). The null sender is allowed (the From header is still checked at the end of DATA).
+ * - RCPT: `452 4.5.3` past the cap (RFC 5321 §4.5.3.1.10), `553 5.1.3` for an unusable address.
+ * - Connection caps: `421 4.7.0` at connect; idle timeout closes with smtp-server's `421`.
+ * - DATA: SIZE advertised and enforced (`552 5.3.4`), every bare CR or LF refused (`550 5.6.0`); a session that
+ *   ends mid-DATA never reaches `onMessage`, so nothing is queued. A Received field (RFC 5321 §4.4) is handed on.
  */
 export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
-  const maxBytes = policy.maxMessageBytes ?? 31_457_280;
-  const maxRcpt = policy.maxRecipients ?? 100;
-  const failures = policy.authFailures ?? createAuthFailureCounter(policy.now);
+  const maxBytes = policy.maxMessageBytes ?? SUBMISSION_DEFAULTS.maxMessageBytes;
+  const maxRcpt = policy.maxRecipients ?? SUBMISSION_DEFAULTS.maxRecipients;
+  const now = policy.now ?? Date.now;
+  const failures = policy.authFailures ?? createAuthFailureCounter(now);
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'submission' });
+  const caps = createConnectionCaps({
+    hostname: policy.hostname,
+    maxPerIp: policy.maxConnectionsPerIp ?? SUBMISSION_DEFAULTS.maxConnectionsPerIp,
+    maxTotal: policy.maxConnections ?? SUBMISSION_DEFAULTS.maxConnections,
+  });
+  // May this session AUTH now? Over TLS always; in plaintext only from loopback when the operator allowed it.
+  const authAllowed = (session: SMTPServerSession) =>
+    session.secure || (policy.allowInsecureLoopbackAuth === true && isLoopback(session.remoteAddress));
+  const mustStartTls = () => new SmtpReply(530, '5.7.0', 'Must issue a STARTTLS command first');
   // The account each authenticated session logged in as, by session id (dropped at close).
   const sessions = new Map<string, AccountRow>();
-  const accounts = {
-    get: (session: SMTPServerSession) => sessions.get(session.id),
-    set: (session: SMTPServerSession, account: AccountRow) => sessions.set(session.id, account),
-  };
+  // The normalised form of each accepted RCPT, keyed by the object smtp-server keeps in envelope.rcptTo.
+  const normalised = new WeakMap<SMTPServerAddress, string>();
+
   return {
     name: policy.hostname,
     banner: 'Sluice ESMTP submission',
@@ -76,17 +170,48 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
     key: policy.tls.key,
     cert: policy.tls.cert,
     authMethods: ['PLAIN', 'LOGIN'],
-    allowInsecureAuth: false,
+    // Per-session gating (onConnect/onSecure) does the real work; this only lets smtp-server run AUTH in plaintext
+    // for the loopback sessions we left AUTH enabled on.
+    allowInsecureAuth: policy.allowInsecureLoopbackAuth === true,
     authOptional: false,
+    authRequiredMessage: '5.7.0 Authentication required',
     size: maxBytes,
+    // Reverse DNS would block the greeting on an uncontrolled resolver; upstream_hostname is the EHLO name.
     disableReverseLookup: true,
+    socketTimeout: policy.idleTimeoutMs ?? SUBMISSION_DEFAULTS.idleTimeoutMs,
+    closeTimeout: policy.closeTimeoutMs ?? SUBMISSION_DEFAULTS.closeTimeoutMs,
+
+    onConnect(session, callback) {
+      const refused = caps.admit(session.id, session.remoteAddress);
+      if (refused) {
+        log.info({ sessionId: session.id, ip: session.remoteAddress }, 'connection refused: cap');
+        return callback(refused);
+      }
+      // Not advertised, not accepted: credentials never cross the wire in the clear (RFC 8314 §3).
+      if (!authAllowed(session)) session.disabledCommands = ['AUTH'];
+      callback();
+    },
+
+    onSecure(_socket, session, callback) {
+      // TLS is up (STARTTLS or implicit): AUTH becomes available (back to the server-wide list).
+      session.disabledCommands = undefined;
+      callback();
+    },
+
+    onClose(session) {
+      caps.release(session.id);
+      sessions.delete(session.id);
+    },
+
     onAuth(auth, session, callback) {
       try {
+        if (!authAllowed(session)) return callback(mustStartTls());
         const user = (auth.username ?? '').toLowerCase();
         const ipKey = `ip:${session.remoteAddress}`;
         const userKey = `user:${user}`;
         if (failures.blocked(ipKey) || failures.blocked(userKey)) {
-          log.warn({ ip: session.remoteAddress, user }, 'AUTH refused: too many failures');
+          log.warn({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth refused: too many failures');
+          // smtp-server closes the connection after any 421.
           return callback(new SmtpReply(421, '4.7.0', 'Too many failed authentication attempts, try again later'));
         }
         const account = auth.username && auth.password ? policy.authenticate(auth.username, auth.password) : undefined;
@@ -94,32 +219,53 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         if (!account || account.enabled !== 1) {
           failures.record(ipKey);
           failures.record(userKey);
+          log.info({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
           return callback(new SmtpReply(535, '5.7.8', 'Authentication credentials invalid'));
         }
-        accounts.set(session, account);
+        sessions.set(session.id, account);
         callback(null, { user: account.handle });
       } catch (err) {
+        log.error({ sessionId: session.id, err }, 'auth check failed');
         callback(toSmtpReply(err));
       }
     },
-    onClose(session) {
-      sessions.delete(session.id);
-    },
+
     onMailFrom(address, session, callback) {
-      const account = accounts.get(session);
-      if (!account) return callback(new SmtpReply(530, '5.7.0', 'Authentication required'));
+      const account = sessions.get(session.id);
+      if (!account) {
+        return callback(authAllowed(session) ? new SmtpReply(530, '5.7.0', 'Authentication required') : mustStartTls());
+      }
       const addr = address.address;
-      if (addr === '' || !policy.senderAllowed) return callback();
-      const domain = addr.slice(addr.lastIndexOf('@') + 1).toLowerCase();
+      if (NON_ASCII.test(addr) && !session.envelope.smtpUtf8) return callback(needsSmtpUtf8());
+      if (addr === '' || !policy.lockdown) return callback();
+      const domain = domainOf(addr);
       policy
-        .senderAllowed(account, domain)
-        .then((ok) => callback(ok ? null : new SmtpReply(550, '5.7.1', `Sender domain ${domain} is not authorized for this account`)))
-        .catch((err: unknown) => callback(toSmtpReply(err)));
+        .lockdown(domain, account)
+        .then((verdict) => {
+          if (verdict.action === 'pass') return callback();
+          log.info({ sessionId: session.id, account: account.handle, domain, reason: verdict.reason }, 'sender refused');
+          if (verdict.reason === 'lockdown-dns-error') {
+            return callback(new SmtpReply(451, '4.4.3', `Cannot verify that ${domain} may be used by this account now, try again later`));
+          }
+          callback(new SmtpReply(550, '5.7.1', `Sender domain ${domain} is not authorized for this account`));
+        })
+        .catch((err: unknown) => {
+          log.error({ sessionId: session.id, err }, 'lockdown check failed');
+          callback(toSmtpReply(err));
+        });
     },
-    onRcptTo(_address, session, callback) {
-      if (session.envelope.rcptTo.length >= maxRcpt) return callback(new SmtpReply(452, '4.5.3', 'Too many recipients'));
+
+    onRcptTo(address, session, callback) {
+      const rcpts = session.envelope.rcptTo;
+      const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
+      // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
+      if (!repeat && rcpts.length >= maxRcpt) return callback(new SmtpReply(452, '4.5.3', 'Too many recipients'));
+      const decision = classifySubmissionRecipient(address.address, session.envelope.smtpUtf8 === true);
+      if (!decision.ok) return callback(decision.reply);
+      normalised.set(address, decision.address);
       callback();
     },
+
     onData(stream, session, callback) {
       let answered = false;
       const answer = (err: SmtpReply | null, message?: string) => {
@@ -130,25 +276,43 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       const run = async () => {
         const { verdict, raw } = await readGuarded(stream, { maxBytes });
         const refused = dataGuardReply(verdict, maxBytes);
-        if (refused) return answer(refused);
-        const account = accounts.get(session);
+        if (refused) {
+          log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
+          return answer(refused);
+        }
+        const account = sessions.get(session.id);
         if (!account) return answer(new SmtpReply(530, '5.7.0', 'Authentication required'));
         if (!policy.onMessage) return answer(new SmtpReply(451, '4.3.2', 'Submission is not available, try again later'));
+        // Recipients are unique by construction; a repeat RCPT leaves two entries in smtp-server's list.
+        const rcptTo = [...new Set(session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address))];
+        const cipher = session.secure && session.tlsOptions ? session.tlsOptions : undefined;
+        const clientName = session.hostNameAppearsAs || '';
         const d = await policy.onMessage({
           account,
-          username: session.user ?? account.handle,
+          username: account.handle,
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          rcptTo: session.envelope.rcptTo.map((r) => r.address),
+          rcptTo,
           clientIp: session.remoteAddress,
-          clientName: session.hostNameAppearsAs || session.clientHostname || '',
+          clientName,
+          trace: receivedHeader({
+            hostname: policy.hostname,
+            helo: clientName,
+            clientIp: session.remoteAddress,
+            tls: cipher ? { version: cipher.version, cipher: cipher.name } : undefined,
+            protocol: protocolOf(session),
+            id: `${session.id}.${session.transaction}`,
+            rcpt: rcptTo.length === 1 ? rcptTo[0] : undefined,
+            date: now(),
+          }),
           raw,
         });
         if (d.code >= 200 && d.code < 300) return answer(null, `${d.status} ${d.message}`);
-        answer(new SmtpReply(d.code >= 400 && d.code < 600 ? d.code : 451, d.status, d.message));
+        // Unknown codes are temporary (ARCHITECTURE invariant 3).
+        answer(d.code >= 400 && d.code < 600 ? new SmtpReply(d.code, d.status, d.message) : toSmtpReply(undefined));
       };
       // A stream that ends early (client gone mid-DATA) rejects: onMessage never ran, nothing was queued.
       run().catch((err: unknown) => {
-        if (!(err instanceof SmtpReply)) log.warn({ err }, 'submission DATA failed');
+        if (!(err instanceof SmtpReply)) log.warn({ sessionId: session.id, err }, 'submission DATA failed');
         answer(toSmtpReply(err));
       });
     },

@@ -18,6 +18,8 @@ export interface SubmittedMessage {
   clientIp: string;
   /** EHLO name, or the client's reverse name when it gave none. */
   clientName: string;
+  /** Our Received field for this hop (RFC 5321 §4.4), CRLF-terminated; prepended above everything else. */
+  trace?: string;
   /** The message as received (CRLF only: bare CR/LF were refused by the data guard). */
   raw: Buffer;
 }
@@ -47,15 +49,19 @@ export function fromDomains(raw: Buffer): { addresses: string[]; domains: string
 /**
  * Runs the recipe for one submitted message and returns the reply to DATA. Steps: suspended or over the monthly
  * limit → 550; the From header must name at least one address and every From domain must pass Domain Lockdown for
- * the account (the envelope sender was checked at MAIL FROM) → `550 5.7.1`; Date and Message-ID added when missing
+ * the account (the envelope sender was checked at MAIL FROM) → `550 5.7.1` (a DNS failure of that look-up →
+ * `451 4.4.3`); the listener's Received field prepended; Date and Message-ID added when missing
  * (RFC 5322 §3.6; RFC 6409 §8.3 lets a submission server add them); DKIM-signed with the account's active key for
  * the first From domain; suppressed recipients dropped with an event; queued durably before `250` with `auth` =
  * user name, `upstream` = client IP, `upstream_hostname` = client name and `sender_id` = the account handle. A
  * storage failure answers `451 4.3.0` and nothing was queued.
  */
 export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Promise<SmtpDecision> {
-  const { account } = msg;
-  if (account.enabled !== 1) return refuse(550, '5.7.1', 'this account is suspended and cannot send');
+  // Read the account again: it may have been suspended or deleted since this session authenticated.
+  const account = deps.accounts.findById(msg.account.id);
+  if (!account || account.deleted_at !== null || account.enabled !== 1) {
+    return refuse(550, '5.7.1', 'this account is suspended and cannot send');
+  }
   const limit = effectiveLimit(deps.accounts, account);
   if (limit !== null && deps.accounts.usage(account.id, usagePeriod(deps.now())) + 1 > limit) {
     return refuse(550, '5.7.1', 'monthly send limit reached for this account');
@@ -65,6 +71,10 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
   if (from.domains.length === 0) return refuse(550, '5.6.0', 'message has no From address (RFC 5322 section 3.6)');
   for (const domain of from.domains) {
     const verdict = await deps.lockdown(domain, account);
+    // A DNS failure of the look-up is temporary (invariant 3): the app retries; REST answers 403 for the same case.
+    if (verdict.reason === 'lockdown-dns-error') {
+      return refuse(451, '4.4.3', `cannot verify that From domain ${domain} may be used by this account now, try again later`);
+    }
     if (verdict.action !== 'pass') return refuse(550, '5.7.1', `From domain ${domain} is not authorized for this account`);
   }
 
@@ -77,7 +87,8 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
     messageId = `${crypto.randomBytes(16).toString('hex')}@${deps.config.smtp.hostname}`;
     added.push(`Message-ID: <${messageId}>`);
   }
-  let raw = added.length > 0 ? Buffer.concat([Buffer.from(added.join('\r\n') + '\r\n'), msg.raw]) : msg.raw;
+  const prefix = (msg.trace ?? '') + added.map((h) => `${h}\r\n`).join('');
+  let raw = prefix ? Buffer.concat([Buffer.from(prefix, 'utf8'), msg.raw]) : msg.raw;
 
   const accountIds = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
   const key = deps.dkim.findSigningKey(accountIds, from.domains[0]!, deps.now());

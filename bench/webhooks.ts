@@ -1,0 +1,139 @@
+// Owns the webhook benchmark: N outbox events → dispatcher (1,000-event signed POSTs) → a local receiver; prints figures.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import pino from 'pino';
+import { eventPayload } from '../mta/events.js';
+import { createWebhookDispatcher } from '../mta/webhook-dispatcher.js';
+import { createWebhookSigner, ensureSigningKey } from '../mta/webhook-signing.js';
+import { createAccountStore } from '../storage/accounts.js';
+import { openDatabase } from '../storage/database.js';
+import { createQueueStore } from '../storage/queue.js';
+import { createWebhookStore } from '../storage/webhooks.js';
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
+const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1);
+/** Give up after this long (a bounded load loop, as the house rules require). */
+const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 120_000);
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+// The receiver runs in its own process, so the figures are the dispatcher's alone: it reads every byte, checks the
+// event count, answers 200.
+const RECEIVER = `
+const http = require('node:http');
+let posts = 0, events = 0, bytes = 0;
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks);
+    bytes += body.length; posts++; events += JSON.parse(body.toString()).length;
+    res.writeHead(200); res.end();
+  });
+});
+server.keepAliveTimeout = 60000;
+server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })));
+process.on('message', () => process.send({ posts, events, bytes }));
+`;
+
+async function startReceiver() {
+  const child = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).once('line', (l) => resolve(JSON.parse(l).port as number));
+    child.once('exit', (c) => reject(new Error(`receiver exited ${c}`)));
+  });
+  const stats = () =>
+    new Promise<{ posts: number; events: number; bytes: number }>((resolve) => {
+      child.once('message', (m) => resolve(m as { posts: number; events: number; bytes: number }));
+      child.send('stats');
+    });
+  return { port, stats, stop: () => child.kill('SIGKILL') };
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-webhooks-'));
+  const receiver = await startReceiver();
+  const cleanup = () => {
+    receiver.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => {
+    cleanup();
+    process.exit(130);
+  });
+  try {
+    const db = openDatabase(dir);
+    const accounts = createAccountStore(db);
+    const queue = createQueueStore(db);
+    const store = createWebhookStore(db);
+    const now = Date.now;
+    ensureSigningKey(store, now());
+    const ids: number[] = [];
+    for (let a = 0; a < ACCOUNTS; a++) {
+      const res = accounts.createParentWithKey({ handle: `bench${a}`, companyName: null, now: now() });
+      if (!res.ok) throw new Error('account');
+      ids.push(res.account.id);
+      store.enroll(res.account.id, `http://127.0.0.1:${receiver.port}/hook/${a}`, now());
+    }
+    // The outbox as the queue writes it: delivered events with the §4.2 fields (about 300 bytes each).
+    const fill = db.transaction(() => {
+      for (let i = 0; i < EVENTS; i++) {
+        const accountId = ids[i % ids.length]!;
+        const payload = eventPayload(
+          'delivered',
+          { fromEmail: 'app@sender.example', customerHandle: `bench${i % ids.length}`, requestId: `req-${i}-aaaaaaaaaaaaaaaaaaaa`, messageId: `${i}.bbbbbbbbbbbbbbbb@mx.sluice.example`, campaignId: 'spring-sale' },
+          now(),
+          { recipients: [`user${i}@rcpt.example`] },
+        );
+        queue.insertEvent(accountId, 'delivered', payload, now());
+      }
+    });
+    fill();
+
+    const dispatcher = createWebhookDispatcher({
+      store,
+      signer: createWebhookSigner({ store, now }),
+      now,
+      logger: pino({ level: 'warn' }),
+      maxBatchesPerPass: 1_000_000,
+    });
+    const started = performance.now();
+    let delivered = 0;
+    let batches = 0;
+    while (delivered < EVENTS && performance.now() - started < DEADLINE_MS) {
+      const r = await dispatcher.runOnce();
+      delivered += r.delivered;
+      batches += r.batches;
+      if (r.batches === 0 || r.failed > 0) break;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const got = await receiver.stats();
+    const durations = (db.prepare('SELECT duration_ms AS d FROM webhook_batches ORDER BY d').all() as { d: number }[]).map((r) => r.d);
+    db.close();
+
+    const rows: [string, string][] = [
+      ['events in the outbox', EVENTS.toLocaleString('en')],
+      ['accounts (endpoints)', String(ACCOUNTS)],
+      ['events delivered (receiver count)', `${delivered.toLocaleString('en')} (${got.events.toLocaleString('en')})`],
+      ['POSTs (batches)', `${batches} (receiver: ${got.posts}), ${(got.bytes / got.posts / 1024).toFixed(0)} KiB each`],
+      ['wall time', `${seconds.toFixed(2)} s`],
+      ['events dispatched per second', Math.round(delivered / seconds).toLocaleString('en')],
+      ['POST duration p50 / p99 / max', `${percentile(durations, 50)} / ${percentile(durations, 99)} / ${durations.at(-1)} ms`],
+    ];
+    console.log('\nsluice webhook benchmark (npm run bench:webhooks)\n');
+    const width = Math.max(...rows.map(([k]) => k.length));
+    for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);
+    console.log('\ntarget: ≥ 20,000 events/s in 1,000-event batches');
+    if (delivered < EVENTS) process.exitCode = 1;
+  } finally {
+    cleanup();
+  }
+}
+
+await main();
