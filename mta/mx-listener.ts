@@ -112,14 +112,18 @@ export type RecipientDecision = { ok: true; address: string; domainId: number } 
  * dropped, IDN converted to an A-label — is a served domain or alias. Everything else (foreign domains, IP
  * literals, quoted or routing local parts, no domain at all) is `550 5.7.1` relay denied, whatever the sender or
  * client. smtp-server has already stripped a source route (RFC 5321 App. C), so the final address is what we judge.
- * Non-ASCII without SMTPUTF8 is `553 5.6.7`. `address` is the normalised form handed on.
+ * A non-ASCII local part without SMTPUTF8 is `553 5.6.7`. `address` is the normalised form handed on. The listener
+ * runs smtp-server with lenientAddressParsing, so trailing dots and odd syntax reach this judgement instead of a
+ * bare `501` from the library.
  */
 export function classifyRecipient(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup): RecipientDecision {
-  if (NON_ASCII.test(rcpt) && !smtpUtf8) return { ok: false, reply: needsSmtpUtf8() };
   const denied = { ok: false as const, reply: relayDenied(rcpt) };
   const at = rcpt.lastIndexOf('@');
   if (at <= 0) return denied;
   const local = rcpt.slice(0, at);
+  // Only the local part tells: smtp-server hands over an A-label domain (xn--…) already decoded to Unicode, and
+  // the domain is re-encoded to an A-label below either way.
+  if (NON_ASCII.test(local) && !smtpUtf8) return { ok: false, reply: needsSmtpUtf8() };
   let domain = rcpt.slice(at + 1).replace(/\.$/, '');
   // RFC 5321 §4.1.3 address literals name a host, not a provisioned domain: never ours to accept.
   if (domain.startsWith('[') || !LOCAL_PART.test(local)) return denied;
@@ -223,6 +227,9 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     key: policy.tls.key,
     cert: policy.tls.cert,
     disabledCommands: ['AUTH'],
+    // classifyRecipient is the one judge of RCPT syntax (its refusal carries 5.7.1 and the reason); strict parsing in
+    // smtp-server would refuse `u@domain.` (a trailing dot, which we normalise) with a bare 501 first.
+    lenientAddressParsing: true,
     authOptional: true,
     // RFC 1870: advertised as `SIZE <n>`; a larger SIZE= at MAIL gets smtp-server's 552; an undeclared oversize is
     // refused by our guard after the final dot (rejectOversized stays off so the reply carries 5.3.4).

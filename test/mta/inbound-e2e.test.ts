@@ -352,12 +352,17 @@ t.test('relay tricks for foreign domains are all denied at RCPT, whatever the se
     'victim@corp.test.foreign.test',
     'victim@corp.test@foreign.test',
   ];
-  // smtp-server itself refuses the syntactically broken forms (quoted "@", trailing dot, two "@") with 501.
-  for (const rcpt of tricks) t.match(await s.cmd(`RCPT TO:<${rcpt}>`), /^(?:550 5\.7\.1|501 )/, rcpt);
+  // Two "@" outside quotes cannot be split into local part and domain: smtp-server answers 501 before our judge.
+  const syntax = new Set(['"victim@foreign.test"@corp.test', 'victim@corp.test@foreign.test']);
+  for (const rcpt of tricks) t.match(await s.cmd(`RCPT TO:<${rcpt}>`), syntax.has(rcpt) ? /^501 / : /^550 5\.7\.1/, rcpt);
   t.match(await s.cmd('RSET'), /^250/);
   t.match(await s.cmd('MAIL FROM:<>'), /^250/);
   t.match(await s.cmd('RCPT TO:<victim@foreign.test>'), /^550 5\.7\.1/, 'null sender: still denied');
   t.match(await s.cmd('RCPT TO:<bob@corp.test>'), /^250/, 'a served recipient is accepted');
+  t.match(await s.cmd('RCPT TO:<Carol@CORP.test.>'), /^250/, 'case and a trailing dot are normalised');
+  await w.provision('bücher.test', [{ port: sink.port }]);
+  t.match(await s.cmd('RCPT TO:<dan@xn--bcher-kva.test>'), /^250/, 'an A-label domain needs no SMTPUTF8');
+  t.match(await s.cmd('RCPT TO:<dän@corp.test>'), /^553 5\.6\.7/, 'a UTF-8 local part does');
   await s.quit();
   t.equal(w.queued(), 0);
 });
