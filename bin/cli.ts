@@ -280,7 +280,12 @@ function queueCommand(sub: string | undefined, rest: string[], store: QueueStore
     const message = store.findMessage(delivery.message_id);
     const out = {
       delivery: { ...delivery, next_attempt_at: iso(delivery.next_attempt_at), updated_at: iso(delivery.updated_at) },
-      message: message && { ...message, created_at: iso(message.created_at), expires_at: iso(message.expires_at) },
+      message: message && {
+        ...message,
+        created_at: iso(message.created_at),
+        expires_at: iso(message.expires_at),
+        verdicts: message.verdicts === null ? null : JSON.parse(message.verdicts),
+      },
       attempts: store.attemptsOf(delivery.id).map((a) => ({ ...a, at: iso(a.at) })),
     };
     io.stdout(JSON.stringify(out, null, opts.json ? 0 : 2) + '\n');

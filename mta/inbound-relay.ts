@@ -41,6 +41,7 @@ export function createInboundRelay(deps: { queue: Queue; hostname: string }): In
         senderId: null,
         recipients: msg.rcptTo,
         events: false,
+        verdicts: JSON.stringify(msg.verdicts),
       },
     ]);
   };

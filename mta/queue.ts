@@ -28,6 +28,8 @@ export interface EnqueueInput {
   dropped?: Map<string, { status: string; reason: string }>;
   /** Write webhook events for this message (outbound mail; not inbound relay or DSNs). */
   events: boolean;
+  /** JSON of the inbound filtering verdicts, stored with a relayed message. */
+  verdicts?: string | null;
 }
 
 export interface EnqueuedMessage {
@@ -125,6 +127,7 @@ export function createQueue(deps: QueueDeps) {
       senderId: input.senderId,
       createdAt: now,
       expiresAt: now + deps.lifetimeMs,
+      verdicts: input.verdicts ?? null,
     });
     const deliveryIds: number[] = [];
     const live: string[] = [];

@@ -418,4 +418,10 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (batch_id, event_id)
   ) STRICT, WITHOUT ROWID;
   `,
+
+  // 8: the inbound filtering verdicts (JSON array of step records) of a relayed message, kept with it (issue 5:
+  // "each step a verdict record … stored with the message"); NULL for outbound mail and DSNs.
+  `
+  ALTER TABLE messages ADD COLUMN verdicts TEXT;
+  `,
 ];

@@ -22,6 +22,8 @@ export interface MessageRow {
   sender_id: string | null;
   created_at: number;
   expires_at: number;
+  /** JSON array of the inbound filtering verdicts (relayed mail only). */
+  verdicts: string | null;
 }
 
 export interface DeliveryRow {
@@ -58,6 +60,8 @@ export interface NewMessage {
   senderId: string | null;
   createdAt: number;
   expiresAt: number;
+  /** JSON array of the inbound filtering verdicts (relayed mail only). */
+  verdicts?: string | null;
 }
 
 export interface AttemptRecord {
@@ -86,9 +90,9 @@ export function createQueueStore(db: Db) {
   const s = {
     insertMessage: db.prepare(
       `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
-         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at)
+         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts)
        VALUES (@accountId, @kind, @requestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
-         @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt)
+         @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts)
        RETURNING id`,
     ),
     insertBody: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
@@ -166,6 +170,7 @@ export function createQueueStore(db: Db) {
         ...m,
         transactional: m.transactional ? 1 : 0,
         size: m.raw.length,
+        verdicts: m.verdicts ?? null,
       }) as { id: number };
       s.insertBody.run(id, m.raw);
       return id;

@@ -151,6 +151,10 @@ t.test('a clean message is relayed with Authentication-Results from the local DN
   const res = await w.send({ to: ['Bob@CORP.test'], raw: await signed(message()) });
   t.match(res, { ok: true, response: /^250 2\.0\.0 Ok: queued as [0-9A-F]+/ });
   t.equal(w.queued(), 1, 'committed to the durable queue before 250');
+  const stored = w.stack.db.prepare("SELECT verdicts FROM messages WHERE kind = 'relay'").get() as { verdicts: string };
+  const steps = JSON.parse(stored.verdicts) as { step: string; verdict: string; reason: string }[];
+  t.same(steps.map((v) => v.step), ['lists', 'auth', 'spam', 'policy'], 'every step\'s verdict is stored with the message');
+  t.match(steps.at(-1), { step: 'policy', verdict: 'relay', reason: 'not-spam' });
   t.equal(sink.messages.length, 0, 'not relayed inline');
   t.equal(await deliverAll(w.stack), 1);
   t.equal(sink.messages.length, 1);
