@@ -20,6 +20,20 @@ export type DataGuardVerdict =
 export interface DataGuardOptions {
   /** Largest message accepted, in bytes (RFC 1870 message size: CRLFs included, stuffing dots and final dot not). */
   maxBytes: number;
+  /**
+   * Minimum transfer rate (Postfix smtpd_min_data_rate): DATA may last at most `graceMs + bytes / bytesPerSec`,
+   * checked as each chunk arrives; past it the stream fails with DataTooSlow. A client that sends nothing at all is
+   * the idle timeout's business.
+   */
+  minRate?: { bytesPerSec: number; graceMs: number; now: () => number } | undefined;
+}
+
+/** The error a guarded stream fails with when the client sends DATA slower than `minRate`. */
+export class DataTooSlow extends Error {
+  constructor(readonly bytes: number, readonly elapsedMs: number) {
+    super(`data transfer too slow: ${bytes} bytes in ${Math.round(elapsedMs / 1000)} s`);
+    this.name = 'DataTooSlow';
+  }
 }
 
 /**
@@ -31,6 +45,8 @@ export interface DataGuardOptions {
  */
 export class DataGuard extends Transform {
   private readonly maxBytes: number;
+  private readonly minRate: DataGuardOptions['minRate'];
+  private readonly startedAt: number;
   private count = 0;
   /** The previous chunk ended in CR: whether it was bare depends on the next byte. */
   private pendingCr = false;
@@ -41,6 +57,8 @@ export class DataGuard extends Transform {
   constructor(opts: DataGuardOptions) {
     super();
     this.maxBytes = opts.maxBytes;
+    this.minRate = opts.minRate;
+    this.startedAt = opts.minRate?.now() ?? 0;
   }
 
   /** Bytes seen so far. */
@@ -95,6 +113,10 @@ export class DataGuard extends Transform {
     }
     this.lastByte = chunk[chunk.length - 1] as number;
     this.count += chunk.length;
+    if (this.minRate) {
+      const elapsed = this.minRate.now() - this.startedAt;
+      if (elapsed > this.minRate.graceMs + (this.count * 1000) / this.minRate.bytesPerSec) return done(new DataTooSlow(this.count, elapsed));
+    }
     if (this.count <= this.maxBytes && this.bareCrAt < 0 && this.bareLfAt < 0) this.push(chunk);
     done();
   }

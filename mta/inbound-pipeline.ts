@@ -9,7 +9,10 @@ import { scoreMessage, SPAM_RULES, type SpamRule } from '../filters/spam-rules.j
 import { DEFAULT_DOMAIN_SETTINGS, type AbusePolicy, type InboundDomainStore, type ServedDomainRow } from '../storage/inbound-domains.js';
 import type { InboundListStore } from '../storage/inbound-lists.js';
 import type { QuarantineStore } from '../storage/quarantine.js';
+import { domainOf } from './address.js';
+import type { MxMessage } from './mx-listener.js';
 import { RSPAMD_SPAM_ACTIONS, type RspamdClient } from './rspamd-client.js';
+import type { SmtpDecision } from './smtp-reply.js';
 
 /** One message handed to the relay: it must resolve only once the message is durably committed (queue, fsync). */
 export interface RelayMessage {
@@ -28,21 +31,10 @@ export interface RelayMessage {
 export type InboundRelay = (msg: RelayMessage) => Promise<void>;
 
 /** The message as the MX listener has it at the end of DATA. */
-export interface InboundMessage {
-  mailFrom: string;
-  rcptTo: string[];
-  clientIp: string;
-  helo: string;
-  tls: boolean;
-  raw: Buffer;
-}
+export type InboundMessage = MxMessage;
 
 /** The reply to DATA: `code` and enhanced `status` (RFC 3463) and human text. */
-export interface DataReply {
-  code: number;
-  status: string;
-  message: string;
-}
+export type DataReply = SmtpDecision;
 
 export interface ListStepVerdict {
   step: 'lists';
@@ -131,10 +123,6 @@ const REPLIES = {
 
 const queued = (queueId: string): DataReply => ({ code: 250, status: '2.0.0', message: `Ok: queued as ${queueId}` });
 
-function domainOf(address: string): string {
-  const at = address.lastIndexOf('@');
-  return at < 0 ? '' : address.slice(at + 1).toLowerCase().replace(/\.$/, '');
-}
 
 /** The address as recipient-level lists store it: lower case, on the provisioned domain even when mailed via an alias. */
 function listRecipient(rcpt: string, served: ServedDomainRow): string {

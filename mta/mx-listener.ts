@@ -1,10 +1,11 @@
 // Owns the MX listener's SMTP session: who may connect, which recipients are accepted (served domains only, never
 // a relay), what DATA must look like (size, bare CR/LF, hop count), the Received field, and handing the message on.
-import { domainToASCII } from 'node:url';
 import pino, { type Logger } from 'pino';
-import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
-import { dataGuardReply, readGuarded } from './data-guard.js';
-import { relayDenied, SmtpReply, toSmtpReply } from './smtp-reply.js';
+import type { SMTPServerAddress, SMTPServerOptions } from 'smtp-server';
+import { createConnectionCaps, isLoopback } from './connection-caps.js';
+import { relayDenied, SmtpReply, toSmtpReply, type SmtpDecision } from './smtp-reply.js';
+import { checkMailbox, senderNeedsSmtpUtf8 } from './address.js';
+import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage } from './smtp-session.js';
 import type { TlsPair } from './tls.js';
 
 /** The message as the MX has it at the end of DATA (same shape as inbound-pipeline's InboundMessage). */
@@ -23,11 +24,7 @@ export interface MxMessage {
 }
 
 /** The reply to DATA an `onMessage` handler decides: code, RFC 3463 enhanced status and text. */
-export interface MxReply {
-  code: number;
-  status: string;
-  message: string;
-}
+export type MxReply = SmtpDecision;
 
 /** The served domain for a name (lower-case A-label, no trailing dot), or undefined: relay denied. */
 export type ServedDomainLookup = (name: string) => { id: number } | undefined;
@@ -66,14 +63,9 @@ export interface MxPolicy {
    * or sender refused at the earliest stage that knows). A reply refuses that recipient.
    */
   checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => MxReply | undefined;
-  /** Clock for the Received date. */
+  /** Clock for the Received date and the minimum DATA rate. */
   now?: () => number;
   logger?: Logger;
-}
-
-/** 127.0.0.0/8, ::1 and IPv4-mapped loopback. */
-function isLoopback(ip: string): boolean {
-  return ip === '::1' || ip.startsWith('127.') || ip.startsWith('::ffff:127.');
 }
 
 /** Defaults of the optional limits in MxPolicy. */
@@ -86,52 +78,24 @@ export const MX_DEFAULTS = Object.freeze({
   closeTimeoutMs: 30_000,
 });
 
-/** Lower-cased domain part of an address, without a trailing dot; '' when there is none. */
-export function domainOf(address: string): string {
-  const at = address.lastIndexOf('@');
-  return at < 0 ? '' : address.slice(at + 1).toLowerCase().replace(/\.$/, '');
-}
-
-// RFC 5321 §4.1.2 Dot-string of atext (RFC 6531 §3.3 adds UTF8-non-ascii), minus "%" and "!": they are atext but
-// old MTAs route on them (percent hack, bang paths), so a downstream could relay on our behalf. Quoted-string local
-// parts are refused for the same reason ("a@evil"@ours, nodemailer GHSA-mm7p-fcc7-pg87).
-const LOCAL_ATOM = "[A-Za-z0-9#$&'*+\\-/=?^_`{|}~\\u{80}-\\u{10FFFF}]+";
-const LOCAL_PART = new RegExp(`^${LOCAL_ATOM}(?:\\.${LOCAL_ATOM})*$`, 'u');
-const LDH_DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
-// eslint-disable-next-line no-control-regex
-const NON_ASCII = /[^\x00-\x7f]/;
-
-/** RFC 6531 §3.5: 553 with X.6.7 for a non-ASCII address in a transaction that did not declare SMTPUTF8. */
-const needsSmtpUtf8 = () => new SmtpReply(553, '5.6.7', 'Must declare SMTPUTF8 to send unicode address');
-
 export type RecipientDecision = { ok: true; address: string; domainId: number } | { ok: false; reply: SmtpReply };
 
 /**
- * Decides one RCPT address before any filter runs (ARCHITECTURE invariant 4). Accepted only when the local part is
- * a plain Dot-string without "%" or "!" and the domain — taken after the last "@", case-folded, one trailing dot
- * dropped, IDN converted to an A-label — is a served domain or alias. Everything else (foreign domains, IP
- * literals, quoted or routing local parts, no domain at all) is `550 5.7.1` relay denied, whatever the sender or
- * client. smtp-server has already stripped a source route (RFC 5321 App. C), so the final address is what we judge.
- * A non-ASCII local part without SMTPUTF8 is `553 5.6.7`. `address` is the normalised form handed on. The listener
- * runs smtp-server with lenientAddressParsing, so trailing dots and odd syntax reach this judgement instead of a
- * bare `501` from the library.
+ * Decides one RCPT address before any filter runs (ARCHITECTURE invariant 4). Accepted only when the address passes
+ * `checkMailbox` without routing characters ("%" and "!": old MTAs route on them, so a downstream could relay on
+ * our behalf; quoted local parts are refused for the same reason) and its domain is a served domain or alias.
+ * Everything else (foreign domains, IP literals, quoted or routing local parts, no domain at all) is `550 5.7.1`
+ * relay denied, whatever the sender or client. smtp-server has already stripped a source route (RFC 5321 App. C),
+ * so the final address is what we judge. A non-ASCII local part without SMTPUTF8 is `553 5.6.7`. `address` is the
+ * normalised form handed on. The listener runs smtp-server with lenientAddressParsing, so trailing dots and odd
+ * syntax reach this judgement instead of a bare `501` from the library.
  */
 export function classifyRecipient(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup): RecipientDecision {
-  const denied = { ok: false as const, reply: relayDenied(rcpt) };
-  const at = rcpt.lastIndexOf('@');
-  if (at <= 0) return denied;
-  const local = rcpt.slice(0, at);
-  // Only the local part tells: smtp-server hands over an A-label domain (xn--…) already decoded to Unicode, and
-  // the domain is re-encoded to an A-label below either way.
-  if (NON_ASCII.test(local) && !smtpUtf8) return { ok: false, reply: needsSmtpUtf8() };
-  let domain = rcpt.slice(at + 1).replace(/\.$/, '');
-  // RFC 5321 §4.1.3 address literals name a host, not a provisioned domain: never ours to accept.
-  if (domain.startsWith('[') || !LOCAL_PART.test(local)) return denied;
-  domain = NON_ASCII.test(domain) ? domainToASCII(domain) : domain.toLowerCase();
-  if (!LDH_DOMAIN.test(domain)) return denied;
-  const served = findServedDomain(domain);
-  if (!served) return denied;
-  return { ok: true, address: `${local}@${domain}`, domainId: served.id };
+  const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: false });
+  if (!mailbox.ok) return { ok: false, reply: mailbox.reason === 'utf8' ? needsSmtpUtf8() : relayDenied(rcpt) };
+  const served = findServedDomain(mailbox.domain);
+  if (!served) return { ok: false, reply: relayDenied(rcpt) };
+  return { ok: true, address: `${mailbox.local}@${mailbox.domain}`, domainId: served.id };
 }
 
 /** Received fields in the header section of `raw` (CRLF line ends), for loop detection (RFC 5321 §6.3). */
@@ -142,60 +106,6 @@ export function countReceived(raw: Buffer): number {
   let n = 0;
   for (const line of header.split('\r\n')) if (/^received[ \t]*:/i.test(line)) n++;
   return n;
-}
-
-/** RFC 5322 §3.3 date-time in UTC, e.g. `Sun, 22 Nov 2026 12:00:00 +0000`. */
-export function rfc5322Date(ms: number): string {
-  return new Date(ms).toUTCString().replace(/GMT$/, '+0000');
-}
-
-/** A token safe inside a Received comment: printable ASCII without parentheses or backslash, at most 64 chars. */
-function commentSafe(s: string): string {
-  return s.replace(/[^\x21-\x7e]|[()\\]/g, '?').slice(0, 64);
-}
-
-export interface ReceivedInfo {
-  hostname: string;
-  helo: string;
-  clientIp: string;
-  /** TLS protocol and cipher when the session ran over TLS. */
-  tls?: { version: string; cipher: string } | undefined;
-  /** RFC 3848 / RFC 6531 §3.7.3 `with` protocol: SMTP, ESMTP, ESMTPS, UTF8SMTP, UTF8SMTPS. */
-  protocol: string;
-  id: string;
-  /** The `for` clause, given only for a single recipient (as Postfix does, so a Bcc list is not exposed). */
-  rcpt?: string | undefined;
-  date: number;
-}
-
-/**
- * The trace field we prepend (RFC 5321 §4.4):
- * `Received: from <helo> ([ip]) (using <tls>) by <hostname> (Sluice) with <proto> id <id> for <rcpt>; <date>`.
- * A HELO that is neither a domain nor an address literal is replaced by the client's address literal and shown,
- * defanged, in the comment; IPv6 literals use the `IPv6:` tag (RFC 5321 §4.1.3).
- */
-export function receivedHeader(r: ReceivedInfo): string {
-  const literal = r.clientIp.includes(':') ? `[IPv6:${r.clientIp}]` : `[${r.clientIp}]`;
-  const heloOk = /^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$/i.test(r.helo) || /^\[(?:IPv6:)?[0-9a-f:.]+\]$/i.test(r.helo);
-  const from = heloOk ? `from ${r.helo} (${literal})` : `from ${literal} (${literal} helo=${commentSafe(r.helo) || 'none'})`;
-  const lines = [`Received: ${from}`];
-  if (r.tls) lines.push(`\t(using ${commentSafe(r.tls.version)} with cipher ${commentSafe(r.tls.cipher)})`);
-  lines.push(`\tby ${r.hostname} (Sluice) with ${r.protocol} id ${r.id}`);
-  lines.push(r.rcpt ? `\tfor <${r.rcpt}>; ${rfc5322Date(r.date)}` : `\t; ${rfc5322Date(r.date)}`);
-  return lines.join('\r\n') + '\r\n';
-}
-
-function protocolOf(session: SMTPServerSession): string {
-  const secure = session.secure ? 'S' : '';
-  if (session.envelope.smtpUtf8) return `UTF8SMTP${secure}`;
-  return `${session.openingCommand === 'EHLO' ? 'ESMTP' : 'SMTP'}${secure}`;
-}
-
-/** The reply smtp-server should send for a handler's decision; unknown codes are temporary (invariant 3). */
-function replyToCallback(reply: MxReply): { err: SmtpReply | null; message?: string } {
-  if (reply.code >= 200 && reply.code < 300) return { err: null, message: `${reply.status} ${reply.message}` };
-  if (reply.code >= 400 && reply.code < 600) return { err: new SmtpReply(reply.code, reply.status, reply.message) };
-  return { err: toSmtpReply(undefined) };
 }
 
 /**
@@ -215,9 +125,14 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
   const maxBytes = policy.maxMessageBytes;
   const now = policy.now ?? Date.now;
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'mx' });
-  // Sessions counted against the caps (by session id), so a refused one is not subtracted at close.
-  const counted = new Map<string, string>();
-  const perIp = new Map<string, number>();
+  // Loopback is exempt from the per-IP cap (still under the global one), as Postfix exempts $mynetworks by default
+  // (smtpd_client_event_limit_exceptions): local filters and health checks share one address.
+  const caps = createConnectionCaps({
+    hostname: policy.hostname,
+    maxPerIp: limits.maxConnectionsPerIp,
+    maxTotal: limits.maxConnections,
+    exempt: policy.perIpCapExempt ?? isLoopback,
+  });
   // The normalised form of each accepted RCPT, keyed by the object smtp-server keeps in envelope.rcptTo.
   const normalised = new WeakMap<SMTPServerAddress, string>();
 
@@ -240,34 +155,15 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     closeTimeout: policy.closeTimeoutMs ?? MX_DEFAULTS.closeTimeoutMs,
 
     onConnect(session, callback) {
-      const ip = session.remoteAddress;
-      const fromIp = perIp.get(ip) ?? 0;
-      // 421: service not available, try later (RFC 5321 §3.8); 4.7.0 as Postfix uses for connection limits.
-      if (counted.size >= limits.maxConnections) {
-        return callback(new SmtpReply(421, '4.7.0', `${policy.hostname} Error: too many connections, try again later`));
-      }
-      // Loopback is exempt from the per-IP cap (still under the global one), as Postfix exempts $mynetworks by
-      // default (smtpd_client_event_limit_exceptions): local filters and health checks share one address.
-      if (fromIp >= limits.maxConnectionsPerIp && !(policy.perIpCapExempt ?? isLoopback)(ip)) {
-        return callback(new SmtpReply(421, '4.7.0', `${policy.hostname} Error: too many connections from ${ip}`));
-      }
-      counted.set(session.id, ip);
-      perIp.set(ip, fromIp + 1);
-      callback();
+      callback(caps.admit(session.id, session.remoteAddress) ?? null);
     },
 
     onClose(session) {
-      const ip = counted.get(session.id);
-      if (ip === undefined) return;
-      counted.delete(session.id);
-      const left = (perIp.get(ip) ?? 1) - 1;
-      if (left > 0) perIp.set(ip, left);
-      else perIp.delete(ip);
+      caps.release(session.id);
     },
 
     onMailFrom(address, session, callback) {
-      // RFC 6531 §3.5: a UTF-8 reverse-path needs SMTPUTF8 on this MAIL command. smtp-server accepts it without.
-      if (NON_ASCII.test(address.address) && !session.envelope.smtpUtf8) return callback(needsSmtpUtf8());
+      if (senderNeedsSmtpUtf8(address.address, session.envelope.smtpUtf8 === true)) return callback(needsSmtpUtf8());
       callback();
     },
 
@@ -296,57 +192,27 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     },
 
     onData(stream, session, callback) {
-      let answered = false;
-      const answer = (err: SmtpReply | null, message?: string) => {
-        if (answered) return;
-        answered = true;
-        callback(err, message);
-      };
-      const run = async () => {
-        const { verdict, raw } = await readGuarded(stream, { maxBytes });
-        const refused = dataGuardReply(verdict, maxBytes);
-        if (refused) {
-          log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
-          return answer(refused);
-        }
+      const minRate = { ...MIN_DATA_RATE, now };
+      runDataStage(stream, session, callback, { maxBytes, minRate, log }, async (raw) => {
         // RFC 5321 §6.3: a message that has passed through too many hosts is looping; 5.4.6 routing loop detected.
         const hops = countReceived(raw);
         if (hops > limits.maxHops) {
           log.info({ sessionId: session.id, hops }, 'message refused: too many hops');
-          return answer(new SmtpReply(554, '5.4.6', `Too many hops (${hops} Received header fields): mail forwarding loop`));
+          return { code: 554, status: '5.4.6', message: `Too many hops (${hops} Received header fields): mail forwarding loop` };
         }
-        const rcptTo = session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
-        const cipher = session.secure && session.tlsOptions ? session.tlsOptions : undefined;
-        const received = receivedHeader({
-          hostname: policy.hostname,
-          helo: session.hostNameAppearsAs || '',
-          clientIp: session.remoteAddress,
-          tls: cipher ? { version: cipher.version, cipher: cipher.name } : undefined,
-          protocol: protocolOf(session),
-          id: `${session.id}.${session.transaction}`,
-          rcpt: rcptTo.length === 1 ? rcptTo[0] : undefined,
-          date: now(),
-        });
         if (!policy.onMessage) {
           // Nothing can take the message yet: temporary, so the sender keeps it and retries (never a silent 250).
-          return answer(new SmtpReply(451, '4.3.2', 'Inbound delivery is not available yet, try again later'));
+          return { code: 451, status: '4.3.2', message: 'Inbound delivery is not available yet, try again later' };
         }
-        const reply = await policy.onMessage({
+        const rcptTo = session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
+        return policy.onMessage({
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           rcptTo,
           clientIp: session.remoteAddress,
           helo: session.hostNameAppearsAs || '',
           tls: session.secure,
-          raw: Buffer.concat([Buffer.from(received, 'utf8'), raw]),
+          raw: Buffer.concat([Buffer.from(receivedFor(session, policy.hostname, rcptTo, now()), 'utf8'), raw]),
         });
-        const r = replyToCallback(reply);
-        answer(r.err, r.message);
-      };
-      // A stream that fails or closes early means the client left mid-DATA: onMessage was not called, and the
-      // 451 goes nowhere. An error from onMessage is temporary (invariant 3).
-      run().catch((err: unknown) => {
-        if (!(err instanceof SmtpReply)) log.warn({ sessionId: session.id, err }, 'data stage failed');
-        answer(toSmtpReply(err));
       });
     },
   };

@@ -23,8 +23,20 @@ export interface ListenerExtras {
 // configurable, keeping the library's own connection-limit check and its "talk too soon" refusal of anything the
 // client sends before the greeting. The override reads the delay from the server's options.
 const GREET_DELAY = Symbol.for('sluice.greetDelayMs');
+// smtp-server gives handlers no way to end a connection; the same override hands each session a function that
+// sends a 421 (which smtp-server follows by closing), for a client the DATA stage must cut off (too slow).
+const CLOSE = Symbol.for('sluice.closeSession');
+
+/** Sends `421 <text>` on the session's connection and closes it (RFC 5321 §3.8). False for a foreign session. */
+export function closeSession(session: object, text: string): boolean {
+  const close = (session as Record<symbol, unknown>)[CLOSE];
+  if (typeof close !== 'function') return false;
+  (close as (text: string) => void)(text);
+  return true;
+}
+
 let patched = false;
-function patchGreetDelay(): void {
+function patchConnectionInit(): void {
   if (patched) return;
   patched = true;
   type Conn = {
@@ -33,8 +45,11 @@ function patchGreetDelay(): void {
     _setListeners(cb: () => void): void;
     send(code: number, text: string, tnx?: boolean): void;
     connectionReady(): void;
+    session: object;
   };
   (SMTPConnection.prototype as unknown as { init(this: Conn): void }).init = function init(this: Conn) {
+    // smtp-server keeps one session object per connection (reset in place), so this survives RSET and STARTTLS.
+    Object.defineProperty(this.session, CLOSE, { value: (text: string) => this.send(421, text) });
     this._setListeners(() => {
       const opts = this._server.options;
       if (typeof opts.maxClients === 'number' && opts.maxClients > 0 && this._server.connections.size > opts.maxClients) {
@@ -49,7 +64,7 @@ function patchGreetDelay(): void {
 
 /** Starts `options` on `listen`; resolves once bound, rejects on a bind error (port in use, no permission). */
 export function startSmtpListener(name: string, listen: HostPort, options: SMTPServerOptions, extras: ListenerExtras = {}): Promise<SmtpListener> {
-  patchGreetDelay();
+  patchConnectionInit();
   const server = new SMTPServer({ logger: false, ...options, [GREET_DELAY]: extras.greetDelayMs ?? 0 } as SMTPServerOptions);
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => reject(new Error(`${name}: cannot listen on ${formatHostPort(listen)}: ${err.message}`));

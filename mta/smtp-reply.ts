@@ -20,3 +20,20 @@ export function toSmtpReply(err: unknown): SmtpReply {
 
 /** RFC 5321 §3.6.2 / RFC 3463 5.7.1: the relay-denied reply for recipients we do not serve. */
 export const relayDenied = (rcpt: string) => new SmtpReply(550, '5.7.1', `<${rcpt}>: Relay access denied`);
+
+/** A decision on a stage of a transaction (the reply to DATA, a refused RCPT): code, RFC 3463 status and text. */
+export interface SmtpDecision {
+  code: number;
+  status: string;
+  message: string;
+}
+
+/**
+ * A decision as smtp-server's callback arguments: 2xx → no error and the text; 4xx/5xx → an SmtpReply; any other
+ * code is treated as unknown, which means temporary (ARCHITECTURE invariant 3).
+ */
+export function decisionToCallback(d: SmtpDecision): { err: SmtpReply | null; message?: string } {
+  if (d.code >= 200 && d.code < 300) return { err: null, message: `${d.status} ${d.message}` };
+  if (d.code >= 400 && d.code < 600) return { err: new SmtpReply(d.code, d.status, d.message) };
+  return { err: toSmtpReply(undefined) };
+}

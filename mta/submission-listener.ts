@@ -1,14 +1,13 @@
 // Owns the submission listener's SMTP session: AUTH after TLS with failure limits, sender authorization, limits.
-import { domainToASCII } from 'node:url';
 import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import type { LockdownVerdict } from '../filters/lockdown.js';
 import type { AccountRow } from '../storage/accounts.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
-import { dataGuardReply, readGuarded } from './data-guard.js';
-import { receivedHeader } from './mx-listener.js';
-import { SmtpReply, toSmtpReply } from './smtp-reply.js';
-import type { SmtpDecision, SubmittedMessage } from './submission.js';
+import { SmtpReply, toSmtpReply, type SmtpDecision } from './smtp-reply.js';
+import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
+import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage } from './smtp-session.js';
+import type { SubmittedMessage } from './submission.js';
 import type { TlsPair } from './tls.js';
 
 /** Failed AUTH attempts allowed per client address and per user name within AUTH_FAILURE_WINDOW_MS. */
@@ -83,45 +82,15 @@ export function createAuthFailureCounter(now: () => number = Date.now) {
 }
 export type AuthFailureCounter = ReturnType<typeof createAuthFailureCounter>;
 
-/** The domain part of an address, lower-cased, without a trailing dot; '' when there is none. */
-function domainOf(address: string): string {
-  const at = address.lastIndexOf('@');
-  return at < 0 ? '' : address.slice(at + 1).toLowerCase().replace(/\.$/, '');
-}
-
-// RFC 5321 §4.1.2 Dot-string of atext (RFC 6531 §3.3 adds UTF8-non-ascii). Quoted-string local parts are refused:
-// legal but rare from apps, and the classic way to smuggle a second address past a parser (GHSA-mm7p-fcc7-pg87).
-const LOCAL_ATOM = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~\\u{80}-\\u{10FFFF}]+";
-const LOCAL_PART = new RegExp(`^${LOCAL_ATOM}(?:\\.${LOCAL_ATOM})*$`, 'u');
-const LDH_DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
-// eslint-disable-next-line no-control-regex
-const NON_ASCII = /[^\x00-\x7f]/;
-
-/** RFC 6531 §3.5: 553 with X.6.7 for a non-ASCII address in a transaction that did not declare SMTPUTF8. */
-const needsSmtpUtf8 = () => new SmtpReply(553, '5.6.7', 'Must declare SMTPUTF8 to send unicode address');
-
 /**
- * Checks one RCPT address of an authenticated session: a Dot-string local part and a DNS domain (IDN converted to
- * an A-label; address literals refused: they name a host, and we route by MX). Returns the normalised address or
- * the refusal: `553 5.1.3` bad destination address syntax (RFC 3463), `553 5.6.7` for unicode without SMTPUTF8.
+ * Checks one RCPT address of an authenticated session with `checkMailbox` ("%" and "!" allowed: we route by MX,
+ * never on them). Returns the normalised address or the refusal: `553 5.1.3` bad destination address syntax
+ * (RFC 3463; address literals and dotless domains included), `553 5.6.7` for unicode without SMTPUTF8.
  */
 export function classifySubmissionRecipient(rcpt: string, smtpUtf8: boolean): { ok: true; address: string } | { ok: false; reply: SmtpReply } {
-  if (NON_ASCII.test(rcpt) && !smtpUtf8) return { ok: false, reply: needsSmtpUtf8() };
-  const bad = { ok: false as const, reply: new SmtpReply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`) };
-  const at = rcpt.lastIndexOf('@');
-  if (at <= 0) return bad;
-  const local = rcpt.slice(0, at);
-  let domain = rcpt.slice(at + 1).replace(/\.$/, '');
-  if (domain.startsWith('[') || !LOCAL_PART.test(local)) return bad;
-  domain = NON_ASCII.test(domain) ? domainToASCII(domain) : domain.toLowerCase();
-  if (!LDH_DOMAIN.test(domain)) return bad;
-  return { ok: true, address: `${local}@${domain}` };
-}
-
-/** RFC 3848 / RFC 6531 §3.7.3 `with` keyword: ESMTPSA = ESMTP + STARTTLS/TLS + AUTH. */
-function protocolOf(session: SMTPServerSession): string {
-  const base = session.envelope.smtpUtf8 ? 'UTF8SMTP' : session.openingCommand === 'EHLO' ? 'ESMTP' : 'SMTP';
-  return `${base}${session.secure ? 'S' : ''}${session.user ? 'A' : ''}`;
+  const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: true });
+  if (mailbox.ok) return { ok: true, address: `${mailbox.local}@${mailbox.domain}` };
+  return { ok: false, reply: mailbox.reason === 'utf8' ? needsSmtpUtf8() : new SmtpReply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`) };
 }
 
 /**
@@ -236,7 +205,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         return callback(authAllowed(session) ? new SmtpReply(530, '5.7.0', 'Authentication required') : mustStartTls());
       }
       const addr = address.address;
-      if (NON_ASCII.test(addr) && !session.envelope.smtpUtf8) return callback(needsSmtpUtf8());
+      if (senderNeedsSmtpUtf8(addr, session.envelope.smtpUtf8 === true)) return callback(needsSmtpUtf8());
       if (addr === '' || !policy.lockdown) return callback();
       const domain = domainOf(addr);
       policy
@@ -267,53 +236,23 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
     },
 
     onData(stream, session, callback) {
-      let answered = false;
-      const answer = (err: SmtpReply | null, message?: string) => {
-        if (answered) return;
-        answered = true;
-        callback(err, message);
-      };
-      const run = async () => {
-        const { verdict, raw } = await readGuarded(stream, { maxBytes });
-        const refused = dataGuardReply(verdict, maxBytes);
-        if (refused) {
-          log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
-          return answer(refused);
-        }
+      const minRate = { ...MIN_DATA_RATE, now };
+      runDataStage(stream, session, callback, { maxBytes, minRate, log }, async (raw) => {
         const account = sessions.get(session.id);
-        if (!account) return answer(new SmtpReply(530, '5.7.0', 'Authentication required'));
-        if (!policy.onMessage) return answer(new SmtpReply(451, '4.3.2', 'Submission is not available, try again later'));
+        if (!account) return { code: 530, status: '5.7.0', message: 'Authentication required' };
+        if (!policy.onMessage) return { code: 451, status: '4.3.2', message: 'Submission is not available, try again later' };
         // Recipients are unique by construction; a repeat RCPT leaves two entries in smtp-server's list.
         const rcptTo = [...new Set(session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address))];
-        const cipher = session.secure && session.tlsOptions ? session.tlsOptions : undefined;
-        const clientName = session.hostNameAppearsAs || '';
-        const d = await policy.onMessage({
+        return policy.onMessage({
           account,
           username: account.handle,
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           rcptTo,
           clientIp: session.remoteAddress,
-          clientName,
-          trace: receivedHeader({
-            hostname: policy.hostname,
-            helo: clientName,
-            clientIp: session.remoteAddress,
-            tls: cipher ? { version: cipher.version, cipher: cipher.name } : undefined,
-            protocol: protocolOf(session),
-            id: `${session.id}.${session.transaction}`,
-            rcpt: rcptTo.length === 1 ? rcptTo[0] : undefined,
-            date: now(),
-          }),
+          clientName: session.hostNameAppearsAs || '',
+          trace: receivedFor(session, policy.hostname, rcptTo, now()),
           raw,
         });
-        if (d.code >= 200 && d.code < 300) return answer(null, `${d.status} ${d.message}`);
-        // Unknown codes are temporary (ARCHITECTURE invariant 3).
-        answer(d.code >= 400 && d.code < 600 ? new SmtpReply(d.code, d.status, d.message) : toSmtpReply(undefined));
-      };
-      // A stream that ends early (client gone mid-DATA) rejects: onMessage never ran, nothing was queued.
-      run().catch((err: unknown) => {
-        if (!(err instanceof SmtpReply)) log.warn({ sessionId: session.id, err }, 'submission DATA failed');
-        answer(toSmtpReply(err));
       });
     },
   };

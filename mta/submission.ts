@@ -4,8 +4,10 @@ import addressparser from 'nodemailer/lib/addressparser';
 import { decideSuppression } from '../filters/suppression.js';
 import { headerValues, splitMessage } from '../filters/message-headers.js';
 import { usagePeriod, type AccountRow } from '../storage/accounts.js';
+import { domainOf } from './address.js';
 import { signMessage } from './dkim-sign.js';
 import { effectiveLimit, newRequestId, type SendDeps } from './send.js';
+import type { SmtpDecision } from './smtp-reply.js';
 
 /** What the submission listener hands over at the end of DATA. */
 export interface SubmittedMessage {
@@ -24,17 +26,7 @@ export interface SubmittedMessage {
   raw: Buffer;
 }
 
-export interface SmtpDecision {
-  code: number;
-  status: string;
-  message: string;
-}
-
 const refuse = (code: number, status: string, message: string): SmtpDecision => ({ code, status, message });
-
-function domainOf(address: string): string {
-  return address.slice(address.lastIndexOf('@') + 1).toLowerCase().replace(/\.$/, '');
-}
 
 /** The addresses of every From field (RFC 5322 §3.6.2 allows a list), lower-cased domains. */
 export function fromDomains(raw: Buffer): { addresses: string[]; domains: string[] } {

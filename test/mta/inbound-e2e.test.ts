@@ -360,6 +360,8 @@ t.test('relay tricks for foreign domains are all denied at RCPT, whatever the se
   const syntax = new Set(['"victim@foreign.test"@corp.test', 'victim@corp.test@foreign.test']);
   for (const rcpt of tricks) t.match(await s.cmd(`RCPT TO:<${rcpt}>`), syntax.has(rcpt) ? /^501 / : /^550 5\.7\.1/, rcpt);
   t.match(await s.cmd('RSET'), /^250/);
+  t.match(await s.cmd('MAIL FROM:<a@xn--bcher-kva.test>'), /^250/, 'an A-label sender domain needs no SMTPUTF8');
+  t.match(await s.cmd('RSET'), /^250/);
   t.match(await s.cmd('MAIL FROM:<>'), /^250/);
   t.match(await s.cmd('RCPT TO:<victim@foreign.test>'), /^550 5\.7\.1/, 'null sender: still denied');
   t.match(await s.cmd('RCPT TO:<bob@corp.test>'), /^250/, 'a served recipient is accepted');

@@ -61,3 +61,40 @@ t.test('loopback is exempt from the per-IP cap by default, but not from the glob
   t.match(over.line, /^421 4\.7\.0 .*too many connections, try again later/);
   for (const s of [...sessions, over]) s.socket.destroy();
 });
+
+t.test('a client slower than 500 bytes/s past the 300 s grace is cut off mid-DATA with 421 4.4.2; nothing handed on', async (t) => {
+  let clock = Date.UTC(2026, 10, 22);
+  const handed: unknown[] = [];
+  const port = await listener(t, {
+    findServedDomain: () => ({ id: 1 }),
+    now: () => clock,
+    onMessage: async (m) => {
+      handed.push(m);
+      return { code: 250, status: '2.0.0', message: 'Ok' };
+    },
+  });
+  const { socket } = await greet(port);
+  const replies: string[] = [];
+  let waiting: ((line: string) => void) | undefined;
+  socket.removeAllListeners('data');
+  socket.on('data', (d: string) => {
+    for (const line of d.split('\r\n').filter(Boolean)) {
+      if (/^\d{3} /.test(line)) {
+        replies.push(line);
+        waiting?.(line);
+      }
+    }
+  });
+  const closed = new Promise<void>((r) => socket.once('close', () => r()));
+  const send = (line: string) => new Promise<string>((r) => ((waiting = r), socket.write(line)));
+  t.match(await send('EHLO slow.test\r\n'), /^250 /);
+  t.match(await send('MAIL FROM:<a@sender.test>\r\n'), /^250 /);
+  t.match(await send('RCPT TO:<bob@corp.test>\r\n'), /^250 /);
+  t.match(await send('DATA\r\n'), /^354 /);
+  socket.write('Subject: slow\r\n\r\n');
+  clock += 300_000 + 1_000; // the grace and then some, for 17 bytes
+  const cut = await send('a line that arrives far too late\r\n');
+  t.match(cut, /^421 4\.4\.2 /);
+  await closed;
+  t.equal(handed.length, 0, 'the message was not handed on');
+});
