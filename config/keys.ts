@@ -161,11 +161,16 @@ function parsePath(raw: unknown): string {
 }
 
 /** Whole days 1-3650 (ten years), for retention periods. */
-function parseDays(raw: unknown, source: Source): number {
-  const n = source === 'env' ? Number(str(raw)) : raw;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 3650) throw new Error('expected whole days 1-3650');
-  return n;
+/** A parser for a whole number in [min, max] (a TOML integer, or digits in the environment); `what` names the unit. */
+function integer(min: number, max: number, what: string) {
+  return (raw: unknown, source: Source): number => {
+    const n = source === 'env' ? Number(str(raw)) : raw;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) throw new Error(`expected ${what} ${min}-${max}`);
+    return n;
+  };
 }
+
+const parseDays = integer(1, 3650, 'whole days');
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -199,21 +204,13 @@ export const KEYS: readonly KeySpec[] = [
     doc: 'Largest message the MX accepts, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4.',
     defaultText: '31457280',
     default: () => 31_457_280,
-    parse: (raw, source) => {
-      const n = source === 'env' ? Number(str(raw)) : raw;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1024 || n > 1_073_741_824) throw new Error('expected bytes 1024-1073741824');
-      return n;
-    },
+    parse: integer(1024, 1_073_741_824, 'bytes'),
   }),
   spec('smtp.mx.greet_delay_ms', {
     doc: 'Pause before the 220 greeting; a client that talks first is refused (early-talker check, as Postfix postscreen\'s greet wait). 0 greets at once, as Postfix smtpd does.',
     defaultText: '0',
     default: () => 0,
-    parse: (raw, source) => {
-      const n = source === 'env' ? Number(str(raw)) : raw;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 30_000) throw new Error('expected milliseconds 0-30000');
-      return n;
-    },
+    parse: integer(0, 30_000, 'milliseconds'),
   }),
   spec('smtp.submission.listen', {
     doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
@@ -227,21 +224,13 @@ export const KEYS: readonly KeySpec[] = [
     doc: 'Largest message accepted over submission, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4 (the REST limit is 30 MB too).',
     defaultText: '31457280',
     default: () => 31_457_280,
-    parse: (raw, source) => {
-      const n = source === 'env' ? Number(str(raw)) : raw;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1024 || n > 1_073_741_824) throw new Error('expected bytes 1024-1073741824');
-      return n;
-    },
+    parse: integer(1024, 1_073_741_824, 'bytes'),
   }),
   spec('smtp.submission.max_connections_per_ip', {
     doc: 'Concurrent submission sessions from one client address; more get 421 4.7.0 at connect.',
     defaultText: '50',
     default: () => 50,
-    parse: (raw, source) => {
-      const n = source === 'env' ? Number(str(raw)) : raw;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 10_000) throw new Error('expected a count 1-10000');
-      return n;
-    },
+    parse: integer(1, 10_000, 'a count'),
   }),
   spec('smtp.submission.allow_insecure_loopback_auth', {
     doc: 'Let a client on 127.0.0.0/8 or ::1 AUTH without TLS (a local app that cannot do STARTTLS); everyone else must use TLS first.',
@@ -319,11 +308,7 @@ export const KEYS: readonly KeySpec[] = [
     doc: 'TCP port dialled on MX hosts (RFC 5321 uses 25; tests and benchmarks on loopback use another).',
     defaultText: '25',
     default: () => 25,
-    parse: (raw, source) => {
-      const n = source === 'env' ? Number(str(raw)) : raw;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65535) throw new Error('expected a port 1-65535');
-      return n;
-    },
+    parse: integer(1, 65535, 'a port'),
   }),
   spec('outbound.public_ip', {
     doc: 'Public address receivers see our outbound mail come from; check-domain evaluates SPF for it.',
@@ -361,11 +346,7 @@ export const KEYS: readonly KeySpec[] = [
     doc: 'Deadline in milliseconds for one rspamd check; past it the scanner counts as down.',
     defaultText: '5000',
     default: () => 5000,
-    parse: (raw, source) => {
-      const n = source === 'env' ? Number(str(raw)) : raw;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 600_000) throw new Error('expected milliseconds 1-600000');
-      return n;
-    },
+    parse: integer(1, 600_000, 'milliseconds'),
   }),
   spec('filters.rspamd.failure', {
     doc: 'When rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header.',
@@ -377,11 +358,7 @@ export const KEYS: readonly KeySpec[] = [
     doc: 'Days a quarantined message is kept; an unreleased message is never pruned before then.',
     defaultText: '30',
     default: () => 30,
-    parse: (raw, source) => {
-      const n = source === 'env' ? Number(str(raw)) : raw;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 3650) throw new Error('expected whole days 1-3650');
-      return n;
-    },
+    parse: parseDays,
   }),
   spec('retention.log_days', {
     doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept; rows of mail still queued, deferred or held are never pruned.',

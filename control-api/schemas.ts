@@ -1,5 +1,6 @@
 // Owns schema pieces shared by several routes (TypeBox: one definition feeds validation, types and OpenAPI).
 import { Type } from '@sinclair/typebox';
+import { badRequest } from './errors.js';
 
 /** Account and sub-account handles (SDK client rule: lower-case letters and digits, 3–128). */
 export const HANDLE_PATTERN = '^[a-z0-9]{3,128}$';
@@ -38,3 +39,17 @@ export const UsageStats = Type.Object({
   period_end_date: Type.String({ format: 'date' }),
   total_usage: Type.Integer(),
 });
+
+/** A date filter in a query: `YYYY-MM-DD` (midnight UTC) or `YYYY-MM-DDTHH:MM:SSZ`. */
+export const DateOrDateTime = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}:\\d{2}Z)?$',
+  errorMessage: 'must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ',
+});
+
+/** A DateOrDateTime value as epoch ms (undefined when absent); 400 naming `field` for an impossible date. */
+export function parseWhen(field: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+  if (!Number.isFinite(ms)) throw badRequest(`${field}: not a valid date`);
+  return ms;
+}

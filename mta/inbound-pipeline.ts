@@ -23,6 +23,8 @@ export interface RelayMessage {
   domainIds: number[];
   /** The id given in the 250 reply and the logs. */
   queueId: string;
+  /** The message's Message-ID without <> (parsed once by the pipeline), or null when it has none. */
+  messageId: string | null;
   /** The filtering verdict records, to store with the queued message. */
   verdicts: StepVerdict[];
 }
@@ -311,7 +313,8 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     // Commit: quarantine rows first, then each relay; 250 only after every commit.
     const from = firstHeader(split.headers, 'from');
     const subject = firstHeader(split.headers, 'subject');
-    const messageId = firstHeader(split.headers, 'message-id');
+    const messageIdHeader = firstHeader(split.headers, 'message-id');
+    const messageId = messageIdHeader ? messageIdHeader.replace(/^<|>$/g, '') : null;
     for (const q of quarantines) {
       const stripName = (q.served.spam_header_name ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName).toLowerCase();
       const raw = rewriteHeaders(msg.raw, split, {
@@ -329,7 +332,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
         helo: msg.helo,
         fromHeader: from,
         subject,
-        messageId: messageId ? messageId.replace(/^<|>$/g, '') : null,
+        messageId,
         score: spam.score,
         reason: 'abuse-policy-quarantine',
         verdicts,
@@ -339,7 +342,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       });
     }
     for (const r of relays.values()) {
-      await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, raw: r.raw, domainIds: r.domainIds, queueId, verdicts });
+      await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, raw: r.raw, domainIds: r.domainIds, queueId, messageId, verdicts });
     }
     return queued(queueId);
   }

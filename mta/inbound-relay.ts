@@ -8,14 +8,6 @@ import { hostAddresses, type DeliveryHost, type RouteResult } from './resolve-ro
 /** At most this many downstream addresses are tried per attempt. */
 export const MAX_DOWNSTREAM_ADDRESSES = 20;
 
-/** The Message-ID of a raw message (without <>), for logs and DSNs; '' when it has none. */
-function messageIdOf(raw: Buffer): string {
-  const end = raw.indexOf('\r\n\r\n');
-  const head = raw.subarray(0, end < 0 ? Math.min(raw.length, 65536) : end).toString('latin1');
-  const m = /^message-id:[ \t]*(?:\r\n[ \t]+)?<?([^\r\n<>]{1,900})>?/im.exec(head);
-  return m?.[1]?.trim() ?? '';
-}
-
 /**
  * The pipeline's relay step: one queue entry (kind `relay`, no account, no webhook events) per call, resolved only
  * once committed with synchronous=FULL, so the MX answers 250 only for mail that survives a crash (ARCHITECTURE
@@ -28,7 +20,7 @@ export function createInboundRelay(deps: { queue: Queue; hostname: string }): In
         account: null,
         kind: 'relay',
         requestId: msg.queueId,
-        messageId: messageIdOf(msg.raw) || `${msg.queueId}@${deps.hostname}`,
+        messageId: msg.messageId || `${msg.queueId}@${deps.hostname}`,
         mailFrom: msg.mailFrom,
         fromEmail: null,
         subject: null,

@@ -32,6 +32,7 @@ export async function releaseQuarantined(
       raw,
       domainIds: [row.domain_id],
       queueId: row.queue_id,
+      messageId: row.message_id,
       verdicts: JSON.parse(row.verdicts) as StepVerdict[],
     });
   } catch {

@@ -4,7 +4,7 @@ import type { KeyPrincipal } from '../../storage/accounts.js';
 import type { NewSuppression, SuppressionSource } from '../../storage/suppressions.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
 import { defineRoute, type AnyRoute, type RequestInfo } from '../route.js';
-import { TxError } from '../schemas.js';
+import { DateOrDateTime, parseWhen, TxError } from '../schemas.js';
 import type { Services } from '../services.js';
 
 /** Total entries one request may create, counting the copies made for sub-accounts (api.md §2.7: 413 beyond). */
@@ -41,17 +41,6 @@ const Listed = Type.Object({
   suppression_types: Type.Array(Type.String()),
 });
 
-const DateOrDateTime = Type.String({
-  pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}:\\d{2}Z)?$',
-  errorMessage: 'must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ',
-});
-
-function parseWhen(field: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (!Number.isFinite(ms)) throw badRequest(`${field}: not a valid date`);
-  return ms;
-}
 
 /**
  * Validates and inserts one request's entries (plus, with add_to_sub_accounts, a copy for every live sub-account,

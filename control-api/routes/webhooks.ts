@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { BatchStatus, WebhookBatchRow } from '../../storage/webhooks.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { TxError } from '../schemas.js';
+import { DateOrDateTime, parseWhen, TxError } from '../schemas.js';
 
 const DAY_MS = 86_400_000;
 /** api.md §2.2: batch listing windows. */
@@ -40,17 +40,6 @@ const ResendResult = Type.Object({
 
 const PublicKey = Type.Object({ id: Type.String(), key: Type.String({ description: 'SPKI PEM of the Ed25519 public key' }) });
 
-const DateOrDateTime = Type.String({
-  pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}:\\d{2}Z)?$',
-  errorMessage: 'must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ',
-});
-
-function parseWhen(field: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (!Number.isFinite(ms)) throw badRequest(`${field}: not a valid date`);
-  return ms;
-}
 
 /** `2xx` and `2xx_response` both name a category (the spec lists the short forms; records carry the long ones). */
 function parseStatus(v: string): BatchStatus {

@@ -1,38 +1,12 @@
 // Fault test: SIGKILL the server while the MX is accepting mail; after a restart every 250'd message is relayed.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import readline from 'node:readline';
+import { execFileSync } from 'node:child_process';
 import nodemailer from 'nodemailer';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
+import { BIN, exited, serveBinary } from '../helpers/serve-binary.js';
 import { tempDir, testEnv } from '../helpers/stack.js';
 
-const BIN = path.resolve('dist/bin/sluice.js');
-
-function serve(t: Test, dataDir: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const listening = new Promise<any>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const obj = JSON.parse(line);
-        if (obj.msg === 'listening') resolve(obj);
-      } catch {
-        /* not a log line */
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
-  });
-  return { child, listening };
-}
-
-const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())));
 const hostPort = (s: string) => ({ host: s.slice(0, s.lastIndexOf(':')), port: Number(s.slice(s.lastIndexOf(':') + 1)) });
 
 t.test('every message that got a 250 from the MX is relayed after kill -9 and restart', async (t) => {
@@ -41,7 +15,7 @@ t.test('every message that got a 250 from the MX is relayed after kill -9 and re
   const dns = await startDnsServer(t, { 'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] } });
   const env = { SLUICE_DNS_SERVERS: dns.address };
   const dir = tempDir(t);
-  const first = serve(t, dir, env);
+  const first = serveBinary(t, dir, env);
   const info = await first.listening;
   const cliEnv = { ...process.env, ...testEnv(dir), ...env };
   const created = JSON.parse(execFileSync(process.execPath, [BIN, 'keys', 'create', '--account', 'default', '--scope', 'inbound', '--json'], { env: cliEnv }).toString());
@@ -90,7 +64,7 @@ t.test('every message that got a 250 from the MX is relayed after kill -9 and re
   await Promise.all(senders);
   t.ok(accepted.size >= 100, `${accepted.size} messages got 250 before the kill`);
 
-  const second = serve(t, dir, env);
+  const second = serveBinary(t, dir, env);
   await second.listening;
   const subjects = () => new Set(downstream.messages.map((m) => /\r\nSubject: (kill9-mx-\d+)\r\n/.exec('\r\n' + m.raw.toString())?.[1]));
   // Event-driven wait (bounded by the test timeout) until every accepted subject has reached the downstream.

@@ -1,35 +1,9 @@
 // Fault test: SIGKILL the server while sends are being accepted; after a restart every 202'd message is delivered.
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import readline from 'node:readline';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { tempDir, testEnv } from '../helpers/stack.js';
-
-const BIN = path.resolve('dist/bin/sluice.js');
-
-function serve(t: Test, dataDir: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  const lines: any[] = [];
-  const listening = new Promise<any>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const obj = JSON.parse(line);
-        lines.push(obj);
-        if (obj.msg === 'listening') resolve(obj);
-      } catch { /* not a log line */ }
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
-  });
-  return { child, lines, listening };
-}
-
-const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())));
+import { exited, serveBinary } from '../helpers/serve-binary.js';
+import { tempDir } from '../helpers/stack.js';
 
 t.test('every message that got a 202 is delivered after kill -9 and restart', async (t) => {
   t.setTimeout(90_000);
@@ -37,7 +11,7 @@ t.test('every message that got a 202 is delivered after kill -9 and restart', as
   const dns = await startDnsServer(t, { 'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] }, 'mx.rcpt.test': { A: ['127.0.0.1'] } });
   const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_LOCKDOWN: 'off' };
   const dir = tempDir(t);
-  const first = serve(t, dir, env);
+  const first = serveBinary(t, dir, env);
   const info = await first.listening;
   const apiKey = first.lines.find((l) => l.api_key).api_key as string;
   const base = `http://${info.http}`;
@@ -78,7 +52,7 @@ t.test('every message that got a 202 is delivered after kill -9 and restart', as
   await Promise.all(senders);
   t.ok(accepted.size >= 150, `${accepted.size} sends acknowledged before the kill`);
 
-  const second = serve(t, dir, env);
+  const second = serveBinary(t, dir, env);
   await second.listening;
   const subjects = () => new Set(sink.messages.map((m) => /\r\nSubject: (kill9-\d+)\r\n/.exec('\r\n' + m.raw.toString())?.[1]));
   // Wait (event-driven, bounded by the test timeout) until every acknowledged subject has arrived.

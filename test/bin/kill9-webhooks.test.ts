@@ -1,38 +1,12 @@
 // Fault test: SIGKILL the server while a webhook POST is in flight; after a restart every event reaches the receiver.
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import readline from 'node:readline';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { openDatabase } from '../../storage/database.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { tempDir, testEnv } from '../helpers/stack.js';
-
-const BIN = path.resolve('dist/bin/sluice.js');
-
-function serve(t: Test, dataDir: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  const lines: any[] = [];
-  const listening = new Promise<any>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const obj = JSON.parse(line);
-        lines.push(obj);
-        if (obj.msg === 'listening') resolve(obj);
-      } catch { /* not a log line */ }
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
-  });
-  return { child, lines, listening };
-}
-
-const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())));
+import { exited, serveBinary } from '../helpers/serve-binary.js';
+import { tempDir } from '../helpers/stack.js';
 
 t.test('no event is lost when the server is killed during a webhook POST', async (t) => {
   t.setTimeout(90_000);
@@ -65,7 +39,7 @@ t.test('no event is lost when the server is killed during a webhook POST', async
 
   const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_LOCKDOWN: 'off' };
   const dir = tempDir(t);
-  const first = serve(t, dir, env);
+  const first = serveBinary(t, dir, env);
   const info = await first.listening;
   const apiKey = first.lines.find((l) => l.api_key).api_key as string;
   const base = `http://${info.http}`;
@@ -90,7 +64,7 @@ t.test('no event is lost when the server is killed during a webhook POST', async
   first.child.kill('SIGKILL');
   await exited(first.child);
 
-  const second = serve(t, dir, env);
+  const second = serveBinary(t, dir, env);
   await second.listening;
   await sink.waitFor(MESSAGES);
   // Every event row in the outbox (processed + delivered per message) must reach the receiver, bounded by the timeout.

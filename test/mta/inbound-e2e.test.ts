@@ -260,7 +260,7 @@ t.test('weighted split: 1,000 messages over weights 1:3 land within ±5 points o
   for (let i = 0; i < 1000; i += 100) {
     await Promise.all(
       Array.from({ length: 100 }, (_, j) =>
-        w.stack.services.relayInbound({ mailFrom: 'alice@sender.test', rcptTo: ['bob@corp.test'], raw: Buffer.from(message({ id: `w${i + j}` })), domainIds: [], queueId: `Q${i + j}`, verdicts: [] }),
+        w.stack.services.relayInbound({ mailFrom: 'alice@sender.test', rcptTo: ['bob@corp.test'], raw: Buffer.from(message({ id: `w${i + j}` })), domainIds: [], queueId: `Q${i + j}`, messageId: `w${i + j}@sender.test`, verdicts: [] }),
       ),
     );
   }

@@ -1,0 +1,41 @@
+// Owns running the built `sluice serve` binary as a child process for fault tests (kill -9 and restart).
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { Test } from 'tap';
+import { testEnv } from './stack.js';
+
+/** The compiled CLI (`npm test` builds first). */
+export const BIN = path.resolve('dist/bin/sluice.js');
+
+/**
+ * Starts `sluice serve` on `dataDir` with every listener on loopback port 0 and `env` on top; killed with SIGKILL at
+ * teardown if still running. `lines` collects its JSON log lines; `listening` resolves with the `listening` line
+ * (rejects if the process exits first).
+ */
+export function serveBinary(t: Test, dataDir: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const lines: any[] = [];
+  const listening = new Promise<any>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const obj = JSON.parse(line);
+        lines.push(obj);
+        if (obj.msg === 'listening') resolve(obj);
+      } catch {
+        /* not a log line */
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
+  });
+  return { child, lines, listening };
+}
+
+/** Resolves once `c` has exited (at once if it already has). */
+export const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())));
