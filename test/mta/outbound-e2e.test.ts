@@ -264,6 +264,30 @@ t.test('hostile input: nothing is queued', async (t) => {
   t.equal(w.events().length, 0);
 });
 
+t.test('Domain Lockdown covers the envelope sender: a foreign envelope_from is refused with 403 like a foreign From', async (t) => {
+  const w = await world(t);
+  const refused = (domain: string) => [`domain ${domain} is not authorized to send for this account (lockdown-no-record)`];
+  const root = await w.send(mail('a@rcpt.test', { envelope_from: { email: 'bounce@someone-elses.test' } }));
+  t.equal(root.status, 403);
+  t.same(root.body.errors, refused('someone-elses.test'), 'the same message shape as for From');
+  const from = await w.send(mail('a@rcpt.test', { from: { email: 'app@someone-elses.test' } }));
+  t.same(from.body.errors, refused('someone-elses.test'), 'the From refusal it mirrors');
+  const perPersonalization = await w.send({
+    ...mail('a@rcpt.test'),
+    personalizations: [{ to: [{ email: 'a@rcpt.test' }] }, { to: [{ email: 'b@rcpt.test' }], envelope_from: { email: 'b@Other-Sender.TEST' } }],
+  });
+  t.equal(perPersonalization.status, 403, 'a personalization envelope_from is checked too');
+  t.same(perPersonalization.body.errors, refused('other-sender.test'));
+  const dry = await w.send(mail('a@rcpt.test', { envelope_from: { email: 'bounce@someone-elses.test' } }), '/tx/v1/send?dry-run=true');
+  t.equal(dry.status, 403, 'a dry run is refused as well');
+  t.equal(w.messageCount(), 0, 'nothing was queued');
+
+  const ok = await w.send(mail('a@rcpt.test', { envelope_from: { email: 'bounces@sender.test' } }));
+  t.equal(ok.status, 202, 'an authorized envelope sender is accepted');
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages[0]?.mailFrom, 'bounces@sender.test');
+});
+
 t.test('check-domain reports DKIM, SPF, lockdown and MX over real DNS', async (t) => {
   const w = await world(t);
   await publishDkim(w, 's1');
