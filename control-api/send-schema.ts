@@ -4,6 +4,7 @@ import Mustache from 'mustache';
 import {
   asciiDomain, CONTROL, isTemplated, normalizeAddress, renderTemplate, type DkimFields,
 } from '../mta/compose.js';
+import { fitsSmtpPath } from '../mta/address.js';
 import { normalizePrivateKey } from '../mta/dkim-sign.js';
 
 /** Recipients per list, personalizations per request and attachments per request (OAS-E maxItems). */
@@ -134,6 +135,9 @@ const CONTENT_ID = /^[\x21-\x3b\x3d\x3f-\x7e]+$/;
 // RFC 6376 §3.1: a selector is one or more labels (periods allowed; '_' tolerated as DNS does).
 const SELECTOR = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$/;
 
+/** Why an address with "<", ">", white space or a control character is refused (RFC 5321 §4.1.2, even quoted). */
+export const UNSENDABLE_ADDRESS = 'invalid email address: "<", ">", white space and control characters cannot be sent over SMTP';
+
 /** Strict base64 (RFC 4648 §4, `=` padding only at the end); MIME line breaks and spaces are tolerated. */
 export function isBase64(s: string): boolean {
   const compact = s.replace(/[\r\n \t]/g, '');
@@ -143,7 +147,8 @@ export function isBase64(s: string): boolean {
 /**
  * Checks the send rules a schema cannot express, on a body that already passed `MailSendBody`. Returns one message per
  * problem, each naming its field (`personalizations[0].to[1].email: invalid email address`); empty when valid.
- * Rules: address syntax (IDN domains allowed; local part RFC 5321 dot-atom or quoted string); no CR, LF or other
+ * Rules: address syntax (IDN domains allowed; local part RFC 5321 dot-atom or quoted string; nothing the SMTP client
+ * would refuse to write: no "<", ">", white space or controls even when quoted, for every address); no CR, LF or other
  * control character in any header name or value, subject, display name or rendered subject (RFC 5322 §2.2: such a
  * value would start a new header line, so it is refused, never written); header names printable ASCII without ':';
  * reserved headers refused case-insensitively; DKIM: domain ⇒ selector, private key ⇒ domain and selector, the
@@ -160,7 +165,9 @@ export function validateSendBody(body: SendBody): string[] {
 
   const checkAddress = (field: string, a: Address | undefined, withName: boolean) => {
     if (!a) return;
-    if (!normalizeAddress(a.email)) add(`${field}.email`, 'invalid email address');
+    // The SMTP client's own rule first (mta/address.ts fitsSmtpPath), so a quoted "john doe"@x.test is told why.
+    if (!fitsSmtpPath(a.email)) add(`${field}.email`, UNSENDABLE_ADDRESS);
+    else if (!normalizeAddress(a.email)) add(`${field}.email`, 'invalid email address');
     if (withName && a.name !== undefined && CONTROL.test(a.name)) add(`${field}.name`, 'must not contain CR, LF or control characters');
   };
 

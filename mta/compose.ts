@@ -5,6 +5,7 @@ import Mustache from 'mustache';
 import type Mail from 'nodemailer/lib/mailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { SendBody } from '../control-api/send-schema.js';
+import { fitsSmtpPath } from './address.js';
 
 /** Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB); the send routes answer 413 beyond it. */
 export const MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
@@ -42,10 +43,12 @@ export function asciiDomain(domain: string): string | undefined {
 /**
  * Checks a mailbox and returns it with its domain as a lower-case A-label, or undefined. The local part must be an
  * RFC 5321 dot-atom or quoted string (ASCII: we do not offer SMTPUTF8) of at most 64 octets and the whole at most
- * 254 octets (RFC 5321 §4.5.3.1); the domain may be an IDN (see `asciiDomain`).
+ * 254 octets (RFC 5321 §4.5.3.1); the domain may be an IDN (see `asciiDomain`). The address must also fit an SMTP
+ * path as our client writes it (`fitsSmtpPath`: no "<", ">", white space or controls, even quoted), so the API
+ * refuses what would otherwise only bounce locally (5.1.3 / 5.1.7).
  */
 export function normalizeAddress(email: string): { address: string; local: string; domain: string } | undefined {
-  if (CONTROL.test(email)) return undefined;
+  if (!fitsSmtpPath(email)) return undefined;
   const at = email.lastIndexOf('@');
   if (at <= 0) return undefined;
   const local = email.slice(0, at);

@@ -248,6 +248,11 @@ t.test('hostile input: nothing is queued', async (t) => {
     ['CRLF in header name', mail('a@rcpt.test', { headers: { 'X-A\r\nBcc': 'v' } }), 400],
     ['CRLF in recipient', mail('a@rcpt.test>\r\nRCPT TO:<evil@else.test'), 400],
     ['CRLF in envelope_from', mail('a@rcpt.test', { envelope_from: { email: 'b@sender.test\r\nRSET' } }), 400],
+    // Quoted local parts the SMTP client would refuse: they bounced locally as 5.1.3 / 5.1.7 after a 202.
+    ['quoted space in a recipient', mail('"john doe"@rcpt.test'), 400],
+    ['quoted angle brackets in a cc', mail('a@rcpt.test', { personalizations: [{ to: [{ email: 'a@rcpt.test' }], cc: [{ email: '"<x>"@rcpt.test' }] }] }), 400],
+    ['quoted space in envelope_from', mail('a@rcpt.test', { envelope_from: { email: '"b b"@sender.test' } }), 400],
+    ['quoted ">" in reply_to', mail('a@rcpt.test', { reply_to: { email: '"a>b"@sender.test' } }), 400],
     ['reserved header', mail('a@rcpt.test', { headers: { 'dkim-signature': 'x' } }), 400],
     ['reserved header, odd case', mail('a@rcpt.test', { headers: { 'MESSAGE-id': '<x@y>' } }), 400],
     ['unauthorized From', mail('a@rcpt.test', { from: { email: 'ceo@evil.test' } }), 403],
