@@ -174,6 +174,25 @@ t.test('quoted local parts the SMTP client would refuse ("<", ">", spaces) are r
   t.equal(fitsSmtpPath('"john.doe"@x.test'), true, 'a quoted local part without them is fine');
 });
 
+t.test('headers that cannot be written within 998-octet lines are refused (RFC 5322 §2.1.1)', async (t) => {
+  const word = 'w'.repeat(998);
+  const structured = (n: number) =>
+    `header value has ${n} characters without white space; a structured header line cannot exceed 998 octets (only X- headers and Comments are encoded to fit)`;
+  t.same(problems({ ...base(), headers: { 'List-Id': word } }).errors, [`headers.List-Id: ${structured(998)}`]);
+  t.same(problems(withP({ headers: { 'In-Reply-To': `<${word}@x.test>` } })).errors, [`personalizations[0].headers.In-Reply-To: ${structured(1007)}`]);
+  t.same(problems({ ...base(), headers: { [`X-${'n'.repeat(75)}`]: 'v' } }).errors, [
+    `headers.X-${'n'.repeat(75)}: header name must be at most 76 characters (a field name cannot be folded)`,
+  ]);
+  // What can be written: a word that fits a 998-octet line, unstructured fields (RFC 2047-encoded), non-ASCII text
+  // (always encoded), long values with spaces (folded), a 76-character name.
+  for (const headers of [
+    { 'List-Id': 'w'.repeat(997) }, { 'X-Data': 'x'.repeat(5000) }, { Comments: 'c'.repeat(5000) }, { Keywords: 'é'.repeat(2000) },
+    { References: '<a@b.test> '.repeat(500) }, { [`X-${'n'.repeat(74)}`]: 'v' },
+  ]) {
+    t.same(problems({ ...base(), headers }).errors, [], Object.keys(headers)[0]!);
+  }
+});
+
 t.test('hostile CR/LF in subject, names and headers is refused, never written', async (t) => {
   const cases: Array<[Json, string]> = [
     [{ ...base(), subject: 'Hi\r\nBcc: evil@x.test' }, 'subject: must not contain CR, LF or control characters'],
