@@ -4,6 +4,8 @@ import Mustache from 'mustache';
 import {
   asciiDomain, CONTROL, isTemplated, normalizeAddress, renderTemplate, type DkimFields,
 } from '../mta/compose.js';
+import { fitsSmtpPath } from '../mta/address.js';
+import { FOLDABLE_WORD, isUnstructuredField, longestWord, MAX_LINE_OCTETS, MAX_WORD } from '../mta/header-lines.js';
 import { normalizePrivateKey } from '../mta/dkim-sign.js';
 
 /** Recipients per list, personalizations per request and attachments per request (OAS-E maxItems). */
@@ -127,12 +129,17 @@ type Address = Static<typeof EmailAddress>;
 
 // RFC 5322 §2.2: a field name is printable US-ASCII except the colon.
 const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
+// Printable ASCII and HTAB: a value MailComposer writes as it is (anything else it RFC 2047-encodes).
+const PRINTABLE = /^[\x20-\x7e\t]*$/;
 // RFC 6838 §4.2: type "/" subtype of restricted-name characters, then optional parameters.
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\s*;[\x20-\x7e]*)?$/;
 // RFC 2392: the id goes inside <…> in Content-ID, so printable ASCII without '<', '>' and spaces.
 const CONTENT_ID = /^[\x21-\x3b\x3d\x3f-\x7e]+$/;
 // RFC 6376 §3.1: a selector is one or more labels (periods allowed; '_' tolerated as DNS does).
 const SELECTOR = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$/;
+
+/** Why an address with "<", ">", white space or a control character is refused (RFC 5321 §4.1.2, even quoted). */
+export const UNSENDABLE_ADDRESS = 'invalid email address: "<", ">", white space and control characters cannot be sent over SMTP';
 
 /** Strict base64 (RFC 4648 §4, `=` padding only at the end); MIME line breaks and spaces are tolerated. */
 export function isBase64(s: string): boolean {
@@ -143,9 +150,12 @@ export function isBase64(s: string): boolean {
 /**
  * Checks the send rules a schema cannot express, on a body that already passed `MailSendBody`. Returns one message per
  * problem, each naming its field (`personalizations[0].to[1].email: invalid email address`); empty when valid.
- * Rules: address syntax (IDN domains allowed; local part RFC 5321 dot-atom or quoted string); no CR, LF or other
+ * Rules: address syntax (IDN domains allowed; local part RFC 5321 dot-atom or quoted string; nothing the SMTP client
+ * would refuse to write: no "<", ">", white space or controls even when quoted, for every address); no CR, LF or other
  * control character in any header name or value, subject, display name or rendered subject (RFC 5322 §2.2: such a
- * value would start a new header line, so it is refused, never written); header names printable ASCII without ':';
+ * value would start a new header line, so it is refused, never written); header names printable ASCII without ':',
+ * at most 76 characters; no custom header that cannot be written in lines of 998 octets (RFC 5322 §2.1.1: an ASCII
+ * word longer than 997 octets in a field other than X- and Comments, which are RFC 2047-encoded instead);
  * reserved headers refused case-insensitively; DKIM: domain ⇒ selector, private key ⇒ domain and selector, the
  * key must be a usable RSA key; text/plain and text/html each at most once; mustache templates parse;
  * attachments: valid base64, unique content_id, safe filename and type; campaign_id ≤ 48 characters without
@@ -160,7 +170,9 @@ export function validateSendBody(body: SendBody): string[] {
 
   const checkAddress = (field: string, a: Address | undefined, withName: boolean) => {
     if (!a) return;
-    if (!normalizeAddress(a.email)) add(`${field}.email`, 'invalid email address');
+    // The SMTP client's own rule first (mta/address.ts fitsSmtpPath), so a quoted "john doe"@x.test is told why.
+    if (!fitsSmtpPath(a.email)) add(`${field}.email`, UNSENDABLE_ADDRESS);
+    else if (!normalizeAddress(a.email)) add(`${field}.email`, 'invalid email address');
     if (withName && a.name !== undefined && CONTROL.test(a.name)) add(`${field}.name`, 'must not contain CR, LF or control characters');
   };
 
@@ -172,8 +184,16 @@ export function validateSendBody(body: SendBody): string[] {
         add(f, 'header name must be printable ASCII without ":" or whitespace');
         continue;
       }
-      if (isReservedHeader(name)) add(f, 'is a reserved header and cannot be set');
+      if (name.length > FOLDABLE_WORD) {
+        add(f, `header name must be at most ${FOLDABLE_WORD} characters (a field name cannot be folded)`);
+      } else if (isReservedHeader(name)) add(f, 'is a reserved header and cannot be set');
       else if (CONTROL.test(value)) add(f, 'header value must not contain CR, LF or control characters');
+      else if (!isUnstructuredField(name) && PRINTABLE.test(value) && longestWord(value) > MAX_WORD) {
+        // RFC 5322 §2.1.1: no line over 998 octets. A structured value folds only at its white space and cannot be
+        // RFC 2047-encoded (X- fields and Comments can; non-ASCII text is encoded in any field).
+        add(f, `header value has ${longestWord(value)} characters without white space; a structured header line cannot ` +
+          `exceed ${MAX_LINE_OCTETS} octets (only X- headers and Comments are encoded to fit)`);
+      }
     }
   };
 

@@ -41,16 +41,31 @@ export function normaliseEmail(raw: string): string | undefined {
   return domain ? `${local.toLowerCase()}@${domain}` : undefined;
 }
 
+// RFC 1123 §2.1: a host name's top label is alphabetic, so an all-digit single label is never a host name.
+const SINGLE_LABEL = /^(?=.*[a-z])[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
 /**
  * The canonical form of a downstream `target`, or undefined. The spec asks for "the canonical hostname of the host
  * providing the service, ending in a dot" (OAS-I DownstreamAddress): host names are normalised like domains and
- * stored with the trailing dot (one is added when missing). IP literals (IPv4, IPv6, IPv6 in brackets) are accepted
- * too, stored bare, so a downstream without DNS works; ≤ 255 characters.
+ * stored with the trailing dot (one is added when missing). A single-label name is accepted when it ends in a dot
+ * (`localhost.`, or a name the operating system resolves, e.g. from /etc/hosts): the dot says it is meant as it
+ * stands, not a typo for a domain. IP literals (IPv4; IPv6 bare, in brackets or as RFC 5321 `[IPv6:…]`) are
+ * accepted too, stored bare, so a downstream without DNS — or on the same machine — works; ≤ 255 characters.
  */
 export function normaliseDownstreamTarget(raw: string): string | undefined {
   if (raw.length === 0 || raw.length > 255) return undefined;
-  const bare = raw.startsWith('[') && raw.endsWith(']') ? raw.slice(1, -1) : raw;
+  const bare = raw.startsWith('[') && raw.endsWith(']') ? raw.slice(1, -1).replace(/^IPv6:(?=.*:)/i, '') : raw;
   if (isIP(bare) !== 0) return bare.includes('%') ? undefined : bare.toLowerCase();
+  const label = raw.endsWith('.') ? domainToASCII(raw.slice(0, -1).toLowerCase()) : '';
+  if (SINGLE_LABEL.test(label)) return `${label}.`;
   const name = normaliseDomain(raw.endsWith('.') ? raw : `${raw}.`);
   return name ? `${name}.` : undefined;
+}
+
+/** Why `raw` is not a downstream target (for the API's 400), naming the forms that are accepted. */
+export function badDownstreamTargetReason(raw: string): string {
+  if (SINGLE_LABEL.test(raw.toLowerCase())) {
+    return `"${raw}" is a single-label name: write it with the trailing dot ("${raw}.") to mean that host`;
+  }
+  return `"${raw}" is not a host name (mx.example.com, or a single label ending in "." such as localhost.) or an IP address`;
 }

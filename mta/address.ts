@@ -1,4 +1,4 @@
-// Owns address helpers with no I/O: the domain of an address and the mailbox syntax our SMTP listeners accept.
+// Owns address helpers with no I/O: the domain of an address, the mailbox syntax we accept, what fits an SMTP path.
 import { domainToASCII } from 'node:url';
 
 // RFC 5321 §4.1.2 Dot-string of atext (RFC 6531 §3.3 adds UTF8-non-ascii). Quoted-string local parts are refused:
@@ -31,6 +31,20 @@ export function checkMailbox(address: string, opts: { smtpUtf8: boolean; allowRo
   domain = NON_ASCII.test(domain) ? domainToASCII(domain) : domain.toLowerCase();
   if (!LDH_DOMAIN.test(domain)) return syntax;
   return { ok: true, local, domain };
+}
+
+// RFC 5321 §4.1.2: a Path is "<" Mailbox ">" with no controls in it; CR/LF would inject a command, "<" or ">" would
+// end the path early, and white space ends the MAIL/RCPT argument (esmtp-params follow it, RFC 5321 §4.1.1.2).
+const NOT_IN_SMTP_PATH = /[\x00-\x1f\x7f<>\s]/;
+
+/**
+ * True when `address` can be written between the angle brackets of MAIL FROM / RCPT TO as it is: no control
+ * character, no "<" or ">" and no white space (legal in a quoted local part, but our SMTP client never writes one).
+ * The one rule both the SMTP client (mta/smtp-client.ts, which bounces such an address locally) and the REST door
+ * (mta/compose.ts normalizeAddress → 400) apply, so REST never accepts an address that can only bounce.
+ */
+export function fitsSmtpPath(address: string): boolean {
+  return !NOT_IN_SMTP_PATH.test(address);
 }
 
 /** Lower-cased domain part of an address, without a trailing dot; '' when there is none. */

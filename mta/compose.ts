@@ -4,7 +4,10 @@ import { domainToASCII } from 'node:url';
 import Mustache from 'mustache';
 import type Mail from 'nodemailer/lib/mailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
+import MimeNode from 'nodemailer/lib/mime-node';
 import type { SendBody } from '../control-api/send-schema.js';
+import { fitsSmtpPath } from './address.js';
+import { encodedPhrase, encodeLongWords, foldLine, isUnstructuredField, MAX_WORD } from './header-lines.js';
 
 /** Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB); the send routes answer 413 beyond it. */
 export const MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
@@ -42,10 +45,12 @@ export function asciiDomain(domain: string): string | undefined {
 /**
  * Checks a mailbox and returns it with its domain as a lower-case A-label, or undefined. The local part must be an
  * RFC 5321 dot-atom or quoted string (ASCII: we do not offer SMTPUTF8) of at most 64 octets and the whole at most
- * 254 octets (RFC 5321 §4.5.3.1); the domain may be an IDN (see `asciiDomain`).
+ * 254 octets (RFC 5321 §4.5.3.1); the domain may be an IDN (see `asciiDomain`). The address must also fit an SMTP
+ * path as our client writes it (`fitsSmtpPath`: no "<", ">", white space or controls, even quoted), so the API
+ * refuses what would otherwise only bounce locally (5.1.3 / 5.1.7).
  */
 export function normalizeAddress(email: string): { address: string; local: string; domain: string } | undefined {
-  if (CONTROL.test(email)) return undefined;
+  if (!fitsSmtpPath(email)) return undefined;
   const at = email.lastIndexOf('@');
   if (at <= 0) return undefined;
   const local = email.slice(0, at);
@@ -165,6 +170,21 @@ function clean(s: string): string {
   return s.replace(/[\r\n]+/g, ' ').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
 }
 
+/**
+ * The whole address field, folded, when a display name in it is a word too long to fold (`encodedPhrase`): then
+ * MailComposer, which writes an ASCII name as one quoted-string and takes no prepared value for address fields,
+ * would write a line past 998 octets (RFC 5322 §2.1.1). Other names are formatted by MailComposer's own rules.
+ * Undefined when MailComposer can write the field itself.
+ */
+function addressField(key: string, list: Mail.Address[]): string | undefined {
+  const phrases = list.map((a) => (a.name ? encodedPhrase(a.name) : undefined));
+  if (phrases.every((p) => p === undefined)) return undefined;
+  const value = list
+    .map((a, i) => (phrases[i] !== undefined ? `${phrases[i]} <${a.address}>` : MimeNode.encodeHeaderValue(key, [a])))
+    .join(', ');
+  return foldLine(`${key}: ${value}`);
+}
+
 function escapeAttr(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
@@ -218,7 +238,12 @@ export async function composeMessages(body: SendBody, opts: ComposeOptions): Pro
     for (const src of [body.headers, p.headers]) {
       for (const [key, value] of Object.entries(src ?? {})) {
         const lower = key.toLowerCase();
-        if (lower !== 'list-unsubscribe-post') headers.set(lower, { key, value: clean(value) });
+        if (lower === 'list-unsubscribe-post') continue;
+        // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
+        // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
+        // value was refused by validateSendBody).
+        const text = clean(value);
+        headers.set(lower, { key, value: isUnstructuredField(key) ? encodeLongWords(text, MAX_WORD) : text });
       }
     }
     if (url !== undefined && !headers.has('list-unsubscribe')) {
@@ -237,13 +262,26 @@ export async function composeMessages(body: SendBody, opts: ComposeOptions): Pro
     const subject = clean(templated ? renderTemplate(writer, rawSubject, data, false) : rawSubject);
 
     const id = `${crypto.randomUUID()}@${opts.hostname}`;
+    // Address fields. One with a display name too long to fold is written by us (addressField) and put above
+    // MailComposer's header block: RFC 5322 §3.6 lets fields come in any order.
+    const addresses: Pick<Mail.Options, 'from' | 'to' | 'cc' | 'replyTo'> = {};
+    const ownFields: string[] = [];
+    const lists: ['from' | 'to' | 'cc' | 'replyTo', string, Mail.Address[]][] = [
+      ['from', 'From', [addr(from)]],
+      ['to', 'To', p.to.map(addr)],
+      ['cc', 'Cc', (p.cc ?? []).map(addr)],
+      ['replyTo', 'Reply-To', replyTo ? [addr(replyTo)] : []],
+    ];
+    for (const [option, key, list] of lists) {
+      const field = list.length > 0 ? addressField(key, list) : undefined;
+      if (field !== undefined) ownFields.push(`${field}\r\n`);
+      else if (list.length > 0) addresses[option] = list;
+    }
     const mail: Mail.Options = {
-      from: addr(from),
-      to: p.to.map(addr),
-      ...(p.cc && p.cc.length > 0 ? { cc: p.cc.map(addr) } : {}),
       // Bcc is deliberately not given to MailComposer: it appears in the envelope (recipients) only.
-      ...(replyTo ? { replyTo: addr(replyTo) } : {}),
-      subject,
+      ...addresses,
+      // RFC 5322 §2.1.1: a word too long to fold becomes RFC 2047 encoded-words (the subject is unstructured).
+      subject: encodeLongWords(subject),
       ...(plain ? { text: render(plain.value, false, plain.template_type === 'mustache') } : {}),
       ...(html ? { html: render(html.value, true, html.template_type === 'mustache') } : {}),
       // fresh objects per message: MailComposer normalises attachment objects in place
@@ -255,7 +293,8 @@ export async function composeMessages(body: SendBody, opts: ComposeOptions): Pro
       disableFileAccess: true,
       disableUrlAccess: true,
     };
-    const raw = await new MailComposer(mail).compile().build();
+    const built = await new MailComposer(mail).compile().build();
+    const raw = ownFields.length > 0 ? Buffer.concat([Buffer.from(ownFields.join(''), 'utf8'), built]) : built;
 
     const group = dkimGroup(body, p);
     const dkim: ComposedMessage['dkim'] = {};

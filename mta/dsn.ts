@@ -1,5 +1,6 @@
 // Owns building RFC 3464 delivery status notifications (bounces) for permanently failed recipients.
 import crypto from 'node:crypto';
+import { foldLines } from './header-lines.js';
 
 export interface DsnRecipient {
   rcpt: string;
@@ -42,7 +43,8 @@ export function headerBlock(raw: Buffer, max = 64 * 1024): string {
 /**
  * A complete RFC 5322 message: `multipart/report; report-type=delivery-status` (RFC 6522) with a human-readable
  * part, a `message/delivery-status` part (RFC 3464 §2: per-message fields, then per-recipient fields with
- * `Action: failed`, `Status`, `Diagnostic-Code: smtp; …`), and the original headers. The caller sends it with the null
+ * `Action: failed`, `Status`, `Diagnostic-Code: smtp; …`), and the original headers; every line folded to 78 octets
+ * where white space allows and never over 998 (`foldLines`). The caller sends it with the null
  * envelope sender `<>` (RFC 5321 §4.5.5) so it can never cause another bounce.
  */
 export function buildDsn(input: DsnInput): { messageId: string; raw: Buffer } {
@@ -100,5 +102,6 @@ export function buildDsn(input: DsnInput): { messageId: string; raw: Buffer } {
     `--${boundary}--`,
     '',
   ];
-  return { messageId, raw: Buffer.from(lines.join('\r\n'), 'utf8') };
+  // RFC 5322 §2.1.1: no line over 998 octets (ideally 78), however long the original header or the remote reply.
+  return { messageId, raw: Buffer.from(foldLines(lines.join('\r\n')), 'utf8') };
 }

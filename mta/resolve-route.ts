@@ -39,9 +39,15 @@ function shuffle<T>(items: T[], random: () => number): T[] {
   return a;
 }
 
+/** RFC 6761 §6.3: `localhost` and names under it are the loopback host; IPv4 first, as most servers listen there. */
+export const LOOPBACK_ADDRESSES: readonly string[] = ['127.0.0.1', '::1'];
+
 /**
- * Addresses of `name`: an IP literal as is; else A then AAAA through `resolver`. For operator-configured hosts
- * (`useSystemFallback`), a name the mail DNS does not know is looked up by the OS too (so "localhost" works).
+ * Addresses of `name`: an IP literal as is; else A then AAAA through `resolver`. For configured hosts
+ * (`useSystemFallback`: transport map, smarthost, inbound downstreams) `localhost` and `*.localhost` are the
+ * loopback addresses without any DNS query (RFC 6761 §6.3: resolvers should answer them locally, never ask the
+ * network), and a name the mail DNS does not know — a single label from /etc/hosts or a container network — is
+ * looked up by the OS too. MX exchanges are resolved by the mail DNS alone.
  */
 export async function hostAddresses(
   resolver: DnsResolver,
@@ -50,6 +56,10 @@ export async function hostAddresses(
 ): Promise<{ ok: true; addresses: string[] } | { ok: false; temp: boolean; reason: string }> {
   const bare = name.replace(/^\[|\]$/g, '');
   if (net.isIP(bare)) return { ok: true, addresses: [bare] };
+  const lower = name.toLowerCase().replace(/\.$/, '');
+  if (useSystemFallback && (lower === 'localhost' || lower.endsWith('.localhost'))) {
+    return { ok: true, addresses: [...LOOPBACK_ADDRESSES] };
+  }
   const [a, aaaa] = await Promise.all([resolver.a(name), resolver.aaaa(name)]);
   const addresses = [...(a.ok ? a.records : []), ...(aaaa.ok ? aaaa.records : [])];
   if (addresses.length > 0) return { ok: true, addresses };

@@ -8,6 +8,7 @@ import { decideSuppression } from '../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../storage/accounts.js';
 import type { DkimKeyStore } from '../storage/dkim-keys.js';
 import type { SuppressionStore } from '../storage/suppressions.js';
+import { domainOf } from './address.js';
 import { composeMessages, MAX_MESSAGE_BYTES, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
 import type { Queue } from './queue.js';
@@ -20,7 +21,7 @@ export interface SendDeps {
   dkim: DkimKeyStore;
   suppressions: SuppressionStore;
   queue: Queue;
-  /** Domain Lockdown verdict for a From domain and the sending account (cached DNS look-up). */
+  /** Domain Lockdown verdict for a sender domain (From or envelope) and the sending account (cached DNS look-up). */
   lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** Secret for unsubscribe tokens. */
   unsubscribeSecret: Buffer;
@@ -55,9 +56,9 @@ export function effectiveLimit(accounts: AccountStore, account: AccountRow): num
 
 /**
  * Runs the send recipe for `account`: fail if suspended → validate the rules the schema cannot express → fail if
- * over the monthly limit → compose → fail if too large → Domain Lockdown → choose and apply the DKIM key → (dry run:
- * return the rendered messages) → drop suppressed recipients → enqueue durably. Returns a value; never throws for
- * client errors.
+ * over the monthly limit → compose → fail if too large → Domain Lockdown (From and envelope sender domains) →
+ * choose and apply the DKIM key → (dry run: return the rendered messages) → drop suppressed recipients → enqueue
+ * durably. Returns a value; never throws for client errors.
  */
 export async function runSend(
   deps: SendDeps,
@@ -97,8 +98,9 @@ export async function runSend(
     }
   }
 
-  // checkLockdown: every From domain must be authorized for this account (api.md decisions: Domain Lockdown).
-  for (const domain of new Set(composed.map((m) => m.fromDomain))) {
+  // checkLockdown: every domain we put on the wire as the sender's — From and the envelope sender (MAIL FROM, the
+  // bounce address) — must be authorized for this account (api.md decisions: Domain Lockdown), as on submission.
+  for (const domain of new Set(composed.flatMap((m) => [m.fromDomain, domainOf(m.envelopeFrom)]))) {
     const verdict = await deps.lockdown(domain, account);
     if (verdict.action !== 'pass') {
       return fail(403, `domain ${domain} is not authorized to send for this account (${verdict.reason})`);

@@ -1,6 +1,7 @@
 // Owns dialling remote SMTP servers: host failover, STARTTLS, AUTH, connection reuse and a per-destination cap.
 import net from 'node:net';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import { fitsSmtpPath } from './address.js';
 import { classifyError, classifyReply, type Category, type Outcome } from './bounce-rules.js';
 import type { DeliveryHost } from './resolve-route.js';
 
@@ -53,9 +54,6 @@ export interface SmtpClientOptions {
   /** Local address to bind outgoing connections to. */
   localAddress?: string;
 }
-
-/** RFC 5321 §4.1.2: a path never contains controls; one that does could inject a command (CR/LF) — never sent. */
-const UNSAFE_ADDRESS = /[\x00-\x1f\x7f<>\s]/;
 
 interface PooledConnection {
   conn: SMTPConnection;
@@ -268,13 +266,13 @@ export function createSmtpClient(opts: SmtpClientOptions) {
       const bad = (rcpt: string, status: string, why: string): RecipientResult => ({
         rcpt, outcome: 'bounced', code: null, status, response: why, command: null, category: 'permanent', suppress: false,
       });
-      if (UNSAFE_ADDRESS.test(job.mailFrom)) {
-        // RFC 3463 5.1.7: bad sender's mailbox address syntax. Never written to the wire.
+      if (!fitsSmtpPath(job.mailFrom)) {
+        // RFC 3463 5.1.7: bad sender's mailbox address syntax. Never written to the wire (RFC 5321 §4.1.2).
         return { results: job.recipients.map((r) => bad(r, '5.1.7', 'sender address contains characters not allowed in SMTP')) };
       }
       let recipients: string[] = [];
       for (const r of job.recipients) {
-        if (r === '' || UNSAFE_ADDRESS.test(r)) results.push(bad(r, '5.1.3', 'recipient address contains characters not allowed in SMTP'));
+        if (r === '' || !fitsSmtpPath(r)) results.push(bad(r, '5.1.3', 'recipient address contains characters not allowed in SMTP'));
         else recipients.push(r);
       }
       if (recipients.length === 0) return { results };

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { SMTPServerSession } from 'smtp-server';
 import { dataGuardReply, DataTooSlow, readGuarded, type DataGuardOptions } from './data-guard.js';
 import { closeSession } from './smtp-listener.js';
+import { foldLine } from './header-lines.js';
 import { decisionToCallback, SmtpReply, toSmtpReply, type SmtpDecision } from './smtp-reply.js';
 
 /** RFC 6531 §3.5: 553 with X.6.7 for a non-ASCII address in a transaction that did not declare SMTPUTF8. */
@@ -36,18 +37,23 @@ export interface ReceivedInfo {
 /**
  * The trace field we prepend (RFC 5321 §4.4):
  * `Received: from <helo> ([ip]) (using <tls>) by <hostname> (Sluice) with <proto> id <id> for <rcpt>; <date>`.
- * A HELO that is neither a domain nor an address literal is replaced by the client's address literal and shown,
- * defanged, in the comment; IPv6 literals use the `IPv6:` tag (RFC 5321 §4.1.3).
+ * A HELO that is neither a domain (≤ 253 octets) nor an address literal is replaced by the client's address literal
+ * and shown, defanged and cut to 64 characters, in the comment; IPv6 literals use the `IPv6:` tag (RFC 5321
+ * §4.1.3); the `for` clause is left out for an address over 254 octets. No line is over 998 octets.
  */
 export function receivedHeader(r: ReceivedInfo): string {
   const literal = r.clientIp.includes(':') ? `[IPv6:${r.clientIp}]` : `[${r.clientIp}]`;
-  const heloOk = /^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$/i.test(r.helo) || /^\[(?:IPv6:)?[0-9a-f:.]+\]$/i.test(r.helo);
+  const heloOk =
+    r.helo.length <= 253 && (/^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$/i.test(r.helo) || /^\[(?:IPv6:)?[0-9a-f:.]+\]$/i.test(r.helo));
   const from = heloOk ? `from ${r.helo} (${literal})` : `from ${literal} (${literal} helo=${commentSafe(r.helo) || 'none'})`;
   const lines = [`Received: ${from}`];
   if (r.tls) lines.push(`\t(using ${commentSafe(r.tls.version)} with cipher ${commentSafe(r.tls.cipher)})`);
   lines.push(`\tby ${r.hostname} (Sluice) with ${r.protocol} id ${r.id}`);
-  lines.push(r.rcpt ? `\tfor <${r.rcpt}>; ${rfc5322Date(r.date)}` : `\t; ${rfc5322Date(r.date)}`);
-  return lines.join('\r\n') + '\r\n';
+  // RFC 5321 §4.5.3.1.3: a path is at most 256 octets; a longer address is left out rather than make a long line.
+  const rcpt = r.rcpt !== undefined && Buffer.byteLength(r.rcpt) <= 254 ? r.rcpt : undefined;
+  lines.push(rcpt ? `\tfor <${rcpt}>; ${rfc5322Date(r.date)}` : `\t; ${rfc5322Date(r.date)}`);
+  // RFC 5322 §2.1.1: each line ideally ≤ 78 octets (a long host name folds at its spaces), never over 998.
+  return lines.map((l) => foldLine(l)).join('\r\n') + '\r\n';
 }
 
 /** RFC 3848 / RFC 6531 §3.7.3 `with` keyword of a session: (UTF8)SMTP or ESMTP, + S over TLS, + A after AUTH. */

@@ -30,7 +30,7 @@ export interface DownstreamAddress {
   priority: number;
   weight: number;
   port: number;
-  /** FQDN ending in "." or an IP literal. */
+  /** Host name ending in "." (single labels such as `localhost.` included) or a bare IPv4/IPv6 address. */
   target: string;
 }
 

@@ -1,7 +1,9 @@
 // Owns the /inbound/v1/domains routes (api.md §5): provisioning (single, batch), settings, key binding, aliases and
 // downstream addresses.
 import { Type, type Static } from '@sinclair/typebox';
-import { normaliseDomain, normaliseDownstreamTarget, normaliseEmail } from '../../filters/inbound-names.js';
+import {
+  badDownstreamTargetReason, normaliseDomain, normaliseDownstreamTarget, normaliseEmail,
+} from '../../filters/inbound-names.js';
 import type { KeyPrincipal } from '../../storage/accounts.js';
 import type {
   DomainDetails,
@@ -65,7 +67,11 @@ const Downstream = Type.Object({
   priority: Type.Integer({ minimum: 0, maximum: 65535, errorMessage: 'must be an integer from 0 to 65535' }),
   weight: Type.Integer({ minimum: 0, maximum: 65535, errorMessage: 'must be an integer from 0 to 65535' }),
   port: Type.Integer({ minimum: 1, maximum: 65535, errorMessage: 'must be an integer from 1 to 65535' }),
-  target: Type.String({ minLength: 1, maxLength: 255, description: 'FQDN ending in "." or an IP literal' }),
+  target: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'Host name (stored ending in "."; a single label such as localhost. needs the dot) or an IPv4/IPv6 literal',
+  }),
 });
 const Downstreams = Type.Array(Downstream, { maxItems: MAX_DOWNSTREAMS });
 const Names = Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 });
@@ -205,7 +211,7 @@ function parseDownstreams(records: Static<typeof Downstream>[], field: string, e
   records.forEach((r, i) => {
     const target = normaliseDownstreamTarget(r.target);
     if (!target) {
-      errors.push(`${field}[${i}].target: "${r.target}" is not a host name (FQDN ending in ".") or IP address`);
+      errors.push(`${field}[${i}].target: ${badDownstreamTargetReason(r.target)}`);
     }
     else out.push({ priority: r.priority, weight: r.weight, port: r.port, target });
   });

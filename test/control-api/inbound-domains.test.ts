@@ -149,7 +149,7 @@ t.test('provisioning validation: bad names, subscription, downstreams, admins, h
   });
   t.equal(target.status, 400);
   t.same(target.body.errors, [
-    'downstreamAddresses[0].target: "bad_host.test." is not a host name (FQDN ending in ".") or IP address',
+    'downstreamAddresses[0].target: "bad_host.test." is not a host name (mx.example.com, or a single label ending in "." such as localhost.) or an IP address',
   ]);
   const eleven = Array.from({ length: 11 }, (_, i) => ({ priority: i, weight: 1, port: 25, target: `mx${i}.ok.test.` }));
   const tooMany = await post({ domain: 'ok.test', subscriptionHandle: 'default', downstreamAddresses: eleven });
@@ -342,7 +342,7 @@ t.test('batch provisioning reports each domain: 201, 200, 400, 409', async (t) =
       {
         domain: { domain: 'port.test', subscriptionHandle: 'default' },
         code: 400,
-        comment: 'downstreamAddresses[0].target: "x_y.test" is not a host name (FQDN ending in ".") or IP address',
+        comment: 'downstreamAddresses[0].target: "x_y.test" is not a host name (mx.example.com, or a single label ending in "." such as localhost.) or an IP address',
       },
     ],
   });
@@ -518,6 +518,33 @@ t.test('downstream addresses: PUT replaces (201), GET pages, [] deletes all', as
   t.equal(cleared.status, 201);
   t.same(cleared.body, { records: [] });
   t.same((await call('GET', '/inbound/v1/domains/down.test/downstream-address', a.key)).body, { records: [] });
+});
+
+t.test('downstream on the same machine: localhost., other single labels ending in ".", IPv4 and IPv6 literals', async (t) => {
+  const stack = await startStack(t);
+  const a = tenant(stack, 'localco');
+  const call = caller(stack);
+  const created = await call('POST', '/inbound/v1/domains', a.key, {
+    domain: 'local.test',
+    subscriptionHandle: 'default',
+    downstreamAddresses: [{ priority: 0, weight: 0, port: 2525, target: 'localhost.' }],
+  });
+  t.equal(created.status, 201, JSON.stringify(created.body));
+  const records = [
+    { priority: 10, weight: 1, port: 2525, target: 'LocalHost.' },
+    { priority: 20, weight: 1, port: 25, target: 'dovecot.' },
+    { priority: 30, weight: 1, port: 25, target: '127.0.0.1' },
+    { priority: 40, weight: 1, port: 25, target: '[::1]' },
+    { priority: 50, weight: 1, port: 25, target: '::1' },
+  ];
+  const put = await call('PUT', '/inbound/v1/domains/local.test/downstream-address', a.key, { records });
+  t.equal(put.status, 201, JSON.stringify(put.body));
+  t.same(put.body.records.map((r: { target: string }) => r.target), ['localhost.', 'dovecot.', '127.0.0.1', '::1', '::1']);
+  const bare = await call('PUT', '/inbound/v1/domains/local.test/downstream-address', a.key, {
+    records: [{ priority: 0, weight: 0, port: 25, target: 'localhost' }],
+  });
+  t.equal(bare.status, 400);
+  t.same(bare.body.errors, ['records[0].target: "localhost" is a single-label name: write it with the trailing dot ("localhost.") to mean that host']);
 });
 
 t.test('POST /report stores the report for the operator (204); bad type or message → 400', async (t) => {

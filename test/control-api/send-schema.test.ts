@@ -2,7 +2,8 @@
 import t from 'tap';
 import { ApiError } from '../../control-api/errors.js';
 import { validate } from '../../control-api/route.js';
-import { MailSendBody, validateSendBody, type SendBody } from '../../control-api/send-schema.js';
+import { MailSendBody, UNSENDABLE_ADDRESS, validateSendBody, type SendBody } from '../../control-api/send-schema.js';
+import { fitsSmtpPath } from '../../mta/address.js';
 import { generateDkimKeyPair } from '../../mta/dkim-keys.js';
 
 type Json = Record<string, unknown>;
@@ -126,15 +127,18 @@ t.test('schema: attachments refuse path, href and raw (MailComposer would read f
 });
 
 t.test('addresses: RFC 5321 local parts, IDN domains, no controls', async (t) => {
-  const good = ['bob@rcpt.test', 'bob@bücher.de', 'x@例え.テスト', '"john doe"@x.test', "o'brien+tag@mail.x.co.uk", 'A.B-c_d@EXAMPLE.COM', `${'a'.repeat(64)}@x.test`];
+  const good = ['bob@rcpt.test', 'bob@bücher.de', 'x@例え.テスト', '"john.doe"@x.test', '"a@b"@x.test', "o'brien+tag@mail.x.co.uk", 'A.B-c_d@EXAMPLE.COM', `${'a'.repeat(64)}@x.test`];
   for (const email of good) t.same(problems(withP({ to: [{ email }] })).errors, [], email);
   const bad = [
-    'no-at', 'a@b', 'a b@c.test', 'a@exa mple.test', 'a@-x.test', 'a..b@x.test', '.a@x.test', '"unterminated@x.test',
+    'no-at', 'a@b', 'a@-x.test', 'a..b@x.test', '.a@x.test', '"unterminated@x.test',
     'a@x.test.', 'a@[127.0.0.1]', 'a@1.2.3.4', 'a@under_score.test', 'ü@x.test', `${'a'.repeat(65)}@x.test`, '@x.test',
-    'a@x.test\r\nRCPT TO:<evil@x.test>', 'a@x.test\n', 'a\u0000@x.test', 'a@x.test>', '<a@x.test>',
   ];
   for (const email of bad) {
     t.same(problems(withP({ to: [{ email }] })).errors, ['personalizations[0].to[0].email: invalid email address'], JSON.stringify(email));
+  }
+  const unsendable = ['a b@c.test', 'a@exa mple.test', 'a@x.test\r\nRCPT TO:<evil@x.test>', 'a@x.test\n', 'a\u0000@x.test', 'a@x.test>', '<a@x.test>'];
+  for (const email of unsendable) {
+    t.same(problems(withP({ to: [{ email }] })).errors, [`personalizations[0].to[0].email: ${UNSENDABLE_ADDRESS}`], JSON.stringify(email));
   }
   const r = problems(withP({ to: [{ email: 'ok@x.test' }, { email: 'bad' }], cc: [{ email: 'bad' }], bcc: [{ email: 'bad' }] }));
   t.same(r.errors, [
@@ -150,8 +154,43 @@ t.test('addresses: RFC 5321 local parts, IDN domains, no controls', async (t) =>
   t.same(problems(withP({ from: { email: 'x' }, reply_to: { email: 'y' }, envelope_from: { email: 'bounce@x.test\r\nDATA' } })).errors, [
     'personalizations[0].from.email: invalid email address',
     'personalizations[0].reply_to.email: invalid email address',
-    'personalizations[0].envelope_from.email: invalid email address',
+    `personalizations[0].envelope_from.email: ${UNSENDABLE_ADDRESS}`,
   ]);
+});
+
+t.test('quoted local parts the SMTP client would refuse ("<", ">", spaces) are refused in every address field', async (t) => {
+  // RFC 5321 allows them quoted; our client never writes them (they bounced locally as 5.1.3 / 5.1.7), so 400.
+  for (const email of ['"john doe"@x.test', '"<evil>"@x.test', '"a>b"@x.test', '"tab\there"@x.test', '"a\\ b"@x.test']) {
+    const fields = { from: { email }, reply_to: { email }, envelope_from: { email } };
+    const r = problems(withP({ to: [{ email }], cc: [{ email }], bcc: [{ email }], ...fields }, fields));
+    t.equal(r.status, 0, 'the schema passes: validateSendBody decides');
+    t.same(
+      r.errors,
+      ['from', 'reply_to', 'envelope_from', 'personalizations[0].to[0]', 'personalizations[0].cc[0]', 'personalizations[0].bcc[0]',
+        'personalizations[0].from', 'personalizations[0].reply_to', 'personalizations[0].envelope_from'].map((f) => `${f}.email: ${UNSENDABLE_ADDRESS}`),
+      JSON.stringify(email),
+    );
+  }
+  t.equal(fitsSmtpPath('"john.doe"@x.test'), true, 'a quoted local part without them is fine');
+});
+
+t.test('headers that cannot be written within 998-octet lines are refused (RFC 5322 §2.1.1)', async (t) => {
+  const word = 'w'.repeat(998);
+  const structured = (n: number) =>
+    `header value has ${n} characters without white space; a structured header line cannot exceed 998 octets (only X- headers and Comments are encoded to fit)`;
+  t.same(problems({ ...base(), headers: { 'List-Id': word } }).errors, [`headers.List-Id: ${structured(998)}`]);
+  t.same(problems(withP({ headers: { 'In-Reply-To': `<${word}@x.test>` } })).errors, [`personalizations[0].headers.In-Reply-To: ${structured(1007)}`]);
+  t.same(problems({ ...base(), headers: { [`X-${'n'.repeat(75)}`]: 'v' } }).errors, [
+    `headers.X-${'n'.repeat(75)}: header name must be at most 76 characters (a field name cannot be folded)`,
+  ]);
+  // What can be written: a word that fits a 998-octet line, unstructured fields (RFC 2047-encoded), non-ASCII text
+  // (always encoded), long values with spaces (folded), a 76-character name.
+  for (const headers of [
+    { 'List-Id': 'w'.repeat(997) }, { 'X-Data': 'x'.repeat(5000) }, { Comments: 'c'.repeat(5000) }, { Keywords: 'é'.repeat(2000) },
+    { References: '<a@b.test> '.repeat(500) }, { [`X-${'n'.repeat(74)}`]: 'v' },
+  ]) {
+    t.same(problems({ ...base(), headers }).errors, [], Object.keys(headers)[0]!);
+  }
 });
 
 t.test('hostile CR/LF in subject, names and headers is refused, never written', async (t) => {

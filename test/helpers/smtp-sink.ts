@@ -25,6 +25,8 @@ export interface SinkOptions {
   auth?: { user: string; pass: string };
   /** Advertise SMTPUTF8 (smtp-server does by default). Default true. */
   smtpUtf8?: boolean;
+  /** Loopback address to listen on: '127.0.0.1' (default) or '::1'. */
+  host?: string;
 }
 
 export interface Sink {
@@ -95,7 +97,15 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     },
   });
   server.on('error', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    const failed = (err: Error) => reject(err); // e.g. no IPv6 loopback on this machine
+    server.once('error', failed);
+    server.listen(0, host, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
   const { port } = server.server.address() as AddressInfo;
   let closed = false;
   const close = () =>
@@ -103,7 +113,7 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
   t.teardown(close);
   return {
     port,
-    host: '127.0.0.1',
+    host,
     messages,
     connections: () => connections,
     logins,

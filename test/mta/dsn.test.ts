@@ -2,6 +2,7 @@
 import { simpleParser } from 'mailparser';
 import t from 'tap';
 import { buildDsn, headerBlock } from '../../mta/dsn.js';
+import { longestLine } from '../../mta/header-lines.js';
 
 t.test('a DSN parses as multipart/report; report-type=delivery-status', async (t) => {
   const original = Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: hi\r\n\r\nbody line\r\n');
@@ -29,4 +30,31 @@ t.test('a DSN parses as multipart/report; report-type=delivery-status', async (t
   t.match(text, /Final-Recipient: rfc822; c@rcpt\.test Bcc: evil@x\.test\r\nAction: failed\r\nStatus: 5\.0\.0\r\n/);
   t.match(text, /Content-Type: text\/rfc822-headers\r\n\r\nFrom: a@sender\.test\r\nTo: b@rcpt\.test\r\nSubject: hi\r\n/);
   t.notMatch(text, /body line/, 'only the headers of the original');
+});
+
+t.test('every line of a DSN is within 998 octets: a long original subject, a long remote reply', async (t) => {
+  const subject = 's'.repeat(2000);
+  const original = Buffer.from(
+    `From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: ${subject}\r\nReferences: ${'<id@sender.test> '.repeat(100).trim()}\r\n\r\nbody\r\n`,
+  );
+  const reply = `550 5.7.1 ${'policy '.repeat(300)}${'z'.repeat(1500)} end`;
+  const { raw } = buildDsn({
+    hostname: 'mx.sluice.test',
+    to: 'a@sender.test',
+    originalMessageId: 'orig@sender.test',
+    arrivalDate: new Date(Date.UTC(2026, 10, 22)),
+    now: new Date(Date.UTC(2026, 10, 22, 1)),
+    recipients: [{ rcpt: 'b@rcpt.test', status: '5.7.1', diagnostic: reply, remoteMta: 'mx.rcpt.test' }],
+    originalHeaders: headerBlock(original),
+  });
+  t.ok(longestLine(raw) <= 998, `longest line ${longestLine(raw)} octets (RFC 5322 §2.1.1)`);
+  const text = raw.toString('utf8');
+  const unfolded = text.replace(/\r\n[ \t]+/g, ' ');
+  t.match(unfolded, `Diagnostic-Code: smtp; 550 5.7.1 ${'policy '.repeat(300)}`, 'the reply folds at its spaces and reads back whole');
+  t.match(unfolded, /\r\nReferences: (<id@sender\.test> ){99}<id@sender\.test>\r\n/, 'an original header with spaces folds cleanly');
+  t.match(unfolded, /\r\nSubject: s{997} s{997} s{6}\r\n/, 'a word that fits no line is cut every 997 octets: its copy gains spaces');
+  const lines = text.split('\r\n');
+  t.same(lines.filter((l) => Buffer.byteLength(l) > 78 && !/[sz]{100}/.test(l)), [], 'lines with white space fold within 78 octets');
+  const parsed = await simpleParser(raw);
+  t.match(parsed.headers.get('content-type'), { value: 'multipart/report' }, 'still a DSN');
 });

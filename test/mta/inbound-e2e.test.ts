@@ -173,6 +173,29 @@ t.test('a clean message is relayed with Authentication-Results from the local DN
   t.notOk(/X-Spam-Flag/i.test(text), 'not flagged');
 });
 
+t.test('a downstream on the same machine: localhost. (RFC 6761, no DNS query), 127.0.0.1 and [::1] targets', async (t) => {
+  const local = await startSink(t); // started first: torn down after the stack, whose pooled connections end first
+  const v4 = await startSink(t);
+  const v6 = await startSink(t, { host: '::1' }).catch(() => undefined);
+  const w = await world(t);
+  await w.provision('local.test', [{ port: local.port, target: 'localhost.' }]);
+  await w.provision('v4.test', [{ port: v4.port, target: '127.0.0.1' }]);
+  if (v6) await w.provision('v6.test', [{ port: v6.port, target: '[::1]' }]);
+  const got = await w.stack.api('GET', '/inbound/v1/domains/local.test/downstream-address', { key: w.key });
+  t.same(got.body.records, [{ priority: 10, weight: 1, port: local.port, target: 'localhost.' }]);
+  for (const to of ['bob@local.test', 'bob@v4.test', ...(v6 ? ['bob@v6.test'] : [])]) {
+    t.match(await w.send({ to: [to], raw: message() }), { ok: true }, to);
+  }
+  await deliverAll(w.stack);
+  t.same(local.messages.map((m) => m.rcptTo), [['bob@local.test']], 'localhost. dialled on the loopback');
+  t.same(v4.messages.map((m) => m.rcptTo), [['bob@v4.test']]);
+  if (v6) t.same(v6.messages.map((m) => m.rcptTo), [['bob@v6.test']], 'an IPv6 literal is dialled');
+  else t.comment('no IPv6 loopback here: the [::1] case was not run');
+  t.notOk(w.dns.queries.some((q) => /^localhost\b/i.test(q)), 'localhost is never asked of the mail DNS');
+  const hosts = (w.stack.db.prepare("SELECT host FROM delivery_attempts WHERE outcome = 'delivered'").all() as { host: string }[]).map((r) => r.host);
+  t.ok(hosts.includes(`localhost[127.0.0.1]:${local.port}`), `the attempt names the host and the address dialled: ${hosts.join(', ')}`);
+});
+
 t.test('a forged Authentication-Results with our authserv-id is removed; DMARC p=reject failure is scored', async (t) => {
   const sink = await startSink(t); // started first: torn down after the stack, whose pooled connections end first
   const w = await world(t);

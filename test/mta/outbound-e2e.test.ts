@@ -1,8 +1,10 @@
 // End-to-end outbound tests: REST send → durable queue → local DNS → smtp-server as the recipient's MX.
 import { authenticate } from 'mailauth';
+import { simpleParser, type AddressObject } from 'mailparser';
 import t, { type Test } from 'tap';
 import { createDnsResolver, mailauthResolver } from '../../mta/dns-resolver.js';
 import { runDkimRetirement } from '../../mta/dkim-keys.js';
+import { longestLine } from '../../mta/header-lines.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -248,6 +250,11 @@ t.test('hostile input: nothing is queued', async (t) => {
     ['CRLF in header name', mail('a@rcpt.test', { headers: { 'X-A\r\nBcc': 'v' } }), 400],
     ['CRLF in recipient', mail('a@rcpt.test>\r\nRCPT TO:<evil@else.test'), 400],
     ['CRLF in envelope_from', mail('a@rcpt.test', { envelope_from: { email: 'b@sender.test\r\nRSET' } }), 400],
+    // Quoted local parts the SMTP client would refuse: they bounced locally as 5.1.3 / 5.1.7 after a 202.
+    ['quoted space in a recipient', mail('"john doe"@rcpt.test'), 400],
+    ['quoted angle brackets in a cc', mail('a@rcpt.test', { personalizations: [{ to: [{ email: 'a@rcpt.test' }], cc: [{ email: '"<x>"@rcpt.test' }] }] }), 400],
+    ['quoted space in envelope_from', mail('a@rcpt.test', { envelope_from: { email: '"b b"@sender.test' } }), 400],
+    ['quoted ">" in reply_to', mail('a@rcpt.test', { reply_to: { email: '"a>b"@sender.test' } }), 400],
     ['reserved header', mail('a@rcpt.test', { headers: { 'dkim-signature': 'x' } }), 400],
     ['reserved header, odd case', mail('a@rcpt.test', { headers: { 'MESSAGE-id': '<x@y>' } }), 400],
     ['unauthorized From', mail('a@rcpt.test', { from: { email: 'ceo@evil.test' } }), 403],
@@ -262,6 +269,112 @@ t.test('hostile input: nothing is queued', async (t) => {
   t.equal(res.status, 413, 'over 30 MB');
   t.equal(w.messageCount(), 0, 'nothing was queued by any of them');
   t.equal(w.events().length, 0);
+});
+
+t.test('Domain Lockdown covers the envelope sender: a foreign envelope_from is refused with 403 like a foreign From', async (t) => {
+  const w = await world(t);
+  const refused = (domain: string) => [`domain ${domain} is not authorized to send for this account (lockdown-no-record)`];
+  const root = await w.send(mail('a@rcpt.test', { envelope_from: { email: 'bounce@someone-elses.test' } }));
+  t.equal(root.status, 403);
+  t.same(root.body.errors, refused('someone-elses.test'), 'the same message shape as for From');
+  const from = await w.send(mail('a@rcpt.test', { from: { email: 'app@someone-elses.test' } }));
+  t.same(from.body.errors, refused('someone-elses.test'), 'the From refusal it mirrors');
+  const perPersonalization = await w.send({
+    ...mail('a@rcpt.test'),
+    personalizations: [{ to: [{ email: 'a@rcpt.test' }] }, { to: [{ email: 'b@rcpt.test' }], envelope_from: { email: 'b@Other-Sender.TEST' } }],
+  });
+  t.equal(perPersonalization.status, 403, 'a personalization envelope_from is checked too');
+  t.same(perPersonalization.body.errors, refused('other-sender.test'));
+  const dry = await w.send(mail('a@rcpt.test', { envelope_from: { email: 'bounce@someone-elses.test' } }), '/tx/v1/send?dry-run=true');
+  t.equal(dry.status, 403, 'a dry run is refused as well');
+  t.equal(w.messageCount(), 0, 'nothing was queued');
+
+  const ok = await w.send(mail('a@rcpt.test', { envelope_from: { email: 'bounces@sender.test' } }));
+  t.equal(ok.status, 202, 'an authorized envelope sender is accepted');
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages[0]?.mailFrom, 'bounces@sender.test');
+});
+
+/** RFC 2047 UTF-8 Q encoded-words decoded; white space between adjacent ones is dropped (RFC 2047 §6.2). */
+function decodeEncodedWords(value: string): string {
+  return value
+    .replace(/\?=[ \t]+=\?UTF-8\?Q\?/g, '')
+    .replace(/=\?UTF-8\?Q\?([^?]*)\?=/g, (_m, q: string) =>
+      Buffer.from(q.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/g, (_h, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1').toString('utf8'),
+    );
+}
+
+t.test('long values are RFC 2047-encoded and folded: no line over 998 octets, header lines within 78', async (t) => {
+  const w = await world(t);
+  await publishDkim(w, 's1');
+  const long = 'x'.repeat(2000);
+  const names = { from: 'N'.repeat(998), to: `Bob ${'B'.repeat(900)}`, replyTo: `a "quoted" ${'q'.repeat(300)}`, cc: 'Dé'.repeat(400) };
+  const body = mail('a@rcpt.test', {
+    personalizations: [{
+      to: [{ email: 'a@rcpt.test', name: names.to }, { email: 'b@rcpt.test', name: 'Short Name' }],
+      cc: [{ email: 'c@rcpt.test', name: names.cc }],
+    }],
+    from: { email: 'app@sender.test', name: names.from },
+    reply_to: { email: 'replies@sender.test', name: names.replyTo },
+    subject: long,
+    headers: { 'X-Long': long, 'X-Spaced': 'word '.repeat(500).trim(), References: '<a@sender.test> '.repeat(100).trim() },
+    attachments: [{ content: Buffer.from('hello').toString('base64'), filename: `${'f'.repeat(250)}.txt`, type: 'text/plain' }],
+  });
+  const dry = await w.send(body, '/tx/v1/send?dry-run=true');
+  t.equal(dry.status, 200);
+  const res = await w.send(body);
+  t.equal(res.status, 202);
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages.length, 1);
+  for (const [label, raw] of [['dry run', Buffer.from(dry.body.data[0] as string)], ['delivered', w.sink.messages[0]!.raw]] as const) {
+    const lines = raw.toString('utf8').split('\r\n');
+    const over = lines.filter((l) => Buffer.byteLength(l) > 998);
+    t.same(over.map((l) => l.slice(0, 40)), [], `${label}: no line over 998 octets (RFC 5322 §2.1.1)`);
+    t.ok(longestLine(raw) <= 998, `${label}: longest line ${longestLine(raw)}`);
+    const head = lines.slice(0, lines.indexOf(''));
+    // DKIM-Signature's h= list has no white space to fold at; everything else we write fits 78.
+    const dkim = head.findIndex((l) => l.startsWith('DKIM-Signature:'));
+    const rest = head.filter((_, i) => i < dkim || i > dkim + 8 || !/^\s+h=/.test(head[i]!));
+    t.same(rest.filter((l) => Buffer.byteLength(l) > 78), [], `${label}: header lines within 78 octets`);
+  }
+  const got = w.sink.messages[0]!;
+  const parsed = await simpleParser(got.raw);
+  t.equal(parsed.subject, long, 'the subject reads back as written');
+  // mailparser decodes encoded-words only in fields it knows; an X- field is decoded here as an MUA would.
+  t.equal(decodeEncodedWords(parsed.headers.get('x-long') as string), long, 'so does the X- header');
+  t.equal(parsed.headers.get('x-spaced'), 'word '.repeat(500).trim());
+  t.same(parsed.from?.value, [{ address: 'app@sender.test', name: names.from }]);
+  t.same((parsed.to as AddressObject).value, [{ address: 'a@rcpt.test', name: names.to }, { address: 'b@rcpt.test', name: 'Short Name' }]);
+  t.same((parsed.cc as AddressObject).value, [{ address: 'c@rcpt.test', name: names.cc }]);
+  t.same(parsed.replyTo?.value, [{ address: 'replies@sender.test', name: names.replyTo }]);
+  t.equal(parsed.attachments[0]?.filename, `${'f'.repeat(250)}.txt`);
+  const verdict = await authenticate(got.raw, {
+    ip: '127.0.0.1',
+    helo: 'mx.sluice.test',
+    sender: got.mailFrom,
+    mta: 'mx.rcpt.test',
+    resolver: mailauthResolver(createDnsResolver({ servers: [{ host: '127.0.0.1', port: w.dns.port }] })),
+  });
+  t.equal(verdict.dkim.results[0]?.status.result, 'pass', 'the signature over the folded fields verifies');
+});
+
+t.test('what cannot be written within 998-octet lines is refused with 400; nothing is queued', async (t) => {
+  const w = await world(t);
+  const word = 'y'.repeat(1000);
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['a structured header with a 1,000-character word', { headers: { 'List-Id': `<${word}>` } },
+      'headers.List-Id: header value has 1002 characters without white space; a structured header line cannot exceed 998 octets (only X- headers and Comments are encoded to fit)'],
+    ['a header name of 77 characters', { headers: { [`X-${'n'.repeat(75)}`]: 'v' } },
+      `headers.X-${'n'.repeat(75)}: header name must be at most 76 characters (a field name cannot be folded)`],
+  ];
+  for (const [name, extra, error] of cases) {
+    const res = await w.send(mail('a@rcpt.test', extra));
+    t.equal(res.status, 400, name);
+    t.same(res.body.errors, [error], name);
+  }
+  t.equal(w.messageCount(), 0);
+  const fits = await w.send(mail('a@rcpt.test', { headers: { 'List-Id': `<${'y'.repeat(900)}>`, [`X-${'n'.repeat(74)}`]: word } }));
+  t.equal(fits.status, 202, 'a 902-octet word still fits a line; a 76-character name is fine; X- values are encoded');
 });
 
 t.test('check-domain reports DKIM, SPF, lockdown and MX over real DNS', async (t) => {

@@ -1,6 +1,7 @@
 // Tests the outbound SMTP client against real smtp-server sinks: results per recipient, failover, TLS, reuse, caps.
 import net from 'node:net';
 import t from 'tap';
+import { fitsSmtpPath } from '../../mta/address.js';
 import { classifyReply, classifyError } from '../../mta/bounce-rules.js';
 import { createSmtpClient } from '../../mta/smtp-client.js';
 import type { DeliveryHost } from '../../mta/resolve-route.js';
@@ -110,6 +111,10 @@ t.test('addresses with controls are never written; SMTPUTF8 needed but missing ‚
   t.same(sink.messages.map((m) => m.rcptTo), [['ok@rcpt.test']], 'the injected recipient never reached the server');
   const badSender = await client.deliver({ hosts: [host(sink.port)], mailFrom: 'a@b\nRSET', recipients: ['ok@rcpt.test'], raw: RAW });
   t.match(badSender.results[0], { outcome: 'bounced', status: '5.1.7' });
+  // A quoted space is legal RFC 5321 but never written by us; the rule is fitsSmtpPath, which REST applies too (400).
+  const quoted = await client.deliver({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['"john doe"@rcpt.test'], raw: RAW });
+  t.match(quoted.results[0], { outcome: 'bounced', status: '5.1.3' });
+  t.equal(fitsSmtpPath('"john doe"@rcpt.test'), false, 'the shared rule says the same');
   const utf8 = await client.deliver({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['jos√©@rcpt.test'], raw: RAW });
   t.match(utf8.results[0], { outcome: 'bounced', status: '5.6.7' });
   t.equal(sink.messages.length, 1);

@@ -6,6 +6,7 @@ import tls from 'node:tls';
 import nodemailer from 'nodemailer';
 import t, { type Test } from 'tap';
 import { createDnsResolver, mailauthResolver } from '../../mta/dns-resolver.js';
+import { longestLine } from '../../mta/header-lines.js';
 import { QUEUE_LIFETIME_MS } from '../../mta/retry-schedule.js';
 import { AUTH_FAILURE_LIMIT } from '../../mta/submission-listener.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
@@ -321,6 +322,26 @@ t.test('sender authorization: envelope and From domains must pass Domain Lockdow
   if (!mPw.ok) throw new Error('pw');
   t.match(await w.send({ user: 'mallory', pass: mPw.value.password }), { ok: false, code: 550, response: /^550 5\.7\.1 / });
   t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 0, 'nothing queued');
+});
+
+t.test('the fields Sluice adds (Received, Date, Message-ID, DKIM-Signature) keep every line within 998 octets', async (t) => {
+  const w = await world(t);
+  // The longest path smtp-server takes (RFC 5321 §4.5.3.1.3: 256 octets with the brackets); receivedHeader itself
+  // is checked with longer input in test/mta/smtp-session.test.ts.
+  const rcpt = `${'r'.repeat(243)}@rcpt.test`;
+  const raw = 'From: App <app@sender.test>\r\nTo: someone@rcpt.test\r\nSubject: no Date, no Message-ID\r\n\r\nHello.\r\n';
+  const sent = await w.send({ user: 'acme', pass: w.password, to: [rcpt], raw });
+  t.match(sent, { ok: true });
+  await w.stack.worker.runOnce();
+  const got = w.sink.messages[0]!;
+  t.same(got.rcptTo, [rcpt]);
+  t.ok(longestLine(got.raw) <= 998, `longest line ${longestLine(got.raw)} octets (RFC 5322 §2.1.1)`);
+  const text = got.raw.toString();
+  const head = text.slice(0, text.indexOf('\r\n\r\n')).split('\r\n');
+  const added = head.slice(0, head.findIndex((l) => l.startsWith('From:')));
+  t.match(added.join('\r\n'), /^DKIM-Signature: [\s\S]*\r\nReceived: [\s\S]*\r\nDate: [^\r]+\r\nMessage-ID: <[^>]+>$/, 'what we added');
+  // Our lines fold at white space to 78 octets; only the 256-octet path has none to fold at.
+  t.same(added.filter((l) => Buffer.byteLength(l) > 78), [` <${rcpt}>;`], 'every other line we added is within 78 octets');
 });
 
 t.test('limits: 552 over SIZE, 452 past 100 recipients, bad addresses, bare LF refused, mid-DATA disconnect', async (t) => {
