@@ -8,6 +8,7 @@ import { signMessage } from '../../mta/dkim-sign.js';
 import { orderDownstreams } from '../../mta/inbound-relay.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -415,6 +416,34 @@ t.test('SIZE, recipient cap and hop count', async (t) => {
   for (let i = 0; i < 100; i++) await s2.cmd(`RCPT TO:<u${i}@corp.test>`);
   t.match(await s2.cmd('RCPT TO:<u100@corp.test>'), /^452 4\.5\.3/);
   await s2.quit();
+});
+
+t.test('smtp.max_header_bytes and smtp.max_mime_depth: 552 5.3.4 and 554 5.6.0 at end of DATA; nothing queued or relayed', async (t) => {
+  const sink = await startSink(t); // started first: torn down after the stack, whose pooled connections end first
+  const w = await world(t);
+  await w.provision('corp.test', [{ port: sink.port }]);
+  const head = 'From: Alice <alice@sender.test>\r\nTo: bob@corp.test\r\nSubject: structure\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\n';
+  // 1.1 MB of header lines (well under the 30 MB message size): over the 100 KB default.
+  const big = await w.send({ to: ['bob@corp.test'], raw: bigHeader(1_100_000, head) });
+  t.same(big, { ok: false, code: 552, response: '552 5.3.4 Message header section exceeds fixed maximum size 102400' });
+  const deep = await w.send({ to: ['bob@corp.test'], raw: nestedMime(101, 'multipart', head) });
+  t.same(deep, { ok: false, code: 554, response: '554 5.6.0 Message MIME structure nested deeper than 100 levels' });
+  const deepMessages = await w.send({ to: ['bob@corp.test'], raw: nestedMime(500, 'message', head) });
+  t.match(deepMessages, { ok: false, code: 554, response: /^554 5\.6\.0 / }, '500 levels of attached messages');
+  t.equal(w.queued(), 0, 'nothing queued');
+  await deliverAll(w.stack);
+  t.equal(sink.messages.length, 0, 'nothing relayed');
+  // Just inside the limits: accepted and relayed.
+  t.match(await w.send({ to: ['bob@corp.test'], raw: bigHeader(100_000, head) }), { ok: true });
+  t.match(await w.send({ to: ['bob@corp.test'], raw: nestedMime(100, 'multipart', head) }), { ok: true });
+  await deliverAll(w.stack);
+  t.equal(sink.messages.length, 2);
+  // The keys reach the listener.
+  const low = await world(t, { SLUICE_SMTP_MAX_HEADER_BYTES: '2048', SLUICE_SMTP_MAX_MIME_DEPTH: '3' });
+  await low.provision('corp.test', [{ port: sink.port }]);
+  t.same(await low.send({ to: ['bob@corp.test'], raw: bigHeader(2100, head) }), { ok: false, code: 552, response: '552 5.3.4 Message header section exceeds fixed maximum size 2048' });
+  t.same(await low.send({ to: ['bob@corp.test'], raw: nestedMime(4, 'multipart', head) }), { ok: false, code: 554, response: '554 5.6.0 Message MIME structure nested deeper than 3 levels' });
+  t.match(await low.send({ to: ['bob@corp.test'], raw: nestedMime(3, 'multipart', head) }), { ok: true });
 });
 
 t.test('smtp.mx.greet_delay_ms: a client that talks before the greeting is refused', async (t) => {

@@ -9,6 +9,7 @@ import { createDnsResolver, mailauthResolver } from '../../mta/dns-resolver.js';
 import { QUEUE_LIFETIME_MS } from '../../mta/retry-schedule.js';
 import { AUTH_FAILURE_LIMIT } from '../../mta/submission-listener.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -362,6 +363,24 @@ t.test('limits: 552 over SIZE, 452 past 100 recipients, bad addresses, bare LF r
   await rawSession(w.stack.submissionTls!.port, [...login, ''], { tail: 'From: app@sender.test\r\nSubject: cut\r\n\r\nhalf a mess' });
   t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 100, 'nothing queued from a cut session');
   t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 1, 'no message row either');
+});
+
+t.test('smtp.max_header_bytes and smtp.max_mime_depth: 552 5.3.4 and 554 5.6.0 at end of DATA; nothing queued', async (t) => {
+  const w = await world(t);
+  const head = 'From: App <app@sender.test>\r\nTo: bob@rcpt.test\r\nSubject: structure\r\n';
+  const big = await w.send({ user: 'acme', pass: w.password, raw: bigHeader(1_100_000, head) });
+  t.same(big, { ok: false, code: 552, response: '552 5.3.4 Message header section exceeds fixed maximum size 102400' });
+  const deep = await w.send({ user: 'acme', pass: w.password, raw: nestedMime(101, 'multipart', head) });
+  t.same(deep, { ok: false, code: 554, response: '554 5.6.0 Message MIME structure nested deeper than 100 levels' });
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued');
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages.length, 0, 'nothing relayed');
+  t.match(await w.send({ user: 'acme', pass: w.password, raw: nestedMime(100, 'multipart', head) }), { ok: true }, '100 levels pass');
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 1);
+  // The keys reach the listener.
+  const low = await world(t, { env: { SLUICE_SMTP_MAX_HEADER_BYTES: '2048', SLUICE_SMTP_MAX_MIME_DEPTH: '3' } });
+  t.match(await low.send({ user: 'acme', pass: low.password, raw: bigHeader(2100, head) }), { ok: false, code: 552, response: /exceeds fixed maximum size 2048$/ });
+  t.match(await low.send({ user: 'acme', pass: low.password, raw: nestedMime(4, 'multipart', head) }), { ok: false, code: 554, response: /deeper than 3 levels$/ });
 });
 
 t.test('per-IP connection cap: 421 4.7.0 at connect past smtp.submission.max_connections_per_ip', async (t) => {
