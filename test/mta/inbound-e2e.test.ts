@@ -341,6 +341,7 @@ t.test('a permanent refusal by the downstream sends an RFC 3464 DSN to the envel
   t.match(parsed.headers.get('content-type'), { value: 'multipart/report', params: { 'report-type': 'delivery-status' } });
   t.match(dsn.raw.toString(), /report-type=delivery-status/);
   t.match(dsn.raw.toString(), /Final-Recipient: rfc822; ghost@corp\.test\r\nAction: failed\r\nStatus: 5\.1\.1/);
+  t.match(dsn.raw.toString(), /\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n/, 'the reply as received, its code once');
 });
 
 t.test('relay tricks for foreign domains are all denied at RCPT, whatever the sender', async (t) => {

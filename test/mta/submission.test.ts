@@ -431,6 +431,7 @@ t.test('a hard bounce sends an RFC 3464 DSN to the envelope sender; a null-sende
   const parsed = await simpleParser(dsn.raw);
   t.match(parsed.headers.get('content-type'), { value: 'multipart/report', params: { 'report-type': 'delivery-status' } });
   t.match(dsn.raw.toString(), /Final-Recipient: rfc822; ghost@rcpt\.test\r\nAction: failed\r\nStatus: 5\.1\.1/);
+  t.match(dsn.raw.toString(), /\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n/, 'the reply as received, its code once');
   const events = w.stack.db.prepare("SELECT event FROM events WHERE account_id = ? AND event = 'hard-bounced'").all(w.accountId);
   t.equal(events.length, 2, 'both bounces are events');
 });
