@@ -113,8 +113,9 @@ export function countReceived(raw: Buffer): number {
 }
 
 /**
- * smtp-server options for the MX: STARTTLS offered, no AUTH, SIZE advertised, SMTPUTF8 and 8BITMIME advertised,
- * ENHANCEDSTATUSCODES not advertised (our replies carry their codes in the text; smtp-server would add a second).
+ * smtp-server options for the MX: STARTTLS offered, no AUTH, SIZE advertised, SMTPUTF8, 8BITMIME and
+ * ENHANCEDSTATUSCODES advertised (our replies carry their codes in the text; the listener adapter adds one to the
+ * library's own replies, mta/smtp-listener.ts).
  * Connection caps answer `421 4.7.0` at connect; RCPT: `452 4.5.3` past the cap, then `classifyRecipient`;
  * DATA: the guard (552 5.3.4 for size or header section, 550 5.6.0 bare CR/LF, 554 5.6.0 MIME depth), hop count
  * (554 5.4.6), Received prepended, then `onMessage`.

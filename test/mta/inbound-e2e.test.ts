@@ -1,4 +1,5 @@
 // End-to-end inbound tests: SMTP client → MX listener → filters → durable queue → smtp-server downstreams.
+import { isUtf8 } from 'node:buffer';
 import net from 'node:net';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
@@ -395,11 +396,52 @@ t.test('smuggling sequences never produce a second message; bare CR/LF refused, 
     s.write(`Subject: hi\r\n\r\nbody${v}${smuggled}.\r\n`);
     t.match(await s.next(), /^550 5\.6\.0/, `${JSON.stringify(v)}: refused at the one end of DATA`);
     const rest = await s.quit();
-    t.same(rest, ['221 Bye'], `${JSON.stringify(v)}: no reply to a smuggled command, only to our QUIT`);
+    t.same(rest, ['221 2.0.0 Bye'], `${JSON.stringify(v)}: no reply to a smuggled command, only to our QUIT`);
   }
   t.equal(w.queued(), 0, 'nothing queued');
   await deliverAll(w.stack);
   t.equal(sink.messages.length, 0);
+});
+
+t.test('invalid UTF-8 in EHLO, MAIL and RCPT gets 500 5.5.2 and is never rewritten into what is queued or relayed', async (t) => {
+  const sink = await startSink(t); // started first: torn down after the stack, whose pooled connections end first
+  const w = await world(t);
+  await w.provision('corp.test', [{ port: sink.port }]);
+  const bad = '500 5.5.2 bad UTF-8 syntax';
+  const send = async (s: Awaited<ReturnType<typeof rawSession>>, line: string) => (s.write(line + '\r\n'), s.next());
+  // A session made only of invalid commands: nothing at all is kept.
+  const s1 = await rawSession(w.stack.mx.port);
+  t.equal(await send(s1, 'EHLO \xff\xfe.client.test'), bad);
+  t.match(await send(s1, 'EHLO client.test'), /^250[ -]/);
+  t.equal(await send(s1, 'MAIL FROM:<\xff\xfe@sender.test> SMTPUTF8'), bad);
+  t.match(await send(s1, 'MAIL FROM:<alice@sender.test> SMTPUTF8'), /^250 2\.1\.0 /);
+  t.equal(await send(s1, 'RCPT TO:<\xff\xfe@corp.test>'), bad);
+  t.equal(await send(s1, 'RCPT TO:<bob\x00@corp.test>'), bad, 'a NUL');
+  const data = await send(s1, 'DATA');
+  t.match(data, /^503 5\.5\.1 /, 'no recipient was stored');
+  if (data.startsWith('354')) await send(s1, '.'); // a server that took a recipient: end its DATA
+  await s1.quit();
+  t.equal(w.queued(), 0, 'nothing queued');
+  // Next to a valid recipient, the invalid one leaves no trace in what is relayed.
+  const s2 = await rawSession(w.stack.mx.port);
+  t.equal(await send(s2, 'EHLO \xc0\xaf.client.test'), bad);
+  t.match(await send(s2, 'EHLO client.test'), /^250[ -]/);
+  t.match(await send(s2, 'MAIL FROM:<j\xc3\xb6s\xc3\xa9@sender.test> SMTPUTF8'), /^250 /, 'valid UTF-8 (jösé) is fine');
+  t.equal(await send(s2, 'RCPT TO:<\xff\xfe@corp.test>'), bad);
+  t.match(await send(s2, 'RCPT TO:<bob@corp.test>'), /^250 /);
+  t.match(await send(s2, 'DATA'), /^354 /);
+  t.match(await send(s2, message().replace(/\r\n$/, '') + '\r\n.'), /^250 2\.0\.0 Ok: queued as /);
+  await s2.quit();
+  t.equal(w.queued(), 1);
+  await deliverAll(w.stack);
+  t.equal(sink.messages.length, 1);
+  const got = sink.messages[0]!;
+  t.same(got.rcptTo, ['bob@corp.test'], 'only the valid recipient is relayed');
+  t.equal(got.mailFrom, 'jösé@sender.test');
+  t.ok(isUtf8(got.raw), 'the relayed message is valid UTF-8: no U+FFFD stand-ins, no stray latin1 bytes');
+  t.notMatch(got.raw.toString('utf8'), /\ufffd/);
+  t.match(got.raw.toString('utf8'), /^Authentication-Results: mx\.sluice\.test;[^]*smtp\.mailfrom="?jösé@sender\.test/m);
+  t.match(got.raw.toString('utf8'), /^Received: from client\.test \(/m);
 });
 
 t.test('SIZE, recipient cap and hop count', async (t) => {

@@ -16,9 +16,9 @@ import { startStack, type Stack } from '../helpers/stack.js';
 /**
  * Talks to a listener line by line (implicit TLS, or plaintext when `plain`): waits for the greeting, then for one
  * reply per line sent. Replies are kept whole (multi-line EHLO answers joined by CRLF). An empty line ends the
- * script; `tail` (if given) is then written and the socket closed mid-DATA.
+ * script; `tail` (if given) is then written and the socket closed mid-DATA. A Buffer line is sent byte for byte.
  */
-async function rawSession(port: number, lines: string[], opts: { tail?: string; plain?: boolean; localAddress?: string } = {}): Promise<string[]> {
+async function rawSession(port: number, lines: (string | Buffer)[], opts: { tail?: string; plain?: boolean; localAddress?: string } = {}): Promise<string[]> {
   const socket = opts.plain
     ? net.connect({ port, host: '127.0.0.1', ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) })
     : tls.connect({ port, host: '127.0.0.1', rejectUnauthorized: false });
@@ -50,7 +50,7 @@ async function rawSession(port: number, lines: string[], opts: { tail?: string; 
       return replies;
     }
     const want = replies.length + 1;
-    socket.write(line + '\r\n');
+    socket.write(typeof line === 'string' ? line + '\r\n' : Buffer.concat([line, Buffer.from('\r\n')]));
     await reply(want);
   }
   socket.destroy();
@@ -381,6 +381,29 @@ t.test('smtp.max_header_bytes and smtp.max_mime_depth: 552 5.3.4 and 554 5.6.0 a
   const low = await world(t, { env: { SLUICE_SMTP_MAX_HEADER_BYTES: '2048', SLUICE_SMTP_MAX_MIME_DEPTH: '3' } });
   t.match(await low.send({ user: 'acme', pass: low.password, raw: bigHeader(2100, head) }), { ok: false, code: 552, response: /exceeds fixed maximum size 2048$/ });
   t.match(await low.send({ user: 'acme', pass: low.password, raw: nestedMime(4, 'multipart', head) }), { ok: false, code: 554, response: /deeper than 3 levels$/ });
+});
+
+t.test('invalid UTF-8 or NUL in EHLO, MAIL and RCPT gets 500 5.5.2; nothing is queued or relayed', async (t) => {
+  const w = await world(t);
+  const raw = (s: string) => Buffer.from(s, 'latin1');
+  const bad = '500 5.5.2 bad UTF-8 syntax';
+  const replies = lastLines(
+    await rawSession(w.stack.submissionTls!.port, [
+      raw('EHLO \xff.client.test'),
+      'EHLO raw.client.test',
+      authPlain('acme', w.password),
+      raw('MAIL FROM:<\xff\xfe@sender.test> SMTPUTF8'),
+      'MAIL FROM:<app@sender.test> SMTPUTF8',
+      raw('RCPT TO:<\xff\xfe@rcpt.test>'),
+      raw('RCPT TO:<bob\x00@rcpt.test>'),
+      'DATA',
+    ]),
+  );
+  t.match(replies, [/^220 /, bad, /^250 /, /^235 /, bad, /^250 2\.1\.0 /, bad, bad, /^503 5\.5\.1 /]);
+  t.equal(replies.length, 9);
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued');
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages.length, 0, 'nothing relayed');
 });
 
 t.test('per-IP connection cap: 421 4.7.0 at connect past smtp.submission.max_connections_per_ip', async (t) => {
