@@ -190,7 +190,10 @@ export async function readGuarded(
  * - a header section over `maxHeaderBytes`: 552 5.3.4 (too big for the system, as Postfix's header_size_limit);
  * - MIME nesting deeper than `maxMimeDepth`: 554 5.6.0 (media error, as Postfix's mime_nesting_limit).
  */
-export function dataGuardReply(verdict: DataGuardVerdict, limits: Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMimeDepth'>): SmtpReply | undefined {
+export function dataGuardReply(
+  verdict: DataGuardVerdict,
+  limits: Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMimeDepth'>,
+): SmtpReply | undefined {
   if (verdict.ok) return undefined;
   switch (verdict.reason) {
     case 'size-exceeded':

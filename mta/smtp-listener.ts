@@ -95,7 +95,15 @@ interface Conn {
 }
 
 /** Every SMTPConnection member the adapter overrides or calls. */
-export const SMTP_CONNECTION_METHODS = ['init', '_setListeners', 'connectionReady', 'send', '_onCommand', '_whenWritable', 'close'] as const;
+export const SMTP_CONNECTION_METHODS = [
+  'init',
+  '_setListeners',
+  'connectionReady',
+  'send',
+  '_onCommand',
+  '_whenWritable',
+  'close',
+] as const;
 
 /**
  * Throws when smtp-server's SMTPConnection lacks a method the overrides rely on: an upgrade that renamed one must
