@@ -272,6 +272,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           tls,
           findServedDomain: services.inboundDomains.findServedDomain,
           maxMessageBytes: config.smtp.mx.maxMessageBytes,
+          maxHeaderBytes: config.smtp.maxHeaderBytes,
+          maxMimeDepth: config.smtp.maxMimeDepth,
           onMessage: (msg) => inbound.handle(msg),
           checkRecipient: (q) => inbound.checkRecipient(q),
           now,
@@ -288,6 +290,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       authenticate: auth,
       allowInsecureLoopbackAuth: config.smtp.submission.allowInsecureLoopbackAuth,
       maxMessageBytes: config.smtp.submission.maxMessageBytes,
+      maxHeaderBytes: config.smtp.maxHeaderBytes,
+      maxMimeDepth: config.smtp.maxMimeDepth,
       maxConnectionsPerIp: config.smtp.submission.maxConnectionsPerIp,
       // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
       lockdown: (domain: string, account: AccountRow) => lockdown(domain, account),

@@ -212,6 +212,18 @@ export const KEYS: readonly KeySpec[] = [
     default: () => 0,
     parse: integer(0, 30_000, 'milliseconds'),
   }),
+  spec('smtp.max_header_bytes', {
+    doc: 'Largest header section of a message (or of any MIME part in it), in bytes, on both listeners; larger ones get 552 5.3.4 (Postfix header_size_limit).',
+    defaultText: '102400',
+    default: () => 102_400,
+    parse: integer(1024, 67_108_864, 'bytes'),
+  }),
+  spec('smtp.max_mime_depth', {
+    doc: 'Deepest MIME nesting (multipart and attached messages) a message may have on both listeners; deeper ones get 554 5.6.0 (Postfix mime_nesting_limit).',
+    defaultText: '100',
+    default: () => 100,
+    parse: integer(1, 1000, 'levels'),
+  }),
   spec('smtp.submission.listen', {
     doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
     ...listen('0.0.0.0:2587'),

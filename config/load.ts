@@ -11,6 +11,9 @@ export interface Config {
   http: { listen: HostPort; publicUrl: string | undefined };
   smtp: {
     hostname: string;
+    /** `smtp.max_header_bytes` and `smtp.max_mime_depth`: shared by both listeners. */
+    maxHeaderBytes: number;
+    maxMimeDepth: number;
     mx: { listen: HostPort; maxMessageBytes: number; greetDelayMs: number };
     submission: {
       listen: HostPort;
@@ -132,6 +135,8 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     http: { listen: v('http.listen'), publicUrl: v('http.public_url') },
     smtp: {
       hostname: v('smtp.hostname'),
+      maxHeaderBytes: v('smtp.max_header_bytes'),
+      maxMimeDepth: v('smtp.max_mime_depth'),
       mx: { listen: v('smtp.mx.listen'), maxMessageBytes: v('smtp.mx.max_message_bytes'), greetDelayMs: v('smtp.mx.greet_delay_ms') },
       submission: {
         listen: v('smtp.submission.listen'),

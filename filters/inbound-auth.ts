@@ -1,5 +1,7 @@
 // Owns the authentication step of inbound mail: SPF, DKIM, DMARC and ARC through mailauth, as one verdict record and
 // one Authentication-Results header field (RFC 8601) carrying our authserv-id.
+import { isUtf8 } from 'node:buffer';
+import { domainToASCII } from 'node:url';
 import { authenticate } from 'mailauth';
 import type { HeaderField } from './message-headers.js';
 
@@ -146,7 +148,8 @@ function fallbackHeader(authservId: string, r: AuthResults): string {
 
 /**
  * The authserv-id of an Authentication-Results value (RFC 8601 §2.2: `[CFWS] authserv-id [CFWS authres-version]
- * (no-result / 1*resinfo)`), lower-cased; comments are skipped and a quoted-string is unquoted.
+ * (no-result / 1*resinfo)`) in canonical form (`canonicalAuthservId`); comments are skipped and a quoted-string is
+ * unquoted.
  */
 export function authservIdOf(value: string): string {
   let s = value;
@@ -158,16 +161,32 @@ export function authservIdOf(value: string): string {
   s = s.trim();
   if (s.startsWith('"')) {
     const m = /^"((?:[^"\\]|\\.)*)"/.exec(s);
-    return (m?.[1] ?? '').replace(/\\(.)/g, '$1').toLowerCase();
+    return canonicalAuthservId((m?.[1] ?? '').replace(/\\(.)/g, '$1'));
   }
-  return (/^[^\s;]*/.exec(s)?.[0] ?? '').toLowerCase();
+  return canonicalAuthservId(/^[^\s;]*/.exec(s)?.[0] ?? '');
+}
+
+/**
+ * An authserv-id in the form two ids are compared in. RFC 8601 §2.5 makes it a domain name, and a reader compares
+ * it as one, so each way of writing our name counts as ours: any case, a trailing (root) dot, U-labels or A-labels,
+ * and whatever IDNA maps to the same name (UTS #46: full-width letters, ideographic full stops, ignored characters
+ * such as a zero-width space). Header text arrives latin1-decoded (message-headers.ts): when its bytes are UTF-8
+ * they are read as UTF-8 first. A value that is no domain name at all is compared lower-cased as it is.
+ */
+export function canonicalAuthservId(id: string): string {
+  const bytes = /[\x80-\xff]/.test(id) && !/[^\x00-\xff]/.test(id) ? Buffer.from(id, 'latin1') : undefined;
+  const text = (bytes && isUtf8(bytes) ? bytes.toString('utf8') : id).trim();
+  return (domainToASCII(text) || text.toLowerCase()).replace(/\.+$/, '');
 }
 
 /**
  * True for an Authentication-Results field that claims to come from us. RFC 8601 §5: a border MTA must remove
  * such fields arriving from outside (they are forged, or stale), before adding its own; fields of other
- * authserv-ids stay (the downstream decides whether it trusts them).
+ * authserv-ids stay (the downstream decides whether it trusts them). The ids are compared as domain names
+ * (`canonicalAuthservId`), so `MX.Example.` or a U-label spelling of our name is removed too.
  */
 export function isForgedAuthResults(field: HeaderField, authservId: string): boolean {
-  return field.key === 'authentication-results' && authservIdOf(field.value) === authservId.toLowerCase();
+  if (field.key !== 'authentication-results') return false;
+  const claimed = authservIdOf(field.value);
+  return claimed !== '' && claimed === canonicalAuthservId(authservId);
 }

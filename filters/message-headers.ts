@@ -76,7 +76,8 @@ export function headerValues(headers: readonly HeaderField[], name: string): str
 /**
  * Rebuilds the message: `prepend` fields (each a complete `Name: value` text without line break) go on top — the
  * place trace and authentication fields belong (RFC 5321 §4.4, RFC 8601 §4) — then every original field `keep`
- * accepts, then the empty line and the body, byte for byte.
+ * accepts, then the empty line and the body, byte for byte. The prepended fields are ours, real text, and are
+ * written as UTF-8 (RFC 6532): an SMTPUTF8 sender in `smtp.mailfrom=` must not turn into stray latin1 bytes.
  */
 export function rewriteHeaders(
   raw: Buffer,
@@ -91,7 +92,7 @@ export function rewriteHeaders(
   const separator = split.bodyOffset > sepStart ? raw.subarray(sepStart, split.bodyOffset) : Buffer.from('\r\n');
   const keptText = kept.length > 0 && !kept.endsWith('\n') ? `${kept}\r\n` : kept;
   return Buffer.concat([
-    Buffer.from(top, 'latin1'),
+    Buffer.from(top, 'utf8'),
     Buffer.from(keptText, 'latin1'),
     separator,
     raw.subarray(split.bodyOffset),

@@ -25,6 +25,18 @@ export function wantsDsn(message: Pick<MessageRow, 'kind' | 'mail_from' | 'auth'
 }
 
 /**
+ * The `Diagnostic-Code: smtp; …` text of one failure (RFC 3464 §2.3.6: the SMTP reply as received). A remote reply
+ * is kept as it is: it already starts with its code (`550 5.1.1 …`), which must not be written twice. A reason of
+ * our own (no route, expiry) gets the code and, when known, the status in front, so it reads like a reply.
+ */
+export function diagnosticOf(f: Pick<PermanentFailure, 'code' | 'status' | 'response'>): string {
+  const text = f.response.trim();
+  if (f.code === null || /^\d{3}(?:[ -]|$)/.test(text)) return text;
+  const status = f.status && /^[245]\.\d{1,3}\.\d{1,3}$/.test(f.status) && !text.startsWith(f.status) ? `${f.status} ` : '';
+  return `${f.code} ${status}${text}`;
+}
+
+/**
  * The queue's permanent-failure hook: one DSN per failed message and record() call, covering every recipient that
  * failed in it, addressed to the envelope sender and sent with the null reverse-path `<>`.
  */
@@ -42,7 +54,7 @@ export function createBounceDsnHook(deps: BounceDsnDeps) {
       recipients: failures.map((f) => ({
         rcpt: f.delivery.rcpt,
         status: f.status ?? '5.0.0',
-        diagnostic: f.code !== null ? `${f.code} ${f.response}` : f.response,
+        diagnostic: diagnosticOf(f),
         remoteMta: f.host,
       })),
       originalHeaders: body ? headerBlock(body) : '',

@@ -1,17 +1,18 @@
-// Owns the checks every SMTP listener applies to the DATA stream: a byte cap and the refusal of every bare CR or LF.
+// Owns the checks every SMTP listener applies to the DATA stream: byte cap, bare CR/LF, header size, MIME depth.
 import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { MimeScanner, type MimeFault } from './mime-limits.js';
 import { SmtpReply } from './smtp-reply.js';
 
 const CR = 0x0d;
 const LF = 0x0a;
 
 /** Why a message was refused by the guard. */
-export type DataGuardReason = 'size-exceeded' | 'bare-cr' | 'bare-lf';
+export type DataGuardReason = 'size-exceeded' | 'bare-cr' | 'bare-lf' | MimeFault;
 
 /**
  * What the guard saw. `bytes` counts every byte of the (already de-dot-stuffed) stream, also past the cap.
- * `offset` is the position of the first bare CR or LF (for logs), absent for `size-exceeded`.
+ * `offset` is the position of the first bare CR or LF (for logs), absent for the other reasons.
  */
 export type DataGuardVerdict =
   | { ok: true; bytes: number }
@@ -20,6 +21,10 @@ export type DataGuardVerdict =
 export interface DataGuardOptions {
   /** Largest message accepted, in bytes (RFC 1870 message size: CRLFs included, stuffing dots and final dot not). */
   maxBytes: number;
+  /** Largest header section of the message or of any MIME part (`smtp.max_header_bytes`); unchecked when absent. */
+  maxHeaderBytes?: number | undefined;
+  /** Deepest MIME nesting (`smtp.max_mime_depth`); unchecked when absent (needs maxHeaderBytes too). */
+  maxMimeDepth?: number | undefined;
   /**
    * Minimum transfer rate (Postfix smtpd_min_data_rate): DATA may last at most `graceMs + bytes / bytesPerSec`,
    * checked as each chunk arrives; past it the stream fails with DataTooSlow. A client that sends nothing at all is
@@ -38,10 +43,11 @@ export class DataTooSlow extends Error {
 
 /**
  * A pass-through Transform over a DATA stream (smtp-server hands it de-dot-stuffed but with line ends untouched).
- * It counts bytes and finds every CR not followed by LF and every LF not preceded by CR, across chunk boundaries.
- * Once the cap is passed or a bare CR/LF is seen it stops passing bytes on (memory stays bounded; nothing refused is
- * ever buffered) but keeps reading to the end, so the client gets its one reply after the final dot (RFC 5321
- * §4.1.1.4) and the session stays in step. Read `verdict()` once the stream has ended.
+ * It counts bytes and finds every CR not followed by LF and every LF not preceded by CR, across chunk boundaries,
+ * and runs the structure check (mime-limits.ts: header sections and MIME nesting, streaming). Once the cap is
+ * passed or any check failed it stops passing bytes on (memory stays bounded; nothing refused is ever buffered)
+ * and stops the structure check, but keeps reading to the end, so the client gets its one reply after the final
+ * dot (RFC 5321 §4.1.1.4) and the session stays in step. Read `verdict()` once the stream has ended.
  */
 export class DataGuard extends Transform {
   private readonly maxBytes: number;
@@ -53,12 +59,16 @@ export class DataGuard extends Transform {
   private lastByte = -1;
   private bareCrAt = -1;
   private bareLfAt = -1;
+  private readonly mime: MimeScanner | undefined;
 
   constructor(opts: DataGuardOptions) {
     super();
     this.maxBytes = opts.maxBytes;
     this.minRate = opts.minRate;
     this.startedAt = opts.minRate?.now() ?? 0;
+    if (opts.maxHeaderBytes !== undefined) {
+      this.mime = new MimeScanner({ maxHeaderBytes: opts.maxHeaderBytes, maxMimeDepth: opts.maxMimeDepth ?? Infinity });
+    }
   }
 
   /** Bytes seen so far. */
@@ -67,14 +77,21 @@ export class DataGuard extends Transform {
   }
 
   /**
-   * The verdict over everything seen so far; final after 'end'. A bare CR/LF wins over size (it is the security
-   * refusal); of the two, the earlier one is reported.
+   * The verdict over everything seen so far; final after 'end'. A bare CR/LF wins (it is the security refusal; of
+   * the two, the earlier one is reported), then size, then the structure check.
    */
   verdict(): DataGuardVerdict {
     const bare = this.firstBare();
     if (bare) return { ok: false, reason: bare.reason, bytes: this.count, offset: bare.offset };
     if (this.count > this.maxBytes) return { ok: false, reason: 'size-exceeded', bytes: this.count };
+    const fault = this.mime?.fault();
+    if (fault) return { ok: false, reason: fault, bytes: this.count };
     return { ok: true, bytes: this.count };
+  }
+
+  /** Nothing refused so far: bytes still go on, the structure check still runs. */
+  private clean(): boolean {
+    return this.count <= this.maxBytes && this.bareCrAt < 0 && this.bareLfAt < 0 && this.mime?.fault() === undefined;
   }
 
   private firstBare(): { reason: 'bare-cr' | 'bare-lf'; offset: number } | undefined {
@@ -117,7 +134,8 @@ export class DataGuard extends Transform {
       const elapsed = this.minRate.now() - this.startedAt;
       if (elapsed > this.minRate.graceMs + (this.count * 1000) / this.minRate.bytesPerSec) return done(new DataTooSlow(this.count, elapsed));
     }
-    if (this.count <= this.maxBytes && this.bareCrAt < 0 && this.bareLfAt < 0) this.push(chunk);
+    if (this.clean()) this.mime?.write(chunk);
+    if (this.clean()) this.push(chunk);
     done();
   }
 
@@ -127,6 +145,7 @@ export class DataGuard extends Transform {
       this.pendingCr = false;
       this.markCr(this.count - 1);
     }
+    if (this.clean()) this.mime?.end();
     done();
   }
 }
@@ -167,12 +186,24 @@ export async function readGuarded(
  * The SMTP reply to DATA for a refused verdict, undefined when it passed:
  * - size: 552 5.3.4 (RFC 1870 §6.4 / RFC 3463 §3.4 "message too big for system");
  * - bare CR or LF: 550 5.6.0 (RFC 5321 §2.3.8; RFC 3463 §3.7 "other or undefined media error"; Postfix's
- *   `smtpd_forbid_bare_newline` also answers 550).
+ *   `smtpd_forbid_bare_newline` also answers 550);
+ * - a header section over `maxHeaderBytes`: 552 5.3.4 (too big for the system, as Postfix's header_size_limit);
+ * - MIME nesting deeper than `maxMimeDepth`: 554 5.6.0 (media error, as Postfix's mime_nesting_limit).
  */
-export function dataGuardReply(verdict: DataGuardVerdict, maxBytes: number): SmtpReply | undefined {
+export function dataGuardReply(
+  verdict: DataGuardVerdict,
+  limits: Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMimeDepth'>,
+): SmtpReply | undefined {
   if (verdict.ok) return undefined;
-  if (verdict.reason === 'size-exceeded') {
-    return new SmtpReply(552, '5.3.4', `Message size exceeds fixed maximum message size ${maxBytes}`);
+  switch (verdict.reason) {
+    case 'size-exceeded':
+      return new SmtpReply(552, '5.3.4', `Message size exceeds fixed maximum message size ${limits.maxBytes}`);
+    case 'header-too-big':
+      return new SmtpReply(552, '5.3.4', `Message header section exceeds fixed maximum size ${limits.maxHeaderBytes}`);
+    case 'mime-too-deep':
+      return new SmtpReply(554, '5.6.0', `Message MIME structure nested deeper than ${limits.maxMimeDepth} levels`);
+    case 'bare-cr':
+    case 'bare-lf':
+      return new SmtpReply(550, '5.6.0', 'Message refused: bare CR or LF in message data (RFC 5321 section 2.3.8)');
   }
-  return new SmtpReply(550, '5.6.0', 'Message refused: bare CR or LF in message data (RFC 5321 section 2.3.8)');
 }

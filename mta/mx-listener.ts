@@ -5,7 +5,7 @@ import type { SMTPServerAddress, SMTPServerOptions } from 'smtp-server';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { relayDenied, SmtpReply, toSmtpReply, type SmtpDecision } from './smtp-reply.js';
 import { checkMailbox, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage } from './smtp-session.js';
+import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage, STRUCTURE_LIMITS } from './smtp-session.js';
 import type { TlsPair } from './tls.js';
 
 /** The message as the MX has it at the end of DATA (same shape as inbound-pipeline's InboundMessage). */
@@ -47,6 +47,10 @@ export interface MxPolicy {
   maxConnections?: number;
   /** Received fields a message may arrive with (default 50: Postfix hopcount_limit). */
   maxHops?: number;
+  /** `smtp.max_header_bytes`: largest header section of the message or of a MIME part (552 5.3.4 beyond). */
+  maxHeaderBytes?: number;
+  /** `smtp.max_mime_depth`: deepest MIME nesting (554 5.6.0 beyond). */
+  maxMimeDepth?: number;
   /** Idle time allowed while the client owes us a command or data (default 300 s: RFC 5321 §4.5.3.2.7). */
   idleTimeoutMs?: number;
   /** Grace for open sessions once the listener closes (default 30 s). */
@@ -109,10 +113,12 @@ export function countReceived(raw: Buffer): number {
 }
 
 /**
- * smtp-server options for the MX: STARTTLS offered, no AUTH, SIZE advertised, SMTPUTF8 and 8BITMIME advertised,
- * ENHANCEDSTATUSCODES not advertised (our replies carry their codes in the text; smtp-server would add a second).
+ * smtp-server options for the MX: STARTTLS offered, no AUTH, SIZE advertised, SMTPUTF8, 8BITMIME and
+ * ENHANCEDSTATUSCODES advertised (our replies carry their codes in the text; the listener adapter adds one to the
+ * library's own replies, mta/smtp-listener.ts).
  * Connection caps answer `421 4.7.0` at connect; RCPT: `452 4.5.3` past the cap, then `classifyRecipient`;
- * DATA: the guard (552 5.3.4 / 550 5.6.0), hop count (554 5.4.6), Received prepended, then `onMessage`.
+ * DATA: the guard (552 5.3.4 for size or header section, 550 5.6.0 bare CR/LF, 554 5.6.0 MIME depth), hop count
+ * (554 5.4.6), Received prepended, then `onMessage`.
  * The returned options keep per-listener connection counts: build one per listener.
  */
 export function mxOptions(policy: MxPolicy): SMTPServerOptions {
@@ -123,6 +129,10 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     maxHops: policy.maxHops ?? MX_DEFAULTS.maxHops,
   };
   const maxBytes = policy.maxMessageBytes;
+  const structure = {
+    maxHeaderBytes: policy.maxHeaderBytes ?? STRUCTURE_LIMITS.maxHeaderBytes,
+    maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
+  };
   const now = policy.now ?? Date.now;
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'mx' });
   // Loopback is exempt from the per-IP cap (still under the global one), as Postfix exempts $mynetworks by default
@@ -193,7 +203,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
-      runDataStage(stream, session, callback, { maxBytes, minRate, log }, async (raw) => {
+      runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
         // RFC 5321 §6.3: a message that has passed through too many hosts is looping; 5.4.6 routing loop detected.
         const hops = countReceived(raw);
         if (hops > limits.maxHops) {

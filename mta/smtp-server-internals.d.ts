@@ -1,4 +1,4 @@
-// Owns the type declaration of the one smtp-server internal Sluice touches (mta/smtp-listener.ts: greeting delay).
+// Owns the type declaration of the smtp-server internals Sluice overrides; only mta/smtp-listener.ts may use them.
 declare module 'smtp-server/lib/smtp-connection' {
   export class SMTPConnection {
     init(): void;

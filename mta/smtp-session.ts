@@ -80,8 +80,15 @@ export function receivedFor(session: SMTPServerSession, hostname: string, rcptTo
 /** Postfix's smtpd_min_data_rate default (bytes per second) and smtpd_timeout as the grace before it applies. */
 export const MIN_DATA_RATE = Object.freeze({ bytesPerSec: 500, graceMs: 300_000 });
 
+/** Defaults of `smtp.max_header_bytes` and `smtp.max_mime_depth`: Postfix's header_size_limit and mime_nesting_limit. */
+export const STRUCTURE_LIMITS = Object.freeze({ maxHeaderBytes: 102_400, maxMimeDepth: 100 });
+
 export interface DataStageOptions {
   maxBytes: number;
+  /** Largest header section of the message or of any MIME part; over it → `552 5.3.4`. */
+  maxHeaderBytes: number;
+  /** Deepest MIME nesting; deeper → `554 5.6.0`. */
+  maxMimeDepth: number;
   /** Minimum DATA rate (DataGuardOptions.minRate); too slow → `421 4.4.2` and the connection is closed. */
   minRate?: DataGuardOptions['minRate'];
   log: Logger;
@@ -89,7 +96,8 @@ export interface DataStageOptions {
 
 /**
  * Runs the DATA stage of one transaction for an smtp-server `onData`: reads the stream through the data guard
- * (552 5.3.4 over the size, 550 5.6.0 for a bare CR or LF), else answers `handle(raw)`'s decision — exactly once.
+ * (552 5.3.4 over the size or a header section over its limit, 550 5.6.0 for a bare CR or LF, 554 5.6.0 for MIME
+ * nested too deep), else answers `handle(raw)`'s decision — exactly once.
  * A client that leaves mid-DATA, or is cut off as too slow, makes the stream fail: `handle` never runs and nothing
  * is kept. An error thrown by `handle` is answered as an SmtpReply if it is one, else `451 4.3.0` (invariant 3).
  */
@@ -107,8 +115,9 @@ export function runDataStage(
     callback(err, message);
   };
   const run = async () => {
-    const { verdict, raw } = await readGuarded(stream, { maxBytes: opts.maxBytes, minRate: opts.minRate });
-    const refused = dataGuardReply(verdict, opts.maxBytes);
+    const limits = { maxBytes: opts.maxBytes, maxHeaderBytes: opts.maxHeaderBytes, maxMimeDepth: opts.maxMimeDepth };
+    const { verdict, raw } = await readGuarded(stream, { ...limits, minRate: opts.minRate });
+    const refused = dataGuardReply(verdict, limits);
     if (refused) {
       opts.log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
       return answer(refused);

@@ -6,7 +6,7 @@ import type { AccountRow } from '../storage/accounts.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { SmtpReply, toSmtpReply, type SmtpDecision } from './smtp-reply.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage } from './smtp-session.js';
+import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage, STRUCTURE_LIMITS } from './smtp-session.js';
 import type { SubmittedMessage } from './submission.js';
 import type { TlsPair } from './tls.js';
 
@@ -41,6 +41,10 @@ export interface SubmissionPolicy {
   maxMessageBytes?: number;
   /** Recipients per message (452 4.5.3 beyond; default 100, RFC 5321 §4.5.3.1.8). */
   maxRecipients?: number;
+  /** `smtp.max_header_bytes`: largest header section of the message or of a MIME part (552 5.3.4 beyond). */
+  maxHeaderBytes?: number;
+  /** `smtp.max_mime_depth`: deepest MIME nesting (554 5.6.0 beyond). */
+  maxMimeDepth?: number;
   /** `smtp.submission.max_connections_per_ip`: concurrent sessions from one address (421 4.7.0 beyond; default 50). */
   maxConnectionsPerIp?: number;
   /** Concurrent sessions in all on this listener (default 1000). */
@@ -109,12 +113,17 @@ export function classifySubmissionRecipient(rcpt: string, smtpUtf8: boolean): { 
  *   temporary). The null sender is allowed (the From header is still checked at the end of DATA).
  * - RCPT: `452 4.5.3` past the cap (RFC 5321 §4.5.3.1.10), `553 5.1.3` for an unusable address.
  * - Connection caps: `421 4.7.0` at connect; idle timeout closes with smtp-server's `421`.
- * - DATA: SIZE advertised and enforced (`552 5.3.4`), every bare CR or LF refused (`550 5.6.0`); a session that
+ * - DATA: SIZE advertised and enforced (`552 5.3.4`), every bare CR or LF refused (`550 5.6.0`), a header section
+ *   over `maxHeaderBytes` refused (`552 5.3.4`), MIME nested deeper than `maxMimeDepth` (`554 5.6.0`); a session that
  *   ends mid-DATA never reaches `onMessage`, so nothing is queued. A Received field (RFC 5321 §4.4) is handed on.
  */
 export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
   const maxBytes = policy.maxMessageBytes ?? SUBMISSION_DEFAULTS.maxMessageBytes;
   const maxRcpt = policy.maxRecipients ?? SUBMISSION_DEFAULTS.maxRecipients;
+  const structure = {
+    maxHeaderBytes: policy.maxHeaderBytes ?? STRUCTURE_LIMITS.maxHeaderBytes,
+    maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
+  };
   const now = policy.now ?? Date.now;
   const failures = policy.authFailures ?? createAuthFailureCounter(now);
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'submission' });
@@ -237,7 +246,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
-      runDataStage(stream, session, callback, { maxBytes, minRate, log }, async (raw) => {
+      runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
         const account = sessions.get(session.id);
         if (!account) return { code: 530, status: '5.7.0', message: 'Authentication required' };
         if (!policy.onMessage) return { code: 451, status: '4.3.2', message: 'Submission is not available, try again later' };

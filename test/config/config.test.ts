@@ -28,6 +28,8 @@ t.test('defaults with no file and no env', async (t) => {
   t.equal(config.smtp.hostname, os.hostname());
   t.same(config.smtp.mx.listen, { host: '0.0.0.0', port: 2525 });
   t.same(config.smtp.submission.listen, { host: '0.0.0.0', port: 2587 });
+  t.equal(config.smtp.maxHeaderBytes, 102_400, 'Postfix header_size_limit');
+  t.equal(config.smtp.maxMimeDepth, 100, 'Postfix mime_nesting_limit');
   t.same(config.dns.servers, []);
   t.equal(config.outbound.smarthost, undefined);
   t.same(config.outbound.transportMap, {});
@@ -69,6 +71,8 @@ t.test('every error names the key', async (t) => {
     [{ SLUICE_LOG_LEVEL: 'loud' }, 'log.level', /not one of/],
     [{ SLUICE_OUTBOUND_MX_PORT: '0' }, 'outbound.mx_port', /port/],
     [{ SLUICE_OUTBOUND_PUBLIC_IP: 'host' }, 'outbound.public_ip', /not an IP/],
+    [{ SLUICE_SMTP_MAX_HEADER_BYTES: '100' }, 'smtp.max_header_bytes', /bytes 1024-/],
+    [{ SLUICE_SMTP_MAX_MIME_DEPTH: '0' }, 'smtp.max_mime_depth', /levels 1-1000/],
   ];
   for (const [env, key, re] of cases) {
     const err = errorOf(() => loadConfig({ env, cwd: dir }));

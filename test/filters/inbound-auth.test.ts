@@ -2,7 +2,7 @@
 // the verdict and reason codes, our one Authentication-Results field, and spotting forged ones (RFC 8601 §5).
 import MailComposer from 'nodemailer/lib/mail-composer';
 import t from 'tap';
-import { authservIdOf, checkAuthentication, isForgedAuthResults } from '../../filters/inbound-auth.js';
+import { authservIdOf, canonicalAuthservId, checkAuthentication, isForgedAuthResults } from '../../filters/inbound-auth.js';
 import { splitMessage } from '../../filters/message-headers.js';
 import { dkimDnsRecord, generateDkimKeyPair } from '../../mta/dkim-keys.js';
 import { signMessage } from '../../mta/dkim-sign.js';
@@ -102,4 +102,30 @@ t.test('authserv-id parsing and forged-field detection', async (t) => {
     Buffer.from('Authentication-Results: MX.SLUICE.TEST;\r\n spf=pass\r\nAuthentication-Results: other.example; spf=fail\r\nX: 1\r\n\r\nb'),
   );
   t.same(split.headers.map((h) => isForgedAuthResults(h, 'mx.sluice.test')), [true, false, false]);
+});
+
+t.test('authserv-ids are compared as domain names: case, trailing dot and IDN forms of ours are forged too', async (t) => {
+  // Header fields as the pipeline sees them: the raw bytes (UTF-8 where non-ASCII) split by splitMessage.
+  const fields = (values: string[]) => splitMessage(Buffer.from(values.map((v) => `Authentication-Results: ${v}\r\n`).join('') + '\r\nb', 'utf8')).headers;
+  const ours = [
+    'mx.sluice.test.; spf=pass',
+    'MX.SLUICE.TEST.; dkim=pass',
+    '"mx.sluice.test."; none',
+    ' (c) Mx.Sluice.Test. 1; dmarc=pass',
+    'mx.sluice.test..; none',
+    'ｍｘ.ｓｌｕｉｃｅ.ｔｅｓｔ; spf=pass',
+    'mx。sluice。test; spf=pass',
+    'mx.sluice.test。; spf=pass',
+    'mx\u200b.sluice.test; spf=pass',
+  ];
+  const theirs = ['mx.sluice.test.evil; spf=pass', 'sluice.test; none', 'xmx.sluice.test; none', '; none', 'mx.sluice.tes; none'];
+  t.same(fields(ours).map((h) => isForgedAuthResults(h, 'mx.sluice.test')), ours.map(() => true), ours.join(' | '));
+  t.same(fields(theirs).map((h) => isForgedAuthResults(h, 'mx.sluice.test')), theirs.map(() => false), theirs.join(' | '));
+  t.same(fields(ours).map((h) => isForgedAuthResults(h, 'MX.sluice.test.')), ours.map(() => true), 'however smtp.hostname is written');
+  // An IDN host name: U-label and A-label spellings are one name.
+  const idn = ['bücher.test; none', 'BÜCHER.test.; none', 'xn--BCHER-kva.test; none', 'xn--bcher-kva.test.; none'];
+  t.same(fields(idn).map((h) => isForgedAuthResults(h, 'xn--bcher-kva.test')), idn.map(() => true));
+  t.same(fields(idn).map((h) => isForgedAuthResults(h, 'bücher.test')), idn.map(() => true));
+  t.equal(canonicalAuthservId('Bücher.Test.'), 'xn--bcher-kva.test', 'a JS string in any case');
+  t.equal(canonicalAuthservId('not a domain'), 'not a domain');
 });

@@ -35,3 +35,9 @@ t.test('a message starting with an empty line has no header', async (t) => {
   t.same(split.headers, []);
   t.equal(rewriteHeaders(raw, split, { prepend: ['X: 1'] }).toString(), 'X: 1\r\n\r\nFrom: not-a-header\r\n');
 });
+
+t.test('prepended fields are written as UTF-8, the original bytes stay as they were', async (t) => {
+  const raw = Buffer.from('A: caf\xe9\r\n\r\nb\xff\r\n', 'latin1');
+  const out = rewriteHeaders(raw, splitMessage(raw), { prepend: ['Authentication-Results: mx.test; spf=none smtp.mailfrom=j\u00f6s\u00e9@b\u00fccher.test'] });
+  t.same(out, Buffer.concat([Buffer.from('Authentication-Results: mx.test; spf=none smtp.mailfrom=jösé@bücher.test\r\n', 'utf8'), raw]));
+});

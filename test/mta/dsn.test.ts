@@ -1,8 +1,10 @@
 // Checks that DSNs are RFC 3464 multipart/report messages that parse, carry per-recipient status, and resist injection.
 import { simpleParser } from 'mailparser';
 import t from 'tap';
+import { createBounceDsnHook, diagnosticOf } from '../../mta/bounce-dsn.js';
 import { buildDsn, headerBlock } from '../../mta/dsn.js';
 import { longestLine } from '../../mta/header-lines.js';
+import type { DeliveryRow, MessageRow } from '../../storage/queue.js';
 
 t.test('a DSN parses as multipart/report; report-type=delivery-status', async (t) => {
   const original = Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: hi\r\n\r\nbody line\r\n');
@@ -57,4 +59,25 @@ t.test('every line of a DSN is within 998 octets: a long original subject, a lon
   t.same(lines.filter((l) => Buffer.byteLength(l) > 78 && !/[sz]{100}/.test(l)), [], 'lines with white space fold within 78 octets');
   const parsed = await simpleParser(raw);
   t.match(parsed.headers.get('content-type'), { value: 'multipart/report' }, 'still a DSN');
+});
+
+t.test('Diagnostic-Code carries the reply code once: as received from a remote, in front of a reason of ours', async (t) => {
+  t.equal(diagnosticOf({ code: 550, status: '5.1.1', response: '550 5.1.1 no such user' }), '550 5.1.1 no such user');
+  t.equal(diagnosticOf({ code: 550, status: '5.1.1', response: '550-5.1.1 first\r\n550 5.1.1 last' }), '550-5.1.1 first\r\n550 5.1.1 last');
+  t.equal(diagnosticOf({ code: 554, status: '5.0.0', response: '554' }), '554');
+  t.equal(diagnosticOf({ code: 550, status: '5.1.2', response: 'recipient domain does not exist (NXDOMAIN)' }), '550 5.1.2 recipient domain does not exist (NXDOMAIN)');
+  t.equal(diagnosticOf({ code: 556, status: '5.1.10', response: '5.1.10 null MX' }), '556 5.1.10 null MX');
+  t.equal(diagnosticOf({ code: null, status: '5.1.7', response: 'sender address contains characters not allowed in SMTP' }), 'sender address contains characters not allowed in SMTP');
+
+  const hook = createBounceDsnHook({ hostname: 'mx.sluice.test', findBody: () => Buffer.from('Subject: hi\r\n\r\nx\r\n'), now: () => Date.UTC(2026, 10, 22) });
+  const message = { id: 1, kind: 'relay', mail_from: 'a@sender.test', auth: null, message_id: 'm@sender.test', created_at: 0 } as MessageRow;
+  const delivery = (rcpt: string) => ({ rcpt }) as DeliveryRow;
+  const dsn = hook(message, [
+    { delivery: delivery('b@rcpt.test'), code: 550, status: '5.1.1', response: '550 5.1.1 no such user', host: 'mx.rcpt.test' },
+    { delivery: delivery('c@gone.test'), code: 550, status: '5.1.2', response: 'recipient domain does not exist (NXDOMAIN)', host: null },
+  ]);
+  const text = dsn!.raw.toString('utf8');
+  t.match(text, /\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n/);
+  t.match(text, /\r\nDiagnostic-Code: smtp; 550 5\.1\.2 recipient domain does not exist \(NXDOMAIN\)\r\n/);
+  t.notMatch(text, /\b(\d{3}) \1 /, 'no code twice anywhere');
 });

@@ -1,4 +1,5 @@
 // End-to-end inbound tests: SMTP client → MX listener → filters → durable queue → smtp-server downstreams.
+import { isUtf8 } from 'node:buffer';
 import net from 'node:net';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
@@ -8,6 +9,7 @@ import { signMessage } from '../../mta/dkim-sign.js';
 import { orderDownstreams } from '../../mta/inbound-relay.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -196,16 +198,21 @@ t.test('a downstream on the same machine: localhost. (RFC 6761, no DNS query), 1
   t.ok(hosts.includes(`localhost[127.0.0.1]:${local.port}`), `the attempt names the host and the address dialled: ${hosts.join(', ')}`);
 });
 
-t.test('a forged Authentication-Results with our authserv-id is removed; DMARC p=reject failure is scored', async (t) => {
+t.test('a forged Authentication-Results with our authserv-id, however spelled, is removed; DMARC p=reject failure is scored', async (t) => {
   const sink = await startSink(t); // started first: torn down after the stack, whose pooled connections end first
   const w = await world(t);
   await w.provision('corp.test', [{ port: sink.port }]);
-  const forged = 'Authentication-Results: mx.sluice.test; spf=pass smtp.mailfrom=bank.test; dkim=pass; dmarc=pass\r\n' + message({ from: 'ceo@bank.test' });
+  // Our authserv-id as any domain-name spelling of it (RFC 8601 §5): case, a trailing dot, IDNA forms.
+  const variants = ['mx.sluice.test', 'MX.Sluice.Test.', '"mx.sluice.test."', 'ｍｘ.sluice.test', 'mx。sluice。test'];
+  const forged =
+    variants.map((id) => `Authentication-Results: ${id}; spf=pass smtp.mailfrom=bank.test; dkim=pass; dmarc=pass\r\n`).join('') +
+    'Authentication-Results: upstream.example; spf=pass\r\n' +
+    message({ from: 'ceo@bank.test' });
   const res = await w.send({ from: 'ceo@bank.test', to: ['bob@corp.test'], raw: forged });
   t.ok(res.ok);
   await deliverAll(w.stack);
   const text = sink.messages[0]!.raw.toString();
-  t.equal(text.match(/^Authentication-Results:/gim)?.length, 1);
+  t.same(text.match(/^Authentication-Results: [^;]*/gim), ['Authentication-Results: mx.sluice.test', 'Authentication-Results: upstream.example'], 'every forged variant removed, other ids kept');
   t.match(text, /dkim=none/, 'the forged dkim=pass is gone: the message is unsigned');
   t.match(text, /spf=fail/);
   t.match(text, /dmarc=fail/);
@@ -358,6 +365,7 @@ t.test('a permanent refusal by the downstream sends an RFC 3464 DSN to the envel
   t.match(parsed.headers.get('content-type'), { value: 'multipart/report', params: { 'report-type': 'delivery-status' } });
   t.match(dsn.raw.toString(), /report-type=delivery-status/);
   t.match(dsn.raw.toString(), /Final-Recipient: rfc822; ghost@corp\.test\r\nAction: failed\r\nStatus: 5\.1\.1/);
+  t.match(dsn.raw.toString(), /\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n/, 'the reply as received, its code once');
 });
 
 t.test('relay tricks for foreign domains are all denied at RCPT, whatever the sender', async (t) => {
@@ -411,11 +419,52 @@ t.test('smuggling sequences never produce a second message; bare CR/LF refused, 
     s.write(`Subject: hi\r\n\r\nbody${v}${smuggled}.\r\n`);
     t.match(await s.next(), /^550 5\.6\.0/, `${JSON.stringify(v)}: refused at the one end of DATA`);
     const rest = await s.quit();
-    t.same(rest, ['221 Bye'], `${JSON.stringify(v)}: no reply to a smuggled command, only to our QUIT`);
+    t.same(rest, ['221 2.0.0 Bye'], `${JSON.stringify(v)}: no reply to a smuggled command, only to our QUIT`);
   }
   t.equal(w.queued(), 0, 'nothing queued');
   await deliverAll(w.stack);
   t.equal(sink.messages.length, 0);
+});
+
+t.test('invalid UTF-8 in EHLO, MAIL and RCPT gets 500 5.5.2 and is never rewritten into what is queued or relayed', async (t) => {
+  const sink = await startSink(t); // started first: torn down after the stack, whose pooled connections end first
+  const w = await world(t);
+  await w.provision('corp.test', [{ port: sink.port }]);
+  const bad = '500 5.5.2 bad UTF-8 syntax';
+  const send = async (s: Awaited<ReturnType<typeof rawSession>>, line: string) => (s.write(line + '\r\n'), s.next());
+  // A session made only of invalid commands: nothing at all is kept.
+  const s1 = await rawSession(w.stack.mx.port);
+  t.equal(await send(s1, 'EHLO \xff\xfe.client.test'), bad);
+  t.match(await send(s1, 'EHLO client.test'), /^250[ -]/);
+  t.equal(await send(s1, 'MAIL FROM:<\xff\xfe@sender.test> SMTPUTF8'), bad);
+  t.match(await send(s1, 'MAIL FROM:<alice@sender.test> SMTPUTF8'), /^250 2\.1\.0 /);
+  t.equal(await send(s1, 'RCPT TO:<\xff\xfe@corp.test>'), bad);
+  t.equal(await send(s1, 'RCPT TO:<bob\x00@corp.test>'), bad, 'a NUL');
+  const data = await send(s1, 'DATA');
+  t.match(data, /^503 5\.5\.1 /, 'no recipient was stored');
+  if (data.startsWith('354')) await send(s1, '.'); // a server that took a recipient: end its DATA
+  await s1.quit();
+  t.equal(w.queued(), 0, 'nothing queued');
+  // Next to a valid recipient, the invalid one leaves no trace in what is relayed.
+  const s2 = await rawSession(w.stack.mx.port);
+  t.equal(await send(s2, 'EHLO \xc0\xaf.client.test'), bad);
+  t.match(await send(s2, 'EHLO client.test'), /^250[ -]/);
+  t.match(await send(s2, 'MAIL FROM:<j\xc3\xb6s\xc3\xa9@sender.test> SMTPUTF8'), /^250 /, 'valid UTF-8 (jösé) is fine');
+  t.equal(await send(s2, 'RCPT TO:<\xff\xfe@corp.test>'), bad);
+  t.match(await send(s2, 'RCPT TO:<bob@corp.test>'), /^250 /);
+  t.match(await send(s2, 'DATA'), /^354 /);
+  t.match(await send(s2, message().replace(/\r\n$/, '') + '\r\n.'), /^250 2\.0\.0 Ok: queued as /);
+  await s2.quit();
+  t.equal(w.queued(), 1);
+  await deliverAll(w.stack);
+  t.equal(sink.messages.length, 1);
+  const got = sink.messages[0]!;
+  t.same(got.rcptTo, ['bob@corp.test'], 'only the valid recipient is relayed');
+  t.equal(got.mailFrom, 'jösé@sender.test');
+  t.ok(isUtf8(got.raw), 'the relayed message is valid UTF-8: no U+FFFD stand-ins, no stray latin1 bytes');
+  t.notMatch(got.raw.toString('utf8'), /\ufffd/);
+  t.match(got.raw.toString('utf8'), /^Authentication-Results: mx\.sluice\.test;[^]*smtp\.mailfrom="?jösé@sender\.test/m);
+  t.match(got.raw.toString('utf8'), /^Received: from client\.test \(/m);
 });
 
 t.test('SIZE, recipient cap and hop count', async (t) => {
@@ -438,6 +487,34 @@ t.test('SIZE, recipient cap and hop count', async (t) => {
   for (let i = 0; i < 100; i++) await s2.cmd(`RCPT TO:<u${i}@corp.test>`);
   t.match(await s2.cmd('RCPT TO:<u100@corp.test>'), /^452 4\.5\.3/);
   await s2.quit();
+});
+
+t.test('smtp.max_header_bytes and smtp.max_mime_depth: 552 5.3.4 and 554 5.6.0 at end of DATA; nothing queued or relayed', async (t) => {
+  const sink = await startSink(t); // started first: torn down after the stack, whose pooled connections end first
+  const w = await world(t);
+  await w.provision('corp.test', [{ port: sink.port }]);
+  const head = 'From: Alice <alice@sender.test>\r\nTo: bob@corp.test\r\nSubject: structure\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\n';
+  // 1.1 MB of header lines (well under the 30 MB message size): over the 100 KB default.
+  const big = await w.send({ to: ['bob@corp.test'], raw: bigHeader(1_100_000, head) });
+  t.same(big, { ok: false, code: 552, response: '552 5.3.4 Message header section exceeds fixed maximum size 102400' });
+  const deep = await w.send({ to: ['bob@corp.test'], raw: nestedMime(101, 'multipart', head) });
+  t.same(deep, { ok: false, code: 554, response: '554 5.6.0 Message MIME structure nested deeper than 100 levels' });
+  const deepMessages = await w.send({ to: ['bob@corp.test'], raw: nestedMime(500, 'message', head) });
+  t.match(deepMessages, { ok: false, code: 554, response: /^554 5\.6\.0 / }, '500 levels of attached messages');
+  t.equal(w.queued(), 0, 'nothing queued');
+  await deliverAll(w.stack);
+  t.equal(sink.messages.length, 0, 'nothing relayed');
+  // Just inside the limits: accepted and relayed.
+  t.match(await w.send({ to: ['bob@corp.test'], raw: bigHeader(100_000, head) }), { ok: true });
+  t.match(await w.send({ to: ['bob@corp.test'], raw: nestedMime(100, 'multipart', head) }), { ok: true });
+  await deliverAll(w.stack);
+  t.equal(sink.messages.length, 2);
+  // The keys reach the listener.
+  const low = await world(t, { SLUICE_SMTP_MAX_HEADER_BYTES: '2048', SLUICE_SMTP_MAX_MIME_DEPTH: '3' });
+  await low.provision('corp.test', [{ port: sink.port }]);
+  t.same(await low.send({ to: ['bob@corp.test'], raw: bigHeader(2100, head) }), { ok: false, code: 552, response: '552 5.3.4 Message header section exceeds fixed maximum size 2048' });
+  t.same(await low.send({ to: ['bob@corp.test'], raw: nestedMime(4, 'multipart', head) }), { ok: false, code: 554, response: '554 5.6.0 Message MIME structure nested deeper than 3 levels' });
+  t.match(await low.send({ to: ['bob@corp.test'], raw: nestedMime(3, 'multipart', head) }), { ok: true });
 });
 
 t.test('smtp.mx.greet_delay_ms: a client that talks before the greeting is refused', async (t) => {

@@ -10,15 +10,16 @@ import { longestLine } from '../../mta/header-lines.js';
 import { QUEUE_LIFETIME_MS } from '../../mta/retry-schedule.js';
 import { AUTH_FAILURE_LIMIT } from '../../mta/submission-listener.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 /**
  * Talks to a listener line by line (implicit TLS, or plaintext when `plain`): waits for the greeting, then for one
  * reply per line sent. Replies are kept whole (multi-line EHLO answers joined by CRLF). An empty line ends the
- * script; `tail` (if given) is then written and the socket closed mid-DATA.
+ * script; `tail` (if given) is then written and the socket closed mid-DATA. A Buffer line is sent byte for byte.
  */
-async function rawSession(port: number, lines: string[], opts: { tail?: string; plain?: boolean; localAddress?: string } = {}): Promise<string[]> {
+async function rawSession(port: number, lines: (string | Buffer)[], opts: { tail?: string; plain?: boolean; localAddress?: string } = {}): Promise<string[]> {
   const socket = opts.plain
     ? net.connect({ port, host: '127.0.0.1', ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) })
     : tls.connect({ port, host: '127.0.0.1', rejectUnauthorized: false });
@@ -50,7 +51,7 @@ async function rawSession(port: number, lines: string[], opts: { tail?: string; 
       return replies;
     }
     const want = replies.length + 1;
-    socket.write(line + '\r\n');
+    socket.write(typeof line === 'string' ? line + '\r\n' : Buffer.concat([line, Buffer.from('\r\n')]));
     await reply(want);
   }
   socket.destroy();
@@ -385,6 +386,47 @@ t.test('limits: 552 over SIZE, 452 past 100 recipients, bad addresses, bare LF r
   t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 1, 'no message row either');
 });
 
+t.test('smtp.max_header_bytes and smtp.max_mime_depth: 552 5.3.4 and 554 5.6.0 at end of DATA; nothing queued', async (t) => {
+  const w = await world(t);
+  const head = 'From: App <app@sender.test>\r\nTo: bob@rcpt.test\r\nSubject: structure\r\n';
+  const big = await w.send({ user: 'acme', pass: w.password, raw: bigHeader(1_100_000, head) });
+  t.same(big, { ok: false, code: 552, response: '552 5.3.4 Message header section exceeds fixed maximum size 102400' });
+  const deep = await w.send({ user: 'acme', pass: w.password, raw: nestedMime(101, 'multipart', head) });
+  t.same(deep, { ok: false, code: 554, response: '554 5.6.0 Message MIME structure nested deeper than 100 levels' });
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued');
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages.length, 0, 'nothing relayed');
+  t.match(await w.send({ user: 'acme', pass: w.password, raw: nestedMime(100, 'multipart', head) }), { ok: true }, '100 levels pass');
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 1);
+  // The keys reach the listener.
+  const low = await world(t, { env: { SLUICE_SMTP_MAX_HEADER_BYTES: '2048', SLUICE_SMTP_MAX_MIME_DEPTH: '3' } });
+  t.match(await low.send({ user: 'acme', pass: low.password, raw: bigHeader(2100, head) }), { ok: false, code: 552, response: /exceeds fixed maximum size 2048$/ });
+  t.match(await low.send({ user: 'acme', pass: low.password, raw: nestedMime(4, 'multipart', head) }), { ok: false, code: 554, response: /deeper than 3 levels$/ });
+});
+
+t.test('invalid UTF-8 or NUL in EHLO, MAIL and RCPT gets 500 5.5.2; nothing is queued or relayed', async (t) => {
+  const w = await world(t);
+  const raw = (s: string) => Buffer.from(s, 'latin1');
+  const bad = '500 5.5.2 bad UTF-8 syntax';
+  const replies = lastLines(
+    await rawSession(w.stack.submissionTls!.port, [
+      raw('EHLO \xff.client.test'),
+      'EHLO raw.client.test',
+      authPlain('acme', w.password),
+      raw('MAIL FROM:<\xff\xfe@sender.test> SMTPUTF8'),
+      'MAIL FROM:<app@sender.test> SMTPUTF8',
+      raw('RCPT TO:<\xff\xfe@rcpt.test>'),
+      raw('RCPT TO:<bob\x00@rcpt.test>'),
+      'DATA',
+    ]),
+  );
+  t.match(replies, [/^220 /, bad, /^250 /, /^235 /, bad, /^250 2\.1\.0 /, bad, bad, /^503 5\.5\.1 /]);
+  t.equal(replies.length, 9);
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued');
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages.length, 0, 'nothing relayed');
+});
+
 t.test('per-IP connection cap: 421 4.7.0 at connect past smtp.submission.max_connections_per_ip', async (t) => {
   const w = await world(t, { env: { SLUICE_SMTP_SUBMISSION_MAX_CONNECTIONS_PER_IP: '2' } });
   const open = async (localAddress: string) => {
@@ -433,6 +475,7 @@ t.test('a hard bounce sends an RFC 3464 DSN to the envelope sender; a null-sende
   const parsed = await simpleParser(dsn.raw);
   t.match(parsed.headers.get('content-type'), { value: 'multipart/report', params: { 'report-type': 'delivery-status' } });
   t.match(dsn.raw.toString(), /Final-Recipient: rfc822; ghost@rcpt\.test\r\nAction: failed\r\nStatus: 5\.1\.1/);
+  t.match(dsn.raw.toString(), /\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n/, 'the reply as received, its code once');
   const events = w.stack.db.prepare("SELECT event FROM events WHERE account_id = ? AND event = 'hard-bounced'").all(w.accountId);
   t.equal(events.length, 2, 'both bounces are events');
 });
