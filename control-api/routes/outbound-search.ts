@@ -4,7 +4,7 @@ import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
 import type { SmtpLogFilters, SmtpLogRow } from '../../storage/smtp-log.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { CodedError } from '../schemas.js';
+import { BoundedInteger, CodedError } from '../schemas.js';
 import type { Services } from '../services.js';
 
 const DAY_MS = 86_400_000;
@@ -37,20 +37,15 @@ const SearchBody = Type.Object({
   ),
   spam_disposition: Type.Optional(Type.String({ maxLength: 64 })),
   virus_disposition: Type.Optional(Type.String({ maxLength: 64 })),
-  rspcode: Type.Optional(
-    Type.Integer({ minimum: 100, maximum: 599, errorMessage: 'must be an integer SMTP reply code (100-599)' }),
-  ),
+  rspcode: Type.Optional(BoundedInteger(100, 599, { errorMessage: 'must be an integer SMTP reply code (100-599)' })),
   start_date: Type.Optional(DateString),
   end_date: Type.Optional(DateString),
 });
 
 const SearchQuery = Type.Object({
-  start_at: Type.Optional(
-    Type.Integer({ minimum: 0, default: 0, errorMessage: 'must be an integer of at least 0' }),
-  ),
-  count: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 100, default: 20, errorMessage: 'must be an integer from 1 to 100' }),
-  ),
+  // start_at + count ≤ MAX_RESULT_DEPTH and count ≥ 1 (checked together in the handler).
+  start_at: Type.Optional(BoundedInteger(0, MAX_RESULT_DEPTH - 1, { default: 0 })),
+  count: Type.Optional(BoundedInteger(1, 100, { default: 20 })),
 });
 
 const SearchResult = Type.Object({
