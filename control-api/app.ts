@@ -5,6 +5,7 @@ import Koa from 'koa';
 import type { KeyPrincipal } from '../storage/accounts.js';
 import { ApiError, errorBody, groupOf } from './errors.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody } from './json-body.js';
+import { SERVICE_VERSION_HEADER, SERVICE_VERSIONS } from './openapi.js';
 import { createRateLimiter } from './rate-limit.js';
 import { coerceQuery, validate, type AnyRoute, type Method } from './route.js';
 import type { Services } from './services.js';
@@ -43,6 +44,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
     const requestId = crypto.randomUUID();
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
+    const serviceVersion = SERVICE_VERSIONS[groupOf(ctx.path)];
+    if (serviceVersion) ctx.set(SERVICE_VERSION_HEADER, serviceVersion);
     try {
       await next();
     } catch (err) {

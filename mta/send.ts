@@ -140,7 +140,8 @@ export async function runSend(
       auth: opts.auth,
       upstream: opts.upstream,
       upstreamHostname: null,
-      senderId: null,
+      // The sending identity, as for submission: the (sub-)account's handle.
+      senderId: account.handle,
       recipients: m.recipients,
       dropped,
       events: true,

@@ -1,7 +1,7 @@
 // Owns POST /outbound/v1/search (api.md §6): validates filters, dates and paging, scopes by tenant, renders rows.
-import { Type } from '@sinclair/typebox';
+import { Type, type TUnsafe } from '@sinclair/typebox';
 import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
-import type { SmtpLogFilters, SmtpLogRow } from '../../storage/smtp-log.js';
+import { SPAM_DISPOSITIONS, VIRUS_DISPOSITIONS, type SmtpLogFilters, type SmtpLogRow } from '../../storage/smtp-log.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, CodedError } from '../schemas.js';
@@ -21,7 +21,21 @@ const DateString = Type.String({
   errorMessage: 'must be a date in the form yyyy-mm-dd',
 });
 
-/** The seed's filter object; every field optional. Addresses match exactly, ignoring ASCII case. */
+/** One of `values`, exactly; the message lists them. */
+function OneOf<T extends readonly string[]>(values: T): TUnsafe<T[number]> {
+  return Type.Unsafe<T[number]>(
+    Type.Union(
+      values.map((v) => Type.Literal(v)),
+      { errorMessage: `must be one of ${values.join(', ')}` },
+    ),
+  );
+}
+
+/**
+ * The seed's filter object; every field optional and every field filters (an unknown field is a 400, never
+ * silently ignored). Addresses, host names and `lastcmd` match exactly, ignoring ASCII case; `subject` and `rspmsg`
+ * by substring.
+ */
 const SearchBody = Type.Object({
   message_id: Type.Optional(Type.String({ maxLength: 998 })),
   request_id: Type.Optional(Type.String({ maxLength: 255 })),
@@ -32,15 +46,21 @@ const SearchBody = Type.Object({
   upstream_hostname: Type.Optional(Type.String({ maxLength: 255, description: 'case-insensitive' })),
   sender_id: Type.Optional(Type.String({ maxLength: 255 })),
   subject: Type.Optional(Type.String({ maxLength: 998, description: 'substring, case-insensitive (ASCII)' })),
+  lastcmd: Type.Optional(
+    Type.String({ maxLength: 64, description: 'SMTP command of the latest attempt (e.g. "RCPT TO"), case-insensitive' }),
+  ),
+  rspmsg: Type.Optional(
+    Type.String({ maxLength: 998, description: 'substring of the latest reply text, case-insensitive (ASCII)' }),
+  ),
   delivered: Type.Optional(
     Type.String({ pattern: '^[YyNn]$', errorMessage: 'must be "Y" or "N"', description: 'Y or N' }),
   ),
-  spam_disposition: Type.Optional(Type.String({ maxLength: 64 })),
-  virus_disposition: Type.Optional(Type.String({ maxLength: 64 })),
+  spam_disposition: Type.Optional(OneOf(SPAM_DISPOSITIONS)),
+  virus_disposition: Type.Optional(OneOf(VIRUS_DISPOSITIONS)),
   rspcode: Type.Optional(BoundedInteger(100, 599, { errorMessage: 'must be an integer SMTP reply code (100-599)' })),
   start_date: Type.Optional(DateString),
   end_date: Type.Optional(DateString),
-});
+}, { additionalProperties: false });
 
 const SearchQuery = Type.Object({
   // start_at + count ≤ MAX_RESULT_DEPTH and count ≥ 1 (checked together in the handler).
@@ -197,6 +217,8 @@ export const outboundSearchRoutes: AnyRoute[] = [
         senderId: b.sender_id,
         // An empty substring filters nothing (and must not drop rows that have no subject).
         subject: b.subject === '' ? undefined : b.subject,
+        lastcmd: b.lastcmd,
+        rspmsg: b.rspmsg === '' ? undefined : b.rspmsg,
         delivered: b.delivered === undefined ? undefined : b.delivered.toUpperCase() === 'Y',
         spamDisposition: b.spam_disposition,
         virusDisposition: b.virus_disposition,
