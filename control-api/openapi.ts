@@ -50,6 +50,13 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
       op.requestBody = { required: !r.bodyOptional, content: { 'application/json': { schema: plain(r.body) } } };
     }
     if (r.auth !== 'none') op.security = [{ ApiKey: [] }];
+    // Any route may meet a storage failure (database locked, disk full): errors.ts storageUnavailable().
+    const responses = op.responses as Record<string, { description: string }>;
+    const storage = 'storage temporarily unavailable (Retry-After says when to try again)';
+    const rateLimited = responses['503'];
+    responses['503'] = rateLimited
+      ? { ...rateLimited, description: `${rateLimited.description}; or ${storage}` }
+      : { description: storage };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   return {

@@ -8,6 +8,7 @@ import { decideSuppression } from '../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../storage/accounts.js';
 import type { DkimKeyStore } from '../storage/dkim-keys.js';
 import type { SuppressionStore } from '../storage/suppressions.js';
+import { storageFailure } from '../storage/write-health.js';
 import { composeMessages, MAX_MESSAGE_BYTES, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
 import type { Queue } from './queue.js';
@@ -165,8 +166,9 @@ export async function runSend(
         };
       }),
     };
-  } catch {
-    // Nothing was committed: tell the client to retry (durability before 202).
+  } catch (err) {
+    // Nothing was committed. A storage failure (locked, disk full) is the edge's to answer: 503 + Retry-After.
+    if (storageFailure(err)) throw err;
     return fail(500, 'could not queue the message; nothing was accepted, try again');
   }
 }
