@@ -2,11 +2,10 @@
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
-/** `spam_disposition` values: not scanned, scanned clean, scanned and found to be spam. */
+/** `spam_disposition` and `virus_disposition` values, each: not scanned, scanned and clean, scanned and caught. */
 export const SPAM_DISPOSITIONS = ['UNKNOWN', 'NONE', 'SPAM'] as const;
-export type SpamDisposition = (typeof SPAM_DISPOSITIONS)[number];
-/** `virus_disposition` values: not scanned, scanned clean, scanned and found infected. */
 export const VIRUS_DISPOSITIONS = ['UNKNOWN', 'CLEAN', 'INFECTED'] as const;
+export type SpamDisposition = (typeof SPAM_DISPOSITIONS)[number];
 export type VirusDisposition = (typeof VIRUS_DISPOSITIONS)[number];
 
 /** A stored SMTP log row (api.md §6: one per message × recipient, carrying the latest attempt). */
@@ -62,9 +61,8 @@ export interface SmtpLogAttempt {
 }
 
 /**
- * Search filters; every field is optional except the time range. Addresses (`sender`, `rcpt`), `upstreamHostname`
- * and `lastcmd` match exactly but ASCII case-insensitively; `subject` and `rspmsg` are ASCII case-insensitive
- * substrings.
+ * Search filters; every field is optional except the time range. `sender`, `rcpt`, `upstreamHostname` and `lastcmd`
+ * match exactly but ASCII case-insensitively; `subject` and `rspmsg` are ASCII case-insensitive substrings.
  */
 export interface SmtpLogFilters {
   messageId?: string;
@@ -76,9 +74,8 @@ export interface SmtpLogFilters {
   upstreamHostname?: string;
   senderId?: string;
   subject?: string;
-  /** The SMTP command of the latest attempt (`RCPT TO`, `DATA`, `CONN`…); SMTP verbs are case-insensitive. */
+  /** The SMTP command (`RCPT TO`, `DATA`, `CONN`…) and reply text of the latest attempt. */
   lastcmd?: string;
-  /** Substring of the latest reply text. */
   rspmsg?: string;
   delivered?: boolean;
   spamDisposition?: SpamDisposition;
@@ -204,8 +201,7 @@ function whereTerms(f: SmtpLogFilters): { sql: string; params: unknown[]; index:
     terms.push("subject LIKE ? ESCAPE '\\'");
     params.push(likeContains(f.subject));
   }
-  // No index leads with these: few distinct commands, free-text replies. They are checked on the rows the chosen
-  // index visits, and the scan stops after start_at + count matches.
+  // No index leads with these (few distinct commands, free-text replies): checked on the rows the index visits.
   if (f.lastcmd !== undefined) {
     terms.push('lastcmd = ? COLLATE NOCASE');
     params.push(f.lastcmd);
