@@ -82,7 +82,8 @@ export function trackWrites(db: Db, now: () => number): WriteHealth {
   const prepare = db.prepare.bind(db) as (sql: string) => ReturnType<Db['prepare']>;
   db.prepare = ((sql: string) => {
     const stmt = prepare(sql);
-    if (stmt.readonly) return stmt;
+    // A PRAGMA prepared as a statement is a setting, not data: `wal_checkpoint` is not read-only and returns a row.
+    if (stmt.readonly || /^\s*PRAGMA\b/i.test(stmt.source)) return stmt;
     const methods = stmt as unknown as Record<'run' | 'get' | 'all', Fn>;
     for (const name of ['run', 'get', 'all'] as const) {
       const original = methods[name];
