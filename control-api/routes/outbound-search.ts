@@ -60,6 +60,9 @@ const SearchBody = Type.Object({
   rspcode: Type.Optional(BoundedInteger(100, 599, { errorMessage: 'must be an integer SMTP reply code (100-599)' })),
   start_date: Type.Optional(DateString),
   end_date: Type.Optional(DateString),
+  // Paging belongs in the query (api.md §6): in the body it is refused with a message that says so.
+  start_at: Type.Optional(Type.Never({ errorMessage: 'is a query parameter (?start_at=…), not a body field' })),
+  count: Type.Optional(Type.Never({ errorMessage: 'is a query parameter (?count=…), not a body field' })),
 }, { additionalProperties: false });
 
 const SearchQuery = Type.Object({

@@ -124,7 +124,9 @@ function sample(schema: Schema, name = ''): Json {
   switch (schema.type) {
     case 'object': {
       const out: Record<string, Json> = {};
-      for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) out[k] = sample(v, k);
+      for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) {
+        if (v.not === undefined) out[k] = sample(v, k); // a field documented as refused stays out
+      }
       return out;
     }
     case 'array':

@@ -239,6 +239,7 @@ t.test('every seed filter filters: lastcmd and rspmsg; dispositions and unknown 
     [{ spam_disposition: 'spam' }, 'spam_disposition: must be one of UNKNOWN, NONE, SPAM'],
     [{ virus_disposition: 'VIRUS' }, 'virus_disposition: must be one of UNKNOWN, CLEAN, INFECTED'],
     [{ last_cmd: 'DATA' }, 'last_cmd: Unexpected property'],
+    [{ count: 100 }, 'count: is a query parameter (?count=…), not a body field'],
   ] as const) {
     const res = await search(stack, parent.key, body);
     t.equal(res.status, 400, JSON.stringify(body));
