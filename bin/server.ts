@@ -21,6 +21,7 @@ import { runSubmission, type SubmittedMessage } from '../mta/submission.js';
 import { loadTlsPair } from '../mta/tls.js';
 import { createAccountStore, type AccountRow, type AccountStore } from '../storage/accounts.js';
 import { openDatabase, pingDatabase, type Db } from '../storage/database.js';
+import { trackWrites } from '../storage/write-health.js';
 import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
@@ -127,6 +128,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config, logger } = opts;
   const now = opts.now ?? Date.now;
   const db = openDatabase(config.dataDir);
+  // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
+  const writes = trackWrites(db, now);
   const accounts = createAccountStore(db);
   const firstApiKey = bootstrap(accounts, now());
   const tls = await loadTlsPair(config);
@@ -209,13 +212,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
     now,
     logger,
-    health: () => ({
-      storage: pingDatabase(db),
-      listeners: Object.fromEntries([
-        ['http', httpServer?.listening ?? false],
-        ...listeners.map((l) => [l.name, l.listening()]),
-      ]),
-    }),
+    health: (o = {}) => {
+      if (o.probe && writes.lastFailure()) writes.probe();
+      return {
+        storage: pingDatabase(db),
+        writeFailure: writes.lastFailure(),
+        listeners: Object.fromEntries([
+          ['http', httpServer?.listening ?? false],
+          ...listeners.map((l) => [l.name, l.listening()]),
+        ]),
+      };
+    },
   };
   const retention = createRetentionPruner({
     store: createRetentionStore(db),

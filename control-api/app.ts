@@ -3,8 +3,10 @@ import crypto from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { KeyPrincipal } from '../storage/accounts.js';
-import { ApiError, errorBody, groupOf } from './errors.js';
+import { storageFailure } from '../storage/write-health.js';
+import { ApiError, errorBody, groupOf, storageUnavailable } from './errors.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody } from './json-body.js';
+import { SERVICE_VERSION_HEADER, SERVICE_VERSIONS } from './openapi.js';
 import { createRateLimiter } from './rate-limit.js';
 import { coerceQuery, validate, type AnyRoute, type Method } from './route.js';
 import type { Services } from './services.js';
@@ -43,10 +45,18 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
     const requestId = crypto.randomUUID();
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
+    const serviceVersion = SERVICE_VERSIONS[groupOf(ctx.path)];
+    if (serviceVersion) ctx.set(SERVICE_VERSION_HEADER, serviceVersion);
     try {
       await next();
-    } catch (err) {
+    } catch (thrown) {
       const group = groupOf(ctx.path);
+      let err = thrown;
+      const failure = storageFailure(err);
+      if (failure) {
+        services.logger.warn({ err, requestId, reason: failure }, 'storage unavailable');
+        err = storageUnavailable();
+      }
       if (err instanceof ApiError) {
         ctx.status = err.status;
         ctx.body = errorBody(group, err.status, err.errors);

@@ -37,6 +37,22 @@ export function errorBody(group: Group, status: number, errors: string[]): Recor
   return { errors: list };
 }
 
+/**
+ * Seconds a client should wait after a storage failure before retrying: the server already waited up to its
+ * busy_timeout (5 s) for a lock, so a quicker retry would likely meet the same lock.
+ */
+export const STORAGE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The answer to a storage failure (database locked, disk full, I/O error): 503 with Retry-After, like the MX's
+ * `451 4.3.0`. The client learns only that storage is unavailable; the reason goes to the log and /healthz.
+ */
+export function storageUnavailable(): ApiError {
+  return new ApiError(503, ['storage is temporarily unavailable; try again later'], {
+    'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS),
+  });
+}
+
 /** Shorthands for the common statuses. */
 export const badRequest = (...errors: string[]) => new ApiError(400, errors);
 export const forbidden = (...errors: string[]) => new ApiError(403, errors);

@@ -1,7 +1,17 @@
 // Owns building the OpenAPI 3.1 document from the route registry (the same schemas that validate requests).
 import type { TObject, TSchema } from '@sinclair/typebox';
-import { groupOf } from './errors.js';
+import { groupOf, type Group } from './errors.js';
 import type { AnyRoute } from './route.js';
+
+/**
+ * API groups that carry a version of their own besides Sluice's: the log search service reports 0.7.0 (seed,
+ * Versioning; api.md §6). Shown in the document (`info.x-service-versions` and the group's tag) and on every
+ * response of the group (SERVICE_VERSION_HEADER).
+ */
+export const SERVICE_VERSIONS: Partial<Record<Group, string>> = { outbound: '0.7.0' };
+
+/** The response header naming the service version of the group answering. */
+export const SERVICE_VERSION_HEADER = 'X-Service-Version';
 
 /** Strips TypeBox's symbol keys and our `errorMessage` extension, leaving plain JSON Schema 2020-12. */
 function plain(schema: TSchema): Record<string, unknown> {
@@ -40,6 +50,13 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
       op.requestBody = { required: !r.bodyOptional, content: { 'application/json': { schema: plain(r.body) } } };
     }
     if (r.auth !== 'none') op.security = [{ ApiKey: [] }];
+    // Any route may meet a storage failure (database locked, disk full): errors.ts storageUnavailable().
+    const responses = op.responses as Record<string, { description: string }>;
+    const storage = 'storage temporarily unavailable (Retry-After says when to try again)';
+    const rateLimited = responses['503'];
+    responses['503'] = rateLimited
+      ? { ...rateLimited, description: `${rateLimited.description}; or ${storage}` }
+      : { description: storage };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   return {
@@ -47,10 +64,16 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
     info: {
       title: 'Sluice API',
       version,
+      'x-service-versions': SERVICE_VERSIONS,
       description:
         'MailChannels-compatible Email API (/tx/v1), Inbound API (/inbound/v1), outbound log search (/outbound/v1) ' +
         'and notifications (/notifications/v1), plus Sluice extensions.',
     },
+    tags: Object.entries(SERVICE_VERSIONS).map(([name, v]) => ({
+      name,
+      description: `service version ${v} (also in the ${SERVICE_VERSION_HEADER} response header)`,
+      'x-service-version': v,
+    })),
     components: { securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
     paths,
   };

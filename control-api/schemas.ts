@@ -10,10 +10,37 @@ export const Handle = Type.String({
   errorMessage: 'must be 3-128 lower-case letters or digits',
 });
 
+/**
+ * The ceiling of every open-ended integer a request carries (offsets, monthly limits). JSON numbers past 2^53 lose
+ * precision in JS and past 2^63 do not fit SQLite's INTEGER ("datatype mismatch"); 2^31 − 1 fits a 32-bit column of
+ * any database (the PostgreSQL scale-out included) and is beyond any list one VM holds.
+ */
+export const MAX_INTEGER = 2 ** 31 - 1;
+
+/**
+ * An integer with both bounds, the only way a request schema declares one (the hostile-input test checks that every
+ * integer in /openapi.json has both). The default message names the range.
+ */
+export function BoundedInteger(
+  minimum: number,
+  maximum: number,
+  opts: { default?: number; errorMessage?: string; description?: string } = {},
+) {
+  return Type.Integer({ minimum, maximum, errorMessage: `must be an integer from ${minimum} to ${maximum}`, ...opts });
+}
+
+/** A list's page size: 1 to the route's documented maximum (api.md). */
+export const Limit = (maxLimit: number, defaultLimit: number, errorMessage?: string) =>
+  Type.Optional(BoundedInteger(1, maxLimit, { default: defaultLimit, ...(errorMessage ? { errorMessage } : {}) }));
+
+/** A list's offset: 0 to MAX_INTEGER. */
+export const Offset = (errorMessage?: string) =>
+  Type.Optional(BoundedInteger(0, MAX_INTEGER, { default: 0, ...(errorMessage ? { errorMessage } : {}) }));
+
 /** Paging as most list endpoints take it. */
 export const Paging = (maxLimit: number, defaultLimit: number) => ({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: maxLimit, default: defaultLimit })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  limit: Limit(maxLimit, defaultLimit),
+  offset: Offset(),
 });
 
 /** `{"errors":[…]}` — the tx group's error body. */

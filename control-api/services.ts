@@ -17,10 +17,15 @@ import type { CheckDomainRequest, runCheckDomain } from '../mta/check-domain.js'
 import type { WebhookStore } from '../storage/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhook-dispatcher.js';
 import type { WebhookSigner } from '../mta/webhook-signing.js';
+import type { WriteFailure } from '../storage/write-health.js';
 
-/** Health of the parts /healthz reports on. */
+/** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
+  /** Reads answer. */
   storage: boolean;
+  /** The last write failed and nothing has committed since (storage/write-health.ts). */
+  writeFailure: WriteFailure | undefined;
+  /** Each listener (http, mx, submission…): bound and accepting. */
   listeners: Record<string, boolean>;
 }
 
@@ -61,5 +66,6 @@ export interface Services {
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;
-  health: () => HealthReport;
+  /** `probe`: when the last write failed, first try one small write that waits for no lock (for /readyz). */
+  health: (opts?: { probe?: boolean }) => HealthReport;
 }

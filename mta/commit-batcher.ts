@@ -1,4 +1,5 @@
 // Owns group commit: write units that arrive together share one durable transaction (one fsync), each isolated.
+import { storageFailure } from '../storage/write-health.js';
 
 /**
  * Collects write units and runs every unit queued in the same event-loop turn inside one transaction, each in its
@@ -35,8 +36,13 @@ export function createCommitBatcher(opts: {
         }
       });
     } catch (error) {
-      // The COMMIT itself failed (disk full, I/O error): nothing of this batch is durable.
-      for (const unit of batch) unit.reject(error);
+      // Nothing of this batch is durable: the COMMIT failed (disk full, I/O error), or a unit's storage failure made
+      // SQLite roll the whole transaction back (SQLITE_FULL, _IOERR, _BUSY and _NOMEM may; sqlite.org/
+      // lang_transaction.html), so the COMMIT only found "no transaction is active". That storage failure is the
+      // cause every unit reports (a unit that failed on its own keeps its own error).
+      const own = (i: number) => (outcomes[i]?.ok === false ? (outcomes[i] as { error: unknown }).error : undefined);
+      const cause = [error, ...batch.map((_, i) => own(i))].find((e) => storageFailure(e) !== undefined) ?? error;
+      batch.forEach((unit, i) => unit.reject(own(i) ?? cause));
       return;
     }
     batch.forEach((unit, i) => {

@@ -8,6 +8,7 @@ import { decideSuppression } from '../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../storage/accounts.js';
 import type { DkimKeyStore } from '../storage/dkim-keys.js';
 import type { SuppressionStore } from '../storage/suppressions.js';
+import { storageFailure } from '../storage/write-health.js';
 import { domainOf } from './address.js';
 import { composeMessages, MAX_MESSAGE_BYTES, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
@@ -142,7 +143,8 @@ export async function runSend(
       auth: opts.auth,
       upstream: opts.upstream,
       upstreamHostname: null,
-      senderId: null,
+      // The sending identity, as for submission: the (sub-)account's handle.
+      senderId: account.handle,
       recipients: m.recipients,
       dropped,
       events: true,
@@ -166,8 +168,9 @@ export async function runSend(
         };
       }),
     };
-  } catch {
-    // Nothing was committed: tell the client to retry (durability before 202).
+  } catch (err) {
+    // Nothing was committed. A storage failure (locked, disk full) is the edge's to answer: 503 + Retry-After.
+    if (storageFailure(err)) throw err;
     return fail(500, 'could not queue the message; nothing was accepted, try again');
   }
 }

@@ -2,6 +2,12 @@
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
+/** `spam_disposition` and `virus_disposition` values, each: not scanned, scanned and clean, scanned and caught. */
+export const SPAM_DISPOSITIONS = ['UNKNOWN', 'NONE', 'SPAM'] as const;
+export const VIRUS_DISPOSITIONS = ['UNKNOWN', 'CLEAN', 'INFECTED'] as const;
+export type SpamDisposition = (typeof SPAM_DISPOSITIONS)[number];
+export type VirusDisposition = (typeof VIRUS_DISPOSITIONS)[number];
+
 /** A stored SMTP log row (api.md §6: one per message × recipient, carrying the latest attempt). */
 export interface SmtpLogRow {
   delivery_id: number;
@@ -20,8 +26,8 @@ export interface SmtpLogRow {
   rspcode: number | null;
   rspmsg: string | null;
   delivered: number;
-  spam_disposition: string;
-  virus_disposition: string;
+  spam_disposition: SpamDisposition;
+  virus_disposition: VirusDisposition;
   created_at: number;
   updated_at: number;
 }
@@ -40,8 +46,8 @@ export interface NewSmtpLogRow {
   sender_id?: string | null;
   subject?: string | null;
   size: number;
-  spam_disposition?: string;
-  virus_disposition?: string;
+  spam_disposition?: SpamDisposition;
+  virus_disposition?: VirusDisposition;
   created_at: number;
 }
 
@@ -55,8 +61,8 @@ export interface SmtpLogAttempt {
 }
 
 /**
- * Search filters; every field is optional except the time range. Addresses (`sender`, `rcpt`) and
- * `upstreamHostname` match exactly but ASCII case-insensitively; `subject` is an ASCII case-insensitive substring.
+ * Search filters; every field is optional except the time range. `sender`, `rcpt`, `upstreamHostname` and `lastcmd`
+ * match exactly but ASCII case-insensitively; `subject` and `rspmsg` are ASCII case-insensitive substrings.
  */
 export interface SmtpLogFilters {
   messageId?: string;
@@ -68,9 +74,12 @@ export interface SmtpLogFilters {
   upstreamHostname?: string;
   senderId?: string;
   subject?: string;
+  /** The SMTP command (`RCPT TO`, `DATA`, `CONN`…) and reply text of the latest attempt. */
+  lastcmd?: string;
+  rspmsg?: string;
   delivered?: boolean;
-  spamDisposition?: string;
-  virusDisposition?: string;
+  spamDisposition?: SpamDisposition;
+  virusDisposition?: VirusDisposition;
   rspcode?: number;
   /** created_at lower bound, inclusive (ms). */
   since: number;
@@ -191,6 +200,15 @@ function whereTerms(f: SmtpLogFilters): { sql: string; params: unknown[]; index:
     // LIKE is ASCII case-insensitive unless PRAGMA case_sensitive_like is on (it never is here).
     terms.push("subject LIKE ? ESCAPE '\\'");
     params.push(likeContains(f.subject));
+  }
+  // No index leads with these (few distinct commands, free-text replies): checked on the rows the index visits.
+  if (f.lastcmd !== undefined) {
+    terms.push('lastcmd = ? COLLATE NOCASE');
+    params.push(f.lastcmd);
+  }
+  if (f.rspmsg !== undefined) {
+    terms.push("rspmsg LIKE ? ESCAPE '\\'");
+    params.push(likeContains(f.rspmsg));
   }
   return { sql: terms.join(' AND '), params, index: index ?? 'smtp_log_account_time' };
 }

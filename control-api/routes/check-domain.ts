@@ -1,5 +1,7 @@
 // Owns POST /tx/v1/check-domain (api.md §2.1): DKIM, SPF, lockdown and sender-domain checks over real DNS.
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
+import { normalizePrivateKey } from '../../mta/dkim-sign.js';
+import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { TxError } from '../schemas.js';
 
@@ -21,6 +23,23 @@ const CheckDomainBody = Type.Object({
   sender_id: Type.Optional(Type.String({ maxLength: 256 })),
   envelope_from_domain: Type.Optional(Type.String({ maxLength: 253 })),
 });
+
+/**
+ * What the schema cannot say: every `dkim_private_key` must parse as an RSA private key (PEM, or base64 DER as the
+ * SDK sends it) before the checks derive its public key. One message per bad field.
+ */
+export function validateCheckDomainBody(body: Static<typeof CheckDomainBody>): string[] {
+  const errors: string[] = [];
+  (body.dkim_settings ?? []).forEach((setting, i) => {
+    if (setting.dkim_private_key === undefined) return;
+    try {
+      normalizePrivateKey(setting.dkim_private_key);
+    } catch {
+      errors.push(`dkim_settings[${i}].dkim_private_key: is not an RSA private key (PEM, or base64 DER)`);
+    }
+  });
+  return errors;
+}
 
 const CheckDomainResult = Type.Object({
   check_results: Type.Object({
@@ -57,6 +76,10 @@ export const checkDomainRoutes: AnyRoute[] = [
       200: { description: 'check results (DNS problems are verdicts, not errors)', schema: CheckDomainResult },
       400: { description: 'invalid request', schema: TxError },
     },
-    handler: async (s, { principal, body }) => ({ status: 200, body: await s.checkDomain(principal.account, body) }),
+    handler: async (s, { principal, body }) => {
+      const errors = validateCheckDomainBody(body);
+      if (errors.length > 0) throw badRequest(...errors);
+      return { status: 200, body: await s.checkDomain(principal.account, body) };
+    },
   }),
 ];

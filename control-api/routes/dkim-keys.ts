@@ -5,7 +5,7 @@ import { DKIM_KEY_LENGTHS, dkimDnsRecord, generateDkimKeyPair } from '../../mta/
 import type { DkimKeyRow, DkimStatus } from '../../storage/dkim-keys.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { TxError } from '../schemas.js';
+import { BoundedInteger, Limit, Offset, TxError } from '../schemas.js';
 
 // RFC 6376 §3.1: a selector is one or more dot-separated labels (e.g. "2024.jan"); api.md caps it at 63 characters.
 // "_" is tolerated inside labels because real selectors use it.
@@ -59,6 +59,7 @@ function domainParam(raw: string): string {
 const DomainParams = Type.Object({ domain: Type.String({ maxLength: 253 }) });
 const KeyParams = Type.Object({ domain: Type.String({ maxLength: 253 }), selector: Selector });
 const tags = ['dkim'];
+const KEY_LENGTH_MESSAGE = `must be ${DKIM_KEY_LENGTHS.slice(0, -1).join(', ')} or ${DKIM_KEY_LENGTHS.at(-1)}`;
 const common = { 400: { description: 'invalid input (the message names the field)', schema: TxError }, 403: { description: 'key problem', schema: TxError } };
 
 export const dkimKeyRoutes: AnyRoute[] = [
@@ -72,14 +73,14 @@ export const dkimKeyRoutes: AnyRoute[] = [
     body: Type.Object({
       selector: Selector,
       algorithm: Type.Optional(Type.Literal('rsa')),
-      key_length: Type.Optional(Type.Integer({ default: 2048 })),
+      key_length: Type.Optional(BoundedInteger(1024, 4096, { default: 2048, errorMessage: KEY_LENGTH_MESSAGE })),
     }),
     responses: { 201: { description: 'created', schema: KeyInfo }, 409: { description: 'selector exists for this domain' }, ...common },
     handler: async (s, { principal, params, body }) => {
       const domain = domainParam(params.domain);
       const bits = body.key_length ?? 2048;
       if (!(DKIM_KEY_LENGTHS as readonly number[]).includes(bits)) {
-        throw badRequest('key_length: must be 1024, 2048, 3072 or 4096');
+        throw badRequest(`key_length: ${KEY_LENGTH_MESSAGE}`);
       }
       if (s.dkim.find(principal.account.id, domain, body.selector)) throw conflict(`selector ${body.selector} already exists for ${domain}`);
       const pair = await generateDkimKeyPair(bits);
@@ -106,8 +107,8 @@ export const dkimKeyRoutes: AnyRoute[] = [
     query: Type.Object({
       selector: Type.Optional(Selector),
       status: Type.Optional(Status),
-      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
+      offset: Offset(),
+      limit: Limit(100, 10),
       include_dns_record: Type.Optional(Type.Boolean({ default: false })),
     }),
     responses: { 200: { description: 'keys', schema: Type.Object({ keys: Type.Array(KeyInfo) }) }, ...common },

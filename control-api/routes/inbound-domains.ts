@@ -16,7 +16,7 @@ import type {
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { domainOrBadRequest, ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { CodedError } from '../schemas.js';
+import { CodedError, Limit, Offset } from '../schemas.js';
 import type { Services } from '../services.js';
 
 /** At most this many downstream addresses per domain (SDK client rule, OAS-I maxItems). */
@@ -256,8 +256,8 @@ export const inboundDomainRoutes: AnyRoute[] = [
     rateLimited: true,
     query: Type.Object({
       domains: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { description: 'CSV or repeated' })),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000, default: 10, errorMessage: 'must be 1-5000' })),
-      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, errorMessage: 'must be at least 0' })),
+      limit: Limit(5000, 10),
+      offset: Offset(),
     }),
     responses: {
       200: {
@@ -522,8 +522,8 @@ export const inboundDomainRoutes: AnyRoute[] = [
     rateLimited: true,
     params: DomainParams,
     query: Type.Object({
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 10, errorMessage: 'must be 1-1000' })),
-      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, errorMessage: 'must be at least 0' })),
+      limit: Limit(1000, 10),
+      offset: Offset(),
     }),
     responses: {
       200: { description: 'records', schema: Type.Object({ records: Type.Array(Downstream) }) },

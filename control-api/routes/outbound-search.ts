@@ -1,10 +1,10 @@
 // Owns POST /outbound/v1/search (api.md §6): validates filters, dates and paging, scopes by tenant, renders rows.
-import { Type } from '@sinclair/typebox';
+import { Type, type TUnsafe } from '@sinclair/typebox';
 import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
-import type { SmtpLogFilters, SmtpLogRow } from '../../storage/smtp-log.js';
+import { SPAM_DISPOSITIONS, VIRUS_DISPOSITIONS, type SmtpLogFilters, type SmtpLogRow } from '../../storage/smtp-log.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { CodedError } from '../schemas.js';
+import { BoundedInteger, CodedError } from '../schemas.js';
 import type { Services } from '../services.js';
 
 const DAY_MS = 86_400_000;
@@ -21,7 +21,21 @@ const DateString = Type.String({
   errorMessage: 'must be a date in the form yyyy-mm-dd',
 });
 
-/** The seed's filter object; every field optional. Addresses match exactly, ignoring ASCII case. */
+/** One of `values`, exactly; the message lists them. */
+function OneOf<T extends readonly string[]>(values: T): TUnsafe<T[number]> {
+  return Type.Unsafe<T[number]>(
+    Type.Union(
+      values.map((v) => Type.Literal(v)),
+      { errorMessage: `must be one of ${values.join(', ')}` },
+    ),
+  );
+}
+
+/**
+ * The seed's filter object; every field optional and every field filters (an unknown field is a 400, never
+ * silently ignored). Addresses, host names and `lastcmd` match exactly, ignoring ASCII case; `subject` and `rspmsg`
+ * by substring.
+ */
 const SearchBody = Type.Object({
   message_id: Type.Optional(Type.String({ maxLength: 998 })),
   request_id: Type.Optional(Type.String({ maxLength: 255 })),
@@ -32,25 +46,29 @@ const SearchBody = Type.Object({
   upstream_hostname: Type.Optional(Type.String({ maxLength: 255, description: 'case-insensitive' })),
   sender_id: Type.Optional(Type.String({ maxLength: 255 })),
   subject: Type.Optional(Type.String({ maxLength: 998, description: 'substring, case-insensitive (ASCII)' })),
+  lastcmd: Type.Optional(
+    Type.String({ maxLength: 64, description: 'SMTP command of the latest attempt (e.g. "RCPT TO"), case-insensitive' }),
+  ),
+  rspmsg: Type.Optional(
+    Type.String({ maxLength: 998, description: 'substring of the latest reply text, case-insensitive (ASCII)' }),
+  ),
   delivered: Type.Optional(
     Type.String({ pattern: '^[YyNn]$', errorMessage: 'must be "Y" or "N"', description: 'Y or N' }),
   ),
-  spam_disposition: Type.Optional(Type.String({ maxLength: 64 })),
-  virus_disposition: Type.Optional(Type.String({ maxLength: 64 })),
-  rspcode: Type.Optional(
-    Type.Integer({ minimum: 100, maximum: 599, errorMessage: 'must be an integer SMTP reply code (100-599)' }),
-  ),
+  spam_disposition: Type.Optional(OneOf(SPAM_DISPOSITIONS)),
+  virus_disposition: Type.Optional(OneOf(VIRUS_DISPOSITIONS)),
+  rspcode: Type.Optional(BoundedInteger(100, 599, { errorMessage: 'must be an integer SMTP reply code (100-599)' })),
   start_date: Type.Optional(DateString),
   end_date: Type.Optional(DateString),
-});
+  // Paging belongs in the query (api.md §6): in the body it is refused with a message that says so.
+  start_at: Type.Optional(Type.Never({ errorMessage: 'is a query parameter (?start_at=…), not a body field' })),
+  count: Type.Optional(Type.Never({ errorMessage: 'is a query parameter (?count=…), not a body field' })),
+}, { additionalProperties: false });
 
 const SearchQuery = Type.Object({
-  start_at: Type.Optional(
-    Type.Integer({ minimum: 0, default: 0, errorMessage: 'must be an integer of at least 0' }),
-  ),
-  count: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 100, default: 20, errorMessage: 'must be an integer from 1 to 100' }),
-  ),
+  // start_at + count ≤ MAX_RESULT_DEPTH and count ≥ 1 (checked together in the handler).
+  start_at: Type.Optional(BoundedInteger(0, MAX_RESULT_DEPTH - 1, { default: 0 })),
+  count: Type.Optional(BoundedInteger(1, 100, { default: 20 })),
 });
 
 const SearchResult = Type.Object({
@@ -202,6 +220,8 @@ export const outboundSearchRoutes: AnyRoute[] = [
         senderId: b.sender_id,
         // An empty substring filters nothing (and must not drop rows that have no subject).
         subject: b.subject === '' ? undefined : b.subject,
+        lastcmd: b.lastcmd,
+        rspmsg: b.rspmsg === '' ? undefined : b.rspmsg,
         delivered: b.delivered === undefined ? undefined : b.delivered.toUpperCase() === 'Y',
         spamDisposition: b.spam_disposition,
         virusDisposition: b.virus_disposition,

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { Handle, Paging, TxError, UsageStats, usageWindow } from '../schemas.js';
+import { BoundedInteger, Handle, MAX_INTEGER, Paging, TxError, UsageStats, usageWindow } from '../schemas.js';
 import { ownSubAccount, requireParent } from '../tenancy.js';
 
 const SubAccount = Type.Object({
@@ -261,7 +261,7 @@ export const subAccountRoutes: AnyRoute[] = [
     tags,
     auth: 'api',
     params: HandleParams,
-    body: Type.Object({ sends: Type.Integer({ minimum: 0 }) }),
+    body: Type.Object({ sends: BoundedInteger(0, MAX_INTEGER) }),
     responses: {
       200: { description: 'limit set', schema: Type.Object({ limit: Type.Object({ sends: Type.Integer() }) }) },
       400: { description: 'invalid body', schema: TxError },

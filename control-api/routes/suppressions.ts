@@ -4,7 +4,7 @@ import type { KeyPrincipal } from '../../storage/accounts.js';
 import type { NewSuppression, SuppressionSource } from '../../storage/suppressions.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
 import { defineRoute, type AnyRoute, type RequestInfo } from '../route.js';
-import { DateOrDateTime, parseWhen, TxError } from '../schemas.js';
+import { DateOrDateTime, Limit, Offset, parseWhen, TxError } from '../schemas.js';
 import type { Services } from '../services.js';
 
 /** Total entries one request may create, counting the copies made for sub-accounts (api.md §2.7: 413 beyond). */
@@ -114,8 +114,8 @@ export const suppressionRoutes: AnyRoute[] = [
       source: Type.Optional(Type.Union(SOURCES.map((x) => Type.Literal(x)))),
       created_before: Type.Optional(DateOrDateTime),
       created_after: Type.Optional(DateOrDateTime),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 1000 })),
-      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+      limit: Limit(1000, 1000),
+      offset: Offset(),
     }),
     responses: {
       200: { description: 'entries', schema: Type.Object({ suppression_list: Type.Array(Listed) }) },

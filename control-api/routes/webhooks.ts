@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { BatchStatus, WebhookBatchRow } from '../../storage/webhooks.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { DateOrDateTime, parseWhen, TxError } from '../schemas.js';
+import { DateOrDateTime, Limit, Offset, parseWhen, TxError } from '../schemas.js';
 
 const DAY_MS = 86_400_000;
 /** api.md §2.2: batch listing windows. */
@@ -192,8 +192,8 @@ export const webhookRoutes: AnyRoute[] = [
       created_before: Type.Optional(DateOrDateTime),
       statuses: Type.Optional(Type.Array(Type.String(), { maxItems: 6, uniqueItems: true, description: 'CSV or repeated' })),
       webhook: Type.Optional(Type.String({ maxLength: MAX_WEBHOOK_URL })),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 500 })),
-      offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+      limit: Limit(500, 500),
+      offset: Offset(),
     }),
     responses: {
       200: { description: 'batches', schema: Type.Object({ webhook_batches: Type.Array(WebhookBatch) }) },

@@ -1,4 +1,4 @@
-// Checks POST /outbound/v1/search over HTTP: filters, date and paging rules, notice, result shape, tenancy, 503.
+// Checks POST /outbound/v1/search over HTTP: filters, date and paging rules, notice, result shape, tenancy, 503, version.
 import t, { type Test } from 'tap';
 import { createSmtpLogStore, type NewSmtpLogRow } from '../../storage/smtp-log.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -31,8 +31,8 @@ function row(accountId: number, over: Partial<NewSmtpLogRow> = {}): NewSmtpLogRo
 }
 
 /** A stack with a parent (two sub-accounts) and an unrelated parent, each with an api key. */
-async function world(t: Test) {
-  const stack = await startStack(t);
+async function world(t: Test, env: Record<string, string> = {}) {
+  const stack = await startStack(t, { env });
   const log = createSmtpLogStore(stack.db);
   const parent = stack.createAccount('parentco');
   const stranger = stack.createAccount('strangerco');
@@ -186,6 +186,90 @@ t.test('each filter alone, case-insensitive addresses, subject substring, delive
     t.match(res.body.errors[0], new RegExp(`^${field}: `));
     t.equal(res.body.message, res.body.errors[0]);
   }
+});
+
+t.test('every seed filter filters: lastcmd and rspmsg; dispositions and unknown fields are checked', async (t) => {
+  const { stack, log, parent } = await world(t);
+  const now = stack.clock.now();
+  const refused = row(parent.id, { created_at: now - 3000 });
+  const delivered = row(parent.id, { created_at: now - 2000 });
+  const pending = row(parent.id, { created_at: now - 1000, spam_disposition: undefined, virus_disposition: undefined });
+  log.insertRows([refused, delivered, pending]);
+  log.updateAttempt(refused.delivery_id, {
+    lastcmd: 'RCPT TO',
+    rspcode: 550,
+    rspmsg: '550 5.1.1 <carol@dest.example>: Recipient address rejected: User unknown (100%)',
+    delivered: false,
+    updated_at: now,
+  });
+  log.updateAttempt(delivered.delivery_id, {
+    lastcmd: 'DATA',
+    rspcode: 250,
+    rspmsg: '250 2.0.0 Ok: queued as 4F1',
+    delivered: true,
+    updated_at: now,
+  });
+  const [r, d, p] = [refused.delivery_id, delivered.delivery_id, pending.delivery_id];
+  const cases: [string, unknown, number[]][] = [
+    ['lastcmd', 'RCPT TO', [r]],
+    ['lastcmd', 'rcpt to', [r]],
+    ['lastcmd', 'DATA', [d]],
+    ['lastcmd', 'MAIL FROM', []],
+    ['lastcmd', 'RCPT', []],
+    ['rspmsg', 'user unknown', [r]],
+    ['rspmsg', 'QUEUED AS 4F1', [d]],
+    ['rspmsg', '100%', [r]],
+    ['rspmsg', '_', []],
+    ['rspmsg', 'no such text', []],
+    ['rspmsg', '', [p, d, r]],
+    ['spam_disposition', 'UNKNOWN', [p]],
+    ['spam_disposition', 'NONE', [d, r]],
+    ['virus_disposition', 'UNKNOWN', [p]],
+    ['virus_disposition', 'INFECTED', []],
+  ];
+  for (const [field, value, expected] of cases) {
+    const res = await search(stack, parent.key, { [field]: value });
+    t.equal(res.status, 200, `${field}=${value}`);
+    t.same(deliveryIds(res), expected, `${field}=${JSON.stringify(value)}`);
+  }
+  t.same(deliveryIds(await search(stack, parent.key, { lastcmd: 'RCPT TO', rspmsg: 'queued' })), [], 'AND');
+
+  for (const [body, message] of [
+    [{ spam_disposition: 'BOGUS' }, 'spam_disposition: must be one of UNKNOWN, NONE, SPAM'],
+    [{ spam_disposition: 'spam' }, 'spam_disposition: must be one of UNKNOWN, NONE, SPAM'],
+    [{ virus_disposition: 'VIRUS' }, 'virus_disposition: must be one of UNKNOWN, CLEAN, INFECTED'],
+    [{ last_cmd: 'DATA' }, 'last_cmd: Unexpected property'],
+    [{ count: 100 }, 'count: is a query parameter (?count=…), not a body field'],
+  ] as const) {
+    const res = await search(stack, parent.key, body);
+    t.equal(res.status, 400, JSON.stringify(body));
+    t.same(res.body, { code: 400, errors: [message], message });
+  }
+});
+
+t.test('REST sends log the sending identity as sender_id; the service reports version 0.7.0', async (t) => {
+  const { stack, parent, subA } = await world(t, { SLUICE_OUTBOUND_LOCKDOWN: 'off' });
+  const mail = (to: string) => ({
+    personalizations: [{ to: [{ email: to }] }],
+    from: { email: 'app@shop.example' },
+    subject: 'Hello',
+    content: [{ type: 'text/plain', value: 'Hi' }],
+  });
+  t.equal((await stack.api('POST', '/tx/v1/send-async', { key: parent.key, body: mail('a@dest.example') })).status, 202);
+  t.equal((await stack.api('POST', '/tx/v1/send', { key: subA.key, body: mail('b@dest.example') })).status, 202);
+  const own = await search(stack, parent.key, { sender_id: 'parentco' });
+  t.same(own.body.results.map((x: { rcpt: string; sender_id: string }) => [x.rcpt, x.sender_id]), [['a@dest.example', 'parentco']]);
+  const sub = await search(stack, parent.key, { sender_id: 'subalpha' });
+  t.same(sub.body.results.map((x: { rcpt: string; sender_id: string }) => [x.rcpt, x.sender_id]), [['b@dest.example', 'subalpha']]);
+
+  // Where the version shows: a header on every /outbound/v1 answer (errors too) and the OpenAPI document.
+  t.equal(own.headers.get('x-service-version'), '0.7.0');
+  t.equal((await search(stack, parent.key, { rspcode: 'x' })).headers.get('x-service-version'), '0.7.0');
+  t.equal((await stack.api('GET', '/outbound/v1/nothing')).headers.get('x-service-version'), '0.7.0');
+  t.equal((await stack.api('GET', '/tx/v1/sub-account', { key: parent.key })).headers.get('x-service-version'), null);
+  const doc = (await stack.api('GET', '/openapi.json')).body;
+  t.same(doc.info['x-service-versions'], { outbound: '0.7.0' });
+  t.match(doc.tags, [{ name: 'outbound', 'x-service-version': '0.7.0' }]);
 });
 
 t.test('date rules: both or neither, yyyy-mm-dd, start not after end; neither means the last 3 days', async (t) => {

@@ -40,7 +40,7 @@ async function attempt(stack: Stack, outcomes: Map<number, AttemptOutcome['outco
 }
 
 async function search(stack: Stack, key: string) {
-  const res = await stack.api('POST', '/outbound/v1/search', { key, body: { start_date: '2026-01-01', end_date: '2027-12-31', count: 100 } });
+  const res = await stack.api('POST', '/outbound/v1/search?count=100', { key, body: { start_date: '2026-01-01', end_date: '2027-12-31' } });
   t.equal(res.status, 200);
   return (res.body.results as { rcpt: string }[]).map((r) => r.rcpt).sort();
 }
