@@ -155,13 +155,13 @@ function fill(store: SmtpLogStore, profiles: Profile[]): Map<number, Samples> {
   ] as const);
   const spam = weighted([
     ['UNKNOWN', 60],
-    ['NONE', 39],
-    ['SPAM', 1],
+    ['BULK', 39],
+    ['CONFIRMED', 1],
   ] as const);
   const virus = weighted([
     ['UNKNOWN', 60],
-    ['CLEAN', 39.99],
-    ['INFECTED', 0.01],
+    ['MEDIUM', 39.99],
+    ['CONFIRMED', 0.01],
   ] as const);
   const samples = new Map<number, Samples>(profiles.map((p) => [p.id, { rows: [], seen: 0 }]));
   const start = NOW - 30 * DAY;
@@ -396,16 +396,16 @@ function main(): void {
       { name: 'delivered=Y, 30 days', accounts: [acme], window: '30d', filters: () => ({ delivered: true }) },
       { name: 'rspcode=550, 30 days', accounts: [acme], window: '30d', filters: () => ({ rspcode: 550 }) },
       {
-        name: 'spam_disposition=SPAM, 30 days',
+        name: 'spam_disposition=CONFIRMED, 30 days',
         accounts: [acme],
         window: '30d',
-        filters: () => ({ spamDisposition: 'SPAM' }),
+        filters: () => ({ spamDisposition: 'CONFIRMED' }),
       },
       {
-        name: 'virus_disposition=INFECTED, 30 days',
+        name: 'virus_disposition=CONFIRMED, 30 days',
         accounts: [acme],
         window: '30d',
-        filters: () => ({ virusDisposition: 'INFECTED' }),
+        filters: () => ({ virusDisposition: 'CONFIRMED' }),
       },
       {
         name: 'sender + delivered=N + rspcode=550, 30 d',

@@ -2,9 +2,12 @@
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
-/** `spam_disposition` and `virus_disposition` values, each: not scanned, scanned and clean, scanned and caught. */
-export const SPAM_DISPOSITIONS = ['UNKNOWN', 'NONE', 'SPAM'] as const;
-export const VIRUS_DISPOSITIONS = ['UNKNOWN', 'CLEAN', 'INFECTED'] as const;
+/**
+ * `spam_disposition` and `virus_disposition` values of the seed's log search: UNKNOWN for mail that was not scanned
+ * or that no scanner classified, the others as the scanners grade what they caught (most certain first).
+ */
+export const SPAM_DISPOSITIONS = ['CONFIRMED', 'SUSPECT', 'BULK', 'UNKNOWN'] as const;
+export const VIRUS_DISPOSITIONS = ['CONFIRMED', 'HIGH', 'MEDIUM', 'UNKNOWN'] as const;
 export type SpamDisposition = (typeof SPAM_DISPOSITIONS)[number];
 export type VirusDisposition = (typeof VIRUS_DISPOSITIONS)[number];
 

@@ -23,8 +23,8 @@ function row(accountId: number, over: Partial<NewSmtpLogRow> = {}): NewSmtpLogRo
     sender_id: 'shop|1',
     subject: `Receipt ${id}`,
     size: 2048,
-    spam_disposition: 'NONE',
-    virus_disposition: 'CLEAN',
+    spam_disposition: 'BULK',
+    virus_disposition: 'MEDIUM',
     created_at: 0,
     ...over,
   };
@@ -92,8 +92,8 @@ t.test('result entries carry every field with the seed types; the default window
     rspcode: '250',
     rspmsg: '250 2.0.0 Ok: queued as 4F1',
     delivered: 'Y',
-    spam_disposition: 'NONE',
-    virus_disposition: 'CLEAN',
+    spam_disposition: 'BULK',
+    virus_disposition: 'MEDIUM',
   });
   t.equal(typeof first.rspcode, 'string', 'rspcode is a string on the wire');
   t.equal(typeof first.size, 'number');
@@ -126,8 +126,8 @@ t.test('each filter alone, case-insensitive addresses, subject substring, delive
     upstream_hostname: 'Worker9.Shop.Example',
     sender_id: 'shop|42',
     subject: 'Your Invoice #8812 is ready',
-    spam_disposition: 'SPAM',
-    virus_disposition: 'INFECTED',
+    spam_disposition: 'CONFIRMED',
+    virus_disposition: 'CONFIRMED',
   });
   log.insertRows([plain, special]);
   const ok = { lastcmd: 'DATA', rspcode: 250, rspmsg: 'ok', delivered: true, updated_at: now };
@@ -160,8 +160,8 @@ t.test('each filter alone, case-insensitive addresses, subject substring, delive
     ['delivered', 'Y', [p]],
     ['delivered', 'N', [s]],
     ['delivered', 'n', [s]],
-    ['spam_disposition', 'SPAM', [s]],
-    ['virus_disposition', 'CLEAN', [p]],
+    ['spam_disposition', 'CONFIRMED', [s]],
+    ['virus_disposition', 'MEDIUM', [p]],
     ['rspcode', 550, [s]],
     ['rspcode', 250, [p]],
     ['rspcode', 421, []],
@@ -223,9 +223,9 @@ t.test('every seed filter filters: lastcmd and rspmsg; dispositions and unknown 
     ['rspmsg', 'no such text', []],
     ['rspmsg', '', [p, d, r]],
     ['spam_disposition', 'UNKNOWN', [p]],
-    ['spam_disposition', 'NONE', [d, r]],
+    ['spam_disposition', 'BULK', [d, r]],
     ['virus_disposition', 'UNKNOWN', [p]],
-    ['virus_disposition', 'INFECTED', []],
+    ['virus_disposition', 'CONFIRMED', []],
   ];
   for (const [field, value, expected] of cases) {
     const res = await search(stack, parent.key, { [field]: value });
@@ -235,9 +235,9 @@ t.test('every seed filter filters: lastcmd and rspmsg; dispositions and unknown 
   t.same(deliveryIds(await search(stack, parent.key, { lastcmd: 'RCPT TO', rspmsg: 'queued' })), [], 'AND');
 
   for (const [body, message] of [
-    [{ spam_disposition: 'BOGUS' }, 'spam_disposition: must be one of UNKNOWN, NONE, SPAM'],
-    [{ spam_disposition: 'spam' }, 'spam_disposition: must be one of UNKNOWN, NONE, SPAM'],
-    [{ virus_disposition: 'VIRUS' }, 'virus_disposition: must be one of UNKNOWN, CLEAN, INFECTED'],
+    [{ spam_disposition: 'BOGUS' }, 'spam_disposition: must be one of CONFIRMED, SUSPECT, BULK, UNKNOWN'],
+    [{ spam_disposition: 'spam' }, 'spam_disposition: must be one of CONFIRMED, SUSPECT, BULK, UNKNOWN'],
+    [{ virus_disposition: 'VIRUS' }, 'virus_disposition: must be one of CONFIRMED, HIGH, MEDIUM, UNKNOWN'],
     [{ last_cmd: 'DATA' }, 'last_cmd: Unexpected property'],
     [{ count: 100 }, 'count: is a query parameter (?count=…), not a body field'],
   ] as const) {

@@ -113,8 +113,8 @@ t.test('each filter matches exactly what it should', async (t) => {
     upstream_hostname: 'worker.shop.example',
     sender_id: 'shop|2',
     subject: 'Invoice 100% paid_in_full',
-    spam_disposition: 'SPAM',
-    virus_disposition: 'INFECTED',
+    spam_disposition: 'CONFIRMED',
+    virus_disposition: 'CONFIRMED',
   });
   log.insertRows([base, other]);
   const bounced = { lastcmd: 'RCPT TO', rspcode: 550, rspmsg: '550 5.1.1 unknown', delivered: false, updated_at: T0 };
@@ -139,7 +139,7 @@ t.test('each filter matches exactly what it should', async (t) => {
   t.same(find({ subject: 'paidXin' }), [], '_ is literal');
   t.same(find({ delivered: true }), [b]);
   t.same(find({ delivered: false }), [o]);
-  t.same(find({ spamDisposition: 'SPAM' }), [o]);
+  t.same(find({ spamDisposition: 'CONFIRMED' }), [o]);
   t.same(find({ virusDisposition: 'UNKNOWN' }), [b]);
   t.same(find({ rspcode: 550 }), [o]);
   t.same(find({ rspcode: 250, sender: 'alerts@shop.example', delivered: true }), [b], 'filters combine with AND');
