@@ -3,10 +3,10 @@ import { Type, type Static } from '@sinclair/typebox';
 import Mustache from 'mustache';
 import {
   asciiDomain, CONTROL, isTemplated, normalizeAddress, renderTemplate, type DkimFields,
-} from '../mta/compose.js';
-import { fitsSmtpPath } from '../mta/address.js';
-import { FOLDABLE_WORD, isUnstructuredField, longestWord, MAX_LINE_OCTETS, MAX_WORD } from '../mta/header-lines.js';
-import { normalizePrivateKey } from '../mta/dkim-sign.js';
+} from '../mta/outbound/compose.js';
+import { fitsSmtpPath } from '../mta/smtp/address.js';
+import { FOLDABLE_WORD, isUnstructuredField, longestWord, MAX_LINE_OCTETS, MAX_WORD } from '../mta/smtp/header-lines.js';
+import { normalizePrivateKey } from '../mta/outbound/dkim-sign.js';
 
 /** Recipients per list, personalizations per request and attachments per request (OAS-E maxItems). */
 export const MAX_ITEMS = 1000;
@@ -170,7 +170,7 @@ export function validateSendBody(body: SendBody): string[] {
 
   const checkAddress = (field: string, a: Address | undefined, withName: boolean) => {
     if (!a) return;
-    // The SMTP client's own rule first (mta/address.ts fitsSmtpPath), so a quoted "john doe"@x.test is told why.
+    // The SMTP client's own rule first (mta/smtp/address.ts fitsSmtpPath), so a quoted "john doe"@x.test is told why.
     if (!fitsSmtpPath(a.email)) add(`${field}.email`, UNSENDABLE_ADDRESS);
     else if (!normalizeAddress(a.email)) add(`${field}.email`, 'invalid email address');
     if (withName && a.name !== undefined && CONTROL.test(a.name)) add(`${field}.name`, 'must not contain CR, LF or control characters');

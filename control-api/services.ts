@@ -6,17 +6,17 @@ import type { InboundDomainStore } from '../storage/inbound-domains.js';
 import type { InboundListStore } from '../storage/inbound-lists.js';
 import type { InboundReportStore } from '../storage/inbound-reports.js';
 import type { QuarantineStore } from '../storage/quarantine.js';
-import type { InboundRelay } from '../mta/inbound-pipeline.js';
+import type { InboundRelay } from '../mta/inbound/pipeline.js';
 import type { SmtpLogStore } from '../storage/smtp-log.js';
 import type { SuppressionStore } from '../storage/suppressions.js';
 import type { DkimKeyStore } from '../storage/dkim-keys.js';
 import type { AccountRow } from '../storage/accounts.js';
 import type { SendBody } from './send-schema.js';
-import type { SendResult } from '../mta/send.js';
-import type { CheckDomainRequest, runCheckDomain } from '../mta/check-domain.js';
+import type { SendResult } from '../mta/outbound/send.js';
+import type { CheckDomainRequest, runCheckDomain } from '../mta/outbound/check-domain.js';
 import type { WebhookStore } from '../storage/webhooks.js';
-import type { WebhookDispatcher } from '../mta/webhook-dispatcher.js';
-import type { WebhookSigner } from '../mta/webhook-signing.js';
+import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
+import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
 
 /** Health of the parts /healthz and /readyz report on. */

@@ -1,6 +1,6 @@
 // Owns POST /tx/v1/check-domain (api.md §2.1): DKIM, SPF, lockdown and sender-domain checks over real DNS.
 import { Type, type Static } from '@sinclair/typebox';
-import { normalizePrivateKey } from '../../mta/dkim-sign.js';
+import { normalizePrivateKey } from '../../mta/outbound/dkim-sign.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { TxError } from '../schemas.js';

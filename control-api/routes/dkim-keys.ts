@@ -1,7 +1,7 @@
 // Owns the DKIM key routes (api.md §2.3): create, list, change status, rotate. Private keys never leave the server.
 import { Type } from '@sinclair/typebox';
 import { normaliseDomain } from '../../filters/inbound-names.js';
-import { DKIM_KEY_LENGTHS, dkimDnsRecord, generateDkimKeyPair } from '../../mta/dkim-keys.js';
+import { DKIM_KEY_LENGTHS, dkimDnsRecord, generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
 import type { DkimKeyRow, DkimStatus } from '../../storage/dkim-keys.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';

@@ -2,7 +2,7 @@
 // message, release (relays once) and delete.
 import { Type } from '@sinclair/typebox';
 import { normaliseEmail } from '../../filters/inbound-names.js';
-import { releaseQuarantined } from '../../mta/quarantine-release.js';
+import { releaseQuarantined } from '../../mta/inbound/quarantine-release.js';
 import type { KeyPrincipal } from '../../storage/accounts.js';
 import { quarantineStatus, type QuarantineRow } from '../../storage/quarantine.js';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors.js';

@@ -3,7 +3,7 @@
 // key binding, and retention that never prunes an unreleased message before it expires.
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
-import type { RelayMessage } from '../../mta/inbound-pipeline.js';
+import type { RelayMessage } from '../../mta/inbound/pipeline.js';
 import { openDatabase } from '../../storage/database.js';
 import { createQuarantineStore, type NewQuarantined } from '../../storage/quarantine.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';

@@ -3,8 +3,8 @@ import t from 'tap';
 import { ApiError } from '../../control-api/errors.js';
 import { validate } from '../../control-api/route.js';
 import { MailSendBody, UNSENDABLE_ADDRESS, validateSendBody, type SendBody } from '../../control-api/send-schema.js';
-import { fitsSmtpPath } from '../../mta/address.js';
-import { generateDkimKeyPair } from '../../mta/dkim-keys.js';
+import { fitsSmtpPath } from '../../mta/smtp/address.js';
+import { generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
 
 type Json = Record<string, unknown>;
 

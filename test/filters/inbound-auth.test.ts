@@ -4,8 +4,8 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import t from 'tap';
 import { authservIdOf, canonicalAuthservId, checkAuthentication, isForgedAuthResults } from '../../filters/inbound-auth.js';
 import { splitMessage } from '../../filters/message-headers.js';
-import { dkimDnsRecord, generateDkimKeyPair } from '../../mta/dkim-keys.js';
-import { signMessage } from '../../mta/dkim-sign.js';
+import { dkimDnsRecord, generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
+import { signMessage } from '../../mta/outbound/dkim-sign.js';
 
 const pair = await generateDkimKeyPair(1024);
 const dkim = dkimDnsRecord('sender.test', 'sel', pair.publicKeyBase64);

@@ -68,7 +68,7 @@ export async function startReceiver(t: Test, path = '/hooks/sluice'): Promise<Re
   return r;
 }
 
-// ---- An RFC 9421 / RFC 9530 verifier written from the RFCs, sharing no code with mta/webhook-signing.ts. ----
+// ---- An RFC 9421 / RFC 9530 verifier written from the RFCs, sharing no code with mta/webhooks/signing.ts. ----
 
 /** RFC 8941 §3.3.3 sf-string: DQUOTE *chars DQUOTE with \" and \\ escapes. Returns [value, rest]. */
 function parseSfString(s: string): [string, string] {

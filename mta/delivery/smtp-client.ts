@@ -1,0 +1,343 @@
+// Owns dialling remote SMTP servers: host failover, STARTTLS, AUTH, connection reuse and a per-destination cap.
+import net from 'node:net';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import { fitsSmtpPath } from '../smtp/address.js';
+import { classifyError, classifyReply, type Category, type Outcome } from './bounce-rules.js';
+import type { DeliveryHost } from './resolve-route.js';
+
+export interface DeliveryJob {
+  /** Addresses to try, in order; the first that completes a transaction decides. */
+  hosts: DeliveryHost[];
+  /** Envelope sender; '' is the null reverse-path (DSNs, RFC 5321 §4.5.5). */
+  mailFrom: string;
+  /** Recipients of one message sharing a destination: one transaction (RFC 5321 §5). */
+  recipients: string[];
+  raw: Buffer;
+  /**
+   * Also try the next host when a host answers the whole transaction with a 4xx (not only on connection errors and
+   * greeting/EHLO/MAIL FROM tempfails): inbound relay to equivalent downstreams fails over on any 4xx.
+   */
+  failoverOnTempfail?: boolean;
+}
+
+export interface RecipientResult {
+  rcpt: string;
+  outcome: Outcome;
+  code: number | null;
+  status: string;
+  /** The remote reply (or our reason when there was none). */
+  response: string;
+  /** The command that drew the reply: MAIL FROM, RCPT TO, DATA, CONN. */
+  command: string | null;
+  category: Category;
+  suppress: boolean;
+}
+
+export interface DeliveryResult {
+  /** `name[address]:port` of the host that answered last, when one did. */
+  host?: string;
+  results: RecipientResult[];
+}
+
+export interface SmtpClientOptions {
+  /** Our EHLO name (`smtp.hostname`). */
+  hostname: string;
+  /** Connections open at once per destination address:port (Postfix `default_destination_concurrency_limit` = 20). */
+  maxPerDestination?: number;
+  /** Transactions per connection before it is closed (ZoneMTA/Postfix reuse connections for a bounded count). */
+  maxMessagesPerConnection?: number;
+  /** Idle connections are closed after this long. */
+  idleMs?: number;
+  connectTimeoutMs?: number;
+  greetingTimeoutMs?: number;
+  socketTimeoutMs?: number;
+  /** Local address to bind outgoing connections to. */
+  localAddress?: string;
+}
+
+interface PooledConnection {
+  conn: SMTPConnection;
+  key: string;
+  label: string;
+  sent: number;
+  dead: boolean;
+  idleTimer?: NodeJS.Timeout;
+}
+
+interface Destination {
+  open: number;
+  idle: PooledConnection[];
+  waiters: (() => void)[];
+}
+
+type SmtpError = Error & { code?: string; response?: string; responseCode?: number; command?: string; rejectedErrors?: SmtpError[]; recipient?: string };
+
+/** Splits "550 5.1.1 No such user" into code and text (multi-line replies keep their last line's text). */
+function parseReply(response: string | undefined): { code: number | undefined; text: string } {
+  const s = (response ?? '').trim();
+  const m = /^(\d{3})[ -]?([\s\S]*)$/.exec(s);
+  if (!m) return { code: undefined, text: s };
+  return { code: Number(m[1]), text: m[2]!.replace(/\r?\n\d{3}[ -]/g, ' ').trim() };
+}
+
+function fromReply(rcpt: string, response: string | undefined, command: string | null): RecipientResult {
+  const { code, text } = parseReply(response);
+  const c = classifyReply(code, text);
+  return { rcpt, outcome: c.outcome, code: code ?? null, status: c.status, response: (response ?? '').trim(), command, category: c.category, suppress: c.suppress };
+}
+
+function fromError(rcpt: string, err: SmtpError): RecipientResult {
+  if (err.responseCode) return fromReply(rcpt, err.response, err.command ?? null);
+  const c = classifyError(err);
+  return { rcpt, outcome: c.outcome, code: null, status: c.status, response: err.message, command: err.command ?? 'CONN', category: c.category, suppress: false };
+}
+
+/**
+ * Outcome for a failure before the transaction could start (connect, greeting, STARTTLS, AUTH) on every host tried:
+ * always deferred. A refused login or a missing STARTTLS is the operator's to fix (Postfix soft-bounces SASL failures
+ * by default, `smtp_sasl_auth_soft_bounce`); the message is not at fault. The reply, if any, is kept for the log.
+ */
+function fromSetupError(rcpt: string, err: SmtpError): RecipientResult {
+  const c = classifyError(err);
+  const tls = err.code === 'ETLS' || err.command === 'STARTTLS';
+  const status = tls ? '4.7.5' : err.command === 'AUTH' || err.code === 'EAUTH' ? '4.7.8' : c.status;
+  return {
+    rcpt,
+    outcome: 'deferred',
+    code: err.responseCode ?? null,
+    status,
+    response: (err.response ?? err.message).trim(),
+    command: err.command ?? 'CONN',
+    category: 'connection',
+    suppress: false,
+  };
+}
+
+/** True for an error that says nothing about the message: the next host may do better (RFC 5321 §5.1). */
+function hostFailure(err: SmtpError): boolean {
+  if (!err.responseCode) return true;
+  // A temporary refusal of the greeting or of MAIL FROM is about this host, not the message.
+  return err.responseCode < 500 && (err.command === 'CONN' || err.command === 'GREETING' || err.command === 'MAIL FROM' || err.command === 'EHLO');
+}
+
+/** Creates the client. `close()` ends idle connections; deliveries in flight finish first. */
+export function createSmtpClient(opts: SmtpClientOptions) {
+  const maxPer = opts.maxPerDestination ?? 20;
+  const maxMessages = opts.maxMessagesPerConnection ?? 100;
+  const idleMs = opts.idleMs ?? 10_000;
+  const destinations = new Map<string, Destination>();
+  let closed = false;
+
+  function destination(key: string): Destination {
+    let d = destinations.get(key);
+    if (!d) {
+      d = { open: 0, idle: [], waiters: [] };
+      destinations.set(key, d);
+    }
+    return d;
+  }
+
+  function discard(pc: PooledConnection): void {
+    if (pc.idleTimer) clearTimeout(pc.idleTimer);
+    const d = destination(pc.key);
+    const i = d.idle.indexOf(pc);
+    if (i >= 0) d.idle.splice(i, 1);
+    if (!pc.dead) {
+      pc.dead = true;
+      d.open--;
+      try {
+        pc.conn.quit();
+      } catch {
+        pc.conn.close();
+      }
+      d.waiters.shift()?.();
+    }
+  }
+
+  function connect(host: DeliveryHost, key: string, label: string): Promise<PooledConnection> {
+    return new Promise((resolve, reject) => {
+      const conn = new SMTPConnection({
+        host: host.address,
+        port: host.port,
+        name: opts.hostname,
+        secure: host.tls === 'implicit',
+        requireTLS: host.tls === 'required',
+        opportunisticTLS: host.tls === 'opportunistic',
+        // RFC 7435 opportunistic security: encrypt when offered, do not require a verifiable certificate (as Postfix
+        // `smtp_tls_security_level = may`); SNI carries the MX name so multi-tenant receivers pick the right one.
+        tls: { rejectUnauthorized: false, ...(net.isIP(host.name) ? {} : { servername: host.name }) },
+        connectionTimeout: opts.connectTimeoutMs ?? 30_000,
+        greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
+        socketTimeout: opts.socketTimeoutMs ?? 120_000,
+        ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+        logger: false,
+      } as SMTPConnection.Options);
+      const pc: PooledConnection = { conn, key, label, sent: 0, dead: false };
+      let settled = false;
+      const fail = (err: SmtpError) => {
+        if (settled) return;
+        settled = true;
+        conn.close();
+        reject(err);
+      };
+      conn.on('error', (err: SmtpError) => {
+        if (!settled) return fail(err);
+        if (!pc.dead) discard(pc);
+      });
+      conn.on('end', () => {
+        if (settled && !pc.dead) discard(pc);
+      });
+      conn.connect((err?: Error) => {
+        if (err) return fail(err as SmtpError);
+        if (!host.auth) {
+          settled = true;
+          return resolve(pc);
+        }
+        conn.login({ user: host.auth.user, pass: host.auth.pass }, (loginErr?: Error | null) => {
+          if (loginErr) return fail(Object.assign(loginErr as SmtpError, { command: (loginErr as SmtpError).command ?? 'AUTH' }));
+          settled = true;
+          resolve(pc);
+        });
+      });
+    });
+  }
+
+  /** A connection to `host`, reusing an idle one; waits while the destination is at its cap. */
+  async function acquire(host: DeliveryHost): Promise<PooledConnection> {
+    const key = `${host.address}|${host.port}|${host.tls}|${host.auth ? `${host.auth.user}\u0000${host.auth.pass}` : ''}`;
+    const label = `${host.name}[${host.address}]:${host.port}`;
+    const d = destination(key);
+    for (;;) {
+      if (closed) throw Object.assign(new Error('SMTP client is closing'), { code: 'ECONNECTION' });
+      const pc = d.idle.pop();
+      if (pc) {
+        if (pc.idleTimer) clearTimeout(pc.idleTimer);
+        if (!pc.dead) return pc;
+        continue;
+      }
+      if (d.open < maxPer) {
+        d.open++;
+        try {
+          return await connect(host, key, label);
+        } catch (err) {
+          d.open--;
+          d.waiters.shift()?.();
+          throw err;
+        }
+      }
+      await new Promise<void>((resolve) => d.waiters.push(resolve));
+    }
+  }
+
+  function release(pc: PooledConnection, reusable: boolean): void {
+    if (pc.dead) return;
+    if (!reusable || closed || pc.sent >= maxMessages) return discard(pc);
+    const d = destination(pc.key);
+    pc.idleTimer = setTimeout(() => discard(pc), idleMs);
+    pc.idleTimer.unref();
+    d.idle.push(pc);
+    d.waiters.shift()?.();
+  }
+
+  function send(pc: PooledConnection, job: DeliveryJob, recipients: string[]): Promise<{ err?: SmtpError; info?: SMTPConnection.SentMessageInfo }> {
+    // RFC 6152 / RFC 6531: announce 8-bit bodies and UTF-8 addresses where the server supports them.
+    const eightBit = job.raw.some((b) => b >= 0x80);
+    return new Promise((resolve) => {
+      pc.conn.send(
+        { from: job.mailFrom, to: recipients, use8BitMime: eightBit, size: job.raw.length } as SMTPConnection.Envelope,
+        job.raw,
+        (err, info) => resolve(err ? { err: err as SmtpError } : { info }),
+      );
+    });
+  }
+
+  function resetThen(pc: PooledConnection): Promise<boolean> {
+    if (pc.dead) return Promise.resolve(false);
+    return new Promise((resolve) => pc.conn.reset((err) => resolve(!err)));
+  }
+
+  return {
+    /**
+     * Delivers `job.raw` to `job.recipients`, trying `job.hosts` in order until one gives answers. Every recipient gets
+     * a result; a failure without an answer is `deferred`. Never throws for remote behaviour.
+     */
+    async deliver(job: DeliveryJob): Promise<DeliveryResult> {
+      const results: RecipientResult[] = [];
+      const bad = (rcpt: string, status: string, why: string): RecipientResult => ({
+        rcpt, outcome: 'bounced', code: null, status, response: why, command: null, category: 'permanent', suppress: false,
+      });
+      if (!fitsSmtpPath(job.mailFrom)) {
+        // RFC 3463 5.1.7: bad sender's mailbox address syntax. Never written to the wire (RFC 5321 §4.1.2).
+        return { results: job.recipients.map((r) => bad(r, '5.1.7', 'sender address contains characters not allowed in SMTP')) };
+      }
+      let recipients: string[] = [];
+      for (const r of job.recipients) {
+        if (r === '' || !fitsSmtpPath(r)) results.push(bad(r, '5.1.3', 'recipient address contains characters not allowed in SMTP'));
+        else recipients.push(r);
+      }
+      if (recipients.length === 0) return { results };
+      const smtpUtf8 = [job.mailFrom, ...recipients].some((a) => /[^\x00-\x7f]/.test(a));
+
+      let last: SmtpError = Object.assign(new Error('no host to try'), { code: 'ECONNECTION' });
+      let lastLabel: string | undefined;
+      for (const host of job.hosts) {
+        let pc: PooledConnection;
+        try {
+          pc = await acquire(host);
+        } catch (err) {
+          last = err as SmtpError;
+          lastLabel = `${host.name}[${host.address}]:${host.port}`;
+          continue;
+        }
+        lastLabel = pc.label;
+        const extensions = (pc.conn as unknown as { _supportedExtensions?: string[] })._supportedExtensions ?? [];
+        if (smtpUtf8 && !extensions.includes('SMTPUTF8')) {
+          // RFC 6531 §3.4: a UTF-8 address cannot be sent to a server without SMTPUTF8; downgrading is not possible.
+          release(pc, true);
+          for (const r of recipients) results.push({ ...bad(r, '5.6.7', `${pc.label} does not support SMTPUTF8, required for this address`), command: 'MAIL FROM' });
+          return { host: pc.label, results };
+        }
+        const { err, info } = await send(pc, job, recipients);
+        pc.sent++;
+        if (!err && info) {
+          const rejected = new Map(((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []).map((e) => [e.recipient ?? '', e]));
+          for (const r of recipients) {
+            const rej = rejected.get(r);
+            // Accepted at RCPT: the reply to the end of data decides (RFC 5321 §4.2.5).
+            results.push(rej ? fromError(r, rej) : fromReply(r, info.response, 'DATA'));
+          }
+          release(pc, true);
+          return { host: pc.label, results };
+        }
+        const e = err as SmtpError;
+        const tempfail = e.responseCode !== undefined && e.responseCode >= 400 && e.responseCode < 500;
+        if (hostFailure(e) || (job.failoverOnTempfail && tempfail)) {
+          last = e;
+          release(pc, e.responseCode !== undefined && (await resetThen(pc)));
+          continue;
+        }
+        if (e.rejectedErrors && e.rejectedErrors.length > 0) {
+          // Every recipient refused at RCPT: each has its own reply.
+          const byRcpt = new Map(e.rejectedErrors.map((x) => [x.recipient ?? '', x]));
+          for (const r of recipients) results.push(fromError(r, byRcpt.get(r) ?? e));
+        } else {
+          // MAIL FROM 5xx, DATA refused or the final reply after the data: it applies to every recipient.
+          for (const r of recipients) results.push(fromError(r, e));
+        }
+        release(pc, e.responseCode !== undefined && (await resetThen(pc)));
+        return { host: pc.label, results };
+      }
+      recipients = recipients.filter((r) => !results.some((x) => x.rcpt === r));
+      for (const r of recipients) results.push(last.command === 'MAIL FROM' ? fromError(r, last) : fromSetupError(r, last));
+      return { ...(lastLabel ? { host: lastLabel } : {}), results };
+    },
+
+    /** Closes idle connections and refuses new deliveries. */
+    async close(): Promise<void> {
+      closed = true;
+      for (const d of destinations.values()) for (const pc of [...d.idle]) discard(pc);
+    },
+  };
+}
+
+export type SmtpClient = ReturnType<typeof createSmtpClient>;

@@ -1,0 +1,174 @@
+// Owns the retention pruner: runs storage's batch-limited deletes on an hourly timer, yielding between batches.
+import type { Logger } from 'pino';
+import type { Config } from '../../config/load.js';
+import type { QuarantineStore } from '../../storage/quarantine.js';
+import type { PruneBatch, RetentionStore } from '../../storage/retention.js';
+
+const DAY_MS = 86_400_000;
+
+export interface RetentionDeps {
+  store: RetentionStore;
+  quarantine: Pick<QuarantineStore, 'prune'>;
+  config: Pick<Config, 'retention'>;
+  now: () => number;
+  logger: Logger;
+  /** Rows one batch (one short transaction) looks at. */
+  batchSize?: number;
+  /** Batches per kind of row in one run; the rest waits for the next run, so one run stays bounded. */
+  maxBatchesPerRun?: number;
+  /** Delay of the first run after start(), then every `intervalMs`. */
+  firstRunDelayMs?: number;
+  intervalMs?: number;
+  /**
+   * Hook for the webhook events outbox (owned by the webhook dispatcher, issue 6): delete up to `limit` events that
+   * were already delivered and created before `before` (cutoff = `retention.log_days`); return how many. Unset:
+   * events are not pruned.
+   */
+  pruneEvents?: (before: number, limit: number) => number;
+}
+
+/** Rows deleted by one run, per kind. */
+export interface RetentionCounts {
+  /** smtp_log rows (outbound search). */
+  logRows: number;
+  /** Finished messages deleted with their deliveries and delivery attempts. */
+  messages: number;
+  /** Bodies of finished messages (their message rows stay until `messages` prunes them). */
+  bodies: number;
+  /** Expired inbound quarantine entries. */
+  quarantine: number;
+  /** Delivered webhook events (0 unless the `pruneEvents` hook is wired). */
+  events: number;
+}
+
+/** The result of `runOnce()`: the counts, and how many batches each kind took. */
+export interface RetentionRun extends RetentionCounts {
+  batches: RetentionCounts;
+}
+
+/** setImmediate: lets the queue worker, listeners and HTTP requests run between two batches. */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Creates the pruner. `runOnce()` deletes, in batches of `batchSize` rows (default 500) each in its own short
+ * transaction, with a turn of the event loop between batches:
+ * - SMTP log rows older than `retention.log_days` whose delivery is final (or gone);
+ * - bodies of messages whose every delivery is final (delivered, bounced, dropped) for `retention.message_days`;
+ * - those messages' rows, deliveries and attempt history once both windows have passed (the attempt history goes
+ *   with its delivery, and it is kept as long as the log: max(message_days, log_days));
+ * - inbound quarantine entries past their expiry (`inbound.quarantine_days`, set when held);
+ * - delivered webhook events older than `log_days`, when the `pruneEvents` hook is given.
+ * Nothing of a message with a queued (also deferred), sending or held delivery is ever deleted, however old.
+ * Each kind stops after `maxBatchesPerRun` batches (default 200); the rest is pruned by the next run.
+ * Concurrent calls share the run in progress. `start()` runs it after `firstRunDelayMs` (default 1 min) and then
+ * hourly, on unref'd timers; `stop()` clears them and waits for a run in progress to end after its current batch.
+ */
+export function createRetentionPruner(deps: RetentionDeps) {
+  const batchSize = deps.batchSize ?? 500;
+  const maxBatches = deps.maxBatchesPerRun ?? 200;
+  const log = deps.logger.child({ component: 'retention' });
+  let running: Promise<RetentionRun> | undefined;
+  let stopping = false;
+  let first: NodeJS.Timeout | undefined;
+  let every: NodeJS.Timeout | undefined;
+
+  /** Repeats `batch` until it reports done, the run's bound is hit or stop() is called; yields between batches. */
+  async function drain(batch: () => { deleted: number; done: boolean }): Promise<[number, number]> {
+    let deleted = 0;
+    let batches = 0;
+    while (batches < maxBatches && !stopping) {
+      if (batches > 0) await yieldToLoop();
+      const r = batch();
+      batches++;
+      deleted += r.deleted;
+      if (r.done) break;
+    }
+    return [deleted, batches];
+  }
+
+  /** A cursor walk (bodies, messages) as a `drain` batch. */
+  function walker(step: (afterId: number) => PruneBatch) {
+    let afterId = 0;
+    return () => {
+      const r = step(afterId);
+      afterId = r.lastId;
+      return r;
+    };
+  }
+
+  /** A LIMIT-ed delete as a `drain` batch: fewer deletions than the limit means nothing is left. */
+  const limited = (del: (limit: number) => number) => () => {
+    const deleted = del(batchSize);
+    return { deleted, done: deleted < batchSize };
+  };
+
+  async function run(): Promise<RetentionRun> {
+    const now = deps.now();
+    const { logDays, messageDays } = deps.config.retention;
+    const logBefore = now - logDays * DAY_MS;
+    const bodyBefore = now - messageDays * DAY_MS;
+    const rowBefore = now - Math.max(logDays, messageDays) * DAY_MS;
+
+    const [logRows, logBatches] = await drain(limited((limit) => deps.store.pruneLogRows(logBefore, limit)));
+    await yieldToLoop();
+    const [bodies, bodyBatches] = await drain(
+      walker((afterId) => deps.store.pruneBodies({ before: bodyBefore, afterId, limit: batchSize })),
+    );
+    await yieldToLoop();
+    const [messages, messageBatches] = await drain(
+      walker((afterId) => deps.store.pruneMessages({ before: rowBefore, afterId, limit: batchSize })),
+    );
+    await yieldToLoop();
+    const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
+    let events = 0;
+    let eventBatches = 0;
+    const pruneEvents = deps.pruneEvents;
+    if (pruneEvents) {
+      await yieldToLoop();
+      [events, eventBatches] = await drain(limited((limit) => pruneEvents(logBefore, limit)));
+    }
+    const counts = { logRows, messages, bodies, quarantine, events };
+    if (logRows + messages + bodies + quarantine + events > 0) log.info(counts, 'retention pruned');
+    return {
+      ...counts,
+      batches: { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, events: eventBatches },
+    };
+  }
+
+  function tick(): void {
+    pruner.runOnce().catch((err: unknown) => log.error({ err }, 'retention run failed'));
+  }
+
+  const pruner = {
+    /** One bounded pruning run (see createRetentionPruner); resolves with what it deleted. */
+    runOnce(): Promise<RetentionRun> {
+      if (running) return running;
+      stopping = false;
+      running = run().finally(() => {
+        running = undefined;
+      });
+      return running;
+    },
+
+    /** Runs after `firstRunDelayMs`, then every `intervalMs` (default one hour); the timers never keep the process up. */
+    start(): void {
+      if (every) return;
+      first = setTimeout(tick, deps.firstRunDelayMs ?? 60_000);
+      first.unref();
+      every = setInterval(tick, deps.intervalMs ?? 3_600_000);
+      every.unref();
+    },
+
+    /** Clears the timers; a run in progress ends after its current batch. */
+    async stop(): Promise<void> {
+      clearTimeout(first);
+      clearInterval(every);
+      first = every = undefined;
+      stopping = true;
+      await running?.catch(() => undefined);
+    },
+  };
+  return pruner;
+}
+
+export type RetentionPruner = ReturnType<typeof createRetentionPruner>;

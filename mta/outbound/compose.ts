@@ -1,0 +1,326 @@
+// Owns turning a validated send body into one RFC 5322 message per personalization (MailComposer, mustache, RFC 8058).
+import crypto from 'node:crypto';
+import { domainToASCII } from 'node:url';
+import Mustache from 'mustache';
+import type Mail from 'nodemailer/lib/mailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import MimeNode from 'nodemailer/lib/mime-node';
+import type { SendBody } from '../../control-api/send-schema.js';
+import { fitsSmtpPath } from '../smtp/address.js';
+import { encodedPhrase, encodeLongWords, foldLine, isUnstructuredField, MAX_WORD } from '../smtp/header-lines.js';
+
+/** Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB); the send routes answer 413 beyond it. */
+export const MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
+
+/** The one value RFC 8058 §3.1 defines for List-Unsubscribe-Post. */
+export const ONE_CLICK = 'List-Unsubscribe=One-Click';
+
+/** The unsubscribe-link placeholder in content (MailChannels' name), also with spaces or triple braces. */
+const UNSUBSCRIBE_PLACEHOLDER = /\{\{\{?\s*mc-unsubscribe-url\s*\}?\}\}/g;
+
+// CR, LF, NUL and every other control but HTAB: never allowed in a header line (RFC 5322 §2.2, §3.2.2).
+export const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+// RFC 5321 §4.1.2: Dot-string = Atom *("." Atom), Atom = 1*atext (RFC 5322 §3.2.3).
+const DOT_ATOM = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+// RFC 5321 §4.1.2: Quoted-string = DQUOTE *(qtextSMTP / quoted-pairSMTP) DQUOTE.
+const QUOTED_STRING = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"$/;
+// RFC 5321 §4.1.2 sub-domain = Let-dig [Ldh-str], checked on the A-label form.
+const LDH_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * The lower-case A-label form of a domain (IDNA through `node:url` `domainToASCII`), or undefined when it is not a
+ * usable host name: LDH labels of 1–63 octets, at least two labels, at most 253 octets, no trailing dot, no address
+ * literal and no all-numeric top label (an IPv4 address).
+ */
+export function asciiDomain(domain: string): string | undefined {
+  if (domain === '' || CONTROL.test(domain) || domain.endsWith('.')) return undefined;
+  const ascii = domainToASCII(domain).toLowerCase();
+  if (ascii === '' || ascii.length > 253) return undefined;
+  const labels = ascii.split('.');
+  if (labels.length < 2 || !labels.every((l) => LDH_LABEL.test(l))) return undefined;
+  if (/^\d+$/.test(labels[labels.length - 1] as string)) return undefined;
+  return ascii;
+}
+
+/**
+ * Checks a mailbox and returns it with its domain as a lower-case A-label, or undefined. The local part must be an
+ * RFC 5321 dot-atom or quoted string (ASCII: we do not offer SMTPUTF8) of at most 64 octets and the whole at most
+ * 254 octets (RFC 5321 §4.5.3.1); the domain may be an IDN (see `asciiDomain`). The address must also fit an SMTP
+ * path as our client writes it (`fitsSmtpPath`: no "<", ">", white space or controls, even quoted), so the API
+ * refuses what would otherwise only bounce locally (5.1.3 / 5.1.7).
+ */
+export function normalizeAddress(email: string): { address: string; local: string; domain: string } | undefined {
+  if (!fitsSmtpPath(email)) return undefined;
+  const at = email.lastIndexOf('@');
+  if (at <= 0) return undefined;
+  const local = email.slice(0, at);
+  const domain = asciiDomain(email.slice(at + 1));
+  if (!domain) return undefined;
+  if (!DOT_ATOM.test(local) && !QUOTED_STRING.test(local)) return undefined;
+  if (local.length > 64 || local.length + 1 + domain.length > 254) return undefined;
+  return { address: `${local}@${domain}`, local, domain };
+}
+
+/** True when any content item is a mustache template; the subject is then rendered too. */
+export function isTemplated(body: SendBody): boolean {
+  return body.content.some((c) => c.template_type === 'mustache');
+}
+
+export interface DkimFields {
+  dkim_domain?: string;
+  dkim_selector?: string;
+  dkim_private_key?: string;
+}
+
+/**
+ * The DKIM settings that apply to a personalization: its own when it names any dkim_* field, else the root's. The
+ * triple is taken as a whole so a personalization never signs with the root's key under its own domain.
+ */
+export function dkimGroup(root: SendBody, p: SendBody['personalizations'][number]): DkimFields {
+  const own = p.dkim_domain !== undefined || p.dkim_selector !== undefined || p.dkim_private_key !== undefined;
+  const src = own ? p : root;
+  const out: DkimFields = {};
+  if (src.dkim_domain !== undefined) out.dkim_domain = src.dkim_domain;
+  if (src.dkim_selector !== undefined) out.dkim_selector = src.dkim_selector;
+  if (src.dkim_private_key !== undefined) out.dkim_private_key = src.dkim_private_key;
+  return out;
+}
+
+const hasOwn = (obj: unknown, key: string): obj is Record<string, unknown> =>
+  obj !== null && typeof obj === 'object' && Object.prototype.hasOwnProperty.call(obj, key);
+
+/**
+ * A mustache context that sees only the data's own properties. The stock lookup uses `in`, so `{{constructor}}` or
+ * `{{#a.constructor.constructor}}` would reach Object.prototype and the Function constructor and call them.
+ */
+class OwnPropertyContext extends Mustache.Context {
+  override push(view: unknown): Mustache.Context {
+    return new OwnPropertyContext(view, this);
+  }
+
+  override lookup(name: string): unknown {
+    if (name === '.') return this.view;
+    const [first, ...rest] = name.split('.') as [string, ...string[]];
+    for (let ctx: Mustache.Context | undefined = this; ctx; ctx = ctx.parent) {
+      if (!hasOwn(ctx.view, first)) continue;
+      let value: unknown = ctx.view[first];
+      for (const key of rest) value = hasOwn(value, key) ? value[key] : undefined;
+      return value;
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Renders a mustache template against JSON data (own properties only; no partials). `html` selects mustache's HTML
+ * escaping of `{{x}}`; otherwise values are inserted as they are (text/plain and the subject: escaping there would
+ * show `&amp;` to the reader). Throws on a malformed template. One `Writer` reused across renders caches the parse.
+ */
+export function renderTemplate(writer: Mustache.Writer, template: string, data: unknown, html: boolean): string {
+  const escape = html ? Mustache.escape : (v: unknown) => String(v);
+  return writer.renderTokens(writer.parse(template), new OwnPropertyContext(data), undefined, template, { escape });
+}
+
+/** What `composeMessages` needs from its caller. */
+export interface ComposeOptions {
+  /** Our host name: the right-hand side of every Message-ID. */
+  hostname: string;
+  /** Injected clock (ms): the Date header. */
+  now: () => number;
+  /** The one-click unsubscribe URL for a non-transactional message's single recipient (RFC 8058). */
+  unsubscribeUrl?: (p: { index: number; recipient: string }) => string;
+}
+
+/** One message, ready to DKIM-sign and enqueue. Addresses have their domain as a lower-case A-label. */
+export interface ComposedMessage {
+  /** Index of the personalization it was built from. */
+  index: number;
+  /** `<random>@<hostname>` without the angle brackets (the Message-ID header carries them). */
+  messageId: string;
+  /** MAIL FROM: personalization envelope_from, else root envelope_from, else the From address. */
+  envelopeFrom: string;
+  fromEmail: string;
+  /** Lower-case A-label domain of the From address (Domain Lockdown, DKIM default). */
+  fromDomain: string;
+  /** RCPT TO list: to + cc + bcc, deduplicated case-insensitively; Bcc addresses appear in no header. */
+  recipients: string[];
+  /** The subject as written (after mustache rendering). */
+  subject: string;
+  /** The whole message, CRLF line endings, not yet DKIM-signed. */
+  raw: Buffer;
+  transactional: boolean;
+  campaignId?: string;
+  /**
+   * The caller's DKIM settings for this message, when any (personalization's triple, else the root's). `domain` is
+   * the A-label of dkim_domain, or the From domain when only a selector was given; `privateKey` is as supplied
+   * (pass it through `normalizePrivateKey`). Absent: sign with the account's stored key for `fromDomain`.
+   */
+  dkim?: { domain?: string; selector?: string; privateKey?: string };
+}
+
+type Address = { email: string; name?: string };
+
+function addr(a: Address): Mail.Address {
+  const address = normalizeAddress(a.email)?.address ?? a.email;
+  return { name: clean(a.name ?? ''), address };
+}
+
+/** Defence in depth behind validation: no value reaches a header with a line break in it (RFC 5322 §2.2). */
+function clean(s: string): string {
+  return s.replace(/[\r\n]+/g, ' ').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
+}
+
+/**
+ * The whole address field, folded, when a display name in it is a word too long to fold (`encodedPhrase`): then
+ * MailComposer, which writes an ASCII name as one quoted-string and takes no prepared value for address fields,
+ * would write a line past 998 octets (RFC 5322 §2.1.1). Other names are formatted by MailComposer's own rules.
+ * Undefined when MailComposer can write the field itself.
+ */
+function addressField(key: string, list: Mail.Address[]): string | undefined {
+  const phrases = list.map((a) => (a.name ? encodedPhrase(a.name) : undefined));
+  if (phrases.every((p) => p === undefined)) return undefined;
+  const value = list
+    .map((a, i) => (phrases[i] !== undefined ? `${phrases[i]} <${a.address}>` : MimeNode.encodeHeaderValue(key, [a])))
+    .join(', ');
+  return foldLine(`${key}: ${value}`);
+}
+
+function escapeAttr(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * Builds one message per personalization of a body that passed `MailSendBody` and `validateSendBody`, in order.
+ * Personalization from/reply_to/subject/envelope_from/dkim_* override the root's; headers are the root's merged with
+ * the personalization's, the personalization winning case-insensitively. text/plain and text/html become
+ * multipart/alternative; attachments with content_id are inline parts (multipart/related with the HTML), others
+ * regular attachments. Mustache content (and then the subject) is rendered with the personalization's
+ * dynamic_template_data: HTML-escaped in text/html only. Non-transactional messages get `List-Unsubscribe: <URL>` and
+ * `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) unless the caller supplied List-Unsubscribe, and
+ * `{{mc-unsubscribe-url}}` in content becomes that URL (empty when there is none). Never reads files or URLs.
+ */
+export async function composeMessages(body: SendBody, opts: ComposeOptions): Promise<ComposedMessage[]> {
+  const writer = new Mustache.Writer();
+  const templated = isTemplated(body);
+  const transactional = body.transactional !== false;
+  const plain = body.content.find((c) => c.type === 'text/plain');
+  const html = body.content.find((c) => c.type === 'text/html');
+  const attachments: Mail.Attachment[] = (body.attachments ?? []).map((a) => ({
+    filename: clean(a.filename),
+    content: Buffer.from(a.content.replace(/\s+/g, ''), 'base64'),
+    ...(a.type !== undefined ? { contentType: clean(a.type) } : {}),
+    ...(a.content_id !== undefined ? { cid: a.content_id, contentDisposition: 'inline' as const } : { contentDisposition: 'attachment' as const }),
+  }));
+
+  const out: ComposedMessage[] = [];
+  for (const [index, p] of body.personalizations.entries()) {
+    const from = p.from ?? body.from;
+    const fromNorm = normalizeAddress(from.email);
+    if (!fromNorm) throw new Error(`personalizations[${index}]: invalid from address (validate the body first)`);
+    const replyTo = p.reply_to ?? body.reply_to;
+    const envelopeSource = p.envelope_from ?? body.envelope_from ?? from;
+    const envelopeFrom = normalizeAddress(envelopeSource.email)?.address ?? fromNorm.address;
+
+    const recipients: string[] = [];
+    const seen = new Set<string>();
+    for (const a of [...p.to, ...(p.cc ?? []), ...(p.bcc ?? [])]) {
+      const r = normalizeAddress(a.email)?.address ?? a.email;
+      if (seen.has(r.toLowerCase())) continue;
+      seen.add(r.toLowerCase());
+      recipients.push(r);
+    }
+
+    const url = !transactional && opts.unsubscribeUrl ? opts.unsubscribeUrl({ index, recipient: recipients[0] as string }) : undefined;
+
+    // Headers: root, then personalization; the later name wins whatever its case (OAS-E MailSendBody.headers).
+    // List-Unsubscribe-Post is ours alone (reserved, see send-schema.ts): dropped here too, behind validation.
+    const headers = new Map<string, { key: string; value: string }>();
+    for (const src of [body.headers, p.headers]) {
+      for (const [key, value] of Object.entries(src ?? {})) {
+        const lower = key.toLowerCase();
+        if (lower === 'list-unsubscribe-post') continue;
+        // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
+        // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
+        // value was refused by validateSendBody).
+        const text = clean(value);
+        headers.set(lower, { key, value: isUnstructuredField(key) ? encodeLongWords(text, MAX_WORD) : text });
+      }
+    }
+    if (url !== undefined && !headers.has('list-unsubscribe')) {
+      // RFC 8058 §3.1: both fields; the POST target is the same HTTPS URI.
+      headers.set('list-unsubscribe', { key: 'List-Unsubscribe', value: `<${clean(url)}>` });
+      headers.set('list-unsubscribe-post', { key: 'List-Unsubscribe-Post', value: ONE_CLICK });
+    }
+
+    const data = p.dynamic_template_data ?? {};
+    const render = (value: string, isHtml: boolean, templ: boolean) => {
+      const withUrl = value.replace(UNSUBSCRIBE_PLACEHOLDER, url === undefined ? '' : isHtml ? escapeAttr(url) : url);
+      // RFC 5322 §2.3: CR and LF only as CRLF; MailComposer turns each LF into CRLF but leaves a lone CR.
+      return (templ ? renderTemplate(writer, withUrl, data, isHtml) : withUrl).replace(/\r\n?/g, '\n');
+    };
+    const rawSubject = p.subject ?? body.subject;
+    const subject = clean(templated ? renderTemplate(writer, rawSubject, data, false) : rawSubject);
+
+    const id = `${crypto.randomUUID()}@${opts.hostname}`;
+    // Address fields. One with a display name too long to fold is written by us (addressField) and put above
+    // MailComposer's header block: RFC 5322 §3.6 lets fields come in any order.
+    const addresses: Pick<Mail.Options, 'from' | 'to' | 'cc' | 'replyTo'> = {};
+    const ownFields: string[] = [];
+    const lists: ['from' | 'to' | 'cc' | 'replyTo', string, Mail.Address[]][] = [
+      ['from', 'From', [addr(from)]],
+      ['to', 'To', p.to.map(addr)],
+      ['cc', 'Cc', (p.cc ?? []).map(addr)],
+      ['replyTo', 'Reply-To', replyTo ? [addr(replyTo)] : []],
+    ];
+    for (const [option, key, list] of lists) {
+      const field = list.length > 0 ? addressField(key, list) : undefined;
+      if (field !== undefined) ownFields.push(`${field}\r\n`);
+      else if (list.length > 0) addresses[option] = list;
+    }
+    const mail: Mail.Options = {
+      // Bcc is deliberately not given to MailComposer: it appears in the envelope (recipients) only.
+      ...addresses,
+      // RFC 5322 §2.1.1: a word too long to fold becomes RFC 2047 encoded-words (the subject is unstructured).
+      subject: encodeLongWords(subject),
+      ...(plain ? { text: render(plain.value, false, plain.template_type === 'mustache') } : {}),
+      ...(html ? { html: render(html.value, true, html.template_type === 'mustache') } : {}),
+      // fresh objects per message: MailComposer normalises attachment objects in place
+      attachments: attachments.map((a) => ({ ...a })),
+      headers: [...headers.values()],
+      messageId: `<${id}>`,
+      date: new Date(opts.now()),
+      newline: '\r\n',
+      disableFileAccess: true,
+      disableUrlAccess: true,
+    };
+    const built = await new MailComposer(mail).compile().build();
+    const raw = ownFields.length > 0 ? Buffer.concat([Buffer.from(ownFields.join(''), 'utf8'), built]) : built;
+
+    const group = dkimGroup(body, p);
+    const dkim: ComposedMessage['dkim'] = {};
+    if (group.dkim_domain !== undefined) dkim.domain = asciiDomain(group.dkim_domain) ?? group.dkim_domain.toLowerCase();
+    else if (group.dkim_selector !== undefined) dkim.domain = fromNorm.domain; // selector alone: domain of From (OAS-E)
+    if (group.dkim_selector !== undefined) dkim.selector = group.dkim_selector;
+    if (group.dkim_private_key !== undefined) dkim.privateKey = group.dkim_private_key;
+
+    out.push({
+      index,
+      messageId: id,
+      envelopeFrom,
+      fromEmail: fromNorm.address,
+      fromDomain: fromNorm.domain,
+      recipients,
+      subject,
+      raw,
+      transactional,
+      ...(body.campaign_id !== undefined ? { campaignId: body.campaign_id } : {}),
+      ...(Object.keys(dkim).length > 0 ? { dkim } : {}),
+    });
+  }
+  return out;
+}
+
+/** Size in octets of a composed (or signed) message, as compared with MAX_MESSAGE_BYTES. */
+export function messageSize(raw: Buffer): number {
+  return raw.length;
+}

@@ -1,0 +1,207 @@
+// Owns the send recipe: the named steps from a validated send request to durably queued, signed messages.
+import crypto from 'node:crypto';
+import type { Config } from '../../config/load.js';
+import type { SendBody } from '../../control-api/send-schema.js';
+import { validateSendBody } from '../../control-api/send-schema.js';
+import type { LockdownVerdict } from '../../filters/lockdown.js';
+import { decideSuppression } from '../../filters/suppression.js';
+import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/accounts.js';
+import type { DkimKeyStore } from '../../storage/dkim-keys.js';
+import type { SuppressionStore } from '../../storage/suppressions.js';
+import { storageFailure } from '../../storage/write-health.js';
+import { domainOf } from '../smtp/address.js';
+import { composeMessages, MAX_MESSAGE_BYTES, type ComposedMessage } from './compose.js';
+import { normalizePrivateKey, signMessage } from './dkim-sign.js';
+import type { Queue } from '../queue/queue.js';
+import { signUnsubscribeToken } from './unsubscribe-token.js';
+
+export interface SendDeps {
+  config: Config;
+  now: () => number;
+  accounts: AccountStore;
+  dkim: DkimKeyStore;
+  suppressions: SuppressionStore;
+  queue: Queue;
+  /** Domain Lockdown verdict for a sender domain (From or envelope) and the sending account (cached DNS look-up). */
+  lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
+  /** Secret for unsubscribe tokens. */
+  unsubscribeSecret: Buffer;
+  /** Base URL of the control plane (for List-Unsubscribe links). */
+  publicUrl: () => string;
+}
+
+export type SendResult =
+  | {
+      ok: true;
+      dryRun: false;
+      requestId: string;
+      queuedAt: number;
+      results: { index: number; message_id: string; status: 'sent' | 'failed'; reason?: string }[];
+    }
+  | { ok: true; dryRun: true; data: string[] }
+  | { ok: false; status: 400 | 403 | 413 | 500; errors: string[] };
+
+const fail = (status: 400 | 403 | 413 | 500, ...errors: string[]) => ({ ok: false as const, status, errors });
+
+/** A fresh request id in the style of MailChannels' (20 random bytes, base64url). */
+export function newRequestId(): string {
+  return crypto.randomBytes(20).toString('base64url');
+}
+
+/** The accounts whose monthly limit applies, and that limit (null = unlimited). */
+export function effectiveLimit(accounts: AccountStore, account: AccountRow): number | null {
+  if (account.parent_id === null) return account.send_limit;
+  if (account.send_limit !== null && account.send_limit >= 0) return account.send_limit;
+  return accounts.findById(account.parent_id)?.send_limit ?? null;
+}
+
+/**
+ * Runs the send recipe for `account`: fail if suspended → validate the rules the schema cannot express → fail if
+ * over the monthly limit → compose → fail if too large → Domain Lockdown (From and envelope sender domains) →
+ * choose and apply the DKIM key → (dry run: return the rendered messages) → drop suppressed recipients → enqueue
+ * durably. Returns a value; never throws for client errors.
+ */
+export async function runSend(
+  deps: SendDeps,
+  account: AccountRow,
+  body: SendBody,
+  opts: { dryRun: boolean; requestId: string; upstream: string | null; auth: string | null },
+): Promise<SendResult> {
+  // failIfSuspended: a suspended sub-account cannot send until activated (api.md §2.6).
+  if (account.enabled !== 1) return fail(403, 'this account is suspended and cannot send');
+
+  const problems = validateSendBody(body);
+  if (problems.length > 0) return fail(400, ...problems);
+
+  // failIfOverLimit: each personalization is one message against the calendar-month limit.
+  const limit = effectiveLimit(deps.accounts, account);
+  if (limit !== null && !opts.dryRun) {
+    const used = deps.accounts.usage(account.id, usagePeriod(deps.now()));
+    if (used + body.personalizations.length > limit) {
+      return fail(403, `monthly send limit reached: ${used} of ${limit} messages used this month`);
+    }
+  }
+
+  const composed = await composeMessages(body, {
+    hostname: deps.config.smtp.hostname,
+    now: deps.now,
+    unsubscribeUrl: ({ recipient }) =>
+      `${deps.publicUrl()}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, {
+        accountId: account.id,
+        recipient,
+        messageId: opts.requestId,
+      })}`,
+  });
+
+  for (const m of composed) {
+    if (m.raw.length > MAX_MESSAGE_BYTES) {
+      return fail(413, `personalizations[${m.index}]: message is ${m.raw.length} bytes; the limit is ${MAX_MESSAGE_BYTES}`);
+    }
+  }
+
+  // checkLockdown: every domain we put on the wire as the sender's — From and the envelope sender (MAIL FROM, the
+  // bounce address) — must be authorized for this account (api.md decisions: Domain Lockdown), as on submission.
+  for (const domain of new Set(composed.flatMap((m) => [m.fromDomain, domainOf(m.envelopeFrom)]))) {
+    const verdict = await deps.lockdown(domain, account);
+    if (verdict.action !== 'pass') {
+      return fail(403, `domain ${domain} is not authorized to send for this account (${verdict.reason})`);
+    }
+  }
+
+  // signWithDkim: the request's key (personalization over root) → the stored key it names → the account's active key.
+  const signed: { message: ComposedMessage; raw: Buffer }[] = [];
+  for (const m of composed) {
+    const key = pickDkimKey(deps, account, m);
+    if (!key.ok) return fail(400, key.error);
+    if (!key.key && !m.transactional) {
+      return fail(400, `personalizations[${m.index}]: non-transactional mail requires a DKIM key for ${m.fromDomain}`);
+    }
+    const raw = key.key ? await signMessage(m.raw, key.key) : m.raw;
+    signed.push({ message: m, raw });
+  }
+
+  if (opts.dryRun) return { ok: true, dryRun: true, data: signed.map((s) => s.raw.toString('utf8')) };
+
+  // holdIfSuppressed: suppressed recipients get a `dropped` event and no delivery.
+  const inputs = signed.map(({ message: m, raw }) => {
+    const dropped = new Map<string, { status: string; reason: string }>();
+    for (const rcpt of m.recipients) {
+      const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, m.transactional));
+      if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
+    }
+    return {
+      account: { id: account.id, handle: account.handle },
+      kind: 'outbound' as const,
+      requestId: opts.requestId,
+      messageId: m.messageId,
+      mailFrom: m.envelopeFrom,
+      fromEmail: m.fromEmail,
+      subject: m.subject,
+      campaignId: m.campaignId ?? null,
+      transactional: m.transactional,
+      raw,
+      auth: opts.auth,
+      upstream: opts.upstream,
+      upstreamHostname: null,
+      // The sending identity, as for submission: the (sub-)account's handle.
+      senderId: account.handle,
+      recipients: m.recipients,
+      dropped,
+      events: true,
+    };
+  });
+
+  try {
+    const queued = await deps.queue.enqueue(inputs);
+    return {
+      ok: true,
+      dryRun: false,
+      requestId: opts.requestId,
+      queuedAt: queued[0]?.queuedAt ?? deps.now(),
+      results: inputs.map((input, i) => {
+        const allDropped = input.recipients.every((r) => input.dropped.has(r));
+        return {
+          index: signed[i]?.message.index ?? i,
+          message_id: input.messageId,
+          status: allDropped ? ('failed' as const) : ('sent' as const),
+          ...(allDropped ? { reason: 'every recipient is on the suppression list' } : {}),
+        };
+      }),
+    };
+  } catch (err) {
+    // Nothing was committed. A storage failure (locked, disk full) is the edge's to answer: 503 + Retry-After.
+    if (storageFailure(err)) throw err;
+    return fail(500, 'could not queue the message; nothing was accepted, try again');
+  }
+}
+
+type PickedKey =
+  | { ok: true; key: { domain: string; selector: string; privateKeyPem: string } | undefined }
+  | { ok: false; error: string };
+
+function pickDkimKey(deps: SendDeps, account: AccountRow, m: ComposedMessage): PickedKey {
+  const accountIds = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
+  const req = m.dkim;
+  if (req?.privateKey) {
+    try {
+      return {
+        ok: true,
+        key: { domain: req.domain ?? m.fromDomain, selector: req.selector as string, privateKeyPem: normalizePrivateKey(req.privateKey) },
+      };
+    } catch (err) {
+      return { ok: false, error: `personalizations[${m.index}].dkim_private_key: ${(err as Error).message}` };
+    }
+  }
+  if (req?.selector) {
+    const domain = req.domain ?? m.fromDomain;
+    for (const id of accountIds) {
+      const row = deps.dkim.find(id, domain, req.selector);
+      if (row && (row.status === 'active' || (row.status === 'rotated' && (row.grace_period_expires_at ?? 0) > deps.now()))) {
+        return { ok: true, key: { domain, selector: row.selector, privateKeyPem: row.private_key } };
+      }
+    }
+    return { ok: false, error: `personalizations[${m.index}]: no usable DKIM key ${req.selector} for ${domain}` };
+  }
+  const row = deps.dkim.findSigningKey(accountIds, m.fromDomain, deps.now());
+  return { ok: true, key: row ? { domain: row.domain, selector: row.selector, privateKeyPem: row.private_key } : undefined };
+}

@@ -1,0 +1,122 @@
+// Owns the SMTP submission recipe: an authenticated message → the same checks, signing and durable queue as REST.
+import crypto from 'node:crypto';
+import addressparser from 'nodemailer/lib/addressparser';
+import { decideSuppression } from '../../filters/suppression.js';
+import { headerValues, splitMessage } from '../../filters/message-headers.js';
+import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
+import { domainOf } from '../smtp/address.js';
+import { signMessage } from './dkim-sign.js';
+import { effectiveLimit, newRequestId, type SendDeps } from './send.js';
+import type { SmtpDecision } from '../smtp/replies.js';
+
+/** What the submission listener hands over at the end of DATA. */
+export interface SubmittedMessage {
+  /** The authenticated (sub-)account and the user name it logged in with. */
+  account: AccountRow;
+  username: string;
+  /** Envelope sender ('' for the null sender) and recipients as given. */
+  mailFrom: string;
+  rcptTo: string[];
+  clientIp: string;
+  /** EHLO name, or the client's reverse name when it gave none. */
+  clientName: string;
+  /** Our Received field for this hop (RFC 5321 §4.4), CRLF-terminated; prepended above everything else. */
+  trace?: string;
+  /** The message as received (CRLF only: bare CR/LF were refused by the data guard). */
+  raw: Buffer;
+}
+
+const refuse = (code: number, status: string, message: string): SmtpDecision => ({ code, status, message });
+
+/** The addresses of every From field (RFC 5322 §3.6.2 allows a list), lower-cased domains. */
+export function fromDomains(raw: Buffer): { addresses: string[]; domains: string[] } {
+  const { headers } = splitMessage(raw);
+  const addresses = headerValues(headers, 'from')
+    .flatMap((v) => addressparser(v, { flatten: true }) as { address?: string }[])
+    .map((a) => a.address ?? '')
+    .filter((a) => a.includes('@'));
+  return { addresses, domains: [...new Set(addresses.map(domainOf))] };
+}
+
+/**
+ * Runs the recipe for one submitted message and returns the reply to DATA. Steps: suspended or over the monthly
+ * limit → 550; the From header must name at least one address and every From domain must pass Domain Lockdown for
+ * the account (the envelope sender was checked at MAIL FROM) → `550 5.7.1` (a DNS failure of that look-up →
+ * `451 4.4.3`); the listener's Received field prepended; Date and Message-ID added when missing
+ * (RFC 5322 §3.6; RFC 6409 §8.3 lets a submission server add them); DKIM-signed with the account's active key for
+ * the first From domain; suppressed recipients dropped with an event; queued durably before `250` with `auth` =
+ * user name, `upstream` = client IP, `upstream_hostname` = client name and `sender_id` = the account handle. A
+ * storage failure answers `451 4.3.0` and nothing was queued.
+ */
+export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Promise<SmtpDecision> {
+  // Read the account again: it may have been suspended or deleted since this session authenticated.
+  const account = deps.accounts.findById(msg.account.id);
+  if (!account || account.deleted_at !== null || account.enabled !== 1) {
+    return refuse(550, '5.7.1', 'this account is suspended and cannot send');
+  }
+  const limit = effectiveLimit(deps.accounts, account);
+  if (limit !== null && deps.accounts.usage(account.id, usagePeriod(deps.now())) + 1 > limit) {
+    return refuse(550, '5.7.1', 'monthly send limit reached for this account');
+  }
+
+  const from = fromDomains(msg.raw);
+  if (from.domains.length === 0) return refuse(550, '5.6.0', 'message has no From address (RFC 5322 section 3.6)');
+  for (const domain of from.domains) {
+    const verdict = await deps.lockdown(domain, account);
+    // A DNS failure of the look-up is temporary (invariant 3): the app retries; REST answers 403 for the same case.
+    if (verdict.reason === 'lockdown-dns-error') {
+      return refuse(451, '4.4.3', `cannot verify that From domain ${domain} may be used by this account now, try again later`);
+    }
+    if (verdict.action !== 'pass') return refuse(550, '5.7.1', `From domain ${domain} is not authorized for this account`);
+  }
+
+  // RFC 6409 §8.1, §8.3: a submission server may add a missing Date and Message-ID.
+  const { headers } = splitMessage(msg.raw);
+  let messageId = /<([^<>\s]+)>/.exec(headerValues(headers, 'message-id')[0] ?? '')?.[1];
+  const added: string[] = [];
+  if (headerValues(headers, 'date').length === 0) added.push(`Date: ${new Date(deps.now()).toUTCString().replace('GMT', '+0000')}`);
+  if (!messageId) {
+    messageId = `${crypto.randomBytes(16).toString('hex')}@${deps.config.smtp.hostname}`;
+    added.push(`Message-ID: <${messageId}>`);
+  }
+  const prefix = (msg.trace ?? '') + added.map((h) => `${h}\r\n`).join('');
+  let raw = prefix ? Buffer.concat([Buffer.from(prefix, 'utf8'), msg.raw]) : msg.raw;
+
+  const accountIds = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
+  const key = deps.dkim.findSigningKey(accountIds, from.domains[0]!, deps.now());
+  if (key) raw = await signMessage(raw, { domain: key.domain, selector: key.selector, privateKeyPem: key.private_key });
+
+  const dropped = new Map<string, { status: string; reason: string }>();
+  for (const rcpt of msg.rcptTo) {
+    const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, true));
+    if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
+  }
+  const subject = headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null;
+  const requestId = newRequestId();
+  try {
+    await deps.queue.enqueue([
+      {
+        account: { id: account.id, handle: account.handle },
+        kind: 'outbound',
+        requestId,
+        messageId,
+        mailFrom: msg.mailFrom,
+        fromEmail: from.addresses[0] ?? null,
+        subject,
+        campaignId: null,
+        transactional: true,
+        raw,
+        auth: msg.username,
+        upstream: msg.clientIp,
+        upstreamHostname: msg.clientName || null,
+        senderId: account.handle,
+        recipients: msg.rcptTo,
+        dropped,
+        events: true,
+      },
+    ]);
+  } catch {
+    return refuse(451, '4.3.0', 'could not queue the message; nothing was accepted, try again');
+  }
+  return { code: 250, status: '2.0.0', message: `Ok: queued as ${requestId}` };
+}

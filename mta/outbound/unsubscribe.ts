@@ -1,0 +1,52 @@
+// Owns the one-click unsubscribe action (RFC 8058): token → suppression entry + `unsubscribed` event, atomically.
+import type { AccountStore } from '../../storage/accounts.js';
+import type { QueueStore } from '../../storage/queue.js';
+import type { SuppressionStore } from '../../storage/suppressions.js';
+import { verifyUnsubscribeToken } from './unsubscribe-token.js';
+
+export interface UnsubscribeDeps {
+  secret: Buffer;
+  accounts: AccountStore;
+  store: QueueStore;
+  suppressions: SuppressionStore;
+  now: () => number;
+}
+
+/** What a token names, or undefined when it is forged, truncated or its account is gone. */
+export function inspectUnsubscribe(deps: UnsubscribeDeps, token: string) {
+  const data = verifyUnsubscribeToken(deps.secret, token);
+  if (!data) return undefined;
+  const account = deps.accounts.findById(data.accountId);
+  if (!account || account.deleted_at !== null) return undefined;
+  return { ...data, account };
+}
+
+/**
+ * Unsubscribes the token's recipient from the account's non-transactional mail: a suppression entry
+ * (`list_unsubscribe` for the RFC 8058 one-click POST, `unsubscribe_link` for the confirmation page's button) and an
+ * `unsubscribed` event in the same transaction. Repeating it is harmless (the entry is kept, no second event).
+ */
+export function runUnsubscribe(deps: UnsubscribeDeps, token: string, via: 'one-click' | 'link'): boolean {
+  const info = inspectUnsubscribe(deps, token);
+  if (!info) return false;
+  const now = deps.now();
+  const source = via === 'one-click' ? 'list_unsubscribe' : 'unsubscribe_link';
+  deps.store.transaction(() => {
+    const added = deps.suppressions.addFromEvent(info.account.id, info.recipient, source, null, now);
+    if (added) {
+      deps.store.insertEvent(
+        info.account.id,
+        'unsubscribed',
+        {
+          customer_handle: info.account.handle,
+          timestamp: Math.floor(now / 1000),
+          event: 'unsubscribed',
+          request_id: info.messageId,
+          recipients: [info.recipient],
+        },
+        now,
+      );
+    }
+  });
+  return true;
+}

@@ -1,0 +1,290 @@
+// Owns the durable outbound queue's write paths: enqueue (message, deliveries, events, log rows) and outcomes.
+import { usagePeriod } from '../../storage/accounts.js';
+import type { DeliveryRow, MessageKind, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { SmtpLogStore } from '../../storage/smtp-log.js';
+import type { SuppressionStore } from '../../storage/suppressions.js';
+import { createCommitBatcher } from './commit-batcher.js';
+import { eventPayload, type EventMessage } from './events.js';
+import { nextAttempt } from './retry-schedule.js';
+
+export interface EnqueueInput {
+  /** The sending (sub-)account; null for system mail such as DSNs. */
+  account: { id: number; handle: string } | null;
+  kind: MessageKind;
+  requestId: string;
+  messageId: string;
+  mailFrom: string;
+  fromEmail: string | null;
+  subject: string | null;
+  campaignId: string | null;
+  transactional: boolean;
+  raw: Buffer;
+  auth: string | null;
+  upstream: string | null;
+  upstreamHostname: string | null;
+  senderId: string | null;
+  recipients: string[];
+  /** Recipients refused before sending (suppression): no delivery attempt, a `dropped` event. */
+  dropped?: Map<string, { status: string; reason: string }>;
+  /** Write webhook events for this message (outbound mail; not inbound relay or DSNs). */
+  events: boolean;
+  /** JSON of the inbound filtering verdicts, stored with a relayed message. */
+  verdicts?: string | null;
+}
+
+export interface EnqueuedMessage {
+  messageRowId: number;
+  deliveryIds: number[];
+  queuedAt: number;
+}
+
+/** The outcome of one attempt at one delivery, as the worker reports it. */
+export interface AttemptOutcome {
+  delivery: DeliveryRow;
+  message: MessageRow;
+  outcome: 'delivered' | 'deferred' | 'bounced';
+  code: number | null;
+  status: string | null;
+  response: string;
+  command: string | null;
+  host: string | null;
+  /** Add the recipient to the suppression list (recipient-class hard bounce). */
+  suppress: boolean;
+}
+
+/** One recipient of a message that failed permanently in this group of outcomes. */
+export interface PermanentFailure {
+  delivery: DeliveryRow;
+  code: number | null;
+  status: string | null;
+  response: string;
+  host: string | null;
+}
+
+/**
+ * Called once per message whose deliveries ended in permanent failure within one `record()` call (so a DSN covers
+ * every recipient that failed together, as Postfix's bounce daemon does). Runs inside the transaction that records
+ * the failures: a returned message (the DSN) is enqueued in that same transaction, so a crash can lose neither.
+ */
+export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => EnqueueInput | undefined;
+
+export interface QueueDeps {
+  store: QueueStore;
+  smtpLog: SmtpLogStore;
+  suppressions: SuppressionStore;
+  /** Handle of an account id, for `customer_handle` in events. */
+  handleOf: (accountId: number) => string;
+  now: () => number;
+  lifetimeMs: number;
+  random?: () => number;
+  onPermanentFailure?: PermanentFailureHook;
+}
+
+function domainOf(address: string): string {
+  return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+}
+
+/** Creates the queue: enqueue and outcome recording both go through one group-commit batcher. */
+export function createQueue(deps: QueueDeps) {
+  const { store, smtpLog } = deps;
+  const batcher = createCommitBatcher({
+    transaction: (fn) => store.transaction(fn),
+    savepoint: (fn) => store.savepoint(fn),
+  });
+  let wakeListener: (() => void) | undefined;
+
+  function eventMessage(m: {
+    accountId: number;
+    fromEmail: string | null;
+    requestId: string;
+    messageId: string;
+    campaignId: string | null;
+  }): EventMessage {
+    return {
+      fromEmail: m.fromEmail,
+      customerHandle: deps.handleOf(m.accountId),
+      requestId: m.requestId,
+      messageId: m.messageId,
+      campaignId: m.campaignId,
+    };
+  }
+
+  function enqueueOne(input: EnqueueInput, now: number): EnqueuedMessage {
+    const messageRowId = store.insertMessage({
+      accountId: input.account?.id ?? null,
+      kind: input.kind,
+      requestId: input.requestId,
+      messageId: input.messageId,
+      mailFrom: input.mailFrom,
+      fromEmail: input.fromEmail,
+      subject: input.subject,
+      campaignId: input.campaignId,
+      transactional: input.transactional,
+      raw: input.raw,
+      auth: input.auth,
+      upstream: input.upstream,
+      upstreamHostname: input.upstreamHostname,
+      senderId: input.senderId,
+      createdAt: now,
+      expiresAt: now + deps.lifetimeMs,
+      verdicts: input.verdicts ?? null,
+    });
+    const deliveryIds: number[] = [];
+    const live: string[] = [];
+    const ev = input.account && input.events ? eventMessage({ ...input, accountId: input.account.id }) : undefined;
+    for (const rcpt of input.recipients) {
+      const drop = input.dropped?.get(rcpt);
+      const id = store.insertDelivery({
+        messageId: messageRowId,
+        rcpt,
+        domain: domainOf(rcpt),
+        state: drop ? 'dropped' : 'queued',
+        nextAttemptAt: now,
+        status: drop?.status ?? null,
+        response: drop?.reason ?? null,
+        now,
+      });
+      deliveryIds.push(id);
+      if (input.account) {
+        smtpLog.insertRow({
+          delivery_id: id,
+          account_id: input.account.id,
+          message_id: input.messageId,
+          request_id: input.requestId,
+          sender: input.mailFrom,
+          rcpt,
+          auth: input.auth,
+          upstream: input.upstream,
+          upstream_hostname: input.upstreamHostname,
+          sender_id: input.senderId,
+          subject: input.subject,
+          size: input.raw.length,
+          created_at: now,
+        });
+        if (drop) smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+      }
+      if (drop && ev && input.account) {
+        store.insertEvent(input.account.id, 'dropped', eventPayload('dropped', ev, now, { recipients: [rcpt], ...drop }), now);
+      } else if (!drop) {
+        live.push(rcpt);
+      }
+    }
+    if (ev && input.account && live.length > 0) {
+      store.insertEvent(input.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
+    }
+    if (input.account && input.kind === 'outbound') store.addUsage(input.account.id, usagePeriod(now), 1);
+    return { messageRowId, deliveryIds, queuedAt: now };
+  }
+
+  /** Records one outcome; returns the failure when it ended permanently. */
+  function recordOne(o: AttemptOutcome, now: number): PermanentFailure | undefined {
+    const { delivery, message } = o;
+    let state: DeliveryRow['state'];
+    let next = delivery.next_attempt_at;
+    let outcome = o.outcome;
+    let status = o.status;
+    let response = o.response;
+    let code = o.code;
+    if (outcome === 'delivered') {
+      state = 'delivered';
+    } else if (outcome === 'bounced') {
+      state = 'bounced';
+    } else {
+      const when = nextAttempt(now, delivery.attempts, message.expires_at, deps.random);
+      if (when === 'expire') {
+        // RFC 3463 4.4.7 / 5.4.7: delivery time expired — now permanent.
+        outcome = 'bounced';
+        state = 'bounced';
+        status = '5.4.7';
+        response = `delivery time expired after ${delivery.attempts} attempts; last error: ${o.response}`;
+        code = code !== null && code >= 500 ? code : 550;
+      } else {
+        state = 'queued';
+        next = when;
+      }
+    }
+    store.recordAttempt(
+      { deliveryId: delivery.id, at: now, outcome, code, status, response, command: o.command, host: o.host },
+      state,
+      next,
+    );
+    if (message.account_id !== null) {
+      smtpLog.updateAttempt(delivery.id, {
+        lastcmd: o.command,
+        rspcode: code,
+        rspmsg: response,
+        delivered: outcome === 'delivered',
+        updated_at: now,
+      });
+    }
+    const wantsEvents = message.account_id !== null && message.kind === 'outbound';
+    if (wantsEvents) {
+      const ev = eventMessage({
+        accountId: message.account_id as number,
+        fromEmail: message.from_email,
+        requestId: message.request_id,
+        messageId: message.message_id,
+        campaignId: message.campaign_id,
+      });
+      const kind = outcome === 'delivered' ? 'delivered' : outcome === 'bounced' ? 'hard-bounced' : 'soft-bounced';
+      const extra =
+        outcome === 'delivered'
+          ? { recipients: [delivery.rcpt] }
+          : { recipients: [delivery.rcpt], status: status ?? String(code ?? ''), reason: response };
+      store.insertEvent(message.account_id as number, kind, eventPayload(kind, ev, now, extra), now);
+    }
+    if (outcome === 'bounced') {
+      // Only recipient-class failures (5.1.x, 5.2.1) suppress; an expiry or a policy block never does.
+      if (o.suppress && status !== '5.4.7' && message.account_id !== null && message.kind === 'outbound') {
+        deps.suppressions.addFromEvent(message.account_id, delivery.rcpt, 'hard_bounce', message.mail_from || null, now);
+      }
+      return { delivery, code, status, response, host: o.host };
+    }
+    return undefined;
+  }
+
+  return {
+    /**
+     * Durably enqueues the messages of one request, all or nothing; resolves once committed (synchronous=FULL).
+     * A rejection means nothing was stored and the caller must answer with a temporary error.
+     */
+    async enqueue(inputs: EnqueueInput[]): Promise<EnqueuedMessage[]> {
+      const now = deps.now();
+      const out = await batcher.run(() => inputs.map((i) => enqueueOne(i, now)));
+      wakeListener?.();
+      return out;
+    },
+
+    /** Durably records attempt outcomes (one savepoint for the group). */
+    async record(outcomes: AttemptOutcome[]): Promise<void> {
+      const now = deps.now();
+      const queuedDsn = await batcher.run(() => {
+        const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
+        for (const o of outcomes) {
+          const f = recordOne(o, now);
+          if (!f) continue;
+          const entry = failed.get(o.message.id) ?? { message: o.message, failures: [] };
+          entry.failures.push(f);
+          failed.set(o.message.id, entry);
+        }
+        let queued = 0;
+        for (const { message, failures } of failed.values()) {
+          const dsn = deps.onPermanentFailure?.(message, failures);
+          if (dsn) {
+            enqueueOne(dsn, now);
+            queued++;
+          }
+        }
+        return queued;
+      });
+      if (queuedDsn > 0) wakeListener?.();
+    },
+
+    /** The worker registers here to be woken when new mail is queued. */
+    onEnqueued(listener: () => void): void {
+      wakeListener = listener;
+    },
+  };
+}
+
+export type Queue = ReturnType<typeof createQueue>;

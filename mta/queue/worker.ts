@@ -1,0 +1,203 @@
+// Owns the delivery worker: claims due deliveries, routes and dials them, and hands outcomes back to the queue.
+import crypto from 'node:crypto';
+import type { Logger } from 'pino';
+import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { AttemptOutcome, Queue } from './queue.js';
+import type { RouteResult } from '../delivery/resolve-route.js';
+import type { SmtpClient } from '../delivery/smtp-client.js';
+import { LEASE_MS } from './retry-schedule.js';
+
+export interface WorkerDeps {
+  store: QueueStore;
+  queue: Queue;
+  client: SmtpClient;
+  /** Where mail for a recipient domain goes (transport map, smarthost, MX). */
+  resolveRoute: (domain: string, message: MessageRow) => Promise<RouteResult>;
+  now: () => number;
+  logger: Logger;
+  /** Deliveries in flight at once (across all destinations). */
+  maxInFlight?: number;
+}
+
+type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[] };
+
+/** Turns a route that cannot be dialled into per-recipient outcomes. */
+function routeFailure(route: Exclude<RouteResult, { kind: 'hosts' }>): Pick<AttemptOutcome, 'outcome' | 'code' | 'status' | 'response'> {
+  switch (route.kind) {
+    case 'null-mx':
+      // RFC 7505 §3: a domain with a null MX accepts no mail: 556 5.1.10.
+      return { outcome: 'bounced', code: 556, status: '5.1.10', response: 'recipient domain publishes a null MX (RFC 7505)' };
+    case 'no-domain':
+      return { outcome: 'bounced', code: 550, status: '5.1.2', response: 'recipient domain does not exist (NXDOMAIN)' };
+    case 'no-hosts':
+      return { outcome: 'deferred', code: null, status: '4.4.3', response: 'no address for any MX host of the recipient domain' };
+    case 'temp':
+      return { outcome: 'deferred', code: null, status: '4.4.3', response: `DNS lookup failed: ${route.reason}` };
+  }
+}
+
+/**
+ * Creates the worker. `runOnce()` (tests and the CLI) claims what is due now, delivers it and resolves when every
+ * outcome is durable; `start()` runs the same continuously, sleeping until the next due attempt or a wake-up.
+ */
+export function createQueueWorker(deps: WorkerDeps) {
+  const id = `w-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
+  const maxInFlight = deps.maxInFlight ?? 200;
+  const log = deps.logger.child({ component: 'queue' });
+  let inFlight = 0;
+  let running = false;
+  let pumping = false;
+  let timer: NodeJS.Timeout | undefined;
+  const active = new Set<Promise<void>>();
+
+  function groupClaimed(rows: DeliveryRow[]): Group[] {
+    const groups = new Map<string, Group>();
+    const messages = new Map<number, MessageRow>();
+    for (const d of rows) {
+      let message = messages.get(d.message_id);
+      if (!message) {
+        message = deps.store.findMessage(d.message_id) as MessageRow;
+        messages.set(d.message_id, message);
+      }
+      // RFC 5321 §5: recipients of one message sharing a domain go in one SMTP transaction.
+      const key = `${d.message_id}\u0000${d.domain}`;
+      const g = groups.get(key) ?? { message, domain: d.domain, deliveries: [] };
+      g.deliveries.push(d);
+      groups.set(key, g);
+    }
+    return [...groups.values()];
+  }
+
+  async function deliverGroup(g: Group): Promise<void> {
+    const base = { message: g.message, command: null as string | null, host: null as string | null, suppress: false };
+    let outcomes: AttemptOutcome[];
+    try {
+      const route = await deps.resolveRoute(g.domain, g.message);
+      if (route.kind !== 'hosts') {
+        const f = routeFailure(route);
+        outcomes = g.deliveries.map((delivery) => ({ ...base, ...f, delivery }));
+      } else {
+        const raw = deps.store.findBody(g.message.id);
+        if (!raw) throw new Error(`body of message ${g.message.id} is missing`);
+        const result = await deps.client.deliver({
+          hosts: route.hosts,
+          mailFrom: g.message.mail_from,
+          recipients: g.deliveries.map((d) => d.rcpt),
+          raw,
+          // Downstreams of one domain are equivalent: any 4xx from one is a reason to try the next (issue 5).
+          failoverOnTempfail: route.via === 'downstream',
+        });
+        outcomes = g.deliveries.map((delivery) => {
+          const r = result.results.find((x) => x.rcpt === delivery.rcpt);
+          if (!r) {
+            return { ...base, delivery, outcome: 'deferred', code: null, status: '4.3.0', response: 'no result for recipient' };
+          }
+          return {
+            delivery,
+            message: g.message,
+            outcome: r.outcome,
+            code: r.code ?? null,
+            status: r.status ?? null,
+            response: r.response,
+            command: r.command ?? null,
+            host: result.host ?? null,
+            suppress: r.suppress,
+          };
+        });
+      }
+    } catch (err) {
+      // Unknown means temporary (ARCHITECTURE invariant 3): defer, never bounce, on our own failures.
+      log.error({ err, messageId: g.message.id }, 'delivery failed unexpectedly');
+      outcomes = g.deliveries.map((delivery) => ({
+        ...base,
+        delivery,
+        outcome: 'deferred' as const,
+        code: null,
+        status: '4.3.0',
+        response: 'local error during delivery',
+      }));
+    }
+    await deps.queue.record(outcomes);
+    for (const o of outcomes) {
+      log.info(
+        { messageId: g.message.message_id, deliveryId: o.delivery.id, rcpt: o.delivery.rcpt, outcome: o.outcome, code: o.code, status: o.status },
+        'delivery attempt',
+      );
+    }
+  }
+
+  function launch(groups: Group[]): Promise<void>[] {
+    return groups.map((g) => {
+      inFlight += g.deliveries.length;
+      const p = deliverGroup(g)
+        .catch((err) => log.error({ err }, 'recording outcome failed'))
+        .finally(() => {
+          inFlight -= g.deliveries.length;
+          active.delete(p);
+          if (running) void pump();
+        });
+      active.add(p);
+      return p;
+    });
+  }
+
+  function claim(limit: number): Group[] {
+    const now = deps.now();
+    const rows = deps.store.claimDue(id, now, now + LEASE_MS, limit);
+    return groupClaimed(rows);
+  }
+
+  async function pump(): Promise<void> {
+    if (!running || pumping) return;
+    pumping = true;
+    try {
+      while (running && inFlight < maxInFlight) {
+        const groups = claim(maxInFlight - inFlight);
+        if (groups.length === 0) break;
+        launch(groups);
+      }
+      if (running && inFlight === 0) schedule();
+    } catch (err) {
+      log.error({ err }, 'claiming deliveries failed');
+      schedule(1000);
+    } finally {
+      pumping = false;
+    }
+  }
+
+  function schedule(delay?: number): void {
+    if (timer) clearTimeout(timer);
+    const due = deps.store.nextDueAt();
+    const wait = delay ?? (due === undefined ? 30_000 : Math.max(0, Math.min(30_000, due - deps.now())));
+    timer = setTimeout(() => void pump(), wait);
+    timer.unref();
+  }
+
+  return {
+    /** Delivers everything due now, in one pass; resolves with the number of deliveries attempted. */
+    async runOnce(): Promise<number> {
+      const groups = claim(10_000);
+      await Promise.all(launch(groups));
+      return groups.reduce((n, g) => n + g.deliveries.length, 0);
+    },
+    /** Starts the continuous loop (releases leases a dead process left behind first). */
+    start(): void {
+      const released = deps.store.releaseStaleLeases(deps.now());
+      if (released > 0) log.warn({ released }, 'released stale delivery leases');
+      running = true;
+      deps.queue.onEnqueued(() => void pump());
+      void pump();
+    },
+    /** Stops claiming; waits for deliveries in flight to be recorded. */
+    async stop(): Promise<void> {
+      running = false;
+      if (timer) clearTimeout(timer);
+      await Promise.allSettled([...active]);
+    },
+    wake(): void {
+      void pump();
+    },
+  };
+}
+
+export type QueueWorker = ReturnType<typeof createQueueWorker>;

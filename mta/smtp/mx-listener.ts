@@ -1,0 +1,229 @@
+// Owns the MX listener's SMTP session: who may connect, which recipients are accepted (served domains only, never
+// a relay), what DATA must look like (size, bare CR/LF, hop count), the Received field, and handing the message on.
+import pino, { type Logger } from 'pino';
+import type { SMTPServerAddress, SMTPServerOptions } from 'smtp-server';
+import { createConnectionCaps, isLoopback } from './connection-caps.js';
+import { relayDenied, SmtpReply, toSmtpReply, type SmtpDecision } from './replies.js';
+import { checkMailbox, senderNeedsSmtpUtf8 } from './address.js';
+import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import type { TlsPair } from './tls.js';
+
+/** The message as the MX has it at the end of DATA (same shape as inbound-pipeline's InboundMessage). */
+export interface MxMessage {
+  /** Envelope sender as given ('' for the null sender). */
+  mailFrom: string;
+  /** Accepted recipients, each `local@domain` with the domain as a lower-case A-label without trailing dot. */
+  rcptTo: string[];
+  clientIp: string;
+  /** The EHLO/HELO name (lower-cased by smtp-server), '' if none. */
+  helo: string;
+  /** The session ran over TLS (STARTTLS). */
+  tls: boolean;
+  /** The message with our Received field prepended; CRLF line ends only (bare CR/LF were refused). */
+  raw: Buffer;
+}
+
+/** The reply to DATA an `onMessage` handler decides: code, RFC 3463 enhanced status and text. */
+export type MxReply = SmtpDecision;
+
+/** The served domain for a name (lower-case A-label, no trailing dot), or undefined: relay denied. */
+export type ServedDomainLookup = (name: string) => { id: number } | undefined;
+
+export interface MxPolicy {
+  /** `smtp.hostname`: greeting, Received `by`. */
+  hostname: string;
+  tls: TlsPair;
+  /** storage/inbound-domains.ts `findServedDomain`: a provisioned domain or an alias of one. */
+  findServedDomain: ServedDomainLookup;
+  /** `smtp.mx.max_message_bytes`: advertised with SIZE (RFC 1870) and enforced at MAIL and after DATA. */
+  maxMessageBytes: number;
+  /** Recipients per transaction (default 100: RFC 5321 §4.5.3.1.8 minimum buffer). */
+  maxRecipients?: number;
+  /** Concurrent sessions from one client address (default 50: Postfix smtpd_client_connection_count_limit). */
+  maxConnectionsPerIp?: number;
+  /** Client addresses not subject to maxConnectionsPerIp (default: loopback). */
+  perIpCapExempt?: (ip: string) => boolean;
+  /** Concurrent sessions in all (default 1000). */
+  maxConnections?: number;
+  /** Received fields a message may arrive with (default 50: Postfix hopcount_limit). */
+  maxHops?: number;
+  /** `smtp.max_header_bytes`: largest header section of the message or of a MIME part (552 5.3.4 beyond). */
+  maxHeaderBytes?: number;
+  /** `smtp.max_mime_depth`: deepest MIME nesting (554 5.6.0 beyond). */
+  maxMimeDepth?: number;
+  /** Idle time allowed while the client owes us a command or data (default 300 s: RFC 5321 §4.5.3.2.7). */
+  idleTimeoutMs?: number;
+  /** Grace for open sessions once the listener closes (default 30 s). */
+  closeTimeoutMs?: number;
+  /**
+   * Runs the content stage for an accepted message and returns the one reply to DATA. Only called for a message
+   * received in full that passed size, bare-CR/LF and hop checks; never for a session that ended mid-DATA. A
+   * 2xx reply must only be returned once the message is durably committed. Throwing answers 451 4.3.0.
+   * When absent (nothing wired yet) DATA answers 451 4.3.2 — never 250.
+   */
+  onMessage?: (msg: MxMessage) => Promise<MxReply>;
+  /**
+   * Optional RCPT-time check after the relay decision (e.g. inbound-pipeline `checkRecipient`: a blocklisted client
+   * or sender refused at the earliest stage that knows). A reply refuses that recipient.
+   */
+  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => MxReply | undefined;
+  /** Clock for the Received date and the minimum DATA rate. */
+  now?: () => number;
+  logger?: Logger;
+}
+
+/** Defaults of the optional limits in MxPolicy. */
+export const MX_DEFAULTS = Object.freeze({
+  maxRecipients: 100,
+  maxConnectionsPerIp: 50,
+  maxConnections: 1000,
+  maxHops: 50,
+  idleTimeoutMs: 300_000,
+  closeTimeoutMs: 30_000,
+});
+
+export type RecipientDecision = { ok: true; address: string; domainId: number } | { ok: false; reply: SmtpReply };
+
+/**
+ * Decides one RCPT address before any filter runs (ARCHITECTURE invariant 4). Accepted only when the address passes
+ * `checkMailbox` without routing characters ("%" and "!": old MTAs route on them, so a downstream could relay on
+ * our behalf; quoted local parts are refused for the same reason) and its domain is a served domain or alias.
+ * Everything else (foreign domains, IP literals, quoted or routing local parts, no domain at all) is `550 5.7.1`
+ * relay denied, whatever the sender or client. smtp-server has already stripped a source route (RFC 5321 App. C),
+ * so the final address is what we judge. A non-ASCII local part without SMTPUTF8 is `553 5.6.7`. `address` is the
+ * normalised form handed on. The listener runs smtp-server with lenientAddressParsing, so trailing dots and odd
+ * syntax reach this judgement instead of a bare `501` from the library.
+ */
+export function classifyRecipient(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup): RecipientDecision {
+  const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: false });
+  if (!mailbox.ok) return { ok: false, reply: mailbox.reason === 'utf8' ? needsSmtpUtf8() : relayDenied(rcpt) };
+  const served = findServedDomain(mailbox.domain);
+  if (!served) return { ok: false, reply: relayDenied(rcpt) };
+  return { ok: true, address: `${mailbox.local}@${mailbox.domain}`, domainId: served.id };
+}
+
+/** Received fields in the header section of `raw` (CRLF line ends), for loop detection (RFC 5321 §6.3). */
+export function countReceived(raw: Buffer): number {
+  if (raw.length >= 2 && raw[0] === 0x0d && raw[1] === 0x0a) return 0;
+  const end = raw.indexOf('\r\n\r\n');
+  const header = raw.subarray(0, end < 0 ? raw.length : end).toString('latin1');
+  let n = 0;
+  for (const line of header.split('\r\n')) if (/^received[ \t]*:/i.test(line)) n++;
+  return n;
+}
+
+/**
+ * smtp-server options for the MX: STARTTLS offered, no AUTH, SIZE advertised, SMTPUTF8, 8BITMIME and
+ * ENHANCEDSTATUSCODES advertised (our replies carry their codes in the text; the listener adapter adds one to the
+ * library's own replies, mta/smtp/listener.ts).
+ * Connection caps answer `421 4.7.0` at connect; RCPT: `452 4.5.3` past the cap, then `classifyRecipient`;
+ * DATA: the guard (552 5.3.4 for size or header section, 550 5.6.0 bare CR/LF, 554 5.6.0 MIME depth), hop count
+ * (554 5.4.6), Received prepended, then `onMessage`.
+ * The returned options keep per-listener connection counts: build one per listener.
+ */
+export function mxOptions(policy: MxPolicy): SMTPServerOptions {
+  const limits = {
+    maxRecipients: policy.maxRecipients ?? MX_DEFAULTS.maxRecipients,
+    maxConnectionsPerIp: policy.maxConnectionsPerIp ?? MX_DEFAULTS.maxConnectionsPerIp,
+    maxConnections: policy.maxConnections ?? MX_DEFAULTS.maxConnections,
+    maxHops: policy.maxHops ?? MX_DEFAULTS.maxHops,
+  };
+  const maxBytes = policy.maxMessageBytes;
+  const structure = {
+    maxHeaderBytes: policy.maxHeaderBytes ?? STRUCTURE_LIMITS.maxHeaderBytes,
+    maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
+  };
+  const now = policy.now ?? Date.now;
+  const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'mx' });
+  // Loopback is exempt from the per-IP cap (still under the global one), as Postfix exempts $mynetworks by default
+  // (smtpd_client_event_limit_exceptions): local filters and health checks share one address.
+  const caps = createConnectionCaps({
+    hostname: policy.hostname,
+    maxPerIp: limits.maxConnectionsPerIp,
+    maxTotal: limits.maxConnections,
+    exempt: policy.perIpCapExempt ?? isLoopback,
+  });
+  // The normalised form of each accepted RCPT, keyed by the object smtp-server keeps in envelope.rcptTo.
+  const normalised = new WeakMap<SMTPServerAddress, string>();
+
+  return {
+    name: policy.hostname,
+    banner: 'Sluice ESMTP',
+    key: policy.tls.key,
+    cert: policy.tls.cert,
+    disabledCommands: ['AUTH'],
+    // classifyRecipient is the one judge of RCPT syntax (its refusal carries 5.7.1 and the reason); strict parsing in
+    // smtp-server would refuse `u@domain.` (a trailing dot, which we normalise) with a bare 501 first.
+    lenientAddressParsing: true,
+    authOptional: true,
+    // RFC 1870: advertised as `SIZE <n>`; a larger SIZE= at MAIL gets smtp-server's 552; an undeclared oversize is
+    // refused by our guard after the final dot (rejectOversized stays off so the reply carries 5.3.4).
+    size: maxBytes,
+    // Reverse DNS would block the greeting on an uncontrolled resolver; the Received field records the IP literal.
+    disableReverseLookup: true,
+    socketTimeout: policy.idleTimeoutMs ?? MX_DEFAULTS.idleTimeoutMs,
+    closeTimeout: policy.closeTimeoutMs ?? MX_DEFAULTS.closeTimeoutMs,
+
+    onConnect(session, callback) {
+      callback(caps.admit(session.id, session.remoteAddress) ?? null);
+    },
+
+    onClose(session) {
+      caps.release(session.id);
+    },
+
+    onMailFrom(address, session, callback) {
+      if (senderNeedsSmtpUtf8(address.address, session.envelope.smtpUtf8 === true)) return callback(needsSmtpUtf8());
+      callback();
+    },
+
+    onRcptTo(address, session, callback) {
+      try {
+        const rcpts = session.envelope.rcptTo;
+        const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
+        // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
+        if (!repeat && rcpts.length >= limits.maxRecipients) {
+          return callback(new SmtpReply(452, '4.5.3', 'Error: too many recipients'));
+        }
+        const decision = classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
+        if (!decision.ok) {
+          log.debug({ sessionId: session.id, code: decision.reply.responseCode }, 'recipient refused');
+          return callback(decision.reply);
+        }
+        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+        const refused = policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address });
+        if (refused) return callback(new SmtpReply(refused.code, refused.status, refused.message));
+        normalised.set(address, decision.address);
+        callback();
+      } catch (err) {
+        log.error({ sessionId: session.id, err }, 'rcpt check failed');
+        callback(toSmtpReply(err));
+      }
+    },
+
+    onData(stream, session, callback) {
+      const minRate = { ...MIN_DATA_RATE, now };
+      runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
+        // RFC 5321 §6.3: a message that has passed through too many hosts is looping; 5.4.6 routing loop detected.
+        const hops = countReceived(raw);
+        if (hops > limits.maxHops) {
+          log.info({ sessionId: session.id, hops }, 'message refused: too many hops');
+          return { code: 554, status: '5.4.6', message: `Too many hops (${hops} Received header fields): mail forwarding loop` };
+        }
+        if (!policy.onMessage) {
+          // Nothing can take the message yet: temporary, so the sender keeps it and retries (never a silent 250).
+          return { code: 451, status: '4.3.2', message: 'Inbound delivery is not available yet, try again later' };
+        }
+        const rcptTo = session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
+        return policy.onMessage({
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          rcptTo,
+          clientIp: session.remoteAddress,
+          helo: session.hostNameAppearsAs || '',
+          tls: session.secure,
+          raw: Buffer.concat([Buffer.from(receivedFor(session, policy.hostname, rcptTo, now()), 'utf8'), raw]),
+        });
+      });
+    },
+  };
+}

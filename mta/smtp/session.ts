@@ -1,0 +1,138 @@
+// Owns what the MX and submission listeners share: the SMTPUTF8 refusal, the Received trace field and the DATA stage.
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { SMTPServerSession } from 'smtp-server';
+import { dataGuardReply, DataTooSlow, readGuarded, type DataGuardOptions } from './data-guard.js';
+import { closeSession } from './listener.js';
+import { foldLine } from './header-lines.js';
+import { decisionToCallback, SmtpReply, toSmtpReply, type SmtpDecision } from './replies.js';
+
+/** RFC 6531 §3.5: 553 with X.6.7 for a non-ASCII address in a transaction that did not declare SMTPUTF8. */
+export const needsSmtpUtf8 = () => new SmtpReply(553, '5.6.7', 'Must declare SMTPUTF8 to send unicode address');
+
+/** RFC 5322 §3.3 date-time in UTC, e.g. `Sun, 22 Nov 2026 12:00:00 +0000`. */
+export function rfc5322Date(ms: number): string {
+  return new Date(ms).toUTCString().replace(/GMT$/, '+0000');
+}
+
+/** A token safe inside a Received comment: printable ASCII without parentheses or backslash, at most 64 chars. */
+function commentSafe(s: string): string {
+  return s.replace(/[^\x21-\x7e]|[()\\]/g, '?').slice(0, 64);
+}
+
+export interface ReceivedInfo {
+  hostname: string;
+  helo: string;
+  clientIp: string;
+  /** TLS protocol and cipher when the session ran over TLS. */
+  tls?: { version: string; cipher: string } | undefined;
+  /** RFC 3848 / RFC 6531 §3.7.3 `with` protocol: SMTP, ESMTP, ESMTPS, ESMTPSA, UTF8SMTP… */
+  protocol: string;
+  id: string;
+  /** The `for` clause, given only for a single recipient (as Postfix does, so a Bcc list is not exposed). */
+  rcpt?: string | undefined;
+  date: number;
+}
+
+/**
+ * The trace field we prepend (RFC 5321 §4.4):
+ * `Received: from <helo> ([ip]) (using <tls>) by <hostname> (Sluice) with <proto> id <id> for <rcpt>; <date>`.
+ * A HELO that is neither a domain (≤ 253 octets) nor an address literal is replaced by the client's address literal
+ * and shown, defanged and cut to 64 characters, in the comment; IPv6 literals use the `IPv6:` tag (RFC 5321
+ * §4.1.3); the `for` clause is left out for an address over 254 octets. No line is over 998 octets.
+ */
+export function receivedHeader(r: ReceivedInfo): string {
+  const literal = r.clientIp.includes(':') ? `[IPv6:${r.clientIp}]` : `[${r.clientIp}]`;
+  const heloOk =
+    r.helo.length <= 253 && (/^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$/i.test(r.helo) || /^\[(?:IPv6:)?[0-9a-f:.]+\]$/i.test(r.helo));
+  const from = heloOk ? `from ${r.helo} (${literal})` : `from ${literal} (${literal} helo=${commentSafe(r.helo) || 'none'})`;
+  const lines = [`Received: ${from}`];
+  if (r.tls) lines.push(`\t(using ${commentSafe(r.tls.version)} with cipher ${commentSafe(r.tls.cipher)})`);
+  lines.push(`\tby ${r.hostname} (Sluice) with ${r.protocol} id ${r.id}`);
+  // RFC 5321 §4.5.3.1.3: a path is at most 256 octets; a longer address is left out rather than make a long line.
+  const rcpt = r.rcpt !== undefined && Buffer.byteLength(r.rcpt) <= 254 ? r.rcpt : undefined;
+  lines.push(rcpt ? `\tfor <${rcpt}>; ${rfc5322Date(r.date)}` : `\t; ${rfc5322Date(r.date)}`);
+  // RFC 5322 §2.1.1: each line ideally ≤ 78 octets (a long host name folds at its spaces), never over 998.
+  return lines.map((l) => foldLine(l)).join('\r\n') + '\r\n';
+}
+
+/** RFC 3848 / RFC 6531 §3.7.3 `with` keyword of a session: (UTF8)SMTP or ESMTP, + S over TLS, + A after AUTH. */
+export function protocolOf(session: SMTPServerSession): string {
+  const base = session.envelope.smtpUtf8 ? 'UTF8SMTP' : session.openingCommand === 'EHLO' ? 'ESMTP' : 'SMTP';
+  return `${base}${session.secure ? 'S' : ''}${session.user ? 'A' : ''}`;
+}
+
+/** The Received field for the current transaction of `session`, by `hostname`, for the accepted recipients. */
+export function receivedFor(session: SMTPServerSession, hostname: string, rcptTo: readonly string[], date: number): string {
+  const cipher = session.secure && session.tlsOptions ? session.tlsOptions : undefined;
+  return receivedHeader({
+    hostname,
+    helo: session.hostNameAppearsAs || '',
+    clientIp: session.remoteAddress,
+    tls: cipher ? { version: cipher.version, cipher: cipher.name } : undefined,
+    protocol: protocolOf(session),
+    id: `${session.id}.${session.transaction}`,
+    rcpt: rcptTo.length === 1 ? rcptTo[0] : undefined,
+    date,
+  });
+}
+
+/** Postfix's smtpd_min_data_rate default (bytes per second) and smtpd_timeout as the grace before it applies. */
+export const MIN_DATA_RATE = Object.freeze({ bytesPerSec: 500, graceMs: 300_000 });
+
+/** Defaults of `smtp.max_header_bytes` and `smtp.max_mime_depth`: Postfix's header_size_limit and mime_nesting_limit. */
+export const STRUCTURE_LIMITS = Object.freeze({ maxHeaderBytes: 102_400, maxMimeDepth: 100 });
+
+export interface DataStageOptions {
+  maxBytes: number;
+  /** Largest header section of the message or of any MIME part; over it → `552 5.3.4`. */
+  maxHeaderBytes: number;
+  /** Deepest MIME nesting; deeper → `554 5.6.0`. */
+  maxMimeDepth: number;
+  /** Minimum DATA rate (DataGuardOptions.minRate); too slow → `421 4.4.2` and the connection is closed. */
+  minRate?: DataGuardOptions['minRate'];
+  log: Logger;
+}
+
+/**
+ * Runs the DATA stage of one transaction for an smtp-server `onData`: reads the stream through the data guard
+ * (552 5.3.4 over the size or a header section over its limit, 550 5.6.0 for a bare CR or LF, 554 5.6.0 for MIME
+ * nested too deep), else answers `handle(raw)`'s decision — exactly once.
+ * A client that leaves mid-DATA, or is cut off as too slow, makes the stream fail: `handle` never runs and nothing
+ * is kept. An error thrown by `handle` is answered as an SmtpReply if it is one, else `451 4.3.0` (invariant 3).
+ */
+export function runDataStage(
+  stream: Readable,
+  session: SMTPServerSession,
+  callback: (err: SmtpReply | null, message?: string) => void,
+  opts: DataStageOptions,
+  handle: (raw: Buffer) => Promise<SmtpDecision>,
+): void {
+  let answered = false;
+  const answer = (err: SmtpReply | null, message?: string) => {
+    if (answered) return;
+    answered = true;
+    callback(err, message);
+  };
+  const run = async () => {
+    const limits = { maxBytes: opts.maxBytes, maxHeaderBytes: opts.maxHeaderBytes, maxMimeDepth: opts.maxMimeDepth };
+    const { verdict, raw } = await readGuarded(stream, { ...limits, minRate: opts.minRate });
+    const refused = dataGuardReply(verdict, limits);
+    if (refused) {
+      opts.log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
+      return answer(refused);
+    }
+    const r = decisionToCallback(await handle(raw));
+    answer(r.err, r.message);
+  };
+  run().catch((err: unknown) => {
+    if (err instanceof DataTooSlow) {
+      // RFC 5321 §3.8: 421 closes the channel; RFC 3463 4.4.2 "bad connection".
+      opts.log.info({ sessionId: session.id, bytes: err.bytes, elapsedMs: err.elapsedMs }, 'DATA too slow: connection closed');
+      closeSession(session, '4.4.2 Data transfer too slow, closing connection');
+    } else if (!(err instanceof SmtpReply)) {
+      opts.log.warn({ sessionId: session.id, err }, 'DATA stage failed');
+    }
+    answer(toSmtpReply(err));
+  });
+}

@@ -1,0 +1,268 @@
+// Owns the submission listener's SMTP session: AUTH after TLS with failure limits, sender authorization, limits.
+import pino, { type Logger } from 'pino';
+import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
+import type { LockdownVerdict } from '../../filters/lockdown.js';
+import type { AccountRow } from '../../storage/accounts.js';
+import { createConnectionCaps, isLoopback } from './connection-caps.js';
+import { SmtpReply, toSmtpReply, type SmtpDecision } from './replies.js';
+import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
+import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import type { SubmittedMessage } from '../outbound/submission.js';
+import type { TlsPair } from './tls.js';
+
+/** Failed AUTH attempts allowed per client address and per user name within AUTH_FAILURE_WINDOW_MS. */
+export const AUTH_FAILURE_LIMIT = 5;
+/** The sliding window of AUTH_FAILURE_LIMIT (15 minutes). */
+export const AUTH_FAILURE_WINDOW_MS = 15 * 60_000;
+
+/** Defaults of the optional limits in SubmissionPolicy. */
+export const SUBMISSION_DEFAULTS = Object.freeze({
+  maxMessageBytes: 31_457_280,
+  maxRecipients: 100,
+  maxConnectionsPerIp: 50,
+  maxConnections: 1000,
+  idleTimeoutMs: 300_000,
+  closeTimeoutMs: 30_000,
+});
+
+export interface SubmissionPolicy {
+  hostname: string;
+  tls: TlsPair;
+  /** The live account a handle + SMTP password authenticates, or undefined (storage accounts.authenticateSmtp). */
+  authenticate: (username: string, password: string) => AccountRow | undefined;
+  /** Implicit TLS (port 465 style, RFC 8314 §3.3) rather than STARTTLS. */
+  secure?: boolean;
+  /**
+   * `smtp.submission.allow_insecure_loopback_auth`: a client on 127.0.0.0/8 or ::1 may AUTH without TLS (for a
+   * local app that cannot do STARTTLS). Everyone else must use TLS first. Default false.
+   */
+  allowInsecureLoopbackAuth?: boolean;
+  /** `smtp.submission.max_message_bytes`: SIZE (RFC 1870) and the DATA cap (552 5.3.4). */
+  maxMessageBytes?: number;
+  /** Recipients per message (452 4.5.3 beyond; default 100, RFC 5321 §4.5.3.1.8). */
+  maxRecipients?: number;
+  /** `smtp.max_header_bytes`: largest header section of the message or of a MIME part (552 5.3.4 beyond). */
+  maxHeaderBytes?: number;
+  /** `smtp.max_mime_depth`: deepest MIME nesting (554 5.6.0 beyond). */
+  maxMimeDepth?: number;
+  /** `smtp.submission.max_connections_per_ip`: concurrent sessions from one address (421 4.7.0 beyond; default 50). */
+  maxConnectionsPerIp?: number;
+  /** Concurrent sessions in all on this listener (default 1000). */
+  maxConnections?: number;
+  /** Idle time allowed while the client owes us a command or data (default 300 s: RFC 5321 §4.5.3.2.7). */
+  idleTimeoutMs?: number;
+  /** Grace for open sessions once the listener closes (default 30 s). */
+  closeTimeoutMs?: number;
+  /**
+   * Domain Lockdown (mta/outbound/lockdown-check.ts) for the envelope sender's domain at MAIL FROM. Absent: no check at MAIL
+   * (the From header is still checked by `onMessage`).
+   */
+  lockdown?: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
+  /** The submission recipe (mta/outbound/submission.ts runSubmission); absent → 451 (nothing accepted). */
+  onMessage?: (msg: SubmittedMessage) => Promise<SmtpDecision>;
+  now?: () => number;
+  logger?: Logger;
+  /** Shared failure counters, so the STARTTLS and implicit-TLS listeners count together. */
+  authFailures?: AuthFailureCounter;
+}
+
+/** Counts failed AUTH attempts per key (client IP, user name) in a sliding window; clock injected. */
+export function createAuthFailureCounter(now: () => number = Date.now) {
+  const failures = new Map<string, number[]>();
+  const recent = (key: string) => (failures.get(key) ?? []).filter((at) => at > now() - AUTH_FAILURE_WINDOW_MS);
+  return {
+    /** True once `key` has used up its failures in the window. */
+    blocked(key: string): boolean {
+      return recent(key).length >= AUTH_FAILURE_LIMIT;
+    },
+    /** Records one failure for `key` now. */
+    record(key: string): void {
+      const list = recent(key);
+      list.push(now());
+      failures.set(key, list);
+      if (failures.size > 100_000) failures.delete(failures.keys().next().value as string); // bounded memory
+    },
+  };
+}
+export type AuthFailureCounter = ReturnType<typeof createAuthFailureCounter>;
+
+/**
+ * Checks one RCPT address of an authenticated session with `checkMailbox` ("%" and "!" allowed: we route by MX,
+ * never on them). Returns the normalised address or the refusal: `553 5.1.3` bad destination address syntax
+ * (RFC 3463; address literals and dotless domains included), `553 5.6.7` for unicode without SMTPUTF8.
+ */
+export function classifySubmissionRecipient(rcpt: string, smtpUtf8: boolean): { ok: true; address: string } | { ok: false; reply: SmtpReply } {
+  const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: true });
+  if (mailbox.ok) return { ok: true, address: `${mailbox.local}@${mailbox.domain}` };
+  return { ok: false, reply: mailbox.reason === 'utf8' ? needsSmtpUtf8() : new SmtpReply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`) };
+}
+
+/**
+ * smtp-server options for submission (one set per listener: the connection counts are per listener).
+ *
+ * - TLS first (RFC 8314 §3; reliability A10): on a plaintext session AUTH is neither advertised in EHLO nor
+ *   accepted (disabled for the session until STARTTLS completes; smtp-server then answers an AUTH with 500), and
+ *   MAIL answers `530 5.7.0 Must issue a STARTTLS command first` (RFC 3207 §4). With `allowInsecureLoopbackAuth`
+ *   a loopback client may AUTH in plaintext.
+ * - AUTH PLAIN/LOGIN: bad credentials (unknown handle, wrong, disabled or deleted password, suspended sub-account)
+ *   answer `535 5.7.8` (RFC 4954 §6). After AUTH_FAILURE_LIMIT failures in AUTH_FAILURE_WINDOW_MS from one address
+ *   or for one user name, every AUTH gets `421 4.7.0` and the connection is closed (Postfix anvil /
+ *   smtpd_client_auth_rate_limit spirit), until the window has moved on. Clock injected.
+ * - MAIL before AUTH: `530 5.7.0 Authentication required` (RFC 4954 §6). MAIL FROM domain must pass Domain
+ *   Lockdown for the authenticated account: `550 5.7.1`; a DNS failure of the look-up: `451 4.4.3` (unknown means
+ *   temporary). The null sender is allowed (the From header is still checked at the end of DATA).
+ * - RCPT: `452 4.5.3` past the cap (RFC 5321 §4.5.3.1.10), `553 5.1.3` for an unusable address.
+ * - Connection caps: `421 4.7.0` at connect; idle timeout closes with smtp-server's `421`.
+ * - DATA: SIZE advertised and enforced (`552 5.3.4`), every bare CR or LF refused (`550 5.6.0`), a header section
+ *   over `maxHeaderBytes` refused (`552 5.3.4`), MIME nested deeper than `maxMimeDepth` (`554 5.6.0`); a session that
+ *   ends mid-DATA never reaches `onMessage`, so nothing is queued. A Received field (RFC 5321 §4.4) is handed on.
+ */
+export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
+  const maxBytes = policy.maxMessageBytes ?? SUBMISSION_DEFAULTS.maxMessageBytes;
+  const maxRcpt = policy.maxRecipients ?? SUBMISSION_DEFAULTS.maxRecipients;
+  const structure = {
+    maxHeaderBytes: policy.maxHeaderBytes ?? STRUCTURE_LIMITS.maxHeaderBytes,
+    maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
+  };
+  const now = policy.now ?? Date.now;
+  const failures = policy.authFailures ?? createAuthFailureCounter(now);
+  const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'submission' });
+  const caps = createConnectionCaps({
+    hostname: policy.hostname,
+    maxPerIp: policy.maxConnectionsPerIp ?? SUBMISSION_DEFAULTS.maxConnectionsPerIp,
+    maxTotal: policy.maxConnections ?? SUBMISSION_DEFAULTS.maxConnections,
+  });
+  // May this session AUTH now? Over TLS always; in plaintext only from loopback when the operator allowed it.
+  const authAllowed = (session: SMTPServerSession) =>
+    session.secure || (policy.allowInsecureLoopbackAuth === true && isLoopback(session.remoteAddress));
+  const mustStartTls = () => new SmtpReply(530, '5.7.0', 'Must issue a STARTTLS command first');
+  // The account each authenticated session logged in as, by session id (dropped at close).
+  const sessions = new Map<string, AccountRow>();
+  // The normalised form of each accepted RCPT, keyed by the object smtp-server keeps in envelope.rcptTo.
+  const normalised = new WeakMap<SMTPServerAddress, string>();
+
+  return {
+    name: policy.hostname,
+    banner: 'Sluice ESMTP submission',
+    secure: policy.secure ?? false,
+    key: policy.tls.key,
+    cert: policy.tls.cert,
+    authMethods: ['PLAIN', 'LOGIN'],
+    // Per-session gating (onConnect/onSecure) does the real work; this only lets smtp-server run AUTH in plaintext
+    // for the loopback sessions we left AUTH enabled on.
+    allowInsecureAuth: policy.allowInsecureLoopbackAuth === true,
+    authOptional: false,
+    authRequiredMessage: '5.7.0 Authentication required',
+    size: maxBytes,
+    // Reverse DNS would block the greeting on an uncontrolled resolver; upstream_hostname is the EHLO name.
+    disableReverseLookup: true,
+    socketTimeout: policy.idleTimeoutMs ?? SUBMISSION_DEFAULTS.idleTimeoutMs,
+    closeTimeout: policy.closeTimeoutMs ?? SUBMISSION_DEFAULTS.closeTimeoutMs,
+
+    onConnect(session, callback) {
+      const refused = caps.admit(session.id, session.remoteAddress);
+      if (refused) {
+        log.info({ sessionId: session.id, ip: session.remoteAddress }, 'connection refused: cap');
+        return callback(refused);
+      }
+      // Not advertised, not accepted: credentials never cross the wire in the clear (RFC 8314 §3).
+      if (!authAllowed(session)) session.disabledCommands = ['AUTH'];
+      callback();
+    },
+
+    onSecure(_socket, session, callback) {
+      // TLS is up (STARTTLS or implicit): AUTH becomes available (back to the server-wide list).
+      session.disabledCommands = undefined;
+      callback();
+    },
+
+    onClose(session) {
+      caps.release(session.id);
+      sessions.delete(session.id);
+    },
+
+    onAuth(auth, session, callback) {
+      try {
+        if (!authAllowed(session)) return callback(mustStartTls());
+        const user = (auth.username ?? '').toLowerCase();
+        const ipKey = `ip:${session.remoteAddress}`;
+        const userKey = `user:${user}`;
+        if (failures.blocked(ipKey) || failures.blocked(userKey)) {
+          log.warn({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth refused: too many failures');
+          // smtp-server closes the connection after any 421.
+          return callback(new SmtpReply(421, '4.7.0', 'Too many failed authentication attempts, try again later'));
+        }
+        const account = auth.username && auth.password ? policy.authenticate(auth.username, auth.password) : undefined;
+        // RFC 4954 §6: 535 5.7.8 for bad credentials; a suspended sub-account is refused the same way.
+        if (!account || account.enabled !== 1) {
+          failures.record(ipKey);
+          failures.record(userKey);
+          log.info({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
+          return callback(new SmtpReply(535, '5.7.8', 'Authentication credentials invalid'));
+        }
+        sessions.set(session.id, account);
+        callback(null, { user: account.handle });
+      } catch (err) {
+        log.error({ sessionId: session.id, err }, 'auth check failed');
+        callback(toSmtpReply(err));
+      }
+    },
+
+    onMailFrom(address, session, callback) {
+      const account = sessions.get(session.id);
+      if (!account) {
+        return callback(authAllowed(session) ? new SmtpReply(530, '5.7.0', 'Authentication required') : mustStartTls());
+      }
+      const addr = address.address;
+      if (senderNeedsSmtpUtf8(addr, session.envelope.smtpUtf8 === true)) return callback(needsSmtpUtf8());
+      if (addr === '' || !policy.lockdown) return callback();
+      const domain = domainOf(addr);
+      policy
+        .lockdown(domain, account)
+        .then((verdict) => {
+          if (verdict.action === 'pass') return callback();
+          log.info({ sessionId: session.id, account: account.handle, domain, reason: verdict.reason }, 'sender refused');
+          if (verdict.reason === 'lockdown-dns-error') {
+            return callback(new SmtpReply(451, '4.4.3', `Cannot verify that ${domain} may be used by this account now, try again later`));
+          }
+          callback(new SmtpReply(550, '5.7.1', `Sender domain ${domain} is not authorized for this account`));
+        })
+        .catch((err: unknown) => {
+          log.error({ sessionId: session.id, err }, 'lockdown check failed');
+          callback(toSmtpReply(err));
+        });
+    },
+
+    onRcptTo(address, session, callback) {
+      const rcpts = session.envelope.rcptTo;
+      const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
+      // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
+      if (!repeat && rcpts.length >= maxRcpt) return callback(new SmtpReply(452, '4.5.3', 'Too many recipients'));
+      const decision = classifySubmissionRecipient(address.address, session.envelope.smtpUtf8 === true);
+      if (!decision.ok) return callback(decision.reply);
+      normalised.set(address, decision.address);
+      callback();
+    },
+
+    onData(stream, session, callback) {
+      const minRate = { ...MIN_DATA_RATE, now };
+      runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
+        const account = sessions.get(session.id);
+        if (!account) return { code: 530, status: '5.7.0', message: 'Authentication required' };
+        if (!policy.onMessage) return { code: 451, status: '4.3.2', message: 'Submission is not available, try again later' };
+        // Recipients are unique by construction; a repeat RCPT leaves two entries in smtp-server's list.
+        const rcptTo = [...new Set(session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address))];
+        return policy.onMessage({
+          account,
+          username: account.handle,
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          rcptTo,
+          clientIp: session.remoteAddress,
+          clientName: session.hostNameAppearsAs || '',
+          trace: receivedFor(session, policy.hostname, rcptTo, now()),
+          raw,
+        });
+      });
+    },
+  };
+}

@@ -1,0 +1,321 @@
+// Owns delivering the events outbox to customer webhooks: batching, signing, POSTing, retries, resend and validate.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/webhooks.js';
+import type { SignatureHeaders, WebhookSigner } from './signing.js';
+
+const MIN = 60_000;
+/** api.md §4.1: up to 1,000 events per request. */
+export const MAX_BATCH_EVENTS = 1000;
+/**
+ * Delays before retry n of a failed batch (api.md decisions table: about 1, 5, 15, 30, 60 min, then hourly), and
+ * the age of a chain after which it is given up (24 h). The events of a given-up chain can still be resent.
+ */
+export const RETRY_DELAYS_MS: readonly number[] = [1 * MIN, 5 * MIN, 15 * MIN, 30 * MIN, 60 * MIN];
+export const RETRY_HOURLY_MS = 60 * MIN;
+export const RETRY_GIVE_UP_MS = 24 * 60 * MIN;
+
+/**
+ * When attempt number `attempt` (1-based) of a chain started at `chainStartedAt` failed at `now`: the time its
+ * retry is due, or null when the chain has been retried for 24 hours (given up).
+ */
+export function decideRetryAt(attempt: number, chainStartedAt: number, now: number): number | null {
+  const delay = RETRY_DELAYS_MS[attempt - 1] ?? RETRY_HOURLY_MS;
+  const due = now + delay;
+  return due - chainStartedAt > RETRY_GIVE_UP_MS ? null : due;
+}
+
+/** The status category of an HTTP status code, or `no_response` (timeout, refused, reset, DNS failure…). */
+export function classifyStatus(code: number | null): BatchStatus {
+  if (code === null || code < 100 || code > 599) return 'no_response';
+  return `${Math.floor(code / 100)}xx_response` as BatchStatus;
+}
+
+/** What one POST came to. `body` is the first KiB of the response (validate reports it). */
+export interface PostOutcome {
+  statusCode: number | null;
+  body: string;
+  durationMs: number;
+  error?: string;
+}
+
+export interface DispatcherDeps {
+  store: WebhookStore;
+  signer: WebhookSigner;
+  now: () => number;
+  logger: Logger;
+  /** Per-request timeout (connect + answer), default 10 s. */
+  timeoutMs?: number;
+  /** Poll interval of start(), default 1 s. */
+  intervalMs?: number;
+  /** Accounts dispatched in parallel, default 8. */
+  concurrency?: number;
+  /** Batches one account sends in one pass before yielding to the next pass, default 100. */
+  maxBatchesPerPass?: number;
+  /** Hostname for the generated smtp_id of validate's test event. */
+  hostname?: string;
+}
+
+/** The result of one `runOnce()` pass. */
+export interface DispatchRun {
+  /** POST attempts made (first tries and retries). */
+  batches: number;
+  /** Events carried by the attempts that got a 2xx. */
+  delivered: number;
+  /** Attempts without a 2xx. */
+  failed: number;
+}
+
+/** One endpoint's answer to POST /tx/v1/webhook/validate (api.md §2.2). */
+export interface ValidateResult {
+  result: 'passed' | 'failed';
+  webhook: string;
+  response: { status: number; body?: string } | null;
+}
+
+const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+/**
+ * POSTs `body` as JSON with `headers` to `url`; never throws. Redirects are not followed (a 3xx is recorded as
+ * such and retried). Duration is wall time from the request to the end of the answer.
+ */
+export function postJson(url: string, body: Buffer, headers: SignatureHeaders, timeoutMs: number): Promise<PostOutcome> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (o: Omit<PostOutcome, 'durationMs'>) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ ...o, durationMs: elapsed() });
+    };
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      finish({ statusCode: null, body: '', error: 'invalid url' });
+      return;
+    }
+    const lib = target.protocol === 'https:' ? https : http;
+    const req = lib.request(target, {
+      method: 'POST',
+      agent: target.protocol === 'https:' ? agents.https : agents.http,
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Length': String(body.length),
+        'User-Agent': 'sluice-webhooks',
+        ...headers,
+      },
+    });
+    const timer = setTimeout(() => {
+      req.destroy(new Error('timeout'));
+    }, timeoutMs);
+    req.on('error', (err) => finish({ statusCode: null, body: '', error: err.message }));
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        if (size < 1024) chunks.push(c);
+        size += c.length;
+      });
+      res.on('end', () => finish({ statusCode: res.statusCode ?? null, body: Buffer.concat(chunks).subarray(0, 1024).toString('utf8') }));
+      res.on('error', (err) => finish({ statusCode: res.statusCode ?? null, body: '', error: err.message }));
+    });
+    req.end(body);
+  });
+}
+
+/** `[` + the stored event JSON texts + `]`: the exact bytes that are digested, signed and posted. */
+function batchBody(payloads: string[]): Buffer {
+  return Buffer.from(`[${payloads.join(',')}]`, 'utf8');
+}
+
+/**
+ * Creates the dispatcher. Events are sent per account in id order, up to 1,000 per POST, each POST signed afresh
+ * (a retry re-signs with a new `created`). Every attempt is a batch row recorded before the POST (with a lease) and
+ * completed after it, so a crash mid-POST costs one repeated POST after restart (at-least-once), never a lost event.
+ * While an account's chain waits for its retry, that account's newer events wait behind it (ordering; a failing
+ * endpoint gets one request per retry slot, not one per new event).
+ *
+ * `runOnce()` does every due retry and drains every enrolled account (bounded per account); concurrent calls share
+ * the pass in progress. `start()` releases stale leases, then runs a pass every `intervalMs` on an unref'd timer;
+ * `stop()` clears it and waits for the pass in progress.
+ */
+export function createWebhookDispatcher(deps: DispatcherDeps) {
+  const timeoutMs = deps.timeoutMs ?? 10_000;
+  const leaseMs = timeoutMs + MIN;
+  const concurrency = deps.concurrency ?? 8;
+  const maxBatches = deps.maxBatchesPerPass ?? 100;
+  const log = deps.logger.child({ component: 'webhooks' });
+  const busy = new Set<number>();
+  let running: Promise<DispatchRun> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let started = false;
+
+  /** Signs and posts a claimed batch, then records the outcome (and the retry slot when it failed). */
+  async function send(c: ClaimedBatch, retry: boolean): Promise<PostOutcome> {
+    const body = batchBody(c.payloads);
+    const out = await postJson(c.batch.webhook, body, deps.signer.sign(body), timeoutMs);
+    const status = classifyStatus(out.statusCode);
+    const ok = status === '2xx_response';
+    const at = deps.now();
+    const retryDueAt = ok || !retry ? null : decideRetryAt(c.batch.attempt, c.batch.chain_started_at, at);
+    deps.store.recordResult(c.batch.id, { status, statusCode: out.statusCode, durationMs: out.durationMs, retryDueAt });
+    if (!ok) {
+      log.warn(
+        { batchId: c.batch.id, accountId: c.batch.account_id, attempt: c.batch.attempt, status, statusCode: out.statusCode, error: out.error, retryAt: retryDueAt },
+        retry && retryDueAt === null ? 'webhook batch failed; retries exhausted' : 'webhook batch failed',
+      );
+    }
+    return out;
+  }
+
+  /** One account's work in a pass: its due retry (if given), then fresh batches until none, a failure or the bound. */
+  async function drain(accountId: number, due: WebhookBatchRow | undefined, run: DispatchRun): Promise<void> {
+    if (busy.has(accountId)) return;
+    busy.add(accountId);
+    try {
+      const hook = deps.store.findWebhook(accountId);
+      if (due) {
+        if (!hook) {
+          deps.store.dropChain(due);
+          return;
+        }
+        const c = deps.store.claimRetry(due, hook.url, deps.now(), deps.now() + leaseMs);
+        if (!c) return;
+        const ok = await attempt(c, run);
+        if (!ok) return;
+      }
+      if (!hook) return;
+      for (let i = 0; i < maxBatches; i++) {
+        if (deps.store.hasOutstanding(accountId)) return;
+        const c = deps.store.claimPending(accountId, hook.url, deps.now(), MAX_BATCH_EVENTS, deps.now() + leaseMs);
+        if (!c) return;
+        if (!(await attempt(c, run))) return;
+      }
+    } finally {
+      busy.delete(accountId);
+    }
+  }
+
+  async function attempt(c: ClaimedBatch, run: DispatchRun): Promise<boolean> {
+    const out = await send(c, true);
+    run.batches++;
+    if (classifyStatus(out.statusCode) === '2xx_response') {
+      run.delivered += c.eventIds.length;
+      return true;
+    }
+    run.failed++;
+    return false;
+  }
+
+  async function pass(): Promise<DispatchRun> {
+    const run: DispatchRun = { batches: 0, delivered: 0, failed: 0 };
+    const work = new Map<number, WebhookBatchRow | undefined>();
+    for (const b of deps.store.dueRetries(deps.now(), 1000)) if (!work.has(b.account_id)) work.set(b.account_id, b);
+    for (const w of deps.store.readyAccounts()) if (!work.has(w.account_id)) work.set(w.account_id, undefined);
+    const queue = [...work.entries()];
+    const lanes = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        try {
+          await drain(next[0], next[1], run);
+        } catch (err) {
+          log.error({ err, accountId: next[0] }, 'webhook dispatch failed');
+        }
+      }
+    });
+    await Promise.all(lanes);
+    return run;
+  }
+
+  function tick(): void {
+    dispatcher
+      .runOnce()
+      .catch((err: unknown) => log.error({ err }, 'webhook pass failed'))
+      .finally(() => {
+        if (started) {
+          timer = setTimeout(tick, deps.intervalMs ?? 1000);
+          timer.unref();
+        }
+      });
+  }
+
+  const dispatcher = {
+    /** Every due retry and every enrolled account's pending events, now; resolves when all outcomes are recorded. */
+    runOnce(): Promise<DispatchRun> {
+      if (running) return running;
+      running = pass().finally(() => {
+        running = undefined;
+      });
+      return running;
+    },
+
+    /** Releases leases a dead process left behind, then polls every `intervalMs`. */
+    start(): void {
+      if (started) return;
+      started = true;
+      const released = deps.store.releaseStale(deps.now());
+      if (released > 0) log.warn({ released }, 'released stale webhook batch leases');
+      tick();
+    },
+
+    /** Stops polling; waits for the pass in progress to record its outcomes. */
+    async stop(): Promise<void> {
+      started = false;
+      clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+
+    /**
+     * POST /webhook-batch/{id}/resend: re-posts the events of the account's batch `batchId` to the account's current
+     * endpoint as a new batch (never retried automatically). `not-found`: no such batch of this account, or its
+     * events were pruned; `no-webhook`: the account has no endpoint.
+     */
+    async resend(
+      accountId: number,
+      batchId: number,
+    ): Promise<{ ok: true; batch: WebhookBatchRow } | { ok: false; reason: 'not-found' | 'no-webhook' }> {
+      if (!deps.store.findBatch(accountId, batchId)) return { ok: false, reason: 'not-found' };
+      const hook = deps.store.findWebhook(accountId);
+      if (!hook) return { ok: false, reason: 'no-webhook' };
+      const c = deps.store.claimResend(accountId, batchId, hook.url, deps.now());
+      if (!c) return { ok: false, reason: 'not-found' };
+      await send(c, false);
+      return { ok: true, batch: deps.store.findBatch(accountId, c.batch.id) as WebhookBatchRow };
+    },
+
+    /**
+     * POST /webhook/validate: posts one signed `test` event (api.md §2.2) to each endpoint of the account (there is at
+     * most one) and reports it; `passed` ⇔ 2xx. Not recorded as a batch. Empty when nothing is enrolled.
+     */
+    async validate(accountId: number, customerHandle: string, requestId: string | undefined): Promise<ValidateResult[]> {
+      const hook = deps.store.findWebhook(accountId);
+      if (!hook) return [];
+      const event = {
+        email: 'test@mailchannels.com',
+        customer_handle: customerHandle,
+        timestamp: Math.floor(deps.now() / 1000),
+        event: 'test',
+        request_id: requestId ?? crypto.randomBytes(20).toString('base64url'),
+        smtp_id: `<${crypto.randomBytes(12).toString('hex')}@${deps.hostname ?? 'sluice'}>`,
+      };
+      const body = batchBody([JSON.stringify(event)]);
+      const out = await postJson(hook.url, body, deps.signer.sign(body), timeoutMs);
+      const passed = classifyStatus(out.statusCode) === '2xx_response';
+      return [
+        {
+          result: passed ? 'passed' : 'failed',
+          webhook: hook.url,
+          response: out.statusCode === null ? null : { status: out.statusCode, ...(out.body ? { body: out.body } : {}) },
+        },
+      ];
+    },
+  };
+  return dispatcher;
+}
+
+export type WebhookDispatcher = ReturnType<typeof createWebhookDispatcher>;
