@@ -12,7 +12,7 @@ import type { QuarantineStore } from '../../storage/quarantine.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { RSPAMD_SPAM_ACTIONS, type RspamdClient } from '../scanners/rspamd-client.js';
-import type { SmtpDecision } from '../smtp/replies.js';
+import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
 /** One message handed to the relay: it must resolve only once the message is durably committed (queue, fsync). */
 export interface RelayMessage {
@@ -34,9 +34,6 @@ export type InboundRelay = (msg: RelayMessage) => Promise<void>;
 
 /** The message as the MX listener has it at the end of DATA. */
 export type InboundMessage = MxMessage;
-
-/** The reply to DATA: `code` and enhanced `status` (RFC 3463) and human text. */
-export type DataReply = SmtpDecision;
 
 export interface ListStepVerdict {
   step: 'lists';
@@ -103,27 +100,16 @@ export interface InboundPipelineDeps {
 
 export interface InboundPipeline {
   /** Runs every step for one message and returns the reply to DATA. Never throws: errors answer 451 4.3.0. */
-  handle(msg: InboundMessage): Promise<DataReply>;
+  handle(msg: InboundMessage): Promise<SmtpReply>;
   /**
    * The list decision for one recipient from what is known at RCPT (client IP, envelope sender), so the MX can
    * refuse a blocklisted sender there — the earliest stage that knows. A reply when refused, undefined otherwise.
    */
-  checkRecipient(q: { mailFrom: string; clientIp: string; rcpt: string }): DataReply | undefined;
+  checkRecipient(q: { mailFrom: string; clientIp: string; rcpt: string }): SmtpReply | undefined;
 }
 
 /** The header that tags mail accepted while the spam scanner was down (`filters.rspamd.failure = accept-and-tag`). */
 export const SCAN_FAILED_HEADER = 'X-Sluice-Spam-Scan: failed (scanner unavailable)';
-
-// The one place verdicts become SMTP replies (RFC 3463 enhanced codes; 5.7.1 "delivery not authorized").
-const REPLIES = {
-  blocklisted: { code: 550, status: '5.7.1', message: 'Message refused: the sender is blocklisted by the recipient' },
-  spam: { code: 550, status: '5.7.1', message: 'Message refused as spam' },
-  notServed: { code: 550, status: '5.7.1', message: 'Relay access denied' },
-  scannerDown: { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' },
-  tempfail: { code: 451, status: '4.3.0', message: 'Temporary local problem, try again later' },
-} as const satisfies Record<string, DataReply>;
-
-const queued = (queueId: string): DataReply => ({ code: 250, status: '2.0.0', message: `Ok: queued as ${queueId}` });
 
 
 /** The address as recipient-level lists store it: lower case, on the provisioned domain even when mailed via an alias. */
@@ -176,7 +162,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     return decideListVerdict(matches, { abusePolicyOverride: !!served.abuse_policy_override });
   }
 
-  async function run(msg: InboundMessage, queueId: string, verdicts: StepVerdict[]): Promise<DataReply> {
+  async function run(msg: InboundMessage, queueId: string, verdicts: StepVerdict[]): Promise<SmtpReply> {
     // 1. Recipients by provisioned domain.
     const groups = new Map<number, { served: ServedDomainRow; rcpt: string[]; safe: string[] }>();
     for (const rcpt of msg.rcptTo) {
@@ -202,7 +188,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       groups.set(served.id, g);
     }
     if (groups.size === 0) {
-      return verdicts.some((v) => v.step === 'lists' && v.verdict === 'block') ? REPLIES.blocklisted : REPLIES.notServed;
+      return verdicts.some((v) => v.step === 'lists' && v.verdict === 'block') ? REPLY.senderBlocklisted : REPLY.noRecipientServed;
     }
 
     // 3. Authentication.
@@ -243,7 +229,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
             verdicts.push({
               step: 'spam', verdict: 'skipped', reason: 'filter-error:rspamd', score, threshold: deps.spamThreshold, rules: builtin.rules, rspamd,
             });
-            return REPLIES.scannerDown;
+            return REPLY.scannerDown;
           }
           scanFailed = true;
         }
@@ -307,7 +293,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       else quarantines.push({ served, rcpt: others });
     }
     if (relays.size === 0 && quarantines.length === 0) {
-      return blockedByPolicy > 0 ? REPLIES.spam : REPLIES.blocklisted;
+      return blockedByPolicy > 0 ? REPLY.spam : REPLY.senderBlocklisted;
     }
 
     // Commit: quarantine rows first, then each relay; 250 only after every commit.
@@ -344,20 +330,20 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     for (const r of relays.values()) {
       await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, raw: r.raw, domainIds: r.domainIds, queueId, messageId, verdicts });
     }
-    return queued(queueId);
+    return REPLY.queued(queueId);
   }
 
   return {
     async handle(msg) {
       const queueId = newQueueId();
       const verdicts: StepVerdict[] = [];
-      let reply: DataReply;
+      let reply: SmtpReply;
       try {
         reply = await run(msg, queueId, verdicts);
       } catch (err) {
         // Unknown means temporary (ARCHITECTURE invariant 3): never 550, never a silent accept.
         log.error({ queueId, err: (err as Error).message }, 'inbound pipeline failed');
-        reply = REPLIES.tempfail;
+        reply = REPLY.tempfail;
       }
       log.info(
         { queueId, mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, clientIp: msg.clientIp, tls: msg.tls, size: msg.raw.length, verdicts, reply: `${reply.code} ${reply.status}` },
@@ -369,7 +355,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     checkRecipient(q) {
       const served = deps.domains.findServedDomain(domainOf(q.rcpt));
       if (!served) return undefined;
-      return listVerdict(served, q).action === 'block' ? REPLIES.blocklisted : undefined;
+      return listVerdict(served, q).action === 'block' ? REPLY.senderBlocklisted : undefined;
     },
   };
 }
