@@ -3,6 +3,7 @@ import net from 'node:net';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { fitsSmtpPath } from '../smtp/address.js';
 import { classifyError, classifyReply, type Category, type Outcome } from './bounce-rules.js';
+import { checkNodemailerInternals, ehloExtensions } from './nodemailer-seam.js';
 import type { DeliveryHost } from './resolve-route.js';
 
 export interface DeliveryJob {
@@ -122,6 +123,7 @@ function hostFailure(err: SmtpError): boolean {
 
 /** Creates the client. `close()` ends idle connections; deliveries in flight finish first. */
 export function createSmtpClient(opts: SmtpClientOptions) {
+  checkNodemailerInternals();
   const maxPer = opts.maxPerDestination ?? 20;
   const maxMessages = opts.maxMessagesPerConnection ?? 100;
   const idleMs = opts.idleMs ?? 10_000;
@@ -290,8 +292,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
           continue;
         }
         lastLabel = pc.label;
-        const extensions = (pc.conn as unknown as { _supportedExtensions?: string[] })._supportedExtensions ?? [];
-        if (smtpUtf8 && !extensions.includes('SMTPUTF8')) {
+        if (smtpUtf8 && !ehloExtensions(pc.conn).includes('SMTPUTF8')) {
           // RFC 6531 §3.4: a UTF-8 address cannot be sent to a server without SMTPUTF8; downgrading is not possible.
           release(pc, true);
           for (const r of recipients) results.push({ ...bad(r, '5.6.7', `${pc.label} does not support SMTPUTF8, required for this address`), command: 'MAIL FROM' });

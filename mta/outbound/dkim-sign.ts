@@ -1,8 +1,6 @@
 // Owns DKIM signing of outgoing messages (mailauth) and normalising caller-supplied private keys.
 import crypto from 'node:crypto';
-import { DkimSigner } from 'mailauth/lib/dkim/dkim-signer.js';
-import { generateCanonicalizedHeader } from 'mailauth/lib/dkim/header/index.js';
-import { formatSignatureHeaderLine, getSigningHeaderLines, writeToStream } from 'mailauth/lib/tools.js';
+import { dkimSignatureFields } from './mailauth-seam.js';
 
 /**
  * Headers covered by our signatures (relaxed/relaxed, rsa-sha256, RFC 6376 §5.4.1's recommended set plus the RFC 8058
@@ -21,9 +19,9 @@ export interface DkimSigningKey {
 
 // mailauth's DkimSigner parses the PEM (createPrivateKey) and signs synchronously on the event loop for every
 // message: measured at ~26 % of the server's CPU in `npm run bench:outbound`. We keep mailauth's canonicalization
-// and header formatting (RFC 6376 §3.4, §3.5) and replace only the last step: the parsed key is cached and the RSA
-// operation runs on libuv's thread pool (crypto.sign with a callback), so a second core signs while the event loop
-// accepts the next request.
+// and header formatting (RFC 6376 §3.4, §3.5; reached through ./mailauth-seam.ts) and replace only the last step:
+// the parsed key is cached and the RSA operation runs on libuv's thread pool (crypto.sign with a callback), so a
+// second core signs while the event loop accepts the next request.
 const keyCache = new Map<string, crypto.KeyObject>();
 const KEY_CACHE_MAX = 1000;
 
@@ -44,37 +42,6 @@ function signAsync(data: Buffer | string, key: crypto.KeyObject): Promise<Buffer
   );
 }
 
-/** mailauth's signer with the final step (parse key, sign) replaced; one rsa-sha256 relaxed/relaxed signature. */
-class ThreadPoolDkimSigner extends DkimSigner {
-  constructor(
-    options: ConstructorParameters<typeof DkimSigner>[0],
-    private readonly key: crypto.KeyObject,
-  ) {
-    super(options);
-  }
-
-  override async finalize(): Promise<void> {
-    const [data] = this.signatureData;
-    if (!data || !this.headers) return;
-    try {
-      const lines = getSigningHeaderLines(this.headers.parsed, this.headerList);
-      const bodyHash = this.bodyHashes.get('relaxed:sha256:')?.hash ?? null;
-      const { canonicalizedHeader, dkimHeaderOpts } = generateCanonicalizedHeader('DKIM', lines, {
-        ...data,
-        algorithm: 'rsa-sha256',
-        canonicalization: 'relaxed/relaxed',
-        signTime: this.signTime,
-        expires: this.expires,
-        bodyHash,
-      });
-      dkimHeaderOpts.b = (await signAsync(canonicalizedHeader, this.key)).toString('base64');
-      this.signatureHeaders.push(formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true));
-    } catch (err) {
-      this.errors.push({ selector: data.selector, signingDomain: data.signingDomain, err });
-    }
-  }
-}
-
 /**
  * Returns `raw` with a DKIM-Signature header prepended (rsa-sha256, relaxed/relaxed, SIGNED_HEADERS). `privateKeyPem`
  * may also be bare base64 DER (a caller-supplied `dkim_private_key`); it goes through `normalizePrivateKey`. Throws
@@ -89,20 +56,12 @@ export async function signMessage(raw: Buffer, key: DkimSigningKey, signTime?: D
     throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}: unreadable private key`);
   }
   if (keyObj.asymmetricKeyType !== 'rsa') throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}: not an RSA key`);
-  const signer = new ThreadPoolDkimSigner(
-    {
-      canonicalization: 'relaxed/relaxed',
-      algorithm: 'rsa-sha256',
-      headerList: SIGNED_HEADERS,
-      ...(signTime ? { signTime } : {}),
-      // mailauth only hashes bodies for entries with a privateKey; the real key is the cached KeyObject.
-      signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: 'cached' }],
-    },
-    keyObj,
+  const { fields: signatures, errors } = await dkimSignatureFields(
+    raw,
+    { domain: key.domain, selector: key.selector, headerList: SIGNED_HEADERS, signTime },
+    (data) => signAsync(data, keyObj),
   );
-  await writeToStream(signer, raw);
-  const signatures = signer.signatureHeaders.join('\r\n');
-  if (signer.errors.length > 0 || !signatures.trim()) {
+  if (errors.length > 0 || !signatures.trim()) {
     throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}`);
   }
   return Buffer.concat([Buffer.from(signatures + '\r\n', 'utf8'), raw]);

@@ -1,4 +1,5 @@
 // Owns the type declarations of the parts of mailauth 4.x (plain JavaScript, no bundled types) that Sluice calls.
+// Public (mailauth's README): `mailauth`, lib/dkim/sign, lib/spf. Private: the rest, imported only by ./mailauth-seam.ts.
 declare module 'mailauth/lib/dkim/sign.js' {
   export function dkimSign(
     input: Buffer | string | NodeJS.ReadableStream,
@@ -12,7 +13,7 @@ declare module 'mailauth/lib/dkim/sign.js' {
   ): Promise<{ signatures: string; errors: unknown[] }>;
 }
 
-// The pieces of mailauth's DKIM signer that mta/outbound/dkim-sign.ts reuses (canonicalization and header formatting).
+// Private: the pieces of mailauth's DKIM signer that ./mailauth-seam.ts reuses (canonicalization and header formatting).
 declare module 'mailauth/lib/dkim/dkim-signer.js' {
   import { Writable } from 'node:stream';
   export class DkimSigner extends Writable {

@@ -7,7 +7,7 @@ import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
 import { domainOf } from '../smtp/address.js';
 import { signMessage } from './dkim-sign.js';
 import { effectiveLimit, newRequestId, type SendDeps } from './send.js';
-import type { SmtpDecision } from '../smtp/replies.js';
+import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
 /** What the submission listener hands over at the end of DATA. */
 export interface SubmittedMessage {
@@ -25,8 +25,6 @@ export interface SubmittedMessage {
   /** The message as received (CRLF only: bare CR/LF were refused by the data guard). */
   raw: Buffer;
 }
-
-const refuse = (code: number, status: string, message: string): SmtpDecision => ({ code, status, message });
 
 /** The addresses of every From field (RFC 5322 §3.6.2 allows a list), lower-cased domains. */
 export function fromDomains(raw: Buffer): { addresses: string[]; domains: string[] } {
@@ -48,26 +46,24 @@ export function fromDomains(raw: Buffer): { addresses: string[]; domains: string
  * user name, `upstream` = client IP, `upstream_hostname` = client name and `sender_id` = the account handle. A
  * storage failure answers `451 4.3.0` and nothing was queued.
  */
-export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Promise<SmtpDecision> {
+export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Promise<SmtpReply> {
   // Read the account again: it may have been suspended or deleted since this session authenticated.
   const account = deps.accounts.findById(msg.account.id);
   if (!account || account.deleted_at !== null || account.enabled !== 1) {
-    return refuse(550, '5.7.1', 'this account is suspended and cannot send');
+    return REPLY.accountSuspended;
   }
   const limit = effectiveLimit(deps.accounts, account);
   if (limit !== null && deps.accounts.usage(account.id, usagePeriod(deps.now())) + 1 > limit) {
-    return refuse(550, '5.7.1', 'monthly send limit reached for this account');
+    return REPLY.sendLimitReached;
   }
 
   const from = fromDomains(msg.raw);
-  if (from.domains.length === 0) return refuse(550, '5.6.0', 'message has no From address (RFC 5322 section 3.6)');
+  if (from.domains.length === 0) return REPLY.noFromAddress;
   for (const domain of from.domains) {
     const verdict = await deps.lockdown(domain, account);
     // A DNS failure of the look-up is temporary (invariant 3): the app retries; REST answers 403 for the same case.
-    if (verdict.reason === 'lockdown-dns-error') {
-      return refuse(451, '4.4.3', `cannot verify that From domain ${domain} may be used by this account now, try again later`);
-    }
-    if (verdict.action !== 'pass') return refuse(550, '5.7.1', `From domain ${domain} is not authorized for this account`);
+    if (verdict.reason === 'lockdown-dns-error') return REPLY.fromDomainUnverifiable(domain);
+    if (verdict.action !== 'pass') return REPLY.fromDomainNotAuthorized(domain);
   }
 
   // RFC 6409 §8.1, §8.3: a submission server may add a missing Date and Message-ID.
@@ -116,7 +112,7 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
       },
     ]);
   } catch {
-    return refuse(451, '4.3.0', 'could not queue the message; nothing was accepted, try again');
+    return REPLY.notQueued;
   }
-  return { code: 250, status: '2.0.0', message: `Ok: queued as ${requestId}` };
+  return REPLY.queued(requestId);
 }

@@ -22,9 +22,6 @@ export interface RspamdClient {
   check(msg: RspamdMessage): Promise<RspamdResult>;
 }
 
-/** rspamd actions that mean "this is spam" for Sluice's policy (the others are no action, greylist, soft reject). */
-export const RSPAMD_SPAM_ACTIONS: ReadonlySet<string> = new Set(['reject', 'add header', 'rewrite subject']);
-
 /** Header values rspamd reads may not carry CR or LF (they come from the SMTP session, but never trust). */
 const clean = (s: string) => s.replace(/[\r\n]/g, '');
 

@@ -1,5 +1,5 @@
 // Owns the concurrent-session caps of one SMTP listener: sessions per client address and sessions in all.
-import { SmtpReply } from './replies.js';
+import { REPLY, type SmtpReply } from './replies.js';
 
 /** 127.0.0.0/8, ::1 and IPv4-mapped loopback. */
 export function isLoopback(ip: string): boolean {
@@ -37,11 +37,11 @@ export function createConnectionCaps(opts: ConnectionCapOptions): ConnectionCaps
   return {
     admit(sessionId, ip) {
       if (counted.size >= opts.maxTotal) {
-        return new SmtpReply(421, '4.7.0', `${opts.hostname} Error: too many connections, try again later`);
+        return REPLY.tooManyConnections(opts.hostname);
       }
       const fromIp = perIp.get(ip) ?? 0;
       if (fromIp >= opts.maxPerIp && !opts.exempt?.(ip)) {
-        return new SmtpReply(421, '4.7.0', `${opts.hostname} Error: too many connections from ${ip}`);
+        return REPLY.tooManyConnectionsFrom(opts.hostname, ip);
       }
       counted.set(sessionId, ip);
       perIp.set(ip, fromIp + 1);

@@ -2,7 +2,8 @@
 import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MimeScanner, type MimeFault } from './mime-limits.js';
-import { SmtpReply } from './replies.js';
+import { REPLY, type SmtpReply } from './replies.js';
+import { toSmtpServerError, type SmtpServerError } from './smtp-server-reply.js';
 
 const CR = 0x0d;
 const LF = 0x0a;
@@ -182,28 +183,34 @@ export async function readGuarded(
   return { verdict, raw: verdict.ok ? Buffer.concat(chunks, size) : Buffer.alloc(0) };
 }
 
+type GuardLimits = Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMimeDepth'>;
+
 /**
- * The SMTP reply to DATA for a refused verdict, undefined when it passed:
+ * The catalogue reply to DATA for a refused verdict, undefined when it passed:
  * - size: 552 5.3.4 (RFC 1870 §6.4 / RFC 3463 §3.4 "message too big for system");
  * - bare CR or LF: 550 5.6.0 (RFC 5321 §2.3.8; RFC 3463 §3.7 "other or undefined media error"; Postfix's
  *   `smtpd_forbid_bare_newline` also answers 550);
  * - a header section over `maxHeaderBytes`: 552 5.3.4 (too big for the system, as Postfix's header_size_limit);
  * - MIME nesting deeper than `maxMimeDepth`: 554 5.6.0 (media error, as Postfix's mime_nesting_limit).
  */
-export function dataGuardReply(
-  verdict: DataGuardVerdict,
-  limits: Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMimeDepth'>,
-): SmtpReply | undefined {
+function refusalOf(verdict: DataGuardVerdict, limits: GuardLimits): SmtpReply | undefined {
   if (verdict.ok) return undefined;
   switch (verdict.reason) {
     case 'size-exceeded':
-      return new SmtpReply(552, '5.3.4', `Message size exceeds fixed maximum message size ${limits.maxBytes}`);
+      return REPLY.messageTooBig(limits.maxBytes);
+    // Only a guard given these limits reaches these verdicts (MimeScanner runs only with maxHeaderBytes).
     case 'header-too-big':
-      return new SmtpReply(552, '5.3.4', `Message header section exceeds fixed maximum size ${limits.maxHeaderBytes}`);
+      return REPLY.headerTooBig(limits.maxHeaderBytes!);
     case 'mime-too-deep':
-      return new SmtpReply(554, '5.6.0', `Message MIME structure nested deeper than ${limits.maxMimeDepth} levels`);
+      return REPLY.mimeTooDeep(limits.maxMimeDepth!);
     case 'bare-cr':
     case 'bare-lf':
-      return new SmtpReply(550, '5.6.0', 'Message refused: bare CR or LF in message data (RFC 5321 section 2.3.8)');
+      return REPLY.bareCrLf;
   }
+}
+
+/** The data guard's refusal (`refusalOf`) as smtp-server's DATA callback takes it, undefined when it passed. */
+export function dataGuardReply(verdict: DataGuardVerdict, limits: GuardLimits): SmtpServerError | undefined {
+  const reply = refusalOf(verdict, limits);
+  return reply && toSmtpServerError(reply);
 }

@@ -3,9 +3,10 @@
 import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions } from 'smtp-server';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
-import { relayDenied, SmtpReply, toSmtpReply, type SmtpDecision } from './replies.js';
+import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { answer } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
 
 /** The message as the MX has it at the end of DATA (same shape as inbound-pipeline's InboundMessage). */
@@ -22,9 +23,6 @@ export interface MxMessage {
   /** The message with our Received field prepended; CRLF line ends only (bare CR/LF were refused). */
   raw: Buffer;
 }
-
-/** The reply to DATA an `onMessage` handler decides: code, RFC 3463 enhanced status and text. */
-export type MxReply = SmtpDecision;
 
 /** The served domain for a name (lower-case A-label, no trailing dot), or undefined: relay denied. */
 export type ServedDomainLookup = (name: string) => { id: number } | undefined;
@@ -61,12 +59,12 @@ export interface MxPolicy {
    * 2xx reply must only be returned once the message is durably committed. Throwing answers 451 4.3.0.
    * When absent (nothing wired yet) DATA answers 451 4.3.2 — never 250.
    */
-  onMessage?: (msg: MxMessage) => Promise<MxReply>;
+  onMessage?: (msg: MxMessage) => Promise<SmtpReply>;
   /**
    * Optional RCPT-time check after the relay decision (e.g. inbound-pipeline `checkRecipient`: a blocklisted client
    * or sender refused at the earliest stage that knows). A reply refuses that recipient.
    */
-  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => MxReply | undefined;
+  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => SmtpReply | undefined;
   /** Clock for the Received date and the minimum DATA rate. */
   now?: () => number;
   logger?: Logger;
@@ -96,9 +94,9 @@ export type RecipientDecision = { ok: true; address: string; domainId: number } 
  */
 export function classifyRecipient(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup): RecipientDecision {
   const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: false });
-  if (!mailbox.ok) return { ok: false, reply: mailbox.reason === 'utf8' ? needsSmtpUtf8() : relayDenied(rcpt) };
+  if (!mailbox.ok) return { ok: false, reply: mailbox.reason === 'utf8' ? REPLY.needsSmtpUtf8 : REPLY.relayDenied(rcpt) };
   const served = findServedDomain(mailbox.domain);
-  if (!served) return { ok: false, reply: relayDenied(rcpt) };
+  if (!served) return { ok: false, reply: REPLY.relayDenied(rcpt) };
   return { ok: true, address: `${mailbox.local}@${mailbox.domain}`, domainId: served.id };
 }
 
@@ -165,7 +163,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     closeTimeout: policy.closeTimeoutMs ?? MX_DEFAULTS.closeTimeoutMs,
 
     onConnect(session, callback) {
-      callback(caps.admit(session.id, session.remoteAddress) ?? null);
+      answer(callback, caps.admit(session.id, session.remoteAddress));
     },
 
     onClose(session) {
@@ -173,8 +171,8 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     },
 
     onMailFrom(address, session, callback) {
-      if (senderNeedsSmtpUtf8(address.address, session.envelope.smtpUtf8 === true)) return callback(needsSmtpUtf8());
-      callback();
+      const needsUtf8 = senderNeedsSmtpUtf8(address.address, session.envelope.smtpUtf8 === true);
+      answer(callback, needsUtf8 ? REPLY.needsSmtpUtf8 : undefined);
     },
 
     onRcptTo(address, session, callback) {
@@ -182,22 +180,20 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
         const rcpts = session.envelope.rcptTo;
         const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
         // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
-        if (!repeat && rcpts.length >= limits.maxRecipients) {
-          return callback(new SmtpReply(452, '4.5.3', 'Error: too many recipients'));
-        }
+        if (!repeat && rcpts.length >= limits.maxRecipients) return answer(callback, REPLY.tooManyRecipients);
         const decision = classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
         if (!decision.ok) {
-          log.debug({ sessionId: session.id, code: decision.reply.responseCode }, 'recipient refused');
-          return callback(decision.reply);
+          log.debug({ sessionId: session.id, code: decision.reply.code }, 'recipient refused');
+          return answer(callback, decision.reply);
         }
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
         const refused = policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address });
-        if (refused) return callback(new SmtpReply(refused.code, refused.status, refused.message));
+        if (refused) return answer(callback, refused);
         normalised.set(address, decision.address);
-        callback();
+        answer(callback);
       } catch (err) {
         log.error({ sessionId: session.id, err }, 'rcpt check failed');
-        callback(toSmtpReply(err));
+        answer(callback, REPLY.tempfail);
       }
     },
 
@@ -208,11 +204,11 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
         const hops = countReceived(raw);
         if (hops > limits.maxHops) {
           log.info({ sessionId: session.id, hops }, 'message refused: too many hops');
-          return { code: 554, status: '5.4.6', message: `Too many hops (${hops} Received header fields): mail forwarding loop` };
+          return REPLY.tooManyHops(hops);
         }
         if (!policy.onMessage) {
           // Nothing can take the message yet: temporary, so the sender keeps it and retries (never a silent 250).
-          return { code: 451, status: '4.3.2', message: 'Inbound delivery is not available yet, try again later' };
+          return REPLY.inboundUnavailable;
         }
         const rcptTo = session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
         return policy.onMessage({

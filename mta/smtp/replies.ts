@@ -1,39 +1,107 @@
-// Owns SMTP replies raised from smtp-server callbacks: an Error carrying the code smtp-server writes.
+// Owns every SMTP reply Sluice writes: the one reply record and the catalogue of replies (codes RFC 5321 §4.2,
+// enhanced statuses RFC 3463). smtp-server gets them through the one conversion in mta/smtp/smtp-server-reply.ts.
 
 /**
- * A reply to send instead of the default. smtp-server answers 550 for an error without `responseCode`, so every
- * error our callbacks pass must be an SmtpReply (unknown errors become 451 4.3.0 via `toSmtpReply`).
+ * One SMTP reply, written on the wire as `<code> <status> <message>`: listeners refuse a stage with it, the inbound
+ * pipeline and the submission recipe return it as their reply to DATA. 2xx accepts, 4xx/5xx refuses.
  */
-export class SmtpReply extends Error {
-  readonly responseCode: number;
-  constructor(code: number, enhanced: string, text: string) {
-    super(`${enhanced} ${text}`);
-    this.name = 'SmtpReply';
-    this.responseCode = code;
-  }
+export interface SmtpReply {
+  readonly code: number;
+  /** RFC 3463 enhanced status code (RFC 2034: every reply carries one). */
+  readonly status: string;
+  /** Human text. */
+  readonly message: string;
 }
 
-/** Unknown means temporary (ARCHITECTURE invariant 3): anything that is not an SmtpReply becomes 451 4.3.0. */
-export function toSmtpReply(err: unknown): SmtpReply {
-  return err instanceof SmtpReply ? err : new SmtpReply(451, '4.3.0', 'Temporary local problem, try again later');
-}
+const reply = (code: number, status: string, message: string): SmtpReply => Object.freeze({ code, status, message });
 
-/** RFC 5321 §3.6.2 / RFC 3463 5.7.1: the relay-denied reply for recipients we do not serve. */
-export const relayDenied = (rcpt: string) => new SmtpReply(550, '5.7.1', `<${rcpt}>: Relay access denied`);
+/** The catalogue: every reply Sluice writes, defined once (a function where the text names something). */
+export const REPLY = Object.freeze({
+  // --- Session: connect, command lines, connection end (RFC 5321 §3.8: a 421 closes the channel) ---
 
-/** A decision on a stage of a transaction (the reply to DATA, a refused RCPT): code, RFC 3463 status and text. */
-export interface SmtpDecision {
-  code: number;
-  status: string;
-  message: string;
-}
+  /** Connection caps (mta/smtp/connection-caps.ts): sessions in all; 4.7.0 as Postfix uses for connection limits. */
+  tooManyConnections: (hostname: string) => reply(421, '4.7.0', `${hostname} Error: too many connections, try again later`),
+  /** Connection caps: sessions from one client address. */
+  tooManyConnectionsFrom: (hostname: string, ip: string) => reply(421, '4.7.0', `${hostname} Error: too many connections from ${ip}`),
+  /** smtp-server's `maxClients` check (the greeting override in mta/smtp/smtp-server-seam.ts), with a status added. */
+  tooManyClients: (name: string) => reply(421, '4.7.0', `${name} Too many connected clients, try again in a moment`),
+  /** A TLS ClientHello on a plaintext port: an implicit-TLS client on the STARTTLS port. */
+  tlsOnPlaintextPort: (name: string) => reply(421, '4.7.0', `${name} TLS handshake on a plaintext SMTP port (use STARTTLS), closing connection`),
+  /** An HTTP request line (Postfix smtpd_forbidden_commands). */
+  httpRequest: (name: string) => reply(421, '4.7.0', `${name} HTTP requests not allowed, closing connection`),
+  /** Ten unrecognized or undecodable command lines: the client does not talk SMTP. */
+  tooManyUnrecognized: reply(421, '4.7.0', 'Error: too many unrecognized commands'),
+  /** RFC 6531 §3.3: invalid UTF-8 or a NUL in a command line (Postfix: "500 5.5.2 Error: bad UTF-8 syntax"). */
+  badUtf8: reply(500, '5.5.2', 'bad UTF-8 syntax'),
+  /** Below the minimum DATA rate (Postfix smtpd_min_data_rate); RFC 3463 4.4.2 bad connection. Closes the session. */
+  dataTooSlow: reply(421, '4.4.2', 'Data transfer too slow, closing connection'),
+  /** Unknown means temporary (ARCHITECTURE invariant 3): any failure we did not decide on. */
+  tempfail: reply(451, '4.3.0', 'Temporary local problem, try again later'),
 
-/**
- * A decision as smtp-server's callback arguments: 2xx → no error and the text; 4xx/5xx → an SmtpReply; any other
- * code is treated as unknown, which means temporary (ARCHITECTURE invariant 3).
- */
-export function decisionToCallback(d: SmtpDecision): { err: SmtpReply | null; message?: string } {
-  if (d.code >= 200 && d.code < 300) return { err: null, message: `${d.status} ${d.message}` };
-  if (d.code >= 400 && d.code < 600) return { err: new SmtpReply(d.code, d.status, d.message) };
-  return { err: toSmtpReply(undefined) };
-}
+  // --- AUTH and MAIL (submission: RFC 4954 §6, RFC 3207 §4; RFC 6531 §3.5) ---
+
+  /** RFC 3207 §4: AUTH or MAIL on a plaintext submission session that may not AUTH there. */
+  mustStartTls: reply(530, '5.7.0', 'Must issue a STARTTLS command first'),
+  /** RFC 4954 §6: MAIL (or DATA) before AUTH on submission; also smtp-server's own `authRequiredMessage`. */
+  authRequired: reply(530, '5.7.0', 'Authentication required'),
+  /** Too many failed AUTH attempts from one address or for one user name; smtp-server closes after a 421. */
+  tooManyAuthFailures: reply(421, '4.7.0', 'Too many failed authentication attempts, try again later'),
+  /** RFC 4954 §6: bad credentials, or a suspended sub-account. */
+  authInvalid: reply(535, '5.7.8', 'Authentication credentials invalid'),
+  /** RFC 6531 §3.5: a non-ASCII address in a transaction that did not declare SMTPUTF8. */
+  needsSmtpUtf8: reply(553, '5.6.7', 'Must declare SMTPUTF8 to send unicode address'),
+  /** Domain Lockdown of the envelope sender could not be looked up (DNS failure): temporary. */
+  senderDomainUnverifiable: (domain: string) =>
+    reply(451, '4.4.3', `Cannot verify that ${domain} may be used by this account now, try again later`),
+  /** Domain Lockdown refuses the envelope sender's domain for this account. */
+  senderDomainNotAuthorized: (domain: string) => reply(550, '5.7.1', `Sender domain ${domain} is not authorized for this account`),
+
+  // --- RCPT ---
+
+  /** RFC 5321 §4.5.3.1.10: past the recipient cap; the client sends the rest in another transaction. */
+  tooManyRecipients: reply(452, '4.5.3', 'Too many recipients'),
+  /** RFC 5321 §3.6.2 / RFC 3463 5.7.1: a recipient the MX does not serve (never a relay). */
+  relayDenied: (rcpt: string) => reply(550, '5.7.1', `<${rcpt}>: Relay access denied`),
+  /** RFC 3463 5.1.3: a submission recipient that is not a usable address. */
+  badDestination: (rcpt: string) => reply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`),
+  /** The recipient's lists blocklist the client or sender (at RCPT, or at DATA when every recipient does). */
+  senderBlocklisted: reply(550, '5.7.1', 'Message refused: the sender is blocklisted by the recipient'),
+
+  // --- DATA ---
+
+  /** RFC 1870 §6.4 / RFC 3463 §3.4: over the size limit. */
+  messageTooBig: (maxBytes: number) => reply(552, '5.3.4', `Message size exceeds fixed maximum message size ${maxBytes}`),
+  /** A header section over `smtp.max_header_bytes` (Postfix header_size_limit). */
+  headerTooBig: (maxHeaderBytes: number) => reply(552, '5.3.4', `Message header section exceeds fixed maximum size ${maxHeaderBytes}`),
+  /** MIME nested deeper than `smtp.max_mime_depth` (Postfix mime_nesting_limit); RFC 3463 5.6.0 media error. */
+  mimeTooDeep: (maxMimeDepth: number) => reply(554, '5.6.0', `Message MIME structure nested deeper than ${maxMimeDepth} levels`),
+  /** RFC 5321 §2.3.8: CR and LF only together; Postfix's smtpd_forbid_bare_newline also answers 550. */
+  bareCrLf: reply(550, '5.6.0', 'Message refused: bare CR or LF in message data (RFC 5321 section 2.3.8)'),
+  /** RFC 5321 §6.3: too many Received fields, a mail loop; 5.4.6 routing loop detected. */
+  tooManyHops: (hops: number) => reply(554, '5.4.6', `Too many hops (${hops} Received header fields): mail forwarding loop`),
+  /** The MX has nothing to hand the message to: temporary, the sender keeps it (never a silent 250). */
+  inboundUnavailable: reply(451, '4.3.2', 'Inbound delivery is not available yet, try again later'),
+  /** The submission listener has no recipe wired: temporary, nothing accepted. */
+  submissionUnavailable: reply(451, '4.3.2', 'Submission is not available, try again later'),
+  /** Durably committed (ARCHITECTURE invariant 1): the id is the queue id (MX) or request id (submission). */
+  queued: (id: string) => reply(250, '2.0.0', `Ok: queued as ${id}`),
+  /** The inbound pipeline: a recipient domain's abuse policy blocks the message as spam. */
+  spam: reply(550, '5.7.1', 'Message refused as spam'),
+  /** The inbound pipeline: no recipient domain is served any more (deleted between RCPT and DATA). */
+  noRecipientServed: reply(550, '5.7.1', 'Relay access denied'),
+  /** `filters.rspamd.failure = tempfail` and rspamd did not answer. */
+  scannerDown: reply(451, '4.7.1', 'Spam scanner unavailable, try again later'),
+  /** Submission: the account was suspended or deleted since it authenticated. */
+  accountSuspended: reply(550, '5.7.1', 'this account is suspended and cannot send'),
+  /** Submission: the account's monthly send limit is used up. */
+  sendLimitReached: reply(550, '5.7.1', 'monthly send limit reached for this account'),
+  /** Submission: RFC 5322 §3.6 requires a From field with an address. */
+  noFromAddress: reply(550, '5.6.0', 'message has no From address (RFC 5322 section 3.6)'),
+  /** Submission: Domain Lockdown of a From domain could not be looked up (DNS failure): temporary. */
+  fromDomainUnverifiable: (domain: string) =>
+    reply(451, '4.4.3', `cannot verify that From domain ${domain} may be used by this account now, try again later`),
+  /** Submission: Domain Lockdown refuses a From domain for this account. */
+  fromDomainNotAuthorized: (domain: string) => reply(550, '5.7.1', `From domain ${domain} is not authorized for this account`),
+  /** Submission: the queue commit failed, nothing was accepted (ARCHITECTURE invariant 1). */
+  notQueued: reply(451, '4.3.0', 'could not queue the message; nothing was accepted, try again'),
+});

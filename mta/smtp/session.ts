@@ -1,14 +1,12 @@
-// Owns what the MX and submission listeners share: the SMTPUTF8 refusal, the Received trace field and the DATA stage.
+// Owns what the MX and submission listeners share: the Received trace field and the DATA stage.
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { SMTPServerSession } from 'smtp-server';
 import { dataGuardReply, DataTooSlow, readGuarded, type DataGuardOptions } from './data-guard.js';
-import { closeSession } from './listener.js';
 import { foldLine } from './header-lines.js';
-import { decisionToCallback, SmtpReply, toSmtpReply, type SmtpDecision } from './replies.js';
-
-/** RFC 6531 §3.5: 553 with X.6.7 for a non-ASCII address in a transaction that did not declare SMTPUTF8. */
-export const needsSmtpUtf8 = () => new SmtpReply(553, '5.6.7', 'Must declare SMTPUTF8 to send unicode address');
+import { REPLY, type SmtpReply } from './replies.js';
+import { closeSession } from './smtp-server-seam.js';
+import { answer } from './smtp-server-reply.js';
 
 /** RFC 5322 §3.3 date-time in UTC, e.g. `Sun, 22 Nov 2026 12:00:00 +0000`. */
 export function rfc5322Date(ms: number): string {
@@ -97,19 +95,19 @@ export interface DataStageOptions {
 /**
  * Runs the DATA stage of one transaction for an smtp-server `onData`: reads the stream through the data guard
  * (552 5.3.4 over the size or a header section over its limit, 550 5.6.0 for a bare CR or LF, 554 5.6.0 for MIME
- * nested too deep), else answers `handle(raw)`'s decision — exactly once.
+ * nested too deep), else answers `handle(raw)`'s reply — exactly once.
  * A client that leaves mid-DATA, or is cut off as too slow, makes the stream fail: `handle` never runs and nothing
- * is kept. An error thrown by `handle` is answered as an SmtpReply if it is one, else `451 4.3.0` (invariant 3).
+ * is kept. An error thrown by `handle` is answered `451 4.3.0` (invariant 3).
  */
 export function runDataStage(
   stream: Readable,
   session: SMTPServerSession,
-  callback: (err: SmtpReply | null, message?: string) => void,
+  callback: (err?: Error | null, message?: string) => void,
   opts: DataStageOptions,
-  handle: (raw: Buffer) => Promise<SmtpDecision>,
+  handle: (raw: Buffer) => Promise<SmtpReply>,
 ): void {
   let answered = false;
-  const answer = (err: SmtpReply | null, message?: string) => {
+  const once = (err?: Error | null, message?: string) => {
     if (answered) return;
     answered = true;
     callback(err, message);
@@ -120,19 +118,18 @@ export function runDataStage(
     const refused = dataGuardReply(verdict, limits);
     if (refused) {
       opts.log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
-      return answer(refused);
+      return once(refused);
     }
-    const r = decisionToCallback(await handle(raw));
-    answer(r.err, r.message);
+    answer(once, await handle(raw));
   };
   run().catch((err: unknown) => {
     if (err instanceof DataTooSlow) {
       // RFC 5321 §3.8: 421 closes the channel; RFC 3463 4.4.2 "bad connection".
       opts.log.info({ sessionId: session.id, bytes: err.bytes, elapsedMs: err.elapsedMs }, 'DATA too slow: connection closed');
-      closeSession(session, '4.4.2 Data transfer too slow, closing connection');
-    } else if (!(err instanceof SmtpReply)) {
+      closeSession(session, REPLY.dataTooSlow);
+    } else {
       opts.log.warn({ sessionId: session.id, err }, 'DATA stage failed');
     }
-    answer(toSmtpReply(err));
+    answer(once, REPLY.tempfail);
   });
 }

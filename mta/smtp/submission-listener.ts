@@ -4,9 +4,10 @@ import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'sm
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/accounts.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
-import { SmtpReply, toSmtpReply, type SmtpDecision } from './replies.js';
+import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, needsSmtpUtf8, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { answer, toSmtpServerError, wireText } from './smtp-server-reply.js';
 import type { SubmittedMessage } from '../outbound/submission.js';
 import type { TlsPair } from './tls.js';
 
@@ -59,7 +60,7 @@ export interface SubmissionPolicy {
    */
   lockdown?: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** The submission recipe (mta/outbound/submission.ts runSubmission); absent → 451 (nothing accepted). */
-  onMessage?: (msg: SubmittedMessage) => Promise<SmtpDecision>;
+  onMessage?: (msg: SubmittedMessage) => Promise<SmtpReply>;
   now?: () => number;
   logger?: Logger;
   /** Shared failure counters, so the STARTTLS and implicit-TLS listeners count together. */
@@ -94,7 +95,7 @@ export type AuthFailureCounter = ReturnType<typeof createAuthFailureCounter>;
 export function classifySubmissionRecipient(rcpt: string, smtpUtf8: boolean): { ok: true; address: string } | { ok: false; reply: SmtpReply } {
   const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: true });
   if (mailbox.ok) return { ok: true, address: `${mailbox.local}@${mailbox.domain}` };
-  return { ok: false, reply: mailbox.reason === 'utf8' ? needsSmtpUtf8() : new SmtpReply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`) };
+  return { ok: false, reply: mailbox.reason === 'utf8' ? REPLY.needsSmtpUtf8 : REPLY.badDestination(rcpt) };
 }
 
 /**
@@ -135,7 +136,6 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
   // May this session AUTH now? Over TLS always; in plaintext only from loopback when the operator allowed it.
   const authAllowed = (session: SMTPServerSession) =>
     session.secure || (policy.allowInsecureLoopbackAuth === true && isLoopback(session.remoteAddress));
-  const mustStartTls = () => new SmtpReply(530, '5.7.0', 'Must issue a STARTTLS command first');
   // The account each authenticated session logged in as, by session id (dropped at close).
   const sessions = new Map<string, AccountRow>();
   // The normalised form of each accepted RCPT, keyed by the object smtp-server keeps in envelope.rcptTo.
@@ -152,7 +152,8 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
     // for the loopback sessions we left AUTH enabled on.
     allowInsecureAuth: policy.allowInsecureLoopbackAuth === true,
     authOptional: false,
-    authRequiredMessage: '5.7.0 Authentication required',
+    // smtp-server's own 530 to a command before AUTH: the same text as ours.
+    authRequiredMessage: wireText(REPLY.authRequired),
     size: maxBytes,
     // Reverse DNS would block the greeting on an uncontrolled resolver; upstream_hostname is the EHLO name.
     disableReverseLookup: true,
@@ -163,11 +164,11 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       const refused = caps.admit(session.id, session.remoteAddress);
       if (refused) {
         log.info({ sessionId: session.id, ip: session.remoteAddress }, 'connection refused: cap');
-        return callback(refused);
+        return answer(callback, refused);
       }
       // Not advertised, not accepted: credentials never cross the wire in the clear (RFC 8314 §3).
       if (!authAllowed(session)) session.disabledCommands = ['AUTH'];
-      callback();
+      answer(callback);
     },
 
     onSecure(_socket, session, callback) {
@@ -182,15 +183,16 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
     },
 
     onAuth(auth, session, callback) {
+      const refuse = (reply: SmtpReply) => callback(toSmtpServerError(reply));
       try {
-        if (!authAllowed(session)) return callback(mustStartTls());
+        if (!authAllowed(session)) return refuse(REPLY.mustStartTls);
         const user = (auth.username ?? '').toLowerCase();
         const ipKey = `ip:${session.remoteAddress}`;
         const userKey = `user:${user}`;
         if (failures.blocked(ipKey) || failures.blocked(userKey)) {
           log.warn({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth refused: too many failures');
           // smtp-server closes the connection after any 421.
-          return callback(new SmtpReply(421, '4.7.0', 'Too many failed authentication attempts, try again later'));
+          return refuse(REPLY.tooManyAuthFailures);
         }
         const account = auth.username && auth.password ? policy.authenticate(auth.username, auth.password) : undefined;
         // RFC 4954 §6: 535 5.7.8 for bad credentials; a suspended sub-account is refused the same way.
@@ -198,38 +200,36 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
           failures.record(ipKey);
           failures.record(userKey);
           log.info({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
-          return callback(new SmtpReply(535, '5.7.8', 'Authentication credentials invalid'));
+          return refuse(REPLY.authInvalid);
         }
         sessions.set(session.id, account);
         callback(null, { user: account.handle });
       } catch (err) {
         log.error({ sessionId: session.id, err }, 'auth check failed');
-        callback(toSmtpReply(err));
+        refuse(REPLY.tempfail);
       }
     },
 
     onMailFrom(address, session, callback) {
       const account = sessions.get(session.id);
       if (!account) {
-        return callback(authAllowed(session) ? new SmtpReply(530, '5.7.0', 'Authentication required') : mustStartTls());
+        return answer(callback, authAllowed(session) ? REPLY.authRequired : REPLY.mustStartTls);
       }
       const addr = address.address;
-      if (senderNeedsSmtpUtf8(addr, session.envelope.smtpUtf8 === true)) return callback(needsSmtpUtf8());
-      if (addr === '' || !policy.lockdown) return callback();
+      if (senderNeedsSmtpUtf8(addr, session.envelope.smtpUtf8 === true)) return answer(callback, REPLY.needsSmtpUtf8);
+      if (addr === '' || !policy.lockdown) return answer(callback);
       const domain = domainOf(addr);
       policy
         .lockdown(domain, account)
         .then((verdict) => {
-          if (verdict.action === 'pass') return callback();
+          if (verdict.action === 'pass') return answer(callback);
           log.info({ sessionId: session.id, account: account.handle, domain, reason: verdict.reason }, 'sender refused');
-          if (verdict.reason === 'lockdown-dns-error') {
-            return callback(new SmtpReply(451, '4.4.3', `Cannot verify that ${domain} may be used by this account now, try again later`));
-          }
-          callback(new SmtpReply(550, '5.7.1', `Sender domain ${domain} is not authorized for this account`));
+          const dnsError = verdict.reason === 'lockdown-dns-error';
+          answer(callback, dnsError ? REPLY.senderDomainUnverifiable(domain) : REPLY.senderDomainNotAuthorized(domain));
         })
         .catch((err: unknown) => {
           log.error({ sessionId: session.id, err }, 'lockdown check failed');
-          callback(toSmtpReply(err));
+          answer(callback, REPLY.tempfail);
         });
     },
 
@@ -237,19 +237,19 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       const rcpts = session.envelope.rcptTo;
       const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
       // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
-      if (!repeat && rcpts.length >= maxRcpt) return callback(new SmtpReply(452, '4.5.3', 'Too many recipients'));
+      if (!repeat && rcpts.length >= maxRcpt) return answer(callback, REPLY.tooManyRecipients);
       const decision = classifySubmissionRecipient(address.address, session.envelope.smtpUtf8 === true);
-      if (!decision.ok) return callback(decision.reply);
+      if (!decision.ok) return answer(callback, decision.reply);
       normalised.set(address, decision.address);
-      callback();
+      answer(callback);
     },
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
       runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
         const account = sessions.get(session.id);
-        if (!account) return { code: 530, status: '5.7.0', message: 'Authentication required' };
-        if (!policy.onMessage) return { code: 451, status: '4.3.2', message: 'Submission is not available, try again later' };
+        if (!account) return REPLY.authRequired;
+        if (!policy.onMessage) return REPLY.submissionUnavailable;
         // Recipients are unique by construction; a repeat RCPT leaves two entries in smtp-server's list.
         const rcptTo = [...new Set(session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address))];
         return policy.onMessage({

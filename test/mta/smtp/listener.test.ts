@@ -1,17 +1,20 @@
-// Checks the smtp-server adapter (mta/smtp/listener.ts) on both listeners: command lines decoded strictly (invalid
+// Checks the smtp-server adapter (mta/smtp/listener.ts and its seam) on both listeners: command lines decoded strictly (invalid
 // UTF-8 or NUL → 500 5.5.2, nothing of them used), an RFC 3463 status on every reply, a TLS ClientHello or HTTP
 // request on a plaintext port answered 421 and closed, and the library still having what the adapter overrides.
 import net from 'node:net';
 import tls from 'node:tls';
 import { generate } from 'selfsigned';
+import { SMTPServer } from 'smtp-server';
 import t, { type Test } from 'tap';
 import { mxOptions, type MxMessage } from '../../../mta/smtp/mx-listener.js';
+import { judgeCommandLine } from '../../../mta/smtp/command-line.js';
+import { startSmtpListener } from '../../../mta/smtp/listener.js';
 import {
+  checkSmtpConnectionFields,
   checkSmtpServerInternals,
-  judgeCommandLine,
+  SMTP_CONNECTION_FIELDS,
   SMTP_CONNECTION_METHODS,
-  startSmtpListener,
-} from '../../../mta/smtp/listener.js';
+} from '../../../mta/smtp/smtp-server-seam.js';
 import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
 import type { SubmittedMessage } from '../../../mta/outbound/submission.js';
 import type { AccountRow } from '../../../storage/accounts.js';
@@ -123,6 +126,23 @@ t.test('the library still has every connection method the adapter overrides or c
     const proto = Object.fromEntries(SMTP_CONNECTION_METHODS.filter((x) => x !== m).map((x) => [x, () => undefined]));
     t.throws(() => checkSmtpServerInternals(proto), { message: `smtp-server internals changed: SMTPConnection.prototype.${m} is gone; re-check mta/smtp/listener.ts` });
   }
+});
+
+t.test('a live smtp-server connection still has every field the overrides read or write', async (t) => {
+  const server = new SMTPServer({ logger: false, disabledCommands: ['AUTH', 'STARTTLS'] });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  await session(t, (server.server.address() as net.AddressInfo).port);
+  const conn = [...server.connections][0] as unknown as Record<string, unknown>;
+  t.ok(conn, 'the connection the library made');
+  t.doesNotThrow(() => checkSmtpConnectionFields(conn));
+  for (const [f, type] of Object.entries(SMTP_CONNECTION_FIELDS)) {
+    t.throws(() => checkSmtpConnectionFields({ ...conn, [f]: undefined }), {
+      message: `smtp-server internals changed: SMTPConnection#${f} is not a ${type}; re-check mta/smtp/smtp-server-seam.ts`,
+    });
+  }
+  const lost = { ...conn, _server: { ...(conn._server as object), connections: undefined } };
+  t.throws(() => checkSmtpConnectionFields(lost), { message: /SMTPServer options, connections or _closeTimeout is gone/ });
 });
 
 t.test('command lines: invalid UTF-8 and NUL are faults, valid UTF-8 is not', async (t) => {

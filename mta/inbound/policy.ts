@@ -1,0 +1,106 @@
+// Owns the inbound policy step: what the verdicts do to a message, per recipient domain (relay, flag, quarantine,
+// block), and the one reply to DATA. It decides only; the pipeline commits (maddy keeps checks apart the same way).
+import { effectiveAbusePolicy, type ListVerdict } from '../../filters/inbound-lists.js';
+import { spamUndecided, type PolicyStepVerdict, type SpamStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
+import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/inbound-domains.js';
+import { REPLY, type SmtpReply } from '../smtp/replies.js';
+
+/** The accepted recipients of one provisioned domain (an alias counts as its domain); `safe` safelisted the sender. */
+export interface DomainRecipients {
+  served: ServedDomainRow;
+  rcpt: string[];
+  safe: string[];
+}
+
+/** Recipients that get one and the same copy of the message. */
+export interface RelayPlan {
+  rcpt: string[];
+  /** Their provisioned domains (inbound_domains.id). */
+  domainIds: number[];
+  /** The domain's spam header name, lower case: removed from the incoming message (nobody pre-flags or pre-clears). */
+  strip: string;
+  /** `Name: value`, the domain's spam header, when its policy flags the message. */
+  flag?: string;
+}
+
+/** Recipients of one domain whose copy is quarantined (stored, not relayed). */
+export interface QuarantinePlan {
+  served: ServedDomainRow;
+  rcpt: string[];
+  strip: string;
+}
+
+export interface PolicyDecision {
+  /** The policy verdict records, in order (each domain's safelisted recipients, then the others). */
+  verdicts: PolicyStepVerdict[];
+  relays: RelayPlan[];
+  quarantines: QuarantinePlan[];
+  /** The reply to DATA when nothing is to be committed; otherwise 250 once every plan is committed. */
+  refusal?: SmtpReply;
+}
+
+/** At RCPT (the earliest stage that knows): a recipient whose lists block the client or sender is refused. */
+export function refusalAtRcpt(lv: ListVerdict): SmtpReply | undefined {
+  return lv.action === 'block' ? REPLY.senderBlocklisted : undefined;
+}
+
+/** At DATA when no recipient is left after the lists: blocklisted by every one, or no domain served any more. */
+export function refusalWithoutRecipients(verdicts: readonly StepVerdict[]): SmtpReply {
+  return verdicts.some((v) => v.step === 'lists' && v.verdict === 'block') ? REPLY.senderBlocklisted : REPLY.noRecipientServed;
+}
+
+/**
+ * The policy for the accepted recipients of a scanned message:
+ * - no spam decision (rspamd down, `filters.rspamd.failure = tempfail`) → 451 4.7.1, nothing kept;
+ * - safelisted recipients and, when the message is not spam, all others → relayed as they are;
+ * - spam → each domain's abuse policy for its non-safelisted recipients: block → nothing kept; flag → relayed with
+ *   the domain's `spamHeaderName: spamHeaderValue`; quarantine → stored, not relayed.
+ * Recipients whose copies are the same (same header to strip, same flag) share one relay. DATA has one reply: when
+ * no recipient keeps the message, 550 5.7.1 (as spam when a policy blocked it, else blocklisted); otherwise the
+ * refused recipients simply get nothing (recorded in the verdicts; no bounce, so no backscatter).
+ */
+export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStepVerdict): PolicyDecision {
+  if (spamUndecided(spam)) return { verdicts: [], relays: [], quarantines: [], refusal: REPLY.scannerDown };
+  const verdicts: PolicyStepVerdict[] = [];
+  const relays = new Map<string, RelayPlan>();
+  const quarantines: QuarantinePlan[] = [];
+  let blockedByPolicy = 0;
+  for (const { served, rcpt, safe } of groups) {
+    const headerName = served.spam_header_name ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName;
+    const headerValue = served.spam_header_value ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderValue;
+    const strip = headerName.toLowerCase();
+    const policy = effectiveAbusePolicy({
+      domain: { abusePolicy: served.abuse_policy, abusePolicyOverride: !!served.abuse_policy_override },
+      fallback: DEFAULT_DOMAIN_SETTINGS.abusePolicy,
+    });
+    const addRelay = (to: string[], flagged: boolean) => {
+      if (to.length === 0) return;
+      const key = `${strip}\n${flagged ? headerValue : ''}`;
+      let r = relays.get(key);
+      if (!r) {
+        r = { rcpt: [], domainIds: [], strip, ...(flagged ? { flag: `${headerName}: ${headerValue}` } : {}) };
+        relays.set(key, r);
+      }
+      r.rcpt.push(...to);
+      if (!r.domainIds.includes(served.id)) r.domainIds.push(served.id);
+    };
+    if (safe.length > 0) {
+      verdicts.push({ step: 'policy', domain: served.domain, rcpt: safe, verdict: 'relay', reason: 'safelisted' });
+      addRelay(safe, false);
+    }
+    const others = rcpt.filter((r) => !safe.includes(r));
+    if (others.length === 0) continue;
+    if (spam.verdict !== 'spam') {
+      verdicts.push({ step: 'policy', domain: served.domain, rcpt: others, verdict: 'relay', reason: 'not-spam' });
+      addRelay(others, false);
+      continue;
+    }
+    verdicts.push({ step: 'policy', domain: served.domain, rcpt: others, verdict: policy, reason: `abuse-policy-${policy}` });
+    if (policy === 'block') blockedByPolicy += others.length;
+    else if (policy === 'flag') addRelay(others, true);
+    else quarantines.push({ served, rcpt: others, strip });
+  }
+  const decision: PolicyDecision = { verdicts, relays: [...relays.values()], quarantines };
+  if (relays.size === 0 && quarantines.length === 0) decision.refusal = blockedByPolicy > 0 ? REPLY.spam : REPLY.senderBlocklisted;
+  return decision;
+}

@@ -1,0 +1,103 @@
+// Owns every import of mailauth's private modules (lib/dkim/dkim-signer.js, lib/dkim/header/index.js, lib/tools.js):
+// mailauth's DKIM canonicalization with the RSA step done by the caller. Their types are in ./mailauth.d.ts; the
+// version is pinned in package.json and test/mta/outbound/mailauth-seam.test.ts fails when an upgrade moves them.
+import { DkimSigner } from 'mailauth/lib/dkim/dkim-signer.js';
+import { generateCanonicalizedHeader } from 'mailauth/lib/dkim/header/index.js';
+import { formatSignatureHeaderLine, getSigningHeaderLines, writeToStream } from 'mailauth/lib/tools.js';
+
+/** The RSA-SHA256 step: signs the canonicalized header fields, resolves with the raw signature. */
+export type RsaSha256Sign = (data: Buffer | string) => Promise<Buffer>;
+
+export interface DkimSignatureRequest {
+  domain: string;
+  selector: string;
+  /** Colon-separated header field names to sign (absent ones are skipped by mailauth). */
+  headerList: string;
+  signTime?: Date | undefined;
+}
+
+/** The private mailauth functions the signer below calls. */
+const FUNCTIONS = { generateCanonicalizedHeader, formatSignatureHeaderLine, getSigningHeaderLines, writeToStream };
+
+/**
+ * Throws when mailauth no longer has what the signer below uses: the DkimSigner class with its `finalize` step and
+ * the helper functions. The instance state it reads (body hashes, parsed headers) is checked on every signature.
+ */
+export function checkMailauthInternals(
+  signer: unknown = DkimSigner,
+  functions: Record<string, unknown> = FUNCTIONS,
+): void {
+  const proto = typeof signer === 'function' ? (signer.prototype as Record<string, unknown>) : undefined;
+  if (typeof proto?.finalize !== 'function') {
+    throw new Error('mailauth internals changed: DkimSigner.prototype.finalize is gone; re-check mta/outbound/mailauth-seam.ts');
+  }
+  for (const [name, fn] of Object.entries(functions)) {
+    if (typeof fn !== 'function') throw new Error(`mailauth internals changed: ${name} is gone; re-check mta/outbound/mailauth-seam.ts`);
+  }
+}
+
+/**
+ * mailauth's signer with its last step (parse the PEM, sign synchronously) replaced by `sign`: one rsa-sha256
+ * relaxed/relaxed signature (RFC 6376 §3.4 canonicalization and §3.5 header formatting stay mailauth's).
+ */
+class CallerSignsDkimSigner extends DkimSigner {
+  constructor(
+    options: ConstructorParameters<typeof DkimSigner>[0],
+    private readonly sign: RsaSha256Sign,
+  ) {
+    super(options);
+  }
+
+  override async finalize(): Promise<void> {
+    const [data] = this.signatureData;
+    if (!data || !this.headers) return;
+    try {
+      // A signature over a missing body hash would be sent and fail at every receiver: refuse to sign instead.
+      const bodyHash = this.bodyHashes instanceof Map ? this.bodyHashes.get('relaxed:sha256:')?.hash : undefined;
+      if (!bodyHash) throw new Error('mailauth internals changed: no relaxed/sha256 body hash; re-check mta/outbound/mailauth-seam.ts');
+      const lines = getSigningHeaderLines(this.headers.parsed, this.headerList);
+      const { canonicalizedHeader, dkimHeaderOpts } = generateCanonicalizedHeader('DKIM', lines, {
+        ...data,
+        algorithm: 'rsa-sha256',
+        canonicalization: 'relaxed/relaxed',
+        signTime: this.signTime,
+        expires: this.expires,
+        bodyHash,
+      });
+      dkimHeaderOpts.b = (await this.sign(canonicalizedHeader)).toString('base64');
+      this.signatureHeaders.push(formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true));
+    } catch (err) {
+      this.errors.push({ selector: data.selector, signingDomain: data.signingDomain, err });
+    }
+  }
+}
+
+let checked = false;
+
+/**
+ * The DKIM-Signature field(s) for `raw` (folded, joined with CRLF, no final line break) and mailauth's errors; the
+ * RSA step is `sign`. Throws once, on first use, when mailauth's internals changed (`checkMailauthInternals`).
+ */
+export async function dkimSignatureFields(
+  raw: Buffer,
+  req: DkimSignatureRequest,
+  sign: RsaSha256Sign,
+): Promise<{ fields: string; errors: unknown[] }> {
+  if (!checked) {
+    checkMailauthInternals();
+    checked = true;
+  }
+  const signer = new CallerSignsDkimSigner(
+    {
+      canonicalization: 'relaxed/relaxed',
+      algorithm: 'rsa-sha256',
+      headerList: req.headerList,
+      ...(req.signTime ? { signTime: req.signTime } : {}),
+      // mailauth only hashes bodies for entries with a privateKey; the caller's `sign` holds the real key.
+      signatureData: [{ signingDomain: req.domain, selector: req.selector, privateKey: 'held-by-caller' }],
+    },
+    sign,
+  );
+  await writeToStream(signer, raw);
+  return { fields: signer.signatureHeaders.join('\r\n'), errors: signer.errors };
+}

@@ -1,0 +1,169 @@
+// Owns every reach-in into smtp-server's private parts: the overrides of SMTPConnection.prototype (greeting delay and
+// client limit, closing a session, strict command lines, one RFC 3463 status per reply) and the check that they fit.
+// The version is pinned in package.json; test/mta/smtp/listener.test.ts fails when an upgrade moves what they use.
+import type { SMTPServerOptions } from 'smtp-server';
+import { SMTPConnection } from 'smtp-server/lib/smtp-connection';
+import { judgeCommandLine, looksLikeTlsHello } from './command-line.js';
+import { REPLY, type SmtpReply } from './replies.js';
+import { wireText } from './smtp-server-reply.js';
+
+// smtp-server 3.x waits a fixed 100 ms after accept before it greets (early-talker detection) and has no option for
+// it. With one connection per message that caps a listener at 10 messages per second per concurrent client
+// (measured with smtp-source: 101-111 ms before the 220, 1-2 ms for every other reply). We make the pause
+// configurable, keeping the library's own connection-limit check and its "talk too soon" refusal of anything the
+// client sends before the greeting. The override reads the delay from the server's options.
+const GREET_DELAY = Symbol.for('sluice.greetDelayMs');
+// smtp-server gives handlers no way to end a connection; the same override hands each session a function that
+// sends a 421 (which smtp-server follows by closing), for a client the DATA stage must cut off (too slow).
+const CLOSE = Symbol.for('sluice.closeSession');
+// Marks the servers Sluice starts. The overrides live on smtp-server's shared prototype, so every other SMTPServer
+// in the process (tests' downstream sinks) must keep the library's own behaviour.
+const OURS = Symbol.for('sluice.listener');
+
+/** The options that put a server under the overrides, with `greetDelayMs` instead of the library's 100 ms. */
+export function seamOptions(greetDelayMs: number): SMTPServerOptions {
+  return { [GREET_DELAY]: greetDelayMs, [OURS]: true } as SMTPServerOptions;
+}
+
+/** Sends `reply` (a 421: smtp-server then closes, RFC 5321 §3.8) on the session's connection. False for a foreign session. */
+export function closeSession(session: object, reply: SmtpReply): boolean {
+  const close = (session as Record<symbol, unknown>)[CLOSE];
+  if (typeof close !== 'function') return false;
+  (close as (reply: SmtpReply) => void)(reply);
+  return true;
+}
+
+/** Every SMTPConnection method the overrides replace or call. */
+export const SMTP_CONNECTION_METHODS = [
+  'init',
+  '_setListeners',
+  'connectionReady',
+  'send',
+  '_onCommand',
+  '_whenWritable',
+  'close',
+] as const;
+
+/**
+ * Throws when smtp-server's SMTPConnection lacks a method the overrides rely on: an upgrade that renamed one must
+ * stop the listener from starting rather than silently lose a check.
+ */
+export function checkSmtpServerInternals(proto: object = SMTPConnection.prototype): void {
+  for (const m of SMTP_CONNECTION_METHODS) {
+    if (typeof (proto as Record<string, unknown>)[m] !== 'function') {
+      throw new Error(`smtp-server internals changed: SMTPConnection.prototype.${m} is gone; re-check mta/smtp/listener.ts`);
+    }
+  }
+}
+
+/** The connection state the overrides read or write, with the type each must have (set in the constructor). */
+export const SMTP_CONNECTION_FIELDS = {
+  _server: 'object',
+  _socket: 'object',
+  name: 'string',
+  secure: 'boolean',
+  session: 'object',
+  _ready: 'boolean',
+  _upgrading: 'boolean',
+  _nextHandler: 'boolean', // false between commands; a function while AUTH or DATA is in progress
+  _unrecognizedCommands: 'number',
+} as const;
+
+/**
+ * Throws when a live smtp-server connection (and its server) lacks state the overrides use: run by the seam's test
+ * on a real connection, since fields, unlike methods, only exist on an instance.
+ */
+export function checkSmtpConnectionFields(conn: object): void {
+  const c = conn as Record<string, unknown>;
+  for (const [f, type] of Object.entries(SMTP_CONNECTION_FIELDS)) {
+    if (typeof c[f] !== type) {
+      throw new Error(`smtp-server internals changed: SMTPConnection#${f} is not a ${type}; re-check mta/smtp/smtp-server-seam.ts`);
+    }
+  }
+  const server = c._server as Record<string, unknown>;
+  if (typeof server.options !== 'object' || !(server.connections instanceof Set) || !('_closeTimeout' in server)) {
+    throw new Error(
+      'smtp-server internals changed: SMTPServer options, connections or _closeTimeout is gone; re-check mta/smtp/smtp-server-seam.ts',
+    );
+  }
+}
+
+/** RFC 3463 status at the start of a reply text: the replies Sluice builds carry their own. */
+const ENHANCED = /^[245]\.\d{1,3}\.\d{1,3}(?: |$)/;
+/** smtp-server's contexts that mean "no enhanced status code" (the greeting, replies to HELO/EHLO). */
+const NO_STATUS_CONTEXTS = new Set(['HELO', 'EHLO', 'LHLO']);
+
+const optionsOf = (conn: SMTPConnection) => conn._server.options as unknown as Record<string | symbol, unknown>;
+const isOurs = (conn: SMTPConnection) => optionsOf(conn)[OURS] === true;
+const sendReply = (conn: SMTPConnection, reply: SmtpReply) => conn.send(reply.code, wireText(reply));
+
+let installed = false;
+
+/** Installs the overrides on SMTPConnection.prototype once (after checking they fit); they act on our servers only. */
+export function installSmtpServerSeam(): void {
+  if (installed) return;
+  checkSmtpServerInternals();
+  installed = true;
+  const proto = SMTPConnection.prototype;
+  const librarySend = proto.send;
+  const libraryOnCommand = proto._onCommand;
+
+  proto.init = function init(this: SMTPConnection) {
+    // smtp-server keeps one session object per connection (reset in place), so this survives RSET and STARTTLS.
+    Object.defineProperty(this.session, CLOSE, { value: (reply: SmtpReply) => sendReply(this, reply) });
+    const ours = isOurs(this);
+    if (ours && !this.secure) {
+      // A ClientHello has no line break to wait for (or one by chance): judge the very first bytes as they arrive.
+      // Registered before smtp-server pipes the socket into its parser, so it runs first; once the 421 closes the
+      // connection the parser drops the chunk.
+      this._socket.once('data', (chunk: Buffer) => {
+        if (looksLikeTlsHello(chunk)) sendReply(this, REPLY.tlsOnPlaintextPort(this.name));
+      });
+    }
+    this._setListeners(() => {
+      const opts = optionsOf(this);
+      if (typeof opts.maxClients === 'number' && opts.maxClients > 0 && this._server.connections.size > opts.maxClients) {
+        // The library's own refusal (its text, no status) for a foreign server.
+        const full = REPLY.tooManyClients(this.name);
+        return this.send(full.code, ours ? wireText(full) : full.message, false);
+      }
+      const delay = typeof opts[GREET_DELAY] === 'number' ? (opts[GREET_DELAY] as number) : 100;
+      if (delay <= 0) return this.connectionReady();
+      setTimeout(() => this.connectionReady(), delay).unref();
+    });
+  };
+
+  // RFC 2034 §3 / RFC 3463: with ENHANCEDSTATUSCODES on (startSmtpListener sets hideENHANCEDSTATUSCODES: false),
+  // smtp-server prefixes its own replies with a status from its context (501 5.1.3 for a bad RCPT address, 552 5.3.4
+  // for SIZE=, 501 5.5.4 for syntax). Our replies (the catalogue, mta/smtp/replies.ts) already start with their
+  // status: those are sent as they are instead of getting a second one. Every refusal gets a status, also where the
+  // library passes none (the 501s to a malformed EHLO, a 421 while a HELO is pending); the greeting and the 250 to
+  // HELO/EHLO stay without, as RFC 2034 §3 says.
+  proto.send = function send(this: SMTPConnection, code, data, context) {
+    if (!isOurs(this)) return librarySend.call(this, code, data, context);
+    if (typeof data === 'string' && ENHANCED.test(data)) return librarySend.call(this, code, data, false);
+    if (code >= 400 && (context === false || (typeof context === 'string' && NO_STATUS_CONTEXTS.has(context)))) {
+      return librarySend.call(this, code, data, undefined);
+    }
+    return librarySend.call(this, code, data, context);
+  };
+
+  proto._onCommand = function onCommand(this: SMTPConnection, command, callback) {
+    // Lines buffered during a TLS upgrade, before the greeting or while shutting down: the library's own handling.
+    if (!isOurs(this) || this._upgrading || !this._ready || this._server._closeTimeout) {
+      return libraryOnCommand.call(this, command, callback);
+    }
+    const fault = judgeCommandLine(command, this._nextHandler !== false);
+    if (!fault) return libraryOnCommand.call(this, command, callback);
+    // Not SMTP at all: 421 ends the session (RFC 5321 §3.8), as smtp-server does for `GET / HTTP/1.1`.
+    if (fault === 'tls-handshake') return sendReply(this, REPLY.tlsOnPlaintextPort(this.name));
+    if (fault === 'http-request') return sendReply(this, REPLY.httpRequest(this.name));
+    // An AUTH exchange in progress ends here: a continuation line that is not even text is a malformed answer.
+    this._nextHandler = false;
+    // Counted with unrecognized commands, so a client talking a binary protocol is still cut off after ten lines.
+    if (++this._unrecognizedCommands >= 10) return sendReply(this, REPLY.tooManyUnrecognized);
+    // RFC 6531 §3.3; nothing of the line is used.
+    sendReply(this, REPLY.badUtf8);
+    setImmediate(() => this._whenWritable(callback ?? (() => undefined)));
+  };
+}

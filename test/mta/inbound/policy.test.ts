@@ -1,0 +1,66 @@
+// Checks the inbound policy step (mta/inbound/policy.ts): what a spam verdict does per domain, and the one reply.
+import t from 'tap';
+import type { SpamStepVerdict } from '../../../filters/inbound-verdicts.js';
+import { decidePolicy, refusalAtRcpt, refusalWithoutRecipients, type DomainRecipients } from '../../../mta/inbound/policy.js';
+import type { AbusePolicy, ServedDomainRow } from '../../../storage/inbound-domains.js';
+
+function served(id: number, domain: string, abusePolicy: AbusePolicy | null, header?: [string, string]): ServedDomainRow {
+  return {
+    id, account_id: 1, domain, subscription_id: 1, api_key_id: null, abuse_policy: abusePolicy, abuse_policy_override: null,
+    spam_header_name: header?.[0] ?? null, spam_header_value: header?.[1] ?? null, created_at: 0, updated_at: 0,
+    subscription_handle: 'sub', via_alias: null,
+  };
+}
+const spam = (verdict: SpamStepVerdict['verdict'], reason = 'spam-score'): SpamStepVerdict =>
+  ({ step: 'spam', verdict, reason, score: 9, threshold: 5, rules: [] });
+const group = (s: ServedDomainRow, rcpt: string[], safe: string[] = []): DomainRecipients => ({ served: s, rcpt, safe });
+
+t.test('not spam: every recipient relayed in one copy; safelisted ones recorded as such', async (t) => {
+  const a = served(1, 'a.test', 'block');
+  const b = served(2, 'b.test', null);
+  const d = decidePolicy([group(a, ['x@a.test', 'y@a.test'], ['y@a.test']), group(b, ['z@b.test'])], spam('ham', 'below-threshold'));
+  t.same(d.verdicts, [
+    { step: 'policy', domain: 'a.test', rcpt: ['y@a.test'], verdict: 'relay', reason: 'safelisted' },
+    { step: 'policy', domain: 'a.test', rcpt: ['x@a.test'], verdict: 'relay', reason: 'not-spam' },
+    { step: 'policy', domain: 'b.test', rcpt: ['z@b.test'], verdict: 'relay', reason: 'not-spam' },
+  ]);
+  t.same(d.relays, [{ rcpt: ['y@a.test', 'x@a.test', 'z@b.test'], domainIds: [1, 2], strip: 'x-spam-flag' }]);
+  t.same(d.quarantines, []);
+  t.equal(d.refusal, undefined);
+});
+
+t.test("spam: each domain's abuse policy; flag adds the domain's header; block alone refuses as spam", async (t) => {
+  const flag = served(1, 'flag.test', 'flag', ['X-Junk', 'yes']);
+  const quarantine = served(2, 'q.test', 'quarantine');
+  const block = served(3, 'block.test', 'block');
+  const d = decidePolicy([group(flag, ['f@flag.test']), group(quarantine, ['q@q.test']), group(block, ['b@block.test'])], spam('spam'));
+  t.same(d.verdicts.map((v) => [v.domain, v.verdict, v.reason]), [
+    ['flag.test', 'flag', 'abuse-policy-flag'],
+    ['q.test', 'quarantine', 'abuse-policy-quarantine'],
+    ['block.test', 'block', 'abuse-policy-block'],
+  ]);
+  t.same(d.relays, [{ rcpt: ['f@flag.test'], domainIds: [1], strip: 'x-junk', flag: 'X-Junk: yes' }]);
+  t.same(d.quarantines, [{ served: quarantine, rcpt: ['q@q.test'], strip: 'x-spam-flag' }]);
+  t.equal(d.refusal, undefined, 'someone keeps the message: 250');
+
+  const blocked = decidePolicy([group(block, ['b@block.test'])], spam('spam'));
+  t.same(blocked.refusal, { code: 550, status: '5.7.1', message: 'Message refused as spam' });
+  t.same(blocked.verdicts, [{ step: 'policy', domain: 'block.test', rcpt: ['b@block.test'], verdict: 'block', reason: 'abuse-policy-block' }]);
+  t.same(decidePolicy([group(served(4, 'd.test', null), ['d@d.test'])], spam('spam')).relays[0]?.flag, 'X-Spam-Flag: YES', 'the default policy flags');
+});
+
+t.test('no spam decision (rspamd down, tempfail) → 451 4.7.1 and nothing decided', async (t) => {
+  const d = decidePolicy([group(served(1, 'a.test', 'flag'), ['x@a.test'])], spam('skipped', 'filter-error:rspamd'));
+  t.same(d, { verdicts: [], relays: [], quarantines: [], refusal: { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' } });
+  t.same(decidePolicy([group(served(1, 'a.test', 'block'), ['x@a.test'])], spam('skipped', 'all-safelisted')).refusal, undefined);
+});
+
+t.test('refusals before the policy: at RCPT by the lists, at DATA without recipients', async (t) => {
+  const blocked = { code: 550, status: '5.7.1', message: 'Message refused: the sender is blocklisted by the recipient' };
+  t.same(refusalAtRcpt({ action: 'block', level: 'recipient', item: 'a@b.test', itemType: 'email_address', reason: 'blocklist-sender' }), blocked);
+  t.equal(refusalAtRcpt({ action: 'none', reason: 'no-list-match' }), undefined);
+  t.same(refusalWithoutRecipients([{ step: 'lists', rcpt: 'x@a.test', verdict: 'block', reason: 'blocklist-ip' }]), blocked);
+  t.same(refusalWithoutRecipients([{ step: 'recipient', rcpt: 'x@gone.test', verdict: 'drop', reason: 'domain-not-served' }]), {
+    code: 550, status: '5.7.1', message: 'Relay access denied',
+  });
+});
