@@ -9,9 +9,6 @@ import type { SendBody } from '../../control-api/send-schema.js';
 import { fitsSmtpPath } from '../smtp/address.js';
 import { encodedPhrase, encodeLongWords, foldLine, isUnstructuredField, MAX_WORD } from '../smtp/header-lines.js';
 
-/** Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB); the send routes answer 413 beyond it. */
-export const MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
-
 /** The one value RFC 8058 §3.1 defines for List-Unsubscribe-Post. */
 export const ONE_CLICK = 'List-Unsubscribe=One-Click';
 

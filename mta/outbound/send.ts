@@ -1,5 +1,6 @@
 // Owns the send recipe: the named steps from a validated send request to durably queued, signed messages.
 import crypto from 'node:crypto';
+import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 import type { SendBody } from '../../control-api/send-schema.js';
 import { validateSendBody } from '../../control-api/send-schema.js';
@@ -10,7 +11,7 @@ import type { DkimKeyStore } from '../../storage/dkim-keys.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
 import { storageFailure } from '../../storage/write-health.js';
 import { domainOf } from '../smtp/address.js';
-import { composeMessages, MAX_MESSAGE_BYTES, type ComposedMessage } from './compose.js';
+import { composeMessages, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
 import type { Queue } from '../queue/queue.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
