@@ -2,8 +2,8 @@
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import t from 'tap';
 import { MAX_MESSAGE_BYTES } from '../../../config/keys.js';
-import type { SendBody } from '../../../control-api/send-schema.js';
 import { composeMessages, messageSize, type ComposeOptions } from '../../../mta/outbound/compose.js';
+import type { SendRequest as SendBody } from '../../../mta/outbound/send-request.js';
 
 const NOW = Date.UTC(2025, 0, 2, 3, 4, 5);
 const opts: ComposeOptions = { hostname: 'mta.sluice.test', now: () => NOW };
