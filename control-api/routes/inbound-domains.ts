@@ -10,9 +10,9 @@ import type {
   DomainSections,
   DomainSettings,
   DownstreamAddress,
-  InboundSubscriptionRow,
   ProvisionResult,
 } from '../../storage/inbound-domains.js';
+import type { InboundSubscriptionRow } from '../../storage/inbound-subscriptions.js';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { domainOrBadRequest, ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
