@@ -2,47 +2,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { ConfigError, KEYS, type HostPort, type KeySpec, type LOG_LEVELS } from './keys.js';
+import { ConfigError, KEYS, type ConfigOf, type KEY_TREE, type KeySpec } from './keys.js';
 
-/** The effective, validated configuration. Loaded once in bin/ and passed down; never read from globals. */
-export interface Config {
-  /** Absolute path of the data directory. */
-  dataDir: string;
-  http: { listen: HostPort; publicUrl: string | undefined };
-  smtp: {
-    hostname: string;
-    /** `smtp.max_header_bytes` and `smtp.max_mime_depth`: shared by both listeners. */
-    maxHeaderBytes: number;
-    maxMimeDepth: number;
-    mx: { listen: HostPort; maxMessageBytes: number; greetDelayMs: number };
-    submission: {
-      listen: HostPort;
-      tlsListen: HostPort | undefined;
-      maxMessageBytes: number;
-      maxConnectionsPerIp: number;
-      allowInsecureLoopbackAuth: boolean;
-    };
-    tls: { cert: string | undefined; key: string | undefined };
-  };
-  dns: { servers: HostPort[] };
-  outbound: {
-    smarthost: HostPort | undefined;
-    smarthostUser: string | undefined;
-    smarthostPassword: string | undefined;
-    smarthostTls: 'starttls' | 'required' | 'implicit';
-    transportMap: Record<string, HostPort>;
-    mxPort: number;
-    publicIp: string | undefined;
-    lockdown: 'dns' | 'off';
-  };
-  filters: {
-    spamThreshold: number;
-    rspamd: { url: string | undefined; timeoutMs: number; failure: 'tempfail' | 'accept-and-tag' };
-  };
-  inbound: { quarantineDays: number };
-  retention: { logDays: number; messageDays: number };
-  log: { level: (typeof LOG_LEVELS)[number] };
-}
+/**
+ * The effective, validated configuration, shaped as KEY_TREE. Loaded once in bin/ and passed down; never read from
+ * globals. `dataDir`, `smtp.tls.cert` and `smtp.tls.key` are absolute paths.
+ */
+export type Config = ConfigOf<typeof KEY_TREE>;
 
 /** Where the configuration came from, for `sluice config check`. */
 export interface LoadedConfig {
@@ -129,46 +95,12 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     throw new ConfigError(cert === undefined ? 'smtp.tls.cert' : 'smtp.tls.key', 'smtp.tls.cert and smtp.tls.key must be set together');
   }
 
-  const v = <T>(k: string) => values.get(k) as T;
-  const config: Config = {
-    dataDir: path.resolve(cwd, v<string>('data_dir')),
-    http: { listen: v('http.listen'), publicUrl: v('http.public_url') },
-    smtp: {
-      hostname: v('smtp.hostname'),
-      maxHeaderBytes: v('smtp.max_header_bytes'),
-      maxMimeDepth: v('smtp.max_mime_depth'),
-      mx: { listen: v('smtp.mx.listen'), maxMessageBytes: v('smtp.mx.max_message_bytes'), greetDelayMs: v('smtp.mx.greet_delay_ms') },
-      submission: {
-        listen: v('smtp.submission.listen'),
-        tlsListen: v('smtp.submission.tls_listen'),
-        maxMessageBytes: v('smtp.submission.max_message_bytes'),
-        maxConnectionsPerIp: v('smtp.submission.max_connections_per_ip'),
-        allowInsecureLoopbackAuth: v('smtp.submission.allow_insecure_loopback_auth'),
-      },
-      tls: {
-        cert: cert === undefined ? undefined : path.resolve(cwd, cert as string),
-        key: key === undefined ? undefined : path.resolve(cwd, key as string),
-      },
-    },
-    dns: { servers: v('dns.servers') },
-    outbound: {
-      smarthost: v('outbound.smarthost'),
-      smarthostUser: v('outbound.smarthost_user'),
-      smarthostPassword: v('outbound.smarthost_password'),
-      smarthostTls: v('outbound.smarthost_tls'),
-      transportMap: v('outbound.transport_map'),
-      mxPort: v('outbound.mx_port'),
-      publicIp: v('outbound.public_ip'),
-      lockdown: v('outbound.lockdown'),
-    },
-    filters: {
-      spamThreshold: v('filters.spam_threshold'),
-      rspamd: { url: v('filters.rspamd.url'), timeoutMs: v('filters.rspamd.timeout_ms'), failure: v('filters.rspamd.failure') },
-    },
-    inbound: { quarantineDays: v('inbound.quarantine_days') },
-    retention: { logDays: v('retention.log_days'), messageDays: v('retention.message_days') },
-    log: { level: v('log.level') },
-  };
+  const config = shape(values);
+  // Paths in the file or the environment are relative to the working directory.
+  config.dataDir = path.resolve(cwd, config.dataDir);
+  const { tls } = config.smtp;
+  if (tls.cert !== undefined) tls.cert = path.resolve(cwd, tls.cert);
+  if (tls.key !== undefined) tls.key = path.resolve(cwd, tls.key);
   return { config: deepFreeze(config), values, file };
 }
 
@@ -178,4 +110,16 @@ function deepFreeze<T>(obj: T): T {
     Object.freeze(obj);
   }
   return obj;
+}
+
+/** Builds the Config object from the flat values: each key's value at its KEY_TREE path. */
+function shape(values: Map<string, unknown>): Config {
+  const root: Record<string, unknown> = {};
+  for (const spec of KEYS) {
+    let node = root;
+    for (const name of spec.path.slice(0, -1)) node = (node[name] ??= {}) as Record<string, unknown>;
+    node[spec.path[spec.path.length - 1] as string] = values.get(spec.key);
+  }
+  // KEYS is KEY_TREE flattened and every parser returns its leaf's type, so this is the ConfigOf<typeof KEY_TREE> shape.
+  return root as Config;
 }

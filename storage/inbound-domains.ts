@@ -1,5 +1,10 @@
-// Owns the inbound provisioning tables: inbound_subscriptions, inbound_domains, their admins, aliases and downstreams.
+// Owns the inbound_domains table (domains, their settings and key binding) and the one store over inbound provisioning.
 import type { Db } from './database.js';
+import { createDomainPartsStore, type DomainParts, type DownstreamAddress } from './inbound-domain-parts.js';
+import { createInboundSubscriptionStore, maxDomains, type InboundSubscriptionRow } from './inbound-subscriptions.js';
+
+// The relay names downstream addresses through the domain store's module.
+export type { DownstreamAddress } from './inbound-domain-parts.js';
 
 export type AbusePolicy = 'block' | 'flag' | 'quarantine';
 
@@ -26,26 +31,6 @@ export interface ServedDomainRow extends InboundDomainRow {
   via_alias: string | null;
 }
 
-export interface DownstreamAddress {
-  priority: number;
-  weight: number;
-  port: number;
-  /** Host name ending in "." (single labels such as `localhost.` included) or a bare IPv4/IPv6 address. */
-  target: string;
-}
-
-export interface InboundSubscriptionRow {
-  id: number;
-  handle: string;
-  plan_handle: string;
-  plan_name: string;
-  account_id: number | null;
-  active: number;
-  /** JSON array of {featureHandle, value}. */
-  limits: string;
-  created_at: number;
-}
-
 export interface DomainSettings {
   abusePolicy: AbusePolicy;
   abusePolicyOverride: boolean;
@@ -69,11 +54,8 @@ export const DEFAULT_DOMAIN_SETTINGS: Readonly<DomainSettings> = Object.freeze({
  * The parts of a domain a provisioning or settings request may carry. An absent part (undefined) keeps what is
  * stored; a present list replaces the stored list (an empty list clears it); settings replace field by field.
  */
-export interface DomainSections {
+export interface DomainSections extends DomainParts {
   settings?: Partial<DomainSettings>;
-  admins?: string[];
-  downstreams?: DownstreamAddress[];
-  aliases?: string[];
 }
 
 /** Everything stored about a domain, for rendering the wire `Domain`. */
@@ -92,29 +74,6 @@ export type ProvisionResult =
 
 export type SectionsResult = { ok: true } | { ok: false; reason: 'alias-taken'; alias: string };
 
-/** Feature handle of a subscription limit on the number of domains an account may provision against it. */
-export const MAX_DOMAINS_FEATURE = 'max_domains';
-
-/** Parses a subscription's `limits` column; malformed JSON counts as no limits. */
-export function subscriptionLimits(row: InboundSubscriptionRow): { featureHandle: string; value: string }[] {
-  try {
-    const parsed = JSON.parse(row.limits) as unknown;
-    if (!Array.isArray(parsed)) return [];
-    return parsed
-      .filter((l): l is { featureHandle: unknown; value: unknown } => typeof l === 'object' && l !== null)
-      .map((l) => ({ featureHandle: String(l.featureHandle), value: String(l.value) }));
-  } catch {
-    return [];
-  }
-}
-
-/** The `max_domains` limit of a subscription, or null when it has none. */
-export function maxDomains(row: InboundSubscriptionRow): number | null {
-  const lim = subscriptionLimits(row).find((l) => l.featureHandle === MAX_DOMAINS_FEATURE);
-  const n = lim ? Number(lim.value) : NaN;
-  return Number.isInteger(n) && n >= 0 ? n : null;
-}
-
 /**
  * Repository over inbound domains. Names passed in must already be normalised (lower-case A-label without a
  * trailing dot; see filters/inbound-names.ts). Methods taking an account id never return another account's rows.
@@ -131,10 +90,6 @@ export function createInboundDomainStore(db: Db) {
          FROM inbound_aliases a JOIN inbound_domains d ON d.id = a.domain_id
          JOIN inbound_subscriptions sub ON sub.id = d.subscription_id WHERE a.alias = @name
        LIMIT 1`,
-    ),
-    aliasRow: db.prepare(
-      `SELECT a.alias, a.domain_id, d.domain, d.account_id FROM inbound_aliases a
-       JOIN inbound_domains d ON d.id = a.domain_id WHERE a.alias = ?`,
     ),
     listPage: db.prepare(
       `SELECT * FROM inbound_domains
@@ -164,50 +119,12 @@ export function createInboundDomainStore(db: Db) {
     countOnSubscription: db.prepare(
       'SELECT count(*) AS n FROM inbound_domains WHERE account_id = ? AND subscription_id = ?',
     ),
-
-    admins: db.prepare('SELECT email FROM inbound_domain_admins WHERE domain_id = ? ORDER BY email'),
-    clearAdmins: db.prepare('DELETE FROM inbound_domain_admins WHERE domain_id = ?'),
-    addAdmin: db.prepare('INSERT OR IGNORE INTO inbound_domain_admins (domain_id, email) VALUES (?, ?)'),
-
-    aliases: db.prepare('SELECT alias FROM inbound_aliases WHERE domain_id = ? ORDER BY alias'),
-    addAlias: db.prepare('INSERT INTO inbound_aliases (alias, domain_id, created_at) VALUES (?, ?, ?)'),
-    removeAlias: db.prepare('DELETE FROM inbound_aliases WHERE alias = ? AND domain_id = ?'),
-    clearAliases: db.prepare('DELETE FROM inbound_aliases WHERE domain_id = ?'),
-
-    downstreams: db.prepare(
-      `SELECT priority, weight, port, target FROM inbound_downstreams WHERE domain_id = ?
-       ORDER BY position LIMIT ? OFFSET ?`,
-    ),
-    clearDownstreams: db.prepare('DELETE FROM inbound_downstreams WHERE domain_id = ?'),
-    addDownstream: db.prepare(
-      `INSERT INTO inbound_downstreams (domain_id, position, priority, weight, port, target)
-       VALUES (?, ?, ?, ?, ?, ?)`,
-    ),
-
-    subscriptionsFor: db.prepare(
-      `SELECT s.*, (SELECT count(*) FROM inbound_domains d WHERE d.subscription_id = s.id AND d.account_id = @account)
-         AS domain_count
-       FROM inbound_subscriptions s WHERE s.account_id IS NULL OR s.account_id = @account ORDER BY s.id`,
-    ),
-    subscriptionByHandle: db.prepare(
-      'SELECT * FROM inbound_subscriptions WHERE handle = @handle AND (account_id IS NULL OR account_id = @account)',
-    ),
-    subscriptionById: db.prepare('SELECT * FROM inbound_subscriptions WHERE id = ?'),
-    insertSubscription: db.prepare(
-      `INSERT INTO inbound_subscriptions (handle, plan_handle, plan_name, account_id, active, limits, created_at)
-       VALUES (@handle, @plan_handle, @plan_name, @account, @active, @limits, @now) RETURNING *`,
-    ),
   };
-
-  /** The first alias that is already a domain, or an alias of another domain than `domainId` (null: new domain). */
-  function takenAlias(aliases: readonly string[], domainId: number | null): string | undefined {
-    for (const alias of aliases) {
-      if (s.byName.get(alias)) return alias;
-      const row = s.aliasRow.get(alias) as { domain_id: number } | undefined;
-      if (row && row.domain_id !== domainId) return alias;
-    }
-    return undefined;
-  }
+  const parts = createDomainPartsStore(db, {
+    isDomain: (name) => s.byName.get(name) !== undefined,
+    touch: (domainId, now) => s.touch.run(now, domainId),
+  });
+  const subscriptions = createInboundSubscriptionStore(db);
 
   /** Writes the given sections over a domain (inside the caller's transaction; aliases already checked). */
   function applySections(row: InboundDomainRow, sections: DomainSections, now: number): void {
@@ -221,18 +138,7 @@ export function createInboundDomainStore(db: Db) {
       header_value: st.spamHeaderValue ?? row.spam_header_value,
       now,
     });
-    if (sections.admins) {
-      s.clearAdmins.run(row.id);
-      for (const email of sections.admins) s.addAdmin.run(row.id, email);
-    }
-    if (sections.downstreams) {
-      s.clearDownstreams.run(row.id);
-      sections.downstreams.forEach((d, i) => s.addDownstream.run(row.id, i, d.priority, d.weight, d.port, d.target));
-    }
-    if (sections.aliases) {
-      s.clearAliases.run(row.id);
-      for (const alias of new Set(sections.aliases)) s.addAlias.run(alias, row.id, now);
-    }
+    parts.write(row.id, sections, now);
   }
 
   return {
@@ -254,12 +160,7 @@ export function createInboundDomainStore(db: Db) {
       return s.byId.get(id) as InboundDomainRow | undefined;
     },
 
-    /** The alias row of this name with its domain and owner, any account. */
-    findAlias(alias: string): { alias: string; domain_id: number; domain: string; account_id: number } | undefined {
-      return s.aliasRow.get(alias) as
-        | { alias: string; domain_id: number; domain: string; account_id: number }
-        | undefined;
-    },
+    findAlias: parts.findAlias,
 
     /**
      * One page of the account's domains that `keyId` may see (unbound ones and those bound to it), ordered by
@@ -281,14 +182,7 @@ export function createInboundDomainStore(db: Db) {
 
     /** Admins, downstreams and aliases of a domain, for rendering. */
     details(row: InboundDomainRow): DomainDetails {
-      const sub = s.subscriptionById.get(row.subscription_id) as InboundSubscriptionRow;
-      return {
-        row,
-        subscriptionHandle: sub.handle,
-        admins: (s.admins.all(row.id) as { email: string }[]).map((r) => r.email),
-        downstreams: s.downstreams.all(row.id, -1, 0) as DownstreamAddress[],
-        aliases: (s.aliases.all(row.id) as { alias: string }[]).map((r) => r.alias),
-      };
+      return { row, subscriptionHandle: subscriptions.subscriptionOf(row.subscription_id).handle, ...parts.read(row.id) };
     },
 
     /**
@@ -319,20 +213,20 @@ export function createInboundDomainStore(db: Db) {
             return { ok: false, reason: 'bound-to-other-key' };
           }
           if (!input.overwrite) return { ok: true, created: false, domainId: existing.id };
-          const taken = takenAlias(input.sections.aliases ?? [], existing.id);
+          const taken = parts.takenAlias(input.sections.aliases ?? [], existing.id);
           if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
           applySections(existing, input.sections, input.now);
           s.setSubscription.run(input.subscription.id, input.now, existing.id);
           if (input.bindKeyId !== null) s.setKey.run(input.bindKeyId, input.now, existing.id);
           return { ok: true, created: false, domainId: existing.id };
         }
-        if (s.aliasRow.get(input.domain)) return { ok: false, reason: 'is-alias' };
+        if (parts.isAlias(input.domain)) return { ok: false, reason: 'is-alias' };
         const limit = maxDomains(input.subscription);
         if (limit !== null) {
           const { n } = s.countOnSubscription.get(input.accountId, input.subscription.id) as { n: number };
           if (n >= limit) return { ok: false, reason: 'limit' };
         }
-        const taken = takenAlias(input.sections.aliases ?? [], null);
+        const taken = parts.takenAlias(input.sections.aliases ?? [], null);
         if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
         const given = input.sections.settings ?? {};
         const st: DomainSettings = {
@@ -370,7 +264,7 @@ export function createInboundDomainStore(db: Db) {
     updateSections(domainId: number, sections: DomainSections, now: number): SectionsResult {
       return db.transaction((): SectionsResult => {
         const row = s.byId.get(domainId) as InboundDomainRow;
-        const taken = takenAlias(sections.aliases ?? [], domainId);
+        const taken = parts.takenAlias(sections.aliases ?? [], domainId);
         if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
         applySections(row, sections, now);
         return { ok: true };
@@ -387,65 +281,13 @@ export function createInboundDomainStore(db: Db) {
       return s.delete.run(domainId).changes > 0;
     },
 
-    /** Adds an alias; 'taken' when the name is a domain or already an alias (of this or another domain). */
-    addAlias(domainId: number, alias: string, now: number): 'ok' | 'taken' {
-      return db.transaction(() => {
-        if (s.byName.get(alias) || s.aliasRow.get(alias)) return 'taken' as const;
-        s.addAlias.run(alias, domainId, now);
-        s.touch.run(now, domainId);
-        return 'ok' as const;
-      }).immediate();
-    },
-
-    /** Removes one alias of this domain; false when the domain has no such alias. */
-    removeAlias(domainId: number, alias: string): boolean {
-      return s.removeAlias.run(alias, domainId).changes > 0;
-    },
-
-    /** The domain's downstream addresses in the order they were set (the relay sorts by priority itself). */
-    listDownstreams(domainId: number, limit = -1, offset = 0): DownstreamAddress[] {
-      return s.downstreams.all(domainId, limit, offset) as DownstreamAddress[];
-    },
-
-    /** Replaces every downstream address of the domain (an empty list deletes them all). */
-    setDownstreams(domainId: number, records: readonly DownstreamAddress[], now: number): void {
-      db.transaction(() => {
-        s.clearDownstreams.run(domainId);
-        records.forEach((d, i) => s.addDownstream.run(domainId, i, d.priority, d.weight, d.port, d.target));
-        s.touch.run(now, domainId);
-      }).immediate();
-    },
-
-    /** Subscriptions the account may provision against (shared plans and its own), with its domain count each. */
-    listSubscriptions(accountId: number): (InboundSubscriptionRow & { domain_count: number })[] {
-      return s.subscriptionsFor.all({ account: accountId }) as (InboundSubscriptionRow & { domain_count: number })[];
-    },
-
-    /** The subscription of this handle if the account may use it (shared or its own), else undefined. */
-    findSubscription(accountId: number, handle: string): InboundSubscriptionRow | undefined {
-      return s.subscriptionByHandle.get({ handle, account: accountId }) as InboundSubscriptionRow | undefined;
-    },
-
-    /** Operator: creates a plan (accountId null: offered to every account). Throws on a duplicate handle. */
-    createSubscription(input: {
-      handle: string;
-      planHandle: string;
-      planName: string;
-      accountId: number | null;
-      active: boolean;
-      limits: { featureHandle: string; value: string }[];
-      now: number;
-    }): InboundSubscriptionRow {
-      return s.insertSubscription.get({
-        handle: input.handle,
-        plan_handle: input.planHandle,
-        plan_name: input.planName,
-        account: input.accountId,
-        active: input.active ? 1 : 0,
-        limits: JSON.stringify(input.limits),
-        now: input.now,
-      }) as InboundSubscriptionRow;
-    },
+    addAlias: parts.addAlias,
+    removeAlias: parts.removeAlias,
+    listDownstreams: parts.listDownstreams,
+    setDownstreams: parts.setDownstreams,
+    listSubscriptions: subscriptions.listSubscriptions,
+    findSubscription: subscriptions.findSubscription,
+    createSubscription: subscriptions.createSubscription,
   };
 }
 

@@ -1,7 +1,8 @@
 // Owns GET /inbound/v1/subscriptions and POST /inbound/v1/report (api.md §5): plans an account may provision
 // against, and false positive / negative reports stored for the operator.
 import { Type } from '@sinclair/typebox';
-import { subscriptionLimits } from '../../storage/inbound-domains.js';
+import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
+import { subscriptionLimits } from '../../storage/inbound-subscriptions.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError } from '../schemas.js';
@@ -20,8 +21,8 @@ const common = {
   503: { description: 'rate limit (100 requests per second per account)', schema: CodedError },
 };
 
-/** Reported messages may be as large as accepted mail (30 MB), JSON-escaped. */
-const REPORT_BODY_LIMIT = 40 * 1024 * 1024;
+/** Reported messages may be as large as accepted mail (MAX_MESSAGE_BYTES, 30 MB) plus 10 MB for JSON escaping (40 MB). */
+const REPORT_BODY_LIMIT = MAX_MESSAGE_BYTES + 10 * 1024 * 1024;
 
 // RFC 5322 §2.2 / §3.6.8: a message starts with a header field "name: value"; the header ends at the first empty
 // line (or at the end when there is no body).

@@ -1,16 +1,13 @@
 // Owns turning a validated send body into one RFC 5322 message per personalization (MailComposer, mustache, RFC 8058).
 import crypto from 'node:crypto';
-import { domainToASCII } from 'node:url';
 import Mustache from 'mustache';
 import type Mail from 'nodemailer/lib/mailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import MimeNode from 'nodemailer/lib/mime-node';
-import type { SendBody } from '../../control-api/send-schema.js';
-import { fitsSmtpPath } from '../smtp/address.js';
 import { encodedPhrase, encodeLongWords, foldLine, isUnstructuredField, MAX_WORD } from '../smtp/header-lines.js';
-
-/** Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB); the send routes answer 413 beyond it. */
-export const MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
+import { asciiDomain, normalizeAddress } from './mailbox.js';
+import { isTemplated, type DkimFields, type SendRequest } from './send-request.js';
+import { renderTemplate } from './template.js';
 
 /** The one value RFC 8058 §3.1 defines for List-Unsubscribe-Post. */
 export const ONE_CLICK = 'List-Unsubscribe=One-Click';
@@ -18,65 +15,11 @@ export const ONE_CLICK = 'List-Unsubscribe=One-Click';
 /** The unsubscribe-link placeholder in content (MailChannels' name), also with spaces or triple braces. */
 const UNSUBSCRIBE_PLACEHOLDER = /\{\{\{?\s*mc-unsubscribe-url\s*\}?\}\}/g;
 
-// CR, LF, NUL and every other control but HTAB: never allowed in a header line (RFC 5322 §2.2, §3.2.2).
-export const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
-// RFC 5321 §4.1.2: Dot-string = Atom *("." Atom), Atom = 1*atext (RFC 5322 §3.2.3).
-const DOT_ATOM = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
-// RFC 5321 §4.1.2: Quoted-string = DQUOTE *(qtextSMTP / quoted-pairSMTP) DQUOTE.
-const QUOTED_STRING = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"$/;
-// RFC 5321 §4.1.2 sub-domain = Let-dig [Ldh-str], checked on the A-label form.
-const LDH_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/**
- * The lower-case A-label form of a domain (IDNA through `node:url` `domainToASCII`), or undefined when it is not a
- * usable host name: LDH labels of 1–63 octets, at least two labels, at most 253 octets, no trailing dot, no address
- * literal and no all-numeric top label (an IPv4 address).
- */
-export function asciiDomain(domain: string): string | undefined {
-  if (domain === '' || CONTROL.test(domain) || domain.endsWith('.')) return undefined;
-  const ascii = domainToASCII(domain).toLowerCase();
-  if (ascii === '' || ascii.length > 253) return undefined;
-  const labels = ascii.split('.');
-  if (labels.length < 2 || !labels.every((l) => LDH_LABEL.test(l))) return undefined;
-  if (/^\d+$/.test(labels[labels.length - 1] as string)) return undefined;
-  return ascii;
-}
-
-/**
- * Checks a mailbox and returns it with its domain as a lower-case A-label, or undefined. The local part must be an
- * RFC 5321 dot-atom or quoted string (ASCII: we do not offer SMTPUTF8) of at most 64 octets and the whole at most
- * 254 octets (RFC 5321 §4.5.3.1); the domain may be an IDN (see `asciiDomain`). The address must also fit an SMTP
- * path as our client writes it (`fitsSmtpPath`: no "<", ">", white space or controls, even quoted), so the API
- * refuses what would otherwise only bounce locally (5.1.3 / 5.1.7).
- */
-export function normalizeAddress(email: string): { address: string; local: string; domain: string } | undefined {
-  if (!fitsSmtpPath(email)) return undefined;
-  const at = email.lastIndexOf('@');
-  if (at <= 0) return undefined;
-  const local = email.slice(0, at);
-  const domain = asciiDomain(email.slice(at + 1));
-  if (!domain) return undefined;
-  if (!DOT_ATOM.test(local) && !QUOTED_STRING.test(local)) return undefined;
-  if (local.length > 64 || local.length + 1 + domain.length > 254) return undefined;
-  return { address: `${local}@${domain}`, local, domain };
-}
-
-/** True when any content item is a mustache template; the subject is then rendered too. */
-export function isTemplated(body: SendBody): boolean {
-  return body.content.some((c) => c.template_type === 'mustache');
-}
-
-export interface DkimFields {
-  dkim_domain?: string;
-  dkim_selector?: string;
-  dkim_private_key?: string;
-}
-
 /**
  * The DKIM settings that apply to a personalization: its own when it names any dkim_* field, else the root's. The
  * triple is taken as a whole so a personalization never signs with the root's key under its own domain.
  */
-export function dkimGroup(root: SendBody, p: SendBody['personalizations'][number]): DkimFields {
+export function dkimGroup(root: SendRequest, p: SendRequest['personalizations'][number]): DkimFields {
   const own = p.dkim_domain !== undefined || p.dkim_selector !== undefined || p.dkim_private_key !== undefined;
   const src = own ? p : root;
   const out: DkimFields = {};
@@ -84,41 +27,6 @@ export function dkimGroup(root: SendBody, p: SendBody['personalizations'][number
   if (src.dkim_selector !== undefined) out.dkim_selector = src.dkim_selector;
   if (src.dkim_private_key !== undefined) out.dkim_private_key = src.dkim_private_key;
   return out;
-}
-
-const hasOwn = (obj: unknown, key: string): obj is Record<string, unknown> =>
-  obj !== null && typeof obj === 'object' && Object.prototype.hasOwnProperty.call(obj, key);
-
-/**
- * A mustache context that sees only the data's own properties. The stock lookup uses `in`, so `{{constructor}}` or
- * `{{#a.constructor.constructor}}` would reach Object.prototype and the Function constructor and call them.
- */
-class OwnPropertyContext extends Mustache.Context {
-  override push(view: unknown): Mustache.Context {
-    return new OwnPropertyContext(view, this);
-  }
-
-  override lookup(name: string): unknown {
-    if (name === '.') return this.view;
-    const [first, ...rest] = name.split('.') as [string, ...string[]];
-    for (let ctx: Mustache.Context | undefined = this; ctx; ctx = ctx.parent) {
-      if (!hasOwn(ctx.view, first)) continue;
-      let value: unknown = ctx.view[first];
-      for (const key of rest) value = hasOwn(value, key) ? value[key] : undefined;
-      return value;
-    }
-    return undefined;
-  }
-}
-
-/**
- * Renders a mustache template against JSON data (own properties only; no partials). `html` selects mustache's HTML
- * escaping of `{{x}}`; otherwise values are inserted as they are (text/plain and the subject: escaping there would
- * show `&amp;` to the reader). Throws on a malformed template. One `Writer` reused across renders caches the parse.
- */
-export function renderTemplate(writer: Mustache.Writer, template: string, data: unknown, html: boolean): string {
-  const escape = html ? Mustache.escape : (v: unknown) => String(v);
-  return writer.renderTokens(writer.parse(template), new OwnPropertyContext(data), undefined, template, { escape });
 }
 
 /** What `composeMessages` needs from its caller. */
@@ -190,7 +98,7 @@ function escapeAttr(s: string): string {
 }
 
 /**
- * Builds one message per personalization of a body that passed `MailSendBody` and `validateSendBody`, in order.
+ * Builds one message per personalization of a body that passed the wire schema and `validateSendRequest`, in order.
  * Personalization from/reply_to/subject/envelope_from/dkim_* override the root's; headers are the root's merged with
  * the personalization's, the personalization winning case-insensitively. text/plain and text/html become
  * multipart/alternative; attachments with content_id are inline parts (multipart/related with the HTML), others
@@ -199,7 +107,7 @@ function escapeAttr(s: string): string {
  * `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) unless the caller supplied List-Unsubscribe, and
  * `{{mc-unsubscribe-url}}` in content becomes that URL (empty when there is none). Never reads files or URLs.
  */
-export async function composeMessages(body: SendBody, opts: ComposeOptions): Promise<ComposedMessage[]> {
+export async function composeMessages(body: SendRequest, opts: ComposeOptions): Promise<ComposedMessage[]> {
   const writer = new Mustache.Writer();
   const templated = isTemplated(body);
   const transactional = body.transactional !== false;
@@ -232,8 +140,8 @@ export async function composeMessages(body: SendBody, opts: ComposeOptions): Pro
 
     const url = !transactional && opts.unsubscribeUrl ? opts.unsubscribeUrl({ index, recipient: recipients[0] as string }) : undefined;
 
-    // Headers: root, then personalization; the later name wins whatever its case (OAS-E MailSendBody.headers).
-    // List-Unsubscribe-Post is ours alone (reserved, see send-schema.ts): dropped here too, behind validation.
+    // Headers: root, then personalization; the later name wins whatever its case (OAS-E MailSendRequest.headers).
+    // List-Unsubscribe-Post is ours alone (reserved, see send-request.ts): dropped here too, behind validation.
     const headers = new Map<string, { key: string; value: string }>();
     for (const src of [body.headers, p.headers]) {
       for (const [key, value] of Object.entries(src ?? {})) {
@@ -241,7 +149,7 @@ export async function composeMessages(body: SendBody, opts: ComposeOptions): Pro
         if (lower === 'list-unsubscribe-post') continue;
         // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
         // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
-        // value was refused by validateSendBody).
+        // value was refused by validateSendRequest).
         const text = clean(value);
         headers.set(lower, { key, value: isUnstructuredField(key) ? encodeLongWords(text, MAX_WORD) : text });
       }

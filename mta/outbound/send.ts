@@ -1,8 +1,7 @@
 // Owns the send recipe: the named steps from a validated send request to durably queued, signed messages.
 import crypto from 'node:crypto';
+import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
-import type { SendBody } from '../../control-api/send-schema.js';
-import { validateSendBody } from '../../control-api/send-schema.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import { decideSuppression } from '../../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/accounts.js';
@@ -10,9 +9,10 @@ import type { DkimKeyStore } from '../../storage/dkim-keys.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
 import { storageFailure } from '../../storage/write-health.js';
 import { domainOf } from '../smtp/address.js';
-import { composeMessages, MAX_MESSAGE_BYTES, type ComposedMessage } from './compose.js';
+import { composeMessages, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
 import type { Queue } from '../queue/queue.js';
+import { validateSendRequest, type SendRequest } from './send-request.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 
 export interface SendDeps {
@@ -64,13 +64,13 @@ export function effectiveLimit(accounts: AccountStore, account: AccountRow): num
 export async function runSend(
   deps: SendDeps,
   account: AccountRow,
-  body: SendBody,
+  body: SendRequest,
   opts: { dryRun: boolean; requestId: string; upstream: string | null; auth: string | null },
 ): Promise<SendResult> {
   // failIfSuspended: a suspended sub-account cannot send until activated (api.md §2.6).
   if (account.enabled !== 1) return fail(403, 'this account is suspended and cannot send');
 
-  const problems = validateSendBody(body);
+  const problems = validateSendRequest(body);
   if (problems.length > 0) return fail(400, ...problems);
 
   // failIfOverLimit: each personalization is one message against the calendar-month limit.

@@ -1,6 +1,7 @@
 // Owns the submission listener's SMTP session: AUTH after TLS with failure limits, sender authorization, limits.
 import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
+import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/accounts.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
@@ -18,7 +19,7 @@ export const AUTH_FAILURE_WINDOW_MS = 15 * 60_000;
 
 /** Defaults of the optional limits in SubmissionPolicy. */
 export const SUBMISSION_DEFAULTS = Object.freeze({
-  maxMessageBytes: 31_457_280,
+  maxMessageBytes: MAX_MESSAGE_BYTES,
   maxRecipients: 100,
   maxConnectionsPerIp: 50,
   maxConnections: 1000,

@@ -2,7 +2,8 @@
 import t from 'tap';
 import { ApiError } from '../../control-api/errors.js';
 import { validate } from '../../control-api/route.js';
-import { MailSendBody, UNSENDABLE_ADDRESS, validateSendBody, type SendBody } from '../../control-api/send-schema.js';
+import { MailSendBody, type SendBody } from '../../control-api/send-schema.js';
+import { UNSENDABLE_ADDRESS, validateSendRequest as validateSendBody } from '../../mta/outbound/send-request.js';
 import { fitsSmtpPath } from '../../mta/smtp/address.js';
 import { generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
 

@@ -1,8 +1,9 @@
 // Checks message composition by parsing every composed message back with mailparser.
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import t from 'tap';
-import type { SendBody } from '../../../control-api/send-schema.js';
-import { composeMessages, MAX_MESSAGE_BYTES, messageSize, type ComposeOptions } from '../../../mta/outbound/compose.js';
+import { MAX_MESSAGE_BYTES } from '../../../config/keys.js';
+import { composeMessages, messageSize, type ComposeOptions } from '../../../mta/outbound/compose.js';
+import type { SendRequest as SendBody } from '../../../mta/outbound/send-request.js';
 
 const NOW = Date.UTC(2025, 0, 2, 3, 4, 5);
 const opts: ComposeOptions = { hostname: 'mta.sluice.test', now: () => NOW };

@@ -1,0 +1,121 @@
+// Owns the account commands of the CLI: accounts, API keys, SMTP passwords and operator lockdown authorizations.
+import { domainToASCII } from 'node:url';
+import { HANDLE_PATTERN } from '../control-api/schemas.js';
+import type { AccountStore, KeyScope } from '../storage/accounts.js';
+import type { LockdownAllowStore } from '../storage/lockdown-allow.js';
+import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
+
+export function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
+  if (sub === 'create') {
+    const handle = opts.handle ?? `acct${Math.random().toString(36).slice(2, 10)}`;
+    if (!new RegExp(HANDLE_PATTERN).test(handle)) throw new UsageError('--handle must be 3-128 lower-case letters or digits');
+    if (opts.company !== undefined && (opts.company.length < 3 || opts.company.length > 128)) {
+      throw new UsageError('--company must be 3-128 characters');
+    }
+    const res = store.createParentWithKey({ handle, companyName: opts.company ?? null, now: now() });
+    if (!res.ok) throw new Error(`handle "${handle}" already exists`);
+    io.stdout(
+      opts.json
+        ? JSON.stringify({ handle, api_key: res.apiKey }) + '\n'
+        : `created account ${handle}\nAPI key (scope api, shown once): ${res.apiKey}\n`,
+    );
+    return 0;
+  }
+  if (sub === 'list') {
+    const rows = store.listParents().map((a) => ({
+      handle: a.handle,
+      company_name: a.company_name,
+      enabled: a.enabled === 1,
+      created_at: new Date(a.created_at).toISOString(),
+    }));
+    io.stdout(
+      opts.json
+        ? JSON.stringify(rows) + '\n'
+        : rows.map((r) => `${r.handle}\t${r.company_name ?? ''}\t${r.enabled ? 'enabled' : 'suspended'}\t${r.created_at}\n`).join(''),
+    );
+    return 0;
+  }
+  throw new UsageError('usage: sluice accounts create|list');
+}
+
+export function keysCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
+  const account = requireAccount(store, opts.account);
+  if (sub === 'create') {
+    if (opts.scope !== 'api' && opts.scope !== 'inbound') throw new UsageError('--scope api|inbound is required');
+    const res = store.createApiKey(account.id, opts.scope as KeyScope, now());
+    if (!res.ok) throw new Error(`account "${account.handle}" already has the maximum of 100 API keys`);
+    io.stdout(
+      opts.json
+        ? JSON.stringify({ id: res.value.id, key: res.value.key, scope: opts.scope }) + '\n'
+        : `API key ${res.value.id} (scope ${opts.scope}, shown once): ${res.value.key}\n`,
+    );
+    return 0;
+  }
+  if (sub === 'list') {
+    const rows = store.listApiKeys(account.id).map((k) => ({ id: k.id, key: k.redacted, scope: k.scope }));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.scope}\t${r.key}\n`).join(''));
+    return 0;
+  }
+  if (sub === 'revoke') {
+    const id = requireId(opts.id);
+    if (!store.revokeApiKey(account.id, id, now())) throw new Error(`no live API key ${id} on account "${account.handle}"`);
+    io.stdout(`revoked API key ${id}\n`);
+    return 0;
+  }
+  throw new UsageError('usage: sluice keys create|list|revoke');
+}
+
+export function passwordsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
+  const account = requireAccount(store, opts.account);
+  if (sub === 'create') {
+    const res = store.createSmtpPassword(account.id, now());
+    if (!res.ok) throw new Error(`account "${account.handle}" already has the maximum of 100 SMTP passwords`);
+    io.stdout(
+      opts.json
+        ? JSON.stringify({ id: res.value.id, smtp_password: res.value.password, username: account.handle }) + '\n'
+        : `SMTP password ${res.value.id} for user ${account.handle} (shown once): ${res.value.password}\n`,
+    );
+    return 0;
+  }
+  if (sub === 'list') {
+    const rows = store
+      .listSmtpPasswords(account.id)
+      .map((p) => ({ id: p.id, smtp_password: p.redacted, enabled: p.enabled === 1 }));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.smtp_password}\n`).join(''));
+    return 0;
+  }
+  if (sub === 'delete') {
+    const id = requireId(opts.id);
+    if (!store.deleteSmtpPassword(account.id, id, now())) throw new Error(`no SMTP password ${id} on account "${account.handle}"`);
+    io.stdout(`deleted SMTP password ${id}\n`);
+    return 0;
+  }
+  throw new UsageError('usage: sluice smtp-passwords create|list|delete');
+}
+
+export function lockdownCommand(
+  sub: string | undefined,
+  store: AccountStore,
+  allow: LockdownAllowStore,
+  opts: Opts,
+  io: CliIo,
+  now: () => number,
+): number {
+  const account = requireAccount(store, opts.account);
+  if (sub === 'list') {
+    const rows = allow.list(account.id).map((r) => ({ domain: r.domain, created_at: iso(r.created_at) }));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.domain}\n`).join(''));
+    return 0;
+  }
+  if (sub !== 'allow' && sub !== 'deny') throw new UsageError('usage: sluice lockdown allow|deny|list');
+  const domain = domainToASCII((opts.domain ?? '').trim().toLowerCase().replace(/\.$/, ''));
+  if (!domain) throw new UsageError('--domain D (a domain name) is required');
+  if (sub === 'allow') {
+    allow.allow(account.id, domain, now());
+    io.stdout(`${domain} may send for ${account.handle}\n`);
+  } else {
+    if (!allow.deny(account.id, domain)) throw new Error(`${domain} was not allowed for ${account.handle}`);
+    io.stdout(`${domain} no longer allowed for ${account.handle} (DNS authorization still applies)\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+// Owns what every CLI command shares: the I/O seam, the usage error, the parsed options and argument checks.
+import type { InboundRelay } from '../mta/inbound/pipeline.js';
+import type { AccountStore } from '../storage/accounts.js';
+import type { Db } from '../storage/database.js';
+
+/** Where the CLI writes and what it reads; tests pass their own. */
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  now?: () => number;
+  /** For `serve`: resolves when the process should stop (defaults to SIGINT/SIGTERM). */
+  stopSignal?: Promise<void>;
+  /** For `quarantine release`: the queue-backed inbound relay over this database (tests pass a recorder). */
+  relayInbound?: (db: Db) => InboundRelay;
+}
+
+/** A malformed command line: reported with a pointer to `sluice help`, exit code 2. */
+export class UsageError extends Error {}
+
+/** The options `runCli` parses (node:util parseArgs), as the command functions read them. */
+export type Opts = {
+  domain?: string;
+  handle?: string;
+  company?: string;
+  account?: string;
+  scope?: string;
+  id?: string;
+  json?: boolean;
+  limit?: string;
+  all?: boolean;
+};
+
+/** The account named by --account, or a usage error / "no account" error. */
+export function requireAccount(store: AccountStore, handle: string | undefined) {
+  if (!handle) throw new UsageError('--account H is required');
+  const account = store.findByHandle(handle);
+  if (!account) throw new Error(`no account "${handle}"`);
+  return account;
+}
+
+/** A positive integer id, or a usage error. */
+export function requireId(raw: string | undefined): number {
+  const id = Number(raw);
+  if (!raw || !Number.isInteger(id) || id < 1) throw new UsageError('--id N (a positive integer) is required');
+  return id;
+}
+
+/** Epoch milliseconds as ISO 8601, or null. */
+export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

@@ -1,0 +1,73 @@
+// Checks the key table's seam: dotted names derive from the Config paths, and each value lands at its path.
+import path from 'node:path';
+import t from 'tap';
+import { KEYS, MAX_MESSAGE_BYTES } from '../../config/keys.js';
+import { loadConfig } from '../../config/load.js';
+import { tempDir } from '../helpers/stack.js';
+
+t.test('key names, in order, are the operators\' contract', async (t) => {
+  t.same(KEYS.map((k) => k.key), [
+    'data_dir', 'http.listen', 'http.public_url', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
+    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.submission.listen',
+    'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
+    'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key', 'dns.servers',
+    'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
+    'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'filters.spam_threshold',
+    'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'inbound.quarantine_days',
+    'retention.log_days', 'retention.message_days', 'log.level',
+  ]);
+  const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
+  t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
+});
+
+t.test('every key set in the environment lands at its Config path', async (t) => {
+  const dir = tempDir(t);
+  const env: Record<string, string> = {
+    SLUICE_DATA_DIR: 'state', SLUICE_HTTP_LISTEN: '127.0.0.1:1', SLUICE_HTTP_PUBLIC_URL: 'https://mail.example.test/',
+    SLUICE_SMTP_HOSTNAME: 'mx.example.test', SLUICE_SMTP_MX_LISTEN: '127.0.0.1:2', SLUICE_SMTP_MX_MAX_MESSAGE_BYTES: '2048',
+    SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9',
+    SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:3', SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:4',
+    SLUICE_SMTP_SUBMISSION_MAX_MESSAGE_BYTES: '3072', SLUICE_SMTP_SUBMISSION_MAX_CONNECTIONS_PER_IP: '5',
+    SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true', SLUICE_SMTP_TLS_CERT: 'c.pem', SLUICE_SMTP_TLS_KEY: 'k.pem',
+    SLUICE_DNS_SERVERS: '127.0.0.1:53', SLUICE_OUTBOUND_SMARTHOST: 'relay.test:25', SLUICE_OUTBOUND_SMARTHOST_USER: 'u',
+    SLUICE_OUTBOUND_SMARTHOST_PASSWORD: 'p', SLUICE_OUTBOUND_SMARTHOST_TLS: 'implicit',
+    SLUICE_OUTBOUND_TRANSPORT_MAP: 'a.test=h:26', SLUICE_OUTBOUND_MX_PORT: '2525', SLUICE_OUTBOUND_PUBLIC_IP: '192.0.2.1',
+    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
+    SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
+    SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
+    SLUICE_LOG_LEVEL: 'warn',
+  };
+  t.equal(Object.keys(env).length, KEYS.length, 'one variable per key');
+  const { config } = loadConfig({ env, cwd: dir });
+  t.same(config, {
+    dataDir: path.join(dir, 'state'),
+    http: { listen: { host: '127.0.0.1', port: 1 }, publicUrl: 'https://mail.example.test' },
+    smtp: {
+      hostname: 'mx.example.test',
+      mx: { listen: { host: '127.0.0.1', port: 2 }, maxMessageBytes: 2048, greetDelayMs: 7 },
+      maxHeaderBytes: 4096,
+      maxMimeDepth: 9,
+      submission: {
+        listen: { host: '127.0.0.1', port: 3 }, tlsListen: { host: '127.0.0.1', port: 4 }, maxMessageBytes: 3072,
+        maxConnectionsPerIp: 5, allowInsecureLoopbackAuth: true,
+      },
+      tls: { cert: path.join(dir, 'c.pem'), key: path.join(dir, 'k.pem') },
+    },
+    dns: { servers: [{ host: '127.0.0.1', port: 53 }] },
+    outbound: {
+      smarthost: { host: 'relay.test', port: 25 }, smarthostUser: 'u', smarthostPassword: 'p', smarthostTls: 'implicit',
+      transportMap: { 'a.test': { host: 'h', port: 26 } }, mxPort: 2525, publicIp: '192.0.2.1', lockdown: 'off',
+    },
+    filters: { spamThreshold: 6.5, rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' } },
+    inbound: { quarantineDays: 3 },
+    retention: { logDays: 4, messageDays: 2 },
+    log: { level: 'warn' },
+  });
+});
+
+t.test('the 30 MB limit is the default of both listeners', async (t) => {
+  t.equal(MAX_MESSAGE_BYTES, 31_457_280);
+  const { config } = loadConfig({ env: {}, cwd: tempDir(t) });
+  t.equal(config.smtp.mx.maxMessageBytes, MAX_MESSAGE_BYTES);
+  t.equal(config.smtp.submission.maxMessageBytes, MAX_MESSAGE_BYTES);
+});
