@@ -47,7 +47,7 @@ import { createQueue, type Queue } from '../mta/queue/queue.js';
 import { createQueueWorker, type QueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import { newRequestId, runSend } from '../mta/outbound/send.js';
+import { newSendRequestId, runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
@@ -196,7 +196,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     smtpLog,
     suppressions,
     dkim,
-    send: (account, body, o) => runSend(sendDeps, account, body, { ...o, requestId: newRequestId() }),
+    send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),

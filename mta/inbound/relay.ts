@@ -19,7 +19,7 @@ export function createInboundRelay(deps: { queue: Queue; hostname: string }): In
       {
         account: null,
         kind: 'relay',
-        requestId: msg.queueId,
+        sendRequestId: msg.queueId,
         messageId: msg.messageId || `${msg.queueId}@${deps.hostname}`,
         mailFrom: msg.mailFrom,
         fromEmail: null,

@@ -34,7 +34,8 @@ export type SendResult =
   | {
       ok: true;
       dryRun: false;
-      requestId: string;
+      /** MailChannels' `request_id` of this send (stored on its queue rows; not the HTTP request's id). */
+      sendRequestId: string;
       queuedAt: number;
       results: { index: number; message_id: string; status: 'sent' | 'failed'; reason?: string }[];
     }
@@ -43,8 +44,8 @@ export type SendResult =
 
 const fail = (status: 400 | 403 | 413 | 500, ...errors: string[]) => ({ ok: false as const, status, errors });
 
-/** A fresh request id in the style of MailChannels' (20 random bytes, base64url). */
-export function newRequestId(): string {
+/** A fresh send `request_id` in the style of MailChannels' (20 random bytes, base64url). */
+export function newSendRequestId(): string {
   return crypto.randomBytes(20).toString('base64url');
 }
 
@@ -65,7 +66,7 @@ export async function runSend(
   deps: SendDeps,
   account: AccountRow,
   body: SendBody,
-  opts: { dryRun: boolean; requestId: string; upstream: string | null; auth: string | null },
+  opts: { dryRun: boolean; sendRequestId: string; upstream: string | null; auth: string | null },
 ): Promise<SendResult> {
   // failIfSuspended: a suspended sub-account cannot send until activated (api.md §2.6).
   if (account.enabled !== 1) return fail(403, 'this account is suspended and cannot send');
@@ -89,7 +90,7 @@ export async function runSend(
       `${deps.publicUrl()}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, {
         accountId: account.id,
         recipient,
-        messageId: opts.requestId,
+        messageId: opts.sendRequestId,
       })}`,
   });
 
@@ -132,7 +133,7 @@ export async function runSend(
     return {
       account: { id: account.id, handle: account.handle },
       kind: 'outbound' as const,
-      requestId: opts.requestId,
+      sendRequestId: opts.sendRequestId,
       messageId: m.messageId,
       mailFrom: m.envelopeFrom,
       fromEmail: m.fromEmail,
@@ -156,7 +157,7 @@ export async function runSend(
     return {
       ok: true,
       dryRun: false,
-      requestId: opts.requestId,
+      sendRequestId: opts.sendRequestId,
       queuedAt: queued[0]?.queuedAt ?? deps.now(),
       results: inputs.map((input, i) => {
         const allDropped = input.recipients.every((r) => input.dropped.has(r));

@@ -6,7 +6,7 @@ import { headerValues, splitMessage } from '../../filters/message-headers.js';
 import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
 import { domainOf } from '../smtp/address.js';
 import { signMessage } from './dkim-sign.js';
-import { effectiveLimit, newRequestId, type SendDeps } from './send.js';
+import { effectiveLimit, newSendRequestId, type SendDeps } from './send.js';
 import type { SmtpDecision } from '../smtp/replies.js';
 
 /** What the submission listener hands over at the end of DATA. */
@@ -92,13 +92,13 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
     if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
   }
   const subject = headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null;
-  const requestId = newRequestId();
+  const sendRequestId = newSendRequestId();
   try {
     await deps.queue.enqueue([
       {
         account: { id: account.id, handle: account.handle },
         kind: 'outbound',
-        requestId,
+        sendRequestId,
         messageId,
         mailFrom: msg.mailFrom,
         fromEmail: from.addresses[0] ?? null,
@@ -118,5 +118,5 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
   } catch {
     return refuse(451, '4.3.0', 'could not queue the message; nothing was accepted, try again');
   }
-  return { code: 250, status: '2.0.0', message: `Ok: queued as ${requestId}` };
+  return { code: 250, status: '2.0.0', message: `Ok: queued as ${sendRequestId}` };
 }

@@ -62,7 +62,7 @@ export function createBounceDsnHook(deps: BounceDsnDeps) {
     return {
       account: null,
       kind: 'dsn',
-      requestId: crypto.randomUUID(),
+      sendRequestId: crypto.randomUUID(),
       messageId: dsn.messageId,
       mailFrom: '',
       fromEmail: `MAILER-DAEMON@${deps.hostname}`,

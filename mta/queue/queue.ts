@@ -11,7 +11,7 @@ export interface EnqueueInput {
   /** The sending (sub-)account; null for system mail such as DSNs. */
   account: { id: number; handle: string } | null;
   kind: MessageKind;
-  requestId: string;
+  sendRequestId: string;
   messageId: string;
   mailFrom: string;
   fromEmail: string | null;
@@ -96,14 +96,14 @@ export function createQueue(deps: QueueDeps) {
   function eventMessage(m: {
     accountId: number;
     fromEmail: string | null;
-    requestId: string;
+    sendRequestId: string;
     messageId: string;
     campaignId: string | null;
   }): EventMessage {
     return {
       fromEmail: m.fromEmail,
       customerHandle: deps.handleOf(m.accountId),
-      requestId: m.requestId,
+      sendRequestId: m.sendRequestId,
       messageId: m.messageId,
       campaignId: m.campaignId,
     };
@@ -113,7 +113,7 @@ export function createQueue(deps: QueueDeps) {
     const messageRowId = store.insertMessage({
       accountId: input.account?.id ?? null,
       kind: input.kind,
-      requestId: input.requestId,
+      sendRequestId: input.sendRequestId,
       messageId: input.messageId,
       mailFrom: input.mailFrom,
       fromEmail: input.fromEmail,
@@ -150,7 +150,7 @@ export function createQueue(deps: QueueDeps) {
           delivery_id: id,
           account_id: input.account.id,
           message_id: input.messageId,
-          request_id: input.requestId,
+          request_id: input.sendRequestId,
           sender: input.mailFrom,
           rcpt,
           auth: input.auth,
@@ -222,7 +222,7 @@ export function createQueue(deps: QueueDeps) {
       const ev = eventMessage({
         accountId: message.account_id as number,
         fromEmail: message.from_email,
-        requestId: message.request_id,
+        sendRequestId: message.request_id,
         messageId: message.message_id,
         campaignId: message.campaign_id,
       });

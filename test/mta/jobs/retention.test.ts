@@ -14,7 +14,7 @@ const DAY = 86_400_000;
 /** One outbound REST-style message (auth api-key:…, so a bounce writes events, not a DSN). */
 function mail(account: { id: number; handle: string }, tag: string, recipients: string[]): EnqueueInput {
   return {
-    account, kind: 'outbound', requestId: `req-${tag}`, messageId: `${tag}@acme.test`, mailFrom: 'app@acme.test',
+    account, kind: 'outbound', sendRequestId: `req-${tag}`, messageId: `${tag}@acme.test`, mailFrom: 'app@acme.test',
     fromEmail: 'app@acme.test', subject: `Subject ${tag}`, campaignId: null, transactional: true,
     raw: Buffer.from(`From: app@acme.test\r\nSubject: ${tag}\r\n\r\nbody ${tag}\r\n`), auth: 'api-key:1',
     upstream: '192.0.2.1', upstreamHostname: null, senderId: null, recipients, events: true,
