@@ -40,7 +40,9 @@ import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { runDkimRetirement } from '../mta/outbound/dkim-keys.js';
 import { createDnsResolver, mailauthResolver } from '../mta/delivery/dns-resolver.js';
 import { createInboundPipeline } from '../mta/inbound/pipeline.js';
-import { createDownstreamRouter, createInboundRelay } from '../mta/inbound/relay.js';
+import { createInboundRelay } from '../mta/inbound/relay.js';
+import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
+import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createQueue, type Queue } from '../mta/queue/queue.js';
@@ -155,14 +157,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
   const inboundDomains = createInboundDomainStore(db);
-  const routeOutbound = createRouteResolver({ config, resolver });
-  const routeDownstream = createDownstreamRouter({ domains: inboundDomains, resolver });
   const worker = createQueueWorker({
     store: queueStore,
     queue,
     client: smtpClient,
-    // Relayed inbound mail goes to the recipient domain's downstreams; everything else by transport map/smarthost/MX.
-    resolveRoute: (domain, message) => (message.kind === 'relay' ? routeDownstream(domain) : routeOutbound(domain)),
+    resolveRoute: createRouter({
+      outbound: createRouteResolver({ config, resolver }),
+      downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
+    }),
     now,
     logger,
   });

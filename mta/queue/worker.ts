@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
 import type { AttemptOutcome, Queue } from './queue.js';
 import type { RouteResult } from '../delivery/resolve-route.js';
+import type { Router } from '../delivery/router.js';
 import type { SmtpClient } from '../delivery/smtp-client.js';
 import { LEASE_MS } from './retry-schedule.js';
 
@@ -11,8 +12,8 @@ export interface WorkerDeps {
   store: QueueStore;
   queue: Queue;
   client: SmtpClient;
-  /** Where mail for a recipient domain goes (transport map, smarthost, MX). */
-  resolveRoute: (domain: string, message: MessageRow) => Promise<RouteResult>;
+  /** Where mail for a recipient domain goes (downstreams for relayed mail; transport map, smarthost, MX otherwise). */
+  resolveRoute: Router;
   now: () => number;
   logger: Logger;
   /** Deliveries in flight at once (across all destinations). */
