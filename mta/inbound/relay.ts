@@ -3,30 +3,21 @@ import type { InboundRelay } from './pipeline.js';
 import type { Queue } from '../queue/queue.js';
 
 /**
- * The pipeline's relay step: one queue entry (kind `relay`, no account, no webhook events) per call, resolved only
+ * The pipeline's relay step: one accepted message (kind `relay`: no account, no webhook events) per call, resolved only
  * once committed with synchronous=FULL, so the MX answers 250 only for mail that survives a crash (ARCHITECTURE
  * invariant 1). The worker routes its deliveries to the recipient domain's downstreams (delivery/downstream-route.ts).
  */
-export function createInboundRelay(deps: { queue: Queue; hostname: string }): InboundRelay {
+export function createInboundRelay(deps: { queue: Pick<Queue, 'accept'>; hostname: string }): InboundRelay {
   return async (msg) => {
-    await deps.queue.enqueue([
+    await deps.queue.accept([
       {
-        account: null,
         kind: 'relay',
+        // The MX queue id (the one in `250 … queued as`) is the request id of relayed mail.
         sendRequestId: msg.queueId,
         messageId: msg.messageId || `${msg.queueId}@${deps.hostname}`,
         mailFrom: msg.mailFrom,
-        fromEmail: null,
-        subject: null,
-        campaignId: null,
-        transactional: true,
         raw: msg.raw,
-        auth: null,
-        upstream: null,
-        upstreamHostname: null,
-        senderId: null,
         recipients: msg.rcptTo,
-        events: false,
         verdicts: JSON.stringify(msg.verdicts),
       },
     ]);

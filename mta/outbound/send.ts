@@ -12,6 +12,7 @@ import { storageFailure } from '../../storage/write-health.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, MAX_MESSAGE_BYTES, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
+import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 
@@ -124,15 +125,15 @@ export async function runSend(
   if (opts.dryRun) return { ok: true, dryRun: true, data: signed.map((s) => s.raw.toString('utf8')) };
 
   // holdIfSuppressed: suppressed recipients get a `dropped` event and no delivery.
-  const inputs = signed.map(({ message: m, raw }) => {
+  const accepted = signed.map(({ message: m, raw }) => {
     const dropped = new Map<string, { status: string; reason: string }>();
     for (const rcpt of m.recipients) {
       const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, m.transactional));
       if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
     }
     return {
-      account: { id: account.id, handle: account.handle },
       kind: 'outbound' as const,
+      account: { id: account.id },
       sendRequestId: opts.sendRequestId,
       messageId: m.messageId,
       mailFrom: m.envelopeFrom,
@@ -148,18 +149,17 @@ export async function runSend(
       senderId: account.handle,
       recipients: m.recipients,
       dropped,
-      events: true,
-    };
+    } satisfies AcceptedOutbound;
   });
 
   try {
-    const queued = await deps.queue.enqueue(inputs);
+    const queued = await deps.queue.accept(accepted);
     return {
       ok: true,
       dryRun: false,
       sendRequestId: opts.sendRequestId,
       queuedAt: queued[0]?.queuedAt ?? deps.now(),
-      results: inputs.map((input, i) => {
+      results: accepted.map((input, i) => {
         const allDropped = input.recipients.every((r) => input.dropped.has(r));
         return {
           index: signed[i]?.message.index ?? i,

@@ -94,10 +94,10 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
   const subject = headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null;
   const sendRequestId = newSendRequestId();
   try {
-    await deps.queue.enqueue([
+    await deps.queue.accept([
       {
-        account: { id: account.id, handle: account.handle },
         kind: 'outbound',
+        account: { id: account.id },
         sendRequestId,
         messageId,
         mailFrom: msg.mailFrom,
@@ -112,7 +112,6 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
         senderId: account.handle,
         recipients: msg.rcptTo,
         dropped,
-        events: true,
       },
     ]);
   } catch {
