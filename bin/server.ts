@@ -157,6 +157,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
   const inboundDomains = createInboundDomainStore(db);
+  const inboundLists = createInboundListStore(db);
+  const quarantine = createQuarantineStore(db);
+  // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
+  // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
   const worker = createQueueWorker({
     store: queueStore,
     queue,
@@ -206,11 +211,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains,
-    inboundLists: createInboundListStore(db),
+    inboundLists,
     inboundReports: createInboundReportStore(db),
-    quarantine: createQuarantineStore(db),
-    // Commits to the durable queue (kind relay); the worker routes it to the domain's downstreams.
-    relayInbound: createInboundRelay({ queue, hostname: config.smtp.hostname }),
+    quarantine,
+    // Quarantine release from the API relays through the same door as the MX.
+    relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
     now,
     logger,
@@ -228,7 +233,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   };
   const retention = createRetentionPruner({
     store: createRetentionStore(db),
-    quarantine: services.quarantine,
+    quarantine,
     config,
     now,
     logger,
@@ -255,10 +260,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const inbound = createInboundPipeline({
     hostname: config.smtp.hostname,
     domains: inboundDomains,
-    lists: services.inboundLists,
-    quarantine: services.quarantine,
+    lists: inboundLists,
+    quarantine,
     resolver: mailauthResolver(resolver),
-    relay: services.relayInbound,
+    relay: relayInbound,
     rspamd: config.filters.rspamd.url
       ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
       : undefined,
@@ -279,7 +284,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         mxOptions({
           hostname: config.smtp.hostname,
           tls,
-          findServedDomain: services.inboundDomains.findServedDomain,
+          findServedDomain: inboundDomains.findServedDomain,
           maxMessageBytes: config.smtp.mx.maxMessageBytes,
           maxHeaderBytes: config.smtp.maxHeaderBytes,
           maxMimeDepth: config.smtp.maxMimeDepth,
