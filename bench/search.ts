@@ -174,7 +174,7 @@ function fill(store: SmtpLogStore, profiles: Profile[]): Map<number, Samples> {
     const createdAt = Math.floor(start + deliveryId * step);
     message++;
     const messageId = `${message.toString(36)}.${int(1e9).toString(36)}@${p.handle}.sluice.test`;
-    const requestId = `req-${message}-${int(1e6)}`;
+    const sendRequestId = `req-${message}-${int(1e6)}`;
     const sender = p.senders[p.senderRank()] as string;
     const subject = `${p.subjects[p.subjectRank()]} #${100000 + int(900000)}`;
     const ipIndex = p.ipRank();
@@ -187,7 +187,7 @@ function fill(store: SmtpLogStore, profiles: Profile[]): Map<number, Samples> {
         delivery_id: deliveryId,
         account_id: p.id,
         message_id: messageId,
-        request_id: requestId,
+        request_id: sendRequestId,
         sender,
         rcpt: rcptName(rcptRank()),
         auth: viaSmtp ? p.handle : `api-key-${(ipIndex % 5) + 1}`,
@@ -330,7 +330,7 @@ function main(): void {
         name: 'request_id, 30 days',
         accounts: [acme],
         window: '30d',
-        filters: (i) => ({ requestId: sample(acme, i).request_id }),
+        filters: (i) => ({ sendRequestId: sample(acme, i).request_id }),
       },
       {
         name: 'sender (case flipped), 30 days',

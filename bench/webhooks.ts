@@ -87,7 +87,7 @@ async function main(): Promise<void> {
         const accountId = ids[i % ids.length]!;
         const payload = eventPayload(
           'delivered',
-          { fromEmail: 'app@sender.example', customerHandle: `bench${i % ids.length}`, requestId: `req-${i}-aaaaaaaaaaaaaaaaaaaa`, messageId: `${i}.bbbbbbbbbbbbbbbb@mx.sluice.example`, campaignId: 'spring-sale' },
+          { fromEmail: 'app@sender.example', customerHandle: `bench${i % ids.length}`, sendRequestId: `req-${i}-aaaaaaaaaaaaaaaaaaaa`, messageId: `${i}.bbbbbbbbbbbbbbbb@mx.sluice.example`, campaignId: 'spring-sale' },
           now(),
           { recipients: [`user${i}@rcpt.example`] },
         );

@@ -40,14 +40,16 @@ import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { runDkimRetirement } from '../mta/outbound/dkim-keys.js';
 import { createDnsResolver, mailauthResolver } from '../mta/delivery/dns-resolver.js';
 import { createInboundPipeline } from '../mta/inbound/pipeline.js';
-import { createDownstreamRouter, createInboundRelay } from '../mta/inbound/relay.js';
+import { createInboundRelay } from '../mta/inbound/relay.js';
+import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
+import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createQueue, type Queue } from '../mta/queue/queue.js';
 import { createQueueWorker, type QueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import { newRequestId, runSend } from '../mta/outbound/send.js';
+import { newSendRequestId, runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
@@ -155,14 +157,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
   const inboundDomains = createInboundDomainStore(db);
-  const routeOutbound = createRouteResolver({ config, resolver });
-  const routeDownstream = createDownstreamRouter({ domains: inboundDomains, resolver });
+  const inboundLists = createInboundListStore(db);
+  const quarantine = createQuarantineStore(db);
+  // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
+  // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
   const worker = createQueueWorker({
     store: queueStore,
     queue,
     client: smtpClient,
-    // Relayed inbound mail goes to the recipient domain's downstreams; everything else by transport map/smarthost/MX.
-    resolveRoute: (domain, message) => (message.kind === 'relay' ? routeDownstream(domain) : routeOutbound(domain)),
+    resolveRoute: createRouter({
+      outbound: createRouteResolver({ config, resolver }),
+      downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
+    }),
     now,
     logger,
   });
@@ -196,7 +203,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     smtpLog,
     suppressions,
     dkim,
-    send: (account, body, o) => runSend(sendDeps, account, body, { ...o, requestId: newRequestId() }),
+    send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
@@ -204,11 +211,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains,
-    inboundLists: createInboundListStore(db),
+    inboundLists,
     inboundReports: createInboundReportStore(db),
-    quarantine: createQuarantineStore(db),
-    // Commits to the durable queue (kind relay); the worker routes it to the domain's downstreams.
-    relayInbound: createInboundRelay({ queue, hostname: config.smtp.hostname }),
+    quarantine,
+    // Quarantine release from the API relays through the same door as the MX.
+    relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
     now,
     logger,
@@ -226,7 +233,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   };
   const retention = createRetentionPruner({
     store: createRetentionStore(db),
-    quarantine: services.quarantine,
+    quarantine,
     config,
     now,
     logger,
@@ -253,10 +260,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const inbound = createInboundPipeline({
     hostname: config.smtp.hostname,
     domains: inboundDomains,
-    lists: services.inboundLists,
-    quarantine: services.quarantine,
+    lists: inboundLists,
+    quarantine,
     resolver: mailauthResolver(resolver),
-    relay: services.relayInbound,
+    relay: relayInbound,
     rspamd: config.filters.rspamd.url
       ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
       : undefined,
@@ -277,7 +284,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         mxOptions({
           hostname: config.smtp.hostname,
           tls,
-          findServedDomain: services.inboundDomains.findServedDomain,
+          findServedDomain: inboundDomains.findServedDomain,
           maxMessageBytes: config.smtp.mx.maxMessageBytes,
           maxHeaderBytes: config.smtp.maxHeaderBytes,
           maxMimeDepth: config.smtp.maxMimeDepth,

@@ -42,9 +42,10 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
 
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
-    const requestId = crypto.randomUUID();
-    ctx.state.requestId = requestId;
-    ctx.set('X-Request-Id', requestId);
+    // The HTTP request's own id, answered as X-Request-Id; distinct from a send's MailChannels `request_id`.
+    const httpRequestId = crypto.randomUUID();
+    ctx.state.httpRequestId = httpRequestId;
+    ctx.set('X-Request-Id', httpRequestId);
     const serviceVersion = SERVICE_VERSIONS[groupOf(ctx.path)];
     if (serviceVersion) ctx.set(SERVICE_VERSION_HEADER, serviceVersion);
     try {
@@ -54,7 +55,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
       let err = thrown;
       const failure = storageFailure(err);
       if (failure) {
-        services.logger.warn({ err, requestId, reason: failure }, 'storage unavailable');
+        services.logger.warn({ err, httpRequestId, reason: failure }, 'storage unavailable');
         err = storageUnavailable();
       }
       if (err instanceof ApiError) {
@@ -67,7 +68,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
           ctx.status = status;
           ctx.body = errorBody(group, status, [(err as Error).message]);
         } else {
-          services.logger.error({ err, requestId }, 'request failed');
+          services.logger.error({ err, httpRequestId }, 'request failed');
           ctx.status = 500;
           ctx.body = errorBody(group, 500, ['internal error']);
         }
@@ -78,7 +79,9 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
       services.logger.info(
         {
           component: 'http',
-          requestId,
+          httpRequestId,
+          // The send's `request_id` (queue and SMTP log rows), when the route made one: joins this line with them.
+          sendRequestId: ctx.state.sendRequestId as string | undefined,
           method: ctx.method,
           path: ctx.path,
           status: ctx.status,
@@ -116,11 +119,12 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
         query,
         body,
         principal: principal as KeyPrincipal,
-        requestId: ctx.state.requestId as string,
+        httpRequestId: ctx.state.httpRequestId as string,
         headers: ctx.headers,
         ip: ctx.ip,
       });
       ctx.status = reply.status;
+      if (reply.sendRequestId !== undefined) ctx.state.sendRequestId = reply.sendRequestId;
       for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
       if (reply.body !== undefined) {
         if (reply.type) ctx.type = reply.type;

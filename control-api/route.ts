@@ -18,6 +18,11 @@ export interface Reply {
   body?: unknown;
   headers?: Record<string, string>;
   type?: string;
+  /**
+   * MailChannels' `request_id` of the send this request made, when it made one: the access log line carries it as
+   * `sendRequestId`, so the line of a request joins with its queue rows and SMTP log rows (`request_id`).
+   */
+  sendRequestId?: string;
 }
 
 export interface RequestInfo<P, Q, B> {
@@ -26,7 +31,8 @@ export interface RequestInfo<P, Q, B> {
   body: B;
   /** Present on every authenticated route. */
   principal: KeyPrincipal;
-  requestId: string;
+  /** This HTTP request's own id (the `X-Request-Id` header, the access log's `httpRequestId`); not a send's `request_id`. */
+  httpRequestId: string;
   headers: Record<string, string | string[] | undefined>;
   /** The client's address (the socket peer; proxies are not trusted). */
   ip: string;

@@ -46,7 +46,8 @@ export interface DeliveryRow {
 export interface NewMessage {
   accountId: number | null;
   kind: MessageKind;
-  requestId: string;
+  /** MailChannels' `request_id` of the send (REST, submission); the queue id for relayed mail; fresh for a DSN. */
+  sendRequestId: string;
   messageId: string;
   mailFrom: string;
   fromEmail: string | null;
@@ -91,7 +92,7 @@ export function createQueueStore(db: Db) {
     insertMessage: db.prepare(
       `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
          transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts)
-       VALUES (@accountId, @kind, @requestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
+       VALUES (@accountId, @kind, @sendRequestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
          @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts)
        RETURNING id`,
     ),

@@ -15,7 +15,7 @@ export type VirusDisposition = (typeof VIRUS_DISPOSITIONS)[number];
  */
 export interface SmtpLogFilters {
   messageId?: string;
-  requestId?: string;
+  sendRequestId?: string;
   sender?: string;
   rcpt?: string;
   auth?: string;
@@ -83,7 +83,7 @@ interface EqualityFilter {
  */
 const EQUALITY_FILTERS: readonly EqualityFilter[] = [
   { field: 'messageId', column: 'message_id', index: 'smtp_log_message' },
-  { field: 'requestId', column: 'request_id', index: 'smtp_log_request' },
+  { field: 'sendRequestId', column: 'request_id', index: 'smtp_log_request' },
   { field: 'rcpt', column: 'rcpt', index: 'smtp_log_rcpt', nocase: true },
   { field: 'senderId', column: 'sender_id', index: 'smtp_log_sender_id' },
   // Host names compare case-insensitively (RFC 4343).

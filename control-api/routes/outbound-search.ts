@@ -211,7 +211,7 @@ export const outboundSearchRoutes: AnyRoute[] = [
       const range = searchRange(b, s.now());
       const filters: SmtpLogFilters = {
         messageId: b.message_id,
-        requestId: b.request_id,
+        sendRequestId: b.request_id,
         sender: b.sender,
         rcpt: b.rcpt,
         auth: b.auth,

@@ -53,7 +53,11 @@ export const sendRoutes: AnyRoute[] = [
       const res = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}` });
       if (!res.ok) throw new ApiError(res.status, res.errors);
       if (res.dryRun) throw new Error('unreachable: not a dry run');
-      return { status: 202, body: { queued_at: new Date(res.queuedAt).toISOString(), request_id: res.requestId } };
+      return {
+        status: 202,
+        body: { queued_at: new Date(res.queuedAt).toISOString(), request_id: res.sendRequestId },
+        sendRequestId: res.sendRequestId,
+      };
     },
   }),
   defineRoute({
@@ -75,7 +79,7 @@ export const sendRoutes: AnyRoute[] = [
       const res = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}` });
       if (!res.ok) throw new ApiError(res.status, res.errors);
       if (res.dryRun) return { status: 200, body: { data: res.data } };
-      return { status: 202, body: { request_id: res.requestId, results: res.results } };
+      return { status: 202, body: { request_id: res.sendRequestId, results: res.results }, sendRequestId: res.sendRequestId };
     },
   }),
 ];

@@ -1,4 +1,6 @@
-// Owns classifying a remote reply or a connection failure into delivered / deferred / bounced, with rules as data.
+// Owns classifying a remote reply, a connection failure or an undiallable route into delivered / deferred / bounced,
+// with rules as data.
+import type { RouteResult } from './resolve-route.js';
 
 export type Outcome = 'delivered' | 'deferred' | 'bounced';
 
@@ -66,4 +68,35 @@ export function classifyError(err: { code?: string; originalCode?: string; messa
   // RFC 3463: 4.4.1 no answer from host, 4.4.2 bad connection, 4.7.5 TLS failure (RFC 7372 for crypto failures).
   const status = code === 'ETIMEDOUT' || code === 'ECONNREFUSED' ? '4.4.1' : code === 'ETLS' ? '4.7.5' : '4.4.2';
   return { outcome: 'deferred', category: 'connection', status, suppress: false };
+}
+
+/** A route the worker cannot dial (resolve-route.ts, downstream-route.ts). */
+export type RouteFailure = Exclude<RouteResult, { kind: 'hosts' }>;
+
+/** How an attempt without a dialable route ends, for every recipient of the domain: no host answered, so no command. */
+export interface RouteFailureOutcome {
+  outcome: Exclude<Outcome, 'delivered'>;
+  /** Our own reply code when the failure is permanent (it reads like a reply in the DSN), else null. */
+  code: number | null;
+  status: string;
+  response: string;
+}
+
+/**
+ * Classifies a route that cannot be dialled. The domain says it takes no mail → bounced: a null MX (RFC 7505 §3:
+ * 556 5.1.10) or no such domain (NXDOMAIN: 550 5.1.2, RFC 3463 bad destination system address). Names without
+ * addresses or a failed DNS look-up → deferred 4.4.3 (RFC 3463 directory server failure): a zone being fixed is
+ * common, and unknown means temporary (ARCHITECTURE invariant 3). Never suppresses the recipient.
+ */
+export function classifyRouteFailure(route: RouteFailure): RouteFailureOutcome {
+  switch (route.kind) {
+    case 'null-mx':
+      return { outcome: 'bounced', code: 556, status: '5.1.10', response: 'recipient domain publishes a null MX (RFC 7505)' };
+    case 'no-domain':
+      return { outcome: 'bounced', code: 550, status: '5.1.2', response: 'recipient domain does not exist (NXDOMAIN)' };
+    case 'no-hosts':
+      return { outcome: 'deferred', code: null, status: '4.4.3', response: 'no address for any MX host of the recipient domain' };
+    case 'temp':
+      return { outcome: 'deferred', code: null, status: '4.4.3', response: `DNS lookup failed: ${route.reason}` };
+  }
 }

@@ -1,106 +1,25 @@
-// Owns inbound relay: committing accepted MX mail to the durable queue and routing it to the domain's downstreams.
-import type { DownstreamAddress, InboundDomainStore } from '../../storage/inbound-domains.js';
-import type { DnsResolver } from '../delivery/dns-resolver.js';
+// Owns inbound relay: committing accepted MX mail to the durable queue (routing it is delivery's: downstream-route.ts).
 import type { InboundRelay } from './pipeline.js';
 import type { Queue } from '../queue/queue.js';
-import { hostAddresses, type DeliveryHost, type RouteResult } from '../delivery/resolve-route.js';
-
-/** At most this many downstream addresses are tried per attempt. */
-export const MAX_DOWNSTREAM_ADDRESSES = 20;
 
 /**
- * The pipeline's relay step: one queue entry (kind `relay`, no account, no webhook events) per call, resolved only
+ * The pipeline's relay step: one accepted message (kind `relay`: no account, no webhook events) per call, resolved only
  * once committed with synchronous=FULL, so the MX answers 250 only for mail that survives a crash (ARCHITECTURE
- * invariant 1). Deliveries of a recipient domain go to its downstreams via `createDownstreamRouter`.
+ * invariant 1). The worker routes its deliveries to the recipient domain's downstreams (delivery/downstream-route.ts).
  */
-export function createInboundRelay(deps: { queue: Queue; hostname: string }): InboundRelay {
+export function createInboundRelay(deps: { queue: Pick<Queue, 'accept'>; hostname: string }): InboundRelay {
   return async (msg) => {
-    await deps.queue.enqueue([
+    await deps.queue.accept([
       {
-        account: null,
         kind: 'relay',
-        requestId: msg.queueId,
+        // The MX queue id (the one in `250 … queued as`) is the request id of relayed mail.
+        sendRequestId: msg.queueId,
         messageId: msg.messageId || `${msg.queueId}@${deps.hostname}`,
         mailFrom: msg.mailFrom,
-        fromEmail: null,
-        subject: null,
-        campaignId: null,
-        transactional: true,
         raw: msg.raw,
-        auth: null,
-        upstream: null,
-        upstreamHostname: null,
-        senderId: null,
         recipients: msg.rcptTo,
-        events: false,
         verdicts: JSON.stringify(msg.verdicts),
       },
     ]);
-  };
-}
-
-/**
- * Orders downstream addresses as RFC 2782 orders SRV targets: lowest `priority` first; within one priority, a
- * weighted random permutation (each pick chooses among the remaining with probability weight / sum of weights; all
- * zero weights → uniform), so traffic splits by weight and every target is still tried on failover.
- */
-export function orderDownstreams(records: readonly DownstreamAddress[], random: () => number = Math.random): DownstreamAddress[] {
-  const byPriority = new Map<number, DownstreamAddress[]>();
-  for (const r of records) byPriority.set(r.priority, [...(byPriority.get(r.priority) ?? []), r]);
-  const out: DownstreamAddress[] = [];
-  for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {
-    const left = [...byPriority.get(priority)!];
-    while (left.length > 0) {
-      const total = left.reduce((n, r) => n + Math.max(0, r.weight), 0);
-      let index = 0;
-      if (total === 0) {
-        index = Math.floor(random() * left.length);
-      } else {
-        let point = random() * total;
-        index = left.findIndex((r) => (point -= Math.max(0, r.weight)) < 0);
-        if (index < 0) index = left.length - 1;
-      }
-      out.push(left.splice(index, 1)[0]!);
-    }
-  }
-  return out;
-}
-
-export interface DownstreamRouterDeps {
-  domains: Pick<InboundDomainStore, 'findServedDomain' | 'listDownstreams'>;
-  /** The mail DNS (`dns.servers`): downstream host names are resolved through it (OS fallback for names like localhost). */
-  resolver: DnsResolver;
-  random?: () => number;
-}
-
-/**
- * Routes a relayed recipient domain (a provisioned domain or an alias, which goes to its domain's downstreams) to
- * its downstream hosts, ordered by `orderDownstreams`, each target's addresses in turn. A domain no longer served
- * or without downstreams, or targets that do not resolve, defer (the queue retries until its lifetime, then a DSN
- * goes to the sender): mail already accepted is never dropped on a configuration gap.
- */
-export function createDownstreamRouter(deps: DownstreamRouterDeps) {
-  const random = deps.random ?? Math.random;
-  return async function routeDownstream(domain: string): Promise<RouteResult> {
-    const served = deps.domains.findServedDomain(domain);
-    if (!served) return { kind: 'no-hosts', reason: `${domain} is no longer provisioned here` };
-    const ordered = orderDownstreams(deps.domains.listDownstreams(served.id), random);
-    if (ordered.length === 0) return { kind: 'no-hosts', reason: `${served.domain} has no downstream address` };
-    const hosts: DeliveryHost[] = [];
-    let temp = false;
-    let lastReason = '';
-    for (const d of ordered) {
-      if (hosts.length >= MAX_DOWNSTREAM_ADDRESSES) break;
-      const name = d.target.replace(/\.$/, '');
-      const found = await hostAddresses(deps.resolver, name, true);
-      if (!found.ok) {
-        temp ||= found.temp;
-        lastReason = found.reason;
-        continue;
-      }
-      for (const address of found.addresses) hosts.push({ name, address, port: d.port, tls: 'opportunistic' });
-    }
-    if (hosts.length > 0) return { kind: 'hosts', via: 'downstream', hosts: hosts.slice(0, MAX_DOWNSTREAM_ADDRESSES) };
-    return temp ? { kind: 'temp', reason: lastReason } : { kind: 'no-hosts', reason: lastReason };
   };
 }

@@ -11,6 +11,7 @@ import { storageFailure } from '../../storage/write-health.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
+import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
 import { validateSendRequest, type SendRequest } from './send-request.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
@@ -34,7 +35,8 @@ export type SendResult =
   | {
       ok: true;
       dryRun: false;
-      requestId: string;
+      /** MailChannels' `request_id` of this send (stored on its queue rows; not the HTTP request's id). */
+      sendRequestId: string;
       queuedAt: number;
       results: { index: number; message_id: string; status: 'sent' | 'failed'; reason?: string }[];
     }
@@ -43,8 +45,8 @@ export type SendResult =
 
 const fail = (status: 400 | 403 | 413 | 500, ...errors: string[]) => ({ ok: false as const, status, errors });
 
-/** A fresh request id in the style of MailChannels' (20 random bytes, base64url). */
-export function newRequestId(): string {
+/** A fresh send `request_id` in the style of MailChannels' (20 random bytes, base64url). */
+export function newSendRequestId(): string {
   return crypto.randomBytes(20).toString('base64url');
 }
 
@@ -65,7 +67,7 @@ export async function runSend(
   deps: SendDeps,
   account: AccountRow,
   body: SendRequest,
-  opts: { dryRun: boolean; requestId: string; upstream: string | null; auth: string | null },
+  opts: { dryRun: boolean; sendRequestId: string; upstream: string | null; auth: string | null },
 ): Promise<SendResult> {
   // failIfSuspended: a suspended sub-account cannot send until activated (api.md §2.6).
   if (account.enabled !== 1) return fail(403, 'this account is suspended and cannot send');
@@ -89,7 +91,7 @@ export async function runSend(
       `${deps.publicUrl()}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, {
         accountId: account.id,
         recipient,
-        messageId: opts.requestId,
+        messageId: opts.sendRequestId,
       })}`,
   });
 
@@ -123,16 +125,16 @@ export async function runSend(
   if (opts.dryRun) return { ok: true, dryRun: true, data: signed.map((s) => s.raw.toString('utf8')) };
 
   // holdIfSuppressed: suppressed recipients get a `dropped` event and no delivery.
-  const inputs = signed.map(({ message: m, raw }) => {
+  const accepted = signed.map(({ message: m, raw }) => {
     const dropped = new Map<string, { status: string; reason: string }>();
     for (const rcpt of m.recipients) {
       const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, m.transactional));
       if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
     }
     return {
-      account: { id: account.id, handle: account.handle },
       kind: 'outbound' as const,
-      requestId: opts.requestId,
+      account: { id: account.id },
+      sendRequestId: opts.sendRequestId,
       messageId: m.messageId,
       mailFrom: m.envelopeFrom,
       fromEmail: m.fromEmail,
@@ -147,18 +149,17 @@ export async function runSend(
       senderId: account.handle,
       recipients: m.recipients,
       dropped,
-      events: true,
-    };
+    } satisfies AcceptedOutbound;
   });
 
   try {
-    const queued = await deps.queue.enqueue(inputs);
+    const queued = await deps.queue.accept(accepted);
     return {
       ok: true,
       dryRun: false,
-      requestId: opts.requestId,
+      sendRequestId: opts.sendRequestId,
       queuedAt: queued[0]?.queuedAt ?? deps.now(),
-      results: inputs.map((input, i) => {
+      results: accepted.map((input, i) => {
         const allDropped = input.recipients.every((r) => input.dropped.has(r));
         return {
           index: signed[i]?.message.index ?? i,

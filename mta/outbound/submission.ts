@@ -6,7 +6,7 @@ import { headerValues, splitMessage } from '../../filters/message-headers.js';
 import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
 import { domainOf } from '../smtp/address.js';
 import { signMessage } from './dkim-sign.js';
-import { effectiveLimit, newRequestId, type SendDeps } from './send.js';
+import { effectiveLimit, newSendRequestId, type SendDeps } from './send.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
 /** What the submission listener hands over at the end of DATA. */
@@ -88,13 +88,13 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
     if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
   }
   const subject = headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null;
-  const requestId = newRequestId();
+  const sendRequestId = newSendRequestId();
   try {
-    await deps.queue.enqueue([
+    await deps.queue.accept([
       {
-        account: { id: account.id, handle: account.handle },
         kind: 'outbound',
-        requestId,
+        account: { id: account.id },
+        sendRequestId,
         messageId,
         mailFrom: msg.mailFrom,
         fromEmail: from.addresses[0] ?? null,
@@ -108,11 +108,10 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
         senderId: account.handle,
         recipients: msg.rcptTo,
         dropped,
-        events: true,
       },
     ]);
   } catch {
     return REPLY.notQueued;
   }
-  return REPLY.queued(requestId);
+  return REPLY.queued(sendRequestId);
 }

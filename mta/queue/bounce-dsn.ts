@@ -2,7 +2,8 @@
 import crypto from 'node:crypto';
 import type { MessageRow } from '../../storage/queue.js';
 import { buildDsn, headerBlock } from '../delivery/dsn.js';
-import type { EnqueueInput, PermanentFailure } from './queue.js';
+import type { AcceptedDsn } from './accepted-message.js';
+import type { PermanentFailure } from './queue.js';
 
 export interface BounceDsnDeps {
   /** `smtp.hostname`: Reporting-MTA, MAILER-DAEMON domain. */
@@ -41,7 +42,7 @@ export function diagnosticOf(f: Pick<PermanentFailure, 'code' | 'status' | 'resp
  * failed in it, addressed to the envelope sender and sent with the null reverse-path `<>`.
  */
 export function createBounceDsnHook(deps: BounceDsnDeps) {
-  return function onPermanentFailure(message: MessageRow, failures: PermanentFailure[]): EnqueueInput | undefined {
+  return function onPermanentFailure(message: MessageRow, failures: PermanentFailure[]): AcceptedDsn | undefined {
     if (!wantsDsn(message) || failures.length === 0) return undefined;
     const body = deps.findBody(message.id);
     const now = deps.now();
@@ -59,23 +60,15 @@ export function createBounceDsnHook(deps: BounceDsnDeps) {
       })),
       originalHeaders: body ? headerBlock(body) : '',
     });
+    // Sent with the null reverse-path `<>`: the accepted record's one mapping sets it for every DSN.
     return {
-      account: null,
       kind: 'dsn',
-      requestId: crypto.randomUUID(),
+      sendRequestId: crypto.randomUUID(),
       messageId: dsn.messageId,
-      mailFrom: '',
       fromEmail: `MAILER-DAEMON@${deps.hostname}`,
       subject: 'Undelivered Mail Returned to Sender',
-      campaignId: null,
-      transactional: true,
       raw: dsn.raw,
-      auth: null,
-      upstream: null,
-      upstreamHostname: null,
-      senderId: null,
       recipients: [message.mail_from],
-      events: false,
     };
   };
 }

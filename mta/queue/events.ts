@@ -5,7 +5,8 @@ export type EventKind = 'processed' | 'delivered' | 'soft-bounced' | 'hard-bounc
 export interface EventMessage {
   fromEmail: string | null;
   customerHandle: string;
-  requestId: string;
+  /** MailChannels' `request_id` of the send (the queue row's `request_id`). */
+  sendRequestId: string;
   messageId: string;
   campaignId: string | null;
 }
@@ -26,7 +27,7 @@ export function eventPayload(
     customer_handle: m.customerHandle,
     timestamp: Math.floor(at / 1000),
     event: kind,
-    request_id: m.requestId,
+    request_id: m.sendRequestId,
     smtp_id: `<${m.messageId}>`,
     ...(m.campaignId ? { campaign_id: m.campaignId } : {}),
     ...(extra.recipients ? { recipients: extra.recipients } : {}),

@@ -1,36 +1,13 @@
-// Owns the durable outbound queue's write paths: enqueue (message, deliveries, events, log rows) and outcomes.
+// Owns the durable queue's write paths: the one door for accepted mail (message, deliveries, events, log rows) and
+// attempt outcomes.
 import { usagePeriod } from '../../storage/accounts.js';
-import type { DeliveryRow, MessageKind, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
 import type { SmtpLogStore } from '../../storage/smtp-log.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
+import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { createCommitBatcher } from './commit-batcher.js';
 import { eventPayload, type EventMessage } from './events.js';
 import { nextAttempt } from './retry-schedule.js';
-
-export interface EnqueueInput {
-  /** The sending (sub-)account; null for system mail such as DSNs. */
-  account: { id: number; handle: string } | null;
-  kind: MessageKind;
-  requestId: string;
-  messageId: string;
-  mailFrom: string;
-  fromEmail: string | null;
-  subject: string | null;
-  campaignId: string | null;
-  transactional: boolean;
-  raw: Buffer;
-  auth: string | null;
-  upstream: string | null;
-  upstreamHostname: string | null;
-  senderId: string | null;
-  recipients: string[];
-  /** Recipients refused before sending (suppression): no delivery attempt, a `dropped` event. */
-  dropped?: Map<string, { status: string; reason: string }>;
-  /** Write webhook events for this message (outbound mail; not inbound relay or DSNs). */
-  events: boolean;
-  /** JSON of the inbound filtering verdicts, stored with a relayed message. */
-  verdicts?: string | null;
-}
 
 export interface EnqueuedMessage {
   messageRowId: number;
@@ -66,7 +43,7 @@ export interface PermanentFailure {
  * every recipient that failed together, as Postfix's bounce daemon does). Runs inside the transaction that records
  * the failures: a returned message (the DSN) is enqueued in that same transaction, so a crash can lose neither.
  */
-export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => EnqueueInput | undefined;
+export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => AcceptedDsn | undefined;
 
 export interface QueueDeps {
   store: QueueStore;
@@ -84,7 +61,7 @@ function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 }
 
-/** Creates the queue: enqueue and outcome recording both go through one group-commit batcher. */
+/** Creates the queue: accepting mail and recording outcomes both go through one group-commit batcher. */
 export function createQueue(deps: QueueDeps) {
   const { store, smtpLog } = deps;
   const batcher = createCommitBatcher({
@@ -96,44 +73,34 @@ export function createQueue(deps: QueueDeps) {
   function eventMessage(m: {
     accountId: number;
     fromEmail: string | null;
-    requestId: string;
+    sendRequestId: string;
     messageId: string;
     campaignId: string | null;
   }): EventMessage {
     return {
       fromEmail: m.fromEmail,
       customerHandle: deps.handleOf(m.accountId),
-      requestId: m.requestId,
+      sendRequestId: m.sendRequestId,
       messageId: m.messageId,
       campaignId: m.campaignId,
     };
   }
 
-  function enqueueOne(input: EnqueueInput, now: number): EnqueuedMessage {
-    const messageRowId = store.insertMessage({
-      accountId: input.account?.id ?? null,
-      kind: input.kind,
-      requestId: input.requestId,
-      messageId: input.messageId,
-      mailFrom: input.mailFrom,
-      fromEmail: input.fromEmail,
-      subject: input.subject,
-      campaignId: input.campaignId,
-      transactional: input.transactional,
-      raw: input.raw,
-      auth: input.auth,
-      upstream: input.upstream,
-      upstreamHostname: input.upstreamHostname,
-      senderId: input.senderId,
-      createdAt: now,
-      expiresAt: now + deps.lifetimeMs,
-      verdicts: input.verdicts ?? null,
-    });
+  /**
+   * Stores one accepted message: its row (the record's one mapping, `messageRow`), one delivery per recipient
+   * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows, its `processed` / `dropped` events and
+   * one unit of the account's monthly usage. Call inside the batcher's transaction.
+   */
+  function acceptOne(m: AcceptedMessage, now: number): EnqueuedMessage {
+    const row = messageRow(m, now, deps.lifetimeMs);
+    const messageRowId = store.insertMessage(row);
+    // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
+    const sender = m.kind === 'outbound' ? m : undefined;
+    const ev = sender ? eventMessage({ ...row, accountId: sender.account.id }) : undefined;
     const deliveryIds: number[] = [];
     const live: string[] = [];
-    const ev = input.account && input.events ? eventMessage({ ...input, accountId: input.account.id }) : undefined;
-    for (const rcpt of input.recipients) {
-      const drop = input.dropped?.get(rcpt);
+    for (const rcpt of m.recipients) {
+      const drop = sender?.dropped?.get(rcpt);
       const id = store.insertDelivery({
         messageId: messageRowId,
         rcpt,
@@ -145,34 +112,34 @@ export function createQueue(deps: QueueDeps) {
         now,
       });
       deliveryIds.push(id);
-      if (input.account) {
+      if (sender) {
         smtpLog.insertRow({
           delivery_id: id,
-          account_id: input.account.id,
-          message_id: input.messageId,
-          request_id: input.requestId,
-          sender: input.mailFrom,
+          account_id: sender.account.id,
+          message_id: row.messageId,
+          request_id: row.sendRequestId,
+          sender: row.mailFrom,
           rcpt,
-          auth: input.auth,
-          upstream: input.upstream,
-          upstream_hostname: input.upstreamHostname,
-          sender_id: input.senderId,
-          subject: input.subject,
-          size: input.raw.length,
+          auth: row.auth,
+          upstream: row.upstream,
+          upstream_hostname: row.upstreamHostname,
+          sender_id: row.senderId,
+          subject: row.subject,
+          size: row.raw.length,
           created_at: now,
         });
         if (drop) smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
       }
-      if (drop && ev && input.account) {
-        store.insertEvent(input.account.id, 'dropped', eventPayload('dropped', ev, now, { recipients: [rcpt], ...drop }), now);
+      if (drop && ev && sender) {
+        store.insertEvent(sender.account.id, 'dropped', eventPayload('dropped', ev, now, { recipients: [rcpt], ...drop }), now);
       } else if (!drop) {
         live.push(rcpt);
       }
     }
-    if (ev && input.account && live.length > 0) {
-      store.insertEvent(input.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
+    if (ev && sender && live.length > 0) {
+      store.insertEvent(sender.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
     }
-    if (input.account && input.kind === 'outbound') store.addUsage(input.account.id, usagePeriod(now), 1);
+    if (sender) store.addUsage(sender.account.id, usagePeriod(now), 1);
     return { messageRowId, deliveryIds, queuedAt: now };
   }
 
@@ -222,7 +189,7 @@ export function createQueue(deps: QueueDeps) {
       const ev = eventMessage({
         accountId: message.account_id as number,
         fromEmail: message.from_email,
-        requestId: message.request_id,
+        sendRequestId: message.request_id,
         messageId: message.message_id,
         campaignId: message.campaign_id,
       });
@@ -245,12 +212,14 @@ export function createQueue(deps: QueueDeps) {
 
   return {
     /**
-     * Durably enqueues the messages of one request, all or nothing; resolves once committed (synchronous=FULL).
-     * A rejection means nothing was stored and the caller must answer with a temporary error.
+     * The one door for accepted mail (ZoneMTA's `maildrop.add`): REST sends, SMTP submission, the MX relay and DSNs
+     * all come through here. Durably stores the messages of one request, all or nothing; resolves once committed
+     * (synchronous=FULL), so the caller may answer 202 / 250 (durable before acknowledging). A rejection means
+     * nothing was stored and the caller must answer with a temporary error.
      */
-    async enqueue(inputs: EnqueueInput[]): Promise<EnqueuedMessage[]> {
+    async accept(messages: AcceptedMessage[]): Promise<EnqueuedMessage[]> {
       const now = deps.now();
-      const out = await batcher.run(() => inputs.map((i) => enqueueOne(i, now)));
+      const out = await batcher.run(() => messages.map((m) => acceptOne(m, now)));
       wakeListener?.();
       return out;
     },
@@ -271,7 +240,7 @@ export function createQueue(deps: QueueDeps) {
         for (const { message, failures } of failed.values()) {
           const dsn = deps.onPermanentFailure?.(message, failures);
           if (dsn) {
-            enqueueOne(dsn, now);
+            acceptOne(dsn, now);
             queued++;
           }
         }

@@ -3,16 +3,17 @@ import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
 import type { AttemptOutcome, Queue } from './queue.js';
-import type { RouteResult } from '../delivery/resolve-route.js';
-import type { SmtpClient } from '../delivery/smtp-client.js';
+import { classifyRouteFailure, type RouteFailure } from '../delivery/bounce-rules.js';
+import type { Router } from '../delivery/router.js';
+import type { DeliveryResult, SmtpClient } from '../delivery/smtp-client.js';
 import { LEASE_MS } from './retry-schedule.js';
 
 export interface WorkerDeps {
   store: QueueStore;
   queue: Queue;
   client: SmtpClient;
-  /** Where mail for a recipient domain goes (transport map, smarthost, MX). */
-  resolveRoute: (domain: string, message: MessageRow) => Promise<RouteResult>;
+  /** Where mail for a recipient domain goes (downstreams for relayed mail; transport map, smarthost, MX otherwise). */
+  resolveRoute: Router;
   now: () => number;
   logger: Logger;
   /** Deliveries in flight at once (across all destinations). */
@@ -21,19 +22,45 @@ export interface WorkerDeps {
 
 type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[] };
 
-/** Turns a route that cannot be dialled into per-recipient outcomes. */
-function routeFailure(route: Exclude<RouteResult, { kind: 'hosts' }>): Pick<AttemptOutcome, 'outcome' | 'code' | 'status' | 'response'> {
-  switch (route.kind) {
-    case 'null-mx':
-      // RFC 7505 §3: a domain with a null MX accepts no mail: 556 5.1.10.
-      return { outcome: 'bounced', code: 556, status: '5.1.10', response: 'recipient domain publishes a null MX (RFC 7505)' };
-    case 'no-domain':
-      return { outcome: 'bounced', code: 550, status: '5.1.2', response: 'recipient domain does not exist (NXDOMAIN)' };
-    case 'no-hosts':
-      return { outcome: 'deferred', code: null, status: '4.4.3', response: 'no address for any MX host of the recipient domain' };
-    case 'temp':
-      return { outcome: 'deferred', code: null, status: '4.4.3', response: `DNS lookup failed: ${route.reason}` };
-  }
+/** How the attempt at one group (a message's recipients at one domain) ended. */
+export type AttemptEnd =
+  /** No host to dial: null MX, NXDOMAIN, no addresses, DNS failure. */
+  | { kind: 'no-route'; route: RouteFailure }
+  /** The SMTP client dialled and reports per recipient. */
+  | { kind: 'dialled'; result: DeliveryResult }
+  /** Our own failure (a missing body, a thrown error). */
+  | { kind: 'local-error' };
+
+/**
+ * The one place attempt outcome records are built (mox's single `fail` in `deliver()`): whichever way the attempt
+ * ended, every delivery of the group gets exactly one outcome, classified here, for the queue to record.
+ */
+export function outcomesOf(message: MessageRow, deliveries: readonly DeliveryRow[], end: AttemptEnd): AttemptOutcome[] {
+  return deliveries.map((delivery): AttemptOutcome => {
+    const base = { delivery, message, command: null, host: null, suppress: false };
+    switch (end.kind) {
+      case 'no-route':
+        return { ...base, ...classifyRouteFailure(end.route) };
+      case 'local-error':
+        // Unknown means temporary (ARCHITECTURE invariant 3): defer, never bounce, on our own failures.
+        return { ...base, outcome: 'deferred', code: null, status: '4.3.0', response: 'local error during delivery' };
+      case 'dialled': {
+        const r = end.result.results.find((x) => x.rcpt === delivery.rcpt);
+        // A recipient the client did not report on is our failure as well: deferred, never lost.
+        if (!r) return { ...base, outcome: 'deferred', code: null, status: '4.3.0', response: 'no result for recipient' };
+        return {
+          ...base,
+          outcome: r.outcome,
+          code: r.code ?? null,
+          status: r.status ?? null,
+          response: r.response,
+          command: r.command ?? null,
+          host: end.result.host ?? null,
+          suppress: r.suppress,
+        };
+      }
+    }
+  });
 }
 
 /**
@@ -69,13 +96,11 @@ export function createQueueWorker(deps: WorkerDeps) {
   }
 
   async function deliverGroup(g: Group): Promise<void> {
-    const base = { message: g.message, command: null as string | null, host: null as string | null, suppress: false };
-    let outcomes: AttemptOutcome[];
+    let end: AttemptEnd;
     try {
       const route = await deps.resolveRoute(g.domain, g.message);
       if (route.kind !== 'hosts') {
-        const f = routeFailure(route);
-        outcomes = g.deliveries.map((delivery) => ({ ...base, ...f, delivery }));
+        end = { kind: 'no-route', route };
       } else {
         const raw = deps.store.findBody(g.message.id);
         if (!raw) throw new Error(`body of message ${g.message.id} is missing`);
@@ -87,36 +112,13 @@ export function createQueueWorker(deps: WorkerDeps) {
           // Downstreams of one domain are equivalent: any 4xx from one is a reason to try the next (issue 5).
           failoverOnTempfail: route.via === 'downstream',
         });
-        outcomes = g.deliveries.map((delivery) => {
-          const r = result.results.find((x) => x.rcpt === delivery.rcpt);
-          if (!r) {
-            return { ...base, delivery, outcome: 'deferred', code: null, status: '4.3.0', response: 'no result for recipient' };
-          }
-          return {
-            delivery,
-            message: g.message,
-            outcome: r.outcome,
-            code: r.code ?? null,
-            status: r.status ?? null,
-            response: r.response,
-            command: r.command ?? null,
-            host: result.host ?? null,
-            suppress: r.suppress,
-          };
-        });
+        end = { kind: 'dialled', result };
       }
     } catch (err) {
-      // Unknown means temporary (ARCHITECTURE invariant 3): defer, never bounce, on our own failures.
       log.error({ err, messageId: g.message.id }, 'delivery failed unexpectedly');
-      outcomes = g.deliveries.map((delivery) => ({
-        ...base,
-        delivery,
-        outcome: 'deferred' as const,
-        code: null,
-        status: '4.3.0',
-        response: 'local error during delivery',
-      }));
+      end = { kind: 'local-error' };
     }
+    const outcomes = outcomesOf(g.message, g.deliveries, end);
     await deps.queue.record(outcomes);
     for (const o of outcomes) {
       log.info(

@@ -292,7 +292,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
      * POST /webhook/validate: posts one signed `test` event (api.md §2.2) to each endpoint of the account (there is at
      * most one) and reports it; `passed` ⇔ 2xx. Not recorded as a batch. Empty when nothing is enrolled.
      */
-    async validate(accountId: number, customerHandle: string, requestId: string | undefined): Promise<ValidateResult[]> {
+    async validate(accountId: number, customerHandle: string, sendRequestId: string | undefined): Promise<ValidateResult[]> {
       const hook = deps.store.findWebhook(accountId);
       if (!hook) return [];
       const event = {
@@ -300,7 +300,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
         customer_handle: customerHandle,
         timestamp: Math.floor(deps.now() / 1000),
         event: 'test',
-        request_id: requestId ?? crypto.randomBytes(20).toString('base64url'),
+        request_id: sendRequestId ?? crypto.randomBytes(20).toString('base64url'),
         smtp_id: `<${crypto.randomBytes(12).toString('hex')}@${deps.hostname ?? 'sluice'}>`,
       };
       const body = batchBody([JSON.stringify(event)]);

@@ -6,7 +6,7 @@ import nodemailer from 'nodemailer';
 import t, { type Test } from 'tap';
 import { dkimDnsRecord, generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
 import { signMessage } from '../../mta/outbound/dkim-sign.js';
-import { orderDownstreams } from '../../mta/inbound/relay.js';
+import { orderDownstreams } from '../../mta/delivery/downstream-route.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { bigHeader, nestedMime } from '../helpers/messages.js';

@@ -27,7 +27,7 @@ function setup(t: Test) {
   function message(at: number, states: DeliveryState[], finishedAt = at, size = 100) {
     return queue.transaction(() => {
       const id = queue.insertMessage({
-        accountId, kind: 'outbound', requestId: `r${at}`, messageId: `m${at}@acme.test`, mailFrom: 'a@acme.test',
+        accountId, kind: 'outbound', sendRequestId: `r${at}`, messageId: `m${at}@acme.test`, mailFrom: 'a@acme.test',
         fromEmail: 'a@acme.test', subject: 'hi', campaignId: null, transactional: true, raw: Buffer.alloc(size, 'x'),
         auth: null, upstream: null, upstreamHostname: null, senderId: null, createdAt: at, expiresAt: at + 5 * DAY,
       });

@@ -124,7 +124,7 @@ t.test('each filter matches exactly what it should', async (t) => {
   const o = other.delivery_id;
   const b = base.delivery_id;
   t.same(find({ messageId: other.message_id }), [o]);
-  t.same(find({ requestId: base.request_id }), [b]);
+  t.same(find({ sendRequestId: base.request_id }), [b]);
   t.same(find({ sender: 'BILLING@SHOP.EXAMPLE' }), [o], 'sender ignores case');
   t.same(find({ sender: 'billing@shop' }), [], 'sender is not a substring match');
   t.same(find({ rcpt: 'bob@dest.example' }), [o], 'rcpt ignores case');
@@ -153,7 +153,7 @@ t.test('each filter is served by its own index, never by a full scan', async (t)
   const cases: [Partial<SmtpLogFilters>, string][] = [
     [{}, 'smtp_log_account_time'],
     [{ messageId: 'x' }, 'smtp_log_message'],
-    [{ requestId: 'x' }, 'smtp_log_request'],
+    [{ sendRequestId: 'x' }, 'smtp_log_request'],
     [{ sender: 'x' }, 'smtp_log_sender'],
     [{ rcpt: 'x', sender: 'y', subject: 'z' }, 'smtp_log_rcpt'],
     [{ auth: 'x' }, 'smtp_log_auth'],

@@ -1,0 +1,82 @@
+// Owns the accepted-message record every entry point hands the queue's one door (REST, submission, MX relay, DSN):
+// one variant per message kind, and the one mapping from a record to the stored message row.
+import type { MessageKind, NewMessage } from '../../storage/queue.js';
+
+/** Row fields the door itself fills in (account id from the record's account, timestamps from its clock). */
+type DoorFields = 'accountId' | 'kind' | 'createdAt' | 'expiresAt' | 'verdicts';
+
+/** What every accepted message has: the send's request id, its Message-ID, the bytes and the envelope recipients. */
+type Envelope = Pick<NewMessage, 'sendRequestId' | 'messageId' | 'raw'> & {
+  /** RFC 5321 RCPT TO: one delivery each. */
+  recipients: string[];
+};
+
+/**
+ * Mail an account sends, by REST (`auth` = `api-key:<id>`, `upstream` = the client IP) or by SMTP submission
+ * (`auth` = the user name, `upstream` / `upstreamHostname` = the client's IP and name). Every field of the stored
+ * row is its own; it counts against the account's monthly usage and writes SMTP log rows and webhook events.
+ */
+export type AcceptedOutbound = Omit<NewMessage, DoorFields> &
+  Envelope & {
+    kind: 'outbound';
+    account: { id: number };
+    /** Recipients refused before sending (suppression): no delivery attempt, a `dropped` event. */
+    dropped?: ReadonlyMap<string, { status: string; reason: string }>;
+  };
+
+/**
+ * Mail the MX accepted for a provisioned domain, or a released quarantined message: no account, no events; its
+ * request id is the MX queue id (the id of the `250 … queued as` reply), and its filtering verdicts are kept.
+ */
+export type AcceptedRelay = Envelope &
+  Pick<NewMessage, 'mailFrom'> & {
+    kind: 'relay';
+    /** JSON of the inbound filtering verdicts. */
+    verdicts: string;
+  };
+
+/** An RFC 3464 delivery status notification Sluice sends itself (mta/queue/bounce-dsn.ts): no account, no events. */
+export type AcceptedDsn = Envelope & Pick<NewMessage, 'fromEmail' | 'subject'> & { kind: 'dsn' };
+
+/** One accepted message, discriminated by `kind` (storage's MessageKind: every kind has exactly one variant). */
+export type AcceptedMessage = AcceptedOutbound | AcceptedRelay | AcceptedDsn;
+
+// Compile-time: the variants' kinds are exactly storage's kinds (a new kind needs its own variant here).
+type SameKinds = [MessageKind] extends [AcceptedMessage['kind']] ? ([AcceptedMessage['kind']] extends [MessageKind] ? true : false) : false;
+const KINDS_COVERED: SameKinds = true;
+void KINDS_COVERED;
+
+/** The row fields of mail no account sent (relay, DSN): the sender-side columns are empty. */
+const SYSTEM_MAIL = {
+  accountId: null,
+  fromEmail: null,
+  subject: null,
+  campaignId: null,
+  // Relayed mail and DSNs are never marketing mail: suppression of non-transactional sends does not apply.
+  transactional: true,
+  auth: null,
+  upstream: null,
+  upstreamHostname: null,
+  senderId: null,
+  verdicts: null,
+} as const satisfies Partial<NewMessage>;
+
+/**
+ * The stored row of an accepted message accepted at `now` that expires `lifetimeMs` later: the one place a record
+ * becomes a row.
+ */
+export function messageRow(m: AcceptedMessage, now: number, lifetimeMs: number): NewMessage {
+  const times = { createdAt: now, expiresAt: now + lifetimeMs };
+  const envelope = { sendRequestId: m.sendRequestId, messageId: m.messageId, raw: m.raw };
+  switch (m.kind) {
+    case 'outbound': {
+      const { account, recipients: _recipients, dropped: _dropped, ...row } = m;
+      return { ...row, accountId: account.id, verdicts: null, ...times };
+    }
+    case 'relay':
+      return { ...SYSTEM_MAIL, ...envelope, kind: 'relay', mailFrom: m.mailFrom, verdicts: m.verdicts, ...times };
+    case 'dsn':
+      // RFC 3464 §2 and RFC 5321 §4.5.5: a DSN goes out with the null reverse-path, so it can never bounce back.
+      return { ...SYSTEM_MAIL, ...envelope, kind: 'dsn', mailFrom: '', fromEmail: m.fromEmail, subject: m.subject, ...times };
+  }
+}

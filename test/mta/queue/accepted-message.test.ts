@@ -1,0 +1,54 @@
+// Checks the accepted-message record's one mapping to the stored row: each kind fills only its own columns.
+import t from 'tap';
+import { messageRow } from '../../../mta/queue/accepted-message.js';
+
+const raw = Buffer.from('Subject: x\r\n\r\nbody\r\n');
+const at = { createdAt: 1_000, expiresAt: 1_500 };
+
+t.test('outbound: every sender column is the record\'s own; the account becomes accountId', async (t) => {
+  const row = messageRow(
+    {
+      kind: 'outbound', account: { id: 7 }, sendRequestId: 'req-1', messageId: 'm1@acme.test', mailFrom: 'bounce@acme.test',
+      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, raw, auth: 'alice',
+      upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', recipients: ['b@rcpt.test'],
+      dropped: new Map([['b@rcpt.test', { status: '5.7.1', reason: 'suppressed' }]]),
+    },
+    1_000,
+    500,
+  );
+  t.strictSame(row, {
+    kind: 'outbound', accountId: 7, sendRequestId: 'req-1', messageId: 'm1@acme.test', mailFrom: 'bounce@acme.test',
+    fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, raw, auth: 'alice',
+    upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', verdicts: null, ...at,
+  });
+  t.notOk('recipients' in row || 'dropped' in row || 'account' in row, 'envelope-only fields stay out of the row');
+});
+
+t.test('relay: no account, no sender columns, transactional, verdicts kept', async (t) => {
+  const row = messageRow(
+    { kind: 'relay', sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test', raw, recipients: ['bob@corp.test'], verdicts: '[]' },
+    1_000,
+    500,
+  );
+  t.strictSame(row, {
+    kind: 'relay', accountId: null, sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test',
+    fromEmail: null, subject: null, campaignId: null, transactional: true, raw, auth: null, upstream: null,
+    upstreamHostname: null, senderId: null, verdicts: '[]', ...at,
+  });
+});
+
+t.test('dsn: sent with the null reverse-path, from MAILER-DAEMON', async (t) => {
+  const row = messageRow(
+    {
+      kind: 'dsn', sendRequestId: 'u-1', messageId: 'dsn@mx.sluice.test', fromEmail: 'MAILER-DAEMON@mx.sluice.test',
+      subject: 'Undelivered Mail Returned to Sender', raw, recipients: ['a@sender.test'],
+    },
+    1_000,
+    500,
+  );
+  t.strictSame(row, {
+    kind: 'dsn', accountId: null, sendRequestId: 'u-1', messageId: 'dsn@mx.sluice.test', mailFrom: '',
+    fromEmail: 'MAILER-DAEMON@mx.sluice.test', subject: 'Undelivered Mail Returned to Sender', campaignId: null,
+    transactional: true, raw, auth: null, upstream: null, upstreamHostname: null, senderId: null, verdicts: null, ...at,
+  });
+});
