@@ -3,28 +3,12 @@ import crypto from 'node:crypto';
 import addressparser from 'nodemailer/lib/addressparser';
 import { decideSuppression } from '../../filters/suppression.js';
 import { headerValues, splitMessage } from '../../filters/message-headers.js';
-import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
+import { usagePeriod } from '../../storage/accounts.js';
 import { domainOf } from '../smtp/address.js';
+import type { SubmittedMessage } from '../smtp/submission-listener.js';
 import { signMessage } from './dkim-sign.js';
 import { effectiveLimit, newSendRequestId, type SendDeps } from './send.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
-
-/** What the submission listener hands over at the end of DATA. */
-export interface SubmittedMessage {
-  /** The authenticated (sub-)account and the user name it logged in with. */
-  account: AccountRow;
-  username: string;
-  /** Envelope sender ('' for the null sender) and recipients as given. */
-  mailFrom: string;
-  rcptTo: string[];
-  clientIp: string;
-  /** EHLO name, or the client's reverse name when it gave none. */
-  clientName: string;
-  /** Our Received field for this hop (RFC 5321 §4.4), CRLF-terminated; prepended above everything else. */
-  trace?: string;
-  /** The message as received (CRLF only: bare CR/LF were refused by the data guard). */
-  raw: Buffer;
-}
 
 /** The addresses of every From field (RFC 5322 §3.6.2 allows a list), lower-cased domains. */
 export function fromDomains(raw: Buffer): { addresses: string[]; domains: string[] } {

@@ -9,7 +9,6 @@ import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
 import { MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer, toSmtpServerError, wireText } from './smtp-server-reply.js';
-import type { SubmittedMessage } from '../outbound/submission.js';
 import type { TlsPair } from './tls.js';
 
 /** Failed AUTH attempts allowed per client address and per user name within AUTH_FAILURE_WINDOW_MS. */
@@ -26,6 +25,23 @@ export const SUBMISSION_DEFAULTS = Object.freeze({
   idleTimeoutMs: 300_000,
   closeTimeoutMs: 30_000,
 });
+
+/** What the submission listener hands over at the end of DATA. */
+export interface SubmittedMessage {
+  /** The authenticated (sub-)account and the user name it logged in with. */
+  account: AccountRow;
+  username: string;
+  /** Envelope sender ('' for the null sender) and recipients as given. */
+  mailFrom: string;
+  rcptTo: string[];
+  clientIp: string;
+  /** EHLO name, or the client's reverse name when it gave none. */
+  clientName: string;
+  /** Our Received field for this hop (RFC 5321 §4.4), CRLF-terminated; prepended above everything else. */
+  trace?: string;
+  /** The message as received (CRLF only: bare CR/LF were refused by the data guard). */
+  raw: Buffer;
+}
 
 export interface SubmissionPolicy {
   hostname: string;

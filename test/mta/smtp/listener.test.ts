@@ -16,7 +16,7 @@ import {
   SMTP_CONNECTION_METHODS,
 } from '../../../mta/smtp/smtp-server-seam.js';
 import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
-import type { SubmittedMessage } from '../../../mta/outbound/submission.js';
+import type { SubmittedMessage } from '../../../mta/smtp/submission-listener.js';
 import type { AccountRow } from '../../../storage/accounts.js';
 import { startSink } from '../../helpers/smtp-sink.js';
 
