@@ -92,7 +92,10 @@ export async function dkimSignatureFields(
       canonicalization: 'relaxed/relaxed',
       algorithm: 'rsa-sha256',
       headerList: req.headerList,
-      ...(req.signTime ? { signTime: req.signTime } : {}),
+      // Always a fixed time: without one mailauth computes t= twice (for the canonicalized header it signs, then again
+      // for the header line it writes), and when the RSA step on the thread pool straddles a rounding boundary of the
+      // second the two differ and the signature fails at every receiver ("bad signature", seen under load).
+      signTime: req.signTime ?? new Date(),
       // mailauth only hashes bodies for entries with a privateKey; the caller's `sign` holds the real key.
       signatureData: [{ signingDomain: req.domain, selector: req.selector, privateKey: 'held-by-caller' }],
     },

@@ -50,3 +50,29 @@ t.test("mailauth's canonicalization with our RSA step: one signature that mailau
   t.equal(failing.fields, '', 'no signature when the RSA step fails');
   t.equal(failing.errors.length, 1);
 });
+
+t.test('the t= signed is the t= written, however long the RSA step takes (a second boundary crossed meanwhile)', async (t) => {
+  const pair = await generateDkimKeyPair(1024);
+  const record = dkimDnsRecord('sender.test', 'sel', pair.publicKeyBase64);
+  const resolver = async (name: string, type: string) => {
+    if (type === 'TXT' && name === record.name) return [[record.value]];
+    throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+  };
+  const key = crypto.createPrivateKey(pair.privateKeyPem);
+  const realNow = Date.now;
+  t.teardown(() => {
+    Date.now = realNow;
+  });
+  // The wall clock moves on by 1.5 s while the RSA step runs (a busy thread pool): mailauth reads Date.now again
+  // when it writes the header line unless the signer fixed the time first.
+  const sign = async (data: Buffer | string) => {
+    const later = realNow() + 1500;
+    Date.now = () => later;
+    return crypto.sign('sha256', Buffer.from(data), key);
+  };
+  const { fields } = await dkimSignatureFields(raw, { domain: 'sender.test', selector: 'sel', headerList: 'From:To:Subject' }, sign);
+  Date.now = realNow;
+  const signed = Buffer.concat([Buffer.from(fields + '\r\n'), raw]);
+  const opts = { ip: '127.0.0.1', helo: 'x', sender: 'a@sender.test', mta: 'mx.test', resolver, disableArc: true, disableBimi: true, disableDmarc: true };
+  t.equal((await authenticate(signed, opts)).dkim?.results[0]?.status.result, 'pass');
+});
