@@ -75,7 +75,7 @@ export function parseTransportMap(raw: unknown, source: Source): Record<string, 
     try {
       out[d] = parseHostPort(str(target), false);
     } catch (err) {
-      throw new Error(`${domain}: ${(err as Error).message}`);
+      throw new Error(`${domain}: ${(err as Error).message}`, { cause: err });
     }
   }
   return out;
@@ -152,7 +152,7 @@ export function parseTargetList(raw: unknown, source: Source): HostPort[] {
     try {
       return parseHostPort(s, false);
     } catch (err) {
-      throw new Error(`item ${i}: ${(err as Error).message}`);
+      throw new Error(`item ${i}: ${(err as Error).message}`, { cause: err });
     }
   });
 }

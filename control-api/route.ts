@@ -38,10 +38,13 @@ export interface RequestInfo<P, Q, B> {
   ip: string;
 }
 
+/** The properties of a route part that takes none (no path parameters, no query). */
+type NoProperties = Record<never, never>;
+
 /** A route: method, OpenAPI-style path (`/sub-account/{handle}`), key scope, schemas and handler. */
 export interface RouteSpec<
-  P extends TObject = TObject<{}>,
-  Q extends TObject = TObject<{}>,
+  P extends TObject = TObject<NoProperties>,
+  Q extends TObject = TObject<NoProperties>,
   B extends TSchema = TNever,
 > {
   method: Method;
@@ -70,8 +73,8 @@ export type AnyRoute = RouteSpec<any, any, any>;
 
 /** Identity helper that keeps the generic inference of one route. */
 export function defineRoute<
-  P extends TObject = TObject<{}>,
-  Q extends TObject = TObject<{}>,
+  P extends TObject = TObject<NoProperties>,
+  Q extends TObject = TObject<NoProperties>,
   B extends TSchema = TNever,
 >(spec: RouteSpec<P, Q, B>): AnyRoute {
   return spec as AnyRoute;

@@ -92,7 +92,7 @@ export const SPAM_RULES: readonly SpamRule[] = [
 export function scoreMessage(ctx: SpamContext, rules: readonly SpamRule[] = SPAM_RULES): SpamScore {
   const hit: { name: string; score: number }[] = [];
   for (const rule of rules) {
-    let matched = false;
+    let matched: boolean;
     try {
       matched = rule.test(ctx);
     } catch {

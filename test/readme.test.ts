@@ -1,10 +1,11 @@
 // Checks that the README stays true: every configuration key, its default and env name, and the CLI help.
 import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { HELP } from '../bin/cli.js';
 import { KEYS } from '../config/keys.js';
 
-const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const readme = fs.readFileSync(path.resolve('README.md'), 'utf8');
 
 t.test('README documents every configuration key with its default and env name', async (t) => {
   for (const k of KEYS) {

@@ -19,7 +19,7 @@ export function orderDownstreams(records: readonly DownstreamAddress[], random: 
     const left = [...byPriority.get(priority)!];
     while (left.length > 0) {
       const total = left.reduce((n, r) => n + Math.max(0, r.weight), 0);
-      let index = 0;
+      let index: number;
       if (total === 0) {
         index = Math.floor(random() * left.length);
       } else {

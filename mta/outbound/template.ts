@@ -16,6 +16,7 @@ class OwnPropertyContext extends Mustache.Context {
   override lookup(name: string): unknown {
     if (name === '.') return this.view;
     const [first, ...rest] = name.split('.') as [string, ...string[]];
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the walk up the context chain starts here
     for (let ctx: Mustache.Context | undefined = this; ctx; ctx = ctx.parent) {
       if (!hasOwn(ctx.view, first)) continue;
       let value: unknown = ctx.view[first];

@@ -17,7 +17,7 @@ export function createCommitBatcher(opts: {
 }) {
   type Unit = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   const maxBatch = opts.maxBatch ?? 500;
-  let pending: Unit[] = [];
+  const pending: Unit[] = [];
   let scheduled = false;
 
   function flush(): void {

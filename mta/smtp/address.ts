@@ -9,7 +9,6 @@ const dotString = (atom: string) => new RegExp(`^${atom}(?:\\.${atom})*$`, 'u');
 const LOCAL_NO_ROUTING = dotString(atext(''));
 const LOCAL_ANY = dotString(atext('!%'));
 const LDH_DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
-// eslint-disable-next-line no-control-regex
 const NON_ASCII = /[^\x00-\x7f]/;
 
 export type MailboxCheck = { ok: true; local: string; domain: string } | { ok: false; reason: 'utf8' | 'syntax' };

@@ -10,7 +10,7 @@ import { orderDownstreams } from '../../mta/delivery/downstream-route.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { bigHeader, nestedMime } from '../helpers/messages.js';
-import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
+import { startSink } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const HOUR = 3_600_000;

@@ -98,8 +98,8 @@ t.test('a send is delivered to the MX, DKIM-signed so that it verifies, with eve
     mta: 'mx.rcpt.test',
     resolver: mailauthResolver(createDnsResolver({ servers: [{ host: '127.0.0.1', port: w.dns.port }] })),
   });
-  t.equal(verdict.dkim.results[0]?.status.result, 'pass', 'the signature verifies against the published record');
-  t.equal(verdict.spf.status.result, 'pass');
+  t.equal(verdict.dkim?.results[0]?.status.result, 'pass', 'the signature verifies against the published record');
+  t.equal(verdict.spf ? verdict.spf.status.result : undefined, 'pass');
 
   const events = w.events();
   t.same(events.map((e) => e.event).sort(), ['delivered', 'delivered', 'delivered', 'processed']);
@@ -355,7 +355,7 @@ t.test('long values are RFC 2047-encoded and folded: no line over 998 octets, he
     mta: 'mx.rcpt.test',
     resolver: mailauthResolver(createDnsResolver({ servers: [{ host: '127.0.0.1', port: w.dns.port }] })),
   });
-  t.equal(verdict.dkim.results[0]?.status.result, 'pass', 'the signature over the folded fields verifies');
+  t.equal(verdict.dkim?.results[0]?.status.result, 'pass', 'the signature over the folded fields verifies');
 });
 
 t.test('what cannot be written within 998-octet lines is refused with 400; nothing is queued', async (t) => {

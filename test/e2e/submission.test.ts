@@ -46,7 +46,7 @@ async function rawSession(port: number, lines: (string | Buffer)[], opts: { tail
   for (const line of lines) {
     if (line === '') {
       socket.write(opts.tail ?? '');
-      await new Promise((r) => socket.end(r));
+      await new Promise<void>((r) => socket.end(() => r()));
       socket.destroy();
       return replies;
     }

@@ -76,7 +76,7 @@ export async function startStack(t: Test, opts: { env?: Record<string, string>; 
       }
       const res = await fetch(base + urlPath, { method, headers, body });
       const text = await res.text();
-      let parsed: unknown = undefined;
+      let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : undefined;
       } catch {

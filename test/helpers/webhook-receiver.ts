@@ -36,7 +36,7 @@ export async function startReceiver(t: Test, path = '/hooks/sluice'): Promise<Re
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
-      let events: any[] = [];
+      let events: any[];
       try {
         events = JSON.parse(raw.toString('utf8'));
       } catch {

@@ -161,8 +161,8 @@ t.test('each filter is served by its own index, never by a full scan', async (t)
     [{ upstreamHostname: 'x' }, 'smtp_log_upstream_hostname'],
     [{ senderId: 'x' }, 'smtp_log_sender_id'],
     [{ rspcode: 550 }, 'smtp_log_rspcode'],
-    [{ spamDisposition: 'x' }, 'smtp_log_spam'],
-    [{ virusDisposition: 'x' }, 'smtp_log_virus'],
+    [{ spamDisposition: 'UNKNOWN' }, 'smtp_log_spam'],
+    [{ virusDisposition: 'UNKNOWN' }, 'smtp_log_virus'],
     [{ delivered: false }, 'smtp_log_undelivered'],
     [{ delivered: true, subject: 'x' }, 'smtp_log_account_time'],
   ];

@@ -1,6 +1,6 @@
 // Checks webhook signing: exact header formats (api.md §4.4), independent verification, alerts (sig1), key rotation.
 import crypto from 'node:crypto';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import {
   ALERT_LABEL,
   contentDigest,
@@ -18,7 +18,7 @@ import { verifyWebhook } from '../../helpers/webhook-receiver.js';
 const INPUT_RE = /^(\w+)=\(([^)]+)\);created=(\d+);alg="([^"]+)";keyid="([^"]+)"$/;
 const SDK_SIG_RE = /sig_\d+=:([^:]+):/;
 
-function setup(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+function setup(t: Test) {
   const db = openDatabase(tempDir(t));
   t.teardown(() => db.close());
   const store = createWebhookStore(db);
