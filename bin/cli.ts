@@ -15,7 +15,7 @@ import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from 
 import { UsageError, type CliIo } from './cli-common.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { queueCommand } from './cli-queue.js';
-import { startServer } from './server.js';
+import { parseRoles, ROLES, startServer, type Role } from './server.js';
 import { VERSION } from './version.js';
 
 export type { CliIo } from './cli-common.js';
@@ -25,7 +25,9 @@ export const HELP = `sluice ${VERSION} — self-hosted mail service (inbound fil
 Usage: sluice <command> [options]
 
 Commands:
-  serve                                   start every listener (HTTP API, MX, submission)
+  serve [--only ROLES]                    start every listener (HTTP API, MX, submission) and the worker;
+                                          --only api,mx,submission,worker runs just those roles (several
+                                          processes may share one data_dir, e.g. an api and a worker)
   config check                            validate the configuration and exit (0 = valid)
   config print [--json]                   print the effective configuration, secrets redacted
   config reference                        print the table of every configuration key
@@ -75,6 +77,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   domain: { type: 'string' },
   all: { type: 'boolean' },
+  only: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -102,7 +105,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const loaded = () => loadConfig({ file: opts.config, env: io.env, cwd: io.cwd });
     switch (command) {
       case 'serve':
-        return await serve(loaded(), io, now);
+        return await serve(loaded(), io, now, opts.only === undefined ? undefined : roleList(opts.only));
       case 'config':
         return configCommand(sub, loaded, io, !!opts.json);
       case 'backup': {
@@ -191,20 +194,30 @@ function signingKeyCommand(sub: string | undefined, db: Db, json: boolean, io: C
   return 0;
 }
 
-async function serve(loaded: LoadedConfig, io: CliIo, now: () => number): Promise<number> {
+/** `--only` as roles; a bad list is a usage error (exit 2). */
+function roleList(text: string): Role[] {
+  try {
+    return parseRoles(text);
+  } catch (err) {
+    throw new UsageError(`--only: ${(err as Error).message}`);
+  }
+}
+
+async function serve(loaded: LoadedConfig, io: CliIo, now: () => number, roles: Role[] | undefined): Promise<number> {
   const { config } = loaded;
   const logger = pino({ level: config.log.level, base: { pid: process.pid } });
-  const server = await startServer({ config, logger, now });
+  const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
   if (server.firstApiKey) {
     // Shown exactly once, on the first start with an empty data_dir, so the quick start needs no other step.
     logger.info({ handle: 'default', api_key: server.firstApiKey }, 'created account "default"; this API key is shown only once');
   }
   logger.info(
     {
-      http: formatHostPort(server.http),
-      mx: formatHostPort(server.mx),
-      submission: formatHostPort(server.submission),
+      ...(server.http ? { http: formatHostPort(server.http) } : {}),
+      ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
+      ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),
       ...(server.submissionTls ? { submission_tls: formatHostPort(server.submissionTls) } : {}),
+      ...(server.roles.length < ROLES.length ? { roles: server.roles.join(',') } : {}),
       version: VERSION,
     },
     'listening',
@@ -215,7 +228,10 @@ async function serve(loaded: LoadedConfig, io: CliIo, now: () => number): Promis
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
     });
+  // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
+  const keepAlive = setInterval(() => {}, 2 ** 30);
   await stop;
+  clearInterval(keepAlive);
   logger.info('shutting down');
   await server.close();
   logger.flush();

@@ -1,72 +1,49 @@
-// Owns the composition root of `sluice serve`: opens storage, wires services, starts every listener, stops them.
-import crypto from 'node:crypto';
+// Owns `sluice serve`'s process: which roles run (api, mx, submission, worker), their listeners, and stopping them.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
-import { createApp } from '../control-api/app.js';
-import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
-import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
-import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
-import { inboundStatusRoutes } from '../control-api/routes/inbound-status.js';
-import { metaRoutes } from '../control-api/routes/meta.js';
-import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
-import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
-import { mxOptions } from '../mta/smtp/mx-listener.js';
 import { startSmtpListener, type SmtpListener } from '../mta/smtp/listener.js';
+import { mxOptions } from '../mta/smtp/mx-listener.js';
 import { createAuthFailureCounter, submissionOptions, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
+import { loadTlsPair, type TlsPair } from '../mta/smtp/tls.js';
 import { runSubmission } from '../mta/outbound/submission.js';
-import { loadTlsPair } from '../mta/smtp/tls.js';
-import { createAccountStore, type AccountRow, type AccountStore } from '../storage/accounts.js';
-import { openDatabase, pingDatabase, type Db } from '../storage/database.js';
-import { trackWrites } from '../storage/write-health.js';
-import { createInboundDomainStore } from '../storage/inbound-domains.js';
-import { createInboundListStore } from '../storage/inbound-lists.js';
-import { createInboundReportStore } from '../storage/inbound-reports.js';
-import { createQuarantineStore } from '../storage/quarantine.js';
-import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
-import { createSmtpLogStore } from '../storage/smtp-log.js';
-import { createSuppressionStore } from '../storage/suppressions.js';
-import { createDkimKeyStore } from '../storage/dkim-keys.js';
-import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
-import { suppressionRoutes } from '../control-api/routes/suppressions.js';
-import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
-import { sendRoutes } from '../control-api/routes/send.js';
-import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
-import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
-import { runCheckDomain } from '../mta/outbound/check-domain.js';
-import { runDkimRetirement } from '../mta/outbound/dkim-keys.js';
-import { createDnsResolver, mailauthResolver } from '../mta/delivery/dns-resolver.js';
-import { createInboundPipeline } from '../mta/inbound/pipeline.js';
-import { createInboundRelay } from '../mta/inbound/relay.js';
-import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
-import { createRouter } from '../mta/delivery/router.js';
-import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
-import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
-import { createQueue, type Queue } from '../mta/queue/queue.js';
-import { createQueueWorker, type QueueWorker } from '../mta/queue/worker.js';
-import { createRouteResolver } from '../mta/delivery/resolve-route.js';
-import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import { newSendRequestId, runSend } from '../mta/outbound/send.js';
-import { createSmtpClient } from '../mta/delivery/smtp-client.js';
-import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
-import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
-import { createQueueStore, type QueueStore } from '../storage/queue.js';
-import { createRetentionPruner, type RetentionPruner } from '../mta/jobs/retention.js';
-import { createRetentionStore } from '../storage/retention.js';
-import { createWebhookStore } from '../storage/webhooks.js';
-import { createWebhookDispatcher, type WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
-import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
-import { webhookRoutes } from '../control-api/routes/webhooks.js';
-import { VERSION } from './version.js';
+import type { RetentionPruner } from '../mta/jobs/retention.js';
+import type { Queue } from '../mta/queue/queue.js';
+import type { QueueWorker } from '../mta/queue/worker.js';
+import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
+import type { AccountRow, AccountStore } from '../storage/accounts.js';
+import type { Db } from '../storage/database.js';
+import type { QueueStore } from '../storage/queue.js';
+import { wireCore, type Core } from './wiring.js';
+
+/**
+ * The parts one process can run (ARCHITECTURE: the same binary as separate roles). `api`: the HTTP control plane;
+ * `mx`: the inbound MX listener and its filters; `submission`: the SMTP submission listeners; `worker`: delivery,
+ * webhook dispatch, retention and DKIM retirement. Processes of different roles may share one data_dir.
+ */
+export const ROLES = ['api', 'mx', 'submission', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Parses `--only api,worker`: known roles, each once, at least one. Throws a message naming the bad one. */
+export function parseRoles(text: string): Role[] {
+  const out: Role[] = [];
+  for (const part of text.split(',').map((s) => s.trim())) {
+    if (!(ROLES as readonly string[]).includes(part)) throw new Error(`unknown role "${part}" (roles: ${ROLES.join(', ')})`);
+    if (!out.includes(part as Role)) out.push(part as Role);
+  }
+  return out;
+}
 
 export interface ServerOptions {
   config: Config;
   logger: Logger;
   /** Injected clock; defaults to Date.now. */
   now?: () => number;
+  /** Roles to run in this process (default: all of them). */
+  roles?: readonly Role[];
   /**
    * Run the delivery worker and schedulers on timers (default true). Tests pass false and drive
    * `worker.runOnce()` with their injected clock instead.
@@ -75,9 +52,11 @@ export interface ServerOptions {
 }
 
 export interface RunningServer {
-  http: HostPort;
-  mx: HostPort;
-  submission: HostPort;
+  roles: readonly Role[];
+  /** Bound addresses of the listeners this process runs (undefined for a role it does not run). */
+  http: HostPort | undefined;
+  mx: HostPort | undefined;
+  submission: HostPort | undefined;
   submissionTls: HostPort | undefined;
   /** Base URL of the control plane. */
   baseUrl: string;
@@ -98,23 +77,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** The secret unsubscribe tokens are signed with: 32 random bytes made once per data_dir, kept in settings. */
-function unsubscribeSecret(accounts: AccountStore): Buffer {
-  const have = accounts.getSetting('unsubscribe_secret');
-  if (have) return Buffer.from(have, 'base64');
-  const fresh = crypto.randomBytes(32);
-  accounts.setSetting('unsubscribe_secret', fresh.toString('base64'));
-  return fresh;
-}
-
-/** On a fresh data_dir: create the parent account `default` with one api key, once (marked in settings). */
-function bootstrap(accounts: AccountStore, now: number): string | undefined {
-  if (!accounts.isEmpty() || accounts.getSetting('bootstrapped_at')) return undefined;
-  const res = accounts.createParentWithKey({ handle: 'default', companyName: 'Default', now });
-  accounts.setSetting('bootstrapped_at', String(now));
-  return res.ok ? res.apiKey : undefined;
-}
-
 function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(new Error(`http: cannot listen on ${formatHostPort(listen)}: ${err.message}`)));
@@ -125,260 +87,133 @@ function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
   });
 }
 
-/** Starts every part of Sluice with `config`. The caller logs the `listening` line and handles signals. */
+/** The MX listener: served domains only, the data guard, then the inbound pipeline. */
+function startMx(core: Core, config: Config, tls: TlsPair, now: () => number, logger: Logger): Promise<SmtpListener> {
+  return startSmtpListener(
+    'mx',
+    config.smtp.mx.listen,
+    mxOptions({
+      hostname: config.smtp.hostname,
+      tls,
+      findServedDomain: core.services.inboundDomains.findServedDomain,
+      maxMessageBytes: config.smtp.mx.maxMessageBytes,
+      maxHeaderBytes: config.smtp.maxHeaderBytes,
+      maxMimeDepth: config.smtp.maxMimeDepth,
+      onMessage: (msg) => core.inbound.handle(msg),
+      checkRecipient: (q) => core.inbound.checkRecipient(q),
+      now,
+      logger,
+    }),
+    { greetDelayMs: config.smtp.mx.greetDelayMs },
+  );
+}
+
+/** The submission listeners (STARTTLS, and implicit TLS when configured): AUTH, lockdown, then the send recipe. */
+async function startSubmission(core: Core, config: Config, tls: TlsPair, now: () => number, logger: Logger): Promise<SmtpListener[]> {
+  // One failure counter for both submission listeners, so switching port does not reset it.
+  const submission = {
+    hostname: config.smtp.hostname,
+    tls,
+    authenticate: (u: string, p: string) => core.accounts.authenticateSmtp(u, p),
+    allowInsecureLoopbackAuth: config.smtp.submission.allowInsecureLoopbackAuth,
+    maxMessageBytes: config.smtp.submission.maxMessageBytes,
+    maxHeaderBytes: config.smtp.maxHeaderBytes,
+    maxMimeDepth: config.smtp.maxMimeDepth,
+    maxConnectionsPerIp: config.smtp.submission.maxConnectionsPerIp,
+    // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
+    lockdown: (domain: string, account: AccountRow) => core.lockdown(domain, account),
+    onMessage: (m: SubmittedMessage) => runSubmission(core.sendDeps, m),
+    authFailures: createAuthFailureCounter(now),
+    now,
+    logger,
+  };
+  const out = [await startSmtpListener('submission', config.smtp.submission.listen, submissionOptions(submission))];
+  if (config.smtp.submission.tlsListen) {
+    out.push(await startSmtpListener('submission_tls', config.smtp.submission.tlsListen, submissionOptions({ ...submission, secure: true })));
+  }
+  return out;
+}
+
+/** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config, logger } = opts;
   const now = opts.now ?? Date.now;
-  const db = openDatabase(config.dataDir);
-  // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
-  const writes = trackWrites(db, now);
-  const accounts = createAccountStore(db);
-  const firstApiKey = bootstrap(accounts, now());
-  const tls = await loadTlsPair(config);
-  if (tls.source === 'generated') logger.info({ component: 'tls', dir: config.dataDir }, 'generated self-signed certificate');
-
+  const roles = opts.roles ?? ROLES;
   const listeners: SmtpListener[] = [];
   let httpServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
-  const smtpLog = createSmtpLogStore(db);
-  const suppressions = createSuppressionStore(db);
-  const dkim = createDkimKeyStore(db);
-  const resolver = createDnsResolver({ servers: config.dns.servers });
-  const queueStore = createQueueStore(db);
-  const queue = createQueue({
-    store: queueStore,
-    smtpLog,
-    suppressions,
-    handleOf: (id) => accounts.findById(id)?.handle ?? '',
-    now,
-    lifetimeMs: QUEUE_LIFETIME_MS,
-    // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
-    onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (id) => queueStore.findBody(id), now }),
-  });
-  const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
-  const inboundDomains = createInboundDomainStore(db);
-  const inboundLists = createInboundListStore(db);
-  const quarantine = createQuarantineStore(db);
-  // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
-  // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
-  const worker = createQueueWorker({
-    store: queueStore,
-    queue,
-    client: smtpClient,
-    resolveRoute: createRouter({
-      outbound: createRouteResolver({ config, resolver }),
-      downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
-    }),
-    now,
-    logger,
-  });
-  const lockdown = createLockdownChecker({
-    mode: config.outbound.lockdown,
-    resolver,
-    allow: createLockdownAllowStore(db),
-    accounts,
-    now,
-  });
-  const sendDeps = {
+  const core = wireCore({
     config,
+    logger,
     now,
-    accounts,
-    dkim,
-    suppressions,
-    queue,
-    lockdown,
-    unsubscribeSecret: unsubscribeSecret(accounts),
     publicUrl: () => publicUrl,
-  };
-  const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
-  // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
-  const webhookStore = createWebhookStore(db);
-  ensureSigningKey(webhookStore, now());
-  const webhookSigner = createWebhookSigner({ store: webhookStore, now });
-  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname });
-  const services: Services = {
-    config,
-    accounts,
-    smtpLog,
-    suppressions,
-    dkim,
-    send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
-    unsubscribe: {
-      inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
-      run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
-    },
-    checkDomain: (account, req) =>
-      runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
-    inboundDomains,
-    inboundLists,
-    inboundReports: createInboundReportStore(db),
-    quarantine,
-    // Quarantine release from the API relays through the same door as the MX.
-    relayInbound,
-    webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
-    now,
-    logger,
-    health: (o = {}) => {
-      if (o.probe && writes.lastFailure()) writes.probe();
-      return {
-        storage: pingDatabase(db),
-        writeFailure: writes.lastFailure(),
-        listeners: Object.fromEntries([
-          ['http', httpServer?.listening ?? false],
-          ...listeners.map((l) => [l.name, l.listening()]),
-        ]),
-      };
-    },
-  };
-  const retention = createRetentionPruner({
-    store: createRetentionStore(db),
-    quarantine,
-    config,
-    now,
-    logger,
-    // Events outbox: delivered/given-up events and batch history after log_days; pending events of accounts without
-    // a webhook after one day (they would never be sent).
-    pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
+    listening: () =>
+      Object.fromEntries([
+        ...(httpServer ? [['http', httpServer.listening]] : []),
+        ...listeners.map((l) => [l.name, l.listening()]),
+      ]),
   });
-  const routes = [
-    ...subAccountRoutes,
-    ...outboundSearchRoutes,
-    ...suppressionRoutes,
-    ...dkimKeyRoutes,
-    ...sendRoutes,
-    ...checkDomainRoutes,
-    ...unsubscribeRoutes,
-    ...inboundDomainRoutes,
-    ...inboundListRoutes,
-    ...inboundServiceRoutes,
-    ...inboundStatusRoutes,
-    ...inboundQuarantineRoutes,
-    ...webhookRoutes,
-  ];
-  const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
-  const inbound = createInboundPipeline({
-    hostname: config.smtp.hostname,
-    domains: inboundDomains,
-    lists: inboundLists,
-    quarantine,
-    resolver: mailauthResolver(resolver),
-    relay: relayInbound,
-    rspamd: config.filters.rspamd.url
-      ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
-      : undefined,
-    scannerFailure: config.filters.rspamd.failure,
-    spamThreshold: config.filters.spamThreshold,
-    quarantineDays: config.inbound.quarantineDays,
-    now,
-    logger,
-  });
+  const runsWorker = roles.includes('worker') && opts.startWorker !== false;
 
   try {
-    httpServer = http.createServer(app.callback());
-    const httpAddr = await listenHttp(httpServer, config.http.listen);
-    listeners.push(
-      await startSmtpListener(
-        'mx',
-        config.smtp.mx.listen,
-        mxOptions({
-          hostname: config.smtp.hostname,
-          tls,
-          findServedDomain: inboundDomains.findServedDomain,
-          maxMessageBytes: config.smtp.mx.maxMessageBytes,
-          maxHeaderBytes: config.smtp.maxHeaderBytes,
-          maxMimeDepth: config.smtp.maxMimeDepth,
-          onMessage: (msg) => inbound.handle(msg),
-          checkRecipient: (q) => inbound.checkRecipient(q),
-          now,
-          logger,
-        }),
-        { greetDelayMs: config.smtp.mx.greetDelayMs },
-      ),
-    );
-    const auth = (u: string, p: string) => accounts.authenticateSmtp(u, p);
-    // One failure counter for both submission listeners, so switching port does not reset it.
-    const submission = {
-      hostname: config.smtp.hostname,
-      tls,
-      authenticate: auth,
-      allowInsecureLoopbackAuth: config.smtp.submission.allowInsecureLoopbackAuth,
-      maxMessageBytes: config.smtp.submission.maxMessageBytes,
-      maxHeaderBytes: config.smtp.maxHeaderBytes,
-      maxMimeDepth: config.smtp.maxMimeDepth,
-      maxConnectionsPerIp: config.smtp.submission.maxConnectionsPerIp,
-      // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
-      lockdown: (domain: string, account: AccountRow) => lockdown(domain, account),
-      onMessage: (m: SubmittedMessage) => runSubmission(sendDeps, m),
-      authFailures: createAuthFailureCounter(now),
-      now,
-      logger,
-    };
-    listeners.push(
-      await startSmtpListener(
-        'submission',
-        config.smtp.submission.listen,
-        submissionOptions(submission),
-      ),
-    );
-    if (config.smtp.submission.tlsListen) {
-      listeners.push(
-        await startSmtpListener(
-          'submission_tls',
-          config.smtp.submission.tlsListen,
-          submissionOptions({ ...submission, secure: true }),
-        ),
-      );
+    let httpAddr: HostPort | undefined;
+    if (roles.includes('api')) {
+      httpServer = http.createServer(core.app.callback());
+      httpAddr = await listenHttp(httpServer, config.http.listen);
+    }
+    if (roles.includes('mx') || roles.includes('submission')) {
+      const tls = await loadTlsPair(config);
+      if (tls.source === 'generated') logger.info({ component: 'tls', dir: config.dataDir }, 'generated self-signed certificate');
+      if (roles.includes('mx')) listeners.push(await startMx(core, config, tls, now, logger));
+      if (roles.includes('submission')) listeners.push(...(await startSubmission(core, config, tls, now, logger)));
     }
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
-    const baseUrl = config.http.publicUrl ?? `http://${formatHostPort(httpAddr)}`;
+    const baseUrl = config.http.publicUrl ?? (httpAddr ? `http://${formatHostPort(httpAddr)}` : `http://${formatHostPort(config.http.listen)}`);
     publicUrl = baseUrl;
-    const timers: NodeJS.Timeout[] = [];
-    if (opts.startWorker !== false) {
-      worker.start();
-      retention.start();
-      webhookDispatcher.start();
-      // Rotated DKIM keys retire when due (checked every minute; the dates are stored, so a restart loses nothing).
-      const retire = setInterval(() => runDkimRetirement(dkim, now()), 60_000);
-      retire.unref();
-      timers.push(retire);
+    if (runsWorker) {
+      core.worker.start();
+      core.retention.start();
+      core.webhookDispatcher.start();
+      core.dkimRetirement.start();
     }
     let closed = false;
     return {
+      roles,
       http: httpAddr,
-      mx: byName('mx') as HostPort,
-      submission: byName('submission') as HostPort,
+      mx: byName('mx'),
+      submission: byName('submission'),
       submissionTls: byName('submission_tls'),
       baseUrl,
-      db,
-      accounts,
-      services,
-      queue,
-      queueStore,
-      worker,
-      retention,
-      webhookDispatcher,
-      firstApiKey,
+      db: core.db,
+      accounts: core.accounts,
+      services: core.services,
+      queue: core.queue,
+      queueStore: core.queueStore,
+      worker: core.worker,
+      retention: core.retention,
+      webhookDispatcher: core.webhookDispatcher,
+      firstApiKey: core.firstApiKey,
       async close() {
         if (closed) return;
         closed = true;
-        for (const timer of timers) clearInterval(timer);
+        core.dkimRetirement.stop();
         await Promise.all(listeners.map((l) => l.close()));
-        await worker.stop();
-        await retention.stop();
-        await webhookDispatcher.stop();
-        await smtpClient.close();
+        await core.worker.stop();
+        await core.retention.stop();
+        await core.webhookDispatcher.stop();
+        await core.smtpClient.close();
         await new Promise<void>((done) => {
-          httpServer?.close(() => done());
-          httpServer?.closeAllConnections();
+          if (!httpServer) return done();
+          httpServer.close(() => done());
+          httpServer.closeAllConnections();
         });
-        db.close();
+        core.db.close();
       },
     };
   } catch (err) {
     await Promise.all(listeners.map((l) => l.close()));
     httpServer?.close();
-    db.close();
+    core.db.close();
     throw err;
   }
 }

@@ -254,6 +254,14 @@ export function createQueueStore(db: Db) {
       });
     },
 
+    /**
+     * SQLite's `PRAGMA data_version`: changes whenever another connection (another process: an `--only api` server,
+     * `sluice queue retry`) commits to the database, never for this connection's own commits.
+     */
+    dataVersion(): number {
+      return db.pragma('data_version', { simple: true }) as number;
+    },
+
     /** Earliest next_attempt_at of unfinished deliveries, or undefined when the queue is empty. */
     nextDueAt(): number | undefined {
       return (s.nextDue.get() as { at: number | null }).at ?? undefined;

@@ -1,7 +1,6 @@
-// Owns DKIM key material: generating RSA pairs, the DNS record to publish, and the retirement job.
+// Owns DKIM key material: generating RSA pairs and the DNS record to publish (retirement: mta/jobs/dkim-retirement.ts).
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
-import type { DkimKeyStore } from '../../storage/dkim-keys.js';
 
 const generateKeyPair = promisify(crypto.generateKeyPair);
 
@@ -23,7 +22,3 @@ export function dkimDnsRecord(domain: string, selector: string, publicKeyBase64:
   return { name: `${selector}._domainkey.${domain}`, type: 'TXT' as const, value: `v=DKIM1; k=rsa; p=${publicKeyBase64}` };
 }
 
-/** Retires rotated keys whose retiresAt has passed; the server calls it periodically. Returns how many. */
-export function runDkimRetirement(store: DkimKeyStore, now: number): number {
-  return store.retireDue(now);
-}

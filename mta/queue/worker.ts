@@ -8,6 +8,12 @@ import type { Router } from '../delivery/router.js';
 import type { DeliveryResult, SmtpClient } from '../delivery/smtp-client.js';
 import { LEASE_MS } from './retry-schedule.js';
 
+/**
+ * How often the running worker looks for commits made by other processes (an API process of its own, the CLI):
+ * one `PRAGMA data_version` read, so mail they queue or make due is picked up within this, not at the next timer.
+ */
+export const FOREIGN_COMMIT_POLL_MS = 250;
+
 export interface WorkerDeps {
   store: QueueStore;
   queue: Queue;
@@ -75,6 +81,7 @@ export function createQueueWorker(deps: WorkerDeps) {
   let running = false;
   let pumping = false;
   let timer: NodeJS.Timeout | undefined;
+  let watcher: NodeJS.Timeout | undefined;
   const active = new Set<Promise<void>>();
 
   function groupClaimed(rows: DeliveryRow[]): Group[] {
@@ -188,12 +195,22 @@ export function createQueueWorker(deps: WorkerDeps) {
       if (released > 0) log.warn({ released }, 'released stale delivery leases');
       running = true;
       deps.queue.onEnqueued(() => void pump());
+      let seen = deps.store.dataVersion();
+      watcher = setInterval(() => {
+        const v = deps.store.dataVersion();
+        if (v !== seen) {
+          seen = v;
+          void pump();
+        }
+      }, FOREIGN_COMMIT_POLL_MS);
+      watcher.unref();
       void pump();
     },
     /** Stops claiming; waits for deliveries in flight to be recorded. */
     async stop(): Promise<void> {
       running = false;
       if (timer) clearTimeout(timer);
+      if (watcher) clearInterval(watcher);
       await Promise.allSettled([...active]);
     },
     wake(): void {

@@ -51,7 +51,7 @@ export const SMTP_CONNECTION_METHODS = [
 export function checkSmtpServerInternals(proto: object = SMTPConnection.prototype): void {
   for (const m of SMTP_CONNECTION_METHODS) {
     if (typeof (proto as Record<string, unknown>)[m] !== 'function') {
-      throw new Error(`smtp-server internals changed: SMTPConnection.prototype.${m} is gone; re-check mta/smtp/listener.ts`);
+      throw new Error(`smtp-server internals changed: SMTPConnection.prototype.${m} is gone; re-check mta/smtp/smtp-server-seam.ts`);
     }
   }
 }

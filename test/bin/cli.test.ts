@@ -30,7 +30,7 @@ t.test('CLI → API round trip', async (t) => {
   const server = await startServer({ config: loadConfig({ env, cwd: dir }).config, logger: pino({ level: 'silent' }) });
   t.teardown(() => server.close());
   t.equal(server.firstApiKey, undefined, 'no default account when accounts exist');
-  const base = `http://127.0.0.1:${server.http.port}`;
+  const base = `http://127.0.0.1:${server.http!.port}`;
   const get = (p: string, key: string) => fetch(base + p, { headers: { 'X-Api-Key': key } });
   t.equal((await get('/tx/v1/sub-account', acct.api_key)).status, 200);
 

@@ -22,7 +22,7 @@ t.test('a send logs its request_id as sendRequestId beside the httpRequestId of 
   t.teardown(() => server.close());
   const acct = server.accounts.createParentWithKey({ handle: 'acme', companyName: null, now: clock.now() });
   if (!acct.ok) throw new Error('account');
-  const base = `http://${server.http.host}:${server.http.port}`;
+  const base = `http://${server.http!.host}:${server.http!.port}`;
   const call = (method: string, path: string, body?: unknown) =>
     fetch(base + path, {
       method,

@@ -1,7 +1,7 @@
 // Checks the DKIM keys API: create, list, status changes, rotation timers, retirement, tenancy, no private keys out.
 import crypto from 'node:crypto';
 import t from 'tap';
-import { runDkimRetirement } from '../../mta/outbound/dkim-keys.js';
+import { runDkimRetirement } from '../../mta/jobs/dkim-retirement.js';
 import { startStack } from '../helpers/stack.js';
 
 const DAY = 86_400_000;

@@ -3,7 +3,7 @@ import { authenticate } from 'mailauth';
 import { simpleParser, type AddressObject } from 'mailparser';
 import t, { type Test } from 'tap';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
-import { runDkimRetirement } from '../../mta/outbound/dkim-keys.js';
+import { runDkimRetirement } from '../../mta/jobs/dkim-retirement.js';
 import { longestLine } from '../../mta/smtp/header-lines.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';

@@ -9,12 +9,12 @@ import { testEnv } from './stack.js';
 export const BIN = path.resolve('dist/bin/sluice.js');
 
 /**
- * Starts `sluice serve` on `dataDir` with every listener on loopback port 0 and `env` on top; killed with SIGKILL at
- * teardown if still running. `lines` collects its JSON log lines; `listening` resolves with the `listening` line
+ * Starts `sluice serve` (with `args`, e.g. `--only api`) on `dataDir` with every listener on loopback port 0 and `env` on top; killed with SIGKILL at
+ * teardown if still running. `lines` collects its JSON log lines (`waitForLine` awaits one); `listening` resolves with the `listening` line
  * (rejects if the process exits first).
  */
-export function serveBinary(t: Test, dataDir: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+export function serveBinary(t: Test, dataDir: string, env: Record<string, string>, args: string[] = []) {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     env: { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -22,11 +22,16 @@ export function serveBinary(t: Test, dataDir: string, env: Record<string, string
     if (child.exitCode === null) child.kill('SIGKILL');
   });
   const lines: any[] = [];
+  const waiters: { match: (l: any) => boolean; resolve: (l: any) => void }[] = [];
   const listening = new Promise<any>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (line) => {
       try {
         const obj = JSON.parse(line);
         lines.push(obj);
+        for (const w of waiters.filter((x) => x.match(obj))) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(obj);
+        }
         if (obj.msg === 'listening') resolve(obj);
       } catch {
         /* not a log line */
@@ -34,7 +39,14 @@ export function serveBinary(t: Test, dataDir: string, env: Record<string, string
     });
     child.once('exit', (code) => reject(new Error(`exited ${code}`)));
   });
-  return { child, lines, listening };
+  /** Resolves with the first log line (already seen or to come) that `match` accepts. */
+  const waitForLine = (match: (l: any) => boolean) =>
+    new Promise<any>((resolve) => {
+      const seen = lines.find(match);
+      if (seen) resolve(seen);
+      else waiters.push({ match, resolve });
+    });
+  return { child, lines, listening, waitForLine };
 }
 
 /** Resolves once `c` has exited (at once if it already has). */

@@ -6,6 +6,7 @@ import pino from 'pino';
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../config/load.js';
 import { startServer, type RunningServer } from '../../bin/server.js';
+import type { HostPort } from '../../config/keys.js';
 
 /** A settable clock for tests: no sleeps, time moves when the test says so. */
 export interface TestClock {
@@ -20,6 +21,10 @@ export function createClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)): TestClock
 }
 
 export interface Stack extends RunningServer {
+  /** Every role runs in a test stack, so every listener is there. */
+  http: HostPort;
+  mx: HostPort;
+  submission: HostPort;
   config: Config;
   dataDir: string;
   clock: TestClock;
@@ -60,9 +65,11 @@ export async function startStack(t: Test, opts: { env?: Record<string, string>; 
   const clock = opts.clock ?? createClock();
   const server = await startServer({ config, logger: pino({ level: 'silent' }), now: clock.now, startWorker: opts.startWorker ?? false });
   t.teardown(() => server.close());
-  const base = `http://${server.http.host}:${server.http.port}`;
+  const listening = { http: server.http!, mx: server.mx!, submission: server.submission! };
+  const base = `http://${listening.http.host}:${listening.http.port}`;
   return {
     ...server,
+    ...listening,
     config,
     dataDir,
     clock,

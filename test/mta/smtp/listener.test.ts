@@ -124,7 +124,7 @@ t.test('the library still has every connection method the adapter overrides or c
   t.doesNotThrow(() => checkSmtpServerInternals());
   for (const m of SMTP_CONNECTION_METHODS) {
     const proto = Object.fromEntries(SMTP_CONNECTION_METHODS.filter((x) => x !== m).map((x) => [x, () => undefined]));
-    t.throws(() => checkSmtpServerInternals(proto), { message: `smtp-server internals changed: SMTPConnection.prototype.${m} is gone; re-check mta/smtp/listener.ts` });
+    t.throws(() => checkSmtpServerInternals(proto), { message: `smtp-server internals changed: SMTPConnection.prototype.${m} is gone; re-check mta/smtp/smtp-server-seam.ts` });
   }
 });
 
