@@ -1,7 +1,7 @@
 // Owns the durable queue's write paths: the one door for accepted mail (message, deliveries, events, log rows) and
 // attempt outcomes.
 import { usagePeriod } from '../../storage/accounts.js';
-import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { AttemptRecord, DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
 import type { SmtpLogStore } from '../../storage/smtp-log.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
@@ -16,15 +16,9 @@ export interface EnqueuedMessage {
 }
 
 /** The outcome of one attempt at one delivery, as the worker reports it. */
-export interface AttemptOutcome {
+export interface AttemptOutcome extends Omit<AttemptRecord, 'deliveryId' | 'at'> {
   delivery: DeliveryRow;
   message: MessageRow;
-  outcome: 'delivered' | 'deferred' | 'bounced';
-  code: number | null;
-  status: string | null;
-  response: string;
-  command: string | null;
-  host: string | null;
   /** Add the recipient to the suppression list (recipient-class hard bounce). */
   suppress: boolean;
 }
