@@ -214,6 +214,7 @@ async function serve(loaded: LoadedConfig, io: CliIo, now: () => number, roles: 
   logger.info(
     {
       ...(server.http ? { http: formatHostPort(server.http) } : {}),
+      ...(server.metrics ? { metrics: formatHostPort(server.metrics) } : {}),
       ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
       ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),
       ...(server.submissionTls ? { submission_tls: formatHostPort(server.submissionTls) } : {}),

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
+import { createMetricsApp } from '../control-api/metrics-endpoint.js';
 import type { Services } from '../control-api/services.js';
 import { startSmtpListener, type SmtpListener } from '../mta/smtp/listener.js';
 import { mxOptions } from '../mta/smtp/mx-listener.js';
@@ -58,6 +59,8 @@ export interface RunningServer {
   mx: HostPort | undefined;
   submission: HostPort | undefined;
   submissionTls: HostPort | undefined;
+  /** The Prometheus /metrics listener (http.metrics_listen), when it has its own. */
+  metrics: HostPort | undefined;
   /** Base URL of the control plane. */
   baseUrl: string;
   db: Db;
@@ -77,9 +80,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
+function listenHttp(server: http.Server, listen: HostPort, name = 'http'): Promise<HostPort> {
   return new Promise((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`http: cannot listen on ${formatHostPort(listen)}: ${err.message}`)));
+    server.once('error', (err) => reject(new Error(`${name}: cannot listen on ${formatHostPort(listen)}: ${err.message}`)));
     server.listen(listen.port, listen.host, () => {
       const a = server.address() as AddressInfo;
       resolve({ host: a.address, port: a.port });
@@ -104,7 +107,7 @@ function startMx(core: Core, config: Config, tls: TlsPair, now: () => number, lo
       now,
       logger,
     }),
-    { greetDelayMs: config.smtp.mx.greetDelayMs },
+    { greetDelayMs: config.smtp.mx.greetDelayMs, metrics: core.metrics },
   );
 }
 
@@ -127,9 +130,10 @@ async function startSubmission(core: Core, config: Config, tls: TlsPair, now: ()
     now,
     logger,
   };
-  const out = [await startSmtpListener('submission', config.smtp.submission.listen, submissionOptions(submission))];
+  const extras = { metrics: core.metrics };
+  const out = [await startSmtpListener('submission', config.smtp.submission.listen, submissionOptions(submission), extras)];
   if (config.smtp.submission.tlsListen) {
-    out.push(await startSmtpListener('submission_tls', config.smtp.submission.tlsListen, submissionOptions({ ...submission, secure: true })));
+    out.push(await startSmtpListener('submission_tls', config.smtp.submission.tlsListen, submissionOptions({ ...submission, secure: true }), extras));
   }
   return out;
 }
@@ -141,6 +145,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const roles = opts.roles ?? ROLES;
   const listeners: SmtpListener[] = [];
   let httpServer: http.Server | undefined;
+  let metricsServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
   const core = wireCore({
     config,
@@ -161,6 +166,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       httpServer = http.createServer(core.app.callback());
       httpAddr = await listenHttp(httpServer, config.http.listen);
     }
+    let metricsAddr: HostPort | undefined;
+    if (config.http.metricsListen) {
+      // Every role has metrics of its own (a worker-only process has the delivery counters): each process binds it.
+      metricsServer = http.createServer(createMetricsApp(core.metrics).callback());
+      metricsAddr = await listenHttp(metricsServer, config.http.metricsListen, 'http.metrics_listen');
+    }
     if (roles.includes('mx') || roles.includes('submission')) {
       const tls = await loadTlsPair(config);
       if (tls.source === 'generated') logger.info({ component: 'tls', dir: config.dataDir }, 'generated self-signed certificate');
@@ -180,6 +191,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return {
       roles,
       http: httpAddr,
+      metrics: metricsAddr,
       mx: byName('mx'),
       submission: byName('submission'),
       submissionTls: byName('submission_tls'),
@@ -202,17 +214,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.retention.stop();
         await core.webhookDispatcher.stop();
         await core.smtpClient.close();
-        await new Promise<void>((done) => {
-          if (!httpServer) return done();
-          httpServer.close(() => done());
-          httpServer.closeAllConnections();
-        });
+        for (const server of [httpServer, metricsServer]) {
+          await new Promise<void>((done) => {
+            if (!server) return done();
+            server.close(() => done());
+            server.closeAllConnections();
+          });
+        }
+        core.metrics.close();
         core.db.close();
       },
     };
   } catch (err) {
     await Promise.all(listeners.map((l) => l.close()));
     httpServer?.close();
+    metricsServer?.close();
+    core.metrics.close();
     core.db.close();
     throw err;
   }

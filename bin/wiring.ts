@@ -38,6 +38,7 @@ import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
+import { createMetrics } from '../mta/metrics.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
@@ -95,7 +96,10 @@ export function wireCore(opts: CoreOptions) {
   const dkim = createDkimKeyStore(db);
   const resolver = createDnsResolver({ servers: config.dns.servers });
   const queueStore = createQueueStore(db);
+  // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
+  const metrics = createMetrics();
   const queue = createQueue({
+    metrics,
     store: queueStore,
     smtpLog,
     suppressions,
@@ -146,7 +150,8 @@ export function wireCore(opts: CoreOptions) {
   const webhookStore = createWebhookStore(db);
   ensureSigningKey(webhookStore, now());
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
-  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname });
+  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname, metrics });
+  metrics.collectFrom({ queue: () => queueStore.depth(), webhookEventsPending: () => webhookStore.pendingCount(), now });
   const services: Services = {
     config,
     accounts,
@@ -203,7 +208,10 @@ export function wireCore(opts: CoreOptions) {
     ...inboundQuarantineRoutes,
     ...webhookRoutes,
   ];
-  const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
+  const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)], {
+    metrics,
+    metricsHere: config.http.metricsListen === undefined,
+  });
   const inbound = createInboundPipeline({
     hostname: config.smtp.hostname,
     domains: inboundDomains,
@@ -219,10 +227,11 @@ export function wireCore(opts: CoreOptions) {
     quarantineDays: config.inbound.quarantineDays,
     now,
     logger,
+    metrics,
   });
 
   return {
-    db, accounts, firstApiKey, services, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
+    db, accounts, firstApiKey, services, metrics, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
     inbound, lockdown, sendDeps, dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };
 }

@@ -152,6 +152,12 @@ export function createQueueStore(db: Db) {
        FROM deliveries GROUP BY state`,
     ),
     attempts: db.prepare('SELECT * FROM delivery_attempts WHERE delivery_id = ? ORDER BY id'),
+    // Unfinished deliveries only (the deliveries_due index by state): the metrics gauges read this at each scrape.
+    depth: db.prepare(
+      `SELECT d.state, m.kind, count(*) AS count, MIN(CASE WHEN d.state IN ('queued', 'sending') THEN m.created_at END) AS oldest
+       FROM deliveries d JOIN messages m ON m.id = d.message_id
+       WHERE d.state IN ('queued', 'sending', 'held') GROUP BY d.state, m.kind`,
+    ),
   };
 
   return {
@@ -284,6 +290,16 @@ export function createQueueStore(db: Db) {
     /** Drops a queued or held delivery by operator action; false if it is not waiting. */
     dropDelivery(id: number, reason: string, now: number): boolean {
       return s.deleteDelivery.run({ id, reason, now }).changes > 0;
+    },
+
+    /** Unfinished deliveries by state and message kind, and the created_at of the oldest message still waiting. */
+    depth(): { rows: { state: DeliveryState; kind: MessageKind; count: number }[]; oldestQueuedAt: number | undefined } {
+      const rows = s.depth.all() as { state: DeliveryState; kind: MessageKind; count: number; oldest: number | null }[];
+      const oldest = rows.map((r) => r.oldest).filter((x): x is number => x !== null);
+      return {
+        rows: rows.map(({ state, kind, count }) => ({ state, kind, count })),
+        oldestQueuedAt: oldest.length > 0 ? Math.min(...oldest) : undefined,
+      };
     },
 
     stats(): QueueStats {

@@ -4,6 +4,7 @@ import { usagePeriod } from '../../storage/accounts.js';
 import type { AttemptRecord, DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
 import type { SmtpLogStore } from '../../storage/smtp-log.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
+import { bounceClass, type Metrics } from '../metrics.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { createCommitBatcher } from './commit-batcher.js';
 import { eventPayload, type EventMessage } from './events.js';
@@ -13,6 +14,8 @@ export interface EnqueuedMessage {
   messageRowId: number;
   deliveryIds: number[];
   queuedAt: number;
+  /** Outbound recipients queued for delivery (not dropped): each has an SMTP log row with its scan dispositions. */
+  scanned: number;
 }
 
 /** The outcome of one attempt at one delivery, as the worker reports it. */
@@ -49,11 +52,16 @@ export interface QueueDeps {
   lifetimeMs: number;
   random?: () => number;
   onPermanentFailure?: PermanentFailureHook;
+  /** Commit latency, attempt outcomes and scan dispositions are counted here, where they happen. */
+  metrics?: Metrics;
 }
 
 function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 }
+
+/** The labels of one recorded attempt, counted once its transaction committed. */
+type AttemptLabels = { kind: string; outcome: string; bounce_class: string };
 
 /** Creates the queue: accepting mail and recording outcomes both go through one group-commit batcher. */
 export function createQueue(deps: QueueDeps) {
@@ -61,6 +69,7 @@ export function createQueue(deps: QueueDeps) {
   const batcher = createCommitBatcher({
     transaction: (fn) => store.transaction(fn),
     savepoint: (fn) => store.savepoint(fn),
+    onCommit: deps.metrics ? (seconds) => deps.metrics?.sqliteCommit.observe(seconds) : undefined,
   });
   let wakeListener: (() => void) | undefined;
 
@@ -134,11 +143,11 @@ export function createQueue(deps: QueueDeps) {
       store.insertEvent(sender.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
     }
     if (sender) store.addUsage(sender.account.id, usagePeriod(now), 1);
-    return { messageRowId, deliveryIds, queuedAt: now };
+    return { messageRowId, deliveryIds, queuedAt: now, scanned: sender ? live.length : 0 };
   }
 
   /** Records one outcome; returns the failure when it ended permanently. */
-  function recordOne(o: AttemptOutcome, now: number): PermanentFailure | undefined {
+  function recordOne(o: AttemptOutcome, now: number, tally?: AttemptLabels[]): PermanentFailure | undefined {
     const { delivery, message } = o;
     let state: DeliveryRow['state'];
     let next = delivery.next_attempt_at;
@@ -169,6 +178,7 @@ export function createQueue(deps: QueueDeps) {
       state,
       next,
     );
+    tally?.push({ kind: message.kind, outcome, bounce_class: outcome === 'delivered' ? 'none' : bounceClass(status) });
     if (message.account_id !== null) {
       smtpLog.updateAttempt(delivery.id, {
         lastcmd: o.command,
@@ -214,6 +224,13 @@ export function createQueue(deps: QueueDeps) {
     async accept(messages: AcceptedMessage[]): Promise<EnqueuedMessage[]> {
       const now = deps.now();
       const out = await batcher.run(() => messages.map((m) => acceptOne(m, now)));
+      // Counted after the commit: the dispositions each live outbound recipient's log row records (UNKNOWN until
+      // outbound scanning sets them).
+      const scanned = out.reduce((n, e) => n + e.scanned, 0);
+      if (scanned > 0 && deps.metrics) {
+        deps.metrics.outboundScanDispositions.inc({ scanner: 'spam', disposition: 'unknown' }, scanned);
+        deps.metrics.outboundScanDispositions.inc({ scanner: 'virus', disposition: 'unknown' }, scanned);
+      }
       wakeListener?.();
       return out;
     },
@@ -221,10 +238,12 @@ export function createQueue(deps: QueueDeps) {
     /** Durably records attempt outcomes (one savepoint for the group). */
     async record(outcomes: AttemptOutcome[]): Promise<void> {
       const now = deps.now();
+      const tally: AttemptLabels[] = [];
       const queuedDsn = await batcher.run(() => {
+        tally.length = 0;
         const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
         for (const o of outcomes) {
-          const f = recordOne(o, now);
+          const f = recordOne(o, now, tally);
           if (!f) continue;
           const entry = failed.get(o.message.id) ?? { message: o.message, failures: [] };
           entry.failures.push(f);
@@ -240,6 +259,7 @@ export function createQueue(deps: QueueDeps) {
         }
         return queued;
       });
+      for (const labels of tally) deps.metrics?.deliveryAttempts.inc(labels);
       if (queuedDsn > 0) wakeListener?.();
     },
 
