@@ -30,6 +30,7 @@ export type Opts = {
   json?: boolean;
   limit?: string;
   all?: boolean;
+  label?: string;
 };
 
 /** The account named by --account, or a usage error / "no account" error. */

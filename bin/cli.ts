@@ -13,6 +13,7 @@ import { createQueueStore } from '../storage/queue.js';
 import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
+import { consoleCommand } from './cli-console.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { queueCommand } from './cli-queue.js';
 import { parseRoles, ROLES, startServer, type Role } from './server.js';
@@ -53,6 +54,9 @@ Commands:
                                           list quarantined inbound messages, newest first
   quarantine release ID                   relay a quarantined message to its recipients (once)
   quarantine delete ID                    delete a quarantined message (it will not be relayed)
+  console token [--label TEXT] [--json]   create an operator token for the web console (/console; shown once)
+  console tokens [--json]                 list live operator tokens
+  console revoke ID                       revoke an operator token and end its console sessions
   signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
   backup PATH                             write a consistent snapshot of the database to PATH (server may run)
   help                                    this text
@@ -77,6 +81,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   domain: { type: 'string' },
   all: { type: 'boolean' },
+  label: { type: 'string' },
   only: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -125,6 +130,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (store) => passwordsCommand(sub, store, opts, io, now));
       case 'lockdown':
         return withStore(loaded(), (store, db) => lockdownCommand(sub, store, createLockdownAllowStore(db), opts, io, now));
+      case 'console':
+        return withStore(loaded(), (_, db) => consoleCommand(sub, rest, db, opts, io, now));
       case 'queue':
         return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
       case 'quarantine': {

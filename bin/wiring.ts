@@ -4,6 +4,10 @@ import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import { createApp } from '../control-api/app.js';
+import { createConsole } from '../control-api/console/router.js';
+import { createQueueAdmin } from '../mta/queue/queue-admin.js';
+import { createConsoleStore } from '../storage/console.js';
+import { createDeliverabilityStore } from '../storage/deliverability.js';
 import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
 import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
 import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
@@ -172,6 +176,9 @@ export function wireCore(opts: CoreOptions) {
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
+    queue: createQueueAdmin({ store: queueStore, now }),
+    deliverability: createDeliverabilityStore(db),
+    console: createConsoleStore(db),
     now,
     logger,
     health: (o = {}) => {
@@ -211,6 +218,8 @@ export function wireCore(opts: CoreOptions) {
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)], {
     metrics,
     metricsHere: config.http.metricsListen === undefined,
+    // The web console calls these same routes' handlers: no second path to the data.
+    middleware: [createConsole(services, routes)],
   });
   const inbound = createInboundPipeline({
     hostname: config.smtp.hostname,

@@ -18,6 +18,9 @@ import type { WebhookStore } from '../storage/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
+import type { QueueAdmin } from '../mta/queue/queue-admin.js';
+import type { DeliverabilityStore } from '../storage/deliverability.js';
+import type { ConsoleStore } from '../storage/console.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -63,6 +66,12 @@ export interface Services {
     dispatcher: Pick<WebhookDispatcher, 'validate' | 'resend'>;
     signer: WebhookSigner;
   };
+  /** The queue by hand (the console; what `sluice queue` does): list, show, retry, delete, scoped by account. */
+  queue: QueueAdmin;
+  /** Sent/delivered/bounced/deferred per time bucket, account and campaign (the console's deliverability view). */
+  deliverability: DeliverabilityStore;
+  /** Web console sessions and operator tokens. */
+  console: ConsoleStore;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

@@ -1,0 +1,154 @@
+// Checks the web console over HTTP: sign-in (API key, operator token from `sluice console token`), the session cookie's
+// attributes, the CSP and headers, and that cross-tenant attempts — ids in URLs, another account in the query, forged
+// form posts, a missing or wrong CSRF token — answer 403/404 and change nothing.
+import path from 'node:path';
+import t from 'tap';
+import { runCli } from '../../bin/cli.js';
+import { consoleClient, consoleWorld } from '../helpers/console-world.js';
+import { startStack } from '../helpers/stack.js';
+
+t.test('tenancy, CSRF and forged posts', async (t) => {
+  const w = await consoleWorld(t);
+  const { stack } = w;
+  await w.send(w.acme, 'ann@later.test', 'acme deferred');
+  await w.send(w.bravo, 'bob@later.test', 'bravo deferred');
+  await w.quarantine('carol@bravo-corp.test', 'bravo spam');
+  await stack.worker.runOnce();
+  const mine = w.deliveryOf('ann@later.test');
+  const theirs = w.deliveryOf('bob@later.test');
+  t.equal(theirs.state, 'queued');
+  t.equal(theirs.attempts, 1, 'deferred once');
+  const theirQ = (stack.db.prepare('SELECT id FROM inbound_quarantine').get() as { id: number }).id;
+
+  const acme = consoleClient(w.base);
+  t.equal((await acme.get('/console/queue')).status, 302, 'not signed in: to the sign-in page');
+  const bad = await acme.signIn('not-a-key');
+  t.equal(bad.status, 403);
+  t.match(bad.text, /Unknown or revoked key or token/);
+  const ok = await acme.signIn(w.acme.key);
+  t.equal(ok.status, 302);
+  t.equal(ok.location, '/console/queue');
+  const setCookie = ok.headers.getSetCookie().find((c) => c.startsWith('sluice_console='))!;
+  t.match(setCookie, /; Path=\/console; HttpOnly; SameSite=Strict; Max-Age=43200$/, 'no Secure over plain http');
+
+  const list = await acme.get('/console/queue');
+  t.equal(list.status, 200);
+  t.match(list.headers.get('content-security-policy'), /^default-src 'none'; script-src 'self'; style-src 'self'/);
+  t.equal(list.headers.get('x-frame-options'), 'DENY');
+  t.match(list.text, /ann@later\.test/);
+  t.notMatch(list.text, /bob@later\.test/, 'another tenant\'s mail is not listed');
+  t.notMatch(list.text, /<script>|<script [^>]*>[^<]|\sstyle=|\son[a-z]+=/i, 'no inline script, style or handler');
+  t.match(list.text, /<option value="acmeshop"/, 'a parent sees its sub-accounts');
+  t.notMatch(list.text, /value="bravo"/);
+
+  // Ids in URLs and other accounts in the query: 404, nothing shown.
+  t.equal((await acme.get(`/console/queue/${mine.id}`)).status, 200);
+  for (const p of [`/console/queue/${theirs.id}`, `/console/queue/${theirs.id}?account=bravo`, `/console/queue?account=bravo`, `/console/quarantine/${theirQ}`, '/console/dkim?account=bravo', '/console/queue?account=*']) {
+    const r = await acme.get(p);
+    t.equal(r.status, 404, p);
+    t.notMatch(r.text, /bob@later|bravo spam/);
+  }
+  const sub = await acme.get(`/console/queue/${mine.id}?account=acmeshop`);
+  t.equal(sub.status, 404, 'the parent\'s mail is not the sub-account\'s');
+
+  // Forged posts with a valid CSRF token of acme's session: 404, and nothing changed.
+  await acme.get('/console/queue');
+  const before = w.deliveryOf('bob@later.test');
+  for (const p of [`/console/queue/${theirs.id}/retry`, `/console/queue/${theirs.id}/delete`, `/console/queue/${theirs.id}/retry?account=bravo`]) {
+    t.equal((await acme.post(p, {})).status, 404, p);
+  }
+  t.same(w.deliveryOf('bob@later.test'), before, 'bravo\'s delivery unchanged');
+  t.equal((await acme.post(`/console/quarantine/${theirQ}/release`, {})).status, 404);
+  t.equal((await acme.post(`/console/quarantine/${theirQ}/delete`, {})).status, 404);
+  t.equal((stack.db.prepare('SELECT released_at FROM inbound_quarantine WHERE id = ?').get(theirQ) as { released_at: number | null }).released_at, null);
+  t.equal((await acme.post('/console/dkim/create?account=bravo', { domain: 'x.test', selector: 's1', key_length: '1024' })).status, 404);
+  t.equal(stack.services.dkim.domains(w.bravo.id).length, 0);
+
+  // Missing or wrong CSRF token on acme's own delivery: 403, nothing changed.
+  const own = w.deliveryOf('ann@later.test');
+  t.equal((await acme.post(`/console/queue/${mine.id}/retry`, {}, { csrf: null })).status, 403);
+  t.equal((await acme.post(`/console/queue/${mine.id}/delete`, {}, { csrf: 'x'.repeat(32) })).status, 403);
+  t.same(w.deliveryOf('ann@later.test'), own);
+  // Another session's token does not work either.
+  const bravo = consoleClient(w.base);
+  await bravo.signIn(w.bravo.key);
+  await bravo.get('/console/queue');
+  t.equal((await acme.post(`/console/queue/${mine.id}/retry`, {}, { csrf: bravo.csrf() })).status, 403);
+  // A post with no session at all.
+  t.equal((await consoleClient(w.base).post(`/console/queue/${mine.id}/retry`, {}, { csrf: 'x' })).status, 403);
+  t.same(w.deliveryOf('ann@later.test'), own);
+
+  // The real retry works: due now.
+  stack.clock.advance(60_000);
+  const retried = await acme.post(`/console/queue/${mine.id}/retry`, {});
+  t.equal(retried.status, 302);
+  t.equal(w.deliveryOf('ann@later.test').next_attempt_at, stack.clock.now());
+
+  // The sub-account's own key sees only the sub-account.
+  const shop = consoleClient(w.base);
+  await shop.signIn(w.shop.key);
+  t.equal((await shop.get('/console/queue?account=acme')).status, 404);
+  t.notMatch((await shop.get('/console/queue')).text, /ann@later/);
+
+  // Sign-out ends the session; a revoked key ends it too.
+  await acme.get('/console/queue');
+  t.equal((await acme.post('/console/logout', {})).status, 302);
+  t.equal((await acme.get('/console/queue')).status, 302);
+  const keyId = stack.accounts.listApiKeys(w.bravo.id).find((k) => k.scope === 'api')!.id;
+  stack.accounts.revokeApiKey(w.bravo.id, keyId, stack.clock.now());
+  t.equal((await bravo.get('/console/queue')).status, 302, 'revoked key: signed out');
+
+  // Login CSRF: a sign-in post without the form's token is refused.
+  const forged = consoleClient(w.base);
+  t.equal((await forged.post('/console/login', { secret: w.acme.key }, { csrf: null })).status, 403);
+  t.equal(forged.jar.has('sluice_console'), false);
+});
+
+t.test('operator: token from `sluice console token`, every account, revocation', async (t) => {
+  const w = await consoleWorld(t);
+  await w.send(w.acme, 'ann@later.test', 'acme deferred');
+  await w.send(w.bravo, 'bob@later.test', 'bravo deferred');
+  const env = { SLUICE_DATA_DIR: w.stack.dataDir };
+  const cli = async (...argv: string[]) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(argv, { stdout: (s) => out.push(s), stderr: (s) => err.push(s), env, cwd: path.dirname(w.stack.dataDir), now: w.stack.clock.now });
+    return { code, out: out.join(''), err: err.join('') };
+  };
+  const made = await cli('console', 'token', '--label', 'ops laptop', '--json');
+  t.equal(made.code, 0, made.err);
+  const { id, token } = JSON.parse(made.out) as { id: number; token: string };
+  t.match(token, /^op_[A-Za-z0-9_-]{32}$/);
+  t.match((await cli('console', 'tokens')).out, new RegExp(`^${id}\\t.*\\tops laptop\\n$`));
+
+  const op = consoleClient(w.base);
+  t.equal((await op.signIn(token)).status, 302);
+  const all = await op.get('/console/queue');
+  t.match(all.text, /ann@later\.test/);
+  t.match(all.text, /bob@later\.test/);
+  t.match(all.text, /Signed in as operator/);
+  t.equal((await op.get('/console/queue?account=bravo')).status, 200);
+  t.notMatch((await op.get('/console/queue?account=bravo')).text, /ann@later/);
+  t.equal((await op.get('/console/dkim?account=*')).status, 404, 'per-account views need one account');
+  t.equal((await op.get('/console/webhooks?account=bravo')).status, 200);
+
+  t.equal((await cli('console', 'revoke', String(id))).code, 0);
+  t.equal((await op.get('/console/queue')).status, 302, 'revoked token: signed out');
+  t.equal((await op.signIn(token)).status, 403);
+  t.equal((await cli('console', 'revoke', String(id))).code, 1);
+  t.equal((await cli('console', 'bogus')).code, 2);
+});
+
+t.test('Secure cookie when the console is reached over https (http.public_url)', async (t) => {
+  const stack = await startStack(t, { env: { SLUICE_HTTP_PUBLIC_URL: 'https://mail.example.test' } });
+  const a = stack.createAccount('acme');
+  const c = consoleClient(`http://127.0.0.1:${stack.http.port}`);
+  const login = await c.get('/console/login');
+  t.match(login.headers.getSetCookie()[0], /; HttpOnly; SameSite=Strict; Secure; Max-Age=3600$/);
+  const ok = await c.signIn(a.key);
+  t.match(ok.headers.getSetCookie().find((x) => x.startsWith('sluice_console='))!, /; Secure; /);
+  const form = await c.post('/console/queue/1/retry', {}, { csrf: null });
+  t.equal(form.status, 403);
+  const json = await stack.api('POST', '/console/queue/1/retry', { raw: '{}', headers: { 'content-type': 'application/json' } });
+  t.equal(json.status, 403, 'no session: 403 whatever the body');
+});
