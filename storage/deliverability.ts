@@ -39,12 +39,12 @@ export function createDeliverabilityStore(db: Db) {
        SELECT bucket, account_id, campaign_id, sum(sent) AS sent, sum(delivered) AS delivered, sum(bounced) AS bounced,
               sum(deferred) AS deferred
        FROM (
-         SELECT (m.created_at / @width) * @width AS bucket, sc.account_id, sc.campaign_id, 1 AS sent,
+         SELECT CAST(m.created_at / @width AS INTEGER) * @width AS bucket, sc.account_id, sc.campaign_id, 1 AS sent,
                 0 AS delivered, 0 AS bounced, 0 AS deferred
          FROM scope sc JOIN messages m ON m.id = sc.id JOIN deliveries d ON d.message_id = sc.id
          WHERE m.created_at >= @since AND m.created_at < @until AND d.state != 'dropped'
          UNION ALL
-         SELECT (a.at / @width) * @width, sc.account_id, sc.campaign_id, 0,
+         SELECT CAST(a.at / @width AS INTEGER) * @width, sc.account_id, sc.campaign_id, 0,
                 a.outcome = 'delivered', a.outcome = 'bounced', a.outcome = 'deferred'
          FROM scope sc JOIN deliveries d ON d.message_id = sc.id JOIN delivery_attempts a ON a.delivery_id = d.id
          WHERE a.at >= @since AND a.at < @until)

@@ -24,3 +24,9 @@ t.test('README quick start shows the two commands', async (t) => {
   t.match(readme, /npm ci && npm start/);
   t.match(readme, /npm test/);
 });
+
+t.test('README images exist (the console screenshots in docs/)', async (t) => {
+  const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)].map((m) => m[1]!);
+  t.ok(images.includes('docs/console-queue.png') && images.includes('docs/console-deliverability.png'));
+  for (const img of images) t.ok(fs.existsSync(path.resolve(img)), img);
+});

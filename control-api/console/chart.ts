@@ -11,7 +11,7 @@ export interface Series {
 
 const W = 900;
 const H = 260;
-const PAD = { left: 48, right: 12, top: 12, bottom: 34 };
+const PAD = { left: 48, right: 28, top: 12, bottom: 34 };
 
 /** A round ceiling for the y axis (1, 2, 5 × 10^n), at least 1. */
 function niceMax(v: number): number {
@@ -26,7 +26,7 @@ export function lineChart(title: string, labels: readonly string[], series: read
   const max = niceMax(Math.max(0, ...series.flatMap((s) => s.values)));
   const x = (i: number) => PAD.left + (n <= 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (n - 1));
   const y = (v: number) => H - PAD.bottom - (v / max) * (H - PAD.top - PAD.bottom);
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => Math.round(f * max));
+  const ticks = [...new Set([0, 0.2, 0.4, 0.6, 0.8, 1].map((f) => Math.round(f * max)))];
   const every = Math.max(1, Math.ceil(n / 8));
   return html`<figure class="chart"><figcaption>${title}</figcaption>
 <svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${title}" xmlns="http://www.w3.org/2000/svg">

@@ -15,6 +15,8 @@ export interface Tenant {
 export interface ConsoleWorld {
   stack: Stack;
   sink: Sink;
+  /** `deferring = false` lets the sink accept later.test from then on. */
+  state: { deferring: boolean };
   base: string;
   acme: Tenant;
   bravo: Tenant;
@@ -29,12 +31,21 @@ export interface ConsoleWorld {
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
 export async function consoleWorld(t: Test): Promise<ConsoleWorld> {
-  // Downstream and remote MX in one: recipients at later.test are deferred, everything else accepted.
-  const sink = await startSink(t, { onRcpt: (r) => (r.endsWith('@later.test') ? { code: 451, message: '4.2.0 mailbox busy, try later' } : undefined) });
+  // Downstream and remote MX in one: recipients at later.test are deferred while `deferring`, those at bounce.test
+  // refused for good, everything else accepted.
+  const state = { deferring: true };
+  const sink = await startSink(t, {
+    onRcpt: (r) =>
+      r.endsWith('@later.test') && state.deferring
+        ? { code: 451, message: '4.2.0 mailbox busy, try later' }
+        : r.endsWith('@bounce.test')
+          ? { code: 550, message: '5.1.1 no such user' }
+          : undefined,
+  });
   const stack = await startStack(t, {
     env: {
       SLUICE_OUTBOUND_LOCKDOWN: 'off',
-      SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.test=127.0.0.1:${sink.port},later.test=127.0.0.1:${sink.port}`,
+      SLUICE_OUTBOUND_TRANSPORT_MAP: ['rcpt.test', 'later.test', 'bounce.test'].map((d) => `${d}=127.0.0.1:${sink.port}`).join(','),
     },
   });
   const tenant = async (handle: string, domain: string): Promise<Tenant> => {
@@ -64,6 +75,7 @@ export async function consoleWorld(t: Test): Promise<ConsoleWorld> {
   return {
     stack,
     sink,
+    state,
     base,
     acme,
     bravo,
