@@ -132,6 +132,20 @@ t.test('operator: token from `sluice console token`, every account, revocation',
   t.equal((await op.get('/console/dkim?account=*')).status, 404, 'per-account views need one account');
   t.equal((await op.get('/console/webhooks?account=bravo')).status, 200);
 
+  // `sluice queue` acts through the same queue service, with the operator's scope.
+  await w.stack.worker.runOnce();
+  const bob = w.deliveryOf('bob@later.test');
+  const shown = await cli('queue', 'show', String(bob.id), '--json');
+  t.equal(shown.code, 0, shown.err);
+  t.match(JSON.parse(shown.out), { delivery: { id: bob.id, state: 'queued' }, message: { subject: 'bravo deferred' }, attempts: [{ outcome: 'deferred', status: '4.2.0' }] });
+  w.stack.clock.advance(1000);
+  t.match((await cli('queue', 'retry', String(bob.id))).out, /^1 delivery due now/);
+  t.equal(w.deliveryOf('bob@later.test').next_attempt_at, w.stack.clock.now());
+  t.equal((await cli('queue', 'delete', String(bob.id))).code, 0);
+  t.equal(w.deliveryOf('bob@later.test').state, 'dropped');
+  t.match((await cli('queue', 'delete', String(bob.id))).err, /is not queued or held/);
+  t.match((await cli('queue', 'show', '999999')).err, /no delivery 999999/);
+
   t.equal((await cli('console', 'revoke', String(id))).code, 0);
   t.equal((await op.get('/console/queue')).status, 302, 'revoked token: signed out');
   t.equal((await op.signIn(token)).status, 403);
