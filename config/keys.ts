@@ -299,6 +299,12 @@ export const KEY_TREE = {
       default: () => 7,
       parse: parseDays,
     }),
+    trackingDays: key({
+      doc: 'Days the open pixel and tracked links of a sent message keep working (what their tokens name is kept that long); later hits answer 404.',
+      defaultText: '365',
+      default: () => 365,
+      parse: parseDays,
+    }),
   },
   log: {
     level: key({

@@ -18,6 +18,7 @@ import type { WebhookStore } from '../storage/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
+import type { Tracker } from '../mta/outbound/tracker.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -55,6 +56,8 @@ export interface Services {
     inspect: (token: string) => { recipient: string } | undefined;
     run: (token: string, via: 'one-click' | 'link') => boolean;
   };
+  /** Open and click tracking URLs (GET /t/o, /t/c). */
+  tracking: Pick<Tracker, 'hit'>;
   /** POST /tx/v1/check-domain. */
   checkDomain: (account: AccountRow, req: CheckDomainRequest) => ReturnType<typeof runCheckDomain>;
   /** Signed webhooks: endpoints and batch history, the dispatcher (validate, resend), the signer (public keys, alerts). */
