@@ -54,6 +54,7 @@ import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { webhookRoutes } from '../control-api/routes/webhooks.js';
 import { trackingRoutes } from '../control-api/routes/tracking.js';
+import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
 import { createTracker } from '../mta/outbound/tracker.js';
 import { createTrackingStore } from '../storage/tracking.js';
 import { createTrackingDomainStore } from '../storage/tracking-domains.js';
@@ -171,6 +172,7 @@ export function wireCore(opts: CoreOptions) {
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
     },
     tracking: createTracker({ secret: trackingSecret, tracking, domains: trackingDomains, accounts, store: queueStore, now }),
+    trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, now },
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains,
@@ -216,6 +218,7 @@ export function wireCore(opts: CoreOptions) {
     ...inboundStatusRoutes,
     ...inboundQuarantineRoutes,
     ...webhookRoutes,
+    ...trackingDomainRoutes,
     ...trackingRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);

@@ -19,6 +19,7 @@ import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
+import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -58,6 +59,8 @@ export interface Services {
   };
   /** Open and click tracking URLs (GET /t/o, /t/c). */
   tracking: Pick<Tracker, 'hit'>;
+  /** Custom tracking domains: their store, DNS resolver, verification secret and the public URL they point at. */
+  trackingDomains: TrackingDomainDeps;
   /** POST /tx/v1/check-domain. */
   checkDomain: (account: AccountRow, req: CheckDomainRequest) => ReturnType<typeof runCheckDomain>;
   /** Signed webhooks: endpoints and batch history, the dispatcher (validate, resend), the signer (public keys, alerts). */

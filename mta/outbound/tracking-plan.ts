@@ -60,7 +60,7 @@ export function planTracking(
   const lookup = (field: string, name: string, scope: TrackingScope): LinkHost | undefined => {
     const row = owners.map((id) => deps.domains.findByName(id, name)).find((r) => r !== undefined);
     if (!row) errors.push(`${field}: no custom tracking domain named "${name}"`);
-    else if (row.scope !== scope) errors.push(`${field}: "${name}" is a ${row.scope} tracking domain, not ${scope}`);
+    else if (row.scope !== scope) errors.push(`${field}: "${name}" is a tracking domain for ${row.scope}, not ${scope}`);
     else if (row.status !== 'active') errors.push(`${field}: custom tracking domain "${name}" is disabled`);
     else return customLinkHost(deps.publicUrl, row.hostname);
     return undefined;
