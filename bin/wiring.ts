@@ -53,9 +53,11 @@ import { createWebhookStore } from '../storage/webhooks.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { webhookRoutes } from '../control-api/routes/webhooks.js';
+import { metricsRoutes } from '../control-api/routes/metrics.js';
 import { trackingRoutes } from '../control-api/routes/tracking.js';
 import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
 import { createTracker } from '../mta/outbound/tracker.js';
+import { createMetricRollup } from '../storage/metrics.js';
 import { createTrackingStore } from '../storage/tracking.js';
 import { createTrackingDomainStore } from '../storage/tracking-domains.js';
 import { VERSION } from './version.js';
@@ -173,6 +175,7 @@ export function wireCore(opts: CoreOptions) {
     },
     tracking: createTracker({ secret: trackingSecret, tracking, domains: trackingDomains, accounts, store: queueStore, now }),
     trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, now },
+    metrics: createMetricRollup(db),
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains,
@@ -219,6 +222,7 @@ export function wireCore(opts: CoreOptions) {
     ...inboundQuarantineRoutes,
     ...webhookRoutes,
     ...trackingDomainRoutes,
+    ...metricsRoutes,
     ...trackingRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
