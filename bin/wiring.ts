@@ -76,7 +76,7 @@ export interface CoreOptions {
  * A signing secret kept in settings under `name` (unsubscribe tokens, tracking tokens): 32 random bytes made once
  * per data_dir, so every process on it and every restart verifies the links already sent.
  */
-function secretSetting(accounts: AccountStore, name: string): Buffer {
+export function secretSetting(accounts: AccountStore, name: string): Buffer {
   const have = accounts.getSetting(name);
   if (have) return Buffer.from(have, 'base64');
   const fresh = crypto.randomBytes(32);

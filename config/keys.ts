@@ -109,7 +109,7 @@ export const KEY_TREE = {
   http: {
     listen: key({ doc: 'Address of the REST control plane.', ...listen('127.0.0.1:8080') }),
     publicUrl: key({
-      doc: 'Base URL clients reach the control plane at (unsubscribe links); derived from the bound HTTP address when unset.',
+      doc: 'Base URL clients reach the control plane at (unsubscribe and tracking links, the host custom tracking domains point at); derived from the bound HTTP address when unset.',
       defaultText: 'derived from http.listen',
       default: () => undefined,
       parse: parseUrl,

@@ -158,3 +158,18 @@ t.test('unsubscribing: the event carries email, campaign_id and smtp_id; recipie
   const m = (await w.stack.api('GET', '/tx/v1/metrics/recipient-behaviour?campaign_id=spring', { key: w.key })).body;
   t.match(m, { unsubscribed: 1, unsubscribe_delivered: 1 });
 });
+
+t.test('links keep working for retention.tracking_days, then answer 404', async (t) => {
+  const w = await world(t, { SLUICE_RETENTION_TRACKING_DAYS: '30' });
+  t.equal((await w.stack.api('POST', '/tx/v1/send', { key: w.key, body: trackedMail(w.site.base) })).status, 202);
+  await w.stack.worker.runOnce();
+  const urls = trackingUrls(String((await simpleParser(w.sink.messages[0]!.raw)).html));
+  w.stack.clock.advance(29 * 86_400_000);
+  t.match(await w.stack.retention.runOnce(), { tracking: 0 });
+  t.equal((await fetch(urls.clicks[0]!, { redirect: 'manual', headers: { 'User-Agent': BROWSER } })).status, 302, 'day 29');
+  w.stack.clock.advance(2 * 86_400_000);
+  t.match(await w.stack.retention.runOnce(), { tracking: 1 });
+  t.equal((await fetch(urls.clicks[0]!, { redirect: 'manual', headers: { 'User-Agent': BROWSER } })).status, 404, 'day 31');
+  t.equal((await fetch(urls.pixel!, { headers: { 'User-Agent': BROWSER } })).status, 404);
+  t.equal(w.events('click').length, 1, 'only the click that was served');
+});
