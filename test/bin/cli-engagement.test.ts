@@ -21,7 +21,7 @@ t.test('tracking-domains and metrics commands', async (t) => {
   t.same(await cli('tracking-domains', 'list'), { code: 0, out: 'no custom tracking domains\n', err: '' });
   const pending = await cli('tracking-domains', 'verify', '--account', 'acme', '--hostname', 'Click.Brand.Test');
   t.equal(pending.code, 1, 'not verified: exit 1');
-  t.match(pending.out, /^click\.brand\.test \(account acme\): DNS not verified\n  - TXT _sluice-verify\.click\.brand\.test does not hold the token \(nxdomain\)\n/);
+  t.match(pending.out, /^click\.brand\.test \(account acme\): DNS not verified\n {2}- TXT _sluice-verify\.click\.brand\.test does not hold the token \(nxdomain\)\n/);
   t.match(pending.out, /registered: none\n$/);
   const json = JSON.parse((await cli('tracking-domains', 'verify', '--account', 'acme', '--hostname', 'click.brand.test', '--json')).out);
   const api = await stack.api('POST', '/tx/v1/custom-tracking-domains', { key: acme.key, body: { name: 'clicks', hostname: 'click.brand.test', scope: 'click' } });
