@@ -136,7 +136,7 @@ export function metricsCommand(
   const starts = bucketStarts(w, interval);
   if (!starts.ok) throw new UsageError(starts.error.replace('interval:', '--interval:'));
   const fields: readonly Metric[] = REPORTS[sub as ReportName];
-  const report = buildReport(rollup, { accountId: a.id, campaign: opts.campaign ?? null, window: w, starts: starts.starts, fields });
+  const report = buildReport(rollup, { accountId: a.id, campaign: opts.campaign ?? null, window: w, interval, starts: starts.starts, fields });
   if (opts.json) {
     io.stdout(JSON.stringify(report) + '\n');
     return 0;

@@ -13,8 +13,17 @@ export type Metric = (typeof METRICS)[number];
 /** Amounts to add to some counters. */
 export type MetricDelta = Partial<Record<Metric, number>>;
 
-/** One hour's counters, as read back. */
-export type HourRow = { hour: number } & Record<Metric, number>;
+/**
+ * What a series is grouped by, in SQL: hours since the epoch; days since the epoch (UTC); weeks since the Monday
+ * before the epoch (1970-01-01 was a Thursday, so day + 3 counts from Monday 1969-12-29; ISO 8601 weeks).
+ */
+export type Grain = 'hour' | 'day' | 'week';
+const GRAIN_SQL: Record<Grain, string> = { hour: 'hour', day: 'hour / 24', week: '(hour / 24 + 3) / 7' };
+
+/** The start (ms) of series bucket `index` of `grain`. */
+export function grainStart(grain: Grain, index: number): number {
+  return grain === 'hour' ? index * HOUR_MS : grain === 'day' ? index * 24 * HOUR_MS : (index * 7 - 3) * 24 * HOUR_MS;
+}
 
 /** A sender's totals over a window (GET /metrics/senders). */
 export interface SenderRow {
@@ -63,19 +72,8 @@ export function eventDelta(kind: string, payload: Record<string, unknown>): Metr
  * counter and its event commit together; reads never touch the events table.
  */
 export function createMetricRollup(db: Db) {
-  const cols = METRICS.join(', ');
   const s = {
-    add: db.prepare(
-      `INSERT INTO metric_rollups (account_id, campaign, hour, ${cols})
-       VALUES (@account, @campaign, @hour, ${METRICS.map((m) => `@${m}`).join(', ')})
-       ON CONFLICT (account_id, campaign, hour) DO UPDATE SET
-       ${METRICS.map((m) => `${m} = ${m} + excluded.${m}`).join(', ')}`,
-    ),
     parentOf: db.prepare('SELECT parent_id FROM accounts WHERE id = ?'),
-    hours: db.prepare(
-      `SELECT hour, ${cols} FROM metric_rollups
-       WHERE account_id = @account AND campaign = @campaign AND hour >= @from AND hour < @to ORDER BY hour`,
-    ),
     campaigns: db.prepare(
       `SELECT campaign AS name, SUM(processed) AS processed, SUM(delivered) AS delivered, SUM(bounced) AS bounced,
          SUM(dropped) AS dropped
@@ -91,6 +89,37 @@ export function createMetricRollup(db: Db) {
        GROUP BY a.id`,
     ),
   };
+  // The upsert names only the counters an event changes (one or a few of the seventeen): one statement per set of
+  // counters, prepared once, with positional parameters — this runs in every event's transaction, up to four times.
+  const addStatements = new Map<string, ReturnType<Db['prepare']>>();
+  function addStatement(names: readonly Metric[]) {
+    const key = names.join(',');
+    let st = addStatements.get(key);
+    if (!st) {
+      st = db.prepare(
+        `INSERT INTO metric_rollups (account_id, campaign, hour, ${key}) VALUES (?, ?, ?${', ?'.repeat(names.length)})
+         ON CONFLICT (account_id, campaign, hour) DO UPDATE SET ${names.map((m) => `${m} = ${m} + excluded.${m}`).join(', ')}`,
+      );
+      addStatements.set(key, st);
+    }
+    return st;
+  }
+  // One statement per grain and set of counters (a handful: one per report and interval), prepared once. The sums
+  // are taken in SQL and read as arrays: building one JS object per hour row costs more than the query.
+  const seriesStatements = new Map<string, ReturnType<Db['prepare']>>();
+  function seriesStatement(grain: Grain, fields: readonly Metric[]) {
+    const key = `${grain}:${fields.join(',')}`;
+    let st = seriesStatements.get(key);
+    if (!st) {
+      if (!fields.every((f) => (METRICS as readonly string[]).includes(f))) throw new Error('unknown metric');
+      st = db.prepare(
+        `SELECT ${GRAIN_SQL[grain]} AS bucket, ${fields.map((f) => `SUM(${f})`).join(', ')} FROM metric_rollups
+         WHERE account_id = @account AND campaign = @campaign AND hour >= @from AND hour < @to GROUP BY bucket ORDER BY bucket`,
+      ).raw();
+      seriesStatements.set(key, st);
+    }
+    return st;
+  }
   // A sub-account never changes parent: the answer is cached for the life of the process.
   const parents = new Map<number, number | null>();
   function parentOf(accountId: number): number | null {
@@ -108,22 +137,25 @@ export function createMetricRollup(db: Db) {
      * all-mail row and once in the campaign's row when there is a campaign. Call inside the event's transaction.
      */
     add(accountId: number, campaignId: string | null, at: number, delta: MetricDelta): void {
-      if (!METRICS.some((m) => (delta[m] ?? 0) !== 0)) return;
+      const names = METRICS.filter((m) => (delta[m] ?? 0) !== 0);
+      if (names.length === 0) return;
+      const values = names.map((m) => delta[m] as number);
       const hour = Math.floor(at / HOUR_MS);
-      const values = Object.fromEntries(METRICS.map((m) => [m, delta[m] ?? 0]));
+      const st = addStatement(names);
       const parent = parentOf(accountId);
       for (const account of parent === null ? [accountId] : [accountId, parent]) {
-        s.add.run({ account, campaign: ALL, hour, ...values });
-        if (campaignId) s.add.run({ account, campaign: campaignId, hour, ...values });
+        st.run([account, ALL, hour, ...values]);
+        if (campaignId) st.run([account, campaignId, hour, ...values]);
       }
     },
 
     /**
-     * The rows of hours in [fromHour, toHour) that have any counter, oldest first: the account's (for a parent,
-     * with its sub-accounts'), of one campaign or, with `campaign` null, of all mail.
+     * Sums of `fields` per `grain` bucket over the hours [fromHour, toHour), oldest first, only buckets with rows:
+     * `[bucket index, ...sums in fields order]` (grainStart gives a bucket's start). The account's figures (for a
+     * parent, with its sub-accounts'), of one campaign or, with `campaign` null, of all mail.
      */
-    hours(accountId: number, campaign: string | null, fromHour: number, toHour: number): HourRow[] {
-      return s.hours.all({ account: accountId, campaign: campaign ?? ALL, from: fromHour, to: toHour }) as HourRow[];
+    series(accountId: number, campaign: string | null, fromHour: number, toHour: number, grain: Grain, fields: readonly Metric[]): number[][] {
+      return seriesStatement(grain, fields).all({ account: accountId, campaign: campaign ?? ALL, from: fromHour, to: toHour }) as number[][];
     },
 
     /** Totals per campaign of the account (a parent: its tree) over [fromHour, toHour), unsorted. */

@@ -89,12 +89,14 @@ const reportRoutes: AnyRoute[] = (Object.keys(REPORTS) as ReportName[]).map((nam
     handler: (s, { principal, query }) => {
       const accountId = subject(s, principal, query.sub_account);
       const w = windowOf(s, query);
-      const starts = bucketStarts(w, (query.interval ?? 'day') as Interval);
+      const interval = (query.interval ?? 'day') as Interval;
+      const starts = bucketStarts(w, interval);
       if (!starts.ok) throw badRequest(starts.error);
       const body = buildReport(s.metrics, {
         accountId,
         campaign: query.campaign_id ?? null,
         window: w,
+        interval,
         starts: starts.starts,
         fields: REPORTS[name],
       });

@@ -1,5 +1,5 @@
 // Owns the metrics reports (api.md §2.5): windows, interval buckets and sender rankings, read from hourly roll-ups.
-import { HOUR_MS, type Metric, type MetricRollup, type SenderRow } from '../../storage/metrics.js';
+import { grainStart, HOUR_MS, type Metric, type MetricRollup, type SenderRow } from '../../storage/metrics.js';
 
 export const INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -99,21 +99,33 @@ export type Report = Record<string, unknown> & {
  */
 export function buildReport(
   rollup: MetricRollup,
-  q: { accountId: number; campaign: string | null; window: MetricsWindow; starts: number[]; fields: readonly Metric[] },
+  q: {
+    accountId: number;
+    campaign: string | null;
+    window: MetricsWindow;
+    interval: Interval;
+    /** bucketStarts of the window and interval. */
+    starts: number[];
+    fields: readonly Metric[];
+  },
 ): Report {
-  const { window: w, starts, fields } = q;
+  const { window: w, starts, fields, interval } = q;
   const counts = fields.map(() => new Array<number>(starts.length).fill(0));
-  let b = 0;
-  for (const row of rollup.hours(q.accountId, q.campaign, w.start / HOUR_MS, w.end / HOUR_MS)) {
-    const t = row.hour * HOUR_MS;
-    while (b + 1 < starts.length && (starts[b + 1] as number) <= t) b++;
-    fields.forEach((f, i) => ((counts[i] as number[])[b] += row[f]));
+  const index = new Map(starts.map((t, i) => [t, i]));
+  // SQL sums per hour, day or week; months are folded from days (their lengths vary).
+  const grain = interval === 'month' ? 'day' : interval;
+  for (const [bucket, ...sums] of rollup.series(q.accountId, q.campaign, w.start / HOUR_MS, w.end / HOUR_MS, grain, fields)) {
+    const at = grainStart(grain, bucket as number);
+    const b = index.get(interval === 'month' ? periodStart(at, 'month') : at);
+    if (b === undefined) continue; // cannot happen: the window's buckets cover every hour in it
+    sums.forEach((n, i) => ((counts[i] as number[])[b] += n));
   }
   const out: Report = { start_time: isoTime(w.start), end_time: isoTime(w.end), buckets: {} };
+  const periods = starts.map(isoTime); // once per bucket, not once per bucket and counter
   fields.forEach((f, i) => {
     const series = counts[i] as number[];
     out[f] = series.reduce((a, c) => a + c, 0);
-    out.buckets[f] = series.map((count, j) => ({ count, period_start: isoTime(starts[j] as number) }));
+    out.buckets[f] = series.map((count, j) => ({ count, period_start: periods[j] as string }));
   });
   return out;
 }

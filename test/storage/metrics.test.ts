@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createAccountStore } from '../../storage/accounts.js';
 import { openDatabase } from '../../storage/database.js';
-import { createMetricRollup, HOUR_MS } from '../../storage/metrics.js';
+import { createMetricRollup, grainStart, HOUR_MS } from '../../storage/metrics.js';
 import { createQueueStore } from '../../storage/queue.js';
 import { tempDir } from '../helpers/stack.js';
 
@@ -29,13 +29,19 @@ t.test('events roll up per account, campaign and hour, in the transaction that w
   ev(parent.account.id, 'open', {}, now + HOUR_MS, { unique_open: 1 });
   ev(parent.account.id, 'test', {});
 
-  const pick = (rows: ReturnType<typeof rollup.hours>) =>
-    rows.map((r) => [r.hour - hour, r.processed, r.delivered, r.bounced, r.dropped, r.open, r.unique_open, r.open_tracking_delivered, r.unique_open_tracking_delivered]);
-  t.same(pick(rollup.hours(sub.value.id, null, hour, hour + 2)), [[0, 2, 1, 1, 0, 0, 0, 1, 1]], 'the sub-account: all mail');
-  t.same(pick(rollup.hours(sub.value.id, 'spring', hour, hour + 2)), [[0, 2, 1, 1, 0, 0, 0, 1, 1]], 'its campaign');
-  t.same(pick(rollup.hours(parent.account.id, null, hour, hour + 2)), [[0, 2, 1, 1, 1, 0, 0, 1, 1], [1, 0, 0, 0, 0, 1, 1, 0, 0]], 'the parent counts its tree');
-  t.same(pick(rollup.hours(parent.account.id, 'spring', hour, hour + 1)), [[0, 2, 1, 1, 0, 0, 0, 1, 1]]);
-  t.same(rollup.hours(parent.account.id, null, hour + 2, hour + 9), [], 'no row for hours without events');
+  const FIELDS = ['processed', 'delivered', 'bounced', 'dropped', 'open', 'unique_open', 'open_tracking_delivered', 'unique_open_tracking_delivered'] as const;
+  const hours = (account: number, campaign: string | null, from: number, to: number) =>
+    rollup.series(account, campaign, from, to, 'hour', FIELDS).map(([h, ...rest]) => [(h as number) - hour, ...rest]);
+  t.same(hours(sub.value.id, null, hour, hour + 2), [[0, 2, 1, 1, 0, 0, 0, 1, 1]], 'the sub-account: all mail');
+  t.same(hours(sub.value.id, 'spring', hour, hour + 2), [[0, 2, 1, 1, 0, 0, 0, 1, 1]], 'its campaign');
+  t.same(hours(parent.account.id, null, hour, hour + 2), [[0, 2, 1, 1, 1, 0, 0, 1, 1], [1, 0, 0, 0, 0, 1, 1, 0, 0]], 'the parent counts its tree');
+  t.same(hours(parent.account.id, 'spring', hour, hour + 1), [[0, 2, 1, 1, 0, 0, 0, 1, 1]]);
+  t.same(hours(parent.account.id, null, hour + 2, hour + 9), [], 'no row for hours without events');
+  const day = Math.floor(now / (24 * HOUR_MS));
+  t.same(rollup.series(parent.account.id, null, hour - 100, hour + 100, 'day', ['processed', 'open']), [[day, 2, 1]], 'summed per day in SQL');
+  const week = rollup.series(parent.account.id, null, hour - 100, hour + 100, 'week', ['open']);
+  t.same(week, [[Math.floor((day + 3) / 7), 1]]);
+  t.equal(new Date(grainStart('week', week[0]![0]!)).toISOString(), '2026-11-16T00:00:00.000Z', 'weeks start on Monday');
   t.same(rollup.campaigns(parent.account.id, hour, hour + 2), [{ name: 'spring', processed: 2, delivered: 1, bounced: 1, dropped: 0 }]);
   t.same(rollup.subAccounts(parent.account.id, hour, hour + 2), [{ name: 'subone', processed: 2, delivered: 1, bounced: 1, dropped: 0 }]);
 
@@ -44,5 +50,5 @@ t.test('events roll up per account, campaign and hour, in the transaction that w
     store.insertEvent(parent.account.id, 'delivered', { event: 'delivered' }, now);
     throw new Error('rollback');
   }));
-  t.equal(rollup.hours(parent.account.id, null, hour, hour + 1)[0]?.delivered, 1, 'the rolled-back delivery is not counted');
+  t.same(rollup.series(parent.account.id, null, hour, hour + 1, 'hour', ['delivered']), [[hour, 1]], 'the rolled-back delivery is not counted');
 });
