@@ -30,6 +30,11 @@ export type Opts = {
   json?: boolean;
   limit?: string;
   all?: boolean;
+  hostname?: string;
+  start?: string;
+  end?: string;
+  interval?: string;
+  campaign?: string;
 };
 
 /** The account named by --account, or a usage error / "no account" error. */

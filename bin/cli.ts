@@ -5,6 +5,9 @@ import { ConfigError, formatHostPort } from '../config/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { effectiveValues, renderReference, renderToml } from '../config/render.js';
 import { rotateSigningKey } from '../mta/webhooks/signing.js';
+import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
+import { createMetricRollup } from '../storage/metrics.js';
+import { createTrackingDomainStore } from '../storage/tracking-domains.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
 import { backupDatabase, openDatabase, type Db } from '../storage/database.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
@@ -15,8 +18,10 @@ import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from 
 import { UsageError, type CliIo } from './cli-common.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { queueCommand } from './cli-queue.js';
+import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
 import { parseRoles, ROLES, startServer, type Role } from './server.js';
 import { VERSION } from './version.js';
+import { secretSetting } from './wiring.js';
 
 export type { CliIo } from './cli-common.js';
 
@@ -54,6 +59,18 @@ Commands:
   quarantine release ID                   relay a quarantined message to its recipients (once)
   quarantine delete ID                    delete a quarantined message (it will not be relayed)
   signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
+  tracking-domains list [--account H] [--json]
+                                          custom tracking domains (all accounts, or one)
+  tracking-domains verify --account H --hostname NAME [--json]
+                                          check the DNS records of a custom tracking domain (TXT
+                                          _sluice-verify.NAME, and NAME pointing at http.public_url's host);
+                                          exit 1 when not verified; changes nothing
+  metrics engagement|performance|recipient-behaviour|volume --account H [--start T] [--end T]
+          [--interval hour|day|week|month] [--campaign C] [--json]
+                                          figures as a table, one row per bucket and a total (T: YYYY-MM-DD
+                                          or YYYY-MM-DDTHH:MM:SSZ; default the last 30 days)
+  metrics senders campaigns|sub-accounts --account H [--start T] [--end T] [--limit N] [--json]
+                                          senders ranked by processed + dropped
   backup PATH                             write a consistent snapshot of the database to PATH (server may run)
   help                                    this text
   version                                 print the version
@@ -78,6 +95,11 @@ const OPTIONS = {
   domain: { type: 'string' },
   all: { type: 'boolean' },
   only: { type: 'string' },
+  hostname: { type: 'string' },
+  start: { type: 'string' },
+  end: { type: 'string' },
+  interval: { type: 'string' },
+  campaign: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -127,6 +149,26 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (store, db) => lockdownCommand(sub, store, createLockdownAllowStore(db), opts, io, now));
       case 'queue':
         return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
+      case 'tracking-domains': {
+        const { config } = loaded();
+        const db = openDatabase(config.dataDir);
+        try {
+          const accounts = createAccountStore(db);
+          const store = createTrackingDomainStore(db);
+          const verifyDeps = () => ({
+            store,
+            resolver: createDnsResolver({ servers: config.dns.servers }),
+            secret: secretSetting(accounts, 'tracking_secret'),
+            publicUrl: () => config.http.publicUrl ?? `http://${formatHostPort(config.http.listen)}`,
+            now,
+          });
+          return await trackingDomainsCommand(sub, accounts, store, verifyDeps, opts, io);
+        } finally {
+          db.close();
+        }
+      }
+      case 'metrics':
+        return withStore(loaded(), (store, db) => metricsCommand(sub, rest, store, createMetricRollup(db), opts, io, now));
       case 'quarantine': {
         const { config } = loaded();
         const db = openDatabase(config.dataDir);

@@ -53,6 +53,13 @@ import { createWebhookStore } from '../storage/webhooks.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { webhookRoutes } from '../control-api/routes/webhooks.js';
+import { metricsRoutes } from '../control-api/routes/metrics.js';
+import { trackingRoutes } from '../control-api/routes/tracking.js';
+import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
+import { createTracker } from '../mta/outbound/tracker.js';
+import { createMetricRollup } from '../storage/metrics.js';
+import { createTrackingStore } from '../storage/tracking.js';
+import { createTrackingDomainStore } from '../storage/tracking-domains.js';
 import { VERSION } from './version.js';
 
 export interface CoreOptions {
@@ -65,12 +72,15 @@ export interface CoreOptions {
   listening: () => Record<string, boolean>;
 }
 
-/** The secret unsubscribe tokens are signed with: 32 random bytes made once per data_dir, kept in settings. */
-function unsubscribeSecret(accounts: AccountStore): Buffer {
-  const have = accounts.getSetting('unsubscribe_secret');
+/**
+ * A signing secret kept in settings under `name` (unsubscribe tokens, tracking tokens): 32 random bytes made once
+ * per data_dir, so every process on it and every restart verifies the links already sent.
+ */
+export function secretSetting(accounts: AccountStore, name: string): Buffer {
+  const have = accounts.getSetting(name);
   if (have) return Buffer.from(have, 'base64');
   const fresh = crypto.randomBytes(32);
-  accounts.setSetting('unsubscribe_secret', fresh.toString('base64'));
+  accounts.setSetting(name, fresh.toString('base64'));
   return fresh;
 }
 
@@ -130,6 +140,9 @@ export function wireCore(opts: CoreOptions) {
     accounts,
     now,
   });
+  const trackingSecret = secretSetting(accounts, 'tracking_secret');
+  const trackingDomains = createTrackingDomainStore(db);
+  const tracking = createTrackingStore(db);
   const sendDeps = {
     config,
     now,
@@ -138,8 +151,10 @@ export function wireCore(opts: CoreOptions) {
     suppressions,
     queue,
     lockdown,
-    unsubscribeSecret: unsubscribeSecret(accounts),
+    unsubscribeSecret: secretSetting(accounts, 'unsubscribe_secret'),
     publicUrl: opts.publicUrl,
+    trackingSecret,
+    trackingDomains,
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
@@ -158,6 +173,9 @@ export function wireCore(opts: CoreOptions) {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
     },
+    tracking: createTracker({ secret: trackingSecret, tracking, domains: trackingDomains, accounts, store: queueStore, now }),
+    trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, now },
+    metrics: createMetricRollup(db),
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains,
@@ -187,6 +205,7 @@ export function wireCore(opts: CoreOptions) {
     // Events outbox: delivered/given-up events and batch history after log_days; pending events of accounts without
     // a webhook after one day (they would never be sent).
     pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
+    pruneTracking: (before, limit) => tracking.prune(before, limit),
   });
   const routes = [
     ...subAccountRoutes,
@@ -202,6 +221,9 @@ export function wireCore(opts: CoreOptions) {
     ...inboundStatusRoutes,
     ...inboundQuarantineRoutes,
     ...webhookRoutes,
+    ...trackingDomainRoutes,
+    ...metricsRoutes,
+    ...trackingRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
   const inbound = createInboundPipeline({

@@ -109,7 +109,7 @@ export const KEY_TREE = {
   http: {
     listen: key({ doc: 'Address of the REST control plane.', ...listen('127.0.0.1:8080') }),
     publicUrl: key({
-      doc: 'Base URL clients reach the control plane at (unsubscribe links); derived from the bound HTTP address when unset.',
+      doc: 'Base URL clients reach the control plane at (unsubscribe and tracking links, the host custom tracking domains point at); derived from the bound HTTP address when unset.',
       defaultText: 'derived from http.listen',
       default: () => undefined,
       parse: parseUrl,
@@ -297,6 +297,12 @@ export const KEY_TREE = {
       doc: 'Days message bodies are kept once every recipient is delivered, bounced or dropped; mail still queued, deferred or held is never pruned.',
       defaultText: '7',
       default: () => 7,
+      parse: parseDays,
+    }),
+    trackingDays: key({
+      doc: 'Days the open pixel and tracked links of a sent message keep working (what their tokens name is kept that long); later hits answer 404.',
+      defaultText: '365',
+      default: () => 365,
       parse: parseDays,
     }),
   },

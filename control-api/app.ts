@@ -122,6 +122,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
         httpRequestId: ctx.state.httpRequestId as string,
         headers: ctx.headers,
         ip: ctx.ip,
+        method: ctx.method,
+        querystring: ctx.querystring,
       });
       ctx.status = reply.status;
       if (reply.sendRequestId !== undefined) ctx.state.sendRequestId = reply.sendRequestId;

@@ -18,6 +18,9 @@ import type { WebhookStore } from '../storage/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
+import type { MetricRollup } from '../storage/metrics.js';
+import type { Tracker } from '../mta/outbound/tracker.js';
+import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -55,6 +58,12 @@ export interface Services {
     inspect: (token: string) => { recipient: string } | undefined;
     run: (token: string, via: 'one-click' | 'link') => boolean;
   };
+  /** Open and click tracking URLs (GET /t/o, /t/c). */
+  tracking: Pick<Tracker, 'hit'>;
+  /** Custom tracking domains: their store, DNS resolver, verification secret and the public URL they point at. */
+  trackingDomains: TrackingDomainDeps;
+  /** Hourly metric roll-ups (GET /tx/v1/metrics/*). */
+  metrics: MetricRollup;
   /** POST /tx/v1/check-domain. */
   checkDomain: (account: AccountRow, req: CheckDomainRequest) => ReturnType<typeof runCheckDomain>;
   /** Signed webhooks: endpoints and batch history, the dispatcher (validate, resend), the signer (public keys, alerts). */

@@ -7,6 +7,8 @@ import { INBOUND } from './migrations/005-inbound.js';
 import { QUARANTINE } from './migrations/006-quarantine.js';
 import { WEBHOOKS } from './migrations/007-webhooks.js';
 import { MESSAGE_VERDICTS } from './migrations/008-message-verdicts.js';
+import { ENGAGEMENT } from './migrations/009-engagement.js';
+import { TRACKING_DOMAINS } from './migrations/010-tracking-domains.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -21,4 +23,6 @@ export const MIGRATIONS: readonly string[] = [
   QUARANTINE, // 6
   WEBHOOKS, // 7
   MESSAGE_VERDICTS, // 8
+  ENGAGEMENT, // 9
+  TRACKING_DOMAINS, // 10
 ];

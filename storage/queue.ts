@@ -1,5 +1,7 @@
 // Owns the messages, message_bodies, deliveries, delivery_attempts and events tables: enqueue, claim, record outcomes.
 import type { Db } from './database.js';
+import { createMetricRollup, eventDelta, type MetricDelta } from './metrics.js';
+import { createTrackingStore, trackingKey, type NewTrackedMessage } from './tracking.js';
 
 export type DeliveryState = 'queued' | 'sending' | 'delivered' | 'bounced' | 'dropped' | 'held';
 export type MessageKind = 'outbound' | 'relay' | 'dsn';
@@ -24,6 +26,8 @@ export interface MessageRow {
   expires_at: number;
   /** JSON array of the inbound filtering verdicts (relayed mail only). */
   verdicts: string | null;
+  /** storage/tracking.ts TRACK_* bits: open pixel, tracked links, List-Unsubscribe. */
+  tracking: number;
 }
 
 export interface DeliveryRow {
@@ -63,6 +67,8 @@ export interface NewMessage {
   expiresAt: number;
   /** JSON array of the inbound filtering verdicts (relayed mail only). */
   verdicts?: string | null;
+  /** storage/tracking.ts TRACK_* bits (0 when absent). */
+  tracking?: number;
 }
 
 export interface AttemptRecord {
@@ -88,12 +94,15 @@ export interface QueueStats {
 
 /** Repository over the queue tables. Multi-step writes are composed by the caller inside `transaction`. */
 export function createQueueStore(db: Db) {
+  const rollup = createMetricRollup(db);
+  const tracking = createTrackingStore(db);
   const s = {
     insertMessage: db.prepare(
       `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
-         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts)
+         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking)
        VALUES (@accountId, @kind, @sendRequestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
-         @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts)
+         @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts,
+         @tracking)
        RETURNING id`,
     ),
     insertBody: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
@@ -152,6 +161,10 @@ export function createQueueStore(db: Db) {
        FROM deliveries GROUP BY state`,
     ),
     attempts: db.prepare('SELECT * FROM delivery_attempts WHERE delivery_id = ? ORDER BY id'),
+    sentTo: db.prepare(
+      `SELECT m.from_email, m.campaign_id, m.message_id FROM messages m JOIN deliveries d ON d.message_id = m.id
+       WHERE m.request_id = ? AND m.account_id = ? AND d.rcpt = ? LIMIT 1`,
+    ),
   };
 
   return {
@@ -172,6 +185,7 @@ export function createQueueStore(db: Db) {
         transactional: m.transactional ? 1 : 0,
         size: m.raw.length,
         verdicts: m.verdicts ?? null,
+        tracking: m.tracking ?? 0,
       }) as { id: number };
       s.insertBody.run(id, m.raw);
       return id;
@@ -199,9 +213,32 @@ export function createQueueStore(db: Db) {
       ).id;
     },
 
-    /** Appends an event to the outbox; returns its id. */
-    insertEvent(accountId: number, event: string, payload: Record<string, unknown>, now: number): number {
-      return (s.insertEvent.get(accountId, event, JSON.stringify(payload), now) as { id: number }).id;
+    /**
+     * Appends an event to the outbox and adds it to the hourly metric roll-ups (storage/metrics.ts eventDelta, plus
+     * `extra` counters that are no event of their own, such as open_tracking_delivered), in the caller's
+     * transaction; returns its id. Every event goes through here, so every figure comes from a written event.
+     */
+    insertEvent(accountId: number, event: string, payload: Record<string, unknown>, now: number, extra: MetricDelta = {}): number {
+      const id = (s.insertEvent.get(accountId, event, JSON.stringify(payload), now) as { id: number }).id;
+      const delta: MetricDelta = { ...eventDelta(event, payload) };
+      for (const [k, v] of Object.entries(extra) as [keyof MetricDelta, number][]) delta[k] = (delta[k] ?? 0) + v;
+      const campaign = typeof payload.campaign_id === 'string' ? payload.campaign_id : null;
+      rollup.add(accountId, campaign, now, delta);
+      return id;
+    },
+
+    /** Stores what the tracking tokens of an accepted message name. Call inside the accept's transaction. */
+    insertTracked(m: NewTrackedMessage): void {
+      tracking.insert(m);
+    },
+
+    /**
+     * Notes a delivery of a tracked message (by its Message-ID); true for the message's first delivery, false for a
+     * later one or a message without a tracking row.
+     */
+    markTrackedDelivered(messageId: string, now: number): boolean {
+      const key = trackingKey(messageId);
+      return key !== undefined && tracking.markDelivered(key, now);
     },
 
     addUsage(accountId: number, period: string, n: number): void {
@@ -232,6 +269,13 @@ export function createQueueStore(db: Db) {
 
     deliveriesOf(messageId: number): DeliveryRow[] {
       return s.deliveriesOf.all(messageId) as DeliveryRow[];
+    },
+
+    /** The message a send (`request_id`) of the account addressed to `rcpt`, while it is stored; else undefined. */
+    findSentTo(accountId: number, sendRequestId: string, rcpt: string) {
+      return s.sentTo.get(sendRequestId, accountId, rcpt) as
+        | Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'>
+        | undefined;
     },
 
     attemptsOf(deliveryId: number): AttemptRecord[] {

@@ -7,6 +7,7 @@ import { decideSuppression } from '../../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/accounts.js';
 import type { DkimKeyStore } from '../../storage/dkim-keys.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
+import type { TrackingDomainStore } from '../../storage/tracking-domains.js';
 import { storageFailure } from '../../storage/write-health.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, type ComposedMessage } from './compose.js';
@@ -14,6 +15,7 @@ import { normalizePrivateKey, signMessage } from './dkim-sign.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
 import { validateSendRequest, type SendRequest } from './send-request.js';
+import { htmlTracker, planTracking, trackingRecord } from './tracking-plan.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 
 export interface SendDeps {
@@ -29,6 +31,10 @@ export interface SendDeps {
   unsubscribeSecret: Buffer;
   /** Base URL of the control plane (for List-Unsubscribe links). */
   publicUrl: () => string;
+  /** Secret for open and click tracking tokens. */
+  trackingSecret: Buffer;
+  /** Custom tracking domains a send may name (api.md §2.4). */
+  trackingDomains: TrackingDomainStore;
 }
 
 export type SendResult =
@@ -74,6 +80,8 @@ export async function runSend(
 
   const problems = validateSendRequest(body);
   if (problems.length > 0) return fail(400, ...problems);
+  const tracking = planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, account, body);
+  if (!tracking.ok) return fail(400, ...tracking.errors);
 
   // failIfOverLimit: each personalization is one message against the calendar-month limit.
   const limit = effectiveLimit(deps.accounts, account);
@@ -84,11 +92,13 @@ export async function runSend(
     }
   }
 
+  // trackLinks: open pixel and click-tracked links go in before DKIM signs the body (and show in a dry run).
   const composed = await composeMessages(body, {
     hostname: deps.config.smtp.hostname,
     now: deps.now,
+    trackHtml: htmlTracker(deps.trackingSecret, tracking.plan),
     unsubscribeUrl: ({ recipient }) =>
-      `${deps.publicUrl()}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, {
+      `${tracking.plan.unsubscribe}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, {
         accountId: account.id,
         recipient,
         messageId: opts.sendRequestId,
@@ -149,6 +159,7 @@ export async function runSend(
       senderId: account.handle,
       recipients: m.recipients,
       dropped,
+      engagement: trackingRecord(m, tracking.plan),
     } satisfies AcceptedOutbound;
   });
 

@@ -6,7 +6,7 @@ import type { SmtpLogStore } from '../../storage/smtp-log.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { createCommitBatcher } from './commit-batcher.js';
-import { eventPayload, type EventMessage } from './events.js';
+import { deliveredDelta, eventPayload, type EventMessage } from './events.js';
 import { nextAttempt } from './retry-schedule.js';
 
 export interface EnqueuedMessage {
@@ -90,6 +90,19 @@ export function createQueue(deps: QueueDeps) {
     const messageRowId = store.insertMessage(row);
     // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
     const sender = m.kind === 'outbound' ? m : undefined;
+    const tokens = sender?.engagement?.tokens;
+    if (sender && tokens) {
+      store.insertTracked({
+        ...tokens,
+        accountId: sender.account.id,
+        requestId: row.sendRequestId,
+        messageId: row.messageId,
+        fromEmail: row.fromEmail,
+        campaignId: row.campaignId,
+        recipients: m.recipients,
+        createdAt: now,
+      });
+    }
     const ev = sender ? eventMessage({ ...row, accountId: sender.account.id }) : undefined;
     const deliveryIds: number[] = [];
     const live: string[] = [];
@@ -192,7 +205,12 @@ export function createQueue(deps: QueueDeps) {
         outcome === 'delivered'
           ? { recipients: [delivery.rcpt] }
           : { recipients: [delivery.rcpt], status: status ?? String(code ?? ''), reason: response };
-      store.insertEvent(message.account_id as number, kind, eventPayload(kind, ev, now, extra), now);
+      // A delivery of a tracked message also counts in the *_tracking_delivered figures (api.md §2.5).
+      const counters =
+        outcome === 'delivered' && message.tracking !== 0
+          ? deliveredDelta(message.tracking, store.markTrackedDelivered(message.message_id, now))
+          : {};
+      store.insertEvent(message.account_id as number, kind, eventPayload(kind, ev, now, extra), now, counters);
     }
     if (outcome === 'bounced') {
       // Only recipient-class failures (5.1.x, 5.2.1) suppress; an expiry or a policy block never does.

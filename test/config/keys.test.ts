@@ -14,7 +14,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
     'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'filters.spam_threshold',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'inbound.quarantine_days',
-    'retention.log_days', 'retention.message_days', 'log.level',
+    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
   t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
@@ -35,7 +35,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
-    SLUICE_LOG_LEVEL: 'warn',
+    SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_LOG_LEVEL: 'warn',
   };
   t.equal(Object.keys(env).length, KEYS.length, 'one variable per key');
   const { config } = loadConfig({ env, cwd: dir });
@@ -60,7 +60,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     },
     filters: { spamThreshold: 6.5, rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' } },
     inbound: { quarantineDays: 3 },
-    retention: { logDays: 4, messageDays: 2 },
+    retention: { logDays: 4, messageDays: 2, trackingDays: 90 },
     log: { level: 'warn' },
   });
 });
