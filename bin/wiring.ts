@@ -10,6 +10,7 @@ import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
 import { inboundStatusRoutes } from '../control-api/routes/inbound-status.js';
 import { metaRoutes } from '../control-api/routes/meta.js';
 import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
+import { outboundAbuseRoutes } from '../control-api/routes/outbound-abuse.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
@@ -37,6 +38,9 @@ import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
+import { createScreening } from '../mta/outbound/screening.js';
+import { createSenderAbuse } from '../mta/outbound/sender-abuse.js';
+import { createSenderAbuseStore } from '../storage/sender-abuse.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
@@ -130,6 +134,14 @@ export function wireCore(opts: CoreOptions) {
     accounts,
     now,
   });
+  // One rspamd client for inbound and outbound scanning (filters.rspamd.*); abuse control for outbound (issue 14).
+  const rspamd = config.filters.rspamd.url
+    ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
+    : undefined;
+  const senderAbuseStore = createSenderAbuseStore(db);
+  const abuse = createSenderAbuse({
+    store: senderAbuseStore, accounts, config, now, logger, senderOfMessage: (ids, id) => smtpLog.senderOfMessage(ids, id),
+  });
   const sendDeps = {
     config,
     now,
@@ -140,6 +152,7 @@ export function wireCore(opts: CoreOptions) {
     lockdown,
     unsubscribeSecret: unsubscribeSecret(accounts),
     publicUrl: opts.publicUrl,
+    screening: createScreening({ config, resolver, rspamd, abuse, now }),
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
@@ -153,6 +166,7 @@ export function wireCore(opts: CoreOptions) {
     smtpLog,
     suppressions,
     dkim,
+    abuse,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
@@ -191,6 +205,7 @@ export function wireCore(opts: CoreOptions) {
   const routes = [
     ...subAccountRoutes,
     ...outboundSearchRoutes,
+    ...outboundAbuseRoutes,
     ...suppressionRoutes,
     ...dkimKeyRoutes,
     ...sendRoutes,
@@ -211,9 +226,7 @@ export function wireCore(opts: CoreOptions) {
     quarantine,
     resolver: mailauthResolver(resolver),
     relay: relayInbound,
-    rspamd: config.filters.rspamd.url
-      ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
-      : undefined,
+    rspamd,
     scannerFailure: config.filters.rspamd.failure,
     spamThreshold: config.filters.spamThreshold,
     quarantineDays: config.inbound.quarantineDays,
@@ -223,7 +236,7 @@ export function wireCore(opts: CoreOptions) {
 
   return {
     db, accounts, firstApiKey, services, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, dkimRetirement: createDkimRetirement({ store: dkim, now }),
+    inbound, lockdown, sendDeps, abuse, senderAbuseStore, dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };
 }
 

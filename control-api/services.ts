@@ -18,6 +18,7 @@ import type { WebhookStore } from '../storage/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
+import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -48,8 +49,17 @@ export interface Services {
   quarantine: QuarantineStore;
   /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
   relayInbound: InboundRelay;
-  /** The send recipe (REST send routes): validate, compose, sign, queue durably. */
-  send: (account: AccountRow, body: SendBody, opts: { dryRun: boolean; upstream: string | null; auth: string | null }) => Promise<SendResult>;
+  /**
+   * The send recipe (REST send routes): validate, compose, sign, scan, queue durably. `perMessage` (POST /send):
+   * refused messages are reported per personalization instead of refusing the request.
+   */
+  send: (
+    account: AccountRow,
+    body: SendBody,
+    opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean },
+  ) => Promise<SendResult>;
+  /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */
+  abuse: SenderAbuse;
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
   unsubscribe: {
     inspect: (token: string) => { recipient: string } | undefined;

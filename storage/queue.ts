@@ -61,8 +61,10 @@ export interface NewMessage {
   senderId: string | null;
   createdAt: number;
   expiresAt: number;
-  /** JSON array of the inbound filtering verdicts (relayed mail only). */
+  /** JSON array of the filtering verdicts: inbound steps (relayed mail), the outbound scan (sent mail). */
   verdicts?: string | null;
+  /** Bytes of the message as submitted; defaults to raw.length (a refused message keeps no body). */
+  size?: number;
 }
 
 export interface AttemptRecord {
@@ -170,7 +172,7 @@ export function createQueueStore(db: Db) {
       const { id } = s.insertMessage.get({
         ...m,
         transactional: m.transactional ? 1 : 0,
-        size: m.raw.length,
+        size: m.size ?? m.raw.length,
         verdicts: m.verdicts ?? null,
       }) as { id: number };
       s.insertBody.run(id, m.raw);

@@ -82,8 +82,9 @@ export function createQueue(deps: QueueDeps) {
 
   /**
    * Stores one accepted message: its row (the record's one mapping, `messageRow`), one delivery per recipient
-   * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows, its `processed` / `dropped` events and
-   * one unit of the account's monthly usage. Call inside the batcher's transaction.
+   * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows (with the scan's dispositions), its
+   * `processed` / `dropped` events and one unit of the account's monthly usage. A refused outbound message gets only
+   * its rows: dropped deliveries whose log rows carry the refusal. Call inside the batcher's transaction.
    */
   function acceptOne(m: AcceptedMessage, now: number): EnqueuedMessage {
     const row = messageRow(m, now, deps.lifetimeMs);
@@ -93,8 +94,9 @@ export function createQueue(deps: QueueDeps) {
     const ev = sender ? eventMessage({ ...row, accountId: sender.account.id }) : undefined;
     const deliveryIds: number[] = [];
     const live: string[] = [];
+    const refusal = sender?.refusal;
     for (const rcpt of m.recipients) {
-      const drop = sender?.dropped?.get(rcpt);
+      const drop = refusal ? { status: refusal.status, reason: refusal.reason } : sender?.dropped?.get(rcpt);
       const id = store.insertDelivery({
         messageId: messageRowId,
         rcpt,
@@ -119,11 +121,18 @@ export function createQueue(deps: QueueDeps) {
           upstream_hostname: row.upstreamHostname,
           sender_id: row.senderId,
           subject: row.subject,
-          size: row.raw.length,
+          size: row.size ?? row.raw.length,
+          spam_disposition: sender.scan?.spam ?? 'UNKNOWN',
+          virus_disposition: sender.scan?.virus ?? 'UNKNOWN',
           created_at: now,
         });
-        if (drop) smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+        if (refusal) {
+          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: refusal.code, rspmsg: `${refusal.status} ${refusal.reason}`, delivered: false, updated_at: now });
+        } else if (drop) {
+          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+        }
       }
+      if (refusal) continue;
       if (drop && ev && sender) {
         store.insertEvent(sender.account.id, 'dropped', eventPayload('dropped', ev, now, { recipients: [rcpt], ...drop }), now);
       } else if (!drop) {
@@ -133,7 +142,7 @@ export function createQueue(deps: QueueDeps) {
     if (ev && sender && live.length > 0) {
       store.insertEvent(sender.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
     }
-    if (sender) store.addUsage(sender.account.id, usagePeriod(now), 1);
+    if (sender && !refusal) store.addUsage(sender.account.id, usagePeriod(now), 1);
     return { messageRowId, deliveryIds, queuedAt: now };
   }
 
