@@ -42,6 +42,7 @@ export function createSenderAbuseStore(db: Db) {
     lift: db.prepare(
       'UPDATE sender_blocks SET lifted_at = ?, lifted_by = ? WHERE account_id = ? AND sender_id = ? AND lifted_at IS NULL',
     ),
+    forgive: db.prepare('DELETE FROM sender_strikes WHERE account_id = ? AND sender_id = ?'),
     insertDelisting: db.prepare('INSERT INTO sender_delistings (account_id, sender_id, via, at) VALUES (?, ?, ?, ?)'),
     countDelistings: db
       .prepare('SELECT count(*) FROM sender_delistings WHERE account_id = ? AND sender_id = ? AND via = ? AND at >= ?')
@@ -93,10 +94,14 @@ export function createSenderAbuseStore(db: Db) {
     insertBlock(b: { accountId: number; senderId: string; envelopeSender: string; messageId: string; reason: string; at: number }): boolean {
       return s.upsertBlock.run(b).changes > 0;
     },
-    /** Lifts an active block and records the delisting, in one transaction; false when it was not blocked. */
+    /**
+     * Lifts an active block, forgives the identity's strikes so far (a delisted identity starts from zero) and
+     * records the delisting, in one transaction; false when it was not blocked.
+     */
     lift(accountId: number, senderId: string, via: DelistVia, at: number): boolean {
       return db.transaction(() => {
         if (s.lift.run(at, via, accountId, senderId).changes === 0) return false;
+        s.forgive.run(accountId, senderId);
         s.insertDelisting.run(accountId, senderId, via, at);
         return true;
       }).immediate();

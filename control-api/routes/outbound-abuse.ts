@@ -11,13 +11,14 @@ import { visibleAccounts } from './outbound-search.js';
 const coded = (description: string) => ({ description, schema: CodedError });
 
 /**
- * The accounts a request acts on: the key's visible accounts (its own, and a parent's sub-accounts), narrowed by
- * `X-Customer-Handle` when given. The header must name the key's own account, or for a parent key one of its live
- * sub-accounts (then only that one); anything else is 403.
+ * The accounts a request acts on: without `X-Customer-Handle`, every account the key sees (its own, and a parent's
+ * sub-accounts); with it, only the account it names — the key's own, or for a parent key one of its live
+ * sub-accounts. Any other handle is 403.
  */
 export function customerScope(s: Services, principal: KeyPrincipal, header: string | string[] | undefined): number[] {
   const handle = (Array.isArray(header) ? header[0] : header)?.trim();
-  if (handle === undefined || handle === '' || handle === principal.account.handle) return visibleAccounts(s, principal);
+  if (handle === undefined || handle === '') return visibleAccounts(s, principal);
+  if (handle === principal.account.handle) return [principal.account.id];
   const sub: AccountRow | undefined =
     principal.account.parent_id === null ? s.accounts.findSubAccount(principal.account.id, handle) : undefined;
   if (!sub) throw forbidden(`X-Customer-Handle "${handle}" does not match this API key's account`);

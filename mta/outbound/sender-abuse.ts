@@ -62,6 +62,12 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
     }
   };
 
+  /** The identity's block while it is blocked. */
+  const activeBlock = (accountId: number, senderId: string): SenderBlockRow | undefined => {
+    const b = deps.store.findBlock(accountId, senderId);
+    return b && b.lifted_at === null ? b : undefined;
+  };
+
   return {
     onAlert(fn: AlertSink): void {
       sink = fn;
@@ -78,11 +84,7 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
       return inherited ?? deps.config.filters.outboundPolicy;
     },
 
-    /** The identity's block while it is blocked. */
-    activeBlock(accountId: number, senderId: string): SenderBlockRow | undefined {
-      const b = deps.store.findBlock(accountId, senderId);
-      return b && b.lifted_at === null ? b : undefined;
-    },
+    activeBlock,
 
     /** Every blocked identity of `accountIds`, as `<account id>:<sender id>` keys (log search: DELIST). */
     blockedIdentities(accountIds: readonly number[]): Set<string> {
@@ -90,8 +92,8 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
     },
 
     /**
-     * After a scanned message was queued or refused: a CONFIRMED or SUSPECT grade is a strike, counted since the
-     * later of the window start and the identity's last delisting; reaching `abuse.block_confirmed` /
+     * After a scanned message was queued or refused: a CONFIRMED or SUSPECT grade is a strike, counted over
+     * `abuse.block_window_hours` (a delisting forgives the strikes before it); reaching `abuse.block_confirmed` /
      * `abuse.block_suspect` blocks it — except under the `monitor` policy, which blocks nothing. Raises
      * `sender_id_sending_spam` (SUSPECT or CONFIRMED spam), `sender_id_sending_virus` (any virus grade) and
      * `sender_id_blocked`. Returns whether this message blocked the identity.
@@ -108,10 +110,8 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
         blocked = deps.store.transaction(() => {
           deps.store.insertStrike(msg.accountId, senderId, kind, msg.messageId, at);
           if (verdict.policy !== 'enforce') return false;
-          const previous = deps.store.findBlock(msg.accountId, senderId);
-          if (previous && previous.lifted_at === null) return false;
-          const since = Math.max(at - a.blockWindowHours * HOUR_MS, (previous?.lifted_at ?? 0) + 1);
-          const decided = decideBlock(deps.store.countStrikes(msg.accountId, senderId, since), {
+          if (activeBlock(msg.accountId, senderId)) return false;
+          const decided = decideBlock(deps.store.countStrikes(msg.accountId, senderId, at - a.blockWindowHours * HOUR_MS), {
             confirmed: a.blockConfirmed,
             suspect: a.blockSuspect,
             windowHours: a.blockWindowHours,
@@ -147,7 +147,7 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
           .activeBlocksFor(accountIds, target.sender ?? '')
           .map((b) => ({ accountId: b.account_id, senderId: b.sender_id, envelopeSender: target.sender ?? b.envelope_sender }));
       }
-      const c = candidates.find((x) => this.activeBlock(x.accountId, x.senderId));
+      const c = candidates.find((x) => activeBlock(x.accountId, x.senderId));
       if (!c) return { ok: false, reason: 'not-found' };
       const now = deps.now();
       const used = deps.store.countDelistings(c.accountId, c.senderId, 'api', now - DELIST_WINDOW_MS);
