@@ -30,6 +30,12 @@ export type Opts = {
   json?: boolean;
   limit?: string;
   all?: boolean;
+  sender?: string;
+  policy?: string;
+  condition?: string;
+  interval?: string;
+  webhook?: string;
+  email?: string;
 };
 
 /** The account named by --account, or a usage error / "no account" error. */

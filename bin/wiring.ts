@@ -41,6 +41,9 @@ import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createScreening } from '../mta/outbound/screening.js';
 import { createSenderAbuse } from '../mta/outbound/sender-abuse.js';
 import { createSenderAbuseStore } from '../storage/sender-abuse.js';
+import { createAlertStore } from '../storage/alerts.js';
+import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
+import { monitorRoutes } from '../control-api/routes/monitors.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
@@ -108,6 +111,8 @@ export function wireCore(opts: CoreOptions) {
     lifetimeMs: QUEUE_LIFETIME_MS,
     // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
     onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (id) => queueStore.findBody(id), now }),
+    // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
+    afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
   const inboundDomains = createInboundDomainStore(db);
@@ -160,6 +165,20 @@ export function wireCore(opts: CoreOptions) {
   ensureSigningKey(webhookStore, now());
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
   const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname });
+  // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
+  const alertStore = createAlertStore(db);
+  const alertMonitors = createAlertMonitors({
+    store: alertStore,
+    accounts,
+    signer: webhookSigner,
+    queue,
+    senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
+    invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    hostname: config.smtp.hostname,
+    now,
+    logger,
+  });
+  abuse.onAlert((t) => void alertMonitors.trigger(t));
   const services: Services = {
     config,
     accounts,
@@ -167,6 +186,7 @@ export function wireCore(opts: CoreOptions) {
     suppressions,
     dkim,
     abuse,
+    alerts: alertStore,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
@@ -206,6 +226,7 @@ export function wireCore(opts: CoreOptions) {
     ...subAccountRoutes,
     ...outboundSearchRoutes,
     ...outboundAbuseRoutes,
+    ...monitorRoutes,
     ...suppressionRoutes,
     ...dkimKeyRoutes,
     ...sendRoutes,
@@ -236,7 +257,7 @@ export function wireCore(opts: CoreOptions) {
 
   return {
     db, accounts, firstApiKey, services, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, senderAbuseStore, dkimRetirement: createDkimRetirement({ store: dkim, now }),
+    inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };
 }
 

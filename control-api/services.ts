@@ -19,6 +19,7 @@ import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
 import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
+import type { AlertStore } from '../storage/alerts.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -60,6 +61,8 @@ export interface Services {
   ) => Promise<SendResult>;
   /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */
   abuse: SenderAbuse;
+  /** Alert monitors and the alerts they fired (/tx/v1/monitors, /outbound/v1/alertcount). */
+  alerts: AlertStore;
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
   unsubscribe: {
     inspect: (token: string) => { recipient: string } | undefined;

@@ -16,6 +16,11 @@ export const ALERT_CONDITIONS = {
 export type AlertCondition = keyof typeof ALERT_CONDITIONS;
 export const ALERT_CONDITION_NAMES = Object.keys(ALERT_CONDITIONS) as AlertCondition[];
 
+/** Whether `v` names a condition (routes, CLI). */
+export function isAlertCondition(v: string): v is AlertCondition {
+  return Object.hasOwn(ALERT_CONDITIONS, v);
+}
+
 /** Monitor intervals: at most one alert per condition and sender identity per interval, 1 to 24 hours. */
 export const MIN_INTERVAL_HOURS = 1;
 export const MAX_INTERVAL_HOURS = 24;

@@ -8,6 +8,7 @@ import { QUARANTINE } from './migrations/006-quarantine.js';
 import { WEBHOOKS } from './migrations/007-webhooks.js';
 import { MESSAGE_VERDICTS } from './migrations/008-message-verdicts.js';
 import { SENDER_ABUSE } from './migrations/011-sender-abuse.js';
+import { ALERTS } from './migrations/012-alerts.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -24,4 +25,5 @@ export const MIGRATIONS: readonly string[] = [
   MESSAGE_VERDICTS, // 8
   // 9-10 belong to issue 13; until they are merged the next ones run as 9-10 (the lead renumbers at merge).
   SENDER_ABUSE, // 11
+  ALERTS, // 12
 ];

@@ -154,6 +154,12 @@ export function createQueueStore(db: Db) {
        FROM deliveries GROUP BY state`,
     ),
     attempts: db.prepare('SELECT * FROM delivery_attempts WHERE delivery_id = ? ORDER BY id'),
+    senderOutcomes: db.prepare(
+      `SELECT count(*) AS finished,
+         coalesce(sum(d.state = 'bounced' AND (d.last_status LIKE '5.1.%' OR d.last_status = '5.2.1')), 0) AS invalid
+       FROM messages m JOIN deliveries d ON d.message_id = m.id
+       WHERE m.account_id = ? AND m.sender_id = ? AND m.created_at >= ? AND d.state IN ('delivered', 'bounced')`,
+    ),
   };
 
   return {
@@ -222,6 +228,14 @@ export function createQueueStore(db: Db) {
 
     findMessage(id: number): MessageRow | undefined {
       return s.message.get(id) as MessageRow | undefined;
+    },
+
+    /**
+     * Finished recipients (delivered or bounced) of a sender identity's messages accepted since `since`, and how many
+     * of them bounced for a recipient-class reason (RFC 3463 5.1.x, 5.2.1): its hard-bounce rate.
+     */
+    senderOutcomes(accountId: number, senderId: string, since: number): { finished: number; invalid: number } {
+      return s.senderOutcomes.get(accountId, senderId, since) as { finished: number; invalid: number };
     },
 
     findBody(messageId: number): Buffer | undefined {

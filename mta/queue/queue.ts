@@ -49,6 +49,11 @@ export interface QueueDeps {
   lifetimeMs: number;
   random?: () => number;
   onPermanentFailure?: PermanentFailureHook;
+  /**
+   * Told, after they are committed, of the messages with permanently failed recipients (alert monitors judge them:
+   * invalid recipients, rejections by destination). Must not throw; it cannot undo the commit.
+   */
+  afterPermanentFailures?: (failed: { message: MessageRow; failures: PermanentFailure[] }[]) => void;
 }
 
 function domainOf(address: string): string {
@@ -230,8 +235,9 @@ export function createQueue(deps: QueueDeps) {
     /** Durably records attempt outcomes (one savepoint for the group). */
     async record(outcomes: AttemptOutcome[]): Promise<void> {
       const now = deps.now();
+      const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
       const queuedDsn = await batcher.run(() => {
-        const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
+        failed.clear();
         for (const o of outcomes) {
           const f = recordOne(o, now);
           if (!f) continue;
@@ -250,6 +256,7 @@ export function createQueue(deps: QueueDeps) {
         return queued;
       });
       if (queuedDsn > 0) wakeListener?.();
+      if (failed.size > 0) deps.afterPermanentFailures?.([...failed.values()]);
     },
 
     /** The worker registers here to be woken when new mail is queued. */

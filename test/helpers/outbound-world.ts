@@ -3,7 +3,7 @@
 import nodemailer from 'nodemailer';
 import type { Test } from 'tap';
 import { startDnsServer, type DnsServer } from './dns-server.js';
-import { startSink, type Sink } from './smtp-sink.js';
+import { startSink, type Sink, type SinkOptions } from './smtp-sink.js';
 import { startStack, type Stack, type TestClock } from './stack.js';
 
 export interface OutboundWorld {
@@ -40,8 +40,8 @@ export function rawMail(body: string, subject = 'Submitted'): string {
   return `From: App <app@sender.test>\r\nTo: bob@rcpt.test\r\nSubject: ${subject}\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <${Math.random().toString(36).slice(2)}@sender.test>\r\n\r\n${body}\r\n`;
 }
 
-export async function outboundWorld(t: Test, opts: { env?: Record<string, string>; clock?: TestClock } = {}): Promise<OutboundWorld> {
-  const sink = await startSink(t);
+export async function outboundWorld(t: Test, opts: { env?: Record<string, string>; clock?: TestClock; sink?: SinkOptions } = {}): Promise<OutboundWorld> {
+  const sink = await startSink(t, opts.sink);
   const dns = await startDnsServer(t, {
     'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] },
     'alerts.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] },
