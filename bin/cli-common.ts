@@ -35,6 +35,11 @@ export type Opts = {
   end?: string;
   interval?: string;
   campaign?: string;
+  sender?: string;
+  policy?: string;
+  condition?: string;
+  webhook?: string;
+  email?: string;
 };
 
 /** The account named by --account, or a usage error / "no account" error. */

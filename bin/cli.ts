@@ -17,6 +17,9 @@ import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
+import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
+import { createSenderAbuseStore } from '../storage/sender-abuse.js';
+import { createAlertStore } from '../storage/alerts.js';
 import { queueCommand } from './cli-queue.js';
 import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
 import { parseRoles, ROLES, startServer, type Role } from './server.js';
@@ -39,6 +42,9 @@ Commands:
   accounts create [--handle H] [--company NAME] [--json]
                                           create a parent account and its first API key (scope api)
   accounts list [--json]                  list parent accounts
+  accounts scan-policy --account H [--policy enforce|monitor|off|default] [--json]
+                                          show or set the account's outbound scanning policy (default:
+                                          its parent's, else filters.outbound_policy)
   keys create --account H --scope api|inbound [--json]
                                           create an API key (shown once)
   keys list --account H [--json]          list an account's live API keys (redacted)
@@ -58,6 +64,20 @@ Commands:
                                           list quarantined inbound messages, newest first
   quarantine release ID                   relay a quarantined message to its recipients (once)
   quarantine delete ID                    delete a quarantined message (it will not be relayed)
+  senders list [--account H] [--all] [--json] [--limit N]
+                                          blocked sender identities (--all: lifted blocks too)
+  senders unblock --account H --sender SENDER_ID
+                                          lift a block (account|x-authuser|user), whatever the API's
+                                          delisting limit (abuse.delist_per_day)
+  monitors list --account H [--json]      the account's alert monitors
+  monitors create --account H --condition C --interval HOURS (--webhook URL | --email ADDRESS) [--json]
+                                          watch C (sender_id_sending_spam, sender_id_sending_virus,
+                                          sender_id_blocked, sender_id_sending_to_invalid_recipients,
+                                          sender_id_rejected_by_destination); at most one alert per
+                                          sender identity per 1-24 h; a signed POST or an email
+  monitors delete --account H --id N      delete a monitor (its alerts stay counted)
+  monitors alerts --account H [--id N] [--json] [--limit N]
+                                          alerts fired, newest first, with their delivery state
   signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
   tracking-domains list [--account H] [--json]
                                           custom tracking domains (all accounts, or one)
@@ -94,11 +114,16 @@ const OPTIONS = {
   limit: { type: 'string' },
   domain: { type: 'string' },
   all: { type: 'boolean' },
+  sender: { type: 'string' },
+  policy: { type: 'string' },
+  condition: { type: 'string' },
+  interval: { type: 'string' },
+  webhook: { type: 'string' },
+  email: { type: 'string' },
   only: { type: 'string' },
   hostname: { type: 'string' },
   start: { type: 'string' },
   end: { type: 'string' },
-  interval: { type: 'string' },
   campaign: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -139,8 +164,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       }
       case 'signing-key':
         return withStore(loaded(), (_, db) => signingKeyCommand(sub, db, !!opts.json, io, now));
-      case 'accounts':
-        return withStore(loaded(), (store) => accountsCommand(sub, store, opts, io, now));
+      case 'accounts': {
+        const cfg = loaded();
+        if (sub === 'scan-policy') {
+          return withStore(cfg, (store, db) => scanPolicyCommand(store, createSenderAbuseStore(db), cfg.config.filters.outboundPolicy, opts, io, now));
+        }
+        return withStore(cfg, (store) => accountsCommand(sub, store, opts, io, now));
+      }
+      case 'senders':
+        return withStore(loaded(), (store, db) => sendersCommand(sub, rest, store, createSenderAbuseStore(db), opts, io, now));
+      case 'monitors':
+        return withStore(loaded(), (store, db) => monitorsCommand(sub, store, createAlertStore(db), opts, io, now));
       case 'keys':
         return withStore(loaded(), (store) => keysCommand(sub, store, opts, io, now));
       case 'smtp-passwords':

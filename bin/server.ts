@@ -13,6 +13,7 @@ import { runSubmission } from '../mta/outbound/submission.js';
 import type { RetentionPruner } from '../mta/jobs/retention.js';
 import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
+import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { AccountRow, AccountStore } from '../storage/accounts.js';
 import type { Db } from '../storage/database.js';
@@ -22,7 +23,7 @@ import { wireCore, type Core } from './wiring.js';
 /**
  * The parts one process can run (ARCHITECTURE: the same binary as separate roles). `api`: the HTTP control plane;
  * `mx`: the inbound MX listener and its filters; `submission`: the SMTP submission listeners; `worker`: delivery,
- * webhook dispatch, retention and DKIM retirement. Processes of different roles may share one data_dir.
+ * webhook dispatch, alert delivery, retention and DKIM retirement. Processes of different roles may share one data_dir.
  */
 export const ROLES = ['api', 'mx', 'submission', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -72,6 +73,8 @@ export interface RunningServer {
   retention: RetentionPruner;
   /** Signed webhook delivery (polls every second when the worker runs; tests call `webhookDispatcher.runOnce()`). */
   webhookDispatcher: WebhookDispatcher;
+  /** Alert monitors: fire and deliver alerts (polls every second when the worker runs; tests call `runOnce()`). */
+  alertMonitors: AlertMonitors;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
   close(): Promise<void>;
@@ -174,6 +177,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       core.worker.start();
       core.retention.start();
       core.webhookDispatcher.start();
+      core.alertMonitors.start();
       core.dkimRetirement.start();
     }
     let closed = false;
@@ -192,6 +196,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       worker: core.worker,
       retention: core.retention,
       webhookDispatcher: core.webhookDispatcher,
+      alertMonitors: core.alertMonitors,
       firstApiKey: core.firstApiKey,
       async close() {
         if (closed) return;
@@ -201,6 +206,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.worker.stop();
         await core.retention.stop();
         await core.webhookDispatcher.stop();
+        await core.alertMonitors.stop();
         await core.smtpClient.close();
         await new Promise<void>((done) => {
           if (!httpServer) return done();

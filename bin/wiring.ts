@@ -10,6 +10,7 @@ import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
 import { inboundStatusRoutes } from '../control-api/routes/inbound-status.js';
 import { metaRoutes } from '../control-api/routes/meta.js';
 import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
+import { outboundAbuseRoutes } from '../control-api/routes/outbound-abuse.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
@@ -37,6 +38,12 @@ import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
+import { createScreening } from '../mta/outbound/screening.js';
+import { createSenderAbuse } from '../mta/outbound/sender-abuse.js';
+import { createSenderAbuseStore } from '../storage/sender-abuse.js';
+import { createAlertStore } from '../storage/alerts.js';
+import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
+import { monitorRoutes } from '../control-api/routes/monitors.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
@@ -114,6 +121,8 @@ export function wireCore(opts: CoreOptions) {
     lifetimeMs: QUEUE_LIFETIME_MS,
     // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
     onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (id) => queueStore.findBody(id), now }),
+    // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
+    afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
   const inboundDomains = createInboundDomainStore(db);
@@ -143,6 +152,14 @@ export function wireCore(opts: CoreOptions) {
   const trackingSecret = secretSetting(accounts, 'tracking_secret');
   const trackingDomains = createTrackingDomainStore(db);
   const tracking = createTrackingStore(db);
+  // One rspamd client for inbound and outbound scanning (filters.rspamd.*); abuse control for outbound (issue 14).
+  const rspamd = config.filters.rspamd.url
+    ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
+    : undefined;
+  const senderAbuseStore = createSenderAbuseStore(db);
+  const abuse = createSenderAbuse({
+    store: senderAbuseStore, accounts, config, now, logger, senderOfMessage: (ids, id) => smtpLog.senderOfMessage(ids, id),
+  });
   const sendDeps = {
     config,
     now,
@@ -155,6 +172,7 @@ export function wireCore(opts: CoreOptions) {
     publicUrl: opts.publicUrl,
     trackingSecret,
     trackingDomains,
+    screening: createScreening({ config, resolver, rspamd, abuse, now }),
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
@@ -162,12 +180,28 @@ export function wireCore(opts: CoreOptions) {
   ensureSigningKey(webhookStore, now());
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
   const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname });
+  // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
+  const alertStore = createAlertStore(db);
+  const alertMonitors = createAlertMonitors({
+    store: alertStore,
+    accounts,
+    signer: webhookSigner,
+    queue,
+    senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
+    invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    hostname: config.smtp.hostname,
+    now,
+    logger,
+  });
+  abuse.onAlert((t) => void alertMonitors.trigger(t));
   const services: Services = {
     config,
     accounts,
     smtpLog,
     suppressions,
     dkim,
+    abuse,
+    alerts: alertStore,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
@@ -210,6 +244,8 @@ export function wireCore(opts: CoreOptions) {
   const routes = [
     ...subAccountRoutes,
     ...outboundSearchRoutes,
+    ...outboundAbuseRoutes,
+    ...monitorRoutes,
     ...suppressionRoutes,
     ...dkimKeyRoutes,
     ...sendRoutes,
@@ -233,9 +269,7 @@ export function wireCore(opts: CoreOptions) {
     quarantine,
     resolver: mailauthResolver(resolver),
     relay: relayInbound,
-    rspamd: config.filters.rspamd.url
-      ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
-      : undefined,
+    rspamd,
     scannerFailure: config.filters.rspamd.failure,
     spamThreshold: config.filters.spamThreshold,
     quarantineDays: config.inbound.quarantineDays,
@@ -245,7 +279,7 @@ export function wireCore(opts: CoreOptions) {
 
   return {
     db, accounts, firstApiKey, services, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, dkimRetirement: createDkimRetirement({ store: dkim, now }),
+    inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };
 }
 

@@ -2,12 +2,12 @@
 import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
-  parseOptionalUrl, parsePath, parsePositive, parseTarget, parseTargetList, parseTransportMap, parseUrl, str,
-  type Source,
+  parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget, parseTargetList,
+  parseTransportMap, parseUrl, str, type Source,
 } from './values.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module.
-export { formatHostPort, type HostPort, type Source } from './values.js';
+export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
 
 /** A configuration error that names the key (and the env variable when that is where the value came from). */
 export class ConfigError extends Error {
@@ -27,6 +27,10 @@ export class ConfigError extends Error {
 export const MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Outbound scanning policies (`filters.outbound_policy`, and per account with `sluice accounts scan-policy`). */
+export const SCAN_POLICIES = ['enforce', 'monitor', 'off'] as const;
+export type ScanPolicy = (typeof SCAN_POLICIES)[number];
 
 /** SLUICE_<SECTION>_<KEY>: upper case, dots become underscores. */
 export function envName(key: string): string {
@@ -252,14 +256,32 @@ export const KEY_TREE = {
   },
   filters: {
     spamThreshold: key({
-      doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies.',
+      doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies (inbound) and outbound mail is SUSPECT.',
       defaultText: '5',
       default: () => 5,
       parse: parsePositive,
     }),
+    confirmedThreshold: key({
+      doc: 'Outbound: spam score at or above which a message is CONFIRMED spam (refused under the enforce policy); rspamd\'s reject action and GTUBE are CONFIRMED too.',
+      defaultText: '15',
+      default: () => 15,
+      parse: parsePositive,
+    }),
+    outboundPolicy: key({
+      doc: 'Outbound scanning policy of accounts without their own (sluice accounts scan-policy): "enforce" refuses CONFIRMED spam and viruses and blocks sender identities over the abuse limits, "monitor" scans, logs and alerts but refuses and blocks nothing, "off" scans nothing.',
+      defaultText: 'enforce',
+      default: () => 'enforce' as const,
+      parse: oneOf(SCAN_POLICIES),
+    }),
+    onScannerError: key({
+      doc: 'Outbound, when rspamd or clamd is down: "tempfail" refuses the send for now (REST 503, SMTP 451 4.7.1; nothing queued) or "accept" sends it with that scanner\'s disposition UNKNOWN and the failure in its verdict record.',
+      defaultText: 'tempfail',
+      default: () => 'tempfail' as const,
+      parse: oneOf(['tempfail', 'accept'] as const),
+    }),
     rspamd: {
       url: key({
-        doc: 'Base URL of an rspamd normal worker (e.g. http://127.0.0.1:11333); each inbound message is scored with POST /checkv2. Empty: rspamd off.',
+        doc: 'Base URL of an rspamd normal worker (e.g. http://127.0.0.1:11333); each inbound and outbound message is scored with POST /checkv2. Empty: rspamd off.',
         defaultText: 'empty (off)',
         default: () => undefined,
         parse: parseOptionalUrl,
@@ -271,12 +293,64 @@ export const KEY_TREE = {
         parse: integer(1, 600_000, 'milliseconds'),
       }),
       failure: key({
-        doc: 'When rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header.',
+        doc: 'Inbound, when rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header (outbound: filters.on_scanner_error).',
         defaultText: 'tempfail',
         default: () => 'tempfail' as const,
         parse: oneOf(['tempfail', 'accept-and-tag'] as const),
       }),
     },
+    clamd: {
+      address: key({
+        doc: 'ClamAV clamd to scan every outbound message with (INSTREAM): host:port of its TCPSocket or the absolute path of its LocalSocket. Empty: clamd off (the EICAR test string is still caught).',
+        defaultText: 'empty (off)',
+        default: () => undefined,
+        parse: parseOptionalSocket,
+      }),
+      timeoutMs: key({
+        doc: 'Deadline in milliseconds for one clamd scan; past it the scanner counts as down.',
+        defaultText: '10000',
+        default: () => 10_000,
+        parse: integer(1, 600_000, 'milliseconds'),
+      }),
+    },
+  },
+  abuse: {
+    blockConfirmed: key({
+      doc: 'CONFIRMED spam or virus messages from one sender identity within abuse.block_window_hours that block it (further sends refused until delisted).',
+      defaultText: '3',
+      default: () => 3,
+      parse: integer(1, 1_000_000, 'a count'),
+    }),
+    blockSuspect: key({
+      doc: 'SUSPECT spam (or HIGH/MEDIUM virus) messages from one sender identity within abuse.block_window_hours that block it.',
+      defaultText: '10',
+      default: () => 10,
+      parse: integer(1, 1_000_000, 'a count'),
+    }),
+    blockWindowHours: key({
+      doc: 'The window, in hours, over which a sender identity\'s CONFIRMED and SUSPECT messages are counted toward a block.',
+      defaultText: '24',
+      default: () => 24,
+      parse: integer(1, 720, 'hours'),
+    }),
+    delistPerDay: key({
+      doc: 'Delistings of one sender identity through POST /outbound/v1/remediation within 24 hours; the next is refused with 429 and needs the operator (sluice senders unblock).',
+      defaultText: '2',
+      default: () => 2,
+      parse: integer(0, 100, 'a count'),
+    }),
+    invalidRecipientRate: key({
+      doc: 'Hard-bounce rate (recipient-class 5.1.x/5.2.1 among a sender identity\'s finished recipients within a monitor\'s interval) that fires sender_id_sending_to_invalid_recipients.',
+      defaultText: '0.1',
+      default: () => 0.1,
+      parse: parseRate,
+    }),
+    invalidRecipientMin: key({
+      doc: 'Finished recipients a sender identity needs within a monitor\'s interval before its hard-bounce rate is judged.',
+      defaultText: '10',
+      default: () => 10,
+      parse: integer(1, 1_000_000, 'a count'),
+    }),
   },
   inbound: {
     quarantineDays: key({

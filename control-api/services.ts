@@ -21,6 +21,8 @@ import type { WriteFailure } from '../storage/write-health.js';
 import type { MetricRollup } from '../storage/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
+import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
+import type { AlertStore } from '../storage/alerts.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -51,8 +53,19 @@ export interface Services {
   quarantine: QuarantineStore;
   /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
   relayInbound: InboundRelay;
-  /** The send recipe (REST send routes): validate, compose, sign, queue durably. */
-  send: (account: AccountRow, body: SendBody, opts: { dryRun: boolean; upstream: string | null; auth: string | null }) => Promise<SendResult>;
+  /**
+   * The send recipe (REST send routes): validate, compose, sign, scan, queue durably. `perMessage` (POST /send):
+   * refused messages are reported per personalization instead of refusing the request.
+   */
+  send: (
+    account: AccountRow,
+    body: SendBody,
+    opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean },
+  ) => Promise<SendResult>;
+  /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */
+  abuse: SenderAbuse;
+  /** Alert monitors and the alerts they fired (/tx/v1/monitors, /outbound/v1/alertcount). */
+  alerts: AlertStore;
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
   unsubscribe: {
     inspect: (token: string) => { recipient: string } | undefined;

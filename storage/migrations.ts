@@ -9,6 +9,8 @@ import { WEBHOOKS } from './migrations/007-webhooks.js';
 import { MESSAGE_VERDICTS } from './migrations/008-message-verdicts.js';
 import { ENGAGEMENT } from './migrations/009-engagement.js';
 import { TRACKING_DOMAINS } from './migrations/010-tracking-domains.js';
+import { SENDER_ABUSE } from './migrations/011-sender-abuse.js';
+import { ALERTS } from './migrations/012-alerts.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -25,4 +27,6 @@ export const MIGRATIONS: readonly string[] = [
   MESSAGE_VERDICTS, // 8
   ENGAGEMENT, // 9
   TRACKING_DOMAINS, // 10
+  SENDER_ABUSE, // 11
+  ALERTS, // 12
 ];

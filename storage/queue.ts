@@ -65,10 +65,12 @@ export interface NewMessage {
   senderId: string | null;
   createdAt: number;
   expiresAt: number;
-  /** JSON array of the inbound filtering verdicts (relayed mail only). */
+  /** JSON array of the filtering verdicts: inbound steps (relayed mail), the outbound scan (sent mail). */
   verdicts?: string | null;
   /** storage/tracking.ts TRACK_* bits (0 when absent). */
   tracking?: number;
+  /** Bytes of the message as submitted; defaults to raw.length (a refused message keeps no body). */
+  size?: number;
 }
 
 export interface AttemptRecord {
@@ -165,6 +167,12 @@ export function createQueueStore(db: Db) {
       `SELECT m.from_email, m.campaign_id, m.message_id FROM messages m JOIN deliveries d ON d.message_id = m.id
        WHERE m.request_id = ? AND m.account_id = ? AND d.rcpt = ? LIMIT 1`,
     ),
+    senderOutcomes: db.prepare(
+      `SELECT count(*) AS finished,
+         coalesce(sum(d.state = 'bounced' AND (d.last_status LIKE '5.1.%' OR d.last_status = '5.2.1')), 0) AS invalid
+       FROM messages m JOIN deliveries d ON d.message_id = m.id
+       WHERE m.account_id = ? AND m.sender_id = ? AND m.created_at >= ? AND d.state IN ('delivered', 'bounced')`,
+    ),
   };
 
   return {
@@ -183,7 +191,7 @@ export function createQueueStore(db: Db) {
       const { id } = s.insertMessage.get({
         ...m,
         transactional: m.transactional ? 1 : 0,
-        size: m.raw.length,
+        size: m.size ?? m.raw.length,
         verdicts: m.verdicts ?? null,
         tracking: m.tracking ?? 0,
       }) as { id: number };
@@ -257,6 +265,14 @@ export function createQueueStore(db: Db) {
 
     findMessage(id: number): MessageRow | undefined {
       return s.message.get(id) as MessageRow | undefined;
+    },
+
+    /**
+     * Finished recipients (delivered or bounced) of a sender identity's messages accepted since `since`, and how many
+     * of them bounced for a recipient-class reason (RFC 3463 5.1.x, 5.2.1): its hard-bounce rate.
+     */
+    senderOutcomes(accountId: number, senderId: string, since: number): { finished: number; invalid: number } {
+      return s.senderOutcomes.get(accountId, senderId, since) as { finished: number; invalid: number };
     },
 
     findBody(messageId: number): Buffer | undefined {

@@ -49,6 +49,11 @@ export interface QueueDeps {
   lifetimeMs: number;
   random?: () => number;
   onPermanentFailure?: PermanentFailureHook;
+  /**
+   * Told, after they are committed, of the messages with permanently failed recipients (alert monitors judge them:
+   * invalid recipients, rejections by destination). Must not throw; it cannot undo the commit.
+   */
+  afterPermanentFailures?: (failed: { message: MessageRow; failures: PermanentFailure[] }[]) => void;
 }
 
 function domainOf(address: string): string {
@@ -82,8 +87,9 @@ export function createQueue(deps: QueueDeps) {
 
   /**
    * Stores one accepted message: its row (the record's one mapping, `messageRow`), one delivery per recipient
-   * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows, its `processed` / `dropped` events and
-   * one unit of the account's monthly usage. Call inside the batcher's transaction.
+   * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows (with the scan's dispositions), its
+   * `processed` / `dropped` events and one unit of the account's monthly usage. A refused outbound message gets only
+   * its rows: dropped deliveries whose log rows carry the refusal. Call inside the batcher's transaction.
    */
   function acceptOne(m: AcceptedMessage, now: number): EnqueuedMessage {
     const row = messageRow(m, now, deps.lifetimeMs);
@@ -106,8 +112,9 @@ export function createQueue(deps: QueueDeps) {
     const ev = sender ? eventMessage({ ...row, accountId: sender.account.id }) : undefined;
     const deliveryIds: number[] = [];
     const live: string[] = [];
+    const refusal = sender?.refusal;
     for (const rcpt of m.recipients) {
-      const drop = sender?.dropped?.get(rcpt);
+      const drop = refusal ? { status: refusal.status, reason: refusal.reason } : sender?.dropped?.get(rcpt);
       const id = store.insertDelivery({
         messageId: messageRowId,
         rcpt,
@@ -132,11 +139,18 @@ export function createQueue(deps: QueueDeps) {
           upstream_hostname: row.upstreamHostname,
           sender_id: row.senderId,
           subject: row.subject,
-          size: row.raw.length,
+          size: row.size ?? row.raw.length,
+          spam_disposition: sender.scan?.spam ?? 'UNKNOWN',
+          virus_disposition: sender.scan?.virus ?? 'UNKNOWN',
           created_at: now,
         });
-        if (drop) smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+        if (refusal) {
+          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: refusal.code, rspmsg: `${refusal.status} ${refusal.reason}`, delivered: false, updated_at: now });
+        } else if (drop) {
+          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+        }
       }
+      if (refusal) continue;
       if (drop && ev && sender) {
         store.insertEvent(sender.account.id, 'dropped', eventPayload('dropped', ev, now, { recipients: [rcpt], ...drop }), now);
       } else if (!drop) {
@@ -146,7 +160,7 @@ export function createQueue(deps: QueueDeps) {
     if (ev && sender && live.length > 0) {
       store.insertEvent(sender.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
     }
-    if (sender) store.addUsage(sender.account.id, usagePeriod(now), 1);
+    if (sender && !refusal) store.addUsage(sender.account.id, usagePeriod(now), 1);
     return { messageRowId, deliveryIds, queuedAt: now };
   }
 
@@ -239,8 +253,9 @@ export function createQueue(deps: QueueDeps) {
     /** Durably records attempt outcomes (one savepoint for the group). */
     async record(outcomes: AttemptOutcome[]): Promise<void> {
       const now = deps.now();
+      const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
       const queuedDsn = await batcher.run(() => {
-        const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
+        failed.clear();
         for (const o of outcomes) {
           const f = recordOne(o, now);
           if (!f) continue;
@@ -259,6 +274,7 @@ export function createQueue(deps: QueueDeps) {
         return queued;
       });
       if (queuedDsn > 0) wakeListener?.();
+      if (failed.size > 0) deps.afterPermanentFailures?.([...failed.values()]);
     },
 
     /** The worker registers here to be woken when new mail is queued. */
