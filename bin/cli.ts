@@ -4,6 +4,7 @@ import pino from 'pino';
 import { ConfigError, formatHostPort } from '../config/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { effectiveValues, renderReference, renderToml } from '../config/render.js';
+import { checkTlsFiles } from '../mta/smtp/tls.js';
 import { rotateSigningKey } from '../mta/webhooks/signing.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
 import { backupDatabase, openDatabase, type Db } from '../storage/database.js';
@@ -142,7 +143,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (err) {
     if (err instanceof ConfigError) {
-      io.stderr(`sluice: configuration error: ${err.message}\n`);
+      // One line naming the key; a TOML error's code frame (smol-toml's) follows, indented.
+      const frame = err.detail ? err.detail.split('\n').map((l) => `  ${l}\n`).join('') : '';
+      io.stderr(`sluice: configuration error: ${err.message}\n${frame}`);
       return 2;
     }
     if (err instanceof UsageError) {
@@ -170,6 +173,8 @@ function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: 
   }
   const cfg = loaded();
   if (sub === 'check') {
+    // What serve would trip over after a valid parse: the TLS files must exist, parse and match.
+    checkTlsFiles(cfg.config);
     io.stdout(`configuration is valid${cfg.file ? ` (${cfg.file})` : ' (defaults and environment)'}\n`);
     return 0;
   }

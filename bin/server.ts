@@ -17,6 +17,7 @@ import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { AccountRow, AccountStore } from '../storage/accounts.js';
 import type { Db } from '../storage/database.js';
 import type { QueueStore } from '../storage/queue.js';
+import { listenError } from './listen-error.js';
 import { wireCore, type Core } from './wiring.js';
 
 /**
@@ -77,9 +78,18 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** Runs `start` (binding the listener of config key `key`); a bind error becomes one line naming the key (exit 2). */
+async function bind<T>(key: string, listen: HostPort, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    throw listenError(key, listen, err);
+  }
+}
+
 function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
   return new Promise((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`http: cannot listen on ${formatHostPort(listen)}: ${err.message}`)));
+    server.once('error', reject);
     server.listen(listen.port, listen.host, () => {
       const a = server.address() as AddressInfo;
       resolve({ host: a.address, port: a.port });
@@ -89,7 +99,7 @@ function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
 
 /** The MX listener: served domains only, the data guard, then the inbound pipeline. */
 function startMx(core: Core, config: Config, tls: TlsPair, now: () => number, logger: Logger): Promise<SmtpListener> {
-  return startSmtpListener(
+  return bind('smtp.mx.listen', config.smtp.mx.listen, () => startSmtpListener(
     'mx',
     config.smtp.mx.listen,
     mxOptions({
@@ -105,11 +115,18 @@ function startMx(core: Core, config: Config, tls: TlsPair, now: () => number, lo
       logger,
     }),
     { greetDelayMs: config.smtp.mx.greetDelayMs },
-  );
+  ));
 }
 
 /** The submission listeners (STARTTLS, and implicit TLS when configured): AUTH, lockdown, then the send recipe. */
-async function startSubmission(core: Core, config: Config, tls: TlsPair, now: () => number, logger: Logger): Promise<SmtpListener[]> {
+async function startSubmission(
+  core: Core,
+  config: Config,
+  tls: TlsPair,
+  now: () => number,
+  logger: Logger,
+  started: (l: SmtpListener) => void,
+): Promise<void> {
   // One failure counter for both submission listeners, so switching port does not reset it.
   const submission = {
     hostname: config.smtp.hostname,
@@ -127,11 +144,16 @@ async function startSubmission(core: Core, config: Config, tls: TlsPair, now: ()
     now,
     logger,
   };
-  const out = [await startSmtpListener('submission', config.smtp.submission.listen, submissionOptions(submission))];
-  if (config.smtp.submission.tlsListen) {
-    out.push(await startSmtpListener('submission_tls', config.smtp.submission.tlsListen, submissionOptions({ ...submission, secure: true })));
+  const { listen, tlsListen } = config.smtp.submission;
+  // Each listener is handed over as soon as it is bound, so a failure of the next one closes it.
+  started(await bind('smtp.submission.listen', listen, () => startSmtpListener('submission', listen, submissionOptions(submission))));
+  if (tlsListen) {
+    started(
+      await bind('smtp.submission.tls_listen', tlsListen, () =>
+        startSmtpListener('submission_tls', tlsListen, submissionOptions({ ...submission, secure: true })),
+      ),
+    );
   }
-  return out;
 }
 
 /** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
@@ -159,13 +181,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     let httpAddr: HostPort | undefined;
     if (roles.includes('api')) {
       httpServer = http.createServer(core.app.callback());
-      httpAddr = await listenHttp(httpServer, config.http.listen);
+      const server = httpServer;
+      httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
     }
     if (roles.includes('mx') || roles.includes('submission')) {
       const tls = await loadTlsPair(config);
       if (tls.source === 'generated') logger.info({ component: 'tls', dir: config.dataDir }, 'generated self-signed certificate');
       if (roles.includes('mx')) listeners.push(await startMx(core, config, tls, now, logger));
-      if (roles.includes('submission')) listeners.push(...(await startSubmission(core, config, tls, now, logger)));
+      if (roles.includes('submission')) await startSubmission(core, config, tls, now, logger, (l) => listeners.push(l));
     }
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
     const baseUrl = config.http.publicUrl ?? (httpAddr ? `http://${formatHostPort(httpAddr)}` : `http://${formatHostPort(config.http.listen)}`);

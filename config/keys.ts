@@ -9,11 +9,15 @@ import {
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module.
 export { formatHostPort, type HostPort, type Source } from './values.js';
 
-/** A configuration error that names the key (and the env variable when that is where the value came from). */
+/**
+ * A configuration error that names the key (and the env variable when that is where the value came from). Its
+ * message is one line; `detail` (e.g. the TOML parser's code frame) is printed under it when set.
+ */
 export class ConfigError extends Error {
   constructor(
     readonly key: string,
     readonly problem: string,
+    readonly detail?: string,
   ) {
     super(`${key}: ${problem}`);
     this.name = 'ConfigError';

@@ -1,7 +1,11 @@
-// Owns the TLS certificate pair used by the SMTP listeners: the configured files, or a self-signed pair in data_dir.
+// Owns the TLS certificate pair of the SMTP listeners: which one applies (configured files or a self-signed pair in
+// data_dir), reading and checking it.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import tls from 'node:tls';
 import { generate } from 'selfsigned';
+import { ConfigError } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 
 export interface TlsPair {
@@ -11,32 +15,113 @@ export interface TlsPair {
   source: 'config' | 'generated' | 'data_dir';
 }
 
+/** What the log says about a certificate. */
+export interface CertInfo {
+  /** SHA-256 fingerprint, colon-separated hex (as openssl prints it). */
+  fingerprint: string;
+  /** DNS names of the subjectAltName. */
+  names: string[];
+  notAfter: number;
+}
+
+/** The self-signed pair's files in data_dir. */
+function selfSignedFiles(dataDir: string) {
+  const dir = path.join(dataDir, 'tls');
+  return { dir, cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
+}
+
+/** One line for a file that cannot be read: the cause in words and its errno code. */
+function fileProblem(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'ENOENT':
+      return 'no such file (ENOENT)';
+    case 'EACCES':
+      return 'permission denied (EACCES): it must be readable by the user Sluice runs as';
+    case 'EISDIR':
+      return 'is a directory (EISDIR)';
+    default:
+      return `${err.message}${err.code ? ` (${err.code})` : ''}`;
+  }
+}
+
+/** Parses a PEM certificate (the first of a chain) for the log. */
+export function certInfo(pem: string): CertInfo {
+  const x = new crypto.X509Certificate(pem);
+  const names = (x.subjectAltName ?? '')
+    .split(', ')
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4));
+  return { fingerprint: x.fingerprint256, names, notAfter: Date.parse(x.validTo) };
+}
+
 /**
- * Reads smtp.tls.cert/key when configured; otherwise loads data_dir/tls/{cert,key}.pem, generating a self-signed
- * pair for smtp.hostname on first use (written 0600, so a restart keeps the same certificate).
+ * Reads and checks a certificate chain and its private key, each error naming its key and path
+ * (`smtp.tls.cert /etc/x.pem: no such file (ENOENT)`): both files readable, the certificate PEM, the key a PEM
+ * private key that belongs to it, and Node able to build a TLS context from them.
  */
-export async function loadTlsPair(config: Config): Promise<TlsPair> {
-  if (config.smtp.tls.cert && config.smtp.tls.key) {
-    return {
-      cert: fs.readFileSync(config.smtp.tls.cert, 'utf8'),
-      key: fs.readFileSync(config.smtp.tls.key, 'utf8'),
-      source: 'config',
-    };
+export function readTlsFiles(
+  certFile: string,
+  keyFile: string,
+  source: TlsPair['source'],
+  names: { cert: string; key: string } = { cert: 'smtp.tls.cert', key: 'smtp.tls.key' },
+): TlsPair {
+  const read = (name: string, file: string) => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`${name} ${file}`, fileProblem(err as NodeJS.ErrnoException));
+    }
+  };
+  const cert = read(names.cert, certFile);
+  const key = read(names.key, keyFile);
+  let x509: crypto.X509Certificate;
+  try {
+    x509 = new crypto.X509Certificate(cert);
+  } catch (err) {
+    throw new ConfigError(`${names.cert} ${certFile}`, `not a PEM certificate: ${(err as Error).message}`);
   }
-  const dir = path.join(config.dataDir, 'tls');
-  const certFile = path.join(dir, 'cert.pem');
-  const keyFile = path.join(dir, 'key.pem');
-  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
-    return { cert: fs.readFileSync(certFile, 'utf8'), key: fs.readFileSync(keyFile, 'utf8'), source: 'data_dir' };
+  let privateKey: crypto.KeyObject;
+  try {
+    privateKey = crypto.createPrivateKey(key);
+  } catch (err) {
+    throw new ConfigError(`${names.key} ${keyFile}`, `not a PEM private key: ${(err as Error).message}`);
   }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new ConfigError(`${names.key} ${keyFile}`, `does not belong to the certificate in ${names.cert} ${certFile}`);
+  }
+  try {
+    tls.createSecureContext({ cert, key });
+  } catch (err) {
+    throw new ConfigError(`${names.cert} ${certFile}`, `unusable for TLS: ${(err as Error).message}`);
+  }
+  return { cert, key, source };
+}
+
+/** `sluice config check`: the configured certificate files exist, parse and match (nothing to check otherwise). */
+export function checkTlsFiles(config: Config): void {
+  const { cert, key } = config.smtp.tls;
+  if (cert !== undefined && key !== undefined) readTlsFiles(cert, key, 'config');
+}
+
+/** The self-signed pair of data_dir/tls, generated for smtp.hostname on first use (0600 key, kept across restarts). */
+async function selfSigned(config: Config): Promise<TlsPair> {
+  const f = selfSignedFiles(config.dataDir);
+  if (fs.existsSync(f.cert) && fs.existsSync(f.key)) return readTlsFiles(f.cert, f.key, 'data_dir', { cert: 'data_dir', key: 'data_dir' });
   const pems = await generate([{ name: 'commonName', value: config.smtp.hostname }], {
     keySize: 2048,
     notAfterDate: new Date(Date.now() + 3650 * 86_400_000),
     algorithm: 'sha256',
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: config.smtp.hostname }] }],
   });
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  fs.writeFileSync(keyFile, pems.private, { mode: 0o600 });
-  fs.writeFileSync(certFile, pems.cert, { mode: 0o644 });
+  fs.mkdirSync(f.dir, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(f.key, pems.private, { mode: 0o600 });
+  fs.writeFileSync(f.cert, pems.cert, { mode: 0o644 });
   return { cert: pems.cert, key: pems.private, source: 'generated' };
+}
+
+/** The pair that applies under `config`: smtp.tls.cert/key when set; else the self-signed pair in data_dir/tls. */
+export async function loadTlsPair(config: Config): Promise<TlsPair> {
+  const { cert, key } = config.smtp.tls;
+  if (cert !== undefined && key !== undefined) return readTlsFiles(cert, key, 'config');
+  return selfSigned(config);
 }
