@@ -1,7 +1,6 @@
 // Owns the `sluice` command line: parses arguments and delegates to the server, config and storage modules.
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import { ConfigError, formatHostPort } from '../config/keys.js';
+import { ConfigError } from '../config/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { effectiveValues, renderReference, renderToml } from '../config/render.js';
 import { checkTlsFiles } from '../mta/smtp/tls.js';
@@ -16,7 +15,8 @@ import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from 
 import { UsageError, type CliIo } from './cli-common.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { queueCommand } from './cli-queue.js';
-import { parseRoles, ROLES, startServer, type Role } from './server.js';
+import { serve } from './cli-serve.js';
+import { parseRoles, type Role } from './server.js';
 import { VERSION } from './version.js';
 
 export type { CliIo } from './cli-common.js';
@@ -206,39 +206,4 @@ function roleList(text: string): Role[] {
   } catch (err) {
     throw new UsageError(`--only: ${(err as Error).message}`);
   }
-}
-
-async function serve(loaded: LoadedConfig, io: CliIo, now: () => number, roles: Role[] | undefined): Promise<number> {
-  const { config } = loaded;
-  const logger = pino({ level: config.log.level, base: { pid: process.pid } });
-  const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
-  if (server.firstApiKey) {
-    // Shown exactly once, on the first start with an empty data_dir, so the quick start needs no other step.
-    logger.info({ handle: 'default', api_key: server.firstApiKey }, 'created account "default"; this API key is shown only once');
-  }
-  logger.info(
-    {
-      ...(server.http ? { http: formatHostPort(server.http) } : {}),
-      ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
-      ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),
-      ...(server.submissionTls ? { submission_tls: formatHostPort(server.submissionTls) } : {}),
-      ...(server.roles.length < ROLES.length ? { roles: server.roles.join(',') } : {}),
-      version: VERSION,
-    },
-    'listening',
-  );
-  const stop =
-    io.stopSignal ??
-    new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
-  // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
-  const keepAlive = setInterval(() => {}, 2 ** 30);
-  await stop;
-  clearInterval(keepAlive);
-  logger.info('shutting down');
-  await server.close();
-  logger.flush();
-  return 0;
 }

@@ -1,5 +1,6 @@
 // Owns running the built `sluice serve` binary as a child process for fault tests (kill -9 and restart).
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Test } from 'tap';
@@ -51,3 +52,6 @@ export function serveBinary(t: Test, dataDir: string, env: Record<string, string
 
 /** Resolves once `c` has exited (at once if it already has). */
 export const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())));
+
+/** The `default` account's API key a first start left in data_dir/initial-api-key (read after `listening`). */
+export const firstKey = (dataDir: string) => fs.readFileSync(path.join(dataDir, 'initial-api-key'), 'utf8').trim();
