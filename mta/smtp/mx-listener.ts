@@ -5,7 +5,7 @@ import type { SMTPServerAddress, SMTPServerOptions } from 'smtp-server';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
 
@@ -180,15 +180,16 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
         const rcpts = session.envelope.rcptTo;
         const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
         // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
-        if (!repeat && rcpts.length >= limits.maxRecipients) return answer(callback, REPLY.tooManyRecipients);
+        const refuse = (reply: SmtpReply, reason: string) => {
+          logRcptRefused(log, session, address.address, reply, reason);
+          answer(callback, reply);
+        };
+        if (!repeat && rcpts.length >= limits.maxRecipients) return refuse(REPLY.tooManyRecipients, 'too-many-recipients');
         const decision = classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
-        if (!decision.ok) {
-          log.debug({ sessionId: session.id, code: decision.reply.code }, 'recipient refused');
-          return answer(callback, decision.reply);
-        }
+        if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'relay-denied');
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
         const refused = policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address });
-        if (refused) return answer(callback, refused);
+        if (refused) return refuse(refused, 'list-refused');
         normalised.set(address, decision.address);
         answer(callback);
       } catch (err) {

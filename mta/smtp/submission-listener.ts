@@ -7,7 +7,7 @@ import type { AccountRow } from '../../storage/accounts.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer, toSmtpServerError, wireText } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
 
@@ -216,7 +216,8 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         if (!account || account.enabled !== 1) {
           failures.record(ipKey);
           failures.record(userKey);
-          log.info({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
+          // warn: a run of these is someone guessing passwords (the counter above closes them out).
+          log.warn({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
           return refuse(REPLY.authInvalid);
         }
         sessions.set(session.id, account);
@@ -254,9 +255,13 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       const rcpts = session.envelope.rcptTo;
       const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
       // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
-      if (!repeat && rcpts.length >= maxRcpt) return answer(callback, REPLY.tooManyRecipients);
+      const refuse = (reply: SmtpReply, reason: string) => {
+        logRcptRefused(log, session, address.address, reply, reason);
+        answer(callback, reply);
+      };
+      if (!repeat && rcpts.length >= maxRcpt) return refuse(REPLY.tooManyRecipients, 'too-many-recipients');
       const decision = classifySubmissionRecipient(address.address, session.envelope.smtpUtf8 === true);
-      if (!decision.ok) return answer(callback, decision.reply);
+      if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'bad-address');
       normalised.set(address, decision.address);
       answer(callback);
     },
@@ -269,16 +274,23 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         if (!policy.onMessage) return REPLY.submissionUnavailable;
         // Recipients are unique by construction; a repeat RCPT leaves two entries in smtp-server's list.
         const rcptTo = [...new Set(session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address))];
-        return policy.onMessage({
+        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+        const reply = await policy.onMessage({
           account,
           username: account.handle,
-          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          mailFrom,
           rcptTo,
           clientIp: session.remoteAddress,
           clientName: session.hostNameAppearsAs || '',
           trace: receivedFor(session, policy.hostname, rcptTo, now()),
           raw,
         });
+        // One line per submitted message, accepted or not (the 250 carries the queue id: `queued as <id>`).
+        log.info(
+          { sessionId: session.id, ip: session.remoteAddress, account: account.handle, mailFrom, rcptTo, size: raw.length, reply: `${reply.code} ${reply.status} ${reply.message}` },
+          reply.code < 300 ? 'message submitted' : 'message refused',
+        );
+        return reply;
       });
     },
   };
