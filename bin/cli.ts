@@ -13,6 +13,7 @@ import { createQueueStore } from '../storage/queue.js';
 import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
+import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { queueCommand } from './cli-queue.js';
 import { serve } from './cli-serve.js';
@@ -20,52 +21,8 @@ import { parseRoles, type Role } from './server.js';
 import { VERSION } from './version.js';
 
 export type { CliIo } from './cli-common.js';
+export { HELP } from './cli-help.js';
 
-export const HELP = `sluice ${VERSION} — self-hosted mail service (inbound filtering MTA, outbound delivery, MailChannels-compatible API)
-
-Usage: sluice <command> [options]
-
-Commands:
-  serve [--only ROLES]                    start every listener (HTTP API, MX, submission) and the worker;
-                                          --only api,mx,submission,worker runs just those roles (several
-                                          processes may share one data_dir, e.g. an api and a worker)
-  config check                            validate the configuration and exit (0 = valid)
-  config print [--json]                   print the effective configuration, secrets redacted
-  config reference                        print the table of every configuration key
-  accounts create [--handle H] [--company NAME] [--json]
-                                          create a parent account and its first API key (scope api)
-  accounts list [--json]                  list parent accounts
-  keys create --account H --scope api|inbound [--json]
-                                          create an API key (shown once)
-  keys list --account H [--json]          list an account's live API keys (redacted)
-  keys revoke --account H --id N          revoke an API key
-  smtp-passwords create --account H [--json]
-                                          create an SMTP submission password (shown once)
-  smtp-passwords list --account H [--json]
-  smtp-passwords delete --account H --id N
-  lockdown allow --account H --domain D  authorize a From domain for an account without a DNS record
-  lockdown deny --account H --domain D   remove that authorization
-  lockdown list --account H [--json]     domains the operator authorized for an account
-  queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held)
-  queue show ID [--json]                  one delivery with its message and every attempt
-  queue retry ID | --all                  make a queued delivery (or every one) due now
-  queue delete ID                         drop a queued or held delivery (it will not be sent)
-  quarantine list [--account H] [--domain D] [--json] [--limit N]
-                                          list quarantined inbound messages, newest first
-  quarantine release ID                   relay a quarantined message to its recipients (once)
-  quarantine delete ID                    delete a quarantined message (it will not be relayed)
-  signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
-  backup PATH                             write a consistent snapshot of the database to PATH (server may run)
-  help                                    this text
-  version                                 print the version
-
-Global options:
-  --config PATH    TOML configuration file (default: ./sluice.toml when present)
-  -h, --help       this text
-
-Every configuration key can also be set by an environment variable SLUICE_<KEY> (dots become underscores,
-e.g. SLUICE_HTTP_LISTEN=127.0.0.1:0); see 'sluice config reference'.
-`;
 
 const OPTIONS = {
   config: { type: 'string' },
@@ -94,7 +51,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const { values: opts, positionals } = parsed;
   const [command, sub, ...rest] = positionals;
   if (opts.help || command === undefined || command === 'help') {
-    io.stdout(HELP);
+    // `sluice queue retry --help` and `sluice help queue retry`: that command's own text; otherwise all of them.
+    const words = command === 'help' ? [sub, ...rest] : [command, sub];
+    io.stdout(commandHelp(words.filter((w): w is string => w !== undefined)) ?? HELP);
     return 0;
   }
   const now = io.now ?? Date.now;
