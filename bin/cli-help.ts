@@ -9,6 +9,8 @@ Commands:
   serve [--only ROLES]                    start every listener (HTTP API, MX, submission) and the worker;
                                           --only api,mx,submission,worker runs just those roles (several
                                           processes may share one data_dir, e.g. an api and a worker)
+  reload                                  make every running sluice serve of this data_dir re-read its
+                                          configuration (SIGHUP); live keys apply at once, sessions stay open
   config check                            validate the configuration and exit (0 = valid)
   config print [--json]                   print the effective configuration, secrets redacted
   config reference                        print the table of every configuration key
@@ -51,6 +53,12 @@ e.g. SLUICE_HTTP_LISTEN=127.0.0.1:0); see 'sluice config reference'.
 
 /** More than the one line of HELP, for the commands whose behaviour needs saying. */
 const DETAILS: Record<string, string> = {
+  reload:
+    'Sends SIGHUP to each sluice serve registered in data_dir/run/ (systemctl reload does the same through the\n' +
+    'unit\'s ExecReload). The server reads its configuration file again and applies what can change live: log.level,\n' +
+    'smtp.tls.cert/key (and re-reads the certificate files), outbound.transport_map, the smarthost keys,\n' +
+    'outbound.mx_port, outbound.lockdown and the message, header, MIME and connection limits. It logs one line with\n' +
+    'what changed, what it applied and what needs a restart. A file that does not load is refused whole.',
   'queue list':
     'Columns: ID (the delivery id the other queue commands take), STATE (queued, sending or held), SIZE (of the\n' +
     'message: 812, 1.2K, 3.4M), AGE (since it was accepted), TRIES (attempts so far), NEXT (when it is tried next),\n' +

@@ -17,6 +17,7 @@ import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { queueCommand } from './cli-queue.js';
 import { serve } from './cli-serve.js';
+import { runningServes } from './pid-registry.js';
 import { parseRoles, type Role } from './server.js';
 import { VERSION } from './version.js';
 
@@ -65,7 +66,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const loaded = () => loadConfig({ file: opts.config, env: io.env, cwd: io.cwd });
     switch (command) {
       case 'serve':
-        return await serve(loaded(), io, now, opts.only === undefined ? undefined : roleList(opts.only));
+        return await serve(loaded(), loaded, io, now, opts.only === undefined ? undefined : roleList(opts.only));
+      case 'reload':
+        if (sub !== undefined) throw new UsageError('usage: sluice reload');
+        return reloadCommand(loaded().config.dataDir, io);
       case 'config':
         return configCommand(sub, loaded, io, !!opts.json);
       case 'backup': {
@@ -155,6 +159,20 @@ function signingKeyCommand(sub: string | undefined, db: Db, json: boolean, io: C
       ? JSON.stringify({ id: key.key_id, key: key.public_key, previous }) + '\n'
       : `new webhook signing key ${key.key_id} is current; previous keys stay retrievable: ${previous.join(', ') || '(none)'}\n`,
   );
+  return 0;
+}
+
+/**
+ * `sluice reload`: SIGHUP to every `sluice serve` on this data_dir (as `systemctl reload` does through ExecReload);
+ * each logs what it applied. Exit 1 when none runs.
+ */
+function reloadCommand(dataDir: string, io: CliIo): number {
+  const running = runningServes(dataDir);
+  if (running.length === 0) throw new Error(`no sluice serve is running on data_dir ${dataDir}`);
+  for (const p of running) {
+    process.kill(p.pid, 'SIGHUP');
+    io.stdout(`sent SIGHUP to sluice serve (pid ${p.pid}, roles ${p.roles.join(',')}); its log says what changed\n`);
+  }
   return 0;
 }
 

@@ -30,3 +30,12 @@ export function listenError(key: string, listen: HostPort, err: unknown): Config
       return new ConfigError(where, `cannot listen: ${e.message}${e.code ? ` (${e.code})` : ''}`);
   }
 }
+
+/** Runs `start` (binding the listener of config key `key`); a bind error becomes one line naming the key (exit 2). */
+export async function bind<T>(key: string, listen: HostPort, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    throw listenError(key, listen, err);
+  }
+}

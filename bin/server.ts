@@ -5,20 +5,19 @@ import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
 import type { Services } from '../control-api/services.js';
-import { startSmtpListener, type SmtpListener } from '../mta/smtp/listener.js';
-import { mxOptions } from '../mta/smtp/mx-listener.js';
-import { createAuthFailureCounter, submissionOptions, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
-import { loadTlsPair, type TlsPair } from '../mta/smtp/tls.js';
-import { runSubmission } from '../mta/outbound/submission.js';
+import type { SmtpListener } from '../mta/smtp/listener.js';
+import { createTlsSource, type TlsSource } from '../mta/smtp/tls.js';
 import type { RetentionPruner } from '../mta/jobs/retention.js';
 import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
-import type { AccountRow, AccountStore } from '../storage/accounts.js';
+import type { AccountStore } from '../storage/accounts.js';
 import type { Db } from '../storage/database.js';
 import type { QueueStore } from '../storage/queue.js';
-import { listenError } from './listen-error.js';
-import { wireCore, type Core } from './wiring.js';
+import { bind } from './listen-error.js';
+import { planReload, type ReloadResult } from './reload.js';
+import { startSmtpRoles, type SmtpRoles } from './smtp-roles.js';
+import { wireCore } from './wiring.js';
 
 /**
  * The parts one process can run (ARCHITECTURE: the same binary as separate roles). `api`: the HTTP control plane;
@@ -75,16 +74,18 @@ export interface RunningServer {
   webhookDispatcher: WebhookDispatcher;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
+  /** The configuration in effect (the start-up one, with the live keys of each reload applied). */
+  currentConfig(): Config;
+  /**
+   * Applies a reloaded configuration (SIGHUP): the keys marked `live` take effect for the next message, session or
+   * delivery (transport map, smarthost, lockdown, limits, certificate files); the others are reported as needing a
+   * restart. The certificate files are read again whether or not their keys changed (a renewal in place). Sessions
+   * stay open. `log.level` is applied by the caller, which owns the logger.
+   */
+  reload(next: Config): Promise<ReloadResult>;
+  /** The certificate of the SMTP listeners (undefined when this process runs none). */
+  tls: TlsSource | undefined;
   close(): Promise<void>;
-}
-
-/** Runs `start` (binding the listener of config key `key`); a bind error becomes one line naming the key (exit 2). */
-async function bind<T>(key: string, listen: HostPort, start: () => Promise<T>): Promise<T> {
-  try {
-    return await start();
-  } catch (err) {
-    throw listenError(key, listen, err);
-  }
 }
 
 function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
@@ -97,65 +98,6 @@ function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
   });
 }
 
-/** The MX listener: served domains only, the data guard, then the inbound pipeline. */
-function startMx(core: Core, config: Config, tls: TlsPair, now: () => number, logger: Logger): Promise<SmtpListener> {
-  return bind('smtp.mx.listen', config.smtp.mx.listen, () => startSmtpListener(
-    'mx',
-    config.smtp.mx.listen,
-    mxOptions({
-      hostname: config.smtp.hostname,
-      tls,
-      findServedDomain: core.services.inboundDomains.findServedDomain,
-      maxMessageBytes: config.smtp.mx.maxMessageBytes,
-      maxHeaderBytes: config.smtp.maxHeaderBytes,
-      maxMimeDepth: config.smtp.maxMimeDepth,
-      onMessage: (msg) => core.inbound.handle(msg),
-      checkRecipient: (q) => core.inbound.checkRecipient(q),
-      now,
-      logger,
-    }),
-    { greetDelayMs: config.smtp.mx.greetDelayMs },
-  ));
-}
-
-/** The submission listeners (STARTTLS, and implicit TLS when configured): AUTH, lockdown, then the send recipe. */
-async function startSubmission(
-  core: Core,
-  config: Config,
-  tls: TlsPair,
-  now: () => number,
-  logger: Logger,
-  started: (l: SmtpListener) => void,
-): Promise<void> {
-  // One failure counter for both submission listeners, so switching port does not reset it.
-  const submission = {
-    hostname: config.smtp.hostname,
-    tls,
-    authenticate: (u: string, p: string) => core.accounts.authenticateSmtp(u, p),
-    allowInsecureLoopbackAuth: config.smtp.submission.allowInsecureLoopbackAuth,
-    maxMessageBytes: config.smtp.submission.maxMessageBytes,
-    maxHeaderBytes: config.smtp.maxHeaderBytes,
-    maxMimeDepth: config.smtp.maxMimeDepth,
-    maxConnectionsPerIp: config.smtp.submission.maxConnectionsPerIp,
-    // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
-    lockdown: (domain: string, account: AccountRow) => core.lockdown(domain, account),
-    onMessage: (m: SubmittedMessage) => runSubmission(core.sendDeps, m),
-    authFailures: createAuthFailureCounter(now),
-    now,
-    logger,
-  };
-  const { listen, tlsListen } = config.smtp.submission;
-  // Each listener is handed over as soon as it is bound, so a failure of the next one closes it.
-  started(await bind('smtp.submission.listen', listen, () => startSmtpListener('submission', listen, submissionOptions(submission))));
-  if (tlsListen) {
-    started(
-      await bind('smtp.submission.tls_listen', tlsListen, () =>
-        startSmtpListener('submission_tls', tlsListen, submissionOptions({ ...submission, secure: true })),
-      ),
-    );
-  }
-}
-
 /** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config, logger } = opts;
@@ -164,8 +106,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const listeners: SmtpListener[] = [];
   let httpServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
+  let live = config;
   const core = wireCore({
     config,
+    live: () => live,
     logger,
     now,
     publicUrl: () => publicUrl,
@@ -176,6 +120,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ]),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
+  let tls: TlsSource | undefined;
+  let smtp: SmtpRoles | undefined;
 
   try {
     let httpAddr: HostPort | undefined;
@@ -185,10 +131,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
     }
     if (roles.includes('mx') || roles.includes('submission')) {
-      const tls = await loadTlsPair(config);
-      if (tls.source === 'generated') logger.info({ component: 'tls', dir: config.dataDir }, 'generated self-signed certificate');
-      if (roles.includes('mx')) listeners.push(await startMx(core, config, tls, now, logger));
-      if (roles.includes('submission')) await startSubmission(core, config, tls, now, logger, (l) => listeners.push(l));
+      tls = await createTlsSource(() => live, logger);
+      smtp = await startSmtpRoles({
+        core,
+        config,
+        tls,
+        now,
+        logger,
+        mx: roles.includes('mx'),
+        submission: roles.includes('submission'),
+        started: (l) => listeners.push(l),
+      });
+      // Certificates given by path are read again when they change on disk (a certbot renewal), without a reload.
+      if (opts.startWorker !== false) tls.start();
     }
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
     const baseUrl = config.http.publicUrl ?? (httpAddr ? `http://${formatHostPort(httpAddr)}` : `http://${formatHostPort(config.http.listen)}`);
@@ -216,9 +171,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       retention: core.retention,
       webhookDispatcher: core.webhookDispatcher,
       firstApiKey: core.firstApiKey,
+      currentConfig: () => live,
+      tls,
+      async reload(next) {
+        const plan = planReload(live, next);
+        live = plan.config;
+        smtp?.applyLimits(live);
+        const refreshed = await tls?.refresh();
+        return {
+          changed: [...plan.applied, ...plan.needsRestart].sort(),
+          applied: plan.applied,
+          needsRestart: plan.needsRestart,
+          tls: !refreshed ? 'none' : refreshed.error ? 'refused' : refreshed.changed ? 'reloaded' : 'unchanged',
+          ...(refreshed?.error ? { tlsError: refreshed.error } : {}),
+        };
+      },
       async close() {
         if (closed) return;
         closed = true;
+        tls?.stop();
         core.dkimRetirement.stop();
         await Promise.all(listeners.map((l) => l.close()));
         await core.worker.stop();

@@ -57,6 +57,11 @@ import { VERSION } from './version.js';
 
 export interface CoreOptions {
   config: Config;
+  /**
+   * The configuration as reloaded (SIGHUP): the keys marked `live` in config/keys.ts take their new values here;
+   * the parts that apply them read it per use. Defaults to `config`.
+   */
+  live?: () => Config;
   logger: Logger;
   now: () => number;
   /** Base URL of the control plane (List-Unsubscribe links), known once the HTTP listener is bound. */
@@ -85,6 +90,7 @@ function bootstrap(accounts: AccountStore, now: number): string | undefined {
 /** Wires every part of Sluice on one open database; nothing listens yet. `close()` releases what it opened. */
 export function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
+  const live = opts.live ?? (() => config);
   const db = openDatabase(config.dataDir);
   // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
   const writes = trackWrites(db, now);
@@ -117,14 +123,14 @@ export function wireCore(opts: CoreOptions) {
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
-      outbound: createRouteResolver({ config, resolver }),
+      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver }),
       downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
     }),
     now,
     logger,
   });
   const lockdown = createLockdownChecker({
-    mode: config.outbound.lockdown,
+    mode: () => live().outbound.lockdown,
     resolver,
     allow: createLockdownAllowStore(db),
     accounts,

@@ -4,6 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { HELP } from '../bin/cli.js';
 import { KEYS } from '../config/keys.js';
+import { LIVE_KEYS } from '../bin/reload.js';
 
 const readme = fs.readFileSync(path.resolve('README.md'), 'utf8');
 
@@ -23,4 +24,10 @@ t.test('README shows the current CLI help', async (t) => {
 t.test('README quick start shows the two commands', async (t) => {
   t.match(readme, /npm ci && npm start/);
   t.match(readme, /npm test/);
+});
+
+t.test('README lists exactly the keys a reload applies live', async (t) => {
+  const para = readme.slice(readme.indexOf('**Reloading.**'), readme.indexOf('Any other key keeps its'));
+  const listed = [...para.matchAll(/`([a-z_.]+)`/g)].map((m) => m[1]).filter((k) => KEYS.some((x) => x.key === k));
+  t.same([...listed].sort(), [...LIVE_KEYS].sort());
 });

@@ -10,6 +10,11 @@ export interface SmtpListener {
   /** The bound address (actual port when 0 was asked for). */
   address(): HostPort;
   listening(): boolean;
+  /**
+   * Changes what new sessions get: the certificate pair (sessions already in TLS keep theirs; smtp-server rebuilds
+   * its secure context) and the SIZE advertised and enforced by smtp-server (RFC 1870).
+   */
+  update(change: { tls?: { cert: string; key: string }; size?: number }): void;
   close(): Promise<void>;
 }
 
@@ -49,6 +54,10 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
           return { host: a.address, port: a.port };
         },
         listening: () => open && server.server.listening,
+        update(change) {
+          if (change.tls) server.updateSecureContext({ cert: change.tls.cert, key: change.tls.key });
+          if (change.size !== undefined) server.options.size = change.size;
+        },
         close: () =>
           new Promise<void>((done) => {
             open = false;

@@ -33,7 +33,11 @@ export interface MxPolicy {
   tls: TlsPair;
   /** storage/inbound-domains.ts `findServedDomain`: a provisioned domain or an alias of one. */
   findServedDomain: ServedDomainLookup;
-  /** `smtp.mx.max_message_bytes`: advertised with SIZE (RFC 1870) and enforced at MAIL and after DATA. */
+  /**
+   * `smtp.mx.max_message_bytes`: advertised with SIZE (RFC 1870) and enforced at MAIL and after DATA. This and the
+   * two structure limits are read at each DATA, so a reload that sets them on this object applies to the next
+   * message (the listener's advertised SIZE is set with SmtpListener.update).
+   */
   maxMessageBytes: number;
   /** Recipients per transaction (default 100: RFC 5321 §4.5.3.1.8 minimum buffer). */
   maxRecipients?: number;
@@ -126,11 +130,12 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     maxConnections: policy.maxConnections ?? MX_DEFAULTS.maxConnections,
     maxHops: policy.maxHops ?? MX_DEFAULTS.maxHops,
   };
-  const maxBytes = policy.maxMessageBytes;
-  const structure = {
+  // Read at each DATA, not once: a reload (SIGHUP) that changes them on `policy` applies to the next message.
+  const dataLimits = () => ({
+    maxBytes: policy.maxMessageBytes,
     maxHeaderBytes: policy.maxHeaderBytes ?? STRUCTURE_LIMITS.maxHeaderBytes,
     maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
-  };
+  });
   const now = policy.now ?? Date.now;
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'mx' });
   // Loopback is exempt from the per-IP cap (still under the global one), as Postfix exempts $mynetworks by default
@@ -156,7 +161,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     authOptional: true,
     // RFC 1870: advertised as `SIZE <n>`; a larger SIZE= at MAIL gets smtp-server's 552; an undeclared oversize is
     // refused by our guard after the final dot (rejectOversized stays off so the reply carries 5.3.4).
-    size: maxBytes,
+    size: policy.maxMessageBytes,
     // Reverse DNS would block the greeting on an uncontrolled resolver; the Received field records the IP literal.
     disableReverseLookup: true,
     socketTimeout: policy.idleTimeoutMs ?? MX_DEFAULTS.idleTimeoutMs,
@@ -200,7 +205,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
-      runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
+      runDataStage(stream, session, callback, { ...dataLimits(), minRate, log }, async (raw) => {
         // RFC 5321 §6.3: a message that has passed through too many hosts is looping; 5.4.6 routing loop detected.
         const hops = countReceived(raw);
         if (hops > limits.maxHops) {

@@ -1,9 +1,10 @@
 // Owns the TLS certificate pair of the SMTP listeners: which one applies (configured files or a self-signed pair in
-// data_dir), reading and checking it.
+// data_dir), reading and checking it, and noticing when it changes on disk.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
+import type { Logger } from 'pino';
 import { generate } from 'selfsigned';
 import { ConfigError } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
@@ -124,4 +125,89 @@ export async function loadTlsPair(config: Config): Promise<TlsPair> {
   const { cert, key } = config.smtp.tls;
   if (cert !== undefined && key !== undefined) return readTlsFiles(cert, key, 'config');
   return selfSigned(config);
+}
+
+/** A stamp of the files a pair was read from: a change in any of them means "read again". */
+function stampOf(config: Config): string {
+  const { cert, key } = config.smtp.tls;
+  const files = cert !== undefined && key !== undefined ? [cert, key] : [];
+  return files
+    .map((f) => {
+      try {
+        const st = fs.statSync(f);
+        return `${f}:${st.ino}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        return `${f}:missing`;
+      }
+    })
+    .join('|');
+}
+
+export interface TlsSource {
+  /** The pair the listeners present now. */
+  current(): TlsPair;
+  /**
+   * Reads the pair again if its files (or, after a reload, the configuration naming them) changed; on a change the
+   * listeners get it for every new TLS session (open sessions keep theirs). A pair that fails its checks is not
+   * taken: the old one stays, and the error is logged and returned.
+   */
+  refresh(): Promise<{ changed: boolean; error?: string }>;
+  /** Called with each new pair. */
+  onChange(fn: (pair: TlsPair) => void): void;
+  /** Checks the files every `intervalMs` (certbot renewals and ACME certificates of other processes). */
+  start(intervalMs?: number): void;
+  stop(): void;
+}
+
+/** How often the certificate files are checked for a change. */
+export const TLS_CHECK_MS = 60_000;
+
+/** Creates the TLS source over the live configuration (`config()` is read again on each refresh). */
+export async function createTlsSource(config: () => Config, logger: Logger): Promise<TlsSource> {
+  const log = logger.child({ component: 'tls' });
+  let pair = await loadTlsPair(config());
+  let stamp = stampOf(config());
+  const listeners: ((p: TlsPair) => void)[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let refreshing: Promise<{ changed: boolean; error?: string }> | undefined;
+
+  const describe = (p: TlsPair) => {
+    const info = certInfo(p.cert);
+    return { source: p.source, names: info.names, fingerprint: info.fingerprint, not_after: new Date(info.notAfter).toISOString() };
+  };
+  if (pair.source === 'generated') log.info({ dir: config().dataDir, ...describe(pair) }, 'generated self-signed certificate');
+
+  async function refresh(): Promise<{ changed: boolean; error?: string }> {
+    const next = stampOf(config());
+    if (next === stamp) return { changed: false };
+    let fresh: TlsPair;
+    try {
+      fresh = await loadTlsPair(config());
+    } catch (err) {
+      // Keep serving the old pair; a half-written renewal is read again at the next check.
+      log.error({ err: (err as Error).message }, 'new certificate not taken; keeping the current one');
+      return { changed: false, error: (err as Error).message };
+    }
+    stamp = next;
+    if (fresh.cert === pair.cert && fresh.key === pair.key) return { changed: false };
+    pair = fresh;
+    for (const fn of listeners) fn(pair);
+    log.info(describe(pair), 'certificate reloaded');
+    return { changed: true };
+  }
+
+  // One refresh at a time: a timer tick and a SIGHUP arriving together read the files once.
+  const once = () => (refreshing ??= refresh().finally(() => (refreshing = undefined)));
+  return {
+    current: () => pair,
+    refresh: once,
+    onChange: (fn) => void listeners.push(fn),
+    start(intervalMs = TLS_CHECK_MS) {
+      timer = setInterval(() => void once(), intervalMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
 }

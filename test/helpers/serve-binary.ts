@@ -10,13 +10,15 @@ import { testEnv } from './stack.js';
 export const BIN = path.resolve('dist/bin/sluice.js');
 
 /**
- * Starts `sluice serve` (with `args`, e.g. `--only api`) on `dataDir` with every listener on loopback port 0 and `env` on top; killed with SIGKILL at
+ * Starts `sluice serve` (with `args`, e.g. `--only api`) on `dataDir` with every listener on loopback port 0 and `env` on top (undefined removes a variable); killed with SIGKILL at
  * teardown if still running. `lines` collects its JSON log lines (`waitForLine` awaits one); `listening` resolves with the `listening` line
  * (rejects if the process exits first).
  */
-export function serveBinary(t: Test, dataDir: string, env: Record<string, string>, args: string[] = []) {
+export function serveBinary(t: Test, dataDir: string, env: Record<string, string | undefined>, args: string[] = []) {
+  // A variable given as undefined is left out (e.g. SLUICE_LOG_LEVEL, for a test that sets the level in a file).
+  const merged = { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env };
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
-    env: { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env },
+    env: Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.teardown(() => {
