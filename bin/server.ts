@@ -8,6 +8,7 @@ import type { Services } from '../control-api/services.js';
 import type { SmtpListener } from '../mta/smtp/listener.js';
 import { createTlsSource, type TlsSource } from '../mta/smtp/tls.js';
 import type { RetentionPruner } from '../mta/jobs/retention.js';
+import type { AcmeManager } from '../mta/jobs/acme.js';
 import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
@@ -85,6 +86,8 @@ export interface RunningServer {
   reload(next: Config): Promise<ReloadResult>;
   /** The certificate of the SMTP listeners (undefined when this process runs none). */
   tls: TlsSource | undefined;
+  /** ACME certificates (undefined unless acme.directory_url is set and this process runs the api role). */
+  acme: AcmeManager | undefined;
   close(): Promise<void>;
 }
 
@@ -107,6 +110,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let httpServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
   let live = config;
+  let tls: TlsSource | undefined;
   const core = wireCore({
     config,
     live: () => live,
@@ -118,9 +122,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         ...(httpServer ? [['http', httpServer.listening]] : []),
         ...listeners.map((l) => [l.name, l.listening()]),
       ]),
+    certificateInstalled: async () => tls?.refresh(),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
-  let tls: TlsSource | undefined;
   let smtp: SmtpRoles | undefined;
 
   try {
@@ -148,6 +152,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
     const baseUrl = config.http.publicUrl ?? (httpAddr ? `http://${formatHostPort(httpAddr)}` : `http://${formatHostPort(config.http.listen)}`);
     publicUrl = baseUrl;
+    // ACME runs beside the HTTP listener that answers its challenges; other processes read the files it writes.
+    const acme = roles.includes('api') ? core.acme : undefined;
+    if (acme && opts.startWorker !== false) acme.start();
     if (runsWorker) {
       core.worker.start();
       core.retention.start();
@@ -173,6 +180,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       firstApiKey: core.firstApiKey,
       currentConfig: () => live,
       tls,
+      acme,
       async reload(next) {
         const plan = planReload(live, next);
         live = plan.config;
@@ -190,6 +198,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         if (closed) return;
         closed = true;
         tls?.stop();
+        await core.acme?.stop();
         core.dkimRetirement.stop();
         await Promise.all(listeners.map((l) => l.close()));
         await core.worker.stop();

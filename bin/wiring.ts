@@ -28,6 +28,8 @@ import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
 import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
+import { acmeRoutes } from '../control-api/routes/acme.js';
+import { createAcmeManager } from '../mta/jobs/acme.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { createDkimRetirement } from '../mta/jobs/dkim-retirement.js';
@@ -68,6 +70,8 @@ export interface CoreOptions {
   publicUrl: () => string;
   /** Which listeners are listening, for /healthz and /readyz. */
   listening: () => Record<string, boolean>;
+  /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
+  certificateInstalled?: () => Promise<unknown>;
 }
 
 /** The secret unsubscribe tokens are signed with: 32 random bytes made once per data_dir, kept in settings. */
@@ -153,6 +157,10 @@ export function wireCore(opts: CoreOptions) {
   ensureSigningKey(webhookStore, now());
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
   const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname });
+  // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
+  const acme = config.acme.directoryUrl
+    ? createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
+    : undefined;
   const services: Services = {
     config,
     accounts,
@@ -173,6 +181,7 @@ export function wireCore(opts: CoreOptions) {
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
+    acmeChallenge: (token) => acme?.challenges.get(token),
     now,
     logger,
     health: (o = {}) => {
@@ -208,6 +217,7 @@ export function wireCore(opts: CoreOptions) {
     ...inboundStatusRoutes,
     ...inboundQuarantineRoutes,
     ...webhookRoutes,
+    ...acmeRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
   const inbound = createInboundPipeline({
@@ -229,7 +239,7 @@ export function wireCore(opts: CoreOptions) {
 
   return {
     db, accounts, firstApiKey, services, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, dkimRetirement: createDkimRetirement({ store: dkim, now }),
+    inbound, lockdown, sendDeps, acme, dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };
 }
 

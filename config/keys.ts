@@ -2,7 +2,7 @@
 import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
-  parseOptionalUrl, parsePath, parsePositive, parseTarget, parseTargetList, parseTransportMap, parseUrl, str,
+  parseEmail, parseHostnameList, parseOptionalUrl, parsePath, parsePositive, parseTarget, parseTargetList, parseTransportMap, parseUrl, str,
   type Source,
 } from './values.js';
 
@@ -189,7 +189,7 @@ export const KEY_TREE = {
     tls: {
       cert: key({
         live: true,
-        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset a self-signed pair is generated into data_dir.',
+        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset, ACME\'s (acme.directory_url) or else a self-signed pair generated into data_dir.',
         defaultText: 'none (self-signed pair generated into data_dir/tls/)',
         default: () => undefined,
         parse: parsePath,
@@ -202,6 +202,33 @@ export const KEY_TREE = {
         parse: parsePath,
       }),
     },
+  },
+  /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ and renewed. */
+  acme: {
+    directoryUrl: key({
+      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP certificate by HTTP-01 on the HTTP listener. Unset: no ACME.',
+      defaultText: 'none (off)',
+      default: () => undefined,
+      parse: parseOptionalUrl,
+    }),
+    email: key({
+      doc: 'Contact address registered with the ACME account (expiry notices from the CA).',
+      defaultText: 'none',
+      default: () => undefined,
+      parse: parseEmail,
+    }),
+    hostnames: key({
+      doc: 'More names for the ACME certificate besides smtp.hostname (e.g. the host of http.public_url, which unsubscribe and tracking links use); each must reach the HTTP listener on port 80.',
+      defaultText: 'empty',
+      default: () => [],
+      parse: parseHostnameList,
+    }),
+    caFile: key({
+      doc: 'PEM CA certificate to trust for the ACME directory besides the system ones (a private ACME CA such as step-ca or pebble).',
+      defaultText: 'none (system CAs)',
+      default: () => undefined,
+      parse: parsePath,
+    }),
   },
   dns: {
     servers: key({

@@ -144,12 +144,25 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     throw new ConfigError(cert === undefined ? 'smtp.tls.cert' : 'smtp.tls.key', 'smtp.tls.cert and smtp.tls.key must be set together');
   }
 
+  // One source of certificate: files given by path, or ACME's (data_dir/acme/); never both, so none is ignored.
+  if (values.get('acme.directory_url') !== undefined && cert !== undefined) {
+    throw new ConfigError('acme.directory_url', 'set either acme.directory_url (certificates from ACME) or smtp.tls.cert/smtp.tls.key, not both');
+  }
+
+  if (values.get('acme.directory_url') === undefined) {
+    for (const k of ['acme.email', 'acme.ca_file', 'acme.hostnames']) {
+      const v = values.get(k);
+      if (v !== undefined && !(Array.isArray(v) && v.length === 0)) throw new ConfigError(k, 'has no effect without acme.directory_url');
+    }
+  }
+
   const config = shape(values);
   // Paths in the file or the environment are relative to the working directory.
   config.dataDir = path.resolve(cwd, config.dataDir);
   const { tls } = config.smtp;
   if (tls.cert !== undefined) tls.cert = path.resolve(cwd, tls.cert);
   if (tls.key !== undefined) tls.key = path.resolve(cwd, tls.key);
+  if (config.acme.caFile !== undefined) config.acme.caFile = path.resolve(cwd, config.acme.caFile);
   return { config: deepFreeze(config), values, file };
 }
 

@@ -13,7 +13,7 @@ export interface TlsPair {
   cert: string;
   key: string;
   /** Where the pair came from, for the start-up log. */
-  source: 'config' | 'generated' | 'data_dir';
+  source: 'config' | 'generated' | 'data_dir' | 'acme';
 }
 
 /** What the log says about a certificate. */
@@ -29,6 +29,16 @@ export interface CertInfo {
 function selfSignedFiles(dataDir: string) {
   const dir = path.join(dataDir, 'tls');
   return { dir, cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
+}
+
+/**
+ * Where ACME (mta/jobs/acme.ts) keeps its state in data_dir: the account key and the current certificate and key.
+ * Any process of the data_dir reads the pair from here, so a certificate the api process renews reaches the SMTP
+ * listeners of another process at their next check.
+ */
+export function acmeFiles(dataDir: string) {
+  const dir = path.join(dataDir, 'acme');
+  return { dir, accountKey: path.join(dir, 'account-key.pem'), cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
 }
 
 /** One line for a file that cannot be read: the cause in words and its errno code. */
@@ -120,17 +130,30 @@ async function selfSigned(config: Config): Promise<TlsPair> {
   return { cert: pems.cert, key: pems.private, source: 'generated' };
 }
 
-/** The pair that applies under `config`: smtp.tls.cert/key when set; else the self-signed pair in data_dir/tls. */
+/** With ACME on, its pair once issued (until then the self-signed one serves). */
+function acmePair(config: Config): { cert: string; key: string } | undefined {
+  if (config.acme.directoryUrl === undefined) return undefined;
+  const f = acmeFiles(config.dataDir);
+  return fs.existsSync(f.cert) && fs.existsSync(f.key) ? f : undefined;
+}
+
+/**
+ * The pair that applies under `config`: smtp.tls.cert/key when set; else ACME's when it has issued one; else the
+ * self-signed pair in data_dir/tls.
+ */
 export async function loadTlsPair(config: Config): Promise<TlsPair> {
   const { cert, key } = config.smtp.tls;
   if (cert !== undefined && key !== undefined) return readTlsFiles(cert, key, 'config');
+  const acme = acmePair(config);
+  if (acme) return readTlsFiles(acme.cert, acme.key, 'acme', { cert: 'acme certificate', key: 'acme key' });
   return selfSigned(config);
 }
 
 /** A stamp of the files a pair was read from: a change in any of them means "read again". */
 function stampOf(config: Config): string {
   const { cert, key } = config.smtp.tls;
-  const files = cert !== undefined && key !== undefined ? [cert, key] : [];
+  const acme = config.acme.directoryUrl === undefined ? undefined : acmeFiles(config.dataDir);
+  const files = cert !== undefined && key !== undefined ? [cert, key] : acme ? [acme.cert, acme.key] : [];
   return files
     .map((f) => {
       try {
