@@ -39,7 +39,10 @@ Commands:
   quarantine release ID                   relay a quarantined message to its recipients (once)
   quarantine delete ID                    delete a quarantined message (it will not be relayed)
   signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
-  backup PATH                             write a consistent snapshot of the database to PATH (server may run)
+  backup PATH                             write a complete backup of data_dir to the new directory PATH
+                                          (database, TLS and ACME state; mode 0700/0600; the server may run)
+  restore PATH                            verify the backup PATH, then restore it into an empty data_dir
+                                          (refused while a sluice serve runs on data_dir)
   help                                    this text
   version                                 print the version
 
@@ -71,6 +74,15 @@ const DETAILS: Record<string, string> = {
   'queue retry':
     'Sets the next attempt to now. A running server notices the change within a second (it watches the database\n' +
     'for commits of other processes) and attempts the deliveries at once; nothing waits for the retry timer.',
+  backup:
+    'PATH becomes a directory (0700, every file in it 0600): sluice.db (SQLite\'s online backup: one consistent\n' +
+    'snapshot while the server writes), every other file of data_dir (tls/, acme/, initial-api-key) and\n' +
+    'manifest.json with the size, SHA-256 and original mode of each. PATH must not exist; an interrupted backup\n' +
+    'leaves no PATH. Copy it off the machine as it is (tar, rsync, borg).',
+  restore:
+    'Checks first, writes after: the manifest, every file\'s size and SHA-256, and SQLite\'s integrity_check of\n' +
+    'the database; any failure restores nothing (exit 1). data_dir must be new or empty and no sluice serve may run\n' +
+    'on it. Files get their original modes back (the database 0600). Then start sluice serve.',
   'queue delete':
     'Marks the delivery dropped; it is never sent. A delivery being sent right now cannot be deleted.',
 };
@@ -97,7 +109,9 @@ export function commandHelp(words: string[]): string | undefined {
   const found = entries().filter((e) => e.usage === prefix || e.usage.startsWith(prefix + ' '));
   if (found.length === 0) return words.length > 1 ? commandHelp(words.slice(0, 1)) : undefined;
   const parts = found.map((e) => {
-    const name = e.usage.split(' ').slice(0, 2).join(' ');
+    // The command words, before its arguments (`queue retry`, `backup`).
+    const words = e.usage.split(' ');
+    const name = words.slice(0, Math.max(1, words.findIndex((w) => !/^[a-z-]+$/.test(w)))).slice(0, 2).join(' ');
     const details = found.length === 1 && DETAILS[name] ? `\n${DETAILS[name]}\n` : '';
     return `Usage: sluice ${e.usage}\n  ${e.text}\n${details}`;
   });

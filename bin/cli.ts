@@ -1,4 +1,5 @@
 // Owns the `sluice` command line: parses arguments and delegates to the server, config and storage modules.
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
@@ -6,7 +7,8 @@ import { effectiveValues, renderReference, renderToml } from '../config/render.j
 import { checkTlsFiles } from '../mta/smtp/tls.js';
 import { rotateSigningKey } from '../mta/webhooks/signing.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
-import { backupDatabase, openDatabase, type Db } from '../storage/database.js';
+import { openDatabase, type Db } from '../storage/database.js';
+import { backup, restore } from './backup.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
 import { createQueueStore } from '../storage/queue.js';
@@ -73,10 +75,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'config':
         return configCommand(sub, loaded, io, !!opts.json);
       case 'backup': {
-        const target = sub;
-        if (!target || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
-        withStore(loaded(), (_, db) => backupDatabase(db, target));
-        io.stdout(`backup written to ${target}\n`);
+        if (!sub || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
+        const target = path.resolve(io.cwd, sub);
+        const manifest = await backup(loaded().config.dataDir, target);
+        io.stdout(`backup written to ${target} (${manifest.files.length} files: ${manifest.files.map((f) => f.path).join(', ')})\n`);
+        return 0;
+      }
+      case 'restore': {
+        if (!sub || rest.length > 0) throw new UsageError('usage: sluice restore PATH');
+        const { dataDir } = loaded().config;
+        const manifest = restore(path.resolve(io.cwd, sub), dataDir);
+        io.stdout(`restored ${manifest.files.length} files of the backup of ${manifest.created_at} into data_dir ${dataDir}; start sluice serve\n`);
         return 0;
       }
       case 'signing-key':

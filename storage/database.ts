@@ -77,11 +77,32 @@ export function pingDatabase(db: Db): boolean {
 }
 
 /**
- * Writes a consistent snapshot of the live database to `target` with VACUUM INTO, which reads inside one
- * transaction, so concurrent writers (a running server) neither block it nor tear it.
+ * Copies the live database to `target` with SQLite's online backup API (sqlite.org/backup.html): pages are copied
+ * in steps and the copy restarts when another connection writes, so the result is one consistent snapshot while a
+ * running server goes on writing. `target` must not exist.
  */
-export function backupDatabase(db: Db, target: string): void {
+export async function backupDatabase(db: Db, target: string): Promise<void> {
   if (fs.existsSync(target)) throw new Error(`${target} already exists`);
-  fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
-  db.prepare('VACUUM INTO ?').run(path.resolve(target));
+  await db.backup(target);
+}
+
+/**
+ * Checks a database file that no one has open (a backup before it is restored): SQLite's integrity_check answers
+ * "ok" and its schema is one this version knows. Returns the problem in words, or undefined when it is sound.
+ */
+export function checkDatabaseFile(file: string): string | undefined {
+  let db: Db | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    const rows = db.pragma('integrity_check') as { integrity_check: string }[];
+    const problems = rows.map((r) => r.integrity_check).filter((r) => r !== 'ok');
+    if (problems.length > 0) return `integrity_check failed: ${problems.slice(0, 3).join('; ')}`;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) return `schema version ${version} is newer than this Sluice knows (${MIGRATIONS.length}): restore with the version that made it`;
+    return undefined;
+  } catch (err) {
+    return `${(err as Error).message}${(err as { code?: string }).code ? ` (${(err as { code?: string }).code})` : ''}`;
+  } finally {
+    db?.close();
+  }
 }
