@@ -21,9 +21,12 @@ t.test('README shows the current CLI help', async (t) => {
   t.ok(readme.includes(HELP.trimEnd()), 'README embeds `sluice help` verbatim');
 });
 
-t.test('README quick start shows the two commands', async (t) => {
-  t.match(readme, /npm ci && npm start/);
-  t.match(readme, /npm test/);
+t.test('README quick start: install, sink, start, the one command that authorizes a domain, a send', async (t) => {
+  const quick = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('## Accounts, API keys'));
+  for (const step of ['npm ci', 'SLUICE_OUTBOUND_TRANSPORT_MAP=example.com=127.0.0.1:2626 npm start', 'KEY=$(cat data/initial-api-key)',
+    'npx sluice lockdown allow --account default --domain yourdomain.example', '/tx/v1/send', 'npm test']) {
+    t.ok(quick.includes(step), step);
+  }
 });
 
 t.test('README lists exactly the keys a reload applies live', async (t) => {
