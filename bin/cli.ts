@@ -1,107 +1,39 @@
 // Owns the `sluice` command line: parses arguments and delegates to the server, config and storage modules.
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import { ConfigError, formatHostPort } from '../config/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { effectiveValues, renderReference, renderToml } from '../config/render.js';
+import { checkTlsFiles } from '../mta/smtp/tls.js';
 import { rotateSigningKey } from '../mta/webhooks/signing.js';
 import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
 import { createMetricRollup } from '../storage/metrics.js';
 import { createTrackingDomainStore } from '../storage/tracking-domains.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
-import { backupDatabase, openDatabase, type Db } from '../storage/database.js';
+import { openDatabase, type Db } from '../storage/database.js';
+import { backup, restore } from './backup.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
 import { createQueueStore } from '../storage/queue.js';
 import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
+import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
 import { createSenderAbuseStore } from '../storage/sender-abuse.js';
 import { createAlertStore } from '../storage/alerts.js';
 import { queueCommand } from './cli-queue.js';
 import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
-import { parseRoles, ROLES, startServer, type Role } from './server.js';
+import { serve } from './cli-serve.js';
+import { runningServes } from './pid-registry.js';
+import { parseRoles, type Role } from './server.js';
 import { VERSION } from './version.js';
 import { secretSetting } from './wiring.js';
 
 export type { CliIo } from './cli-common.js';
+export { HELP } from './cli-help.js';
 
-export const HELP = `sluice ${VERSION} — self-hosted mail service (inbound filtering MTA, outbound delivery, MailChannels-compatible API)
-
-Usage: sluice <command> [options]
-
-Commands:
-  serve [--only ROLES]                    start every listener (HTTP API, MX, submission) and the worker;
-                                          --only api,mx,submission,worker runs just those roles (several
-                                          processes may share one data_dir, e.g. an api and a worker)
-  config check                            validate the configuration and exit (0 = valid)
-  config print [--json]                   print the effective configuration, secrets redacted
-  config reference                        print the table of every configuration key
-  accounts create [--handle H] [--company NAME] [--json]
-                                          create a parent account and its first API key (scope api)
-  accounts list [--json]                  list parent accounts
-  accounts scan-policy --account H [--policy enforce|monitor|off|default] [--json]
-                                          show or set the account's outbound scanning policy (default:
-                                          its parent's, else filters.outbound_policy)
-  keys create --account H --scope api|inbound [--json]
-                                          create an API key (shown once)
-  keys list --account H [--json]          list an account's live API keys (redacted)
-  keys revoke --account H --id N          revoke an API key
-  smtp-passwords create --account H [--json]
-                                          create an SMTP submission password (shown once)
-  smtp-passwords list --account H [--json]
-  smtp-passwords delete --account H --id N
-  lockdown allow --account H --domain D  authorize a From domain for an account without a DNS record
-  lockdown deny --account H --domain D   remove that authorization
-  lockdown list --account H [--json]     domains the operator authorized for an account
-  queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held)
-  queue show ID [--json]                  one delivery with its message and every attempt
-  queue retry ID | --all                  make a queued delivery (or every one) due now
-  queue delete ID                         drop a queued or held delivery (it will not be sent)
-  quarantine list [--account H] [--domain D] [--json] [--limit N]
-                                          list quarantined inbound messages, newest first
-  quarantine release ID                   relay a quarantined message to its recipients (once)
-  quarantine delete ID                    delete a quarantined message (it will not be relayed)
-  senders list [--account H] [--all] [--json] [--limit N]
-                                          blocked sender identities (--all: lifted blocks too)
-  senders unblock --account H --sender SENDER_ID
-                                          lift a block (account|x-authuser|user), whatever the API's
-                                          delisting limit (abuse.delist_per_day)
-  monitors list --account H [--json]      the account's alert monitors
-  monitors create --account H --condition C --interval HOURS (--webhook URL | --email ADDRESS) [--json]
-                                          watch C (sender_id_sending_spam, sender_id_sending_virus,
-                                          sender_id_blocked, sender_id_sending_to_invalid_recipients,
-                                          sender_id_rejected_by_destination); at most one alert per
-                                          sender identity per 1-24 h; a signed POST or an email
-  monitors delete --account H --id N      delete a monitor (its alerts stay counted)
-  monitors alerts --account H [--id N] [--json] [--limit N]
-                                          alerts fired, newest first, with their delivery state
-  signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
-  tracking-domains list [--account H] [--json]
-                                          custom tracking domains (all accounts, or one)
-  tracking-domains verify --account H --hostname NAME [--json]
-                                          check the DNS records of a custom tracking domain (TXT
-                                          _sluice-verify.NAME, and NAME pointing at http.public_url's host);
-                                          exit 1 when not verified; changes nothing
-  metrics engagement|performance|recipient-behaviour|volume --account H [--start T] [--end T]
-          [--interval hour|day|week|month] [--campaign C] [--json]
-                                          figures as a table, one row per bucket and a total (T: YYYY-MM-DD
-                                          or YYYY-MM-DDTHH:MM:SSZ; default the last 30 days)
-  metrics senders campaigns|sub-accounts --account H [--start T] [--end T] [--limit N] [--json]
-                                          senders ranked by processed + dropped
-  backup PATH                             write a consistent snapshot of the database to PATH (server may run)
-  help                                    this text
-  version                                 print the version
-
-Global options:
-  --config PATH    TOML configuration file (default: ./sluice.toml when present)
-  -h, --help       this text
-
-Every configuration key can also be set by an environment variable SLUICE_<KEY> (dots become underscores,
-e.g. SLUICE_HTTP_LISTEN=127.0.0.1:0); see 'sluice config reference'.
-`;
 
 const OPTIONS = {
   config: { type: 'string' },
@@ -140,7 +72,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const { values: opts, positionals } = parsed;
   const [command, sub, ...rest] = positionals;
   if (opts.help || command === undefined || command === 'help') {
-    io.stdout(HELP);
+    // `sluice queue retry --help` and `sluice help queue retry`: that command's own text; otherwise all of them.
+    const words = command === 'help' ? [sub, ...rest] : [command, sub];
+    io.stdout(commandHelp(words.filter((w): w is string => w !== undefined)) ?? HELP);
     return 0;
   }
   const now = io.now ?? Date.now;
@@ -152,14 +86,24 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const loaded = () => loadConfig({ file: opts.config, env: io.env, cwd: io.cwd });
     switch (command) {
       case 'serve':
-        return await serve(loaded(), io, now, opts.only === undefined ? undefined : roleList(opts.only));
+        return await serve(loaded(), loaded, io, now, opts.only === undefined ? undefined : roleList(opts.only));
+      case 'reload':
+        if (sub !== undefined) throw new UsageError('usage: sluice reload');
+        return reloadCommand(loaded().config.dataDir, io);
       case 'config':
         return configCommand(sub, loaded, io, !!opts.json);
       case 'backup': {
-        const target = sub;
-        if (!target || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
-        withStore(loaded(), (_, db) => backupDatabase(db, target));
-        io.stdout(`backup written to ${target}\n`);
+        if (!sub || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
+        const target = path.resolve(io.cwd, sub);
+        const manifest = await backup(loaded().config.dataDir, target);
+        io.stdout(`backup written to ${target} (${manifest.files.length} files: ${manifest.files.map((f) => f.path).join(', ')})\n`);
+        return 0;
+      }
+      case 'restore': {
+        if (!sub || rest.length > 0) throw new UsageError('usage: sluice restore PATH');
+        const { dataDir } = loaded().config;
+        const manifest = restore(path.resolve(io.cwd, sub), dataDir);
+        io.stdout(`restored ${manifest.files.length} files of the backup of ${manifest.created_at} into data_dir ${dataDir}; start sluice serve\n`);
         return 0;
       }
       case 'signing-key':
@@ -218,7 +162,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (err) {
     if (err instanceof ConfigError) {
-      io.stderr(`sluice: configuration error: ${err.message}\n`);
+      // One line naming the key; a TOML error's code frame (smol-toml's) follows, indented.
+      const frame = err.detail ? err.detail.split('\n').map((l) => `  ${l}\n`).join('') : '';
+      io.stderr(`sluice: configuration error: ${err.message}\n${frame}`);
       return 2;
     }
     if (err instanceof UsageError) {
@@ -246,6 +192,8 @@ function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: 
   }
   const cfg = loaded();
   if (sub === 'check') {
+    // What serve would trip over after a valid parse: the TLS files must exist, parse and match.
+    checkTlsFiles(cfg.config);
     io.stdout(`configuration is valid${cfg.file ? ` (${cfg.file})` : ' (defaults and environment)'}\n`);
     return 0;
   }
@@ -270,6 +218,20 @@ function signingKeyCommand(sub: string | undefined, db: Db, json: boolean, io: C
   return 0;
 }
 
+/**
+ * `sluice reload`: SIGHUP to every `sluice serve` on this data_dir (as `systemctl reload` does through ExecReload);
+ * each logs what it applied. Exit 1 when none runs.
+ */
+function reloadCommand(dataDir: string, io: CliIo): number {
+  const running = runningServes(dataDir);
+  if (running.length === 0) throw new Error(`no sluice serve is running on data_dir ${dataDir}`);
+  for (const p of running) {
+    process.kill(p.pid, 'SIGHUP');
+    io.stdout(`sent SIGHUP to sluice serve (pid ${p.pid}, roles ${p.roles.join(',')}); its log says what changed\n`);
+  }
+  return 0;
+}
+
 /** `--only` as roles; a bad list is a usage error (exit 2). */
 function roleList(text: string): Role[] {
   try {
@@ -277,39 +239,4 @@ function roleList(text: string): Role[] {
   } catch (err) {
     throw new UsageError(`--only: ${(err as Error).message}`);
   }
-}
-
-async function serve(loaded: LoadedConfig, io: CliIo, now: () => number, roles: Role[] | undefined): Promise<number> {
-  const { config } = loaded;
-  const logger = pino({ level: config.log.level, base: { pid: process.pid } });
-  const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
-  if (server.firstApiKey) {
-    // Shown exactly once, on the first start with an empty data_dir, so the quick start needs no other step.
-    logger.info({ handle: 'default', api_key: server.firstApiKey }, 'created account "default"; this API key is shown only once');
-  }
-  logger.info(
-    {
-      ...(server.http ? { http: formatHostPort(server.http) } : {}),
-      ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
-      ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),
-      ...(server.submissionTls ? { submission_tls: formatHostPort(server.submissionTls) } : {}),
-      ...(server.roles.length < ROLES.length ? { roles: server.roles.join(',') } : {}),
-      version: VERSION,
-    },
-    'listening',
-  );
-  const stop =
-    io.stopSignal ??
-    new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
-  // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
-  const keepAlive = setInterval(() => {}, 2 ** 30);
-  await stop;
-  clearInterval(keepAlive);
-  logger.info('shutting down');
-  await server.close();
-  logger.flush();
-  return 0;
 }

@@ -29,6 +29,8 @@ import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
 import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
+import { acmeRoutes } from '../control-api/routes/acme.js';
+import { createAcmeManager } from '../mta/jobs/acme.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { createDkimRetirement } from '../mta/jobs/dkim-retirement.js';
@@ -71,12 +73,19 @@ import { VERSION } from './version.js';
 
 export interface CoreOptions {
   config: Config;
+  /**
+   * The configuration as reloaded (SIGHUP): the keys marked `live` in config/keys.ts take their new values here;
+   * the parts that apply them read it per use. Defaults to `config`.
+   */
+  live?: () => Config;
   logger: Logger;
   now: () => number;
   /** Base URL of the control plane (List-Unsubscribe links), known once the HTTP listener is bound. */
   publicUrl: () => string;
   /** Which listeners are listening, for /healthz and /readyz. */
   listening: () => Record<string, boolean>;
+  /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
+  certificateInstalled?: () => Promise<unknown>;
 }
 
 /**
@@ -102,6 +111,7 @@ function bootstrap(accounts: AccountStore, now: number): string | undefined {
 /** Wires every part of Sluice on one open database; nothing listens yet. `close()` releases what it opened. */
 export function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
+  const live = opts.live ?? (() => config);
   const db = openDatabase(config.dataDir);
   // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
   const writes = trackWrites(db, now);
@@ -136,14 +146,14 @@ export function wireCore(opts: CoreOptions) {
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
-      outbound: createRouteResolver({ config, resolver }),
+      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver }),
       downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
     }),
     now,
     logger,
   });
   const lockdown = createLockdownChecker({
-    mode: config.outbound.lockdown,
+    mode: () => live().outbound.lockdown,
     resolver,
     allow: createLockdownAllowStore(db),
     accounts,
@@ -194,6 +204,10 @@ export function wireCore(opts: CoreOptions) {
     logger,
   });
   abuse.onAlert((t) => void alertMonitors.trigger(t));
+  // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
+  const acme = config.acme.directoryUrl
+    ? createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
+    : undefined;
   const services: Services = {
     config,
     accounts,
@@ -219,6 +233,7 @@ export function wireCore(opts: CoreOptions) {
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
+    acmeChallenge: (token) => acme?.challenges.get(token),
     now,
     logger,
     health: (o = {}) => {
@@ -260,6 +275,7 @@ export function wireCore(opts: CoreOptions) {
     ...trackingDomainRoutes,
     ...metricsRoutes,
     ...trackingRoutes,
+    ...acmeRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
   const inbound = createInboundPipeline({
@@ -279,7 +295,8 @@ export function wireCore(opts: CoreOptions) {
 
   return {
     db, accounts, firstApiKey, services, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, dkimRetirement: createDkimRetirement({ store: dkim, now }),
+    inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, acme,
+    dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };
 }
 

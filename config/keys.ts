@@ -2,18 +2,22 @@
 import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
-  parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget, parseTargetList,
-  parseTransportMap, parseUrl, str, type Source,
+  parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
+  parseTargetList, parseTransportMap, parseUrl, str, type Source,
 } from './values.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module.
 export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
 
-/** A configuration error that names the key (and the env variable when that is where the value came from). */
+/**
+ * A configuration error that names the key (and the env variable when that is where the value came from). Its
+ * message is one line; `detail` (e.g. the TOML parser's code frame) is printed under it when set.
+ */
 export class ConfigError extends Error {
   constructor(
     readonly key: string,
     readonly problem: string,
+    readonly detail?: string,
   ) {
     super(`${key}: ${problem}`);
     this.name = 'ConfigError';
@@ -50,6 +54,8 @@ export interface KeyDef<T, D = T> {
   secret?: boolean;
   /** A TOML table whose entries are data (not keys), e.g. the transport map. */
   table?: boolean;
+  /** A reload (SIGHUP, `sluice reload`) applies a new value to the running server; other keys need a restart. */
+  live?: boolean;
 }
 
 const LEAF: unique symbol = Symbol('configuration key');
@@ -129,6 +135,7 @@ export const KEY_TREE = {
     mx: {
       listen: key({ doc: 'Inbound MX listener (production: 0.0.0.0:25).', ...listen('0.0.0.0:2525') }),
       maxMessageBytes: key({
+        live: true,
         doc: 'Largest message the MX accepts, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4.',
         ...messageBytes,
       }),
@@ -141,12 +148,14 @@ export const KEY_TREE = {
     },
     /** `smtp.max_header_bytes` and `smtp.max_mime_depth`: shared by both listeners. */
     maxHeaderBytes: key({
+      live: true,
       doc: 'Largest header section of a message (or of any MIME part in it), in bytes, on both listeners; larger ones get 552 5.3.4 (Postfix header_size_limit).',
       defaultText: '102400',
       default: () => 102_400,
       parse: integer(1024, 67_108_864, 'bytes'),
     }),
     maxMimeDepth: key({
+      live: true,
       doc: 'Deepest MIME nesting (multipart and attached messages) a message may have on both listeners; deeper ones get 554 5.6.0 (Postfix mime_nesting_limit).',
       defaultText: '100',
       default: () => 100,
@@ -162,10 +171,12 @@ export const KEY_TREE = {
         ...optionalListen,
       }),
       maxMessageBytes: key({
+        live: true,
         doc: 'Largest message accepted over submission, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4 (the REST limit is 30 MB too).',
         ...messageBytes,
       }),
       maxConnectionsPerIp: key({
+        live: true,
         doc: 'Concurrent submission sessions from one client address; more get 421 4.7.0 at connect.',
         defaultText: '50',
         default: () => 50,
@@ -181,18 +192,47 @@ export const KEY_TREE = {
     /** Resolved against the working directory and required together, by the loader. */
     tls: {
       cert: key({
-        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset a self-signed pair is generated into data_dir.',
+        live: true,
+        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset, ACME\'s (acme.directory_url) or else a self-signed pair generated into data_dir.',
         defaultText: 'none (self-signed pair generated into data_dir/tls/)',
         default: () => undefined,
         parse: parsePath,
       }),
       key: key({
+        live: true,
         doc: 'PEM private key matching smtp.tls.cert.',
         defaultText: 'none (self-signed pair generated into data_dir/tls/)',
         default: () => undefined,
         parse: parsePath,
       }),
     },
+  },
+  /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ and renewed. */
+  acme: {
+    directoryUrl: key({
+      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP certificate by HTTP-01 on the HTTP listener. Unset: no ACME.',
+      defaultText: 'none (off)',
+      default: () => undefined,
+      parse: parseOptionalUrl,
+    }),
+    email: key({
+      doc: 'Contact address registered with the ACME account (expiry notices from the CA).',
+      defaultText: 'none',
+      default: () => undefined,
+      parse: parseEmail,
+    }),
+    hostnames: key({
+      doc: 'More names for the ACME certificate besides smtp.hostname (e.g. the host of http.public_url, which unsubscribe and tracking links use); each must reach the HTTP listener on port 80.',
+      defaultText: 'empty',
+      default: () => [],
+      parse: parseHostnameList,
+    }),
+    caFile: key({
+      doc: 'PEM CA certificate to trust for the ACME directory besides the system ones (a private ACME CA such as step-ca or pebble).',
+      defaultText: 'none (system CAs)',
+      default: () => undefined,
+      parse: parsePath,
+    }),
   },
   dns: {
     servers: key({
@@ -204,18 +244,21 @@ export const KEY_TREE = {
   },
   outbound: {
     smarthost: key({
+      live: true,
       doc: 'Relay every outbound message through this host:port instead of the recipients\' MX hosts.',
       defaultText: 'none',
       default: () => undefined,
       parse: parseTarget,
     }),
     smarthostUser: key({
+      live: true,
       doc: 'AUTH user name for the smarthost (AUTH PLAIN/LOGIN, only over TLS).',
       defaultText: 'none',
       default: () => undefined,
       parse: str,
     }),
     smarthostPassword: key({
+      live: true,
       doc: 'AUTH password for the smarthost.',
       defaultText: 'none',
       default: () => undefined,
@@ -223,12 +266,14 @@ export const KEY_TREE = {
       secret: true,
     }),
     smarthostTls: key({
+      live: true,
       doc: 'TLS to the smarthost: "starttls" (opportunistic), "required" (STARTTLS or fail) or "implicit" (TLS from connect).',
       defaultText: 'starttls',
       default: () => 'starttls' as const,
       parse: oneOf(['starttls', 'required', 'implicit'] as const),
     }),
     transportMap: key({
+      live: true,
       doc: 'Per-recipient-domain routes (domain = "host:port"), consulted before the smarthost and DNS.',
       defaultText: 'empty',
       default: () => ({}),
@@ -236,6 +281,7 @@ export const KEY_TREE = {
       table: true,
     }),
     mxPort: key({
+      live: true,
       doc: 'TCP port dialled on MX hosts (RFC 5321 uses 25; tests and benchmarks on loopback use another).',
       defaultText: '25',
       default: () => 25,
@@ -248,6 +294,7 @@ export const KEY_TREE = {
       parse: parseIp,
     }),
     lockdown: key({
+      live: true,
       doc: 'Domain Lockdown: "dns" requires a _sluice.<domain> TXT record naming the account; "off" disables the check.',
       defaultText: 'dns',
       default: () => 'dns' as const,
@@ -382,6 +429,7 @@ export const KEY_TREE = {
   },
   log: {
     level: key({
+      live: true,
       doc: `Log level: ${LOG_LEVELS.join(', ')}.`,
       defaultText: 'info',
       default: () => 'info' as const,

@@ -216,3 +216,22 @@ export function parseRate(raw: unknown, source: Source): number {
   if (n > 1) throw new Error('expected a fraction above 0 and at most 1 (e.g. 0.1 for 10 %)');
   return n;
 }
+
+/** Host names: a TOML array, or comma-separated in the environment; each a DNS name, lower case, no trailing dot. */
+export function parseHostnameList(raw: unknown, source: Source): string[] {
+  return parseList(raw, source).map((h, i) => {
+    try {
+      return parseHostname(h).toLowerCase();
+    } catch (err) {
+      throw new Error(`item ${i}: ${(err as Error).message}`, { cause: err });
+    }
+  });
+}
+
+/** An e-mail address (local@domain, no white space), or undefined for the empty string. */
+export function parseEmail(raw: unknown): string | undefined {
+  const s = str(raw).trim();
+  if (s === '') return undefined;
+  if (!/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/.test(s)) throw new Error(`"${s}" is not an e-mail address`);
+  return s;
+}

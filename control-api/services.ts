@@ -85,6 +85,8 @@ export interface Services {
     dispatcher: Pick<WebhookDispatcher, 'validate' | 'resend'>;
     signer: WebhookSigner;
   };
+  /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3), undefined for any other. */
+  acmeChallenge: (token: string) => string | undefined;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

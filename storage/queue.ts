@@ -84,6 +84,18 @@ export interface AttemptRecord {
   host: string | null;
 }
 
+/** Unfinished deliveries in all: counts by state (deferred: queued after at least one attempt) and their bytes. */
+export interface PendingSummary {
+  deliveries: number;
+  messages: number;
+  queued: number;
+  deferred: number;
+  sending: number;
+  held: number;
+  /** Sum of the sizes of the messages they belong to (each message once). */
+  bytes: number;
+}
+
 export interface QueueStats {
   queued: number;
   sending: number;
@@ -147,9 +159,18 @@ export function createQueueStore(db: Db) {
     deliveriesOf: db.prepare('SELECT * FROM deliveries WHERE message_id = ? ORDER BY id'),
     delivery: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
     list: db.prepare(
-      `SELECT d.*, m.mail_from, m.message_id AS header_message_id, m.created_at AS message_created_at
+      `SELECT d.*, m.mail_from, m.message_id AS header_message_id, m.created_at AS message_created_at,
+         m.request_id AS queue_id, m.size AS message_size
        FROM deliveries d JOIN messages m ON m.id = d.message_id
        WHERE d.state IN ('queued', 'sending', 'held') ORDER BY d.next_attempt_at, d.id LIMIT ? OFFSET ?`,
+    ),
+    pendingSummary: db.prepare(
+      `SELECT COUNT(*) AS deliveries, COUNT(DISTINCT message_id) AS messages,
+         COALESCE(SUM(state = 'queued'), 0) AS queued, COALESCE(SUM(state = 'queued' AND attempts > 0), 0) AS deferred,
+         COALESCE(SUM(state = 'sending'), 0) AS sending, COALESCE(SUM(state = 'held'), 0) AS held,
+         (SELECT COALESCE(SUM(size), 0) FROM messages WHERE id IN
+           (SELECT message_id FROM deliveries WHERE state IN ('queued', 'sending', 'held'))) AS bytes
+       FROM deliveries WHERE state IN ('queued', 'sending', 'held')`,
     ),
     retryNow: db.prepare(
       `UPDATE deliveries SET next_attempt_at = @now, updated_at = @now WHERE state = 'queued' AND (@id IS NULL OR id = @id)`,
@@ -333,7 +354,14 @@ export function createQueueStore(db: Db) {
         mail_from: string;
         header_message_id: string;
         message_created_at: number;
+        queue_id: string;
+        message_size: number;
       })[];
+    },
+
+    /** Totals over every unfinished delivery (the summary line of `sluice queue list`, whatever its --limit). */
+    pendingSummary(): PendingSummary {
+      return s.pendingSummary.get() as PendingSummary;
     },
 
     /** Makes one queued delivery (or all, when id is null) due now; returns how many. */

@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
-import type { LockdownVerdict } from '../../filters/lockdown.js';
+import { howToAuthorize, type LockdownVerdict } from '../../filters/lockdown.js';
 import { decideSuppression } from '../../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/accounts.js';
 import type { DkimKeyStore } from '../../storage/dkim-keys.js';
@@ -123,7 +123,7 @@ export async function runSend(
   for (const domain of new Set(composed.flatMap((m) => [m.fromDomain, domainOf(m.envelopeFrom)]))) {
     const verdict = await deps.lockdown(domain, account);
     if (verdict.action !== 'pass') {
-      return fail(403, `domain ${domain} is not authorized to send for this account (${verdict.reason})`);
+      return fail(403, `domain ${domain} is not authorized to send for this account (${verdict.reason})${howToAuthorize(verdict.reason, domain, account.handle)}`);
     }
   }
 

@@ -32,6 +32,18 @@ export interface PermanentFailure {
   host: string | null;
 }
 
+/** What `record()` wrote for one outcome: the final outcome (a deferral past the queue lifetime is a bounce). */
+export interface RecordedAttempt {
+  outcome: AttemptRecord['outcome'];
+  code: number | null;
+  status: string | null;
+  response: string;
+  /** When the deferred delivery is tried next; null once final. */
+  nextAttemptAt: number | null;
+  /** The queue lifetime ran out on this attempt (RFC 3463 5.4.7). */
+  expired: boolean;
+}
+
 /**
  * Called once per message whose deliveries ended in permanent failure within one `record()` call (so a DSN covers
  * every recipient that failed together, as Postfix's bounce daemon does). Runs inside the transaction that records
@@ -164,8 +176,8 @@ export function createQueue(deps: QueueDeps) {
     return { messageRowId, deliveryIds, queuedAt: now };
   }
 
-  /** Records one outcome; returns the failure when it ended permanently. */
-  function recordOne(o: AttemptOutcome, now: number): PermanentFailure | undefined {
+  /** Records one outcome; returns what was recorded and the failure when it ended permanently. */
+  function recordOne(o: AttemptOutcome, now: number): { recorded: RecordedAttempt; failure?: PermanentFailure } {
     const { delivery, message } = o;
     let state: DeliveryRow['state'];
     let next = delivery.next_attempt_at;
@@ -226,14 +238,22 @@ export function createQueue(deps: QueueDeps) {
           : {};
       store.insertEvent(message.account_id as number, kind, eventPayload(kind, ev, now, extra), now, counters);
     }
+    const recorded: RecordedAttempt = {
+      outcome,
+      code,
+      status,
+      response,
+      nextAttemptAt: state === 'queued' ? next : null,
+      expired: outcome !== o.outcome,
+    };
     if (outcome === 'bounced') {
       // Only recipient-class failures (5.1.x, 5.2.1) suppress; an expiry or a policy block never does.
       if (o.suppress && status !== '5.4.7' && message.account_id !== null && message.kind === 'outbound') {
         deps.suppressions.addFromEvent(message.account_id, delivery.rcpt, 'hard_bounce', message.mail_from || null, now);
       }
-      return { delivery, code, status, response, host: o.host };
+      return { recorded, failure: { delivery, code, status, response, host: o.host } };
     }
-    return undefined;
+    return { recorded };
   }
 
   return {
@@ -250,14 +270,17 @@ export function createQueue(deps: QueueDeps) {
       return out;
     },
 
-    /** Durably records attempt outcomes (one savepoint for the group). */
-    async record(outcomes: AttemptOutcome[]): Promise<void> {
+    /** Durably records attempt outcomes (one savepoint for the group); resolves with what was recorded, in order. */
+    async record(outcomes: AttemptOutcome[]): Promise<RecordedAttempt[]> {
       const now = deps.now();
       const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
-      const queuedDsn = await batcher.run(() => {
+      const { queued: queuedDsn, recorded } = await batcher.run(() => {
         failed.clear();
+        const recorded: RecordedAttempt[] = [];
         for (const o of outcomes) {
-          const f = recordOne(o, now);
+          const r = recordOne(o, now);
+          recorded.push(r.recorded);
+          const f = r.failure;
           if (!f) continue;
           const entry = failed.get(o.message.id) ?? { message: o.message, failures: [] };
           entry.failures.push(f);
@@ -271,10 +294,11 @@ export function createQueue(deps: QueueDeps) {
             queued++;
           }
         }
-        return queued;
+        return { queued, recorded };
       });
       if (queuedDsn > 0) wakeListener?.();
       if (failed.size > 0) deps.afterPermanentFailures?.([...failed.values()]);
+      return recorded;
     },
 
     /** The worker registers here to be woken when new mail is queued. */

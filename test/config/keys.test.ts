@@ -10,7 +10,8 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'data_dir', 'http.listen', 'http.public_url', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
     'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.submission.listen',
     'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
-    'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key', 'dns.servers',
+    'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
+    'acme.directory_url', 'acme.email', 'acme.hostnames', 'acme.ca_file', 'dns.servers',
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
     'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
@@ -44,7 +45,16 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_LOG_LEVEL: 'warn',
   };
-  t.equal(Object.keys(env).length, KEYS.length, 'one variable per key');
+  // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
+  const acmeEnv = {
+    SLUICE_ACME_DIRECTORY_URL: 'https://ca.example.test/dir', SLUICE_ACME_EMAIL: 'pm@example.test',
+    SLUICE_ACME_HOSTNAMES: 'Links.Example.Test,b.example.test', SLUICE_ACME_CA_FILE: 'ca.pem',
+  };
+  t.equal(Object.keys(env).length + Object.keys(acmeEnv).length, KEYS.length, 'one variable per key');
+  t.same(loadConfig({ env: acmeEnv, cwd: dir }).config.acme, {
+    directoryUrl: 'https://ca.example.test/dir', email: 'pm@example.test', hostnames: ['links.example.test', 'b.example.test'],
+    caFile: path.join(dir, 'ca.pem'),
+  });
   const { config } = loadConfig({ env, cwd: dir });
   t.same(config, {
     dataDir: path.join(dir, 'state'),
@@ -60,6 +70,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       },
       tls: { cert: path.join(dir, 'c.pem'), key: path.join(dir, 'k.pem') },
     },
+    acme: { hostnames: [] },
     dns: { servers: [{ host: '127.0.0.1', port: 53 }] },
     outbound: {
       smarthost: { host: 'relay.test', port: 25 }, smarthostUser: 'u', smarthostPassword: 'p', smarthostTls: 'implicit',
