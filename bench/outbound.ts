@@ -13,6 +13,9 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES ?? 2048);
 /** Give up after this long (a bounded load loop, as the house rules require). */
 const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 300_000);
+/** BENCH_SCAN=off measures without outbound scanning (filters.outbound_policy = off); default on (built-in rules). */
+const SCAN = process.env.BENCH_SCAN ?? 'on';
+if (SCAN !== 'on' && SCAN !== 'off') throw new Error('BENCH_SCAN must be on or off');
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/sluice.js');
 
 function percentile(sorted: number[], p: number): number {
@@ -77,6 +80,8 @@ async function main(): Promise<void> {
       SLUICE_SMTP_HOSTNAME: 'bench.sluice.test',
       SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.bench.test=127.0.0.1:${sink.port}`,
       SLUICE_OUTBOUND_LOCKDOWN: 'off',
+      // Scanning: built-in rules under the production default policy (no rspamd, no clamd), or none at all.
+      SLUICE_FILTERS_OUTBOUND_POLICY: SCAN === 'on' ? 'enforce' : 'off',
       // info, the production default: the listening line and the first API key are logged at info.
       SLUICE_LOG_LEVEL: 'info',
     },
@@ -147,6 +152,7 @@ async function main(): Promise<void> {
     ['concurrency', String(CONCURRENCY)],
     ['body bytes', String(BODY_BYTES)],
     ['DKIM', 'rsa-sha256, 2048-bit, relaxed/relaxed'],
+    ['outbound scanning', SCAN === 'on' ? 'on (built-in rules, policy enforce)' : 'off (BENCH_SCAN=off)'],
     ['accepted (202)', `${accepted} (${failures} failed)`],
     ['accepted req/s', (accepted / (acceptedMs / 1000)).toFixed(0)],
     ['acceptance p50 ms', percentile(latencies, 50).toFixed(1)],

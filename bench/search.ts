@@ -11,6 +11,7 @@ import {
   type SmtpLogPage,
   type SmtpLogStore,
 } from '../storage/smtp-log.js';
+import { percentile, prng } from './sampling.js';
 
 const DAY = 86_400_000;
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -21,17 +22,6 @@ const BATCH = 50_000;
 /** "Now" of the synthetic data set; rows span the 30 days before it. */
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 
-/** Deterministic PRNG (mulberry32) so every run measures the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = prng(20261122);
 const int = (n: number) => Math.floor(rand() * n);
 const pick = <T>(list: readonly T[]): T => list[int(list.length)] as T;
@@ -250,10 +240,6 @@ interface Shape {
   filters: (i: number) => Omit<SmtpLogFilters, 'since' | 'until'>;
   window: 'default' | '30d' | '7d';
   page?: SmtpLogPage;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
 }
 
 function flipCase(s: string): string {

@@ -31,6 +31,16 @@ export type Opts = {
   limit?: string;
   all?: boolean;
   label?: string;
+  hostname?: string;
+  start?: string;
+  end?: string;
+  interval?: string;
+  campaign?: string;
+  sender?: string;
+  policy?: string;
+  condition?: string;
+  webhook?: string;
+  email?: string;
 };
 
 /** The account named by --account, or a usage error / "no account" error. */

@@ -1,12 +1,17 @@
 // Owns the `sluice` command line: parses arguments and delegates to the server, config and storage modules.
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import { ConfigError, formatHostPort } from '../config/keys.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { effectiveValues, renderReference, renderToml } from '../config/render.js';
+import { checkTlsFiles } from '../mta/smtp/tls.js';
 import { rotateSigningKey } from '../mta/webhooks/signing.js';
+import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
+import { createMetricRollup } from '../storage/metrics.js';
+import { createTrackingDomainStore } from '../storage/tracking-domains.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
-import { backupDatabase, openDatabase, type Db } from '../storage/database.js';
+import { openDatabase, type Db } from '../storage/database.js';
+import { backup, restore } from './backup.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
 import { createQueueStore } from '../storage/queue.js';
@@ -14,61 +19,22 @@ import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
 import { consoleCommand } from './cli-console.js';
+import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
+import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
+import { createSenderAbuseStore } from '../storage/sender-abuse.js';
+import { createAlertStore } from '../storage/alerts.js';
 import { queueCommand } from './cli-queue.js';
-import { parseRoles, ROLES, startServer, type Role } from './server.js';
+import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
+import { serve } from './cli-serve.js';
+import { runningServes } from './pid-registry.js';
+import { parseRoles, type Role } from './server.js';
 import { VERSION } from './version.js';
+import { secretSetting } from './wiring.js';
 
 export type { CliIo } from './cli-common.js';
+export { HELP } from './cli-help.js';
 
-export const HELP = `sluice ${VERSION} — self-hosted mail service (inbound filtering MTA, outbound delivery, MailChannels-compatible API)
-
-Usage: sluice <command> [options]
-
-Commands:
-  serve [--only ROLES]                    start every listener (HTTP API, MX, submission) and the worker;
-                                          --only api,mx,submission,worker runs just those roles (several
-                                          processes may share one data_dir, e.g. an api and a worker)
-  config check                            validate the configuration and exit (0 = valid)
-  config print [--json]                   print the effective configuration, secrets redacted
-  config reference                        print the table of every configuration key
-  accounts create [--handle H] [--company NAME] [--json]
-                                          create a parent account and its first API key (scope api)
-  accounts list [--json]                  list parent accounts
-  keys create --account H --scope api|inbound [--json]
-                                          create an API key (shown once)
-  keys list --account H [--json]          list an account's live API keys (redacted)
-  keys revoke --account H --id N          revoke an API key
-  smtp-passwords create --account H [--json]
-                                          create an SMTP submission password (shown once)
-  smtp-passwords list --account H [--json]
-  smtp-passwords delete --account H --id N
-  lockdown allow --account H --domain D  authorize a From domain for an account without a DNS record
-  lockdown deny --account H --domain D   remove that authorization
-  lockdown list --account H [--json]     domains the operator authorized for an account
-  queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held)
-  queue show ID [--json]                  one delivery with its message and every attempt
-  queue retry ID | --all                  make a queued delivery (or every one) due now
-  queue delete ID                         drop a queued or held delivery (it will not be sent)
-  quarantine list [--account H] [--domain D] [--json] [--limit N]
-                                          list quarantined inbound messages, newest first
-  quarantine release ID                   relay a quarantined message to its recipients (once)
-  quarantine delete ID                    delete a quarantined message (it will not be relayed)
-  console token [--label TEXT] [--json]   create an operator token for the web console (/console; shown once)
-  console tokens [--json]                 list live operator tokens
-  console revoke ID                       revoke an operator token and end its console sessions
-  signing-key rotate [--json]             new current Ed25519 key for webhook signatures (old keys stay published)
-  backup PATH                             write a consistent snapshot of the database to PATH (server may run)
-  help                                    this text
-  version                                 print the version
-
-Global options:
-  --config PATH    TOML configuration file (default: ./sluice.toml when present)
-  -h, --help       this text
-
-Every configuration key can also be set by an environment variable SLUICE_<KEY> (dots become underscores,
-e.g. SLUICE_HTTP_LISTEN=127.0.0.1:0); see 'sluice config reference'.
-`;
 
 const OPTIONS = {
   config: { type: 'string' },
@@ -82,7 +48,17 @@ const OPTIONS = {
   domain: { type: 'string' },
   all: { type: 'boolean' },
   label: { type: 'string' },
+  sender: { type: 'string' },
+  policy: { type: 'string' },
+  condition: { type: 'string' },
+  interval: { type: 'string' },
+  webhook: { type: 'string' },
+  email: { type: 'string' },
   only: { type: 'string' },
+  hostname: { type: 'string' },
+  start: { type: 'string' },
+  end: { type: 'string' },
+  campaign: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -98,7 +74,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const { values: opts, positionals } = parsed;
   const [command, sub, ...rest] = positionals;
   if (opts.help || command === undefined || command === 'help') {
-    io.stdout(HELP);
+    // `sluice queue retry --help` and `sluice help queue retry`: that command's own text; otherwise all of them.
+    const words = command === 'help' ? [sub, ...rest] : [command, sub];
+    io.stdout(commandHelp(words.filter((w): w is string => w !== undefined)) ?? HELP);
     return 0;
   }
   const now = io.now ?? Date.now;
@@ -110,20 +88,39 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const loaded = () => loadConfig({ file: opts.config, env: io.env, cwd: io.cwd });
     switch (command) {
       case 'serve':
-        return await serve(loaded(), io, now, opts.only === undefined ? undefined : roleList(opts.only));
+        return await serve(loaded(), loaded, io, now, opts.only === undefined ? undefined : roleList(opts.only));
+      case 'reload':
+        if (sub !== undefined) throw new UsageError('usage: sluice reload');
+        return reloadCommand(loaded().config.dataDir, io);
       case 'config':
         return configCommand(sub, loaded, io, !!opts.json);
       case 'backup': {
-        const target = sub;
-        if (!target || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
-        withStore(loaded(), (_, db) => backupDatabase(db, target));
-        io.stdout(`backup written to ${target}\n`);
+        if (!sub || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
+        const target = path.resolve(io.cwd, sub);
+        const manifest = await backup(loaded().config.dataDir, target);
+        io.stdout(`backup written to ${target} (${manifest.files.length} files: ${manifest.files.map((f) => f.path).join(', ')})\n`);
+        return 0;
+      }
+      case 'restore': {
+        if (!sub || rest.length > 0) throw new UsageError('usage: sluice restore PATH');
+        const { dataDir } = loaded().config;
+        const manifest = restore(path.resolve(io.cwd, sub), dataDir);
+        io.stdout(`restored ${manifest.files.length} files of the backup of ${manifest.created_at} into data_dir ${dataDir}; start sluice serve\n`);
         return 0;
       }
       case 'signing-key':
         return withStore(loaded(), (_, db) => signingKeyCommand(sub, db, !!opts.json, io, now));
-      case 'accounts':
-        return withStore(loaded(), (store) => accountsCommand(sub, store, opts, io, now));
+      case 'accounts': {
+        const cfg = loaded();
+        if (sub === 'scan-policy') {
+          return withStore(cfg, (store, db) => scanPolicyCommand(store, createSenderAbuseStore(db), cfg.config.filters.outboundPolicy, opts, io, now));
+        }
+        return withStore(cfg, (store) => accountsCommand(sub, store, opts, io, now));
+      }
+      case 'senders':
+        return withStore(loaded(), (store, db) => sendersCommand(sub, rest, store, createSenderAbuseStore(db), opts, io, now));
+      case 'monitors':
+        return withStore(loaded(), (store, db) => monitorsCommand(sub, store, createAlertStore(db), opts, io, now));
       case 'keys':
         return withStore(loaded(), (store) => keysCommand(sub, store, opts, io, now));
       case 'smtp-passwords':
@@ -134,6 +131,26 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (_, db) => consoleCommand(sub, rest, db, opts, io, now));
       case 'queue':
         return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
+      case 'tracking-domains': {
+        const { config } = loaded();
+        const db = openDatabase(config.dataDir);
+        try {
+          const accounts = createAccountStore(db);
+          const store = createTrackingDomainStore(db);
+          const verifyDeps = () => ({
+            store,
+            resolver: createDnsResolver({ servers: config.dns.servers }),
+            secret: secretSetting(accounts, 'tracking_secret'),
+            publicUrl: () => config.http.publicUrl ?? `http://${formatHostPort(config.http.listen)}`,
+            now,
+          });
+          return await trackingDomainsCommand(sub, accounts, store, verifyDeps, opts, io);
+        } finally {
+          db.close();
+        }
+      }
+      case 'metrics':
+        return withStore(loaded(), (store, db) => metricsCommand(sub, rest, store, createMetricRollup(db), opts, io, now));
       case 'quarantine': {
         const { config } = loaded();
         const db = openDatabase(config.dataDir);
@@ -149,7 +166,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (err) {
     if (err instanceof ConfigError) {
-      io.stderr(`sluice: configuration error: ${err.message}\n`);
+      // One line naming the key; a TOML error's code frame (smol-toml's) follows, indented.
+      const frame = err.detail ? err.detail.split('\n').map((l) => `  ${l}\n`).join('') : '';
+      io.stderr(`sluice: configuration error: ${err.message}\n${frame}`);
       return 2;
     }
     if (err instanceof UsageError) {
@@ -177,6 +196,8 @@ function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: 
   }
   const cfg = loaded();
   if (sub === 'check') {
+    // What serve would trip over after a valid parse: the TLS files must exist, parse and match.
+    checkTlsFiles(cfg.config);
     io.stdout(`configuration is valid${cfg.file ? ` (${cfg.file})` : ' (defaults and environment)'}\n`);
     return 0;
   }
@@ -201,6 +222,20 @@ function signingKeyCommand(sub: string | undefined, db: Db, json: boolean, io: C
   return 0;
 }
 
+/**
+ * `sluice reload`: SIGHUP to every `sluice serve` on this data_dir (as `systemctl reload` does through ExecReload);
+ * each logs what it applied. Exit 1 when none runs.
+ */
+function reloadCommand(dataDir: string, io: CliIo): number {
+  const running = runningServes(dataDir);
+  if (running.length === 0) throw new Error(`no sluice serve is running on data_dir ${dataDir}`);
+  for (const p of running) {
+    process.kill(p.pid, 'SIGHUP');
+    io.stdout(`sent SIGHUP to sluice serve (pid ${p.pid}, roles ${p.roles.join(',')}); its log says what changed\n`);
+  }
+  return 0;
+}
+
 /** `--only` as roles; a bad list is a usage error (exit 2). */
 function roleList(text: string): Role[] {
   try {
@@ -208,40 +243,4 @@ function roleList(text: string): Role[] {
   } catch (err) {
     throw new UsageError(`--only: ${(err as Error).message}`);
   }
-}
-
-async function serve(loaded: LoadedConfig, io: CliIo, now: () => number, roles: Role[] | undefined): Promise<number> {
-  const { config } = loaded;
-  const logger = pino({ level: config.log.level, base: { pid: process.pid } });
-  const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
-  if (server.firstApiKey) {
-    // Shown exactly once, on the first start with an empty data_dir, so the quick start needs no other step.
-    logger.info({ handle: 'default', api_key: server.firstApiKey }, 'created account "default"; this API key is shown only once');
-  }
-  logger.info(
-    {
-      ...(server.http ? { http: formatHostPort(server.http) } : {}),
-      ...(server.metrics ? { metrics: formatHostPort(server.metrics) } : {}),
-      ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
-      ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),
-      ...(server.submissionTls ? { submission_tls: formatHostPort(server.submissionTls) } : {}),
-      ...(server.roles.length < ROLES.length ? { roles: server.roles.join(',') } : {}),
-      version: VERSION,
-    },
-    'listening',
-  );
-  const stop =
-    io.stopSignal ??
-    new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
-  // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
-  const keepAlive = setInterval(() => {}, 2 ** 30);
-  await stop;
-  clearInterval(keepAlive);
-  logger.info('shutting down');
-  await server.close();
-  logger.flush();
-  return 0;
 }

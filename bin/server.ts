@@ -6,24 +6,26 @@ import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
 import { createMetricsApp } from '../control-api/metrics-endpoint.js';
 import type { Services } from '../control-api/services.js';
-import { startSmtpListener, type SmtpListener } from '../mta/smtp/listener.js';
-import { mxOptions } from '../mta/smtp/mx-listener.js';
-import { createAuthFailureCounter, submissionOptions, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
-import { loadTlsPair, type TlsPair } from '../mta/smtp/tls.js';
-import { runSubmission } from '../mta/outbound/submission.js';
+import type { SmtpListener } from '../mta/smtp/listener.js';
+import { createTlsSource, type TlsSource } from '../mta/smtp/tls.js';
 import type { RetentionPruner } from '../mta/jobs/retention.js';
+import type { AcmeManager } from '../mta/jobs/acme.js';
 import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
+import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
-import type { AccountRow, AccountStore } from '../storage/accounts.js';
+import type { AccountStore } from '../storage/accounts.js';
 import type { Db } from '../storage/database.js';
 import type { QueueStore } from '../storage/queue.js';
-import { wireCore, type Core } from './wiring.js';
+import { bind } from './listen-error.js';
+import { planReload, type ReloadResult } from './reload.js';
+import { startSmtpRoles, type SmtpRoles } from './smtp-roles.js';
+import { wireCore } from './wiring.js';
 
 /**
  * The parts one process can run (ARCHITECTURE: the same binary as separate roles). `api`: the HTTP control plane;
  * `mx`: the inbound MX listener and its filters; `submission`: the SMTP submission listeners; `worker`: delivery,
- * webhook dispatch, retention and DKIM retirement. Processes of different roles may share one data_dir.
+ * webhook dispatch, alert delivery, retention and DKIM retirement. Processes of different roles may share one data_dir.
  */
 export const ROLES = ['api', 'mx', 'submission', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -75,67 +77,34 @@ export interface RunningServer {
   retention: RetentionPruner;
   /** Signed webhook delivery (polls every second when the worker runs; tests call `webhookDispatcher.runOnce()`). */
   webhookDispatcher: WebhookDispatcher;
+  /** Alert monitors: fire and deliver alerts (polls every second when the worker runs; tests call `runOnce()`). */
+  alertMonitors: AlertMonitors;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
+  /** The configuration in effect (the start-up one, with the live keys of each reload applied). */
+  currentConfig(): Config;
+  /**
+   * Applies a reloaded configuration (SIGHUP): the keys marked `live` take effect for the next message, session or
+   * delivery (transport map, smarthost, lockdown, limits, certificate files); the others are reported as needing a
+   * restart. The certificate files are read again whether or not their keys changed (a renewal in place). Sessions
+   * stay open. `log.level` is applied by the caller, which owns the logger.
+   */
+  reload(next: Config): Promise<ReloadResult>;
+  /** The certificate of the SMTP listeners (undefined when this process runs none). */
+  tls: TlsSource | undefined;
+  /** ACME certificates (undefined unless acme.directory_url is set and this process runs the api role). */
+  acme: AcmeManager | undefined;
   close(): Promise<void>;
 }
 
-function listenHttp(server: http.Server, listen: HostPort, name = 'http'): Promise<HostPort> {
+function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
   return new Promise((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`${name}: cannot listen on ${formatHostPort(listen)}: ${err.message}`)));
+    server.once('error', reject);
     server.listen(listen.port, listen.host, () => {
       const a = server.address() as AddressInfo;
       resolve({ host: a.address, port: a.port });
     });
   });
-}
-
-/** The MX listener: served domains only, the data guard, then the inbound pipeline. */
-function startMx(core: Core, config: Config, tls: TlsPair, now: () => number, logger: Logger): Promise<SmtpListener> {
-  return startSmtpListener(
-    'mx',
-    config.smtp.mx.listen,
-    mxOptions({
-      hostname: config.smtp.hostname,
-      tls,
-      findServedDomain: core.services.inboundDomains.findServedDomain,
-      maxMessageBytes: config.smtp.mx.maxMessageBytes,
-      maxHeaderBytes: config.smtp.maxHeaderBytes,
-      maxMimeDepth: config.smtp.maxMimeDepth,
-      onMessage: (msg) => core.inbound.handle(msg),
-      checkRecipient: (q) => core.inbound.checkRecipient(q),
-      now,
-      logger,
-    }),
-    { greetDelayMs: config.smtp.mx.greetDelayMs, metrics: core.metrics },
-  );
-}
-
-/** The submission listeners (STARTTLS, and implicit TLS when configured): AUTH, lockdown, then the send recipe. */
-async function startSubmission(core: Core, config: Config, tls: TlsPair, now: () => number, logger: Logger): Promise<SmtpListener[]> {
-  // One failure counter for both submission listeners, so switching port does not reset it.
-  const submission = {
-    hostname: config.smtp.hostname,
-    tls,
-    authenticate: (u: string, p: string) => core.accounts.authenticateSmtp(u, p),
-    allowInsecureLoopbackAuth: config.smtp.submission.allowInsecureLoopbackAuth,
-    maxMessageBytes: config.smtp.submission.maxMessageBytes,
-    maxHeaderBytes: config.smtp.maxHeaderBytes,
-    maxMimeDepth: config.smtp.maxMimeDepth,
-    maxConnectionsPerIp: config.smtp.submission.maxConnectionsPerIp,
-    // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
-    lockdown: (domain: string, account: AccountRow) => core.lockdown(domain, account),
-    onMessage: (m: SubmittedMessage) => runSubmission(core.sendDeps, m),
-    authFailures: createAuthFailureCounter(now),
-    now,
-    logger,
-  };
-  const extras = { metrics: core.metrics };
-  const out = [await startSmtpListener('submission', config.smtp.submission.listen, submissionOptions(submission), extras)];
-  if (config.smtp.submission.tlsListen) {
-    out.push(await startSmtpListener('submission_tls', config.smtp.submission.tlsListen, submissionOptions({ ...submission, secure: true }), extras));
-  }
-  return out;
 }
 
 /** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
@@ -147,8 +116,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let httpServer: http.Server | undefined;
   let metricsServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
+  let live = config;
+  let tls: TlsSource | undefined;
   const core = wireCore({
     config,
+    live: () => live,
     logger,
     now,
     publicUrl: () => publicUrl,
@@ -157,34 +129,52 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         ...(httpServer ? [['http', httpServer.listening]] : []),
         ...listeners.map((l) => [l.name, l.listening()]),
       ]),
+    certificateInstalled: async () => tls?.refresh(),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
+  let smtp: SmtpRoles | undefined;
 
   try {
     let httpAddr: HostPort | undefined;
     if (roles.includes('api')) {
       httpServer = http.createServer(core.app.callback());
-      httpAddr = await listenHttp(httpServer, config.http.listen);
+      const server = httpServer;
+      httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
     }
     let metricsAddr: HostPort | undefined;
     if (config.http.metricsListen) {
       // Every role has metrics of its own (a worker-only process has the delivery counters): each process binds it.
-      metricsServer = http.createServer(createMetricsApp(core.metrics).callback());
-      metricsAddr = await listenHttp(metricsServer, config.http.metricsListen, 'http.metrics_listen');
+      const server = http.createServer(createMetricsApp(core.metrics).callback());
+      metricsServer = server;
+      const listen = config.http.metricsListen;
+      metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));
     }
     if (roles.includes('mx') || roles.includes('submission')) {
-      const tls = await loadTlsPair(config);
-      if (tls.source === 'generated') logger.info({ component: 'tls', dir: config.dataDir }, 'generated self-signed certificate');
-      if (roles.includes('mx')) listeners.push(await startMx(core, config, tls, now, logger));
-      if (roles.includes('submission')) listeners.push(...(await startSubmission(core, config, tls, now, logger)));
+      tls = await createTlsSource(() => live, logger);
+      smtp = await startSmtpRoles({
+        core,
+        config,
+        tls,
+        now,
+        logger,
+        mx: roles.includes('mx'),
+        submission: roles.includes('submission'),
+        started: (l) => listeners.push(l),
+      });
+      // Certificates given by path are read again when they change on disk (a certbot renewal), without a reload.
+      if (opts.startWorker !== false) tls.start();
     }
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
     const baseUrl = config.http.publicUrl ?? (httpAddr ? `http://${formatHostPort(httpAddr)}` : `http://${formatHostPort(config.http.listen)}`);
     publicUrl = baseUrl;
+    // ACME runs beside the HTTP listener that answers its challenges; other processes read the files it writes.
+    const acme = roles.includes('api') ? core.acme : undefined;
+    if (acme && opts.startWorker !== false) acme.start();
     if (runsWorker) {
       core.worker.start();
       core.retention.start();
       core.webhookDispatcher.start();
+      core.alertMonitors.start();
       core.dkimRetirement.start();
     }
     let closed = false;
@@ -204,15 +194,35 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       worker: core.worker,
       retention: core.retention,
       webhookDispatcher: core.webhookDispatcher,
+      alertMonitors: core.alertMonitors,
       firstApiKey: core.firstApiKey,
+      currentConfig: () => live,
+      tls,
+      acme,
+      async reload(next) {
+        const plan = planReload(live, next);
+        live = plan.config;
+        smtp?.applyLimits(live);
+        const refreshed = await tls?.refresh();
+        return {
+          changed: [...plan.applied, ...plan.needsRestart].sort(),
+          applied: plan.applied,
+          needsRestart: plan.needsRestart,
+          tls: !refreshed ? 'none' : refreshed.error ? 'refused' : refreshed.changed ? 'reloaded' : 'unchanged',
+          ...(refreshed?.error ? { tlsError: refreshed.error } : {}),
+        };
+      },
       async close() {
         if (closed) return;
         closed = true;
+        tls?.stop();
+        await core.acme?.stop();
         core.dkimRetirement.stop();
         await Promise.all(listeners.map((l) => l.close()));
         await core.worker.stop();
         await core.retention.stop();
         await core.webhookDispatcher.stop();
+        await core.alertMonitors.stop();
         await core.smtpClient.close();
         for (const server of [httpServer, metricsServer]) {
           await new Promise<void>((done) => {

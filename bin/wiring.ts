@@ -14,6 +14,7 @@ import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
 import { inboundStatusRoutes } from '../control-api/routes/inbound-status.js';
 import { metaRoutes } from '../control-api/routes/meta.js';
 import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
+import { outboundAbuseRoutes } from '../control-api/routes/outbound-abuse.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
 import { createAccountStore, type AccountStore } from '../storage/accounts.js';
@@ -32,6 +33,8 @@ import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
 import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
+import { acmeRoutes } from '../control-api/routes/acme.js';
+import { createAcmeManager } from '../mta/jobs/acme.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { createDkimRetirement } from '../mta/jobs/dkim-retirement.js';
@@ -41,6 +44,12 @@ import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
+import { createScreening } from '../mta/outbound/screening.js';
+import { createSenderAbuse } from '../mta/outbound/sender-abuse.js';
+import { createSenderAbuseStore } from '../storage/sender-abuse.js';
+import { createAlertStore } from '../storage/alerts.js';
+import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
+import { monitorRoutes } from '../control-api/routes/monitors.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createMetrics } from '../mta/metrics.js';
 import { createQueue } from '../mta/queue/queue.js';
@@ -58,24 +67,41 @@ import { createWebhookStore } from '../storage/webhooks.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { webhookRoutes } from '../control-api/routes/webhooks.js';
+import { metricsRoutes } from '../control-api/routes/metrics.js';
+import { trackingRoutes } from '../control-api/routes/tracking.js';
+import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
+import { createTracker } from '../mta/outbound/tracker.js';
+import { createMetricRollup } from '../storage/metrics.js';
+import { createTrackingStore } from '../storage/tracking.js';
+import { createTrackingDomainStore } from '../storage/tracking-domains.js';
 import { VERSION } from './version.js';
 
 export interface CoreOptions {
   config: Config;
+  /**
+   * The configuration as reloaded (SIGHUP): the keys marked `live` in config/keys.ts take their new values here;
+   * the parts that apply them read it per use. Defaults to `config`.
+   */
+  live?: () => Config;
   logger: Logger;
   now: () => number;
   /** Base URL of the control plane (List-Unsubscribe links), known once the HTTP listener is bound. */
   publicUrl: () => string;
   /** Which listeners are listening, for /healthz and /readyz. */
   listening: () => Record<string, boolean>;
+  /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
+  certificateInstalled?: () => Promise<unknown>;
 }
 
-/** The secret unsubscribe tokens are signed with: 32 random bytes made once per data_dir, kept in settings. */
-function unsubscribeSecret(accounts: AccountStore): Buffer {
-  const have = accounts.getSetting('unsubscribe_secret');
+/**
+ * A signing secret kept in settings under `name` (unsubscribe tokens, tracking tokens): 32 random bytes made once
+ * per data_dir, so every process on it and every restart verifies the links already sent.
+ */
+export function secretSetting(accounts: AccountStore, name: string): Buffer {
+  const have = accounts.getSetting(name);
   if (have) return Buffer.from(have, 'base64');
   const fresh = crypto.randomBytes(32);
-  accounts.setSetting('unsubscribe_secret', fresh.toString('base64'));
+  accounts.setSetting(name, fresh.toString('base64'));
   return fresh;
 }
 
@@ -90,6 +116,7 @@ function bootstrap(accounts: AccountStore, now: number): string | undefined {
 /** Wires every part of Sluice on one open database; nothing listens yet. `close()` releases what it opened. */
 export function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
+  const live = opts.live ?? (() => config);
   const db = openDatabase(config.dataDir);
   // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
   const writes = trackWrites(db, now);
@@ -112,6 +139,8 @@ export function wireCore(opts: CoreOptions) {
     lifetimeMs: QUEUE_LIFETIME_MS,
     // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
     onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (id) => queueStore.findBody(id), now }),
+    // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
+    afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
   const inboundDomains = createInboundDomainStore(db);
@@ -125,18 +154,29 @@ export function wireCore(opts: CoreOptions) {
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
-      outbound: createRouteResolver({ config, resolver }),
+      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver }),
       downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
     }),
     now,
     logger,
   });
   const lockdown = createLockdownChecker({
-    mode: config.outbound.lockdown,
+    mode: () => live().outbound.lockdown,
     resolver,
     allow: createLockdownAllowStore(db),
     accounts,
     now,
+  });
+  const trackingSecret = secretSetting(accounts, 'tracking_secret');
+  const trackingDomains = createTrackingDomainStore(db);
+  const tracking = createTrackingStore(db);
+  // One rspamd client for inbound and outbound scanning (filters.rspamd.*); abuse control for outbound (issue 14).
+  const rspamd = config.filters.rspamd.url
+    ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
+    : undefined;
+  const senderAbuseStore = createSenderAbuseStore(db);
+  const abuse = createSenderAbuse({
+    store: senderAbuseStore, accounts, config, now, logger, senderOfMessage: (ids, id) => smtpLog.senderOfMessage(ids, id),
   });
   const sendDeps = {
     config,
@@ -146,8 +186,11 @@ export function wireCore(opts: CoreOptions) {
     suppressions,
     queue,
     lockdown,
-    unsubscribeSecret: unsubscribeSecret(accounts),
+    unsubscribeSecret: secretSetting(accounts, 'unsubscribe_secret'),
     publicUrl: opts.publicUrl,
+    trackingSecret,
+    trackingDomains,
+    screening: createScreening({ config, resolver, rspamd, abuse, now }),
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
@@ -156,17 +199,40 @@ export function wireCore(opts: CoreOptions) {
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
   const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname, metrics });
   metrics.collectFrom({ queue: () => queueStore.depth(), webhookEventsPending: () => webhookStore.pendingCount(), now });
+  // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
+  const alertStore = createAlertStore(db);
+  const alertMonitors = createAlertMonitors({
+    store: alertStore,
+    accounts,
+    signer: webhookSigner,
+    queue,
+    senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
+    invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    hostname: config.smtp.hostname,
+    now,
+    logger,
+  });
+  abuse.onAlert((t) => void alertMonitors.trigger(t));
+  // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
+  const acme = config.acme.directoryUrl
+    ? createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
+    : undefined;
   const services: Services = {
     config,
     accounts,
     smtpLog,
     suppressions,
     dkim,
+    abuse,
+    alerts: alertStore,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
     },
+    tracking: createTracker({ secret: trackingSecret, tracking, domains: trackingDomains, accounts, store: queueStore, now }),
+    trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, now },
+    metrics: createMetricRollup(db),
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains,
@@ -179,6 +245,7 @@ export function wireCore(opts: CoreOptions) {
     queue: createQueueAdmin({ store: queueStore, now }),
     deliverability: createDeliverabilityStore(db),
     console: createConsoleStore(db),
+    acmeChallenge: (token) => acme?.challenges.get(token),
     now,
     logger,
     health: (o = {}) => {
@@ -199,10 +266,13 @@ export function wireCore(opts: CoreOptions) {
     // Events outbox: delivered/given-up events and batch history after log_days; pending events of accounts without
     // a webhook after one day (they would never be sent).
     pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
+    pruneTracking: (before, limit) => tracking.prune(before, limit),
   });
   const routes = [
     ...subAccountRoutes,
     ...outboundSearchRoutes,
+    ...outboundAbuseRoutes,
+    ...monitorRoutes,
     ...suppressionRoutes,
     ...dkimKeyRoutes,
     ...sendRoutes,
@@ -214,6 +284,10 @@ export function wireCore(opts: CoreOptions) {
     ...inboundStatusRoutes,
     ...inboundQuarantineRoutes,
     ...webhookRoutes,
+    ...trackingDomainRoutes,
+    ...metricsRoutes,
+    ...trackingRoutes,
+    ...acmeRoutes,
   ];
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)], {
     metrics,
@@ -228,9 +302,7 @@ export function wireCore(opts: CoreOptions) {
     quarantine,
     resolver: mailauthResolver(resolver),
     relay: relayInbound,
-    rspamd: config.filters.rspamd.url
-      ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
-      : undefined,
+    rspamd,
     scannerFailure: config.filters.rspamd.failure,
     spamThreshold: config.filters.spamThreshold,
     quarantineDays: config.inbound.quarantineDays,
@@ -241,7 +313,8 @@ export function wireCore(opts: CoreOptions) {
 
   return {
     db, accounts, firstApiKey, services, metrics, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, dkimRetirement: createDkimRetirement({ store: dkim, now }),
+    inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, acme,
+    dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };
 }
 

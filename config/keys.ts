@@ -2,18 +2,22 @@
 import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
-  parseOptionalUrl, parsePath, parsePositive, parseTarget, parseTargetList, parseTransportMap, parseUrl, str,
-  type HostPort, type Source,
+  parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
+  parseTargetList, parseTransportMap, parseUrl, str, type HostPort, type Source,
 } from './values.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module.
-export { formatHostPort, type HostPort, type Source } from './values.js';
+export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
 
-/** A configuration error that names the key (and the env variable when that is where the value came from). */
+/**
+ * A configuration error that names the key (and the env variable when that is where the value came from). Its
+ * message is one line; `detail` (e.g. the TOML parser's code frame) is printed under it when set.
+ */
 export class ConfigError extends Error {
   constructor(
     readonly key: string,
     readonly problem: string,
+    readonly detail?: string,
   ) {
     super(`${key}: ${problem}`);
     this.name = 'ConfigError';
@@ -27,6 +31,10 @@ export class ConfigError extends Error {
 export const MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Outbound scanning policies (`filters.outbound_policy`, and per account with `sluice accounts scan-policy`). */
+export const SCAN_POLICIES = ['enforce', 'monitor', 'off'] as const;
+export type ScanPolicy = (typeof SCAN_POLICIES)[number];
 
 /** SLUICE_<SECTION>_<KEY>: upper case, dots become underscores. */
 export function envName(key: string): string {
@@ -46,6 +54,8 @@ export interface KeyDef<T, D = T> {
   secret?: boolean;
   /** A TOML table whose entries are data (not keys), e.g. the transport map. */
   table?: boolean;
+  /** A reload (SIGHUP, `sluice reload`) applies a new value to the running server; other keys need a restart. */
+  live?: boolean;
 }
 
 const LEAF: unique symbol = Symbol('configuration key');
@@ -109,7 +119,7 @@ export const KEY_TREE = {
   http: {
     listen: key({ doc: 'Address of the REST control plane.', ...listen('127.0.0.1:8080') }),
     publicUrl: key({
-      doc: 'Base URL clients reach the control plane at (unsubscribe links); derived from the bound HTTP address when unset.',
+      doc: 'Base URL clients reach the control plane at (unsubscribe and tracking links, the host custom tracking domains point at); derived from the bound HTTP address when unset.',
       defaultText: 'derived from http.listen',
       default: () => undefined,
       parse: parseUrl,
@@ -137,6 +147,7 @@ export const KEY_TREE = {
     mx: {
       listen: key({ doc: 'Inbound MX listener (production: 0.0.0.0:25).', ...listen('0.0.0.0:2525') }),
       maxMessageBytes: key({
+        live: true,
         doc: 'Largest message the MX accepts, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4.',
         ...messageBytes,
       }),
@@ -149,12 +160,14 @@ export const KEY_TREE = {
     },
     /** `smtp.max_header_bytes` and `smtp.max_mime_depth`: shared by both listeners. */
     maxHeaderBytes: key({
+      live: true,
       doc: 'Largest header section of a message (or of any MIME part in it), in bytes, on both listeners; larger ones get 552 5.3.4 (Postfix header_size_limit).',
       defaultText: '102400',
       default: () => 102_400,
       parse: integer(1024, 67_108_864, 'bytes'),
     }),
     maxMimeDepth: key({
+      live: true,
       doc: 'Deepest MIME nesting (multipart and attached messages) a message may have on both listeners; deeper ones get 554 5.6.0 (Postfix mime_nesting_limit).',
       defaultText: '100',
       default: () => 100,
@@ -170,10 +183,12 @@ export const KEY_TREE = {
         ...optionalListen,
       }),
       maxMessageBytes: key({
+        live: true,
         doc: 'Largest message accepted over submission, in bytes: advertised with SIZE (RFC 1870), larger ones get 552 5.3.4 (the REST limit is 30 MB too).',
         ...messageBytes,
       }),
       maxConnectionsPerIp: key({
+        live: true,
         doc: 'Concurrent submission sessions from one client address; more get 421 4.7.0 at connect.',
         defaultText: '50',
         default: () => 50,
@@ -189,18 +204,47 @@ export const KEY_TREE = {
     /** Resolved against the working directory and required together, by the loader. */
     tls: {
       cert: key({
-        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset a self-signed pair is generated into data_dir.',
+        live: true,
+        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset, ACME\'s (acme.directory_url) or else a self-signed pair generated into data_dir.',
         defaultText: 'none (self-signed pair generated into data_dir/tls/)',
         default: () => undefined,
         parse: parsePath,
       }),
       key: key({
+        live: true,
         doc: 'PEM private key matching smtp.tls.cert.',
         defaultText: 'none (self-signed pair generated into data_dir/tls/)',
         default: () => undefined,
         parse: parsePath,
       }),
     },
+  },
+  /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ and renewed. */
+  acme: {
+    directoryUrl: key({
+      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP certificate by HTTP-01 on the HTTP listener. Unset: no ACME.',
+      defaultText: 'none (off)',
+      default: () => undefined,
+      parse: parseOptionalUrl,
+    }),
+    email: key({
+      doc: 'Contact address registered with the ACME account (expiry notices from the CA).',
+      defaultText: 'none',
+      default: () => undefined,
+      parse: parseEmail,
+    }),
+    hostnames: key({
+      doc: 'More names for the ACME certificate besides smtp.hostname (e.g. the host of http.public_url, which unsubscribe and tracking links use); each must reach the HTTP listener on port 80.',
+      defaultText: 'empty',
+      default: () => [],
+      parse: parseHostnameList,
+    }),
+    caFile: key({
+      doc: 'PEM CA certificate to trust for the ACME directory besides the system ones (a private ACME CA such as step-ca or pebble).',
+      defaultText: 'none (system CAs)',
+      default: () => undefined,
+      parse: parsePath,
+    }),
   },
   dns: {
     servers: key({
@@ -212,18 +256,21 @@ export const KEY_TREE = {
   },
   outbound: {
     smarthost: key({
+      live: true,
       doc: 'Relay every outbound message through this host:port instead of the recipients\' MX hosts.',
       defaultText: 'none',
       default: () => undefined,
       parse: parseTarget,
     }),
     smarthostUser: key({
+      live: true,
       doc: 'AUTH user name for the smarthost (AUTH PLAIN/LOGIN, only over TLS).',
       defaultText: 'none',
       default: () => undefined,
       parse: str,
     }),
     smarthostPassword: key({
+      live: true,
       doc: 'AUTH password for the smarthost.',
       defaultText: 'none',
       default: () => undefined,
@@ -231,12 +278,14 @@ export const KEY_TREE = {
       secret: true,
     }),
     smarthostTls: key({
+      live: true,
       doc: 'TLS to the smarthost: "starttls" (opportunistic), "required" (STARTTLS or fail) or "implicit" (TLS from connect).',
       defaultText: 'starttls',
       default: () => 'starttls' as const,
       parse: oneOf(['starttls', 'required', 'implicit'] as const),
     }),
     transportMap: key({
+      live: true,
       doc: 'Per-recipient-domain routes (domain = "host:port"), consulted before the smarthost and DNS.',
       defaultText: 'empty',
       default: () => ({}),
@@ -244,6 +293,7 @@ export const KEY_TREE = {
       table: true,
     }),
     mxPort: key({
+      live: true,
       doc: 'TCP port dialled on MX hosts (RFC 5321 uses 25; tests and benchmarks on loopback use another).',
       defaultText: '25',
       default: () => 25,
@@ -256,6 +306,7 @@ export const KEY_TREE = {
       parse: parseIp,
     }),
     lockdown: key({
+      live: true,
       doc: 'Domain Lockdown: "dns" requires a _sluice.<domain> TXT record naming the account; "off" disables the check.',
       defaultText: 'dns',
       default: () => 'dns' as const,
@@ -264,14 +315,32 @@ export const KEY_TREE = {
   },
   filters: {
     spamThreshold: key({
-      doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies.',
+      doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies (inbound) and outbound mail is SUSPECT.',
       defaultText: '5',
       default: () => 5,
       parse: parsePositive,
     }),
+    confirmedThreshold: key({
+      doc: 'Outbound: spam score at or above which a message is CONFIRMED spam (refused under the enforce policy); rspamd\'s reject action and GTUBE are CONFIRMED too.',
+      defaultText: '15',
+      default: () => 15,
+      parse: parsePositive,
+    }),
+    outboundPolicy: key({
+      doc: 'Outbound scanning policy of accounts without their own (sluice accounts scan-policy): "enforce" refuses CONFIRMED spam and viruses and blocks sender identities over the abuse limits, "monitor" scans, logs and alerts but refuses and blocks nothing, "off" scans nothing.',
+      defaultText: 'enforce',
+      default: () => 'enforce' as const,
+      parse: oneOf(SCAN_POLICIES),
+    }),
+    onScannerError: key({
+      doc: 'Outbound, when rspamd or clamd is down: "tempfail" refuses the send for now (REST 503, SMTP 451 4.7.1; nothing queued) or "accept" sends it with that scanner\'s disposition UNKNOWN and the failure in its verdict record.',
+      defaultText: 'tempfail',
+      default: () => 'tempfail' as const,
+      parse: oneOf(['tempfail', 'accept'] as const),
+    }),
     rspamd: {
       url: key({
-        doc: 'Base URL of an rspamd normal worker (e.g. http://127.0.0.1:11333); each inbound message is scored with POST /checkv2. Empty: rspamd off.',
+        doc: 'Base URL of an rspamd normal worker (e.g. http://127.0.0.1:11333); each inbound and outbound message is scored with POST /checkv2. Empty: rspamd off.',
         defaultText: 'empty (off)',
         default: () => undefined,
         parse: parseOptionalUrl,
@@ -283,12 +352,64 @@ export const KEY_TREE = {
         parse: integer(1, 600_000, 'milliseconds'),
       }),
       failure: key({
-        doc: 'When rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header.',
+        doc: 'Inbound, when rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header (outbound: filters.on_scanner_error).',
         defaultText: 'tempfail',
         default: () => 'tempfail' as const,
         parse: oneOf(['tempfail', 'accept-and-tag'] as const),
       }),
     },
+    clamd: {
+      address: key({
+        doc: 'ClamAV clamd to scan every outbound message with (INSTREAM): host:port of its TCPSocket or the absolute path of its LocalSocket. Empty: clamd off (the EICAR test string is still caught).',
+        defaultText: 'empty (off)',
+        default: () => undefined,
+        parse: parseOptionalSocket,
+      }),
+      timeoutMs: key({
+        doc: 'Deadline in milliseconds for one clamd scan; past it the scanner counts as down.',
+        defaultText: '10000',
+        default: () => 10_000,
+        parse: integer(1, 600_000, 'milliseconds'),
+      }),
+    },
+  },
+  abuse: {
+    blockConfirmed: key({
+      doc: 'CONFIRMED spam or virus messages from one sender identity within abuse.block_window_hours that block it (further sends refused until delisted).',
+      defaultText: '3',
+      default: () => 3,
+      parse: integer(1, 1_000_000, 'a count'),
+    }),
+    blockSuspect: key({
+      doc: 'SUSPECT spam (or HIGH/MEDIUM virus) messages from one sender identity within abuse.block_window_hours that block it.',
+      defaultText: '10',
+      default: () => 10,
+      parse: integer(1, 1_000_000, 'a count'),
+    }),
+    blockWindowHours: key({
+      doc: 'The window, in hours, over which a sender identity\'s CONFIRMED and SUSPECT messages are counted toward a block.',
+      defaultText: '24',
+      default: () => 24,
+      parse: integer(1, 720, 'hours'),
+    }),
+    delistPerDay: key({
+      doc: 'Delistings of one sender identity through POST /outbound/v1/remediation within 24 hours; the next is refused with 429 and needs the operator (sluice senders unblock).',
+      defaultText: '2',
+      default: () => 2,
+      parse: integer(0, 100, 'a count'),
+    }),
+    invalidRecipientRate: key({
+      doc: 'Hard-bounce rate (recipient-class 5.1.x/5.2.1 among a sender identity\'s finished recipients within a monitor\'s interval) that fires sender_id_sending_to_invalid_recipients.',
+      defaultText: '0.1',
+      default: () => 0.1,
+      parse: parseRate,
+    }),
+    invalidRecipientMin: key({
+      doc: 'Finished recipients a sender identity needs within a monitor\'s interval before its hard-bounce rate is judged.',
+      defaultText: '10',
+      default: () => 10,
+      parse: integer(1, 1_000_000, 'a count'),
+    }),
   },
   inbound: {
     quarantineDays: key({
@@ -311,9 +432,16 @@ export const KEY_TREE = {
       default: () => 7,
       parse: parseDays,
     }),
+    trackingDays: key({
+      doc: 'Days the open pixel and tracked links of a sent message keep working (what their tokens name is kept that long); later hits answer 404.',
+      defaultText: '365',
+      default: () => 365,
+      parse: parseDays,
+    }),
   },
   log: {
     level: key({
+      live: true,
       doc: `Log level: ${LOG_LEVELS.join(', ')}.`,
       defaultText: 'info',
       default: () => 'info' as const,

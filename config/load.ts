@@ -1,7 +1,7 @@
 // Owns loading the configuration: TOML file, then environment overrides, then validation, then a frozen object.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parse as parseToml } from 'smol-toml';
+import { parse as parseToml, TomlError } from 'smol-toml';
 import { ConfigError, KEYS, type ConfigOf, type KEY_TREE, type KeySpec } from './keys.js';
 
 /**
@@ -41,9 +41,57 @@ function flattenToml(doc: Record<string, unknown>, prefix: string, out: Map<stri
       }
       flattenToml(value as Record<string, unknown>, key, out);
     } else {
-      throw new ConfigError(key, 'unknown key');
+      throw new ConfigError(key, `unknown key${suggest(key, [...BY_KEY.keys(), ...PREFIXES])}`);
     }
   }
+}
+
+/**
+ * Environment variables under SLUICE_TEST_ are the test suite's own switches (e.g. SLUICE_TEST_RSPAMD), never
+ * configuration; every other SLUICE_ variable must name a key, so a typo is refused as a misspelt TOML key is.
+ */
+const TEST_PREFIX = 'SLUICE_TEST_';
+const ENV_NAMES = new Set(KEYS.map((k) => k.env));
+
+function checkEnvNames(env: NodeJS.ProcessEnv): void {
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('SLUICE_') || name.startsWith(TEST_PREFIX) || ENV_NAMES.has(name)) continue;
+    throw new ConfigError(name, `unknown environment variable${suggest(name, [...ENV_NAMES])}`);
+  }
+}
+
+/** Edit distance (insertions, deletions, substitutions) between two short strings. */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length] as number;
+}
+
+/** ` (did you mean X?)` for the closest known name within a few edits, else ''. */
+export function suggest(name: string, known: readonly string[]): string {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(name.length / 4)) + 1;
+  for (const candidate of known) {
+    const d = distance(name.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best === undefined ? '' : ` (did you mean ${best}?)`;
+}
+
+/**
+ * A TOML syntax error as `path:line:column` (what editors jump to) with the parser's reason on one line; smol-toml's
+ * code frame (the lines around it, a caret under the column) goes in `detail`.
+ */
+function tomlError(file: string, err: unknown): ConfigError {
+  if (!(err instanceof TomlError)) return new ConfigError(file, `cannot read: ${(err as Error).message}`);
+  const reason = err.message.split('\n')[0]?.replace(/^Invalid TOML document: /, '') ?? 'syntax error';
+  return new ConfigError(`${file}:${err.line}:${err.column}`, `not valid TOML: ${reason}`, err.codeblock.replace(/\n$/, ''));
 }
 
 function parseValue(spec: KeySpec, raw: unknown, source: 'file' | 'env'): unknown {
@@ -71,12 +119,13 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   }
 
   const raw = new Map<string, unknown>();
+  checkEnvNames(env);
   if (file) {
     let doc: Record<string, unknown>;
     try {
       doc = parseToml(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
     } catch (err) {
-      throw new ConfigError(path.basename(file), `not valid TOML: ${(err as Error).message.split('\n')[0]}`);
+      throw tomlError(file, err);
     }
     flattenToml(doc, '', raw);
   }
@@ -95,12 +144,25 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     throw new ConfigError(cert === undefined ? 'smtp.tls.cert' : 'smtp.tls.key', 'smtp.tls.cert and smtp.tls.key must be set together');
   }
 
+  // One source of certificate: files given by path, or ACME's (data_dir/acme/); never both, so none is ignored.
+  if (values.get('acme.directory_url') !== undefined && cert !== undefined) {
+    throw new ConfigError('acme.directory_url', 'set either acme.directory_url (certificates from ACME) or smtp.tls.cert/smtp.tls.key, not both');
+  }
+
+  if (values.get('acme.directory_url') === undefined) {
+    for (const k of ['acme.email', 'acme.ca_file', 'acme.hostnames']) {
+      const v = values.get(k);
+      if (v !== undefined && !(Array.isArray(v) && v.length === 0)) throw new ConfigError(k, 'has no effect without acme.directory_url');
+    }
+  }
+
   const config = shape(values);
   // Paths in the file or the environment are relative to the working directory.
   config.dataDir = path.resolve(cwd, config.dataDir);
   const { tls } = config.smtp;
   if (tls.cert !== undefined) tls.cert = path.resolve(cwd, tls.cert);
   if (tls.key !== undefined) tls.key = path.resolve(cwd, tls.key);
+  if (config.acme.caFile !== undefined) config.acme.caFile = path.resolve(cwd, config.acme.caFile);
   return { config: deepFreeze(config), values, file };
 }
 

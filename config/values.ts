@@ -187,3 +187,51 @@ export function parsePositive(raw: unknown, source: Source): number {
 export function parseOptionalUrl(raw: unknown): string | undefined {
   return str(raw).trim() === '' ? undefined : parseUrl(raw);
 }
+
+/** Where a local daemon listens: a TCP host and port, or the absolute path of a unix socket. */
+export type SocketTarget = { kind: 'tcp'; host: string; port: number } | { kind: 'unix'; path: string };
+
+/** `host:port` ([v6]:port) or an absolute unix socket path, as a dialable target; throws on anything else. */
+export function socketTarget(text: string): SocketTarget {
+  const s = text.trim();
+  if (s.startsWith('/')) return { kind: 'unix', path: s };
+  try {
+    return { kind: 'tcp', ...parseHostPort(s, false) };
+  } catch {
+    throw new Error(`"${text}" is neither host:port nor an absolute unix socket path`);
+  }
+}
+
+/** A daemon address (`socketTarget`) kept as the text given, or undefined for the empty string (the feature is off). */
+export function parseOptionalSocket(raw: unknown): string | undefined {
+  const s = str(raw).trim();
+  if (s === '') return undefined;
+  socketTarget(s);
+  return s;
+}
+
+/** A fraction above 0 and at most 1 (a rate), TOML number or text in the environment. */
+export function parseRate(raw: unknown, source: Source): number {
+  const n = parsePositive(raw, source);
+  if (n > 1) throw new Error('expected a fraction above 0 and at most 1 (e.g. 0.1 for 10 %)');
+  return n;
+}
+
+/** Host names: a TOML array, or comma-separated in the environment; each a DNS name, lower case, no trailing dot. */
+export function parseHostnameList(raw: unknown, source: Source): string[] {
+  return parseList(raw, source).map((h, i) => {
+    try {
+      return parseHostname(h).toLowerCase();
+    } catch (err) {
+      throw new Error(`item ${i}: ${(err as Error).message}`, { cause: err });
+    }
+  });
+}
+
+/** An e-mail address (local@domain, no white space), or undefined for the empty string. */
+export function parseEmail(raw: unknown): string | undefined {
+  const s = str(raw).trim();
+  if (s === '') return undefined;
+  if (!/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/.test(s)) throw new Error(`"${s}" is not an e-mail address`);
+  return s;
+}

@@ -142,6 +142,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         httpRequestId: ctx.state.httpRequestId as string,
         headers: ctx.headers,
         ip: ctx.ip,
+        method: ctx.method,
+        querystring: ctx.querystring,
       });
       ctx.status = reply.status;
       if (reply.sendRequestId !== undefined) ctx.state.sendRequestId = reply.sendRequestId;

@@ -36,6 +36,10 @@ export interface RequestInfo<P, Q, B> {
   headers: Record<string, string | string[] | undefined>;
   /** The client's address (the socket peer; proxies are not trusted). */
   ip: string;
+  /** The request method (GET routes also answer HEAD). */
+  method: string;
+  /** The raw query string, without '?' ('' when none). */
+  querystring: string;
 }
 
 /** The properties of a route part that takes none (no path parameters, no query). */

@@ -77,6 +77,9 @@ export const DateOrDateTime = Type.String({
 export function parseWhen(field: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (!Number.isFinite(ms)) throw badRequest(`${field}: not a valid date`);
+  // Date.parse rolls 2026-02-30 over to March: a date that does not read back the same is impossible.
+  if (!Number.isFinite(ms) || new Date(ms).toISOString().slice(0, 19) !== (value.length === 10 ? `${value}T00:00:00` : value.slice(0, 19))) {
+    throw badRequest(`${field}: not a valid date`);
+  }
   return ms;
 }

@@ -63,7 +63,9 @@ const Attachment = Type.Object(
 
 const Tracking = Type.Object({
   enable: Type.Optional(Type.Boolean({ default: false })),
-  custom_domain_name: Type.Optional(Type.String()),
+  custom_domain_name: Type.Optional(
+    Type.String({ description: 'name of an active custom tracking domain of this scope (the account\'s or its parent\'s); requires enable: true' }),
+  ),
 });
 
 /** The `/tx/v1/send` and `/tx/v1/send-async` request body (OAS-E MailSendBody + 1.7 fields). */
@@ -85,9 +87,24 @@ export const MailSendBody = Type.Object({
   ),
   headers: Type.Optional(Headers),
   tracking_settings: Type.Optional(
-    Type.Object({ click_tracking: Type.Optional(Tracking), open_tracking: Type.Optional(Tracking) }),
+    Type.Object(
+      {
+        click_tracking: Type.Optional({
+          ...Tracking,
+          description: 'rewrite every http(s) <a href> of the HTML part (not clicktracking="off") to a signed /t/c/ link; click events',
+        }),
+        open_tracking: Type.Optional({ ...Tracking, description: 'a 1x1 pixel (/t/o/) at the end of the HTML body; open events' }),
+      },
+      { description: 'text parts are left alone; the links are on http.public_url or the named custom tracking domain' },
+    ),
   ),
-  unsubscribe_settings: Type.Optional(Type.Object({ custom_domain_name: Type.Optional(Type.String()) })),
+  unsubscribe_settings: Type.Optional(
+    Type.Object({
+      custom_domain_name: Type.Optional(
+        Type.String({ description: 'an active custom tracking domain of scope unsubscribe: the List-Unsubscribe URL goes on its host (non-transactional mail)' }),
+      ),
+    }),
+  ),
   transactional: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { default: true })),
   ...DkimFields,
 });

@@ -21,6 +21,11 @@ import type { WriteFailure } from '../storage/write-health.js';
 import type { QueueAdmin } from '../mta/queue/queue-admin.js';
 import type { DeliverabilityStore } from '../storage/deliverability.js';
 import type { ConsoleStore } from '../storage/console.js';
+import type { MetricRollup } from '../storage/metrics.js';
+import type { Tracker } from '../mta/outbound/tracker.js';
+import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
+import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
+import type { AlertStore } from '../storage/alerts.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -51,13 +56,30 @@ export interface Services {
   quarantine: QuarantineStore;
   /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
   relayInbound: InboundRelay;
-  /** The send recipe (REST send routes): validate, compose, sign, queue durably. */
-  send: (account: AccountRow, body: SendBody, opts: { dryRun: boolean; upstream: string | null; auth: string | null }) => Promise<SendResult>;
+  /**
+   * The send recipe (REST send routes): validate, compose, sign, scan, queue durably. `perMessage` (POST /send):
+   * refused messages are reported per personalization instead of refusing the request.
+   */
+  send: (
+    account: AccountRow,
+    body: SendBody,
+    opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean },
+  ) => Promise<SendResult>;
+  /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */
+  abuse: SenderAbuse;
+  /** Alert monitors and the alerts they fired (/tx/v1/monitors, /outbound/v1/alertcount). */
+  alerts: AlertStore;
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
   unsubscribe: {
     inspect: (token: string) => { recipient: string } | undefined;
     run: (token: string, via: 'one-click' | 'link') => boolean;
   };
+  /** Open and click tracking URLs (GET /t/o, /t/c). */
+  tracking: Pick<Tracker, 'hit'>;
+  /** Custom tracking domains: their store, DNS resolver, verification secret and the public URL they point at. */
+  trackingDomains: TrackingDomainDeps;
+  /** Hourly metric roll-ups (GET /tx/v1/metrics/*). */
+  metrics: MetricRollup;
   /** POST /tx/v1/check-domain. */
   checkDomain: (account: AccountRow, req: CheckDomainRequest) => ReturnType<typeof runCheckDomain>;
   /** Signed webhooks: endpoints and batch history, the dispatcher (validate, resend), the signer (public keys, alerts). */
@@ -72,6 +94,8 @@ export interface Services {
   deliverability: DeliverabilityStore;
   /** Web console sessions and operator tokens. */
   console: ConsoleStore;
+  /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3), undefined for any other. */
+  acmeChallenge: (token: string) => string | undefined;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

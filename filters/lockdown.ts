@@ -46,3 +46,13 @@ export function decideLockdown(input: {
     ? { action: 'pass', reason: 'lockdown-dns-authorized' }
     : { action: 'reject', reason: 'lockdown-not-authorized' };
 }
+
+/**
+ * The two ways to authorize `domain` for the account `handle`, as the tail of a refusal (`: publish … or run …`),
+ * for the refusals a record or an operator decision fixes; '' for a DNS failure (retrying is the fix) and passes.
+ */
+export function howToAuthorize(reason: LockdownVerdict['reason'], domain: string, handle: string): string {
+  if (reason !== 'lockdown-no-record' && reason !== 'lockdown-not-authorized') return '';
+  return `: publish the TXT record _sluice.${domain} "v=sluice1 auth=${handle}", or have the operator run ` +
+    `\`sluice lockdown allow --account ${handle} --domain ${domain}\``;
+}

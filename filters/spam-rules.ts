@@ -9,12 +9,13 @@ export interface SpamContext {
   body: Buffer;
 }
 
-export interface SpamRule {
+/** A rule over a context `C` (inbound rules read SpamContext; outbound rules a context that extends it). */
+export interface SpamRule<C = SpamContext> {
   /** Stable upper-case name (SpamAssassin/rspamd style), reported in `rules`. */
   name: string;
   score: number;
   description: string;
-  test: (ctx: SpamContext) => boolean;
+  test: (ctx: C) => boolean;
 }
 
 export interface SpamScore {
@@ -90,6 +91,11 @@ export const SPAM_RULES: readonly SpamRule[] = [
 
 /** Sums the score of every rule that matches `ctx` (a rule that throws counts as not matching). */
 export function scoreMessage(ctx: SpamContext, rules: readonly SpamRule[] = SPAM_RULES): SpamScore {
+  return scoreRules(ctx, rules);
+}
+
+/** `scoreMessage` for rules over any context. */
+export function scoreRules<C>(ctx: C, rules: readonly SpamRule<C>[]): SpamScore {
   const hit: { name: string; score: number }[] = [];
   for (const rule of rules) {
     let matched: boolean;

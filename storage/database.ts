@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { ConfigError } from '../config/keys.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The database handle every repository takes. Only storage/ knows it is better-sqlite3. */
@@ -19,14 +20,41 @@ export function databasePath(dataDir: string): string {
  * rolled back by a power cut, see sqlite.org/pragma.html#pragma_synchronous).
  */
 export function openDatabase(dataDir: string): Db {
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const db = new Database(databasePath(dataDir));
-  db.pragma('journal_mode = WAL');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  db.pragma('synchronous = FULL');
+  let db: Db | undefined;
+  try {
+    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    db = new Database(databasePath(dataDir));
+    db.pragma('journal_mode = WAL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    db.pragma('synchronous = FULL');
+  } catch (err) {
+    db?.close();
+    throw dataDirError(dataDir, err as NodeJS.ErrnoException);
+  }
   migrate(db);
   return db;
+}
+
+/**
+ * Why `dataDir` cannot hold the database, as one line naming the key and the path (`data_dir /x: …`); the raw
+ * errors (`EEXIST … mkdir`, `unable to open database file`) name neither.
+ */
+export function dataDirError(dataDir: string, err: NodeJS.ErrnoException): ConfigError {
+  const code = err.code ?? 'unknown';
+  const why: Record<string, string> = {
+    EEXIST: 'exists and is not a directory',
+    ENOTDIR: 'a parent of it is not a directory',
+    EACCES: `permission denied (EACCES) for user ${process.getuid?.() ?? '?'}: make the directory writable by the user Sluice runs as`,
+    EPERM: 'operation not permitted (EPERM): make the directory writable by the user Sluice runs as',
+    EROFS: 'the file system is read-only (EROFS)',
+    ENOSPC: 'no space left on the device (ENOSPC)',
+    SQLITE_CANTOPEN: `cannot open ${path.basename(databasePath(dataDir))}: ${err.message} (SQLITE_CANTOPEN); the directory and the file must be readable and writable by the user Sluice runs as`,
+    SQLITE_READONLY: `${path.basename(databasePath(dataDir))} is read-only (SQLITE_READONLY): the directory and the file must be writable by the user Sluice runs as`,
+    SQLITE_NOTADB: `${path.basename(databasePath(dataDir))} is not an SQLite database (SQLITE_NOTADB): restore it from a backup (sluice restore)`,
+    SQLITE_CORRUPT: `${path.basename(databasePath(dataDir))} is corrupt (SQLITE_CORRUPT): restore it from a backup (sluice restore)`,
+  };
+  return new ConfigError(`data_dir ${dataDir}`, why[code] ?? `${err.message} (${code})`);
 }
 
 /** Applies every migration newer than PRAGMA user_version, each in its own immediate transaction. */
@@ -49,11 +77,32 @@ export function pingDatabase(db: Db): boolean {
 }
 
 /**
- * Writes a consistent snapshot of the live database to `target` with VACUUM INTO, which reads inside one
- * transaction, so concurrent writers (a running server) neither block it nor tear it.
+ * Copies the live database to `target` with SQLite's online backup API (sqlite.org/backup.html): pages are copied
+ * in steps and the copy restarts when another connection writes, so the result is one consistent snapshot while a
+ * running server goes on writing. `target` must not exist.
  */
-export function backupDatabase(db: Db, target: string): void {
+export async function backupDatabase(db: Db, target: string): Promise<void> {
   if (fs.existsSync(target)) throw new Error(`${target} already exists`);
-  fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
-  db.prepare('VACUUM INTO ?').run(path.resolve(target));
+  await db.backup(target);
+}
+
+/**
+ * Checks a database file that no one has open (a backup before it is restored): SQLite's integrity_check answers
+ * "ok" and its schema is one this version knows. Returns the problem in words, or undefined when it is sound.
+ */
+export function checkDatabaseFile(file: string): string | undefined {
+  let db: Db | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    const rows = db.pragma('integrity_check') as { integrity_check: string }[];
+    const problems = rows.map((r) => r.integrity_check).filter((r) => r !== 'ok');
+    if (problems.length > 0) return `integrity_check failed: ${problems.slice(0, 3).join('; ')}`;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) return `schema version ${version} is newer than this Sluice knows (${MIGRATIONS.length}): restore with the version that made it`;
+    return undefined;
+  } catch (err) {
+    return `${(err as Error).message}${(err as { code?: string }).code ? ` (${(err as { code?: string }).code})` : ''}`;
+  } finally {
+    db?.close();
+  }
 }

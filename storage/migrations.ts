@@ -7,7 +7,11 @@ import { INBOUND } from './migrations/005-inbound.js';
 import { QUARANTINE } from './migrations/006-quarantine.js';
 import { WEBHOOKS } from './migrations/007-webhooks.js';
 import { MESSAGE_VERDICTS } from './migrations/008-message-verdicts.js';
-import { CONSOLE } from './migrations/009-console.js';
+import { ENGAGEMENT } from './migrations/009-engagement.js';
+import { TRACKING_DOMAINS } from './migrations/010-tracking-domains.js';
+import { SENDER_ABUSE } from './migrations/011-sender-abuse.js';
+import { ALERTS } from './migrations/012-alerts.js';
+import { CONSOLE } from './migrations/013-console.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -22,5 +26,9 @@ export const MIGRATIONS: readonly string[] = [
   QUARANTINE, // 6
   WEBHOOKS, // 7
   MESSAGE_VERDICTS, // 8
-  CONSOLE, // 9
+  ENGAGEMENT, // 9
+  TRACKING_DOMAINS, // 10
+  SENDER_ABUSE, // 11
+  ALERTS, // 12
+  CONSOLE, // 13
 ];

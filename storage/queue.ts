@@ -1,5 +1,7 @@
 // Owns the messages, message_bodies, deliveries, delivery_attempts and events tables: enqueue, claim, record outcomes.
 import type { Db } from './database.js';
+import { createMetricRollup, eventDelta, type MetricDelta } from './metrics.js';
+import { createTrackingStore, trackingKey, type NewTrackedMessage } from './tracking.js';
 
 export type DeliveryState = 'queued' | 'sending' | 'delivered' | 'bounced' | 'dropped' | 'held';
 export type MessageKind = 'outbound' | 'relay' | 'dsn';
@@ -24,6 +26,8 @@ export interface MessageRow {
   expires_at: number;
   /** JSON array of the inbound filtering verdicts (relayed mail only). */
   verdicts: string | null;
+  /** storage/tracking.ts TRACK_* bits: open pixel, tracked links, List-Unsubscribe. */
+  tracking: number;
 }
 
 export interface DeliveryRow {
@@ -61,8 +65,12 @@ export interface NewMessage {
   senderId: string | null;
   createdAt: number;
   expiresAt: number;
-  /** JSON array of the inbound filtering verdicts (relayed mail only). */
+  /** JSON array of the filtering verdicts: inbound steps (relayed mail), the outbound scan (sent mail). */
   verdicts?: string | null;
+  /** storage/tracking.ts TRACK_* bits (0 when absent). */
+  tracking?: number;
+  /** Bytes of the message as submitted; defaults to raw.length (a refused message keeps no body). */
+  size?: number;
 }
 
 export interface AttemptRecord {
@@ -74,6 +82,18 @@ export interface AttemptRecord {
   response: string;
   command: string | null;
   host: string | null;
+}
+
+/** Unfinished deliveries in all: counts by state (deferred: queued after at least one attempt) and their bytes. */
+export interface PendingSummary {
+  deliveries: number;
+  messages: number;
+  queued: number;
+  deferred: number;
+  sending: number;
+  held: number;
+  /** Sum of the sizes of the messages they belong to (each message once). */
+  bytes: number;
 }
 
 export interface QueueStats {
@@ -88,12 +108,15 @@ export interface QueueStats {
 
 /** Repository over the queue tables. Multi-step writes are composed by the caller inside `transaction`. */
 export function createQueueStore(db: Db) {
+  const rollup = createMetricRollup(db);
+  const tracking = createTrackingStore(db);
   const s = {
     insertMessage: db.prepare(
       `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
-         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts)
+         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking)
        VALUES (@accountId, @kind, @sendRequestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
-         @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts)
+         @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts,
+         @tracking)
        RETURNING id`,
     ),
     insertBody: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
@@ -136,9 +159,18 @@ export function createQueueStore(db: Db) {
     deliveriesOf: db.prepare('SELECT * FROM deliveries WHERE message_id = ? ORDER BY id'),
     delivery: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
     list: db.prepare(
-      `SELECT d.*, m.mail_from, m.message_id AS header_message_id, m.created_at AS message_created_at
+      `SELECT d.*, m.mail_from, m.message_id AS header_message_id, m.created_at AS message_created_at,
+         m.request_id AS queue_id, m.size AS message_size
        FROM deliveries d JOIN messages m ON m.id = d.message_id
        WHERE d.state IN ('queued', 'sending', 'held') ORDER BY d.next_attempt_at, d.id LIMIT ? OFFSET ?`,
+    ),
+    pendingSummary: db.prepare(
+      `SELECT COUNT(*) AS deliveries, COUNT(DISTINCT message_id) AS messages,
+         COALESCE(SUM(state = 'queued'), 0) AS queued, COALESCE(SUM(state = 'queued' AND attempts > 0), 0) AS deferred,
+         COALESCE(SUM(state = 'sending'), 0) AS sending, COALESCE(SUM(state = 'held'), 0) AS held,
+         (SELECT COALESCE(SUM(size), 0) FROM messages WHERE id IN
+           (SELECT message_id FROM deliveries WHERE state IN ('queued', 'sending', 'held'))) AS bytes
+       FROM deliveries WHERE state IN ('queued', 'sending', 'held')`,
     ),
     retryNow: db.prepare(
       `UPDATE deliveries SET next_attempt_at = @now, updated_at = @now WHERE state = 'queued' AND (@id IS NULL OR id = @id)`,
@@ -167,6 +199,16 @@ export function createQueueStore(db: Db) {
        FROM deliveries d JOIN messages m ON m.id = d.message_id
        WHERE d.state IN ('queued', 'sending', 'held') GROUP BY d.state, m.kind`,
     ),
+    sentTo: db.prepare(
+      `SELECT m.from_email, m.campaign_id, m.message_id FROM messages m JOIN deliveries d ON d.message_id = m.id
+       WHERE m.request_id = ? AND m.account_id = ? AND d.rcpt = ? LIMIT 1`,
+    ),
+    senderOutcomes: db.prepare(
+      `SELECT count(*) AS finished,
+         coalesce(sum(d.state = 'bounced' AND (d.last_status LIKE '5.1.%' OR d.last_status = '5.2.1')), 0) AS invalid
+       FROM messages m JOIN deliveries d ON d.message_id = m.id
+       WHERE m.account_id = ? AND m.sender_id = ? AND m.created_at >= ? AND d.state IN ('delivered', 'bounced')`,
+    ),
   };
 
   return {
@@ -185,8 +227,9 @@ export function createQueueStore(db: Db) {
       const { id } = s.insertMessage.get({
         ...m,
         transactional: m.transactional ? 1 : 0,
-        size: m.raw.length,
+        size: m.size ?? m.raw.length,
         verdicts: m.verdicts ?? null,
+        tracking: m.tracking ?? 0,
       }) as { id: number };
       s.insertBody.run(id, m.raw);
       return id;
@@ -214,9 +257,32 @@ export function createQueueStore(db: Db) {
       ).id;
     },
 
-    /** Appends an event to the outbox; returns its id. */
-    insertEvent(accountId: number, event: string, payload: Record<string, unknown>, now: number): number {
-      return (s.insertEvent.get(accountId, event, JSON.stringify(payload), now) as { id: number }).id;
+    /**
+     * Appends an event to the outbox and adds it to the hourly metric roll-ups (storage/metrics.ts eventDelta, plus
+     * `extra` counters that are no event of their own, such as open_tracking_delivered), in the caller's
+     * transaction; returns its id. Every event goes through here, so every figure comes from a written event.
+     */
+    insertEvent(accountId: number, event: string, payload: Record<string, unknown>, now: number, extra: MetricDelta = {}): number {
+      const id = (s.insertEvent.get(accountId, event, JSON.stringify(payload), now) as { id: number }).id;
+      const delta: MetricDelta = { ...eventDelta(event, payload) };
+      for (const [k, v] of Object.entries(extra) as [keyof MetricDelta, number][]) delta[k] = (delta[k] ?? 0) + v;
+      const campaign = typeof payload.campaign_id === 'string' ? payload.campaign_id : null;
+      rollup.add(accountId, campaign, now, delta);
+      return id;
+    },
+
+    /** Stores what the tracking tokens of an accepted message name. Call inside the accept's transaction. */
+    insertTracked(m: NewTrackedMessage): void {
+      tracking.insert(m);
+    },
+
+    /**
+     * Notes a delivery of a tracked message (by its Message-ID); true for the message's first delivery, false for a
+     * later one or a message without a tracking row.
+     */
+    markTrackedDelivered(messageId: string, now: number): boolean {
+      const key = trackingKey(messageId);
+      return key !== undefined && tracking.markDelivered(key, now);
     },
 
     addUsage(accountId: number, period: string, n: number): void {
@@ -237,6 +303,14 @@ export function createQueueStore(db: Db) {
       return s.message.get(id) as MessageRow | undefined;
     },
 
+    /**
+     * Finished recipients (delivered or bounced) of a sender identity's messages accepted since `since`, and how many
+     * of them bounced for a recipient-class reason (RFC 3463 5.1.x, 5.2.1): its hard-bounce rate.
+     */
+    senderOutcomes(accountId: number, senderId: string, since: number): { finished: number; invalid: number } {
+      return s.senderOutcomes.get(accountId, senderId, since) as { finished: number; invalid: number };
+    },
+
     findBody(messageId: number): Buffer | undefined {
       return (s.body.get(messageId) as { body: Buffer } | undefined)?.body;
     },
@@ -247,6 +321,13 @@ export function createQueueStore(db: Db) {
 
     deliveriesOf(messageId: number): DeliveryRow[] {
       return s.deliveriesOf.all(messageId) as DeliveryRow[];
+    },
+
+    /** The message a send (`request_id`) of the account addressed to `rcpt`, while it is stored; else undefined. */
+    findSentTo(accountId: number, sendRequestId: string, rcpt: string) {
+      return s.sentTo.get(sendRequestId, accountId, rcpt) as
+        | Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'>
+        | undefined;
     },
 
     attemptsOf(deliveryId: number): AttemptRecord[] {
@@ -288,7 +369,14 @@ export function createQueueStore(db: Db) {
         mail_from: string;
         header_message_id: string;
         message_created_at: number;
+        queue_id: string;
+        message_size: number;
       })[];
+    },
+
+    /** Totals over every unfinished delivery (the summary line of `sluice queue list`, whatever its --limit). */
+    pendingSummary(): PendingSummary {
+      return s.pendingSummary.get() as PendingSummary;
     },
 
     /** Makes one queued delivery (or all, when id is null) due now; returns how many. */

@@ -83,6 +83,11 @@ export function createSmtpLogStore(db: Db) {
        WHERE delivery_id = @delivery_id`,
     ),
     byId: db.prepare(`SELECT ${COLUMNS} FROM smtp_log WHERE delivery_id = ?`),
+    // smtp_log_message (account_id, message_id, created_at): one index seek per account.
+    senderOf: db.prepare(
+      `SELECT account_id, sender_id, sender FROM smtp_log WHERE account_id = ? AND message_id = ? AND sender_id IS NOT NULL
+       ORDER BY created_at DESC LIMIT 1`,
+    ),
     subjectCandidates: db
       .prepare('SELECT rowid FROM smtp_log_subject WHERE smtp_log_subject MATCH ? LIMIT ?')
       .pluck(),
@@ -178,6 +183,15 @@ export function createSmtpLogStore(db: Db) {
     /** One row by delivery id, unscoped: for the queue and tests, never for a tenant-facing route. */
     findByDeliveryId(deliveryId: number): SmtpLogRow | undefined {
       return s.byId.get(deliveryId) as SmtpLogRow | undefined;
+    },
+
+    /** The sender identity and envelope sender of a logged message of one of `accountIds` (newest row), if any. */
+    senderOfMessage(accountIds: readonly number[], messageId: string): { accountId: number; senderId: string; sender: string } | undefined {
+      for (const id of accountIds) {
+        const r = s.senderOf.get(id, messageId) as { account_id: number; sender_id: string; sender: string } | undefined;
+        if (r) return { accountId: r.account_id, senderId: r.sender_id, sender: r.sender };
+      }
+      return undefined;
     },
 
     /**

@@ -4,6 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { HELP } from '../bin/cli.js';
 import { KEYS } from '../config/keys.js';
+import { LIVE_KEYS } from '../bin/reload.js';
 
 const readme = fs.readFileSync(path.resolve('README.md'), 'utf8');
 
@@ -20,9 +21,18 @@ t.test('README shows the current CLI help', async (t) => {
   t.ok(readme.includes(HELP.trimEnd()), 'README embeds `sluice help` verbatim');
 });
 
-t.test('README quick start shows the two commands', async (t) => {
-  t.match(readme, /npm ci && npm start/);
-  t.match(readme, /npm test/);
+t.test('README quick start: install, sink, start, the one command that authorizes a domain, a send', async (t) => {
+  const quick = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('## Accounts, API keys'));
+  for (const step of ['npm ci', 'SLUICE_OUTBOUND_TRANSPORT_MAP=example.com=127.0.0.1:2626 npm start', 'KEY=$(cat data/initial-api-key)',
+    'npx sluice lockdown allow --account default --domain yourdomain.example', '/tx/v1/send', 'npm test']) {
+    t.ok(quick.includes(step), step);
+  }
+});
+
+t.test('README lists exactly the keys a reload applies live', async (t) => {
+  const para = readme.slice(readme.indexOf('**Reloading.**'), readme.indexOf('Any other key keeps its'));
+  const listed = [...para.matchAll(/`([a-z_.]+)`/g)].map((m) => m[1]).filter((k) => KEYS.some((x) => x.key === k));
+  t.same([...listed].sort(), [...LIVE_KEYS].sort());
 });
 
 t.test('README images exist (the console screenshots in docs/)', async (t) => {

@@ -29,7 +29,8 @@ export function createRouteCaller(services: Services, routes: readonly AnyRoute[
     let body = call.body;
     if (route.body && body !== undefined) body = validate(route.body, body, 'body');
     if (route.body && body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
-    return route.handler(services, { params, query, body, principal, httpRequestId: 'console', headers: {}, ip: '' });
+    const querystring = new URLSearchParams(rawQuery).toString();
+    return route.handler(services, { params, query, body, principal, httpRequestId: 'console', headers: {}, ip: '', method, querystring });
   };
 }
 

@@ -89,7 +89,9 @@ const SearchResult = Type.Object({
   delivered: Type.Union([Type.Literal('Y'), Type.Literal('N')]),
   spam_disposition: Type.String(),
   virus_disposition: Type.String(),
-  remediation_options: Type.Optional(Type.Literal('DELIST')),
+  remediation_options: Type.Optional(
+    Type.Literal('DELIST', { description: 'present while the sender identity is blocked: lift it with POST /outbound/v1/remediation' }),
+  ),
 });
 
 const SearchResponse = Type.Object({
@@ -146,17 +148,11 @@ export function visibleAccounts(services: Services, principal: KeyPrincipal): nu
 }
 
 /**
- * `remediation_options` of a row: "DELIST" when its sender is on a block list it can be removed from through
- * POST /outbound/v1/remediation. Sluice lists no senders yet, so this is never set; the block-list work answers
- * here.
+ * One result entry with the seed's field names and types (strings never null; `rspcode` a string).
+ * `remediation_options` is "DELIST" while the row's sender identity is blocked (`blocked` holds `<account>:<sender_id>`
+ * keys), so it can be lifted through POST /outbound/v1/remediation.
  */
-function remediationOptions(row: SmtpLogRow): 'DELIST' | undefined {
-  void row;
-  return undefined;
-}
-
-/** One result entry with the seed's field names and types (strings never null; `rspcode` a string). */
-function render(row: SmtpLogRow): Record<string, unknown> {
+function render(row: SmtpLogRow, blocked: ReadonlySet<string>): Record<string, unknown> {
   const entry: Record<string, unknown> = {
     '@timestamp': new Date(row.created_at).toISOString(),
     message_id: row.message_id,
@@ -176,8 +172,7 @@ function render(row: SmtpLogRow): Record<string, unknown> {
     spam_disposition: row.spam_disposition,
     virus_disposition: row.virus_disposition,
   };
-  const remediation = remediationOptions(row);
-  if (remediation !== undefined) entry.remediation_options = remediation;
+  if (row.sender_id !== null && blocked.has(`${row.account_id}:${row.sender_id}`)) entry.remediation_options = 'DELIST';
   return entry;
 }
 
@@ -229,8 +224,10 @@ export const outboundSearchRoutes: AnyRoute[] = [
         since: range.since,
         until: range.until,
       };
-      const rows = s.smtpLog.search(visibleAccounts(s, principal), filters, { startAt, count });
-      const results = rows.map(render);
+      const accounts = visibleAccounts(s, principal);
+      const rows = s.smtpLog.search(accounts, filters, { startAt, count });
+      const blocked = rows.length > 0 ? s.abuse.blockedIdentities(accounts) : new Set<string>();
+      const results = rows.map((r) => render(r, blocked));
       return { status: 200, body: range.defaulted ? { notice: DEFAULT_WINDOW_NOTICE, results } : { results } };
     },
   }),

@@ -26,10 +26,23 @@ const SendResults = Type.Object({
 
 const errors = {
   400: { description: 'invalid request (the message names the field)', schema: TxError },
-  403: { description: 'key problem, From domain not authorized (Domain Lockdown), account suspended or over its monthly limit', schema: TxError },
+  403: {
+    description:
+      'key problem, From domain not authorized (Domain Lockdown), account suspended or over its monthly limit, sender identity blocked (delist with POST /outbound/v1/remediation), or (send-async) a message graded CONFIRMED spam or virus',
+    schema: TxError,
+  },
   413: { description: 'a composed message exceeds 30 MB', schema: TxError },
   500: { description: 'could not queue; nothing was accepted', schema: TxError },
+  503: { description: 'a content scanner (rspamd, clamd) is down and filters.on_scanner_error is tempfail; nothing was queued', schema: TxError },
 };
+
+/** Seconds a client should wait after a scanner outage (503) before sending again. */
+const SCANNER_RETRY_AFTER_SECONDS = 60;
+
+/** A send that did not go through, as the tx group's error (503 with Retry-After). */
+function sendError(status: number, messages: string[]): ApiError {
+  return new ApiError(status, messages, status === 503 ? { 'Retry-After': String(SCANNER_RETRY_AFTER_SECONDS) } : {});
+}
 
 const tags = ['sending'];
 
@@ -51,7 +64,7 @@ export const sendRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, body, ip }) => {
       const res = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}` });
-      if (!res.ok) throw new ApiError(res.status, res.errors);
+      if (!res.ok) throw sendError(res.status, res.errors);
       if (res.dryRun) throw new Error('unreachable: not a dry run');
       return {
         status: 202,
@@ -71,13 +84,13 @@ export const sendRoutes: AnyRoute[] = [
     bodyLimit: SEND_BODY_LIMIT,
     responses: {
       200: { description: 'dry run: one rendered RFC 5322 message per personalization', schema: Type.Object({ data: Type.Array(Type.String()) }) },
-      202: { description: 'queued (committed to disk)', schema: SendResults },
+      202: { description: 'queued (committed to disk); a message refused as CONFIRMED spam or virus is `failed` with its reason', schema: SendResults },
       ...errors,
     },
     handler: async (s, { principal, body, query, ip }) => {
       const dryRun = query['dry-run'] === true;
-      const res = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}` });
-      if (!res.ok) throw new ApiError(res.status, res.errors);
+      const res = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}`, perMessage: true });
+      if (!res.ok) throw sendError(res.status, res.errors);
       if (res.dryRun) return { status: 200, body: { data: res.data } };
       return { status: 202, body: { request_id: res.sendRequestId, results: res.results }, sendRequestId: res.sendRequestId };
     },

@@ -49,7 +49,7 @@ function parseStatus(v: string): BatchStatus {
 }
 
 /** An absolute http(s) URL with a host and no credentials, ≤ 8,000 characters. */
-function checkEndpoint(raw: string): string {
+export function checkEndpoint(raw: string): string {
   if (raw.length > MAX_WEBHOOK_URL) throw badRequest(`endpoint: at most ${MAX_WEBHOOK_URL} characters`);
   let u: URL;
   try {

@@ -20,6 +20,8 @@ export interface DnsResolver {
   aaaa(name: string): Promise<DnsAnswer<string>>;
   /** TXT records, each as its character-strings (join them for DKIM/SPF values). */
   txt(name: string): Promise<DnsAnswer<string[]>>;
+  /** The CNAME target of a name (custom tracking domains point at us with one). */
+  cname(name: string): Promise<DnsAnswer<string>>;
   /** `dns.promises.resolve`-compatible look-up (throws with `code` ENOTFOUND/ENODATA/…), for mailauth. */
   resolve(name: string, rrtype: string): Promise<unknown[]>;
 }
@@ -68,6 +70,7 @@ export function createDnsResolver(opts: ResolverOptions): DnsResolver {
     a: (name) => run(() => r.resolve4(name)),
     aaaa: (name) => run(() => r.resolve6(name)),
     txt: (name) => run(() => r.resolveTxt(name)),
+    cname: (name) => run(() => r.resolveCname(name)),
     resolve: (name, rrtype) => r.resolve(name, rrtype) as Promise<unknown[]>,
   };
 }

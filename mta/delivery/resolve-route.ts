@@ -76,6 +76,10 @@ export async function hostAddresses(
 }
 
 export interface RouteDeps {
+  /**
+   * `outbound` is read at every resolution, not once, so a reload (SIGHUP) that swaps it — transport map,
+   * smarthost, MX port — applies from the next delivery on.
+   */
   config: Pick<Config, 'outbound'>;
   resolver: DnsResolver;
   /** Injected for tests of equal-preference ordering; Math.random by default. */
@@ -84,7 +88,6 @@ export interface RouteDeps {
 
 /** Creates `resolveRoute(domain)`: transport map, then smarthost, then DNS MX (ARCHITECTURE: routing order). */
 export function createRouteResolver(deps: RouteDeps) {
-  const out = deps.config.outbound;
   const random = deps.random ?? Math.random;
 
   async function configured(
@@ -134,7 +137,7 @@ export function createRouteResolver(deps: RouteDeps) {
         lastReason = found.reason;
         continue;
       }
-      for (const address of found.addresses) hosts.push({ name, address, port: out.mxPort, tls: 'opportunistic' });
+      for (const address of found.addresses) hosts.push({ name, address, port: deps.config.outbound.mxPort, tls: 'opportunistic' });
     }
     if (hosts.length > 0) return { kind: 'hosts', via, hosts: hosts.slice(0, MAX_ADDRESSES) };
     if (via === 'implicit_mx' && !temp) return { kind: 'no-hosts', reason: `${domain} has neither MX nor address records` };
@@ -143,6 +146,7 @@ export function createRouteResolver(deps: RouteDeps) {
 
   return async function resolveRoute(domain: string): Promise<RouteResult> {
     const d = domain.toLowerCase().replace(/\.$/, '');
+    const out = deps.config.outbound;
     const mapped = out.transportMap[d];
     if (mapped) return configured('transport_map', mapped.host, mapped.port, 'opportunistic');
     if (out.smarthost) {

@@ -25,6 +25,11 @@ export interface RetentionDeps {
    * events are not pruned.
    */
   pruneEvents?: (before: number, limit: number) => number;
+  /**
+   * Hook for the tracking rows of sent messages (issue 13): delete up to `limit` created before `before` (cutoff =
+   * `retention.tracking_days`); return how many. Unset: they are not pruned.
+   */
+  pruneTracking?: (before: number, limit: number) => number;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -39,6 +44,8 @@ export interface RetentionCounts {
   quarantine: number;
   /** Delivered webhook events (0 unless the `pruneEvents` hook is wired). */
   events: number;
+  /** What open and click tokens of old messages named (0 unless the `pruneTracking` hook is wired). */
+  tracking: number;
 }
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
@@ -57,7 +64,8 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - those messages' rows, deliveries and attempt history once both windows have passed (the attempt history goes
  *   with its delivery, and it is kept as long as the log: max(message_days, log_days));
  * - inbound quarantine entries past their expiry (`inbound.quarantine_days`, set when held);
- * - delivered webhook events older than `log_days`, when the `pruneEvents` hook is given.
+ * - delivered webhook events older than `log_days`, when the `pruneEvents` hook is given;
+ * - tracking rows of messages older than `tracking_days` (their links then answer 404), when `pruneTracking` is given.
  * Nothing of a message with a queued (also deferred), sending or held delivery is ever deleted, however old.
  * Each kind stops after `maxBatchesPerRun` batches (default 200); the rest is pruned by the next run.
  * Concurrent calls share the run in progress. `start()` runs it after `firstRunDelayMs` (default 1 min) and then
@@ -127,11 +135,22 @@ export function createRetentionPruner(deps: RetentionDeps) {
       await yieldToLoop();
       [events, eventBatches] = await drain(limited((limit) => pruneEvents(logBefore, limit)));
     }
-    const counts = { logRows, messages, bodies, quarantine, events };
-    if (logRows + messages + bodies + quarantine + events > 0) log.info(counts, 'retention pruned');
+    let tracking = 0;
+    let trackingBatches = 0;
+    const pruneTracking = deps.pruneTracking;
+    if (pruneTracking) {
+      await yieldToLoop();
+      const trackingBefore = now - deps.config.retention.trackingDays * DAY_MS;
+      [tracking, trackingBatches] = await drain(limited((limit) => pruneTracking(trackingBefore, limit)));
+    }
+    const counts = { logRows, messages, bodies, quarantine, events, tracking };
+    if (logRows + messages + bodies + quarantine + events + tracking > 0) log.info(counts, 'retention pruned');
     return {
       ...counts,
-      batches: { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, events: eventBatches },
+      batches: {
+        logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, events: eventBatches,
+        tracking: trackingBatches,
+      },
     };
   }
 

@@ -37,6 +37,21 @@ export interface ComposeOptions {
   now: () => number;
   /** The one-click unsubscribe URL for a non-transactional message's single recipient (RFC 8058). */
   unsubscribeUrl?: (p: { index: number; recipient: string }) => string;
+  /**
+   * Open and click tracking of the rendered HTML part (tracking-plan.ts htmlTracker), before anything is signed;
+   * text parts are never tracked. Gets the message's Message-ID (without <>), its recipients and its unsubscribe
+   * URL (never click-tracked).
+   */
+  trackHtml?: (html: string, m: { messageId: string; recipients: string[]; unsubscribeUrl: string | undefined }) => HtmlTracking;
+}
+
+/** What tracking did to one message's HTML part. */
+export interface HtmlTracking {
+  html: string;
+  /** The open pixel was added. */
+  open: boolean;
+  /** The targets of the rewritten links, in link-index order (empty: no link was rewritten). */
+  links: string[];
 }
 
 /** One message, ready to DKIM-sign and enqueue. Addresses have their domain as a lower-case A-label. */
@@ -58,6 +73,10 @@ export interface ComposedMessage {
   raw: Buffer;
   transactional: boolean;
   campaignId?: string;
+  /** The message carries List-Unsubscribe (ours, RFC 8058, or the caller's own header). */
+  listUnsubscribe: boolean;
+  /** What open and click tracking did to the HTML part; absent when nothing was tracked. */
+  tracking?: { open: boolean; links: string[] };
   /**
    * The caller's DKIM settings for this message, when any (personalization's triple, else the root's). `domain` is
    * the A-label of dkim_domain, or the From domain when only a selector was given; `privateKey` is as supplied
@@ -170,6 +189,13 @@ export async function composeMessages(body: SendRequest, opts: ComposeOptions): 
     const subject = clean(templated ? renderTemplate(writer, rawSubject, data, false) : rawSubject);
 
     const id = `${crypto.randomUUID()}@${opts.hostname}`;
+    let htmlBody = html ? render(html.value, true, html.template_type === 'mustache') : undefined;
+    let tracking: ComposedMessage['tracking'];
+    if (htmlBody !== undefined && opts.trackHtml) {
+      const t = opts.trackHtml(htmlBody, { messageId: id, recipients, unsubscribeUrl: url });
+      htmlBody = t.html;
+      if (t.open || t.links.length > 0) tracking = { open: t.open, links: t.links };
+    }
     // Address fields. One with a display name too long to fold is written by us (addressField) and put above
     // MailComposer's header block: RFC 5322 §3.6 lets fields come in any order.
     const addresses: Pick<Mail.Options, 'from' | 'to' | 'cc' | 'replyTo'> = {};
@@ -191,7 +217,7 @@ export async function composeMessages(body: SendRequest, opts: ComposeOptions): 
       // RFC 5322 §2.1.1: a word too long to fold becomes RFC 2047 encoded-words (the subject is unstructured).
       subject: encodeLongWords(subject),
       ...(plain ? { text: render(plain.value, false, plain.template_type === 'mustache') } : {}),
-      ...(html ? { html: render(html.value, true, html.template_type === 'mustache') } : {}),
+      ...(htmlBody !== undefined ? { html: htmlBody } : {}),
       // fresh objects per message: MailComposer normalises attachment objects in place
       attachments: attachments.map((a) => ({ ...a })),
       headers: [...headers.values()],
@@ -221,6 +247,8 @@ export async function composeMessages(body: SendRequest, opts: ComposeOptions): 
       subject,
       raw,
       transactional,
+      listUnsubscribe: headers.has('list-unsubscribe'),
+      ...(tracking ? { tracking } : {}),
       ...(body.campaign_id !== undefined ? { campaignId: body.campaign_id } : {}),
       ...(Object.keys(dkim).length > 0 ? { dkim } : {}),
     });

@@ -11,7 +11,8 @@ type TxtAnswer = { ok: true; records: string[][] } | { ok: false; kind: 'nxdomai
 
 /** Creates the checker used by the send API and SMTP submission. */
 export function createLockdownChecker(deps: {
-  mode: 'dns' | 'off';
+  /** `outbound.lockdown`, read at each check so a reload (SIGHUP) applies to the next message. */
+  mode: () => 'dns' | 'off';
   resolver: DnsResolver;
   allow: LockdownAllowStore;
   accounts: AccountStore;
@@ -32,7 +33,8 @@ export function createLockdownChecker(deps: {
   }
 
   return async (domain: string, account: AccountRow): Promise<LockdownVerdict> => {
-    if (deps.mode === 'off') return { action: 'pass', reason: 'lockdown-off' };
+    const mode = deps.mode();
+    if (mode === 'off') return { action: 'pass', reason: 'lockdown-off' };
     const ids = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
     if (deps.allow.isAllowed(ids, domain)) return { action: 'pass', reason: 'lockdown-operator-allowed' };
     const handles = [account.handle];
@@ -40,6 +42,6 @@ export function createLockdownChecker(deps: {
       const parent = deps.accounts.findById(account.parent_id);
       if (parent) handles.push(parent.handle);
     }
-    return decideLockdown({ mode: deps.mode, operatorAllowed: false, handles, dns: await lookup(domain) });
+    return decideLockdown({ mode, operatorAllowed: false, handles, dns: await lookup(domain) });
   };
 }

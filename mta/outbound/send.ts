@@ -2,18 +2,22 @@
 import crypto from 'node:crypto';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
-import type { LockdownVerdict } from '../../filters/lockdown.js';
+import { howToAuthorize, type LockdownVerdict } from '../../filters/lockdown.js';
 import { decideSuppression } from '../../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/accounts.js';
 import type { DkimKeyStore } from '../../storage/dkim-keys.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
+import type { TrackingDomainStore } from '../../storage/tracking-domains.js';
 import { storageFailure } from '../../storage/write-health.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
+import { senderIdentity } from '../../filters/outbound-verdicts.js';
+import { afterCommit, blockRefusal, contentRefusal, findBlock, scanRecord, screenMessages, type ScreeningDeps } from './screening.js';
 import { validateSendRequest, type SendRequest } from './send-request.js';
+import { htmlTracker, planTracking, trackingRecord } from './tracking-plan.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 
 export interface SendDeps {
@@ -29,6 +33,12 @@ export interface SendDeps {
   unsubscribeSecret: Buffer;
   /** Base URL of the control plane (for List-Unsubscribe links). */
   publicUrl: () => string;
+  /** Secret for open and click tracking tokens. */
+  trackingSecret: Buffer;
+  /** Custom tracking domains a send may name (api.md §2.4). */
+  trackingDomains: TrackingDomainStore;
+  /** Outbound content scanning and abuse control (sender blocks, strikes, alerts). */
+  screening: ScreeningDeps;
 }
 
 export type SendResult =
@@ -41,9 +51,9 @@ export type SendResult =
       results: { index: number; message_id: string; status: 'sent' | 'failed'; reason?: string }[];
     }
   | { ok: true; dryRun: true; data: string[] }
-  | { ok: false; status: 400 | 403 | 413 | 500; errors: string[] };
+  | { ok: false; status: 400 | 403 | 413 | 500 | 503; errors: string[] };
 
-const fail = (status: 400 | 403 | 413 | 500, ...errors: string[]) => ({ ok: false as const, status, errors });
+const fail = (status: 400 | 403 | 413 | 500 | 503, ...errors: string[]) => ({ ok: false as const, status, errors });
 
 /** A fresh send `request_id` in the style of MailChannels' (20 random bytes, base64url). */
 export function newSendRequestId(): string {
@@ -60,20 +70,25 @@ export function effectiveLimit(accounts: AccountStore, account: AccountRow): num
 /**
  * Runs the send recipe for `account`: fail if suspended → validate the rules the schema cannot express → fail if
  * over the monthly limit → compose → fail if too large → Domain Lockdown (From and envelope sender domains) →
- * choose and apply the DKIM key → (dry run: return the rendered messages) → drop suppressed recipients → enqueue
- * durably. Returns a value; never throws for client errors.
+ * choose and apply the DKIM key → fail if a sender identity is blocked (403; the attempt is logged) → (dry run:
+ * return the rendered messages) → scan (a scanner down under `tempfail`: 503, nothing queued) → refuse CONFIRMED
+ * spam and viruses (logged, not queued: `/send-async` answers 403; `/send`, `perMessage`, reports them `failed`
+ * and queues the rest) → drop suppressed recipients → enqueue durably → count the scans toward blocks and alerts.
+ * Returns a value; never throws for client errors.
  */
 export async function runSend(
   deps: SendDeps,
   account: AccountRow,
   body: SendRequest,
-  opts: { dryRun: boolean; sendRequestId: string; upstream: string | null; auth: string | null },
+  opts: { dryRun: boolean; sendRequestId: string; upstream: string | null; auth: string | null; perMessage?: boolean },
 ): Promise<SendResult> {
   // failIfSuspended: a suspended sub-account cannot send until activated (api.md §2.6).
   if (account.enabled !== 1) return fail(403, 'this account is suspended and cannot send');
 
   const problems = validateSendRequest(body);
   if (problems.length > 0) return fail(400, ...problems);
+  const tracking = planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, account, body);
+  if (!tracking.ok) return fail(400, ...tracking.errors);
 
   // failIfOverLimit: each personalization is one message against the calendar-month limit.
   const limit = effectiveLimit(deps.accounts, account);
@@ -84,11 +99,13 @@ export async function runSend(
     }
   }
 
+  // trackLinks: open pixel and click-tracked links go in before DKIM signs the body (and show in a dry run).
   const composed = await composeMessages(body, {
     hostname: deps.config.smtp.hostname,
     now: deps.now,
+    trackHtml: htmlTracker(deps.trackingSecret, tracking.plan),
     unsubscribeUrl: ({ recipient }) =>
-      `${deps.publicUrl()}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, {
+      `${tracking.plan.unsubscribe}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, {
         accountId: account.id,
         recipient,
         messageId: opts.sendRequestId,
@@ -106,12 +123,12 @@ export async function runSend(
   for (const domain of new Set(composed.flatMap((m) => [m.fromDomain, domainOf(m.envelopeFrom)]))) {
     const verdict = await deps.lockdown(domain, account);
     if (verdict.action !== 'pass') {
-      return fail(403, `domain ${domain} is not authorized to send for this account (${verdict.reason})`);
+      return fail(403, `domain ${domain} is not authorized to send for this account (${verdict.reason})${howToAuthorize(verdict.reason, domain, account.handle)}`);
     }
   }
 
   // signWithDkim: the request's key (personalization over root) → the stored key it names → the account's active key.
-  const signed: { message: ComposedMessage; raw: Buffer }[] = [];
+  const signed: { message: ComposedMessage; raw: Buffer; dkimDomain: string | null }[] = [];
   for (const m of composed) {
     const key = pickDkimKey(deps, account, m);
     if (!key.ok) return fail(400, key.error);
@@ -119,20 +136,15 @@ export async function runSend(
       return fail(400, `personalizations[${m.index}]: non-transactional mail requires a DKIM key for ${m.fromDomain}`);
     }
     const raw = key.key ? await signMessage(m.raw, key.key) : m.raw;
-    signed.push({ message: m, raw });
+    signed.push({ message: m, raw, dkimDomain: key.key?.domain ?? null });
   }
 
-  if (opts.dryRun) return { ok: true, dryRun: true, data: signed.map((s) => s.raw.toString('utf8')) };
-
-  // holdIfSuppressed: suppressed recipients get a `dropped` event and no delivery.
-  const accepted = signed.map(({ message: m, raw }) => {
-    const dropped = new Map<string, { status: string; reason: string }>();
-    for (const rcpt of m.recipients) {
-      const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, m.transactional));
-      if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
-    }
+  // The record of signed message i as the queue's door takes it (suppressed recipients are added below).
+  const senderIds = signed.map((x) => senderIdentity(account.handle, x.message.fromEmail));
+  const record = (i: number, extra: Partial<AcceptedOutbound> = {}): AcceptedOutbound => {
+    const { message: m, raw } = signed[i]!;
     return {
-      kind: 'outbound' as const,
+      kind: 'outbound',
       account: { id: account.id },
       sendRequestId: opts.sendRequestId,
       messageId: m.messageId,
@@ -145,34 +157,108 @@ export async function runSend(
       auth: opts.auth,
       upstream: opts.upstream,
       upstreamHostname: null,
-      // The sending identity, as for submission: the (sub-)account's handle.
-      senderId: account.handle,
+      // The sending identity (seed: account|x-authuser|user): an API key has no user, so the From address.
+      senderId: senderIds[i]!,
       recipients: m.recipients,
-      dropped,
-    } satisfies AcceptedOutbound;
+      // A refused message keeps no body, so it names no tracking tokens either.
+      engagement: extra.refusal ? undefined : trackingRecord(m, tracking.plan),
+      ...extra,
+    };
+  };
+
+  // failIfBlocked: a blocked sender identity sends nothing until delisted; the attempt is logged, nothing queued.
+  const block = opts.dryRun ? undefined : findBlock(deps.screening, account, senderIds);
+  if (block) {
+    const refusal = blockRefusal(block);
+    return (await commit(deps, signed.map((_, i) => record(i, { refusal })))) ?? fail(403, refusal.reason);
+  }
+
+  if (opts.dryRun) return { ok: true, dryRun: true, data: signed.map((s) => s.raw.toString('utf8')) };
+
+  // scan: every message under the account's policy; a scanner that is down holds the whole request (503).
+  const screened = await screenMessages(
+    deps.screening,
+    account,
+    signed.map((x, i) => ({
+      raw: x.raw,
+      senderId: senderIds[i]!,
+      user: x.message.fromEmail,
+      fromDomain: x.message.fromDomain,
+      dkimDomain: x.dkimDomain,
+      mailFrom: x.message.envelopeFrom,
+      rcptTo: x.message.recipients,
+      clientIp: opts.upstream ?? '127.0.0.1',
+      helo: deps.config.smtp.hostname,
+      queueId: x.message.messageId,
+    })),
+  );
+  if (screened.tempfail) return fail(503, `a content scanner is unavailable (${screened.tempfail}); nothing was queued, try again later`);
+  const scanned = (i: number) => ({ scan: scanRecord(screened.verdicts[i]!) });
+
+  // failIfConfirmed: CONFIRMED spam or virus is refused and logged. /send-async refuses the request (403, nothing
+  // queued); /send reports those messages `failed` and queues the others.
+  const refusals = screened.verdicts.map(contentRefusal);
+  const firstRefusal = refusals.find((r) => r !== undefined);
+  if (firstRefusal && !opts.perMessage) {
+    const refusedAt = signed.map((_, i) => i).filter((i) => refusals[i]);
+    const refused = refusedAt.map((i) => ({ record: record(i, { refusal: refusals[i], ...scanned(i) }), verdict: screened.verdicts[i]! }));
+    const failed = await commit(deps, refused.map((r) => r.record));
+    if (failed) return failed;
+    afterCommit(deps.screening, refused);
+    return fail(403, firstRefusal.reason);
+  }
+
+  // holdIfSuppressed: suppressed recipients get a `dropped` event and no delivery.
+  const accepted = signed.map(({ message: m }, i) => {
+    const refusal = refusals[i];
+    if (refusal) return record(i, { refusal, ...scanned(i) });
+    const dropped = new Map<string, { status: string; reason: string }>();
+    for (const rcpt of m.recipients) {
+      const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, m.transactional));
+      if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
+    }
+    return record(i, { dropped, ...scanned(i) });
   });
 
+  let queued: Awaited<ReturnType<Queue['accept']>>;
   try {
-    const queued = await deps.queue.accept(accepted);
-    return {
-      ok: true,
-      dryRun: false,
-      sendRequestId: opts.sendRequestId,
-      queuedAt: queued[0]?.queuedAt ?? deps.now(),
-      results: accepted.map((input, i) => {
-        const allDropped = input.recipients.every((r) => input.dropped.has(r));
-        return {
-          index: signed[i]?.message.index ?? i,
-          message_id: input.messageId,
-          status: allDropped ? ('failed' as const) : ('sent' as const),
-          ...(allDropped ? { reason: 'every recipient is on the suppression list' } : {}),
-        };
-      }),
-    };
+    queued = await deps.queue.accept(accepted);
   } catch (err) {
-    // Nothing was committed. A storage failure (locked, disk full) is the edge's to answer: 503 + Retry-After.
-    if (storageFailure(err)) throw err;
-    return fail(500, 'could not queue the message; nothing was accepted, try again');
+    return notQueued(err);
+  }
+  afterCommit(deps.screening, accepted.map((r, i) => ({ record: r, verdict: screened.verdicts[i]! })));
+  return {
+    ok: true,
+    dryRun: false,
+    sendRequestId: opts.sendRequestId,
+    queuedAt: queued[0]?.queuedAt ?? deps.now(),
+    results: accepted.map((input, i) => {
+      const reason = input.refusal
+        ? input.refusal.reason
+        : input.recipients.every((r) => input.dropped?.has(r)) ? 'every recipient is on the suppression list' : undefined;
+      return {
+        index: signed[i]?.message.index ?? i,
+        message_id: input.messageId,
+        status: reason ? ('failed' as const) : ('sent' as const),
+        ...(reason ? { reason } : {}),
+      };
+    }),
+  };
+}
+
+/** Nothing was committed. A storage failure (locked, disk full) is the edge's to answer: 503 + Retry-After. */
+function notQueued(err: unknown): SendResult {
+  if (storageFailure(err)) throw err;
+  return fail(500, 'could not queue the message; nothing was accepted, try again');
+}
+
+/** Commits refusal records (their log rows); a failure to commit is answered like any failed enqueue. */
+async function commit(deps: SendDeps, records: AcceptedOutbound[]): Promise<SendResult | undefined> {
+  try {
+    await deps.queue.accept(records);
+    return undefined;
+  } catch (err) {
+    return notQueued(err);
   }
 }
 

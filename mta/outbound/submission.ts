@@ -6,7 +6,10 @@ import { headerValues, splitMessage } from '../../filters/message-headers.js';
 import { usagePeriod } from '../../storage/accounts.js';
 import { domainOf } from '../smtp/address.js';
 import type { SubmittedMessage } from '../smtp/submission-listener.js';
+import { senderIdentity } from '../../filters/outbound-verdicts.js';
+import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import { signMessage } from './dkim-sign.js';
+import { afterCommit, blockRefusal, contentRefusal, findBlock, scanRecord, screenMessages } from './screening.js';
 import { effectiveLimit, newSendRequestId, type SendDeps } from './send.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
@@ -26,9 +29,11 @@ export function fromDomains(raw: Buffer): { addresses: string[]; domains: string
  * the account (the envelope sender was checked at MAIL FROM) → `550 5.7.1` (a DNS failure of that look-up →
  * `451 4.4.3`); the listener's Received field prepended; Date and Message-ID added when missing
  * (RFC 5322 §3.6; RFC 6409 §8.3 lets a submission server add them); DKIM-signed with the account's active key for
- * the first From domain; suppressed recipients dropped with an event; queued durably before `250` with `auth` =
- * user name, `upstream` = client IP, `upstream_hostname` = client name and `sender_id` = the account handle. A
- * storage failure answers `451 4.3.0` and nothing was queued.
+ * the first From domain; a blocked sender identity (`<handle>|x-authuser|<user name>`) → `550 5.7.1`; scanned
+ * (a scanner down under `tempfail` → `451 4.7.1`; CONFIRMED spam or virus → `550 5.7.1`, logged, not queued);
+ * suppressed recipients dropped with an event; queued durably before `250` with `auth` = user name, `upstream` =
+ * client IP, `upstream_hostname` = client name and `sender_id` = the identity. A storage failure answers
+ * `451 4.3.0` and nothing was queued.
  */
 export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Promise<SmtpReply> {
   // Read the account again: it may have been suspended or deleted since this session authenticated.
@@ -66,36 +71,73 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
   const key = deps.dkim.findSigningKey(accountIds, from.domains[0]!, deps.now());
   if (key) raw = await signMessage(raw, { domain: key.domain, selector: key.selector, privateKeyPem: key.private_key });
 
-  const dropped = new Map<string, { status: string; reason: string }>();
-  for (const rcpt of msg.rcptTo) {
-    const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, true));
-    if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
-  }
   const subject = headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null;
   const sendRequestId = newSendRequestId();
-  try {
-    await deps.queue.accept([
-      {
-        kind: 'outbound',
-        account: { id: account.id },
-        sendRequestId,
-        messageId,
-        mailFrom: msg.mailFrom,
-        fromEmail: from.addresses[0] ?? null,
-        subject,
-        campaignId: null,
-        transactional: true,
-        raw,
-        auth: msg.username,
-        upstream: msg.clientIp,
-        upstreamHostname: msg.clientName || null,
-        senderId: account.handle,
-        recipients: msg.rcptTo,
-        dropped,
-      },
-    ]);
-  } catch {
-    return REPLY.notQueued;
+  const senderId = senderIdentity(account.handle, msg.username);
+  const record = (extra: Partial<AcceptedOutbound>): AcceptedOutbound => ({
+    kind: 'outbound',
+    account: { id: account.id },
+    sendRequestId,
+    messageId,
+    mailFrom: msg.mailFrom,
+    fromEmail: from.addresses[0] ?? null,
+    subject,
+    campaignId: null,
+    transactional: true,
+    raw,
+    auth: msg.username,
+    upstream: msg.clientIp,
+    upstreamHostname: msg.clientName || null,
+    senderId,
+    recipients: msg.rcptTo,
+    ...extra,
+  });
+  const commit = async (r: AcceptedOutbound): Promise<boolean> => {
+    try {
+      await deps.queue.accept([r]);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  const block = findBlock(deps.screening, account, [senderId]);
+  if (block) {
+    const refusal = blockRefusal(block);
+    return (await commit(record({ refusal }))) ? REPLY.outboundRefused(refusal.reason) : REPLY.notQueued;
   }
+
+  const screened = await screenMessages(deps.screening, account, [
+    {
+      raw,
+      senderId,
+      user: msg.username,
+      fromDomain: from.domains[0]!,
+      dkimDomain: key?.domain ?? null,
+      mailFrom: msg.mailFrom,
+      rcptTo: msg.rcptTo,
+      clientIp: msg.clientIp,
+      helo: msg.clientName,
+      queueId: messageId,
+    },
+  ]);
+  const verdict = screened.verdicts[0]!;
+  if (screened.tempfail) return REPLY.contentScannerDown;
+  const refusal = contentRefusal(verdict);
+  if (refusal) {
+    const refused = record({ refusal, scan: scanRecord(verdict) });
+    if (!(await commit(refused))) return REPLY.notQueued;
+    afterCommit(deps.screening, [{ record: refused, verdict }]);
+    return REPLY.outboundRefused(refusal.reason);
+  }
+
+  const dropped = new Map<string, { status: string; reason: string }>();
+  for (const rcpt of msg.rcptTo) {
+    const v = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, true));
+    if (v.action === 'drop') dropped.set(rcpt, { status: v.status, reason: v.reason });
+  }
+  const accepted = record({ dropped, scan: scanRecord(verdict) });
+  if (!(await commit(accepted))) return REPLY.notQueued;
+  afterCommit(deps.screening, [{ record: accepted, verdict }]);
   return REPLY.queued(sendRequestId);
 }

@@ -24,7 +24,9 @@ export function inspectUnsubscribe(deps: UnsubscribeDeps, token: string) {
 /**
  * Unsubscribes the token's recipient from the account's non-transactional mail: a suppression entry
  * (`list_unsubscribe` for the RFC 8058 one-click POST, `unsubscribe_link` for the confirmation page's button) and an
- * `unsubscribed` event in the same transaction. Repeating it is harmless (the entry is kept, no second event).
+ * `unsubscribed` event in the same transaction. The event carries the message's From (`email`), `smtp_id` and
+ * `campaign_id` while the message is stored (retention); the token itself names account, recipient and request.
+ * Repeating it is harmless (the entry is kept, no second event).
  */
 export function runUnsubscribe(deps: UnsubscribeDeps, token: string, via: 'one-click' | 'link'): boolean {
   const info = inspectUnsubscribe(deps, token);
@@ -34,14 +36,18 @@ export function runUnsubscribe(deps: UnsubscribeDeps, token: string, via: 'one-c
   deps.store.transaction(() => {
     const added = deps.suppressions.addFromEvent(info.account.id, info.recipient, source, null, now);
     if (added) {
+      const sent = deps.store.findSentTo(info.account.id, info.messageId, info.recipient);
       deps.store.insertEvent(
         info.account.id,
         'unsubscribed',
         {
+          ...(sent?.from_email ? { email: sent.from_email } : {}),
           customer_handle: info.account.handle,
           timestamp: Math.floor(now / 1000),
           event: 'unsubscribed',
           request_id: info.messageId,
+          ...(sent ? { smtp_id: `<${sent.message_id}>` } : {}),
+          ...(sent?.campaign_id ? { campaign_id: sent.campaign_id } : {}),
           recipients: [info.recipient],
         },
         now,

@@ -1,9 +1,11 @@
 // Owns the accepted-message record every entry point hands the queue's one door (REST, submission, MX relay, DSN):
 // one variant per message kind, and the one mapping from a record to the stored message row.
 import type { MessageKind, NewMessage } from '../../storage/queue.js';
+import type { NewTrackedMessage } from '../../storage/tracking.js';
+import type { SpamDisposition, VirusDisposition } from '../../storage/smtp-log.js';
 
 /** Row fields the door itself fills in (account id from the record's account, timestamps from its clock). */
-type DoorFields = 'accountId' | 'kind' | 'createdAt' | 'expiresAt' | 'verdicts';
+type DoorFields = 'accountId' | 'kind' | 'createdAt' | 'expiresAt' | 'verdicts' | 'tracking' | 'size';
 
 /** What every accepted message has: the send's request id, its Message-ID, the bytes and the envelope recipients. */
 type Envelope = Pick<NewMessage, 'sendRequestId' | 'messageId' | 'raw'> & {
@@ -22,6 +24,22 @@ export type AcceptedOutbound = Omit<NewMessage, DoorFields> &
     account: { id: number };
     /** Recipients refused before sending (suppression): no delivery attempt, a `dropped` event. */
     dropped?: ReadonlyMap<string, { status: string; reason: string }>;
+    /**
+     * Engagement features of a REST send (storage/tracking.ts TRACK_* bits), and what its open and click tokens
+     * name (stored with the message, in the same transaction). Absent: none (SMTP submission).
+     */
+    engagement?: {
+      flags: number;
+      tokens?: Pick<NewTrackedMessage, 'key' | 'links' | 'clickHost' | 'openHost' | 'custom'>;
+    };
+    /** The outbound scan: its grades go into every log row of the message, its verdict record (JSON) with it. */
+    scan?: { spam: SpamDisposition; virus: VirusDisposition; verdicts: string };
+    /**
+     * The message was refused (CONFIRMED spam or virus, a blocked sender identity): it is recorded so the log search
+     * finds the attempt — each recipient a `dropped` delivery whose log row carries the refusal — and nothing else
+     * happens: no delivery, no event, no usage, and its body is not kept.
+     */
+    refusal?: { code: number; status: string; reason: string };
   };
 
 /**
@@ -70,8 +88,9 @@ export function messageRow(m: AcceptedMessage, now: number, lifetimeMs: number):
   const envelope = { sendRequestId: m.sendRequestId, messageId: m.messageId, raw: m.raw };
   switch (m.kind) {
     case 'outbound': {
-      const { account, recipients: _recipients, dropped: _dropped, ...row } = m;
-      return { ...row, accountId: account.id, verdicts: null, ...times };
+      const { account, recipients: _recipients, dropped: _dropped, engagement, scan, refusal, ...row } = m;
+      const kept = refusal ? { raw: Buffer.alloc(0), size: m.raw.length } : {};
+      return { ...row, ...kept, accountId: account.id, verdicts: scan?.verdicts ?? null, tracking: engagement?.flags ?? 0, ...times };
     }
     case 'relay':
       return { ...SYSTEM_MAIL, ...envelope, kind: 'relay', mailFrom: m.mailFrom, verdicts: m.verdicts, ...times };

@@ -7,15 +7,13 @@ import type { SuppressionStore } from '../../storage/suppressions.js';
 import { bounceClass, type Metrics } from '../metrics.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { createCommitBatcher } from './commit-batcher.js';
-import { eventPayload, type EventMessage } from './events.js';
+import { deliveredDelta, eventPayload, type EventMessage } from './events.js';
 import { nextAttempt } from './retry-schedule.js';
 
 export interface EnqueuedMessage {
   messageRowId: number;
   deliveryIds: number[];
   queuedAt: number;
-  /** Outbound recipients queued for delivery (not dropped): each has an SMTP log row with its scan dispositions. */
-  scanned: number;
 }
 
 /** The outcome of one attempt at one delivery, as the worker reports it. */
@@ -35,6 +33,18 @@ export interface PermanentFailure {
   host: string | null;
 }
 
+/** What `record()` wrote for one outcome: the final outcome (a deferral past the queue lifetime is a bounce). */
+export interface RecordedAttempt {
+  outcome: AttemptRecord['outcome'];
+  code: number | null;
+  status: string | null;
+  response: string;
+  /** When the deferred delivery is tried next; null once final. */
+  nextAttemptAt: number | null;
+  /** The queue lifetime ran out on this attempt (RFC 3463 5.4.7). */
+  expired: boolean;
+}
+
 /**
  * Called once per message whose deliveries ended in permanent failure within one `record()` call (so a DSN covers
  * every recipient that failed together, as Postfix's bounce daemon does). Runs inside the transaction that records
@@ -52,8 +62,13 @@ export interface QueueDeps {
   lifetimeMs: number;
   random?: () => number;
   onPermanentFailure?: PermanentFailureHook;
-  /** Commit latency, attempt outcomes and scan dispositions are counted here, where they happen. */
+  /** Commit latency and attempt outcomes are counted here, where they happen. */
   metrics?: Metrics;
+  /**
+   * Told, after they are committed, of the messages with permanently failed recipients (alert monitors judge them:
+   * invalid recipients, rejections by destination). Must not throw; it cannot undo the commit.
+   */
+  afterPermanentFailures?: (failed: { message: MessageRow; failures: PermanentFailure[] }[]) => void;
 }
 
 function domainOf(address: string): string {
@@ -91,19 +106,34 @@ export function createQueue(deps: QueueDeps) {
 
   /**
    * Stores one accepted message: its row (the record's one mapping, `messageRow`), one delivery per recipient
-   * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows, its `processed` / `dropped` events and
-   * one unit of the account's monthly usage. Call inside the batcher's transaction.
+   * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows (with the scan's dispositions), its
+   * `processed` / `dropped` events and one unit of the account's monthly usage. A refused outbound message gets only
+   * its rows: dropped deliveries whose log rows carry the refusal. Call inside the batcher's transaction.
    */
   function acceptOne(m: AcceptedMessage, now: number): EnqueuedMessage {
     const row = messageRow(m, now, deps.lifetimeMs);
     const messageRowId = store.insertMessage(row);
     // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
     const sender = m.kind === 'outbound' ? m : undefined;
+    const tokens = sender?.engagement?.tokens;
+    if (sender && tokens) {
+      store.insertTracked({
+        ...tokens,
+        accountId: sender.account.id,
+        requestId: row.sendRequestId,
+        messageId: row.messageId,
+        fromEmail: row.fromEmail,
+        campaignId: row.campaignId,
+        recipients: m.recipients,
+        createdAt: now,
+      });
+    }
     const ev = sender ? eventMessage({ ...row, accountId: sender.account.id }) : undefined;
     const deliveryIds: number[] = [];
     const live: string[] = [];
+    const refusal = sender?.refusal;
     for (const rcpt of m.recipients) {
-      const drop = sender?.dropped?.get(rcpt);
+      const drop = refusal ? { status: refusal.status, reason: refusal.reason } : sender?.dropped?.get(rcpt);
       const id = store.insertDelivery({
         messageId: messageRowId,
         rcpt,
@@ -128,11 +158,18 @@ export function createQueue(deps: QueueDeps) {
           upstream_hostname: row.upstreamHostname,
           sender_id: row.senderId,
           subject: row.subject,
-          size: row.raw.length,
+          size: row.size ?? row.raw.length,
+          spam_disposition: sender.scan?.spam ?? 'UNKNOWN',
+          virus_disposition: sender.scan?.virus ?? 'UNKNOWN',
           created_at: now,
         });
-        if (drop) smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+        if (refusal) {
+          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: refusal.code, rspmsg: `${refusal.status} ${refusal.reason}`, delivered: false, updated_at: now });
+        } else if (drop) {
+          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+        }
       }
+      if (refusal) continue;
       if (drop && ev && sender) {
         store.insertEvent(sender.account.id, 'dropped', eventPayload('dropped', ev, now, { recipients: [rcpt], ...drop }), now);
       } else if (!drop) {
@@ -142,12 +179,12 @@ export function createQueue(deps: QueueDeps) {
     if (ev && sender && live.length > 0) {
       store.insertEvent(sender.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
     }
-    if (sender) store.addUsage(sender.account.id, usagePeriod(now), 1);
-    return { messageRowId, deliveryIds, queuedAt: now, scanned: sender ? live.length : 0 };
+    if (sender && !refusal) store.addUsage(sender.account.id, usagePeriod(now), 1);
+    return { messageRowId, deliveryIds, queuedAt: now };
   }
 
-  /** Records one outcome; returns the failure when it ended permanently. */
-  function recordOne(o: AttemptOutcome, now: number, tally?: AttemptLabels[]): PermanentFailure | undefined {
+  /** Records one outcome; returns what was recorded and the failure when it ended permanently. */
+  function recordOne(o: AttemptOutcome, now: number, tally?: AttemptLabels[]): { recorded: RecordedAttempt; failure?: PermanentFailure } {
     const { delivery, message } = o;
     let state: DeliveryRow['state'];
     let next = delivery.next_attempt_at;
@@ -202,16 +239,29 @@ export function createQueue(deps: QueueDeps) {
         outcome === 'delivered'
           ? { recipients: [delivery.rcpt] }
           : { recipients: [delivery.rcpt], status: status ?? String(code ?? ''), reason: response };
-      store.insertEvent(message.account_id as number, kind, eventPayload(kind, ev, now, extra), now);
+      // A delivery of a tracked message also counts in the *_tracking_delivered figures (api.md §2.5).
+      const counters =
+        outcome === 'delivered' && message.tracking !== 0
+          ? deliveredDelta(message.tracking, store.markTrackedDelivered(message.message_id, now))
+          : {};
+      store.insertEvent(message.account_id as number, kind, eventPayload(kind, ev, now, extra), now, counters);
     }
+    const recorded: RecordedAttempt = {
+      outcome,
+      code,
+      status,
+      response,
+      nextAttemptAt: state === 'queued' ? next : null,
+      expired: outcome !== o.outcome,
+    };
     if (outcome === 'bounced') {
       // Only recipient-class failures (5.1.x, 5.2.1) suppress; an expiry or a policy block never does.
       if (o.suppress && status !== '5.4.7' && message.account_id !== null && message.kind === 'outbound') {
         deps.suppressions.addFromEvent(message.account_id, delivery.rcpt, 'hard_bounce', message.mail_from || null, now);
       }
-      return { delivery, code, status, response, host: o.host };
+      return { recorded, failure: { delivery, code, status, response, host: o.host } };
     }
-    return undefined;
+    return { recorded };
   }
 
   return {
@@ -224,26 +274,23 @@ export function createQueue(deps: QueueDeps) {
     async accept(messages: AcceptedMessage[]): Promise<EnqueuedMessage[]> {
       const now = deps.now();
       const out = await batcher.run(() => messages.map((m) => acceptOne(m, now)));
-      // Counted after the commit: the dispositions each live outbound recipient's log row records (UNKNOWN until
-      // outbound scanning sets them).
-      const scanned = out.reduce((n, e) => n + e.scanned, 0);
-      if (scanned > 0 && deps.metrics) {
-        deps.metrics.outboundScanDispositions.inc({ scanner: 'spam', disposition: 'unknown' }, scanned);
-        deps.metrics.outboundScanDispositions.inc({ scanner: 'virus', disposition: 'unknown' }, scanned);
-      }
       wakeListener?.();
       return out;
     },
 
-    /** Durably records attempt outcomes (one savepoint for the group). */
-    async record(outcomes: AttemptOutcome[]): Promise<void> {
+    /** Durably records attempt outcomes (one savepoint for the group); resolves with what was recorded, in order. */
+    async record(outcomes: AttemptOutcome[]): Promise<RecordedAttempt[]> {
       const now = deps.now();
       const tally: AttemptLabels[] = [];
-      const queuedDsn = await batcher.run(() => {
+      const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
+      const { queued: queuedDsn, recorded } = await batcher.run(() => {
+        failed.clear();
         tally.length = 0;
-        const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
+        const recorded: RecordedAttempt[] = [];
         for (const o of outcomes) {
-          const f = recordOne(o, now, tally);
+          const r = recordOne(o, now, tally);
+          recorded.push(r.recorded);
+          const f = r.failure;
           if (!f) continue;
           const entry = failed.get(o.message.id) ?? { message: o.message, failures: [] };
           entry.failures.push(f);
@@ -257,10 +304,12 @@ export function createQueue(deps: QueueDeps) {
             queued++;
           }
         }
-        return queued;
+        return { queued, recorded };
       });
       for (const labels of tally) deps.metrics?.deliveryAttempts.inc(labels);
       if (queuedDsn > 0) wakeListener?.();
+      if (failed.size > 0) deps.afterPermanentFailures?.([...failed.values()]);
+      return recorded;
     },
 
     /** The worker registers here to be woken when new mail is queued. */

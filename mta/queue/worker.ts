@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
-import type { AttemptOutcome, Queue } from './queue.js';
+import type { AttemptOutcome, Queue, RecordedAttempt } from './queue.js';
 import { classifyRouteFailure, type RouteFailure } from '../delivery/bounce-rules.js';
 import type { Router } from '../delivery/router.js';
 import type { DeliveryResult, SmtpClient } from '../delivery/smtp-client.js';
@@ -70,6 +70,40 @@ export function outcomesOf(message: MessageRow, deliveries: readonly DeliveryRow
 }
 
 /**
+ * How loud an attempt's log line is: delivered is info; a deferral, and a bounce a remote server gave (its 5xx),
+ * warn; a bounce of our own making — the queue lifetime ran out, or no server was ever reached (null MX, no such
+ * domain, our own error) — error, since no remote reply explains it.
+ */
+export function attemptLevel(o: AttemptOutcome, r: RecordedAttempt): 'info' | 'warn' | 'error' {
+  if (r.outcome === 'delivered') return 'info';
+  if (r.outcome === 'deferred') return 'warn';
+  return r.expired || o.code === null ? 'error' : 'warn';
+}
+
+/**
+ * One line per recipient per attempt, as Postfix's `status=` lines: the queue id (`250 … queued as`), the relay
+ * host that answered, its reply and what happens next.
+ */
+function logAttempt(log: Logger, o: AttemptOutcome, r: RecordedAttempt): void {
+  log[attemptLevel(o, r)](
+    {
+      queueId: o.message.request_id,
+      messageId: o.message.message_id,
+      deliveryId: o.delivery.id,
+      rcpt: o.delivery.rcpt,
+      relay: o.host,
+      attempt: o.delivery.attempts,
+      outcome: r.outcome,
+      code: r.code,
+      status: r.status,
+      response: r.response,
+      ...(r.nextAttemptAt !== null ? { next_attempt_at: new Date(r.nextAttemptAt).toISOString() } : {}),
+    },
+    'delivery attempt',
+  );
+}
+
+/**
  * Creates the worker. `runOnce()` (tests and the CLI) claims what is due now, delivers it and resolves when every
  * outcome is durable; `start()` runs the same continuously, sleeping until the next due attempt or a wake-up.
  */
@@ -126,13 +160,8 @@ export function createQueueWorker(deps: WorkerDeps) {
       end = { kind: 'local-error' };
     }
     const outcomes = outcomesOf(g.message, g.deliveries, end);
-    await deps.queue.record(outcomes);
-    for (const o of outcomes) {
-      log.info(
-        { messageId: g.message.message_id, deliveryId: o.delivery.id, rcpt: o.delivery.rcpt, outcome: o.outcome, code: o.code, status: o.status },
-        'delivery attempt',
-      );
-    }
+    const recorded = await deps.queue.record(outcomes);
+    outcomes.forEach((o, i) => logAttempt(log, o, recorded[i] as RecordedAttempt));
   }
 
   function launch(groups: Group[]): Promise<void>[] {

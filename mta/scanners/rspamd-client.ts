@@ -15,6 +15,8 @@ export interface RspamdMessage {
   mailFrom: string;
   rcptTo: string[];
   queueId?: string;
+  /** The authenticated sender of outbound mail: rspamd's `User` header marks the message as outbound (submitted). */
+  user?: string;
 }
 
 export interface RspamdClient {
@@ -28,7 +30,7 @@ const clean = (s: string) => s.replace(/[\r\n]/g, '');
 /**
  * A client for the rspamd worker at `url` (e.g. `http://127.0.0.1:11333`; `/checkv2` is appended). Each check has a
  * deadline of `timeoutMs` for the whole exchange. The envelope goes in rspamd's request headers: `IP`, `Helo`,
- * `From`, one `Rcpt` per recipient, `Queue-Id`.
+ * `From`, one `Rcpt` per recipient, `Queue-Id`, and for outbound mail `User`.
  */
 export function createRspamdClient(opts: { url: string; timeoutMs: number }): RspamdClient {
   const endpoint = new URL(`${opts.url.replace(/\/+$/, '')}/checkv2`);
@@ -51,6 +53,7 @@ export function createRspamdClient(opts: { url: string; timeoutMs: number }): Rs
           Rcpt: msg.rcptTo.map(clean),
         };
         if (msg.queueId) headers['Queue-Id'] = clean(msg.queueId);
+        if (msg.user) headers.User = clean(msg.user);
         const req = transport.request(endpoint, { method: 'POST', headers }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));

@@ -2,7 +2,7 @@
 // the reach-ins into smtp-server's connection internals it installs live in mta/smtp/smtp-server-seam.ts.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
-import { formatHostPort, type HostPort } from '../../config/keys.js';
+import type { HostPort } from '../../config/keys.js';
 import { replyClass, type Metrics } from '../metrics.js';
 import { installSmtpServerSeam, seamOptions } from './smtp-server-seam.js';
 
@@ -11,6 +11,11 @@ export interface SmtpListener {
   /** The bound address (actual port when 0 was asked for). */
   address(): HostPort;
   listening(): boolean;
+  /**
+   * Changes what new sessions get: the certificate pair (sessions already in TLS keep theirs; smtp-server rebuilds
+   * its secure context) and the SIZE advertised and enforced by smtp-server (RFC 1870).
+   */
+  update(change: { tls?: { cert: string; key: string }; size?: number }): void;
   close(): Promise<void>;
 }
 
@@ -23,7 +28,10 @@ export interface ListenerExtras {
   metrics?: Metrics;
 }
 
-/** Starts `options` on `listen`; resolves once bound, rejects on a bind error (port in use, no permission). */
+/**
+ * Starts `options` on `listen`; resolves once bound, rejects with the bind error itself (an errno error: port in
+ * use, no permission), which the composition root turns into a message naming the key.
+ */
 export function startSmtpListener(name: string, listen: HostPort, options: SMTPServerOptions, extras: ListenerExtras = {}): Promise<SmtpListener> {
   installSmtpServerSeam();
   const server = new SMTPServer({
@@ -40,10 +48,13 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
     ),
   });
   return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(new Error(`${name}: cannot listen on ${formatHostPort(listen)}: ${err.message}`));
-    server.server.once('error', onError);
+    // smtp-server re-emits its net.Server's errors on itself: a bind error (EADDRINUSE, EACCES) with no listener
+    // there is an unhandled 'error' event that kills the process with a stack trace. Catch it on the SMTPServer and
+    // reject with the errno error, for the caller to name the configuration key.
+    const onError = (err: Error) => reject(err);
+    server.once('error', onError);
     server.listen(listen.port, listen.host, () => {
-      server.server.off('error', onError);
+      server.off('error', onError);
       // After start, socket-level errors (resets, TLS failures) are per-connection; keep the listener alive.
       server.on('error', () => {});
       let open = true;
@@ -54,6 +65,10 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
           return { host: a.address, port: a.port };
         },
         listening: () => open && server.server.listening,
+        update(change) {
+          if (change.tls) server.updateSecureContext({ cert: change.tls.cert, key: change.tls.key });
+          if (change.size !== undefined) server.options.size = change.size;
+        },
         close: () =>
           new Promise<void>((done) => {
             open = false;

@@ -5,7 +5,7 @@ import type { SMTPServerAddress, SMTPServerOptions } from 'smtp-server';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
 
@@ -33,7 +33,11 @@ export interface MxPolicy {
   tls: TlsPair;
   /** storage/inbound-domains.ts `findServedDomain`: a provisioned domain or an alias of one. */
   findServedDomain: ServedDomainLookup;
-  /** `smtp.mx.max_message_bytes`: advertised with SIZE (RFC 1870) and enforced at MAIL and after DATA. */
+  /**
+   * `smtp.mx.max_message_bytes`: advertised with SIZE (RFC 1870) and enforced at MAIL and after DATA. This and the
+   * two structure limits are read at each DATA, so a reload that sets them on this object applies to the next
+   * message (the listener's advertised SIZE is set with SmtpListener.update).
+   */
   maxMessageBytes: number;
   /** Recipients per transaction (default 100: RFC 5321 §4.5.3.1.8 minimum buffer). */
   maxRecipients?: number;
@@ -126,11 +130,12 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     maxConnections: policy.maxConnections ?? MX_DEFAULTS.maxConnections,
     maxHops: policy.maxHops ?? MX_DEFAULTS.maxHops,
   };
-  const maxBytes = policy.maxMessageBytes;
-  const structure = {
+  // Read at each DATA, not once: a reload (SIGHUP) that changes them on `policy` applies to the next message.
+  const dataLimits = () => ({
+    maxBytes: policy.maxMessageBytes,
     maxHeaderBytes: policy.maxHeaderBytes ?? STRUCTURE_LIMITS.maxHeaderBytes,
     maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
-  };
+  });
   const now = policy.now ?? Date.now;
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'mx' });
   // Loopback is exempt from the per-IP cap (still under the global one), as Postfix exempts $mynetworks by default
@@ -156,7 +161,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     authOptional: true,
     // RFC 1870: advertised as `SIZE <n>`; a larger SIZE= at MAIL gets smtp-server's 552; an undeclared oversize is
     // refused by our guard after the final dot (rejectOversized stays off so the reply carries 5.3.4).
-    size: maxBytes,
+    size: policy.maxMessageBytes,
     // Reverse DNS would block the greeting on an uncontrolled resolver; the Received field records the IP literal.
     disableReverseLookup: true,
     socketTimeout: policy.idleTimeoutMs ?? MX_DEFAULTS.idleTimeoutMs,
@@ -180,15 +185,16 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
         const rcpts = session.envelope.rcptTo;
         const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
         // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
-        if (!repeat && rcpts.length >= limits.maxRecipients) return answer(callback, REPLY.tooManyRecipients);
+        const refuse = (reply: SmtpReply, reason: string) => {
+          logRcptRefused(log, session, address.address, reply, reason);
+          answer(callback, reply);
+        };
+        if (!repeat && rcpts.length >= limits.maxRecipients) return refuse(REPLY.tooManyRecipients, 'too-many-recipients');
         const decision = classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
-        if (!decision.ok) {
-          log.debug({ sessionId: session.id, code: decision.reply.code }, 'recipient refused');
-          return answer(callback, decision.reply);
-        }
+        if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'relay-denied');
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
         const refused = policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address });
-        if (refused) return answer(callback, refused);
+        if (refused) return refuse(refused, 'list-refused');
         normalised.set(address, decision.address);
         answer(callback);
       } catch (err) {
@@ -199,7 +205,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
-      runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
+      runDataStage(stream, session, callback, { ...dataLimits(), minRate, log }, async (raw) => {
         // RFC 5321 §6.3: a message that has passed through too many hosts is looping; 5.4.6 routing loop detected.
         const hops = countReceived(raw);
         if (hops > limits.maxHops) {

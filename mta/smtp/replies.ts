@@ -102,6 +102,13 @@ export const REPLY = Object.freeze({
     reply(451, '4.4.3', `cannot verify that From domain ${domain} may be used by this account now, try again later`),
   /** Submission: Domain Lockdown refuses a From domain for this account. */
   fromDomainNotAuthorized: (domain: string) => reply(550, '5.7.1', `From domain ${domain} is not authorized for this account`),
+  /**
+   * Submission: abuse control refused the message — CONFIRMED spam or virus, or a blocked sender identity — with
+   * the refusal's own text (mta/outbound/screening.ts, the same as REST's 403); nothing queued.
+   */
+  outboundRefused: (reason: string) => reply(550, '5.7.1', reason),
+  /** Submission: a content scanner (rspamd, clamd) is down and `filters.on_scanner_error = tempfail`; nothing queued. */
+  contentScannerDown: reply(451, '4.7.1', 'Content scanner unavailable, try again later'),
   /** Submission: the queue commit failed, nothing was accepted (ARCHITECTURE invariant 1). */
   notQueued: reply(451, '4.3.0', 'could not queue the message; nothing was accepted, try again'),
 });

@@ -133,3 +133,15 @@ export function runDataStage(
     answer(once, REPLY.tempfail);
   });
 }
+
+/**
+ * The log line of a refused RCPT (Postfix's `NOQUEUE: reject: RCPT from …`): the client, the recipient and the reply
+ * with its reason, at info — a refusal is the listener doing its job, not a fault.
+ */
+export function logRcptRefused(log: Logger, session: SMTPServerSession, rcpt: string, reply: SmtpReply, reason: string): void {
+  const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+  log.info(
+    { sessionId: session.id, ip: session.remoteAddress, mailFrom, rcpt, reason, reply: `${reply.code} ${reply.status} ${reply.message}` },
+    'recipient refused',
+  );
+}

@@ -7,7 +7,7 @@ import type { AccountRow } from '../../storage/accounts.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
-import { MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer, toSmtpServerError, wireText } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
 
@@ -55,7 +55,11 @@ export interface SubmissionPolicy {
    * local app that cannot do STARTTLS). Everyone else must use TLS first. Default false.
    */
   allowInsecureLoopbackAuth?: boolean;
-  /** `smtp.submission.max_message_bytes`: SIZE (RFC 1870) and the DATA cap (552 5.3.4). */
+  /**
+   * `smtp.submission.max_message_bytes`: SIZE (RFC 1870) and the DATA cap (552 5.3.4). This, the structure limits
+   * and maxConnectionsPerIp are read per message or session, so a reload that sets them on this object applies to
+   * the next one (the listener's advertised SIZE is set with SmtpListener.update).
+   */
   maxMessageBytes?: number;
   /** Recipients per message (452 4.5.3 beyond; default 100, RFC 5321 §4.5.3.1.8). */
   maxRecipients?: number;
@@ -136,18 +140,22 @@ export function classifySubmissionRecipient(rcpt: string, smtpUtf8: boolean): { 
  *   ends mid-DATA never reaches `onMessage`, so nothing is queued. A Received field (RFC 5321 §4.4) is handed on.
  */
 export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
-  const maxBytes = policy.maxMessageBytes ?? SUBMISSION_DEFAULTS.maxMessageBytes;
   const maxRcpt = policy.maxRecipients ?? SUBMISSION_DEFAULTS.maxRecipients;
-  const structure = {
+  // Read at each DATA (and each connect, for the per-address cap), not once: a reload (SIGHUP) that changes them on
+  // `policy` applies to the next message or session.
+  const dataLimits = () => ({
+    maxBytes: policy.maxMessageBytes ?? SUBMISSION_DEFAULTS.maxMessageBytes,
     maxHeaderBytes: policy.maxHeaderBytes ?? STRUCTURE_LIMITS.maxHeaderBytes,
     maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
-  };
+  });
   const now = policy.now ?? Date.now;
   const failures = policy.authFailures ?? createAuthFailureCounter(now);
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'submission' });
   const caps = createConnectionCaps({
     hostname: policy.hostname,
-    maxPerIp: policy.maxConnectionsPerIp ?? SUBMISSION_DEFAULTS.maxConnectionsPerIp,
+    get maxPerIp() {
+      return policy.maxConnectionsPerIp ?? SUBMISSION_DEFAULTS.maxConnectionsPerIp;
+    },
     maxTotal: policy.maxConnections ?? SUBMISSION_DEFAULTS.maxConnections,
   });
   // May this session AUTH now? Over TLS always; in plaintext only from loopback when the operator allowed it.
@@ -171,7 +179,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
     authOptional: false,
     // smtp-server's own 530 to a command before AUTH: the same text as ours.
     authRequiredMessage: wireText(REPLY.authRequired),
-    size: maxBytes,
+    size: dataLimits().maxBytes,
     // Reverse DNS would block the greeting on an uncontrolled resolver; upstream_hostname is the EHLO name.
     disableReverseLookup: true,
     socketTimeout: policy.idleTimeoutMs ?? SUBMISSION_DEFAULTS.idleTimeoutMs,
@@ -216,7 +224,8 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         if (!account || account.enabled !== 1) {
           failures.record(ipKey);
           failures.record(userKey);
-          log.info({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
+          // warn: a run of these is someone guessing passwords (the counter above closes them out).
+          log.warn({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
           return refuse(REPLY.authInvalid);
         }
         sessions.set(session.id, account);
@@ -254,31 +263,42 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       const rcpts = session.envelope.rcptTo;
       const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
       // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
-      if (!repeat && rcpts.length >= maxRcpt) return answer(callback, REPLY.tooManyRecipients);
+      const refuse = (reply: SmtpReply, reason: string) => {
+        logRcptRefused(log, session, address.address, reply, reason);
+        answer(callback, reply);
+      };
+      if (!repeat && rcpts.length >= maxRcpt) return refuse(REPLY.tooManyRecipients, 'too-many-recipients');
       const decision = classifySubmissionRecipient(address.address, session.envelope.smtpUtf8 === true);
-      if (!decision.ok) return answer(callback, decision.reply);
+      if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'bad-address');
       normalised.set(address, decision.address);
       answer(callback);
     },
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
-      runDataStage(stream, session, callback, { maxBytes, ...structure, minRate, log }, async (raw) => {
+      runDataStage(stream, session, callback, { ...dataLimits(), minRate, log }, async (raw) => {
         const account = sessions.get(session.id);
         if (!account) return REPLY.authRequired;
         if (!policy.onMessage) return REPLY.submissionUnavailable;
         // Recipients are unique by construction; a repeat RCPT leaves two entries in smtp-server's list.
         const rcptTo = [...new Set(session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address))];
-        return policy.onMessage({
+        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+        const reply = await policy.onMessage({
           account,
           username: account.handle,
-          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          mailFrom,
           rcptTo,
           clientIp: session.remoteAddress,
           clientName: session.hostNameAppearsAs || '',
           trace: receivedFor(session, policy.hostname, rcptTo, now()),
           raw,
         });
+        // One line per submitted message, accepted or not (the 250 carries the queue id: `queued as <id>`).
+        log.info(
+          { sessionId: session.id, ip: session.remoteAddress, account: account.handle, mailFrom, rcptTo, size: raw.length, reply: `${reply.code} ${reply.status} ${reply.message}` },
+          reply.code < 300 ? 'message submitted' : 'message refused',
+        );
+        return reply;
       });
     },
   };

@@ -1,42 +1,236 @@
-// Owns the TLS certificate pair used by the SMTP listeners: the configured files, or a self-signed pair in data_dir.
+// Owns the TLS certificate pair of the SMTP listeners: which one applies (configured files or a self-signed pair in
+// data_dir), reading and checking it, and noticing when it changes on disk.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import tls from 'node:tls';
+import type { Logger } from 'pino';
 import { generate } from 'selfsigned';
+import { ConfigError } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 
 export interface TlsPair {
   cert: string;
   key: string;
   /** Where the pair came from, for the start-up log. */
-  source: 'config' | 'generated' | 'data_dir';
+  source: 'config' | 'generated' | 'data_dir' | 'acme';
+}
+
+/** What the log says about a certificate. */
+export interface CertInfo {
+  /** SHA-256 fingerprint, colon-separated hex (as openssl prints it). */
+  fingerprint: string;
+  /** DNS names of the subjectAltName. */
+  names: string[];
+  notAfter: number;
+}
+
+/** The self-signed pair's files in data_dir. */
+function selfSignedFiles(dataDir: string) {
+  const dir = path.join(dataDir, 'tls');
+  return { dir, cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
 }
 
 /**
- * Reads smtp.tls.cert/key when configured; otherwise loads data_dir/tls/{cert,key}.pem, generating a self-signed
- * pair for smtp.hostname on first use (written 0600, so a restart keeps the same certificate).
+ * Where ACME (mta/jobs/acme.ts) keeps its state in data_dir: the account key and the current certificate and key.
+ * Any process of the data_dir reads the pair from here, so a certificate the api process renews reaches the SMTP
+ * listeners of another process at their next check.
  */
-export async function loadTlsPair(config: Config): Promise<TlsPair> {
-  if (config.smtp.tls.cert && config.smtp.tls.key) {
-    return {
-      cert: fs.readFileSync(config.smtp.tls.cert, 'utf8'),
-      key: fs.readFileSync(config.smtp.tls.key, 'utf8'),
-      source: 'config',
-    };
+export function acmeFiles(dataDir: string) {
+  const dir = path.join(dataDir, 'acme');
+  return { dir, accountKey: path.join(dir, 'account-key.pem'), cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
+}
+
+/** One line for a file that cannot be read: the cause in words and its errno code. */
+function fileProblem(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'ENOENT':
+      return 'no such file (ENOENT)';
+    case 'EACCES':
+      return 'permission denied (EACCES): it must be readable by the user Sluice runs as';
+    case 'EISDIR':
+      return 'is a directory (EISDIR)';
+    default:
+      return `${err.message}${err.code ? ` (${err.code})` : ''}`;
   }
-  const dir = path.join(config.dataDir, 'tls');
-  const certFile = path.join(dir, 'cert.pem');
-  const keyFile = path.join(dir, 'key.pem');
-  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
-    return { cert: fs.readFileSync(certFile, 'utf8'), key: fs.readFileSync(keyFile, 'utf8'), source: 'data_dir' };
+}
+
+/** Parses a PEM certificate (the first of a chain) for the log. */
+export function certInfo(pem: string): CertInfo {
+  const x = new crypto.X509Certificate(pem);
+  const names = (x.subjectAltName ?? '')
+    .split(', ')
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4));
+  return { fingerprint: x.fingerprint256, names, notAfter: Date.parse(x.validTo) };
+}
+
+/**
+ * Reads and checks a certificate chain and its private key, each error naming its key and path
+ * (`smtp.tls.cert /etc/x.pem: no such file (ENOENT)`): both files readable, the certificate PEM, the key a PEM
+ * private key that belongs to it, and Node able to build a TLS context from them.
+ */
+export function readTlsFiles(
+  certFile: string,
+  keyFile: string,
+  source: TlsPair['source'],
+  names: { cert: string; key: string } = { cert: 'smtp.tls.cert', key: 'smtp.tls.key' },
+): TlsPair {
+  const read = (name: string, file: string) => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`${name} ${file}`, fileProblem(err as NodeJS.ErrnoException));
+    }
+  };
+  const cert = read(names.cert, certFile);
+  const key = read(names.key, keyFile);
+  let x509: crypto.X509Certificate;
+  try {
+    x509 = new crypto.X509Certificate(cert);
+  } catch (err) {
+    throw new ConfigError(`${names.cert} ${certFile}`, `not a PEM certificate: ${(err as Error).message}`);
   }
+  let privateKey: crypto.KeyObject;
+  try {
+    privateKey = crypto.createPrivateKey(key);
+  } catch (err) {
+    throw new ConfigError(`${names.key} ${keyFile}`, `not a PEM private key: ${(err as Error).message}`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new ConfigError(`${names.key} ${keyFile}`, `does not belong to the certificate in ${names.cert} ${certFile}`);
+  }
+  try {
+    tls.createSecureContext({ cert, key });
+  } catch (err) {
+    throw new ConfigError(`${names.cert} ${certFile}`, `unusable for TLS: ${(err as Error).message}`);
+  }
+  return { cert, key, source };
+}
+
+/** `sluice config check`: the configured certificate files exist, parse and match (nothing to check otherwise). */
+export function checkTlsFiles(config: Config): void {
+  const { cert, key } = config.smtp.tls;
+  if (cert !== undefined && key !== undefined) readTlsFiles(cert, key, 'config');
+}
+
+/** The self-signed pair of data_dir/tls, generated for smtp.hostname on first use (0600 key, kept across restarts). */
+async function selfSigned(config: Config): Promise<TlsPair> {
+  const f = selfSignedFiles(config.dataDir);
+  if (fs.existsSync(f.cert) && fs.existsSync(f.key)) return readTlsFiles(f.cert, f.key, 'data_dir', { cert: 'data_dir', key: 'data_dir' });
   const pems = await generate([{ name: 'commonName', value: config.smtp.hostname }], {
     keySize: 2048,
     notAfterDate: new Date(Date.now() + 3650 * 86_400_000),
     algorithm: 'sha256',
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: config.smtp.hostname }] }],
   });
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  fs.writeFileSync(keyFile, pems.private, { mode: 0o600 });
-  fs.writeFileSync(certFile, pems.cert, { mode: 0o644 });
+  fs.mkdirSync(f.dir, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(f.key, pems.private, { mode: 0o600 });
+  fs.writeFileSync(f.cert, pems.cert, { mode: 0o644 });
   return { cert: pems.cert, key: pems.private, source: 'generated' };
+}
+
+/** With ACME on, its pair once issued (until then the self-signed one serves). */
+function acmePair(config: Config): { cert: string; key: string } | undefined {
+  if (config.acme.directoryUrl === undefined) return undefined;
+  const f = acmeFiles(config.dataDir);
+  return fs.existsSync(f.cert) && fs.existsSync(f.key) ? f : undefined;
+}
+
+/**
+ * The pair that applies under `config`: smtp.tls.cert/key when set; else ACME's when it has issued one; else the
+ * self-signed pair in data_dir/tls.
+ */
+export async function loadTlsPair(config: Config): Promise<TlsPair> {
+  const { cert, key } = config.smtp.tls;
+  if (cert !== undefined && key !== undefined) return readTlsFiles(cert, key, 'config');
+  const acme = acmePair(config);
+  if (acme) return readTlsFiles(acme.cert, acme.key, 'acme', { cert: 'acme certificate', key: 'acme key' });
+  return selfSigned(config);
+}
+
+/** A stamp of the files a pair was read from: a change in any of them means "read again". */
+function stampOf(config: Config): string {
+  const { cert, key } = config.smtp.tls;
+  const acme = config.acme.directoryUrl === undefined ? undefined : acmeFiles(config.dataDir);
+  const files = cert !== undefined && key !== undefined ? [cert, key] : acme ? [acme.cert, acme.key] : [];
+  return files
+    .map((f) => {
+      try {
+        const st = fs.statSync(f);
+        return `${f}:${st.ino}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        return `${f}:missing`;
+      }
+    })
+    .join('|');
+}
+
+export interface TlsSource {
+  /** The pair the listeners present now. */
+  current(): TlsPair;
+  /**
+   * Reads the pair again if its files (or, after a reload, the configuration naming them) changed; on a change the
+   * listeners get it for every new TLS session (open sessions keep theirs). A pair that fails its checks is not
+   * taken: the old one stays, and the error is logged and returned.
+   */
+  refresh(): Promise<{ changed: boolean; error?: string }>;
+  /** Called with each new pair. */
+  onChange(fn: (pair: TlsPair) => void): void;
+  /** Checks the files every `intervalMs` (certbot renewals and ACME certificates of other processes). */
+  start(intervalMs?: number): void;
+  stop(): void;
+}
+
+/** How often the certificate files are checked for a change. */
+export const TLS_CHECK_MS = 60_000;
+
+/** Creates the TLS source over the live configuration (`config()` is read again on each refresh). */
+export async function createTlsSource(config: () => Config, logger: Logger): Promise<TlsSource> {
+  const log = logger.child({ component: 'tls' });
+  let pair = await loadTlsPair(config());
+  let stamp = stampOf(config());
+  const listeners: ((p: TlsPair) => void)[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let refreshing: Promise<{ changed: boolean; error?: string }> | undefined;
+
+  const describe = (p: TlsPair) => {
+    const info = certInfo(p.cert);
+    return { source: p.source, names: info.names, fingerprint: info.fingerprint, not_after: new Date(info.notAfter).toISOString() };
+  };
+  if (pair.source === 'generated') log.info({ dir: config().dataDir, ...describe(pair) }, 'generated self-signed certificate');
+
+  async function refresh(): Promise<{ changed: boolean; error?: string }> {
+    const next = stampOf(config());
+    if (next === stamp) return { changed: false };
+    let fresh: TlsPair;
+    try {
+      fresh = await loadTlsPair(config());
+    } catch (err) {
+      // Keep serving the old pair; a half-written renewal is read again at the next check.
+      log.error({ err: (err as Error).message }, 'new certificate not taken; keeping the current one');
+      return { changed: false, error: (err as Error).message };
+    }
+    stamp = next;
+    if (fresh.cert === pair.cert && fresh.key === pair.key) return { changed: false };
+    pair = fresh;
+    for (const fn of listeners) fn(pair);
+    log.info(describe(pair), 'certificate reloaded');
+    return { changed: true };
+  }
+
+  // One refresh at a time: a timer tick and a SIGHUP arriving together read the files once.
+  const once = () => (refreshing ??= refresh().finally(() => (refreshing = undefined)));
+  return {
+    current: () => pair,
+    refresh: once,
+    onChange: (fn) => void listeners.push(fn),
+    start(intervalMs = TLS_CHECK_MS) {
+      timer = setInterval(() => void once(), intervalMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
 }

@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/webhooks.js';
 import type { Metrics } from '../metrics.js';
+import { createPassLoop } from './pass-loop.js';
 import type { SignatureHeaders, WebhookSigner } from './signing.js';
 
 const MIN = 60_000;
@@ -155,9 +156,6 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   const maxBatches = deps.maxBatchesPerPass ?? 100;
   const log = deps.logger.child({ component: 'webhooks' });
   const busy = new Set<number>();
-  let running: Promise<DispatchRun> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let started = false;
 
   /** Signs and posts a claimed batch, then records the outcome (and the retry slot when it failed). */
   async function send(c: ClaimedBatch, retry: boolean): Promise<PostOutcome> {
@@ -237,42 +235,28 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     return run;
   }
 
-  function tick(): void {
-    dispatcher
-      .runOnce()
-      .catch((err: unknown) => log.error({ err }, 'webhook pass failed'))
-      .finally(() => {
-        if (started) {
-          timer = setTimeout(tick, deps.intervalMs ?? 1000);
-          timer.unref();
-        }
-      });
-  }
+  const loop = createPassLoop(pass, {
+    intervalMs: deps.intervalMs ?? 1000,
+    onError: (err) => log.error({ err }, 'webhook pass failed'),
+  });
 
   const dispatcher = {
     /** Every due retry and every enrolled account's pending events, now; resolves when all outcomes are recorded. */
     runOnce(): Promise<DispatchRun> {
-      if (running) return running;
-      running = pass().finally(() => {
-        running = undefined;
-      });
-      return running;
+      return loop.runOnce();
     },
 
     /** Releases leases a dead process left behind, then polls every `intervalMs`. */
     start(): void {
-      if (started) return;
-      started = true;
+      if (loop.started) return;
       const released = deps.store.releaseStale(deps.now());
       if (released > 0) log.warn({ released }, 'released stale webhook batch leases');
-      tick();
+      loop.start();
     },
 
     /** Stops polling; waits for the pass in progress to record its outcomes. */
-    async stop(): Promise<void> {
-      started = false;
-      clearTimeout(timer);
-      await running?.catch(() => undefined);
+    stop(): Promise<void> {
+      return loop.stop();
     },
 
     /**

@@ -68,7 +68,7 @@ t.test('CLI → API round trip', async (t) => {
   t.equal((await cli('lockdown', 'deny', '--account', 'acme', '--domain', 'shop.example')).code, 0);
 
   // Online backup while the server holds the database open and writes to it.
-  const backup = path.join(dir, 'backups', 'snap.db');
+  const backup = path.join(dir, 'backups', 'snap');
   const writes = Array.from({ length: 20 }, (_, i) => fetch(base + '/tx/v1/sub-account', {
     method: 'POST', headers: { 'X-Api-Key': acct.api_key, 'Content-Type': 'application/json' }, body: JSON.stringify({ handle: `sub${i}x` }),
   }));
@@ -77,7 +77,7 @@ t.test('CLI → API round trip', async (t) => {
   t.equal(b.code, 0, b.err);
   const restored = path.join(dir, 'restored');
   fs.mkdirSync(restored);
-  fs.copyFileSync(backup, path.join(restored, 'sluice.db'));
+  fs.copyFileSync(path.join(backup, 'sluice.db'), path.join(restored, 'sluice.db'));
   const db = openDatabase(restored);
   t.teardown(() => db.close());
   t.equal(createAccountStore(db).findByHandle('acme')?.company_name, 'Acme Inc', 'snapshot holds the data');

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { exited, serveBinary } from '../helpers/serve-binary.js';
+import { exited, firstKey, serveBinary } from '../helpers/serve-binary.js';
 import { tempDir } from '../helpers/stack.js';
 
 t.test('every message that got a 202 is delivered after kill -9 and restart', async (t) => {
@@ -13,7 +13,7 @@ t.test('every message that got a 202 is delivered after kill -9 and restart', as
   const dir = tempDir(t);
   const first = serveBinary(t, dir, env);
   const info = await first.listening;
-  const apiKey = first.lines.find((l) => l.api_key).api_key as string;
+  const apiKey = firstKey(dir);
   const base = `http://${info.http}`;
 
   const accepted = new Set<string>();

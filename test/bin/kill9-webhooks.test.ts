@@ -5,7 +5,7 @@ import t from 'tap';
 import { openDatabase } from '../../storage/database.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { exited, serveBinary } from '../helpers/serve-binary.js';
+import { exited, firstKey, serveBinary } from '../helpers/serve-binary.js';
 import { tempDir } from '../helpers/stack.js';
 
 t.test('no event is lost when the server is killed during a webhook POST', async (t) => {
@@ -41,7 +41,7 @@ t.test('no event is lost when the server is killed during a webhook POST', async
   const dir = tempDir(t);
   const first = serveBinary(t, dir, env);
   const info = await first.listening;
-  const apiKey = first.lines.find((l) => l.api_key).api_key as string;
+  const apiKey = firstKey(dir);
   const base = `http://${info.http}`;
   const enrolled = await fetch(`${base}/tx/v1/webhook?endpoint=${encodeURIComponent(hookUrl)}`, { method: 'POST', headers: { 'X-Api-Key': apiKey } });
   t.equal(enrolled.status, 201);

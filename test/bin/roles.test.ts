@@ -2,7 +2,7 @@
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
 import { startDnsServer } from '../helpers/dns-server.js';
-import { serveBinary } from '../helpers/serve-binary.js';
+import { firstKey, serveBinary } from '../helpers/serve-binary.js';
 import { startSink } from '../helpers/smtp-sink.js';
 import { tempDir, testEnv } from '../helpers/stack.js';
 
@@ -22,7 +22,7 @@ t.test('an --only api process accepts a send; an --only worker process on the sa
   t.match(workerInfo, { roles: 'worker' });
   t.notOk('http' in workerInfo || 'mx' in workerInfo || 'submission' in workerInfo, 'the worker listens on nothing');
 
-  const apiKey = api.lines.find((l) => l.api_key).api_key as string;
+  const apiKey = firstKey(dir);
   const res = await fetch(`http://${apiInfo.http}/tx/v1/send-async`, {
     method: 'POST',
     headers: { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' },

@@ -1,9 +1,12 @@
-// Checks the built binary: `sluice serve` on port 0 prints the listening line and the first key once; SIGTERM stops it.
+// Checks the built binary: `sluice serve` on port 0 prints the listening line, hands the first key over in a 0600
+// file (not the log) and says which domains may send; SIGTERM stops it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import t, { type Test } from 'tap';
+import { runCli } from '../../bin/cli.js';
 import { tempDir, testEnv } from '../helpers/stack.js';
 
 const BIN = path.resolve('dist/bin/sluice.js');
@@ -48,10 +51,22 @@ t.test('serve: listening line, first key once, real listeners, clean stop', asyn
   const first = serve(t, dir);
   const info = await first.listening;
   for (const k of ['http', 'mx', 'submission']) t.match(info[k], /^127\.0\.0\.1:\d+$/, k);
-  const keyLine = first.lines.find((l) => l.api_key);
-  t.ok(keyLine, 'first start prints the api key');
-  t.equal(keyLine.handle, 'default');
-  const res = await fetch(`http://${info.http}/tx/v1/sub-account`, { headers: { 'X-Api-Key': keyLine.api_key } });
+  // The first key goes to a 0600 file in data_dir, never to the log (a journal keeps every line forever).
+  const keyFile = path.join(dir, 'initial-api-key');
+  const keyLine = first.lines.find((l) => l.key_file);
+  t.equal(keyLine?.key_file, keyFile, 'the log says where the key is');
+  t.equal(keyLine?.handle, 'default');
+  t.match(keyLine?.msg, `its API key is in ${keyFile} (mode 0600)`);
+  t.equal(fs.statSync(keyFile).mode & 0o777, 0o600, 'key file readable by the owner only');
+  const apiKey = fs.readFileSync(keyFile, 'utf8').trim();
+  t.notOk(first.lines.some((l) => JSON.stringify(l).includes(apiKey)), 'the key is in no log line');
+  // Which domains may send: none yet, and how to allow one.
+  t.match(first.lines.find((l) => l.lockdown), {
+    lockdown: 'dns',
+    operator_allowed: {},
+    msg: /no domain is allowed by the operator yet \(sluice lockdown allow --account default --domain <domain>\)/,
+  });
+  const res = await fetch(`http://${info.http}/tx/v1/sub-account`, { headers: { 'X-Api-Key': apiKey } });
   t.equal(res.status, 200);
   t.same(await res.json(), []);
 
@@ -74,9 +89,16 @@ t.test('serve: listening line, first key once, real listeners, clean stop', asyn
   first.child.kill('SIGTERM');
   t.equal(await exited(first.child), 0);
 
+  fs.rmSync(keyFile);
+  const allowed = await runCli(['lockdown', 'allow', '--account', 'default', '--domain', 'app.example'], {
+    stdout: () => {}, stderr: () => {}, env: testEnv(dir), cwd: dir,
+  });
+  t.equal(allowed, 0);
   const second = serve(t, dir);
   await second.listening;
-  t.notOk(second.lines.some((l) => l.api_key), 'no key printed on a later start');
+  t.notOk(second.lines.some((l) => l.key_file), 'no key handed over on a later start');
+  t.notOk(fs.existsSync(keyFile), 'and no key file written again');
+  t.match(second.lines.find((l) => l.lockdown), { operator_allowed: { default: ['app.example'] }, msg: /and as the operator-allowed domains listed/ });
   second.child.kill('SIGTERM');
   t.equal(await exited(second.child), 0);
 });

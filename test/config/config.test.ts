@@ -82,6 +82,8 @@ t.test('every error names the key', async (t) => {
   const file = path.join(dir, 'bad.toml');
   fs.writeFileSync(file, '[http]\nlisten = "127.0.0.1:80"\ntypo = 1\n');
   t.equal(errorOf(() => loadConfig({ file, env: {}, cwd: dir })).key, 'http.typo');
+  fs.writeFileSync(file, '[smtp]\nhostnam = "mx.test"\n');
+  t.equal(errorOf(() => loadConfig({ file, env: {}, cwd: dir })).message, 'smtp.hostnam: unknown key (did you mean smtp.hostname?)');
   fs.writeFileSync(file, 'http = 5\n');
   t.equal(errorOf(() => loadConfig({ file, env: {}, cwd: dir })).key, 'http');
   fs.writeFileSync(file, '[http\nlisten=');

@@ -10,11 +10,15 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'data_dir', 'http.listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
     'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.submission.listen',
     'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
-    'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key', 'dns.servers',
+    'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
+    'acme.directory_url', 'acme.email', 'acme.hostnames', 'acme.ca_file', 'dns.servers',
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
     'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'filters.spam_threshold',
-    'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'inbound.quarantine_days',
-    'retention.log_days', 'retention.message_days', 'log.level',
+    'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
+    'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
+    'filters.clamd.timeout_ms', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
+    'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
+    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
   t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
@@ -35,10 +39,23 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_OUTBOUND_TRANSPORT_MAP: 'a.test=h:26', SLUICE_OUTBOUND_MX_PORT: '2525', SLUICE_OUTBOUND_PUBLIC_IP: '192.0.2.1',
     SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
+    SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
+    SLUICE_FILTERS_CLAMD_ADDRESS: '/run/clamav/clamd.ctl', SLUICE_FILTERS_CLAMD_TIMEOUT_MS: '200',
+    SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
+    SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
-    SLUICE_LOG_LEVEL: 'warn',
+    SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_LOG_LEVEL: 'warn',
   };
-  t.equal(Object.keys(env).length, KEYS.length, 'one variable per key');
+  // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
+  const acmeEnv = {
+    SLUICE_ACME_DIRECTORY_URL: 'https://ca.example.test/dir', SLUICE_ACME_EMAIL: 'pm@example.test',
+    SLUICE_ACME_HOSTNAMES: 'Links.Example.Test,b.example.test', SLUICE_ACME_CA_FILE: 'ca.pem',
+  };
+  t.equal(Object.keys(env).length + Object.keys(acmeEnv).length, KEYS.length, 'one variable per key');
+  t.same(loadConfig({ env: acmeEnv, cwd: dir }).config.acme, {
+    directoryUrl: 'https://ca.example.test/dir', email: 'pm@example.test', hostnames: ['links.example.test', 'b.example.test'],
+    caFile: path.join(dir, 'ca.pem'),
+  });
   const { config } = loadConfig({ env, cwd: dir });
   t.same(config, {
     dataDir: path.join(dir, 'state'),
@@ -57,14 +74,23 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       },
       tls: { cert: path.join(dir, 'c.pem'), key: path.join(dir, 'k.pem') },
     },
+    acme: { hostnames: [] },
     dns: { servers: [{ host: '127.0.0.1', port: 53 }] },
     outbound: {
       smarthost: { host: 'relay.test', port: 25 }, smarthostUser: 'u', smarthostPassword: 'p', smarthostTls: 'implicit',
       transportMap: { 'a.test': { host: 'h', port: 26 } }, mxPort: 2525, publicIp: '192.0.2.1', lockdown: 'off',
     },
-    filters: { spamThreshold: 6.5, rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' } },
+    filters: {
+      spamThreshold: 6.5, confirmedThreshold: 20, outboundPolicy: 'monitor', onScannerError: 'accept',
+      rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' },
+      clamd: { address: '/run/clamav/clamd.ctl', timeoutMs: 200 },
+    },
+    abuse: {
+      blockConfirmed: 4, blockSuspect: 11, blockWindowHours: 12, delistPerDay: 1, invalidRecipientRate: 0.2,
+      invalidRecipientMin: 5,
+    },
     inbound: { quarantineDays: 3 },
-    retention: { logDays: 4, messageDays: 2 },
+    retention: { logDays: 4, messageDays: 2, trackingDays: 90 },
     log: { level: 'warn' },
   });
 });
@@ -80,4 +106,16 @@ t.test('the 30 MB limit is the default of both listeners', async (t) => {
   const { config } = loadConfig({ env: {}, cwd: tempDir(t) });
   t.equal(config.smtp.mx.maxMessageBytes, MAX_MESSAGE_BYTES);
   t.equal(config.smtp.submission.maxMessageBytes, MAX_MESSAGE_BYTES);
+});
+
+t.test('scanner and abuse keys refuse bad values, naming the key', async (t) => {
+  const cwd = tempDir(t);
+  t.throws(() => loadConfig({ env: { SLUICE_FILTERS_CLAMD_ADDRESS: 'clamd' }, cwd }), {
+    message: /^filters\.clamd\.address: "clamd" is neither host:port nor an absolute unix socket path/,
+  });
+  t.throws(() => loadConfig({ env: { SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '1.5' }, cwd }), { message: /^abuse\.invalid_recipient_rate: expected a fraction/ });
+  t.throws(() => loadConfig({ env: { SLUICE_FILTERS_OUTBOUND_POLICY: 'strict' }, cwd }), { message: /^filters\.outbound_policy: "strict" is not one of enforce, monitor, off/ });
+  const { config } = loadConfig({ env: { SLUICE_FILTERS_CLAMD_ADDRESS: '127.0.0.1:3310' }, cwd });
+  t.equal(config.filters.clamd.address, '127.0.0.1:3310');
+  t.equal(loadConfig({ env: {}, cwd }).config.filters.clamd.address, undefined, 'clamd is off by default');
 });

@@ -14,6 +14,11 @@ t.test('openapi.json documents every route', async (t) => {
     'post /tx/v1/sub-account/{handle}/api-key', 'put /tx/v1/sub-account/{handle}/limit', 'get /tx/v1/usage',
     'post /outbound/v1/search', 'get /inbound/v1/status', 'get /healthz', 'get /openapi.json',
     'post /tx/v1/suppression-list', 'post /tx/v1/domains/{domain}/dkim-keys',
+    'get /tx/v1/metrics/engagement', 'get /tx/v1/metrics/performance', 'get /tx/v1/metrics/recipient-behaviour',
+    'get /tx/v1/metrics/volume', 'get /tx/v1/metrics/senders/{sender_type}',
+    'get /tx/v1/custom-tracking-domains', 'post /tx/v1/custom-tracking-domains',
+    'patch /tx/v1/custom-tracking-domains/{hostname}/{scope}', 'delete /tx/v1/custom-tracking-domains/{hostname}/{scope}',
+    'get /t/c/{token}', 'get /t/o/{token}',
   ];
   const documented = Object.entries(doc.paths).flatMap(([p, ops]: [string, any]) => Object.keys(ops).map((m) => `${m} ${p}`));
   for (const e of expected) t.ok(documented.includes(e), e);
@@ -29,4 +34,9 @@ t.test('openapi.json documents every route', async (t) => {
   t.same(sub.parameters.map((p: any) => [p.name, p.in]), [['handle', 'path'], ['limit', 'query'], ['offset', 'query']]);
   t.equal(sub.security[0].ApiKey.length, 0);
   t.ok(doc.paths['/tx/v1/sub-account'].post.requestBody.content['application/json'].schema.properties.handle);
+  const send = doc.paths['/tx/v1/send'].post.requestBody.content['application/json'].schema.properties;
+  t.match(send.tracking_settings.properties.click_tracking.description, /clicktracking="off"/, 'tracking is described');
+  t.match(send.tracking_settings.properties.open_tracking.properties.custom_domain_name.description, /custom tracking domain/);
+  t.match(send.unsubscribe_settings.properties.custom_domain_name.description, /List-Unsubscribe/);
+  t.same(doc.paths['/tx/v1/metrics/volume'].get.parameters.map((p: any) => p.name), ['start_time', 'end_time', 'campaign_id', 'interval', 'sub_account']);
 });

@@ -257,10 +257,12 @@ t.test('REST sends log the sending identity as sender_id; the service reports ve
   });
   t.equal((await stack.api('POST', '/tx/v1/send-async', { key: parent.key, body: mail('a@dest.example') })).status, 202);
   t.equal((await stack.api('POST', '/tx/v1/send', { key: subA.key, body: mail('b@dest.example') })).status, 202);
-  const own = await search(stack, parent.key, { sender_id: 'parentco' });
-  t.same(own.body.results.map((x: { rcpt: string; sender_id: string }) => [x.rcpt, x.sender_id]), [['a@dest.example', 'parentco']]);
-  const sub = await search(stack, parent.key, { sender_id: 'subalpha' });
-  t.same(sub.body.results.map((x: { rcpt: string; sender_id: string }) => [x.rcpt, x.sender_id]), [['b@dest.example', 'subalpha']]);
+  // The seed's form: account handle, then (no authenticated user behind an API key) the From address.
+  const own = await search(stack, parent.key, { sender_id: 'parentco|x-authuser|app@shop.example' });
+  t.same(own.body.results.map((x: { rcpt: string; sender_id: string }) => [x.rcpt, x.sender_id]), [['a@dest.example', 'parentco|x-authuser|app@shop.example']]);
+  const sub = await search(stack, parent.key, { sender_id: 'subalpha|x-authuser|app@shop.example' });
+  t.same(sub.body.results.map((x: { rcpt: string; sender_id: string }) => [x.rcpt, x.sender_id]), [['b@dest.example', 'subalpha|x-authuser|app@shop.example']]);
+  t.same((await search(stack, parent.key, { sender_id: 'parentco' })).body.results, [], 'the handle alone is not an identity');
 
   // Where the version shows: a header on every /outbound/v1 answer (errors too) and the OpenAPI document.
   t.equal(own.headers.get('x-service-version'), '0.7.0');

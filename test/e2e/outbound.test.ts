@@ -273,7 +273,11 @@ t.test('hostile input: nothing is queued', async (t) => {
 
 t.test('Domain Lockdown covers the envelope sender: a foreign envelope_from is refused with 403 like a foreign From', async (t) => {
   const w = await world(t);
-  const refused = (domain: string) => [`domain ${domain} is not authorized to send for this account (lockdown-no-record)`];
+  // The refusal names both fixes: the TXT record and the operator's allow command (issue 15).
+  const refused = (domain: string) => [
+    `domain ${domain} is not authorized to send for this account (lockdown-no-record): publish the TXT record ` +
+      `_sluice.${domain} "v=sluice1 auth=acme", or have the operator run \`sluice lockdown allow --account acme --domain ${domain}\``,
+  ];
   const root = await w.send(mail('a@rcpt.test', { envelope_from: { email: 'bounce@someone-elses.test' } }));
   t.equal(root.status, 403);
   t.same(root.body.errors, refused('someone-elses.test'), 'the same message shape as for From');

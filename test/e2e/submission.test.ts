@@ -198,11 +198,12 @@ t.test('AUTH over STARTTLS: queued before 250, delivered DKIM-signed, events and
     auth: 'acme',
     upstream: '127.0.0.1',
     upstream_hostname: 'app.client.test',
-    sender_id: 'acme',
     delivered: 'Y',
     sender: 'app@sender.test',
     subject: 'Submitted over SMTP',
   });
+  // The seed's sender identity: account handle, then the authenticated user.
+  t.equal(search.body.results[0].sender_id, 'acme|x-authuser|acme');
 });
 
 t.test('AUTH LOGIN over implicit TLS works too', async (t) => {

@@ -1,5 +1,6 @@
 // Owns running the built `sluice serve` binary as a child process for fault tests (kill -9 and restart).
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Test } from 'tap';
@@ -9,13 +10,15 @@ import { testEnv } from './stack.js';
 export const BIN = path.resolve('dist/bin/sluice.js');
 
 /**
- * Starts `sluice serve` (with `args`, e.g. `--only api`) on `dataDir` with every listener on loopback port 0 and `env` on top; killed with SIGKILL at
+ * Starts `sluice serve` (with `args`, e.g. `--only api`) on `dataDir` with every listener on loopback port 0 and `env` on top (undefined removes a variable); killed with SIGKILL at
  * teardown if still running. `lines` collects its JSON log lines (`waitForLine` awaits one); `listening` resolves with the `listening` line
  * (rejects if the process exits first).
  */
-export function serveBinary(t: Test, dataDir: string, env: Record<string, string>, args: string[] = []) {
+export function serveBinary(t: Test, dataDir: string, env: Record<string, string | undefined>, args: string[] = []) {
+  // A variable given as undefined is left out (e.g. SLUICE_LOG_LEVEL, for a test that sets the level in a file).
+  const merged = { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env };
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
-    env: { ...process.env, ...testEnv(dataDir), SLUICE_LOG_LEVEL: 'info', ...env },
+    env: Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.teardown(() => {
@@ -51,3 +54,6 @@ export function serveBinary(t: Test, dataDir: string, env: Record<string, string
 
 /** Resolves once `c` has exited (at once if it already has). */
 export const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())));
+
+/** The `default` account's API key a first start left in data_dir/initial-api-key (read after `listening`). */
+export const firstKey = (dataDir: string) => fs.readFileSync(path.join(dataDir, 'initial-api-key'), 'utf8').trim();

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../config/load.js';
 import { startServer, type RunningServer } from '../../bin/server.js';
@@ -60,11 +60,14 @@ export function testEnv(dataDir: string, extra: Record<string, string> = {}): Re
 }
 
 /** Starts the whole server in-process with a test clock; stops it at teardown. */
-export async function startStack(t: Test, opts: { env?: Record<string, string>; clock?: TestClock; startWorker?: boolean } = {}): Promise<Stack> {
+export async function startStack(
+  t: Test,
+  opts: { env?: Record<string, string>; clock?: TestClock; startWorker?: boolean; logger?: Logger } = {},
+): Promise<Stack> {
   const dataDir = tempDir(t);
   const { config } = loadConfig({ env: testEnv(dataDir, opts.env), cwd: dataDir });
   const clock = opts.clock ?? createClock();
-  const server = await startServer({ config, logger: pino({ level: 'silent' }), now: clock.now, startWorker: opts.startWorker ?? false });
+  const server = await startServer({ config, logger: opts.logger ?? pino({ level: 'silent' }), now: clock.now, startWorker: opts.startWorker ?? false });
   t.teardown(() => server.close());
   const listening = { http: server.http!, mx: server.mx!, submission: server.submission! };
   const base = `http://${listening.http.host}:${listening.http.port}`;

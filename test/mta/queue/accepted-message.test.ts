@@ -1,6 +1,7 @@
 // Checks the accepted-message record's one mapping to the stored row: each kind fills only its own columns.
 import t from 'tap';
 import { messageRow } from '../../../mta/queue/accepted-message.js';
+import { TRACK_CLICK, TRACK_OPEN } from '../../../storage/tracking.js';
 
 const raw = Buffer.from('Subject: x\r\n\r\nbody\r\n');
 const at = { createdAt: 1_000, expiresAt: 1_500 };
@@ -19,9 +20,24 @@ t.test('outbound: every sender column is the record\'s own; the account becomes 
   t.strictSame(row, {
     kind: 'outbound', accountId: 7, sendRequestId: 'req-1', messageId: 'm1@acme.test', mailFrom: 'bounce@acme.test',
     fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, raw, auth: 'alice',
-    upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', verdicts: null, ...at,
+    upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', verdicts: null, tracking: 0, ...at,
   });
   t.notOk('recipients' in row || 'dropped' in row || 'account' in row, 'envelope-only fields stay out of the row');
+});
+
+t.test('outbound with engagement: its flags become the tracking column, its tokens stay out of the row', async (t) => {
+  const row = messageRow(
+    {
+      kind: 'outbound', account: { id: 7 }, sendRequestId: 'req-2', messageId: 'm2@acme.test', mailFrom: 'bounce@acme.test',
+      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: null, transactional: true, raw, auth: null, upstream: null,
+      upstreamHostname: null, senderId: null, recipients: ['b@rcpt.test'],
+      engagement: { flags: TRACK_OPEN | TRACK_CLICK, tokens: { key: Buffer.alloc(16), links: ['https://shop.test/'], clickHost: 'c.test', openHost: 'o.test', custom: 0 } },
+    },
+    1_000,
+    500,
+  );
+  t.equal(row.tracking, TRACK_OPEN | TRACK_CLICK);
+  t.notOk('engagement' in row, 'the tokens are stored apart (tracked_messages)');
 });
 
 t.test('relay: no account, no sender columns, transactional, verdicts kept', async (t) => {

@@ -1,15 +1,11 @@
-// Checks the rspamd /checkv2 adapter against a local HTTP server speaking rspamd's JSON, and (opt-in,
-// SLUICE_TEST_RSPAMD=1 with Debian's rspamd installed) against a real rspamd on loopback.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
+// Checks the rspamd /checkv2 adapter against a local HTTP server speaking rspamd's JSON, and against Debian's real
+// rspamd on loopback (test/helpers/daemons.ts).
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { GTUBE } from '../../../filters/spam-rules.js';
 import { createRspamdClient, parseCheckReply } from '../../../mta/scanners/rspamd-client.js';
-import { startDnsServer } from '../../helpers/dns-server.js';
+import { daemonsMissing, RSPAMD_SUSPECT_MARKER, startRspamd } from '../../helpers/daemons.js';
 
 interface Seen {
   method: string;
@@ -95,49 +91,18 @@ t.test('parseCheckReply', async (t) => {
   t.same(parseCheckReply(null), { ok: false, error: 'rspamd: reply is not an object' });
 });
 
-/** A free loopback port (bound then released: rspamd cannot report an ephemeral port back). */
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
-t.test('real rspamd (opt-in: SLUICE_TEST_RSPAMD=1)', { skip: process.env.SLUICE_TEST_RSPAMD !== '1' && 'set SLUICE_TEST_RSPAMD=1 (needs apt-get install rspamd)' }, async (t) => {
-  // Our own rspamd: config from /etc/rspamd, overrides in a temp dir (LOCAL_CONFDIR), workers on free loopback
-  // ports, DNS pointed at a local server that answers NXDOMAIN at once (no network here).
-  const dns = await startDnsServer(t, {});
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-rspamd-'));
-  const [normal, controller, proxy] = [await freePort(), await freePort(), await freePort()];
-  fs.mkdirSync(path.join(dir, 'override.d'));
-  fs.mkdirSync(path.join(dir, 'local.d'));
-  fs.writeFileSync(path.join(dir, 'override.d/worker-normal.inc'), `bind_socket = "127.0.0.1:${normal}";\n`);
-  fs.writeFileSync(path.join(dir, 'override.d/worker-controller.inc'), `bind_socket = "127.0.0.1:${controller}";\n`);
-  fs.writeFileSync(path.join(dir, 'override.d/worker-proxy.inc'), `bind_socket = "127.0.0.1:${proxy}";\ncount = 0;\n`);
-  fs.writeFileSync(path.join(dir, 'override.d/logging.inc'), 'type = "console";\nlevel = "error";\n');
-  fs.writeFileSync(path.join(dir, 'local.d/options.inc'), `dns { nameserver = ["${dns.address}"]; timeout = 0.5s; retransmits = 1; }\n`);
-  const vars = ['LOCAL_CONFDIR', 'DBDIR', 'RUNDIR', 'LOGDIR'].map((v) => `--var=${v}=${dir}`);
-  const child = spawn('rspamd', ['-f', '-i', '-c', '/etc/rspamd/rspamd.conf', ...vars], { stdio: 'ignore' });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  t.teardown(async () => {
-    child.kill('SIGTERM');
-    await exited;
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  // Wait for the worker to answer /ping (bounded: 60 tries, 0.5 s apart; rspamd compiles its rules at start).
-  let up = false;
-  for (let i = 0; i < 60 && !up; i++) {
-    up = await fetch(`http://127.0.0.1:${normal}/ping`).then((r) => r.ok, () => false);
-    if (!up) await new Promise((r) => setTimeout(r, 500));
-  }
-  t.ok(up, 'rspamd started');
-  const client = createRspamdClient({ url: `http://127.0.0.1:${normal}`, timeoutMs: 20_000 });
-  const gtube = await client.check({ ...MSG, raw: Buffer.from(`From: a@sender.test\r\nTo: b@corp.test\r\nSubject: x\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <g@sender.test>\r\n\r\n${GTUBE}\r\n`) });
+t.test('real rspamd (Debian package, minimal config of our own)', { skip: daemonsMissing() }, async (t) => {
+  const rspamd = await startRspamd(t);
+  t.comment(`rspamd started in ${rspamd.startupMs} ms`);
+  const client = createRspamdClient({ url: rspamd.address, timeoutMs: 20_000 });
+  const head = 'From: a@sender.test\r\nTo: b@corp.test\r\nSubject: x\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <g@sender.test>\r\n\r\n';
+  const gtube = await client.check({ ...MSG, raw: Buffer.from(`${head}${GTUBE}\r\n`) });
   t.match(gtube, { ok: true, action: 'reject' });
   t.ok(gtube.ok && gtube.symbols.includes('GTUBE'));
-  const ham = await client.check({ ...MSG, raw: Buffer.from('From: a@sender.test\r\nTo: b@corp.test\r\nSubject: lunch\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <h@sender.test>\r\n\r\nSee you at noon.\r\n') });
-  // Without network, DNS-based symbols vary; what matters is a real verdict that is not GTUBE's.
-  t.match(ham, { ok: true, action: String, score: Number });
-  t.ok(ham.ok && ham.action !== 'reject' && !ham.symbols.includes('GTUBE'), `ham: ${ham.ok && ham.action}`);
+  const suspect = await client.check({ ...MSG, user: 'acme', raw: Buffer.from(`${head}hello ${RSPAMD_SUSPECT_MARKER}\r\n`) });
+  t.match(suspect, { ok: true, action: 'add header', score: 7, symbols: ['SLUICE_SUSPECT_MARKER'] });
+  const ham = await client.check({ ...MSG, raw: Buffer.from(`${head}See you at noon.\r\n`) });
+  t.match(ham, { ok: true, action: 'no action', score: 0 });
+  await rspamd.stop();
+  t.match(await client.check(MSG), { ok: false, error: /ECONNREFUSED/ }, 'a stopped rspamd is a failure');
 });

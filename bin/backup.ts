@@ -1,0 +1,155 @@
+// Owns `sluice backup` and `sluice restore`: a backup is one directory (0700, every file 0600) holding the database
+// (SQLite online backup), every other file of data_dir (TLS pair, ACME state, the first key) and a manifest of
+// sizes, SHA-256 digests and modes; restore verifies all of it before it writes anything.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { backupDatabase, checkDatabaseFile, databasePath, openDatabase } from '../storage/database.js';
+import { runDir, runningServes } from './pid-registry.js';
+import { VERSION } from './version.js';
+
+const MANIFEST = 'manifest.json';
+const FORMAT = 'sluice-backup/1';
+const DB = path.basename(databasePath('.'));
+
+interface Entry {
+  /** Relative to data_dir, `/`-separated. */
+  path: string;
+  size: number;
+  sha256: string;
+  /** The mode the file had in data_dir (restored with it; the database is always 0600). */
+  mode: number;
+}
+
+interface Manifest {
+  format: typeof FORMAT;
+  sluice: string;
+  created_at: string;
+  files: Entry[];
+}
+
+const sha256 = (file: string) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+
+/**
+ * The files of data_dir a backup carries: all regular files except the database and its WAL/SHM/journal (copied
+ * through SQLite instead) and run/ (which processes run now is no state).
+ */
+function stateFiles(dataDir: string, rel = ''): string[] {
+  const out: string[] = [];
+  for (const d of fs.readdirSync(path.join(dataDir, rel), { withFileTypes: true })) {
+    const name = rel ? `${rel}/${d.name}` : d.name;
+    if (!rel && (d.name.startsWith(`${DB}`) || path.join(dataDir, d.name) === runDir(dataDir))) continue;
+    if (d.isDirectory()) out.push(...stateFiles(dataDir, name));
+    else if (d.isFile()) out.push(name);
+  }
+  return out.sort();
+}
+
+/**
+ * Writes a complete backup of `dataDir` to the directory `target` (which must not exist) while a server may run.
+ * It is built under a temporary name and renamed at the end, so a `target` that exists is complete.
+ */
+export async function backup(dataDir: string, target: string): Promise<Manifest> {
+  const dest = path.resolve(target);
+  if (fs.existsSync(dest)) throw new Error(`${dest} already exists; a backup never overwrites`);
+  if (!fs.existsSync(databasePath(dataDir))) throw new Error(`data_dir ${dataDir} holds no database to back up`);
+  const tmp = `${dest}.partial-${process.pid}`;
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  fs.mkdirSync(tmp, { mode: 0o700 });
+  try {
+    const files: Entry[] = [];
+    const db = openDatabase(dataDir);
+    try {
+      await backupDatabase(db, path.join(tmp, DB));
+    } finally {
+      db.close();
+    }
+    fs.chmodSync(path.join(tmp, DB), 0o600);
+    files.push({ path: DB, size: fs.statSync(path.join(tmp, DB)).size, sha256: sha256(path.join(tmp, DB)), mode: 0o600 });
+    for (const rel of stateFiles(dataDir)) {
+      const from = path.join(dataDir, rel);
+      const to = path.join(tmp, rel);
+      fs.mkdirSync(path.dirname(to), { recursive: true, mode: 0o700 });
+      fs.copyFileSync(from, to);
+      fs.chmodSync(to, 0o600);
+      files.push({ path: rel, size: fs.statSync(to).size, sha256: sha256(to), mode: fs.statSync(from).mode & 0o777 });
+    }
+    const manifest: Manifest = { format: FORMAT, sluice: VERSION, created_at: new Date().toISOString(), files };
+    fs.writeFileSync(path.join(tmp, MANIFEST), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
+    fs.renameSync(tmp, dest);
+    return manifest;
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** Everything under `dir` as `/`-separated relative paths of files. */
+function filesUnder(dir: string, rel = ''): string[] {
+  return fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((d) => {
+    const name = rel ? `${rel}/${d.name}` : d.name;
+    return d.isDirectory() ? filesUnder(dir, name) : [name];
+  });
+}
+
+/** Reads and checks a backup without writing anything: the manifest, every file's size and digest, the database. */
+export function verifyBackup(source: string): Manifest {
+  const dir = path.resolve(source);
+  const fail = (why: string) => new Error(`backup ${dir}: ${why}; nothing was restored`);
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST), 'utf8')) as Manifest;
+  } catch (err) {
+    throw fail(`no readable ${MANIFEST} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): not a sluice backup`);
+  }
+  if (manifest.format !== FORMAT || !Array.isArray(manifest.files)) throw fail(`${MANIFEST} is not of format ${FORMAT}`);
+  const listed = new Set<string>();
+  for (const e of manifest.files) {
+    // Paths stay inside the data directory: no absolute paths, no `..`.
+    if (typeof e.path !== 'string' || path.isAbsolute(e.path) || e.path.split('/').some((p) => p === '..' || p === '')) {
+      throw fail(`${MANIFEST} lists a bad path ${JSON.stringify(e.path)}`);
+    }
+    const file = path.join(dir, e.path);
+    if (!fs.existsSync(file)) throw fail(`${e.path} is missing`);
+    if (fs.statSync(file).size !== e.size || sha256(file) !== e.sha256) throw fail(`${e.path} does not match its SHA-256 in ${MANIFEST} (the backup is damaged)`);
+    listed.add(e.path);
+  }
+  if (!listed.has(DB)) throw fail(`${MANIFEST} lists no ${DB}`);
+  const extra = filesUnder(dir).filter((f) => f !== MANIFEST && !listed.has(f));
+  if (extra.length > 0) throw fail(`${extra.join(', ')} not in ${MANIFEST}`);
+  const problem = checkDatabaseFile(path.join(dir, DB));
+  if (problem) throw fail(`${DB}: ${problem}`);
+  return manifest;
+}
+
+/**
+ * Restores `source` into `dataDir`: refused while a `sluice serve` runs on it, when it already holds state, or when
+ * the backup does not verify. Files are staged beside data_dir and moved in at the end.
+ */
+export function restore(source: string, dataDir: string): Manifest {
+  const running = runningServes(dataDir);
+  if (running.length > 0) {
+    throw new Error(`sluice serve (pid ${running.map((p) => p.pid).join(', ')}) is running on data_dir ${dataDir}: stop it first; nothing was restored`);
+  }
+  const present = fs.existsSync(dataDir) ? fs.readdirSync(dataDir).filter((n) => path.join(dataDir, n) !== runDir(dataDir)) : [];
+  if (present.length > 0) {
+    throw new Error(`data_dir ${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}): restore into a new or empty directory (move the old one aside); nothing was restored`);
+  }
+  const manifest = verifyBackup(source);
+  const stage = `${path.resolve(dataDir)}.restore-${process.pid}`;
+  fs.mkdirSync(stage, { recursive: true, mode: 0o700 });
+  try {
+    for (const e of manifest.files) {
+      const to = path.join(stage, e.path);
+      fs.mkdirSync(path.dirname(to), { recursive: true, mode: 0o700 });
+      fs.copyFileSync(path.join(source, e.path), to);
+      fs.chmodSync(to, e.path === DB ? 0o600 : e.mode & 0o777);
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.renameSync(stage, dataDir);
+  } catch (err) {
+    fs.rmSync(stage, { recursive: true, force: true });
+    throw err;
+  }
+  return manifest;
+}

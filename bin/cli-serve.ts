@@ -1,0 +1,125 @@
+// Owns `sluice serve` as a process: the logger, the first-start key file, the start-up lines, signals and shutdown.
+import fs from 'node:fs';
+import path from 'node:path';
+import pino, { type Logger } from 'pino';
+import { formatHostPort } from '../config/keys.js';
+import type { LoadedConfig } from '../config/load.js';
+import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
+import type { CliIo } from './cli-common.js';
+import { ROLES, startServer, type Role, type RunningServer } from './server.js';
+import { registerServe } from './pid-registry.js';
+import { VERSION } from './version.js';
+
+/** Where the first start of a data_dir leaves the `default` account's API key (0600), instead of the log. */
+export function initialKeyFile(dataDir: string): string {
+  return path.join(dataDir, 'initial-api-key');
+}
+
+/**
+ * Writes the first API key to data_dir/initial-api-key, readable by this user only, and logs where it is: a log
+ * line would keep the key in the journal forever. The operator reads it once and deletes the file.
+ */
+function handOverFirstKey(dataDir: string, key: string, logger: Logger): void {
+  const file = initialKeyFile(dataDir);
+  fs.writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
+  logger.info({ handle: 'default', key_file: file }, `created account "default"; its API key is in ${file} (mode 0600): read it, then delete the file`);
+}
+
+/** Which From domains may send, so the first start says why a send would be refused and how to allow one. */
+function logLockdown(server: RunningServer, mode: 'dns' | 'off', logger: Logger): void {
+  if (mode === 'off') {
+    logger.info({ lockdown: 'off' }, 'domain lockdown is off: every account may send as any domain');
+    return;
+  }
+  const allowed = createLockdownAllowStore(server.db).listAll(100);
+  const how = 'an account may send as a domain whose _sluice.<domain> TXT record names it ("v=sluice1 auth=<handle>")';
+  if (Object.keys(allowed).length === 0) {
+    logger.info(
+      { lockdown: 'dns', operator_allowed: {} },
+      `domain lockdown: ${how}; no domain is allowed by the operator yet (sluice lockdown allow --account default --domain <domain>)`,
+    );
+  } else {
+    logger.info({ lockdown: 'dns', operator_allowed: allowed }, `domain lockdown: ${how}, and as the operator-allowed domains listed`);
+  }
+}
+
+/** `what, what and what`, or `none`. */
+const listed = (keys: string[]) => (keys.length === 0 ? 'none' : keys.join(', '));
+
+/**
+ * SIGHUP: reads the configuration again and applies it (server.reload), then says in one line what changed, what is
+ * in effect and what needs a restart. A configuration that does not load is refused whole (an error line); the
+ * running one stays. The line is written at the more verbose of the old and new log level, so it is never lost.
+ */
+async function reload(server: RunningServer, load: () => LoadedConfig, logger: Logger): Promise<void> {
+  let next: LoadedConfig;
+  try {
+    next = load();
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, `reload refused: ${(err as Error).message}; the running configuration stays`);
+    return;
+  }
+  const r = await server.reload(next.config);
+  const tlsText = { reloaded: 'certificate reloaded', unchanged: 'certificate unchanged', refused: `new certificate refused: ${r.tlsError}`, none: '' }[r.tls];
+  const msg =
+    (r.changed.length === 0 ? 'configuration reloaded: nothing changed' : `configuration reloaded: applied ${listed(r.applied)}; needs a restart: ${listed(r.needsRestart)}`) +
+    (tlsText ? `; ${tlsText}` : '');
+  const fields = { changed: r.changed, applied: r.applied, needs_restart: r.needsRestart, tls: r.tls };
+  const level = server.currentConfig().log.level;
+  const write = () => (r.tls === 'refused' ? logger.warn(fields, msg) : logger.info(fields, msg));
+  if (logger.levels.values[level]! <= logger.levelVal) {
+    logger.level = level;
+    write();
+  } else {
+    write();
+    logger.level = level;
+  }
+}
+
+/**
+ * Runs the server until SIGINT/SIGTERM (or `io.stopSignal`); SIGHUP reloads the configuration with `load`. Resolves
+ * to the exit code.
+ */
+export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: CliIo, now: () => number, roles: Role[] | undefined): Promise<number> {
+  const { config } = loaded;
+  const logger = pino({ level: config.log.level, base: { pid: process.pid } });
+  const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
+  const unregister = registerServe(config.dataDir, server.roles, now());
+  // One reload at a time, in the order the signals came; the handler also keeps SIGHUP from killing the process.
+  let reloading = Promise.resolve();
+  const onHup = () => {
+    reloading = reloading.then(() => reload(server, load, logger)).catch((err: unknown) => logger.error({ err }, 'reload failed'));
+  };
+  process.on('SIGHUP', onHup);
+  if (server.firstApiKey) handOverFirstKey(config.dataDir, server.firstApiKey, logger);
+  if (server.roles.includes('api') || server.roles.includes('submission')) logLockdown(server, config.outbound.lockdown, logger);
+  logger.info(
+    {
+      ...(server.http ? { http: formatHostPort(server.http) } : {}),
+      ...(server.metrics ? { metrics: formatHostPort(server.metrics) } : {}),
+      ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
+      ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),
+      ...(server.submissionTls ? { submission_tls: formatHostPort(server.submissionTls) } : {}),
+      ...(server.roles.length < ROLES.length ? { roles: server.roles.join(',') } : {}),
+      version: VERSION,
+    },
+    'listening',
+  );
+  const stop =
+    io.stopSignal ??
+    new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+  // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
+  const keepAlive = setInterval(() => {}, 2 ** 30);
+  await stop;
+  clearInterval(keepAlive);
+  process.off('SIGHUP', onHup);
+  logger.info('shutting down');
+  await reloading;
+  await server.close();
+  unregister();
+  logger.flush();
+  return 0;
+}

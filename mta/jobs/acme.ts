@@ -1,0 +1,176 @@
+// Owns ACME (RFC 8555) certificates: the account key and the certificate for smtp.hostname and acme.hostnames in
+// data_dir/acme/, issued and renewed 30 days before expiry with HTTP-01 answered by the HTTP listener.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import https from 'node:https';
+import tls from 'node:tls';
+import * as acme from 'acme-client';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/load.js';
+import { acmeFiles, certInfo } from '../smtp/tls.js';
+
+/** Renew this long before notAfter (Let's Encrypt's advice for 90-day certificates: a third of the lifetime). */
+export const RENEW_BEFORE_MS = 30 * 86_400_000;
+/** How often the certificate is checked; a failed order is tried again at the next check. */
+export const ACME_CHECK_MS = 3_600_000;
+
+/**
+ * HTTP-01 tokens being validated (RFC 8555 §8.3): token → key authorization. The control plane answers
+ * `GET /.well-known/acme-challenge/<token>` from it; it lives in the process that runs the api role and ACME.
+ */
+export interface AcmeChallenges {
+  get(token: string): string | undefined;
+}
+
+export type AcmeOutcome = { action: 'issued' | 'renewed'; names: string[]; notAfter: number } | { action: 'valid'; notAfter: number };
+
+export interface AcmeManager {
+  challenges: AcmeChallenges;
+  /** Checks the certificate and orders a new one when it is missing, lacks a name, or expires within 30 days. */
+  runOnce(): Promise<AcmeOutcome>;
+  /** Checks now and then every hour; errors are logged, never thrown. */
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface AcmeDeps {
+  config: Config;
+  logger: Logger;
+  /** Injected clock: decides when the certificate is due for renewal. */
+  now: () => number;
+  /** Called once a new pair is on disk (the TLS source reads it again). */
+  installed: () => Promise<unknown>;
+}
+
+/** The names the certificate must carry: smtp.hostname first (the subject), then acme.hostnames. */
+export function acmeNames(config: Config): string[] {
+  return [...new Set([config.smtp.hostname.toLowerCase(), ...config.acme.hostnames])];
+}
+
+/** Writes `data` to `file` with `mode` atomically (temp file + rename), so a reader sees the old or the new content. */
+function writeAtomic(file: string, data: string, mode: number): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, data, { mode });
+  fs.chmodSync(tmp, mode);
+  fs.renameSync(tmp, file);
+}
+
+/** The account key of data_dir/acme (an ECDSA P-256 key made on first use, 0600): the ACME account is bound to it. */
+async function accountKey(file: string): Promise<Buffer> {
+  if (fs.existsSync(file)) return fs.readFileSync(file);
+  const key = await acme.crypto.createPrivateEcdsaKey();
+  writeAtomic(file, key.toString(), 0o600);
+  return key;
+}
+
+/**
+ * Trusts `caFile` for requests to the directory's origin only (acme-client shares one axios instance; other
+ * origins keep the system CAs).
+ */
+function trustCa(directoryUrl: string, caFile: string | undefined): void {
+  if (caFile === undefined) return;
+  const origin = new URL(directoryUrl).origin;
+  const agent = new https.Agent({ ca: [...tls.rootCertificates, fs.readFileSync(caFile, 'utf8')], keepAlive: false });
+  acme.axios.interceptors.request.use((req) => {
+    if (req.url && new URL(req.url).origin === origin) req.httpsAgent = agent;
+    return req;
+  });
+}
+
+/** What is in data_dir/acme now: the certificate's names and expiry, or undefined when there is none yet. */
+function installed(files: ReturnType<typeof acmeFiles>): { names: string[]; notAfter: number } | undefined {
+  if (!fs.existsSync(files.cert) || !fs.existsSync(files.key)) return undefined;
+  try {
+    return certInfo(fs.readFileSync(files.cert, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+export function createAcmeManager(deps: AcmeDeps): AcmeManager {
+  const { config, now } = deps;
+  const directoryUrl = config.acme.directoryUrl;
+  if (directoryUrl === undefined) throw new Error('ACME needs acme.directory_url');
+  const log = deps.logger.child({ component: 'acme' });
+  const files = acmeFiles(config.dataDir);
+  const tokens = new Map<string, string>();
+  trustCa(directoryUrl, config.acme.caFile);
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<AcmeOutcome> | undefined;
+
+  /**
+   * One order, RFC 8555 §7.4: account (§7.3, found again by its key), order for the names, one HTTP-01 challenge per
+   * authorization (§8.3; the CA fetches the token from our HTTP listener), finalize with a CSR, download the chain.
+   * Written out instead of acme-client's auto(): auto() parses the CSR with @peculiar/x509, whose schema registry
+   * is split between two copies of @peculiar/asn1-schema in this install. The CSR comes from acme-client's forge
+   * interface, over an RSA 2048 key (the key type every SMTP client accepts).
+   */
+  async function order(names: string[]): Promise<{ cert: string; key: string }> {
+    fs.mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+    const client = new acme.Client({ directoryUrl: directoryUrl!, accountKey: await accountKey(files.accountKey) });
+    await client.createAccount({ termsOfServiceAgreed: true, ...(config.acme.email ? { contact: [`mailto:${config.acme.email}`] } : {}) });
+    const placed = await client.createOrder({ identifiers: names.map((value) => ({ type: 'dns', value })) });
+    for (const authz of await client.getAuthorizations(placed)) {
+      if (authz.status === 'valid') continue;
+      const challenge = authz.challenges.find((c) => c.type === 'http-01');
+      if (!challenge) throw new Error(`the CA offers no http-01 challenge for ${authz.identifier.value}`);
+      tokens.set(challenge.token, await client.getChallengeKeyAuthorization(challenge));
+      try {
+        await client.completeChallenge(challenge);
+        await client.waitForValidStatus(challenge);
+      } finally {
+        tokens.delete(challenge.token);
+      }
+    }
+    const { privateKey } = crypto.generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    const [, csr] = await acme.forge.createCsr({ commonName: names[0], altNames: names }, privateKey);
+    const finalized = await client.finalizeOrder(placed, csr);
+    return { cert: await client.getCertificate(finalized), key: privateKey };
+  }
+
+  async function check(): Promise<AcmeOutcome> {
+    const names = acmeNames(config);
+    const have = installed(files);
+    const missing = have ? names.filter((n) => !have.names.includes(n)) : names;
+    if (have && missing.length === 0 && have.notAfter - now() > RENEW_BEFORE_MS) return { action: 'valid', notAfter: have.notAfter };
+    const why = !have ? 'no certificate yet' : missing.length > 0 ? `missing ${missing.join(', ')}` : 'expires within 30 days';
+    log.info({ names, directory: directoryUrl, reason: why }, `ordering a certificate for ${names.join(', ')} (${why})`);
+    const pair = await order(names);
+    const info = certInfo(pair.cert);
+    // The key first: until the certificate follows, readers see a mismatched pair, refuse it and keep the old one.
+    writeAtomic(files.key, pair.key, 0o600);
+    writeAtomic(files.cert, pair.cert, 0o644);
+    log.info(
+      { names: info.names, fingerprint: info.fingerprint, not_after: new Date(info.notAfter).toISOString() },
+      `certificate ${have ? 'renewed' : 'issued'} for ${info.names.join(', ')}, valid until ${new Date(info.notAfter).toISOString()}`,
+    );
+    await deps.installed();
+    return { action: have ? 'renewed' : 'issued', names: info.names, notAfter: info.notAfter };
+  }
+
+  // One order at a time: a timer tick during a slow order waits for it.
+  const runOnce = () => (running ??= check().finally(() => (running = undefined)));
+  const tick = () =>
+    void runOnce().catch((err: unknown) =>
+      log.error({ err: (err as Error).message, retry_in_s: ACME_CHECK_MS / 1000 }, `ACME order failed: ${(err as Error).message}; trying again in an hour`),
+    );
+  return {
+    challenges: { get: (token) => tokens.get(token) },
+    runOnce,
+    start() {
+      tick();
+      timer = setInterval(tick, ACME_CHECK_MS);
+      timer.unref();
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      await running?.catch(() => undefined);
+    },
+  };
+}
+

@@ -1,0 +1,185 @@
+// Owns alert monitors at work: which monitors a condition of a sender identity fires (one alert per monitor, sender
+// and interval), storing every alert, and delivering it — a signed webhook POST (label sig1) with retries, or an
+// email through the durable queue.
+import type { Logger } from 'pino';
+import { ALERT_CONDITIONS, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
+import type { AccountRow } from '../../storage/accounts.js';
+import type { AlertRow, AlertStore, MonitorRow } from '../../storage/alerts.js';
+import type { MessageRow } from '../../storage/queue.js';
+import type { AlertTrigger } from '../outbound/sender-abuse.js';
+import type { PermanentFailure, Queue } from '../queue/queue.js';
+import { classifyStatus, decideRetryAt, postJson } from '../webhooks/dispatcher.js';
+import { createPassLoop } from '../webhooks/pass-loop.js';
+import type { WebhookSigner } from '../webhooks/signing.js';
+import { alertEmail } from './alert-email.js';
+
+const HOUR_MS = 3_600_000;
+
+export interface AlertMonitorsDeps {
+  store: AlertStore;
+  accounts: { findById: (id: number) => AccountRow | undefined };
+  signer: Pick<WebhookSigner, 'signAlert'>;
+  queue: Pick<Queue, 'accept'>;
+  /** A sender identity's finished and recipient-class-bounced recipients since a time (the queue's). */
+  senderOutcomes: (accountId: number, senderId: string, since: number) => { finished: number; invalid: number };
+  /** `abuse.invalid_recipient_rate`, `abuse.invalid_recipient_min`. */
+  invalidRecipients: { rate: number; min: number };
+  /** `smtp.hostname`: the From domain of alert emails. */
+  hostname: string;
+  now: () => number;
+  logger: Logger;
+  /** Per-POST deadline, default 10 s. */
+  timeoutMs?: number;
+  /** Poll interval of start(), default 1 s. */
+  intervalMs?: number;
+}
+
+/** The alert notification of api.md §4.5 for one trigger; `handle` is the sending (sub-)account's. */
+export function alertPayload(t: AlertTrigger, handle: string): Record<string, string> {
+  return {
+    condition_name: t.condition,
+    condition_description: ALERT_CONDITIONS[t.condition],
+    account_id: handle,
+    timestamp: new Date(t.at).toISOString(),
+    originator: t.senderId,
+    originator_type: 'sender_id',
+    sender_id: t.senderId,
+    ip: t.message?.ip ?? '',
+    transaction_id: t.message?.sendRequestId ?? '',
+    envelope_sender: t.message?.envelopeSender ?? '',
+    message_id: t.message?.messageId ?? '',
+  };
+}
+
+/** RFC 3463: a recipient-class permanent failure (bad mailbox 5.1.x, mailbox disabled 5.2.1). */
+const invalidRecipient = (f: PermanentFailure) => f.status !== null && (f.status.startsWith('5.1.') || f.status === '5.2.1');
+/** A remote MX refused it for policy (RFC 3463 5.7.x, from a host that answered: not our own refusal). */
+const policyRejection = (f: PermanentFailure) => f.host !== null && f.status !== null && f.status.startsWith('5.7.');
+
+/**
+ * Creates the alert monitors. `raise` and `afterPermanentFailures` store alerts synchronously (a crash afterwards
+ * loses none); delivery runs in `runOnce` (tests) or on `start()`'s timer, which is also kicked as alerts fire.
+ */
+export function createAlertMonitors(deps: AlertMonitorsDeps) {
+  const log = deps.logger.child({ component: 'alerts' });
+  const timeoutMs = deps.timeoutMs ?? 10_000;
+  const leaseMs = timeoutMs + 60_000;
+
+  /**
+   * Fires every monitor of the identity's account (and of its parent, for a sub-account) that watches the condition
+   * and passes `when`; returns the alerts stored.
+   */
+  function raise(t: AlertTrigger, when: (m: MonitorRow) => boolean = () => true): AlertRow[] {
+    const account = deps.accounts.findById(t.accountId);
+    if (!account) return [];
+    const owners = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
+    const payload = JSON.stringify(alertPayload(t, account.handle));
+    const fired: AlertRow[] = [];
+    for (const owner of owners) {
+      for (const m of deps.store.watching(owner, t.condition)) {
+        if (!when(m)) continue;
+        const a = deps.store.fire(m, { senderAccountId: account.id, senderId: t.senderId, payload, at: t.at });
+        if (a) fired.push(a);
+      }
+    }
+    if (fired.length > 0) {
+      log.info({ condition: t.condition, senderId: t.senderId, alerts: fired.map((a) => a.id) }, 'alert fired');
+      if (loop.started) void loop.runOnce();
+    }
+    return fired;
+  }
+
+  /** One delivery attempt of a claimed alert; records the outcome and the retry slot (the webhooks' schedule). */
+  async function deliver(a: AlertRow): Promise<boolean> {
+    let ok = false;
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    const payload = JSON.parse(a.payload) as Record<string, string>;
+    if (a.delivery === 'webhook') {
+      const signed = deps.signer.signAlert(payload);
+      const out = await postJson(a.target, Buffer.from(signed.body, 'utf8'), signed.headers, timeoutMs);
+      statusCode = out.statusCode;
+      ok = classifyStatus(out.statusCode) === '2xx_response';
+      error = ok ? null : (out.error ?? `HTTP ${out.statusCode}`);
+    } else {
+      try {
+        await deps.queue.accept([alertEmail(payload, a.target, deps.hostname, deps.now())]);
+        ok = true;
+      } catch (err) {
+        error = (err as Error).message;
+      }
+    }
+    const now = deps.now();
+    const retryAt = ok ? null : decideRetryAt(a.attempts, a.fired_at, now);
+    deps.store.recordResult(a.id, { ok, statusCode, error, retryAt, now });
+    if (!ok) log.warn({ alertId: a.id, attempt: a.attempts, statusCode, error, retryAt }, retryAt === null ? 'alert delivery failed; retries exhausted' : 'alert delivery failed');
+    return ok;
+  }
+
+  async function pass(): Promise<{ delivered: number; failed: number }> {
+    const run = { delivered: 0, failed: 0 };
+    for (;;) {
+      const due = deps.store.due(deps.now(), 100);
+      let claimed = 0;
+      for (const row of due) {
+        const a = deps.store.claim(row.id, deps.now(), deps.now() + leaseMs);
+        if (!a) continue;
+        claimed++;
+        if (await deliver(a)) run.delivered++;
+        else run.failed++;
+      }
+      if (claimed === 0 || due.length < 100) return run;
+    }
+  }
+
+  const loop = createPassLoop(pass, {
+    intervalMs: deps.intervalMs ?? 1000,
+    onError: (err) => log.error({ err }, 'alert delivery pass failed'),
+  });
+
+  const monitors = {
+    /** A condition of a sender identity occurred (abuse control's sink); never throws into the sender's path. */
+    trigger(t: AlertTrigger): AlertRow[] {
+      return raise(t);
+    },
+
+    /**
+     * The queue's report of permanently failed recipients: a policy rejection by a remote MX fires
+     * `sender_id_rejected_by_destination`; a recipient-class bounce fires `sender_id_sending_to_invalid_recipients`
+     * for each monitor over whose interval the identity's hard-bounce rate crosses `abuse.invalid_recipient_rate`.
+     */
+    afterPermanentFailures(failed: { message: MessageRow; failures: PermanentFailure[] }[]): void {
+      for (const { message, failures } of failed) {
+        if (message.kind !== 'outbound' || message.account_id === null || message.sender_id === null) continue;
+        const accountId = message.account_id;
+        const senderId = message.sender_id;
+        const t = {
+          accountId,
+          senderId,
+          message: { messageId: message.message_id, sendRequestId: message.request_id, envelopeSender: message.mail_from, ip: message.upstream },
+          at: deps.now(),
+        };
+        try {
+          if (failures.some(policyRejection)) raise({ ...t, condition: 'sender_id_rejected_by_destination' });
+          if (failures.some(invalidRecipient)) {
+            raise({ ...t, condition: 'sender_id_sending_to_invalid_recipients' }, (m) =>
+              invalidRecipientsExceeded(deps.senderOutcomes(accountId, senderId, t.at - m.interval_hours * HOUR_MS), deps.invalidRecipients),
+            );
+          }
+        } catch (err) {
+          log.error({ err, messageId: message.message_id }, 'alert monitors failed on delivery outcomes');
+        }
+      }
+    },
+
+    /** Delivers every due alert now; concurrent calls share the pass in progress. */
+    runOnce: () => loop.runOnce(),
+    /** Polls every `intervalMs` for due alerts (a lapsed lease — a crash mid-delivery — makes an alert due again). */
+    start: () => loop.start(),
+    /** Stops polling; waits for the pass in progress. */
+    stop: () => loop.stop(),
+  };
+  return monitors;
+}
+
+export type AlertMonitors = ReturnType<typeof createAlertMonitors>;

@@ -1,0 +1,65 @@
+// Owns a line-by-line SMTP client for tests that hold a session open across other events (a reload, a certificate
+// change): plaintext, then STARTTLS on the same connection when asked.
+import net from 'node:net';
+import tls from 'node:tls';
+import type { Test } from 'tap';
+
+export interface SmtpTalk {
+  greeting: string;
+  /** Writes one command line and resolves with the complete reply (multi-line replies joined by CRLF). */
+  send(line: string): Promise<string>;
+  /** STARTTLS, then the TLS handshake on the same socket (any certificate accepted); resolves with the server's. */
+  starttls(servername?: string): Promise<tls.PeerCertificate>;
+  /** The certificate of the TLS session, if one is up. */
+  peerCertificate(): tls.PeerCertificate | undefined;
+  close(): void;
+}
+
+/** Connects to 127.0.0.1:`port` and waits for the greeting; closed at teardown. */
+export async function smtpTalk(t: Test, port: number): Promise<SmtpTalk> {
+  let socket: net.Socket | tls.TLSSocket = net.connect(port, '127.0.0.1');
+  let secure: tls.TLSSocket | undefined;
+  let buf = '';
+  let waiter: ((reply: string) => void) | undefined;
+  const onData = (d: Buffer) => {
+    buf += d.toString('latin1');
+    const m = /(?:^|\r\n)\d{3} [^\r\n]*\r\n$/.exec(buf);
+    if (m && waiter) {
+      const w = waiter;
+      waiter = undefined;
+      const reply = buf.trimEnd();
+      buf = '';
+      w(reply);
+    }
+  };
+  socket.on('data', onData);
+  socket.on('error', () => {});
+  t.teardown(() => socket.destroy());
+  const next = () => new Promise<string>((resolve) => (waiter = resolve));
+  const greeting = await next();
+  const send = (line: string) => {
+    const p = next();
+    socket.write(line + '\r\n');
+    return p;
+  };
+  return {
+    greeting,
+    send,
+    async starttls(servername = 'mx.sluice.test') {
+      const ready = await send('STARTTLS');
+      if (!ready.startsWith('220')) throw new Error(`STARTTLS refused: ${ready}`);
+      socket.off('data', onData);
+      secure = tls.connect({ socket: socket as net.Socket, servername, rejectUnauthorized: false });
+      await new Promise<void>((resolve, reject) => {
+        secure!.once('secureConnect', () => resolve());
+        secure!.once('error', reject);
+      });
+      secure.on('data', onData);
+      secure.on('error', () => {});
+      socket = secure;
+      return secure.getPeerCertificate();
+    },
+    peerCertificate: () => secure?.getPeerCertificate(),
+    close: () => socket.destroy(),
+  };
+}

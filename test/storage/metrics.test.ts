@@ -1,0 +1,54 @@
+// Checks the hourly roll-ups: every written event adds to its account's (and parent's) all-mail and campaign rows.
+import t from 'tap';
+import { createAccountStore } from '../../storage/accounts.js';
+import { openDatabase } from '../../storage/database.js';
+import { createMetricRollup, grainStart, HOUR_MS } from '../../storage/metrics.js';
+import { createQueueStore } from '../../storage/queue.js';
+import { tempDir } from '../helpers/stack.js';
+
+t.test('events roll up per account, campaign and hour, in the transaction that writes them', async (t) => {
+  const db = openDatabase(tempDir(t));
+  t.teardown(() => db.close());
+  const accounts = createAccountStore(db);
+  const now = Date.UTC(2026, 10, 22, 12, 30);
+  const parent = accounts.createParentWithKey({ handle: 'parent', companyName: null, now });
+  if (!parent.ok) throw new Error('parent');
+  const sub = accounts.createAccount({ handle: 'subone', companyName: null, parentId: parent.account.id, now });
+  if (!sub.ok) throw new Error('sub');
+  const store = createQueueStore(db);
+  const rollup = createMetricRollup(db);
+  const hour = Math.floor(now / HOUR_MS);
+  const ev = (account: number, kind: string, payload: Record<string, unknown>, at = now, extra = {}) =>
+    store.transaction(() => store.insertEvent(account, kind, { event: kind, ...payload }, at, extra));
+
+  ev(sub.value.id, 'processed', { campaign_id: 'spring', recipients: ['a@x.test', 'b@x.test'] });
+  ev(sub.value.id, 'delivered', { campaign_id: 'spring', recipients: ['a@x.test'] }, now, { open_tracking_delivered: 1, unique_open_tracking_delivered: 1 });
+  ev(sub.value.id, 'soft-bounced', { campaign_id: 'spring' });
+  ev(sub.value.id, 'hard-bounced', { campaign_id: 'spring' });
+  ev(parent.account.id, 'dropped', {});
+  ev(parent.account.id, 'open', {}, now + HOUR_MS, { unique_open: 1 });
+  ev(parent.account.id, 'test', {});
+
+  const FIELDS = ['processed', 'delivered', 'bounced', 'dropped', 'open', 'unique_open', 'open_tracking_delivered', 'unique_open_tracking_delivered'] as const;
+  const hours = (account: number, campaign: string | null, from: number, to: number) =>
+    rollup.series(account, campaign, from, to, 'hour', FIELDS).map(([h, ...rest]) => [(h as number) - hour, ...rest]);
+  t.same(hours(sub.value.id, null, hour, hour + 2), [[0, 2, 1, 1, 0, 0, 0, 1, 1]], 'the sub-account: all mail');
+  t.same(hours(sub.value.id, 'spring', hour, hour + 2), [[0, 2, 1, 1, 0, 0, 0, 1, 1]], 'its campaign');
+  t.same(hours(parent.account.id, null, hour, hour + 2), [[0, 2, 1, 1, 1, 0, 0, 1, 1], [1, 0, 0, 0, 0, 1, 1, 0, 0]], 'the parent counts its tree');
+  t.same(hours(parent.account.id, 'spring', hour, hour + 1), [[0, 2, 1, 1, 0, 0, 0, 1, 1]]);
+  t.same(hours(parent.account.id, null, hour + 2, hour + 9), [], 'no row for hours without events');
+  const day = Math.floor(now / (24 * HOUR_MS));
+  t.same(rollup.series(parent.account.id, null, hour - 100, hour + 100, 'day', ['processed', 'open']), [[day, 2, 1]], 'summed per day in SQL');
+  const week = rollup.series(parent.account.id, null, hour - 100, hour + 100, 'week', ['open']);
+  t.same(week, [[Math.floor((day + 3) / 7), 1]]);
+  t.equal(new Date(grainStart('week', week[0]![0]!)).toISOString(), '2026-11-16T00:00:00.000Z', 'weeks start on Monday');
+  t.same(rollup.campaigns(parent.account.id, hour, hour + 2), [{ name: 'spring', processed: 2, delivered: 1, bounced: 1, dropped: 0 }]);
+  t.same(rollup.subAccounts(parent.account.id, hour, hour + 2), [{ name: 'subone', processed: 2, delivered: 1, bounced: 1, dropped: 0 }]);
+
+  // An event whose transaction rolls back leaves no counter behind.
+  t.throws(() => store.transaction(() => {
+    store.insertEvent(parent.account.id, 'delivered', { event: 'delivered' }, now);
+    throw new Error('rollback');
+  }));
+  t.same(rollup.series(parent.account.id, null, hour, hour + 1, 'hour', ['delivered']), [[hour, 1]], 'the rolled-back delivery is not counted');
+});
