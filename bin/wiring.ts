@@ -190,7 +190,7 @@ export function wireCore(opts: CoreOptions) {
     publicUrl: opts.publicUrl,
     trackingSecret,
     trackingDomains,
-    screening: createScreening({ config, resolver, rspamd, abuse, now }),
+    screening: createScreening({ config, resolver, rspamd, abuse, metrics, now }),
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).

@@ -76,10 +76,10 @@ export function createMetrics() {
       labelNames: ['action'] as const,
       registers,
     }),
-    /** Fed at accept() per outbound recipient with the dispositions its SMTP log row records (UNKNOWN: not scanned). */
+    /** Fed by outbound screening (mta/outbound/screening.ts) with each scanned message's verdict, refused ones too. */
     outboundScanDispositions: new Counter({
       name: 'sluice_outbound_scan_dispositions_total',
-      help: 'Outbound recipients by scanner (spam, virus) and the disposition recorded in the SMTP log.',
+      help: 'Outbound messages scanned, by scanner (spam, virus) and the disposition of its verdict (unknown: clean or not scanned).',
       labelNames: ['scanner', 'disposition'] as const,
       registers,
     }),

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import nodemailer from 'nodemailer';
 import t from 'tap';
+import { GTUBE } from '../../filters/spam-rules.js';
 import { startSink } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
@@ -95,6 +96,17 @@ t.test('every family after an end-to-end flow: names, types, labels, non-zero', 
     },
   });
   t.equal(sent.status, 202);
+  // A message the outbound scan refuses (GTUBE is CONFIRMED spam): its verdict is counted too.
+  const refused = await stack.api('POST', '/tx/v1/send-async', {
+    key: acct.key,
+    body: {
+      personalizations: [{ to: [{ email: 'bob@rcpt.test' }] }],
+      from: { email: 'app@sender.test' },
+      subject: 'spam',
+      content: [{ type: 'text/plain', value: `hi ${GTUBE}` }],
+    },
+  });
+  t.equal(refused.status, 403);
   // Inbound: a provisioned domain relayed to the sink.
   const prov = await stack.api('POST', '/inbound/v1/domains', {
     key: inboundKey.value.key,
@@ -156,7 +168,11 @@ t.test('every family after an end-to-end flow: names, types, labels, non-zero', 
   nonZero('sluice_smtp_sessions_total', 'sluice_smtp_sessions_total', { listener: 'mx' });
   nonZero('sluice_smtp_replies_total', 'sluice_smtp_replies_total', { listener: 'mx', class: '2xx' });
   nonZero('sluice_inbound_verdicts_total', 'sluice_inbound_verdicts_total', { action: 'relay' });
-  nonZero('sluice_outbound_scan_dispositions_total', 'sluice_outbound_scan_dispositions_total', { scanner: 'spam', disposition: 'unknown' });
+  // Fed by the scan verdicts: the clean message (spam and virus unknown) and the GTUBE one (spam confirmed).
+  const scans = (where: Record<string, string>) => total(fams.get('sluice_outbound_scan_dispositions_total'), 'sluice_outbound_scan_dispositions_total', where);
+  t.equal(scans({ scanner: 'spam', disposition: 'unknown' }), 1, 'the clean message');
+  t.equal(scans({ scanner: 'spam', disposition: 'confirmed' }), 1, 'the GTUBE message');
+  t.equal(scans({ scanner: 'virus', disposition: 'unknown' }), 2, 'both messages were scanned for viruses');
   nonZero('sluice_webhook_batches_total', 'sluice_webhook_batches_total', { status: '2xx_response' });
   nonZero('sluice_webhook_dispatch_lag_seconds', 'sluice_webhook_dispatch_lag_seconds_count');
   nonZero('sluice_http_requests_total', 'sluice_http_requests_total', { method: 'POST', route: '/tx/v1/send-async', status: '202' });
