@@ -7,7 +7,6 @@ import { createApp } from '../control-api/app.js';
 import { createConsole } from '../control-api/console/router.js';
 import { createQueueAdmin } from '../mta/queue/queue-admin.js';
 import { createConsoleStore } from '../storage/console.js';
-import { createDeliverabilityStore } from '../storage/deliverability.js';
 import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
 import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
 import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
@@ -243,7 +242,6 @@ export function wireCore(opts: CoreOptions) {
     relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
     queue: createQueueAdmin({ store: queueStore, now }),
-    deliverability: createDeliverabilityStore(db),
     console: createConsoleStore(db),
     acmeChallenge: (token) => acme?.challenges.get(token),
     now,

@@ -19,7 +19,6 @@ import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
 import type { QueueAdmin } from '../mta/queue/queue-admin.js';
-import type { DeliverabilityStore } from '../storage/deliverability.js';
 import type { ConsoleStore } from '../storage/console.js';
 import type { MetricRollup } from '../storage/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
@@ -90,8 +89,6 @@ export interface Services {
   };
   /** The queue by hand (the console; what `sluice queue` does): list, show, retry, delete, scoped by account. */
   queue: QueueAdmin;
-  /** Sent/delivered/bounced/deferred per time bucket, account and campaign (the console's deliverability view). */
-  deliverability: DeliverabilityStore;
   /** Web console sessions and operator tokens. */
   console: ConsoleStore;
   /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3), undefined for any other. */

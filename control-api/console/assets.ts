@@ -41,7 +41,7 @@ dt { color: var(--muted); } dd { margin: 0; word-break: break-all; }
 .chart svg { width: 100%; height: auto; }
 .legend { display: flex; gap: 14px; margin: 6px 0; font-size: 12px; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
-.sw-sent { background: #2456c7; } .sw-delivered { background: #1b7f3b; } .sw-bounced { background: #b3261e; } .sw-deferred { background: #d08a00; }
+.sw-sent { background: #2456c7; } .sw-delivered { background: #1b7f3b; } .sw-bounced { background: #b3261e; } .sw-deferred { background: #d08a00; } .sw-opens { background: #7b3fb5; } .sw-clicks { background: #00838f; }
 .login { max-width: 420px; margin: 80px auto; background: #fff; border: 1px solid var(--line); padding: 24px; }
 .login input { width: 100%; margin: 6px 0 12px; }
 code.copy { display: block; background: #fff; border: 1px solid var(--line); padding: 6px; word-break: break-all; }

@@ -13,6 +13,7 @@ export const NAV: readonly { key: string; label: string; path: string; allAccoun
   { key: 'domains', label: 'Inbound domains', path: '/console/domains' },
   { key: 'dkim', label: 'DKIM keys', path: '/console/dkim' },
   { key: 'webhooks', label: 'Webhooks', path: '/console/webhooks' },
+  { key: 'senders', label: 'Sender blocks & alerts', path: '/console/senders' },
 ];
 
 /** `*` in the switcher: every account, and mail that has none (relayed inbound mail, DSNs). */

@@ -1,10 +1,10 @@
-// Owns the list of console views, in one place (a new view — opens and clicks, sender blocks and alerts — adds its
-// routes here and its entry to NAV in layout.ts).
+// Owns the list of console views, in one place (a new view adds its routes here and its entry to NAV in layout.ts).
 import { deliverabilityViews } from './views-deliverability.js';
 import { domainViews } from './views-domains.js';
 import { logViews } from './views-log.js';
 import { quarantineViews } from './views-quarantine.js';
 import { queueViews } from './views-queue.js';
+import { senderViews } from './views-senders.js';
 import type { ViewRoute } from './view.js';
 import { webhookViews } from './views-webhooks.js';
 
@@ -15,4 +15,5 @@ export const CONSOLE_VIEWS: readonly ViewRoute[] = [
   ...deliverabilityViews,
   ...domainViews,
   ...webhookViews,
+  ...senderViews,
 ];

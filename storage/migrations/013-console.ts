@@ -1,5 +1,5 @@
-// Owns migration 9: the web console's operator tokens and sessions (only hashes of the secrets are stored), and the
-// index its deliverability view reads messages by (account, time).
+// Owns migration 13: the web console's operator tokens and sessions (only hashes of the secrets are stored), and the
+// deferred-attempts counter of the metric roll-ups its deliverability chart draws (counted from this migration on).
 export const CONSOLE = `
   CREATE TABLE console_tokens (
     id INTEGER PRIMARY KEY,
@@ -19,5 +19,5 @@ export const CONSOLE = `
     expires_at INTEGER NOT NULL
   ) STRICT;
   CREATE INDEX console_sessions_expiry ON console_sessions(expires_at);
-  CREATE INDEX messages_account_time ON messages(account_id, created_at);
+  ALTER TABLE metric_rollups ADD COLUMN deferred INTEGER NOT NULL DEFAULT 0;
 `;

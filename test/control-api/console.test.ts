@@ -166,3 +166,91 @@ t.test('Secure cookie when the console is reached over https (http.public_url)',
   const json = await stack.api('POST', '/console/queue/1/retry', { raw: '{}', headers: { 'content-type': 'application/json' } });
   t.equal(json.status, 403, 'no session: 403 whatever the body');
 });
+
+t.test('deliverability: sent, delivered, deferred, opens and clicks from the metrics roll-ups, the same figures as /tx/v1/metrics', async (t) => {
+  const w = await consoleWorld(t);
+  const { stack } = w;
+  await w.sendTracked(w.acme, 'ann@rcpt.test', 'Sale', 'spring');
+  await w.sendTracked(w.acme, 'bea@rcpt.test', 'Sale', 'spring');
+  await w.sendTracked(w.shop, 'cid@rcpt.test', 'Order', 'orders');
+  await w.send(w.acme, 'dan@later.test', 'Receipt', 'receipts');
+  await w.send(w.bravo, 'eve@rcpt.test', 'bravo news', 'bravo-campaign');
+  await stack.worker.runOnce();
+  await w.engage('ann@rcpt.test', { click: true });
+  await w.engage('bea@rcpt.test', { click: false });
+  await w.engage('cid@rcpt.test', { click: true });
+
+  const acme = consoleClient(w.base);
+  await acme.signIn(w.acme.key);
+  const page = await acme.get('/console/deliverability?days=1');
+  t.equal(page.status, 200);
+  // The chart's points (one <title> per point: "Label HH:MM: n") summed per series.
+  const sum = (text: string, label: string) =>
+    [...text.matchAll(new RegExp(`<title>${label} \\d\\d:\\d\\d: (\\d+)</title>`, 'g'))].reduce((n, m) => n + Number(m[1]), 0);
+  const chart = { sent: sum(page.text, 'Sent'), delivered: sum(page.text, 'Delivered'), deferred: sum(page.text, 'Deferred'), opens: sum(page.text, 'Opens'), clicks: sum(page.text, 'Clicks') };
+  t.same(chart, { sent: 4, delivered: 3, deferred: 1, opens: 3, clicks: 2 }, 'acme with its sub-account, not bravo');
+  // The API reads the same roll-ups: the chart agrees with it.
+  const range = `start_time=${new Date(stack.clock.now() - 86_400_000).toISOString().slice(0, 19)}Z&end_time=${new Date(stack.clock.now() + 3_600_000).toISOString().slice(0, 19)}Z`;
+  const api = (await stack.api('GET', `/tx/v1/metrics/engagement?${range}&interval=hour`, { key: w.acme.key })).body;
+  const perf = (await stack.api('GET', `/tx/v1/metrics/performance?${range}&interval=hour`, { key: w.acme.key })).body;
+  t.same({ sent: perf.processed, delivered: perf.delivered, opens: api.open, clicks: api.click }, { sent: 4, delivered: 3, opens: 3, clicks: 2 });
+  const row = (text: string, name: string) => new RegExp(`<tr><td>${name}</td>((?:<td>\\d+</td>)+)</tr>`).exec(text)?.[1]?.match(/\d+/g)?.map(Number);
+  // Per campaign and per sub-account: Sent, Delivered, Bounced, Deferred, Opens, Clicks.
+  t.same(row(page.text, 'spring'), [2, 2, 0, 0, 2, 1]);
+  t.same(row(page.text, 'orders'), [1, 1, 0, 0, 1, 1], 'the parent includes its sub-account\'s campaign');
+  t.same(row(page.text, 'receipts'), [1, 0, 0, 1, 0, 0]);
+  t.same(/<tr><td><a href="[^"]*account=acmeshop[^"]*">acmeshop<\/a><\/td>((?:<td>\d+<\/td>)+)<\/tr>/.exec(page.text)?.[1]?.match(/\d+/g)?.map(Number), [1, 1, 0, 0, 1, 1]);
+  t.notMatch(page.text, /bravo-campaign/);
+  // One campaign.
+  const spring = await acme.get('/console/deliverability?days=1&campaign=spring');
+  t.same({ sent: sum(spring.text, 'Sent'), opens: sum(spring.text, 'Opens'), clicks: sum(spring.text, 'Clicks') }, { sent: 2, opens: 2, clicks: 1 });
+  // The sub-account alone, and another tenant's account is not there at all.
+  const shop = await acme.get('/console/deliverability?days=1&account=acmeshop');
+  t.same({ sent: sum(shop.text, 'Sent'), opens: sum(shop.text, 'Opens') }, { sent: 1, opens: 1 });
+  t.equal((await acme.get('/console/deliverability?account=bravo')).status, 404);
+  t.equal((await acme.get('/console/deliverability?days=2')).status, 400);
+});
+
+t.test('sender blocks and alerts: the blocked identity with Delist (remediation), the alerts fired; cross-tenant delisting refused', async (t) => {
+  const w = await consoleWorld(t, { SLUICE_ABUSE_BLOCK_CONFIRMED: '2' });
+  const { stack } = w;
+  const created = await stack.api('POST', '/tx/v1/monitors', {
+    key: w.acme.key,
+    body: { condition: 'sender_id_blocked', interval_hours: 1, delivery: 'email', email: 'ops@rcpt.test' },
+  });
+  t.equal(created.status, 201);
+  t.equal(await w.sendSpam(w.acme), 403);
+  t.equal(await w.sendSpam(w.acme), 403);
+  const ID = 'acme|x-authuser|app@sender.test';
+  const blocked = () => stack.db.prepare('SELECT count(*) AS n FROM sender_blocks WHERE sender_id = ? AND lifted_at IS NULL').get(ID) as { n: number };
+  t.equal(blocked().n, 1, 'blocked after two CONFIRMED messages');
+
+  const acme = consoleClient(w.base);
+  await acme.signIn(w.acme.key);
+  const page = await acme.get('/console/senders');
+  t.equal(page.status, 200);
+  t.match(page.text, /<td>acme\|x-authuser\|app@sender\.test<\/td><td>app@sender\.test<\/td>/);
+  t.match(page.text, /Alerts fired[\s\S]*Sender ID is blocked<\/td><td>acme\|x-authuser\|app@sender\.test<\/td><td>#\d+ every 1 h<\/td><td>ops@rcpt\.test<\/td>/);
+  t.match(page.text, /action="\/console\/senders\/delist\?account=acme"/);
+
+  // bravo: sees nothing of acme's, cannot delist acme's identity by a forged post, nor by naming acme.
+  const bravo = consoleClient(w.base);
+  await bravo.signIn(w.bravo.key);
+  const theirs = await bravo.get('/console/senders');
+  t.equal(theirs.status, 200);
+  t.notMatch(theirs.text, /app@sender\.test/);
+  t.match(theirs.text, /No sender identity is blocked/);
+  t.equal((await bravo.post('/console/senders/delist', { sender_id: ID })).status, 404, 'not among bravo\'s blocks');
+  t.equal((await bravo.post('/console/senders/delist?account=acme', { sender_id: ID })).status, 404, 'another tenant\'s account');
+  t.equal((await acme.post('/console/senders/delist', { sender_id: ID }, { csrf: null })).status, 403, 'no CSRF token');
+  t.equal((await acme.post('/console/senders/delist', { sender_id: ID }, { csrf: bravo.csrf() })).status, 403, 'another session\'s token');
+  t.equal(blocked().n, 1, 'still blocked');
+
+  const done = await acme.post('/console/senders/delist', { sender_id: ID });
+  t.equal(done.status, 302);
+  t.equal(done.location, '/console/senders?account=acme&done=delisted');
+  t.equal(blocked().n, 0, 'lifted');
+  t.equal((stack.db.prepare("SELECT lifted_by FROM sender_blocks WHERE sender_id = ?").get(ID) as { lifted_by: string }).lifted_by, 'api', 'through remediation');
+  t.match((await acme.get('/console/senders?done=delisted')).text, /Delisted[\s\S]*No sender identity is blocked/);
+  t.equal((await acme.post('/console/senders/delist', { sender_id: ID })).status, 404, 'nothing left to delist');
+});

@@ -1,9 +1,11 @@
 // Owns the scene the console tests share: a stack with two tenants (one with a sub-account), deferred and delivered
 // outbound mail, a quarantined inbound message per tenant, and a fetch-based console client (sign-in, CSRF).
+import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import type { Test } from 'tap';
 import { startSink, type Sink } from './smtp-sink.js';
 import { startStack, type Stack } from './stack.js';
+import { BROWSER, trackingUrls } from './tracking-world.js';
 
 export interface Tenant {
   handle: string;
@@ -23,6 +25,12 @@ export interface ConsoleWorld {
   /** acme's sub-account and its own api key. */
   shop: { handle: string; id: number; key: string };
   send: (t: Tenant | { key: string }, to: string, subject: string, campaign?: string) => Promise<void>;
+  /** Sends an HTML message with open and click tracking (delivered by the next worker pass). */
+  sendTracked: (t: Tenant | { key: string }, to: string, subject: string, campaign?: string) => Promise<void>;
+  /** A person reads the delivered tracked message to `to`: loads the pixel and, with `click`, follows the link. */
+  engage: (to: string, o: { click: boolean }) => Promise<void>;
+  /** Sends GTUBE (CONFIRMED spam: refused with 403, a strike for the sender identity app@sender.test). */
+  sendSpam: (t: Tenant) => Promise<number>;
   /** Delivers an inbound message that the domain's quarantine policy holds (GTUBE). */
   quarantine: (to: string, subject: string) => Promise<void>;
   deliveryOf: (rcpt: string) => { id: number; state: string; next_attempt_at: number; attempts: number };
@@ -30,7 +38,7 @@ export interface ConsoleWorld {
 
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
-export async function consoleWorld(t: Test): Promise<ConsoleWorld> {
+export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {}): Promise<ConsoleWorld> {
   // Downstream and remote MX in one: recipients at later.test are deferred while `deferring`, those at bounce.test
   // refused for good, everything else accepted.
   const state = { deferring: true };
@@ -46,6 +54,7 @@ export async function consoleWorld(t: Test): Promise<ConsoleWorld> {
     env: {
       SLUICE_OUTBOUND_LOCKDOWN: 'off',
       SLUICE_OUTBOUND_TRANSPORT_MAP: ['rcpt.test', 'later.test', 'bounce.test'].map((d) => `${d}=127.0.0.1:${sink.port}`).join(','),
+      ...extraEnv,
     },
   });
   const tenant = async (handle: string, domain: string): Promise<Tenant> => {
@@ -72,6 +81,10 @@ export async function consoleWorld(t: Test): Promise<ConsoleWorld> {
   const subKey = stack.accounts.createApiKey(subRow.id, 'api', stack.clock.now());
   if (!subKey.ok) throw new Error('sub key');
   const base = `http://127.0.0.1:${stack.http.port}`;
+  const post = async (who: { key: string }, body: Record<string, unknown>) => {
+    const r = await stack.api('POST', '/tx/v1/send-async', { key: who.key, body: { from: { email: 'app@sender.test' }, ...body } });
+    if (r.status !== 202) throw new Error(`send: ${r.status} ${r.text}`);
+  };
   return {
     stack,
     sink,
@@ -92,6 +105,39 @@ export async function consoleWorld(t: Test): Promise<ConsoleWorld> {
         },
       });
       if (r.status !== 202) throw new Error(`send: ${r.status} ${r.text}`);
+    },
+    async sendTracked(who, to, subject, campaign) {
+      await post(who, {
+        personalizations: [{ to: [{ email: to }] }],
+        subject,
+        content: [
+          { type: 'text/plain', value: 'Shop: https://shop.example/sale' },
+          { type: 'text/html', value: '<html><body><p><a href="https://shop.example/sale">Shop</a></p></body></html>' },
+        ],
+        tracking_settings: { click_tracking: { enable: true }, open_tracking: { enable: true } },
+        ...(campaign ? { campaign_id: campaign } : {}),
+      });
+    },
+    async engage(to, o) {
+      const msg = [...sink.messages].reverse().find((m) => m.rcptTo.includes(to));
+      if (!msg) throw new Error(`no message delivered to ${to}`);
+      const urls = trackingUrls(String((await simpleParser(msg.raw)).html));
+      if (!urls.pixel || !urls.clicks[0]) throw new Error('no tracking in the delivered message');
+      // Without following the redirect: the tracker records the click and answers 302 to the stored target.
+      const open = await fetch(urls.pixel, { headers: { 'User-Agent': BROWSER } });
+      if (open.status !== 200) throw new Error(`pixel: ${open.status}`);
+      await open.arrayBuffer();
+      if (!o.click) return;
+      const click = await fetch(urls.clicks[0], { redirect: 'manual', headers: { 'User-Agent': BROWSER } });
+      if (click.status !== 302) throw new Error(`click: ${click.status}`);
+      await click.arrayBuffer();
+    },
+    async sendSpam(who) {
+      const r = await stack.api('POST', '/tx/v1/send-async', {
+        key: who.key,
+        body: { personalizations: [{ to: [{ email: 'victim@rcpt.test' }] }], from: { email: 'app@sender.test' }, subject: 'spam', content: [{ type: 'text/plain', value: GTUBE }] },
+      });
+      return r.status;
     },
     async quarantine(to, subject) {
       const mx = nodemailer.createTransport({ host: stack.mx.host, port: stack.mx.port, secure: false, ignoreTLS: true, name: 'client.spam.test' });
