@@ -37,6 +37,6 @@ t.test('README lists exactly the keys a reload applies live', async (t) => {
 
 t.test('README images exist (the console screenshots in docs/)', async (t) => {
   const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)].map((m) => m[1]!);
-  t.ok(images.includes('docs/console-queue.png') && images.includes('docs/console-deliverability.png'));
+  t.ok(['queue', 'deliverability', 'senders'].every((v) => images.includes(`docs/console-${v}.png`)));
   for (const img of images) t.ok(fs.existsSync(path.resolve(img)), img);
 });

@@ -39,9 +39,10 @@ async function view(c: ViewCtx) {
   if (!win) throw badRequest('days: must be 1, 7 or 30');
   const as = c.as();
   const account = as.account;
-  // Whole hours up to the end of the current one (the API's window rules, with an explicit end: a default end_time
-  // of exactly hh:00:00 would leave out the hour that just began).
-  const end = Math.floor(c.services.now() / HOUR) * HOUR + HOUR;
+  // Whole buckets up to the end of the current hour or day (an explicit end_time: the API's default, now, leaves out
+  // an hour that begins exactly now), so the first bucket is whole too.
+  const unit = win.interval === 'hour' ? HOUR : DAY;
+  const end = Math.floor(c.services.now() / unit) * unit + unit;
   const w = metricsWindow(c.services.now(), end - win.ms, end);
   if (!w.ok) throw badRequest(w.error);
   const starts = bucketStarts(w.window, win.interval);
@@ -60,7 +61,9 @@ async function view(c: ViewCtx) {
   const campaigns = await ranked('campaigns');
   const subAccounts = account.parent_id === null ? await ranked('sub-accounts') : [];
   const figures = (r: ReturnType<typeof report>) => SERIES.map((s) => r[s.metric] as number);
-  const campaignRows = campaigns.slice(0, TABLE_ROWS).map((name) => [name, ...figures(report(account.id, name))]);
+  // With a campaign chosen, its row only (the sub-account rows are then that campaign's figures too).
+  const shown = campaign ? campaigns.filter((x) => x === campaign) : campaigns.slice(0, TABLE_ROWS);
+  const campaignRows = shown.map((name) => [name, ...figures(report(account.id, name))]);
   const subRows = subAccounts.slice(0, TABLE_ROWS).flatMap((name) => {
     const sub = c.viewer.accounts.find((a) => a.handle === name && a.parent_id === account.id);
     if (!sub) return [];

@@ -1,7 +1,8 @@
 // Drives the web console in a real browser (Debian's chromium through playwright-core): a tenant signs in, retries a
 // deferred delivery and sees it delivered, releases a quarantined message and sees it arrive downstream, finds a
 // message by recipient in the log search, and cannot open another tenant's queue entry by editing the URL; the
-// operator signs in with a `sluice console token` and sees every account and the deliverability chart. With
+// operator signs in with a `sluice console token` and sees every account and the deliverability chart (opens and
+// clicks too); a tenant delists a blocked sender identity and sees its alert, another tenant cannot. With
 // SLUICE_SCREENSHOTS=docs the main views are saved as docs/console-*.png (the README shows them).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -118,30 +119,36 @@ if (!fs.existsSync(CHROMIUM)) {
       if (day % 2 === 0) await w.send(w.acme, `user${day}@later.test`, 'Receipt', 'receipts');
       await w.send(w.shop, `buyer${day}@rcpt.test`, 'Your order', 'orders');
       await w.send(w.bravo, `b${day}@rcpt.test`, 'bravo news');
+      // A tracked newsletter of the sub-account, opened (and on odd days clicked) the same day.
+      await w.sendTracked(w.shop, `fan${day}@rcpt.test`, `Deals ${day}`, 'deals');
       await stack.worker.runOnce();
+      await w.engage(`fan${day}@rcpt.test`, { click: day % 2 === 1 });
       stack.clock.advance(24 * HOUR);
     }
     const made = stack.services.console.createToken('browser test', stack.clock.now());
     const page = await signIn(t, w, made.token);
     t.match(await page.textContent('header'), /Signed in as operator/);
-    await page.goto(`${w.base}/console/queue?account=*&state=all`);
-    const all = await page.textContent('table');
-    t.match(all, /b0@rcpt\.test/);
-    t.match(all, /user0@bounce\.test/);
+    await page.goto(`${w.base}/console/queue?account=*&state=all&rcpt=b0@rcpt.test`);
+    t.match(await page.textContent('table'), /b0@rcpt\.test/);
+    await page.goto(`${w.base}/console/queue?account=*&state=all&rcpt=user0@bounce.test`);
+    t.match(await page.textContent('table'), /user0@bounce\.test/);
 
     await page.goto(`${w.base}/console/deliverability?account=acme&days=7`);
-    t.equal(await page.locator('svg polyline').count(), 4, 'sent, delivered, bounced, deferred');
+    t.equal(await page.locator('svg polyline').count(), 6, 'sent, delivered, bounced, deferred, opens, clicks');
     // The chart's points carry the same numbers as the tables: sent per day, summed over the week.
     const points = await page.locator('svg circle title').allTextContents();
     const sum = (label: string) => points.filter((p) => p.startsWith(`${label} `)).reduce((n, p) => n + Number(p.split(': ')[1]), 0);
-    t.equal(sum('Sent'), 39, '33 of acme and 6 of its sub-account');
+    t.equal(sum('Sent'), 45, 'the last 7 days (day 0 is out): 33 of acme and 12 of its sub-account');
     t.equal(sum('Bounced'), 7);
     t.ok(sum('Deferred') > 0);
+    t.equal(sum('Opens'), 6, 'one open a day');
+    t.equal(sum('Clicks'), 3, 'a click on days 1, 3 and 5');
     const byCampaign = await page.locator('h2:has-text("By campaign") + table tbody tr').allTextContents();
     t.match(byCampaign.join('\n'), /newsletter/);
     t.match(byCampaign.join('\n'), /orders/, 'the parent includes its sub-account');
-    const byAccount = await page.locator('h2:has-text("By account") + table tbody tr').allTextContents();
-    t.same(byAccount.map((r) => r.split(/\d/)[0]).sort(), ['acme', 'acmeshop']);
+    t.ok(byCampaign.includes('deals660063'), 'deals: sent, delivered, bounced, deferred, opens, clicks');
+    const bySub = await page.locator('h2:has-text("By sub-account") + table tbody tr').allTextContents();
+    t.same(bySub.map((r) => r.split(/\d/)[0]), ['acmeshop']);
     t.notMatch(await page.textContent('main'), /bravo/);
     if (process.env.SLUICE_SCREENSHOTS) await page.screenshot({ path: path.join(shots, 'console-deliverability.png'), fullPage: true });
 
@@ -151,12 +158,13 @@ if (!fs.existsSync(CHROMIUM)) {
     t.equal(receipts.length, 1);
     t.match(receipts[0], /^receipts/);
 
-    // The sub-account alone.
+    // The sub-account alone: its own campaigns, no sub-account table.
     await page.goto(`${w.base}/console/deliverability?account=acmeshop&days=7`);
-    t.same((await page.locator('h2:has-text("By account") + table tbody tr').allTextContents()).map((r) => r.split(/\d/)[0]), ['acmeshop']);
+    t.same((await page.locator('h2:has-text("By campaign") + table tbody tr').allTextContents()).map((r) => r.split(/\d/)[0]).sort(), ['deals', 'orders']);
+    t.equal(await page.locator('h2:has-text("By sub-account")').count(), 0);
 
     // The other views render for the operator too.
-    for (const view of ['quarantine', 'log', 'domains', 'dkim', 'webhooks']) {
+    for (const view of ['quarantine', 'log', 'domains', 'dkim', 'webhooks', 'senders']) {
       const res = await page.goto(`${w.base}/console/${view}?account=acme`);
       t.equal(res?.status(), 200, view);
     }
@@ -174,5 +182,45 @@ if (!fs.existsSync(CHROMIUM)) {
       await page.goto(`${w.base}/console/queue?account=*&state=all`);
       await page.screenshot({ path: path.join(shots, 'console-operator-queue.png') });
     }
+  });
+
+  t.test('sender blocks and alerts: the tenant delists its blocked identity; another tenant cannot', async (t) => {
+    const w = await consoleWorld(t, { SLUICE_ABUSE_BLOCK_CONFIRMED: '2' });
+    const { stack } = w;
+    const monitor = await stack.api('POST', '/tx/v1/monitors', {
+      key: w.acme.key,
+      body: { condition: 'sender_id_blocked', interval_hours: 1, delivery: 'email', email: 'ops@rcpt.test' },
+    });
+    t.equal(monitor.status, 201);
+    t.equal(await w.sendSpam(w.acme), 403);
+    t.equal(await w.sendSpam(w.acme), 403);
+    const ID = 'acme|x-authuser|app@sender.test';
+    const active = () => (stack.db.prepare('SELECT count(*) AS n FROM sender_blocks WHERE sender_id = ? AND lifted_at IS NULL').get(ID) as { n: number }).n;
+    t.equal(active(), 1);
+
+    // bravo, in its own browser session: sees nothing of acme's; a form forged with acme's identity changes nothing.
+    const intruder = await signIn(t, w, w.bravo.key);
+    await intruder.click('nav a:has-text("Sender blocks")');
+    t.match(await intruder.textContent('main'), /No sender identity is blocked/);
+    t.notMatch(await intruder.textContent('main'), /app@sender\.test/);
+    t.equal((await intruder.goto(`${w.base}/console/senders?account=acme`))?.status(), 404);
+    await intruder.goto(`${w.base}/console/senders`);
+    // Posted with the browser context's own cookie and a valid CSRF token of bravo's session.
+    const csrf = await intruder.inputValue('input[name=_csrf] >> nth=0');
+    const post = (url: string) => intruder.context().request.post(url, { form: { _csrf: csrf, sender_id: ID }, maxRedirects: 0 }).then((r) => r.status());
+    const forged = [await post(`${w.base}/console/senders/delist?account=acme`), await post(`${w.base}/console/senders/delist`)];
+    t.same(forged, [404, 404], 'naming acme, or acme\'s identity as bravo');
+    t.equal(active(), 1, 'still blocked');
+
+    const page = await signIn(t, w, w.acme.key);
+    await page.click('nav a:has-text("Sender blocks")');
+    t.match(await page.textContent('main'), /acme\|x-authuser\|app@sender\.test/);
+    t.match(await page.textContent('h2:has-text("Alerts fired") + table'), /Sender ID is blocked.*acme\|x-authuser\|app@sender\.test/);
+    if (process.env.SLUICE_SCREENSHOTS) await page.screenshot({ path: path.join(shots, 'console-senders.png'), fullPage: true });
+    await page.click('button:has-text("Delist")');
+    t.match(await page.textContent('.flash'), /Delisted/);
+    t.match(await page.textContent('main'), /No sender identity is blocked/);
+    t.equal(active(), 0);
+    t.equal(await w.sendSpam(w.acme), 403, 'the next GTUBE is refused as spam, not as blocked');
   });
 }
