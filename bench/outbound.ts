@@ -1,12 +1,14 @@
-// Owns the outbound benchmark: N send-async requests (RSA-2048 DKIM) → `sluice serve` → a local sink; prints figures.
-import { spawn } from 'node:child_process';
+// Owns the outbound benchmark: N send-async requests (RSA-2048 DKIM) from autocannon → `sluice serve` → a local sink,
+// and the same messages from smtp-source through a stock Postfix relay as a peer in the same run; prints figures and CPU.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { SMTPServer } from 'smtp-server';
+import { cpuMeter, formatCpu, machineLine, runTimed } from './cpu.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -16,15 +18,17 @@ const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 300_000);
 /** BENCH_SCAN=off measures without outbound scanning (filters.outbound_policy = off); default on (built-in rules). */
 const SCAN = process.env.BENCH_SCAN ?? 'on';
 if (SCAN !== 'on' && SCAN !== 'off') throw new Error('BENCH_SCAN must be on or off');
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/sluice.js');
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const BIN = path.resolve(HERE, '../bin/sluice.js');
+const LOADGEN = path.resolve(HERE, 'load-http.js');
+const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
+/** BENCH_PEER=none skips the Postfix peer. */
+const PEER = process.env.BENCH_PEER ?? 'postfix';
 
 /** The recipient's MX: counts messages, reads every byte, accepts all. STARTTLS offered, as real MXs do. */
-async function startSink(onMessage: () => void): Promise<{ port: number; close: () => Promise<void> }> {
+type Sink = { port: number; close: () => Promise<void> };
+
+async function startSink(onMessage: () => void): Promise<Sink> {
   const server = new SMTPServer({
     logger: false,
     authOptional: true,
@@ -54,17 +58,81 @@ function peakRssMb(pid: number): number {
   }
 }
 
+let sinkCounter: (fn: () => void) => void = () => {};
+
+/**
+ * The peer: a stock Postfix relay (bench/postfix-relay.sh) fed the same number of messages of the same size by
+ * smtp-source with as many sessions, relaying to the same sink. Needs root and the postfix package; undefined without.
+ */
+async function postfixPeer(sink: Sink) {
+  const source = '/usr/sbin/smtp-source';
+  if (process.getuid?.() !== 0 || !fs.existsSync('/usr/sbin/postfix') || !fs.existsSync(source)) {
+    console.error('note: Postfix peer skipped (needs root, postfix and smtp-source)');
+    return undefined;
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-outbound-postfix-'));
+  fs.chmodSync(dir, 0o755);
+  const port = await new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+  try {
+    execFileSync('bash', [POSTFIX_SCRIPT, 'start', dir, String(port), String(sink.port)], { stdio: ['ignore', 'ignore', 'inherit'] });
+    for (let i = 0; i < 100 && !(await canConnect(port)); i++) await new Promise((r) => setTimeout(r, 100));
+    let count = 0;
+    let last = 0;
+    sinkCounter(() => {
+      count++;
+      last = performance.now();
+    });
+    const t0 = performance.now();
+    const run = await runTimed(
+      source,
+      ['-s', String(CONCURRENCY), '-m', String(MESSAGES), '-l', String(BODY_BYTES), '-f', 'app@sender.bench.test', '-t', 'user@example.test', `127.0.0.1:${port}`],
+      DEADLINE_MS,
+    );
+    const acceptMs = performance.now() - t0;
+    const deadline = t0 + DEADLINE_MS;
+    while (count < MESSAGES && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return {
+      sessions: CONCURRENCY,
+      delivered: count,
+      accept: run.status === 0 ? MESSAGES / (acceptMs / 1000) : NaN,
+      e2e: count >= MESSAGES ? MESSAGES / ((last - t0) / 1000) : NaN,
+      acceptMs,
+      sourceCpu: run.cpu,
+    };
+  } finally {
+    spawnSync('bash', [POSTFIX_SCRIPT, 'stop', dir], { stdio: 'ignore' });
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+}
+
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-outbound-'));
   let delivered = 0;
   let lastDeliveredAt = 0;
   let allDelivered!: () => void;
   const deliveredAll = new Promise<void>((r) => (allDelivered = r));
+  // After Sluice's run the same sink counts the Postfix peer's deliveries.
+  let peerCount: (() => void) | undefined;
   const sink = await startSink(() => {
+    if (peerCount) return peerCount();
     delivered++;
     lastDeliveredAt = performance.now();
     if (delivered === MESSAGES) allDelivered();
   });
+  sinkCounter = (fn) => (peerCount = fn);
 
   // Recipients route to the sink through the transport map (no DNS in the measurement); lockdown off for the
   // synthetic sender domain; DKIM signing is on through the account's active RSA-2048 key made below.
@@ -82,7 +150,7 @@ async function main(): Promise<void> {
       SLUICE_OUTBOUND_LOCKDOWN: 'off',
       // Scanning: built-in rules under the production default policy (no rspamd, no clamd), or none at all.
       SLUICE_FILTERS_OUTBOUND_POLICY: SCAN === 'on' ? 'enforce' : 'off',
-      // info, the production default: the listening line and the first API key are logged at info.
+      // info, the production default: the listening line is logged at info.
       SLUICE_LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -101,7 +169,8 @@ async function main(): Promise<void> {
     child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
   });
   const info = await listening;
-  const key = lines.find((l) => l.api_key)?.api_key as string;
+  // The first start leaves the default account's API key in data_dir/initial-api-key (0600), never in the log.
+  const key = fs.readFileSync(path.join(dataDir, 'initial-api-key'), 'utf8').trim();
   const base = `http://${info.http}`;
   const headers = { 'X-Api-Key': key, 'Content-Type': 'application/json' };
   const dkim = await fetch(`${base}/tx/v1/domains/sender.bench.test/dkim-keys`, {
@@ -112,41 +181,52 @@ async function main(): Promise<void> {
   if (dkim.status !== 201) throw new Error(`DKIM key creation failed: ${dkim.status}`);
 
   const text = 'Benchmark body line. '.repeat(Math.ceil(BODY_BYTES / 21)).slice(0, BODY_BYTES);
-  const latencies: number[] = [];
-  let next = 0;
-  let failures = 0;
+  const body = JSON.stringify({
+    personalizations: [{ to: [{ email: 'user@rcpt.bench.test' }] }],
+    from: { email: 'app@sender.bench.test', name: 'Bench' },
+    subject: 'Benchmark message',
+    content: [{ type: 'text/plain', value: text }],
+  });
+  // The generator runs in its own process (autocannon: one event loop, keep-alive connections), so its CPU is its own.
   const started = performance.now();
-  const deadline = started + DEADLINE_MS;
-  async function client(): Promise<void> {
-    while (next < MESSAGES && performance.now() < deadline) {
-      const i = next++;
-      const body = JSON.stringify({
-        personalizations: [{ to: [{ email: `user${i % 1000}@rcpt.bench.test` }] }],
-        from: { email: 'app@sender.bench.test', name: 'Bench' },
-        subject: `Benchmark message ${i}`,
-        content: [{ type: 'text/plain', value: text }],
-      });
-      const t0 = performance.now();
-      const res = await fetch(`${base}/tx/v1/send-async`, { method: 'POST', headers, body });
-      await res.arrayBuffer();
-      latencies.push(performance.now() - t0);
-      if (res.status !== 202) failures++;
-    }
-  }
-  await Promise.all(Array.from({ length: CONCURRENCY }, client));
+  const serverCpu = cpuMeter(child.pid!);
+  // Async: this process also runs the sink that counts deliveries while the generator runs.
+  const gen = spawn(
+    process.execPath,
+    [LOADGEN, JSON.stringify({ url: `${base}/tx/v1/send-async`, headers, body, connections: CONCURRENCY, amount: MESSAGES, timeoutSecs: 30 })],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let genOut = '';
+  gen.stdout!.on('data', (d: Buffer) => (genOut += d.toString()));
+  const genKiller = setTimeout(() => gen.kill('SIGKILL'), DEADLINE_MS);
+  const genStatus = await new Promise<number | null>((r) => gen.once('exit', r));
+  clearTimeout(genKiller);
+  const acceptCpu = serverCpu.stop();
   const acceptedMs = performance.now() - started;
-  const timeout = new Promise<void>((r) => setTimeout(r, Math.max(0, deadline - performance.now())).unref());
+  if (genStatus !== 0) throw new Error(`load generator exited with ${genStatus}`);
+  const load = JSON.parse(genOut.trim().split('\n').pop()!) as {
+    ok: number;
+    failed: number;
+    statusCodes: Record<string, number>;
+    latency: { p50: number; p90: number; p99: number; max: number };
+    cpuSeconds: number;
+  };
+  const timeout = new Promise<void>((r) => setTimeout(r, Math.max(0, started + DEADLINE_MS - performance.now())).unref());
   await Promise.race([deliveredAll, timeout]);
   const deliveredMs = (delivered === MESSAGES ? lastDeliveredAt : performance.now()) - started;
+  const totalCpu = serverCpu.stop();
   const rss = peakRssMb(child.pid!);
 
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
-  await sink.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
 
-  latencies.sort((a, b) => a - b);
-  const accepted = latencies.length - failures;
+  const peer = PEER === 'postfix' ? await postfixPeer(sink) : undefined;
+  await sink.close();
+
+  const failures = load.failed;
+  const accepted = load.ok;
+  const deliveredRate = delivered / (deliveredMs / 1000);
   const rows: [string, string][] = [
     ['messages', String(MESSAGES)],
     ['concurrency', String(CONCURRENCY)],
@@ -155,13 +235,27 @@ async function main(): Promise<void> {
     ['outbound scanning', SCAN === 'on' ? 'on (built-in rules, policy enforce)' : 'off (BENCH_SCAN=off)'],
     ['accepted (202)', `${accepted} (${failures} failed)`],
     ['accepted req/s', (accepted / (acceptedMs / 1000)).toFixed(0)],
-    ['acceptance p50 ms', percentile(latencies, 50).toFixed(1)],
-    ['acceptance p99 ms', percentile(latencies, 99).toFixed(1)],
+    ['acceptance p50 ms', load.latency.p50.toFixed(1)],
+    ['acceptance p99 ms', load.latency.p99.toFixed(1)],
+    ['status codes', JSON.stringify(load.statusCodes)],
     ['delivered', `${delivered} of ${MESSAGES}`],
-    ['delivered msg/s (first request → last delivery)', (delivered / (deliveredMs / 1000)).toFixed(0)],
+    ['delivered msg/s (first request → last delivery)', deliveredRate.toFixed(0)],
+    ['CPU of sluice while accepting', formatCpu(acceptCpu)],
+    ['CPU of sluice, first request → last delivery', formatCpu(totalCpu)],
+    ['CPU of sluice per delivered message ms', ((totalCpu.seconds / delivered) * 1000).toFixed(2)],
+    ['CPU of the load generator (autocannon)', formatCpu({ seconds: load.cpuSeconds, cores: load.cpuSeconds / (acceptedMs / 1000) })],
     ['peak RSS of sluice (VmHWM) MB', rss.toFixed(0)],
-    ['cpus', `${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}`],
   ];
+  if (peer) {
+    rows.push(
+      ['Postfix peer: smtp-source → Postfix → sink', `${peer.delivered} of ${MESSAGES}, ${peer.sessions} sessions, ${BODY_BYTES} B (no DKIM)`],
+      ['Postfix accepted msg/s', peer.accept.toFixed(0)],
+      ['Postfix delivered msg/s', peer.e2e.toFixed(0)],
+      ['CPU of smtp-source', formatCpu({ seconds: peer.sourceCpu, cores: peer.sourceCpu / (peer.acceptMs / 1000) })],
+      ['ratio sluice ÷ Postfix (delivered)', `${(deliveredRate / peer.e2e).toFixed(2)}×`],
+    );
+  }
+  rows.push(['machine', machineLine()]);
   console.log('\nsluice outbound benchmark (npm run bench:outbound)\n');
   const width = Math.max(...rows.map((r) => r[0].length));
   for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);

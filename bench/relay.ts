@@ -9,6 +9,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import dnsPacket from 'dns-packet';
+import { cpuMeter, machineLine, runTimed } from './cpu.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = path.resolve(HERE, '../bin/sluice.js');
@@ -140,31 +141,42 @@ interface Run {
   accept: number;
   e2e: number;
   delivered: number;
+  /** CPU seconds of the MTA (Sluice's process; NaN for Postfix, whose daemons come and go) and of smtp-source. */
+  serverCpu: number;
+  sourceCpu: number;
+  seconds: number;
 }
 
 /** One measurement: N messages of sizeKb with conc sessions from smtp-source; waits until the sink has them all. */
-async function measure(source: string, target: string, addr: string, sink: { count: () => number }, conc: number, sizeKb: number): Promise<Run> {
+async function measure(
+  source: string,
+  target: string,
+  addr: string,
+  sink: { count: () => number },
+  conc: number,
+  sizeKb: number,
+  serverPid?: number,
+): Promise<Run> {
   const base = sink.count();
   const t0 = performance.now();
+  const meter = serverPid === undefined ? undefined : cpuMeter(serverPid);
   // Async, not spawnSync: this process also serves the DNS the filters query during the run.
-  const child = spawn(
+  const r = await runTimed(
     source,
     ['-s', String(conc), '-m', String(N), '-l', String(sizeKb * 1024), '-f', 'sender@src.test', '-t', 'user@example.test', '-M', 'bench-client.test', addr],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    MAX_MS,
   );
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()).slice(0, 1000));
-  const killer = setTimeout(() => child.kill('SIGKILL'), MAX_MS);
-  const status = await new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
-  clearTimeout(killer);
-  const r = { status, stderr };
   const t1 = performance.now();
   if (r.status !== 0) process.stderr.write(`smtp-source against ${target} exited ${r.status}: ${r.stderr?.toString().slice(0, 300)}\n`);
   const deadline = t0 + MAX_MS;
   while (sink.count() - base < N && performance.now() < deadline) await new Promise((res) => setTimeout(res, 20));
   const t2 = performance.now();
   const delivered = sink.count() - base;
+  const cpu = meter?.stop();
   return {
+    serverCpu: cpu?.seconds ?? NaN,
+    sourceCpu: r.cpu,
+    seconds: (t2 - t0) / 1000,
     target,
     conc,
     sizeKb,
@@ -224,9 +236,12 @@ async function main(): Promise<void> {
     for (const [conc, sizeKb] of CASES) {
       for (let rep = 0; rep < REPS; rep++) {
         // Alternate the two in one case so both see the same background noise.
-        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb));
+        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb, sluice.child.pid));
         if (postfixAddr && postfixSink) runs.push(await measure(source, 'postfix', postfixAddr, postfixSink, conc, sizeKb));
-        const last = runs.slice(-2).map((r) => `${r.target} ${r.e2e.toFixed(0)}/s`).join(', ');
+        const last = runs
+          .slice(-2)
+          .map((r) => `${r.target} ${r.e2e.toFixed(0)}/s (server CPU ${r.serverCpu.toFixed(1)} s, smtp-source ${r.sourceCpu.toFixed(1)} s)`)
+          .join(', ');
         process.stderr.write(`  ${conc} sessions × ${sizeKb} KB, rep ${rep + 1}: ${last}\n`);
       }
     }
@@ -241,12 +256,24 @@ async function main(): Promise<void> {
       const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(0));
       console.log(`| ${conc} | ${sizeKb} KB | ${f(pick('sluice', 'accept'))} | ${f(s)} | ${f(pick('postfix', 'accept'))} | ${f(p)} | ${Number.isNaN(s / p) ? '—' : (s / p).toFixed(2) + '×'} |`);
     }
+    console.log('\nCPU per message (medians; server = the MTA\'s own process, generator = smtp-source):\n');
+    console.log('| sessions | size | Sluice server CPU ms/msg | Sluice cores busy | smtp-source CPU ms/msg (Sluice run) | smtp-source CPU ms/msg (Postfix run) |');
+    console.log('|---|---|---|---|---|---|');
+    for (const [conc, sizeKb] of CASES) {
+      const of = (t: string) => runs.filter((r) => r.target === t && r.conc === conc && r.sizeKb === sizeKb);
+      const perMsg = (xs: number[]) => median(xs.map((x) => (x / N) * 1000));
+      const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(2));
+      const sl = of('sluice');
+      console.log(
+        `| ${conc} | ${sizeKb} KB | ${f(perMsg(sl.map((r) => r.serverCpu)))} | ${f(median(sl.map((r) => r.serverCpu / r.seconds)))} | ${f(perMsg(sl.map((r) => r.sourceCpu)))} | ${f(perMsg(of('postfix').map((r) => r.sourceCpu)))} |`,
+      );
+    }
     const lost = runs.filter((r) => r.delivered < N);
     if (lost.length > 0) {
       console.log(`\nincomplete runs: ${lost.map((r) => `${r.target} ${r.conc}×${r.sizeKb}KB ${r.delivered}/${N}`).join(', ')}`);
       process.exitCode = 1;
     }
-    console.log(`\ncpus: ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}; target: Sluice ≥ 2× Postfix`);
+    console.log(`\n${machineLine()}; target: Sluice ≥ 1× Postfix (plan for 2×)`);
   } finally {
     if (withPostfix) spawnSync('bash', [POSTFIX_SCRIPT, 'stop', pfDir], { stdio: 'ignore' });
     if (sluice) {

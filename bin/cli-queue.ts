@@ -96,7 +96,7 @@ function showText(d: DeliveryRow, m: MessageRow | undefined, attempts: ReturnTyp
   out += d.state === 'queued' ? `, next ${iso(d.next_attempt_at)} (${nextText(d, now)})\n` : '\n';
   if (m) {
     out += field('queue id', m.request_id);
-    out += field('kind', m.kind + (m.sender_id ? ` (account ${m.sender_id})` : ''));
+    out += field('kind', m.kind + (m.sender_id ? ` (sender id ${m.sender_id})` : ''));
     out += field('from', `<${m.mail_from}>`);
     out += field('to', `<${d.rcpt}>`);
     out += field('message-id', m.message_id);

@@ -82,7 +82,10 @@ async function reload(server: RunningServer, load: () => LoadedConfig, logger: L
  */
 export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: CliIo, now: () => number, roles: Role[] | undefined): Promise<number> {
   const { config } = loaded;
-  const logger = pino({ level: config.log.level, base: { pid: process.pid } });
+  // Asynchronous stdout (sonic-boom, flushed at exit by pino): lines logged while a write is in flight go out in one
+  // write instead of one blocking write(2) each on the event loop — per message the MX and the worker log lines
+  // (issue 17). A kill -9 may lose the last lines in flight; the mail itself is in the queue.
+  const logger = pino({ level: config.log.level, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: false }));
   const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
   const unregister = registerServe(config.dataDir, server.roles, now());
   // One reload at a time, in the order the signals came; the handler also keeps SIGHUP from killing the process.

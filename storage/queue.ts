@@ -122,8 +122,9 @@ export function createQueueStore(db: Db) {
     insertBody: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
     insertDelivery: db.prepare(
       `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, last_code, last_status,
-         last_response, updated_at)
-       VALUES (@messageId, @rcpt, @domain, @state, @nextAttemptAt, @code, @status, @response, @now) RETURNING id`,
+         last_response, updated_at, locked_by, attempts)
+       VALUES (@messageId, @rcpt, @domain, @state, @nextAttemptAt, @code, @status, @response, @now, @lockedBy, @attempts)
+       RETURNING id`,
     ),
     claim: db.prepare(
       // Counts the attempt and pushes next_attempt_at to the lease end *before* dialling (STYLE: record, then send).
@@ -235,7 +236,11 @@ export function createQueueStore(db: Db) {
       return id;
     },
 
-    /** Inserts one delivery (queued for `nextAttemptAt`, or a final state such as dropped). */
+    /**
+     * Inserts one delivery (queued for `nextAttemptAt`, or a final state such as dropped). `lockedBy` inserts it
+     * already claimed (state 'sending', attempts 1, `nextAttemptAt` = the lease end), exactly as `claimDue` leaves a
+     * row, so the enqueue transaction takes the lease and no claim transaction is needed.
+     */
     insertDelivery(d: {
       messageId: number;
       rcpt: string;
@@ -245,6 +250,7 @@ export function createQueueStore(db: Db) {
       code?: number | null;
       status?: string | null;
       response?: string | null;
+      lockedBy?: string | null;
       now: number;
     }): number {
       return (
@@ -252,7 +258,9 @@ export function createQueueStore(db: Db) {
           code: null,
           status: null,
           response: null,
+          lockedBy: null,
           ...d,
+          attempts: d.lockedBy ? 1 : 0,
         }) as { id: number }
       ).id;
     },

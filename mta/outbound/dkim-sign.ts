@@ -43,11 +43,11 @@ function signAsync(data: Buffer | string, key: crypto.KeyObject): Promise<Buffer
 }
 
 /**
- * Returns `raw` with a DKIM-Signature header prepended (rsa-sha256, relaxed/relaxed, SIGNED_HEADERS). `privateKeyPem`
+ * Returns `raw` (one buffer, or parts to join) with a DKIM-Signature header prepended (rsa-sha256, relaxed/relaxed, SIGNED_HEADERS). `privateKeyPem`
  * may also be bare base64 DER (a caller-supplied `dkim_private_key`); it goes through `normalizePrivateKey`. Throws
  * when the key cannot sign; the error never contains the key.
  */
-export async function signMessage(raw: Buffer, key: DkimSigningKey, signTime?: Date): Promise<Buffer> {
+export async function signMessage(raw: Buffer | readonly Buffer[], key: DkimSigningKey, signTime?: Date): Promise<Buffer> {
   const pem = key.privateKeyPem.includes('-----BEGIN') ? key.privateKeyPem : normalizePrivateKey(key.privateKeyPem);
   let keyObj: crypto.KeyObject;
   try {
@@ -64,7 +64,8 @@ export async function signMessage(raw: Buffer, key: DkimSigningKey, signTime?: D
   if (errors.length > 0 || !signatures.trim()) {
     throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}`);
   }
-  return Buffer.concat([Buffer.from(signatures + '\r\n', 'utf8'), raw]);
+  // The message may come in parts (submission: trace fields + the client's message): joined once, here.
+  return Buffer.concat([Buffer.from(signatures + '\r\n', 'utf8'), ...(Buffer.isBuffer(raw) ? [raw] : raw)]);
 }
 
 /**

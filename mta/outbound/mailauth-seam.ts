@@ -1,6 +1,7 @@
 // Owns every import of mailauth's private modules (lib/dkim/dkim-signer.js, lib/dkim/header/index.js, lib/tools.js):
 // mailauth's DKIM canonicalization with the RSA step done by the caller. Their types are in ./mailauth.d.ts; the
 // version is pinned in package.json and test/mta/outbound/mailauth-seam.test.ts fails when an upgrade moves them.
+import { Readable } from 'node:stream';
 import { DkimSigner } from 'mailauth/lib/dkim/dkim-signer.js';
 import { generateCanonicalizedHeader } from 'mailauth/lib/dkim/header/index.js';
 import { formatSignatureHeaderLine, getSigningHeaderLines, writeToStream } from 'mailauth/lib/tools.js';
@@ -79,7 +80,7 @@ let checked = false;
  * RSA step is `sign`. Throws once, on first use, when mailauth's internals changed (`checkMailauthInternals`).
  */
 export async function dkimSignatureFields(
-  raw: Buffer,
+  raw: Buffer | readonly Buffer[],
   req: DkimSignatureRequest,
   sign: RsaSha256Sign,
 ): Promise<{ fields: string; errors: unknown[] }> {
@@ -101,6 +102,7 @@ export async function dkimSignatureFields(
     },
     sign,
   );
-  await writeToStream(signer, raw);
+  // Parts (a prefix and the message) are streamed one after the other, so they need not be joined first.
+  await writeToStream(signer, Buffer.isBuffer(raw) ? raw : Readable.from(raw, { objectMode: false }));
   return { fields: signer.signatureHeaders.join('\r\n'), errors: signer.errors };
 }

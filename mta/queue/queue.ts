@@ -52,6 +52,27 @@ export interface RecordedAttempt {
  */
 export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => AcceptedDsn | undefined;
 
+/** A delivery the enqueue transaction inserted already leased to the fast path's worker. */
+export interface LeasedDelivery {
+  id: number;
+  rcpt: string;
+  domain: string;
+}
+
+/**
+ * The fast path (issue 17): a worker in this process that takes freshly accepted deliveries straight from memory.
+ * The enqueue transaction writes them already claimed by it (the lease a claim would take), so a message costs the
+ * enqueue commit and the outcome commit, not a third one for the claim, and its body is not read back from disk.
+ */
+export interface FastPath {
+  /** Reserves room for `n` deliveries; the lease to write, or undefined to leave them queued for a normal claim. */
+  reserve(n: number): { worker: string; leaseUntil: number } | undefined;
+  /** Gives back a reservation the commit did not use (the transaction failed). */
+  release(n: number): void;
+  /** Takes the committed, leased deliveries of one message, with its bytes. */
+  handoff(m: { messageRowId: number; raw: Buffer; deliveries: LeasedDelivery[]; leaseUntil: number; now: number }): void;
+}
+
 export interface QueueDeps {
   store: QueueStore;
   smtpLog: SmtpLogStore;
@@ -87,6 +108,7 @@ export function createQueue(deps: QueueDeps) {
     onCommit: deps.metrics ? (seconds) => deps.metrics?.sqliteCommit.observe(seconds) : undefined,
   });
   let wakeListener: (() => void) | undefined;
+  let fastPath: FastPath | undefined;
 
   function eventMessage(m: {
     accountId: number;
@@ -110,7 +132,7 @@ export function createQueue(deps: QueueDeps) {
    * `processed` / `dropped` events and one unit of the account's monthly usage. A refused outbound message gets only
    * its rows: dropped deliveries whose log rows carry the refusal. Call inside the batcher's transaction.
    */
-  function acceptOne(m: AcceptedMessage, now: number): EnqueuedMessage {
+  function acceptOne(m: AcceptedMessage, now: number, lease?: Lease): EnqueuedMessage {
     const row = messageRow(m, now, deps.lifetimeMs);
     const messageRowId = store.insertMessage(row);
     // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
@@ -134,17 +156,21 @@ export function createQueue(deps: QueueDeps) {
     const refusal = sender?.refusal;
     for (const rcpt of m.recipients) {
       const drop = refusal ? { status: refusal.status, reason: refusal.reason } : sender?.dropped?.get(rcpt);
+      const leased = !drop && lease !== undefined;
+      const domain = domainOf(rcpt);
       const id = store.insertDelivery({
         messageId: messageRowId,
         rcpt,
-        domain: domainOf(rcpt),
-        state: drop ? 'dropped' : 'queued',
-        nextAttemptAt: now,
+        domain,
+        state: drop ? 'dropped' : leased ? 'sending' : 'queued',
+        nextAttemptAt: leased ? lease.leaseUntil : now,
         status: drop?.status ?? null,
         response: drop?.reason ?? null,
+        lockedBy: leased ? lease.worker : null,
         now,
       });
       deliveryIds.push(id);
+      if (leased) lease.deliveries.push({ id, rcpt, domain });
       if (sender) {
         smtpLog.insertRow({
           delivery_id: id,
@@ -181,6 +207,15 @@ export function createQueue(deps: QueueDeps) {
     }
     if (sender && !refusal) store.addUsage(sender.account.id, usagePeriod(now), 1);
     return { messageRowId, deliveryIds, queuedAt: now };
+  }
+
+  type Lease = { worker: string; leaseUntil: number; count: number; deliveries: LeasedDelivery[] };
+
+  /** Deliveries of `m` that will be attempted (not refused by scanning or a block, not dropped by suppression). */
+  function liveCount(m: AcceptedMessage): number {
+    if (m.kind === 'outbound' && m.refusal) return 0;
+    const dropped = m.kind === 'outbound' ? m.dropped : undefined;
+    return dropped ? m.recipients.filter((r) => !dropped.has(r)).length : m.recipients.length;
   }
 
   /** Records one outcome; returns what was recorded and the failure when it ended permanently. */
@@ -273,8 +308,32 @@ export function createQueue(deps: QueueDeps) {
      */
     async accept(messages: AcceptedMessage[]): Promise<EnqueuedMessage[]> {
       const now = deps.now();
-      const out = await batcher.run(() => messages.map((m) => acceptOne(m, now)));
-      wakeListener?.();
+      const leases = messages.map((m): Lease | undefined => {
+        const count = liveCount(m);
+        const l = count > 0 ? fastPath?.reserve(count) : undefined;
+        return l ? { ...l, count, deliveries: [] } : undefined;
+      });
+      let out: EnqueuedMessage[];
+      try {
+        out = await batcher.run(() => messages.map((m, i) => acceptOne(m, now, leases[i])));
+      } catch (err) {
+        for (const l of leases) if (l) fastPath?.release(l.count);
+        throw err;
+      }
+      let unleased = false;
+      leases.forEach((l, i) => {
+        if (!l) {
+          unleased ||= liveCount(messages[i]!) > 0;
+          return;
+        }
+        const unused = l.count - l.deliveries.length;
+        if (unused > 0) fastPath?.release(unused);
+        if (l.deliveries.length > 0) {
+          fastPath?.handoff({ messageRowId: out[i]!.messageRowId, raw: messages[i]!.raw, deliveries: l.deliveries, leaseUntil: l.leaseUntil, now });
+        }
+      });
+      // Only deliveries left queued need the worker to claim them.
+      if (unleased) wakeListener?.();
       return out;
     },
 
@@ -315,6 +374,11 @@ export function createQueue(deps: QueueDeps) {
     /** The worker registers here to be woken when new mail is queued. */
     onEnqueued(listener: () => void): void {
       wakeListener = listener;
+    },
+
+    /** A running worker in this process registers here to take accepted deliveries from memory (undefined: stop). */
+    setFastPath(path: FastPath | undefined): void {
+      fastPath = path;
     },
   };
 }

@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
-import type { AttemptOutcome, Queue, RecordedAttempt } from './queue.js';
+import type { AttemptOutcome, FastPath, Queue, RecordedAttempt } from './queue.js';
 import { classifyRouteFailure, type RouteFailure } from '../delivery/bounce-rules.js';
 import type { Router } from '../delivery/router.js';
 import type { DeliveryResult, SmtpClient } from '../delivery/smtp-client.js';
@@ -26,7 +26,8 @@ export interface WorkerDeps {
   maxInFlight?: number;
 }
 
-type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[] };
+/** A message's recipients at one domain; `raw` is the message's bytes when the fast path handed them over. */
+type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[]; raw?: Buffer };
 
 /** How the attempt at one group (a message's recipients at one domain) ended. */
 export type AttemptEnd =
@@ -112,6 +113,8 @@ export function createQueueWorker(deps: WorkerDeps) {
   const maxInFlight = deps.maxInFlight ?? 200;
   const log = deps.logger.child({ component: 'queue' });
   let inFlight = 0;
+  /** Deliveries reserved for the fast path whose enqueue has not committed yet (they count against maxInFlight). */
+  let reserved = 0;
   let running = false;
   let pumping = false;
   let timer: NodeJS.Timeout | undefined;
@@ -143,7 +146,7 @@ export function createQueueWorker(deps: WorkerDeps) {
       if (route.kind !== 'hosts') {
         end = { kind: 'no-route', route };
       } else {
-        const raw = deps.store.findBody(g.message.id);
+        const raw = g.raw ?? deps.store.findBody(g.message.id);
         if (!raw) throw new Error(`body of message ${g.message.id} is missing`);
         const result = await deps.client.deliver({
           hosts: route.hosts,
@@ -189,12 +192,12 @@ export function createQueueWorker(deps: WorkerDeps) {
     if (!running || pumping) return;
     pumping = true;
     try {
-      while (running && inFlight < maxInFlight) {
-        const groups = claim(maxInFlight - inFlight);
+      while (running && inFlight + reserved < maxInFlight) {
+        const groups = claim(maxInFlight - inFlight - reserved);
         if (groups.length === 0) break;
         launch(groups);
       }
-      if (running && inFlight === 0) schedule();
+      if (running && inFlight + reserved === 0) schedule();
     } catch (err) {
       log.error({ err }, 'claiming deliveries failed');
       schedule(1000);
@@ -211,6 +214,49 @@ export function createQueueWorker(deps: WorkerDeps) {
     timer.unref();
   }
 
+  /** The queue's fast path into this worker (see FastPath in ./queue.ts): leases taken in the enqueue commit. */
+  const fastPath: FastPath = {
+    reserve(n) {
+      if (!running || inFlight + reserved + n > maxInFlight) return undefined;
+      reserved += n;
+      return { worker: id, leaseUntil: deps.now() + LEASE_MS };
+    },
+    release(n) {
+      reserved -= n;
+    },
+    handoff({ messageRowId, raw, deliveries, leaseUntil, now }) {
+      reserved -= deliveries.length;
+      // Stopped meanwhile: the rows stay leased and the next start's releaseStaleLeases makes them due again.
+      if (!running) return;
+      const message = deps.store.findMessage(messageRowId) as MessageRow;
+      const rows = deliveries.map(
+        (d): DeliveryRow => ({
+          id: d.id,
+          message_id: messageRowId,
+          rcpt: d.rcpt,
+          domain: d.domain,
+          state: 'sending',
+          attempts: 1,
+          next_attempt_at: leaseUntil,
+          locked_by: id,
+          last_code: null,
+          last_status: null,
+          last_response: null,
+          last_command: null,
+          last_host: null,
+          updated_at: now,
+        }),
+      );
+      const groups = new Map<string, Group>();
+      for (const d of rows) {
+        const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], raw };
+        g.deliveries.push(d);
+        groups.set(d.domain, g);
+      }
+      launch([...groups.values()]);
+    },
+  };
+
   return {
     /** Delivers everything due now, in one pass; resolves with the number of deliveries attempted. */
     async runOnce(): Promise<number> {
@@ -224,6 +270,7 @@ export function createQueueWorker(deps: WorkerDeps) {
       if (released > 0) log.warn({ released }, 'released stale delivery leases');
       running = true;
       deps.queue.onEnqueued(() => void pump());
+      deps.queue.setFastPath(fastPath);
       let seen = deps.store.dataVersion();
       watcher = setInterval(() => {
         const v = deps.store.dataVersion();
@@ -238,6 +285,7 @@ export function createQueueWorker(deps: WorkerDeps) {
     /** Stops claiming; waits for deliveries in flight to be recorded. */
     async stop(): Promise<void> {
       running = false;
+      deps.queue.setFastPath(undefined);
       if (timer) clearTimeout(timer);
       if (watcher) clearInterval(watcher);
       await Promise.allSettled([...active]);

@@ -164,6 +164,7 @@ export function createDataGuard(opts: DataGuardOptions): DataGuard {
 export async function readGuarded(
   source: Readable,
   opts: DataGuardOptions,
+  prefix?: () => string,
 ): Promise<{ verdict: DataGuardVerdict; raw: Buffer }> {
   const guard = createDataGuard(opts);
   const chunks: Buffer[] = [];
@@ -180,7 +181,9 @@ export async function readGuarded(
     }),
   );
   const verdict = guard.verdict();
-  return { verdict, raw: verdict.ok ? Buffer.concat(chunks, size) : Buffer.alloc(0) };
+  if (!verdict.ok) return { verdict, raw: Buffer.alloc(0) };
+  const head = prefix ? Buffer.from(prefix(), 'utf8') : undefined;
+  return { verdict, raw: head ? Buffer.concat([head, ...chunks], head.length + size) : Buffer.concat(chunks, size) };
 }
 
 type GuardLimits = Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMimeDepth'>;

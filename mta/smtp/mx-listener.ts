@@ -205,9 +205,13 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
-      runDataStage(stream, session, callback, { ...dataLimits(), minRate, log }, async (raw) => {
+      const rcptTo = () => session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
+      // Our Received field (RFC 5321 §4.4) is assembled with the message in one buffer (data-guard's readGuarded).
+      const prefix = () => receivedFor(session, policy.hostname, rcptTo(), now());
+      runDataStage(stream, session, callback, { ...dataLimits(), minRate, prefix, log }, async (raw) => {
         // RFC 5321 §6.3: a message that has passed through too many hosts is looping; 5.4.6 routing loop detected.
-        const hops = countReceived(raw);
+        // Our own Received field is at the top of raw and is not one of the hops the client's message made.
+        const hops = countReceived(raw) - 1;
         if (hops > limits.maxHops) {
           log.info({ sessionId: session.id, hops }, 'message refused: too many hops');
           return REPLY.tooManyHops(hops);
@@ -216,14 +220,13 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
           // Nothing can take the message yet: temporary, so the sender keeps it and retries (never a silent 250).
           return REPLY.inboundUnavailable;
         }
-        const rcptTo = session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
         return policy.onMessage({
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          rcptTo,
+          rcptTo: rcptTo(),
           clientIp: session.remoteAddress,
           helo: session.hostNameAppearsAs || '',
           tls: session.secure,
-          raw: Buffer.concat([Buffer.from(receivedFor(session, policy.hostname, rcptTo, now()), 'utf8'), raw]),
+          raw,
         });
       });
     },

@@ -61,7 +61,7 @@ t.test('queue list and show', async (t) => {
   t.equal(shown.code, 0);
   t.match(shown.out, new RegExp(`^delivery ${id}: queued, 1 attempt, next \\S+ \\(in \\d+[sm]\\)\\n`));
   t.match(shown.out, `\n  queue id     ${slowId}\n`);
-  t.match(shown.out, '\n  kind         outbound (account acme)\n');
+  t.match(shown.out, '\n  kind         outbound (sender id acme|x-authuser|app@sender.test)\n');
   t.match(shown.out, '\n  from         <app@sender.test>\n  to           <slow@rcpt.test>\n');
   t.match(shown.out, '\n  subject      Hello there\n');
   t.match(shown.out, /\n {2}arrived {6}\S+ \(4m ago\)\n/);

@@ -83,3 +83,15 @@ t.test('normalizePrivateKey accepts PEM and bare base64 DER, refuses garbage', a
   const ec = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
   t.throws(() => normalizePrivateKey(ec), /not an RSA private key/, 'EC keys are refused');
 });
+
+t.test('a message signed in parts gets the signature and bytes of the same message signed whole', async (t) => {
+  const pair = await generateDkimKeyPair(1024);
+  const key = { domain: 'sender.test', selector: 'sel', privateKeyPem: pair.privateKeyPem };
+  const whole = await compose();
+  const trace = Buffer.from('Received: from client (client [127.0.0.1]) by sluice.test; Mon, 23 Nov 2026 12:00:00 +0000\r\n');
+  const at = new Date(Date.UTC(2026, 10, 23, 12));
+  const joined = await signMessage(Buffer.concat([trace, whole]), key, at);
+  const parts = await signMessage([trace, whole], key, at);
+  t.equal(parts.toString('latin1'), joined.toString('latin1'));
+  t.ok(parts.subarray(parts.length - whole.length).equals(whole));
+});

@@ -1,0 +1,67 @@
+// Owns the benches' CPU accounting: CPU seconds of a running process (from /proc) and of a finished command.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+
+/** Clock ticks per second of /proc's utime/stime (USER_HZ: 100 on every Linux Node runs on). */
+const TICKS = 100;
+
+/** User + system CPU seconds a live process (all its threads) has used so far; NaN when unreadable. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  } catch {
+    return NaN;
+  }
+}
+
+/** A CPU stopwatch over a live process: `stop()` gives the seconds it used and the share of one core. */
+export function cpuMeter(pid: number): { stop: () => { seconds: number; cores: number } } {
+  const c0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  return {
+    stop() {
+      const seconds = cpuSeconds(pid) - c0;
+      return { seconds, cores: seconds / ((performance.now() - t0) / 1000) };
+    },
+  };
+}
+
+/** Formats a CPU figure: "12.3 s (1.45 cores)". */
+export function formatCpu(c: { seconds: number; cores: number }): string {
+  return Number.isNaN(c.seconds) ? '—' : `${c.seconds.toFixed(1)} s (${c.cores.toFixed(2)} cores)`;
+}
+
+/**
+ * Runs a command to its end through bash's `times`, so the CPU of the command (and its children) is known even though
+ * Node does not report a child's rusage. Resolves with its exit status, stderr and user+system CPU seconds.
+ */
+export function runTimed(
+  bin: string,
+  args: string[],
+  maxMs: number,
+): Promise<{ status: number | null; stderr: string; cpu: number; wallMs: number }> {
+  const t0 = performance.now();
+  // `times` prints the shell's own and then its children's user/system times: "0m1.230s 0m0.450s".
+  const child = spawn('bash', ['-c', '"$@"; s=$?; times >&2; exit $s', 'bench', bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const killer = setTimeout(() => child.kill('SIGKILL'), maxMs);
+  return new Promise((resolve) =>
+    child.once('exit', (status) => {
+      clearTimeout(killer);
+      const lines = stderr.trim().split('\n');
+      const last = lines[lines.length - 1] ?? '';
+      const secs = [...last.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
+      resolve({ status, stderr: lines.slice(0, -2).join('\n'), cpu: secs.length === 2 ? secs[0]! + secs[1]! : NaN, wallMs: performance.now() - t0 });
+    }),
+  );
+}
+
+/** The machine line every bench prints: cores, model and the load average while it ran. */
+export function machineLine(): string {
+  return `cpus: ${os.cpus().length} × ${os.cpus()[0]?.model ?? '?'}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`;
+}

@@ -1,0 +1,215 @@
+// Owns `npm run bench:memory`: one ~30 MB message through REST, submission and the MX of `sluice serve`, each
+// delivered to a local sink; prints the server's peak RSS growth per path as a multiple of the message size.
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import nodemailer from 'nodemailer';
+import { SMTPServer } from 'smtp-server';
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/sluice.js');
+/** Bytes of the message body (the composed message is a little larger); 30 MB is the largest any path accepts. */
+const SIZE = Number(process.env.BENCH_MESSAGE_BYTES ?? 28 * 1024 * 1024);
+/** Each path must have delivered its message within this (house rule: bounded waits). */
+const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 120_000);
+const TARGET = 3;
+
+function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) * 1024;
+}
+
+/** Resets the kernel's peak-RSS mark (VmHWM) of pid; false when not allowed (not root, old kernel). */
+function resetPeak(pid: number): boolean {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The downstream of every path: reads each message to the end and reports its size. */
+async function startSink(onMessage: (bytes: number) => void) {
+  const server = new SMTPServer({
+    logger: false,
+    authOptional: true,
+    disabledCommands: ['AUTH', 'STARTTLS'],
+    size: 64 * 1024 * 1024,
+    onData(stream, _session, cb) {
+      let n = 0;
+      stream.on('data', (c: Buffer) => (n += c.length));
+      stream.on('end', () => {
+        onMessage(n);
+        cb(null);
+      });
+    },
+  });
+  server.on('error', () => {});
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.server.address() as AddressInfo).port, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/** A raw RFC 5322 message of about `bytes`, body in 76-character lines. */
+function rawMessage(from: string, to: string, bytes: number): Buffer {
+  const line = 'x'.repeat(76) + '\r\n';
+  const head = `From: <${from}>\r\nTo: <${to}>\r\nSubject: memory bench\r\nMessage-ID: <${Date.now()}.${Math.random()}@bench.test>\r\nDate: ${new Date().toUTCString()}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n`;
+  return Buffer.from(head + line.repeat(Math.floor(bytes / line.length)));
+}
+
+/** A fresh `sluice serve` with example.test provisioned (MX → sink) and an SMTP password: each path starts idle. */
+async function startServer(sinkPort: number) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-memory-'));
+  const env = {
+    ...process.env,
+    SLUICE_DATA_DIR: dataDir,
+    SLUICE_HTTP_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_MX_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true',
+    SLUICE_SMTP_HOSTNAME: 'bench.sluice.test',
+    SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.bench.test=127.0.0.1:${sinkPort}`,
+    SLUICE_OUTBOUND_LOCKDOWN: 'off',
+    // Nothing answers here: SPF/DMARC of the MX path end in temperror quickly, as with an unreachable resolver.
+    SLUICE_DNS_SERVERS: '127.0.0.1:9',
+    SLUICE_LOG_LEVEL: 'info',
+  };
+  const child = spawn(process.execPath, [BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const lines: Record<string, unknown>[] = [];
+    const info = await new Promise<Record<string, string>>((resolve, reject) => {
+      readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+        try {
+          const obj = JSON.parse(line);
+          lines.push(obj);
+          if (obj.msg === 'listening') resolve(obj);
+        } catch {
+          // not JSON
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
+    });
+    const apiKey = fs.readFileSync(path.join(dataDir, 'initial-api-key'), 'utf8').trim();
+    const cli = (...args: string[]) => JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env }).toString());
+    const inboundKey = cli('keys', 'create', '--account', 'default', '--scope', 'inbound').key as string;
+    const password = cli('smtp-passwords', 'create', '--account', 'default').smtp_password as string;
+    const res = await fetch(`http://${info.http}/inbound/v1/domains`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': inboundKey, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        domain: 'example.test',
+        subscriptionHandle: 'default',
+        settings: { abusePolicy: 'flag' },
+        downstreamAddresses: [{ priority: 10, weight: 1, port: sinkPort, target: '127.0.0.1' }],
+      }),
+    });
+    if (res.status !== 201) throw new Error(`provisioning example.test failed: ${res.status} ${await res.text()}`);
+    // Idle: after start-up and provisioning, with the heap settled.
+    await sleep(2000);
+    return { pid: child.pid!, info, apiKey, password, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+type Server = Awaited<ReturnType<typeof startServer>>;
+
+async function main(): Promise<void> {
+  let waiter: { resolve: (n: number) => void } | undefined;
+  const sink = await startSink((n) => waiter?.resolve(n));
+  const hp = (a: string) => ({ host: a.slice(0, a.lastIndexOf(':')), port: Number(a.slice(a.lastIndexOf(':') + 1)) });
+
+  const paths: { name: string; send: (srv: Server) => Promise<number> }[] = [
+    {
+      name: 'REST /tx/v1/send-async',
+      send: async (srv) => {
+        const text = 'x'.repeat(76) + '\r\n';
+        const value = text.repeat(Math.floor(SIZE / text.length));
+        const r = await fetch(`http://${srv.info.http}/tx/v1/send-async`, {
+          method: 'POST',
+          headers: { 'X-Api-Key': srv.apiKey, 'Content-Type': 'application/json' },
+          body: JSON.stringify({
+            personalizations: [{ to: [{ email: 'big@rcpt.bench.test' }] }],
+            from: { email: 'app@sender.bench.test' },
+            subject: 'memory bench',
+            content: [{ type: 'text/plain', value }],
+          }),
+        });
+        if (r.status !== 202) throw new Error(`REST send: ${r.status} ${await r.text()}`);
+        return value.length;
+      },
+    },
+    {
+      name: 'submission (AUTH, DATA)',
+      send: async (srv) => {
+        const raw = rawMessage('app@sender.bench.test', 'big@rcpt.bench.test', SIZE);
+        const t = nodemailer.createTransport({ ...hp(srv.info.submission!), secure: false, ignoreTLS: true, auth: { user: 'default', pass: srv.password } });
+        await t.sendMail({ envelope: { from: 'app@sender.bench.test', to: ['big@rcpt.bench.test'] }, raw });
+        t.close();
+        return raw.length;
+      },
+    },
+    {
+      name: 'MX (relay to downstream)',
+      send: async (srv) => {
+        const raw = rawMessage('sender@src.test', 'user@example.test', SIZE);
+        const t = nodemailer.createTransport({ ...hp(srv.info.mx!), secure: false, ignoreTLS: true, name: 'bench-client.test' });
+        await t.sendMail({ envelope: { from: 'sender@src.test', to: ['user@example.test'] }, raw });
+        t.close();
+        return raw.length;
+      },
+    },
+  ];
+
+  const rows: string[] = [];
+  const idles: number[] = [];
+  let worst = 0;
+  for (const p of paths) {
+    const srv = await startServer(sink.port);
+    const pid = srv.pid;
+    const before = procStatus(pid, 'VmRSS');
+    const canReset = resetPeak(pid);
+    let sampled = before;
+    const sampler = setInterval(() => (sampled = Math.max(sampled, procStatus(pid, 'VmRSS'))), 5);
+    const delivered = new Promise<number>((resolve) => (waiter = { resolve }));
+    let sent: { size: number; got: number };
+    try {
+      const size = await p.send(srv);
+      sent = { size, got: await Promise.race([delivered, sleep(DEADLINE_MS).then(() => NaN)]) };
+    } finally {
+      clearInterval(sampler);
+    }
+    const { size, got } = sent;
+    const peak = Math.max(sampled, canReset ? procStatus(pid, 'VmHWM') : 0);
+    const growth = (peak - before) / size;
+    worst = Math.max(worst, growth);
+    rows.push(`| ${p.name} | ${mb(size)} | ${Number.isNaN(got) ? 'no (timeout)' : mb(got)} | ${mb(before)} | ${mb(peak)} | ${mb(peak - before)} | ${growth.toFixed(2)}× |`);
+    if (Number.isNaN(got)) process.exitCode = 1;
+    idles.push(before);
+    await srv.stop();
+  }
+  await sink.close();
+
+  console.log('\nsluice memory benchmark (npm run bench:memory): one message per path, queued and delivered to a local sink\n');
+  console.log('| path | message MB | delivered MB | RSS before MB | peak RSS MB | growth MB | growth ÷ message |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(r);
+  console.log(`\nidle RSS (before each path, fresh server): ${idles.map(mb).join(', ')} MB (target ≤ 150 MB); target growth ≤ ${TARGET}× the message; worst ${worst.toFixed(2)}×`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
