@@ -30,6 +30,7 @@ export type Opts = {
   json?: boolean;
   limit?: string;
   all?: boolean;
+  label?: string;
   hostname?: string;
   start?: string;
   end?: string;

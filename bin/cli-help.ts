@@ -41,6 +41,9 @@ Commands:
                                           list quarantined inbound messages, newest first
   quarantine release ID                   relay a quarantined message to its recipients (once)
   quarantine delete ID                    delete a quarantined message (it will not be relayed)
+  console token [--label TEXT] [--json]   create an operator token for the web console (/console; shown once)
+  console tokens [--json]                 list live operator tokens
+  console revoke ID                       revoke an operator token and end its console sessions
   senders list [--account H] [--all] [--json] [--limit N]
                                           blocked sender identities (--all: lifted blocks too)
   senders unblock --account H --sender SENDER_ID

@@ -1,4 +1,5 @@
 // Owns `sluice queue`: list, show, retry and delete outbound deliveries in the durable queue (postqueue's jobs).
+import { createQueueAdmin } from '../mta/queue/queue-admin.js';
 import type { DeliveryRow, MessageRow, QueueStore } from '../storage/queue.js';
 import { iso, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
@@ -115,15 +116,16 @@ function showText(d: DeliveryRow, m: MessageRow | undefined, attempts: ReturnTyp
 
 export function queueCommand(sub: string | undefined, rest: string[], store: QueueStore, opts: Opts, io: CliIo, now: () => number): number {
   const idArg = () => requireId(rest[0] ?? opts.id);
+  // The same queue service as the web console, with the operator's scope (every message).
+  const admin = createQueueAdmin({ store, now });
   if (sub === 'list') {
     list(store, opts, io, now());
     return 0;
   }
   if (sub === 'show') {
-    const delivery = store.findDelivery(idArg());
-    if (!delivery) throw new Error(`no delivery ${rest[0] ?? opts.id}`);
-    const message = store.findMessage(delivery.message_id);
-    const attempts = store.attemptsOf(delivery.id);
+    const found = admin.show(null, idArg());
+    if (!found) throw new Error(`no delivery ${rest[0] ?? opts.id}`);
+    const { delivery, message, attempts } = found;
     if (!opts.json) {
       io.stdout(showText(delivery, message, attempts, now()));
       return 0;
@@ -142,7 +144,7 @@ export function queueCommand(sub: string | undefined, rest: string[], store: Que
     return 0;
   }
   if (sub === 'retry') {
-    const n = opts.all ? store.retryNow(null, now()) : store.retryNow(idArg(), now());
+    const n = opts.all ? store.retryNow(null, now()) : admin.retry(null, idArg()) === 'ok' ? 1 : 0;
     if (!opts.all && n === 0) throw new Error(`delivery ${rest[0] ?? opts.id} is not queued`);
     // A running worker sees this commit within 250 ms (PRAGMA data_version, mta/queue/worker.ts).
     io.stdout(`${n} deliver${n === 1 ? 'y' : 'ies'} due now; a running server attempts ${n === 1 ? 'it' : 'them'} within a second\n`);
@@ -150,7 +152,7 @@ export function queueCommand(sub: string | undefined, rest: string[], store: Que
   }
   if (sub === 'delete') {
     const id = idArg();
-    if (!store.dropDelivery(id, 'deleted by operator', now())) throw new Error(`delivery ${id} is not queued or held`);
+    if (admin.remove(null, id, 'operator') !== 'ok') throw new Error(`delivery ${id} is not queued or held`);
     io.stdout(`dropped delivery ${id}\n`);
     return 0;
   }

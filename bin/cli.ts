@@ -18,6 +18,7 @@ import { createQueueStore } from '../storage/queue.js';
 import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
+import { consoleCommand } from './cli-console.js';
 import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
@@ -46,6 +47,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   domain: { type: 'string' },
   all: { type: 'boolean' },
+  label: { type: 'string' },
   sender: { type: 'string' },
   policy: { type: 'string' },
   condition: { type: 'string' },
@@ -125,6 +127,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (store) => passwordsCommand(sub, store, opts, io, now));
       case 'lockdown':
         return withStore(loaded(), (store, db) => lockdownCommand(sub, store, createLockdownAllowStore(db), opts, io, now));
+      case 'console':
+        return withStore(loaded(), (_, db) => consoleCommand(sub, rest, db, opts, io, now));
       case 'queue':
         return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
       case 'tracking-domains': {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
+import { createMetricsApp } from '../control-api/metrics-endpoint.js';
 import type { Services } from '../control-api/services.js';
 import type { SmtpListener } from '../mta/smtp/listener.js';
 import { createTlsSource, type TlsSource } from '../mta/smtp/tls.js';
@@ -60,6 +61,8 @@ export interface RunningServer {
   mx: HostPort | undefined;
   submission: HostPort | undefined;
   submissionTls: HostPort | undefined;
+  /** The Prometheus /metrics listener (http.metrics_listen), when it has its own. */
+  metrics: HostPort | undefined;
   /** Base URL of the control plane. */
   baseUrl: string;
   db: Db;
@@ -111,6 +114,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const roles = opts.roles ?? ROLES;
   const listeners: SmtpListener[] = [];
   let httpServer: http.Server | undefined;
+  let metricsServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
   let live = config;
   let tls: TlsSource | undefined;
@@ -136,6 +140,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       httpServer = http.createServer(core.app.callback());
       const server = httpServer;
       httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
+    }
+    let metricsAddr: HostPort | undefined;
+    if (config.http.metricsListen) {
+      // Every role has metrics of its own (a worker-only process has the delivery counters): each process binds it.
+      const server = http.createServer(createMetricsApp(core.metrics).callback());
+      metricsServer = server;
+      const listen = config.http.metricsListen;
+      metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));
     }
     if (roles.includes('mx') || roles.includes('submission')) {
       tls = await createTlsSource(() => live, logger);
@@ -169,6 +181,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return {
       roles,
       http: httpAddr,
+      metrics: metricsAddr,
       mx: byName('mx'),
       submission: byName('submission'),
       submissionTls: byName('submission_tls'),
@@ -211,17 +224,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.webhookDispatcher.stop();
         await core.alertMonitors.stop();
         await core.smtpClient.close();
-        await new Promise<void>((done) => {
-          if (!httpServer) return done();
-          httpServer.close(() => done());
-          httpServer.closeAllConnections();
-        });
+        for (const server of [httpServer, metricsServer]) {
+          await new Promise<void>((done) => {
+            if (!server) return done();
+            server.close(() => done());
+            server.closeAllConnections();
+          });
+        }
+        core.metrics.close();
         core.db.close();
       },
     };
   } catch (err) {
     await Promise.all(listeners.map((l) => l.close()));
     httpServer?.close();
+    metricsServer?.close();
+    core.metrics.close();
     core.db.close();
     throw err;
   }

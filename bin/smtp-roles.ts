@@ -62,7 +62,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
     mxPolicies.push(policy);
     const { listen, greetDelayMs } = config.smtp.mx;
     started(
-      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs })),
+      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs, metrics: core.metrics })),
       (c) => c.smtp.mx.maxMessageBytes,
     );
   }
@@ -89,11 +89,12 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
     const { listen, tlsListen } = config.smtp.submission;
     const size = (c: Config) => c.smtp.submission.maxMessageBytes;
     submissionPolicies.push(base);
-    started(await bind('smtp.submission.listen', listen, () => startSmtpListener('submission', listen, submissionOptions(base))), size);
+    const extras = { metrics: core.metrics };
+    started(await bind('smtp.submission.listen', listen, () => startSmtpListener('submission', listen, submissionOptions(base), extras)), size);
     if (tlsListen) {
       const implicit = { ...base, secure: true };
       submissionPolicies.push(implicit);
-      started(await bind('smtp.submission.tls_listen', tlsListen, () => startSmtpListener('submission_tls', tlsListen, submissionOptions(implicit))), size);
+      started(await bind('smtp.submission.tls_listen', tlsListen, () => startSmtpListener('submission_tls', tlsListen, submissionOptions(implicit), extras)), size);
     }
   }
 

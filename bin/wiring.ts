@@ -4,6 +4,9 @@ import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import { createApp } from '../control-api/app.js';
+import { createConsole } from '../control-api/console/router.js';
+import { createQueueAdmin } from '../mta/queue/queue-admin.js';
+import { createConsoleStore } from '../storage/console.js';
 import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
 import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
 import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
@@ -47,6 +50,7 @@ import { createAlertStore } from '../storage/alerts.js';
 import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
 import { monitorRoutes } from '../control-api/routes/monitors.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
+import { createMetrics } from '../mta/metrics.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
@@ -122,7 +126,10 @@ export function wireCore(opts: CoreOptions) {
   const dkim = createDkimKeyStore(db);
   const resolver = createDnsResolver({ servers: config.dns.servers });
   const queueStore = createQueueStore(db);
+  // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
+  const metrics = createMetrics();
   const queue = createQueue({
+    metrics,
     store: queueStore,
     smtpLog,
     suppressions,
@@ -182,14 +189,15 @@ export function wireCore(opts: CoreOptions) {
     publicUrl: opts.publicUrl,
     trackingSecret,
     trackingDomains,
-    screening: createScreening({ config, resolver, rspamd, abuse, now }),
+    screening: createScreening({ config, resolver, rspamd, abuse, metrics, now }),
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
   const webhookStore = createWebhookStore(db);
   ensureSigningKey(webhookStore, now());
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
-  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname });
+  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname, metrics });
+  metrics.collectFrom({ queue: () => queueStore.depth(), webhookEventsPending: () => webhookStore.pendingCount(), now });
   // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
   const alertStore = createAlertStore(db);
   const alertMonitors = createAlertMonitors({
@@ -233,6 +241,8 @@ export function wireCore(opts: CoreOptions) {
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
+    queue: createQueueAdmin({ store: queueStore, now }),
+    console: createConsoleStore(db),
     acmeChallenge: (token) => acme?.challenges.get(token),
     now,
     logger,
@@ -277,7 +287,12 @@ export function wireCore(opts: CoreOptions) {
     ...trackingRoutes,
     ...acmeRoutes,
   ];
-  const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)]);
+  const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)], {
+    metrics,
+    metricsHere: config.http.metricsListen === undefined,
+    // The web console calls these same routes' handlers: no second path to the data.
+    middleware: [createConsole(services, routes)],
+  });
   const inbound = createInboundPipeline({
     hostname: config.smtp.hostname,
     domains: inboundDomains,
@@ -291,10 +306,11 @@ export function wireCore(opts: CoreOptions) {
     quarantineDays: config.inbound.quarantineDays,
     now,
     logger,
+    metrics,
   });
 
   return {
-    db, accounts, firstApiKey, services, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
+    db, accounts, firstApiKey, services, metrics, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
     inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, acme,
     dkimRetirement: createDkimRetirement({ store: dkim, now }),
   };

@@ -3,7 +3,7 @@ import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
-  parseTargetList, parseTransportMap, parseUrl, str, type Source,
+  parseTargetList, parseTransportMap, parseUrl, str, type HostPort, type Source,
 } from './values.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module.
@@ -123,6 +123,18 @@ export const KEY_TREE = {
       defaultText: 'derived from http.listen',
       default: () => undefined,
       parse: parseUrl,
+    }),
+    metricsListen: key({
+      doc: 'Address of the Prometheus /metrics listener (no authentication, so loopback by default); "" serves /metrics on http.listen instead.',
+      defaultText: '127.0.0.1:9464',
+      default: (): HostPort | undefined => parseHostPort('127.0.0.1:9464', true),
+      parse: (raw: unknown): HostPort | undefined => (raw === '' ? undefined : parseListen(raw)),
+    }),
+    consoleSessionHours: key({
+      doc: 'Lifetime of a web console session (/console) in hours; signing in again starts a new one.',
+      defaultText: '12',
+      default: () => 12,
+      parse: integer(1, 720, 'hours'),
     }),
   },
   smtp: {

@@ -2,10 +2,12 @@
 import crypto from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
+import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/accounts.js';
 import { storageFailure } from '../storage/write-health.js';
 import { ApiError, errorBody, groupOf, storageUnavailable } from './errors.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody } from './json-body.js';
+import { metricsMiddleware } from './metrics-endpoint.js';
 import { SERVICE_VERSION_HEADER, SERVICE_VERSIONS } from './openapi.js';
 import { createRateLimiter } from './rate-limit.js';
 import { coerceQuery, validate, type AnyRoute, type Method } from './route.js';
@@ -33,8 +35,17 @@ function authenticate(route: AnyRoute, services: Services, header: string | stri
   return principal;
 }
 
+/** What the app serves besides the REST routes. */
+export interface AppExtras {
+  /** Counts every request by route template; serves GET /metrics here too when `metricsHere`. */
+  metrics?: Metrics;
+  metricsHere?: boolean;
+  /** Mounted before the REST routes (the web console); they own their paths and their error pages. */
+  middleware?: Koa.Middleware[];
+}
+
 /** Builds the Koa app serving `routes`. */
-export function createApp(services: Services, routes: readonly AnyRoute[]): Koa {
+export function createApp(services: Services, routes: readonly AnyRoute[], extras: AppExtras = {}): Koa {
   const app = new Koa();
   app.proxy = false;
   const router = new Router();
@@ -90,12 +101,21 @@ export function createApp(services: Services, routes: readonly AnyRoute[]): Koa 
         },
         'request',
       );
+      // The route template, never the path: ids in paths would make a series per message.
+      extras.metrics?.httpRequests.inc({
+        method: ctx.method,
+        route: (ctx.state.routeTemplate as string | undefined) ?? 'unmatched',
+        status: String(ctx.status),
+      });
     }
   });
+  if (extras.metrics && extras.metricsHere) app.use(metricsMiddleware(extras.metrics));
+  for (const m of extras.middleware ?? []) app.use(m);
 
   for (const route of routes) {
     const method = route.method.toLowerCase() as Lowercase<Method>;
     router[method](koaPath(route.path), async (ctx) => {
+      ctx.state.routeTemplate = route.path;
       let principal: KeyPrincipal | undefined;
       if (route.auth !== 'none') {
         principal = authenticate(route, services, ctx.headers['x-api-key']);

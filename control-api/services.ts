@@ -18,6 +18,8 @@ import type { WebhookStore } from '../storage/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/write-health.js';
+import type { QueueAdmin } from '../mta/queue/queue-admin.js';
+import type { ConsoleStore } from '../storage/console.js';
 import type { MetricRollup } from '../storage/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
@@ -85,6 +87,10 @@ export interface Services {
     dispatcher: Pick<WebhookDispatcher, 'validate' | 'resend'>;
     signer: WebhookSigner;
   };
+  /** The queue by hand (the console; what `sluice queue` does): list, show, retry, delete, scoped by account. */
+  queue: QueueAdmin;
+  /** Web console sessions and operator tokens. */
+  console: ConsoleStore;
   /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3), undefined for any other. */
   acmeChallenge: (token: string) => string | undefined;
   /** Injected clock (ms since epoch). */

@@ -32,6 +32,7 @@ export function createDkimKeyStore(db: Db) {
        ON CONFLICT (account_id, domain, selector) DO NOTHING RETURNING *`,
     ),
     find: db.prepare('SELECT * FROM dkim_keys WHERE account_id = ? AND domain = ? AND selector = ?'),
+    domains: db.prepare('SELECT DISTINCT domain FROM dkim_keys WHERE account_id = ? ORDER BY domain LIMIT 1000'),
     list: db.prepare(
       `SELECT * FROM dkim_keys WHERE account_id = @accountId AND domain = @domain
          AND (@selector IS NULL OR selector = @selector) AND (@status IS NULL OR status = @status)
@@ -71,6 +72,11 @@ export function createDkimKeyStore(db: Db) {
     /** Stores a new active key; undefined when the selector already exists for this account and domain. */
     insert(k: { accountId: number; domain: string; selector: string; keyLength: number; privateKey: string; publicKey: string; now: number }): DkimKeyRow | undefined {
       return s.insert.get(k) as DkimKeyRow | undefined;
+    },
+
+    /** The domains the account has DKIM keys for (any status), at most 1,000. */
+    domains(accountId: number): string[] {
+      return (s.domains.all(accountId) as { domain: string }[]).map((r) => r.domain);
     },
 
     find(accountId: number, domain: string, selector: string): DkimKeyRow | undefined {

@@ -6,6 +6,8 @@ export const METRICS = [
   'processed', 'delivered', 'bounced', 'dropped', 'complained', 'unsubscribed', 'unsubscribe_delivered',
   'open', 'unique_open', 'machine_open', 'open_tracking_delivered', 'unique_open_tracking_delivered',
   'click', 'unique_click', 'machine_click', 'click_tracking_delivered', 'unique_click_tracking_delivered',
+  // Migration 13: deferred attempts (soft bounces), for the console's deliverability chart; no API report shows it.
+  'deferred',
 ] as const;
 
 export type Metric = (typeof METRICS)[number];
@@ -42,7 +44,8 @@ const ALL = '';
 /**
  * What an event adds by itself, from its kind and payload (api.md §4.2): every figure counts recipients, so
  * `processed` adds the number of recipients the event names; each delivery, bounce, drop, open, click, complaint
- * and unsubscription adds one. Soft bounces and `test` events add nothing (a retry is not an outcome).
+ * and unsubscription adds one. A soft bounce adds only `deferred` (a retry is not an outcome: no report of the API
+ * counts it); `test` events add nothing.
  */
 export function eventDelta(kind: string, payload: Record<string, unknown>): MetricDelta {
   switch (kind) {
@@ -52,6 +55,8 @@ export function eventDelta(kind: string, payload: Record<string, unknown>): Metr
       return { delivered: 1 };
     case 'hard-bounced':
       return { bounced: 1 };
+    case 'soft-bounced':
+      return { deferred: 1 };
     case 'dropped':
       return { dropped: 1 };
     case 'complained':
@@ -89,7 +94,7 @@ export function createMetricRollup(db: Db) {
        GROUP BY a.id`,
     ),
   };
-  // The upsert names only the counters an event changes (one or a few of the seventeen): one statement per set of
+  // The upsert names only the counters an event changes (one or a few of the eighteen): one statement per set of
   // counters, prepared once, with positional parameters — this runs in every event's transaction, up to four times.
   const addStatements = new Map<string, ReturnType<Db['prepare']>>();
   function addStatement(names: readonly Metric[]) {

@@ -11,6 +11,7 @@ import { ENGAGEMENT } from './migrations/009-engagement.js';
 import { TRACKING_DOMAINS } from './migrations/010-tracking-domains.js';
 import { SENDER_ABUSE } from './migrations/011-sender-abuse.js';
 import { ALERTS } from './migrations/012-alerts.js';
+import { CONSOLE } from './migrations/013-console.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -29,4 +30,5 @@ export const MIGRATIONS: readonly string[] = [
   TRACKING_DOMAINS, // 10
   SENDER_ABUSE, // 11
   ALERTS, // 12
+  CONSOLE, // 13
 ];

@@ -185,6 +185,21 @@ export function createQueueStore(db: Db) {
        FROM deliveries GROUP BY state`,
     ),
     attempts: db.prepare('SELECT * FROM delivery_attempts WHERE delivery_id = ? ORDER BY id'),
+    // The console's queue list: by account (NULL = every message, relayed mail and DSNs too), state and recipient.
+    browse: db.prepare(
+      `SELECT d.*, m.account_id, m.kind, m.mail_from, m.subject, m.message_id AS header_message_id, m.created_at AS message_created_at
+       FROM deliveries d JOIN messages m ON m.id = d.message_id
+       WHERE (@ids IS NULL OR m.account_id IN (SELECT value FROM json_each(@ids)))
+         AND d.state IN (SELECT value FROM json_each(@states))
+         AND (@rcpt IS NULL OR d.rcpt = @rcpt COLLATE NOCASE) AND d.attempts >= @minAttempts
+       ORDER BY d.id DESC LIMIT @limit OFFSET @offset`,
+    ),
+    // Unfinished deliveries only (the deliveries_due index by state): the metrics gauges read this at each scrape.
+    depth: db.prepare(
+      `SELECT d.state, m.kind, count(*) AS count, MIN(CASE WHEN d.state IN ('queued', 'sending') THEN m.created_at END) AS oldest
+       FROM deliveries d JOIN messages m ON m.id = d.message_id
+       WHERE d.state IN ('queued', 'sending', 'held') GROUP BY d.state, m.kind`,
+    ),
     sentTo: db.prepare(
       `SELECT m.from_email, m.campaign_id, m.message_id FROM messages m JOIN deliveries d ON d.message_id = m.id
        WHERE m.request_id = ? AND m.account_id = ? AND d.rcpt = ? LIMIT 1`,
@@ -380,6 +395,38 @@ export function createQueueStore(db: Db) {
     /** Drops a queued or held delivery by operator action; false if it is not waiting. */
     dropDelivery(id: number, reason: string, now: number): boolean {
       return s.deleteDelivery.run({ id, reason, now }).changes > 0;
+    },
+
+    /**
+     * Deliveries with their message's account, kind and sender, newest first: those of `accountIds` (null: all, mail
+     * without an account too) in one of `states`, optionally to one recipient (exact, ignoring case).
+     */
+    browse(f: { accountIds: readonly number[] | null; states: readonly DeliveryState[]; rcpt?: string; minAttempts?: number; limit: number; offset: number }) {
+      return s.browse.all({
+        minAttempts: f.minAttempts ?? 0,
+        ids: f.accountIds === null ? null : JSON.stringify(f.accountIds),
+        states: JSON.stringify(f.states),
+        rcpt: f.rcpt ?? null,
+        limit: f.limit,
+        offset: f.offset,
+      }) as (DeliveryRow & {
+        account_id: number | null;
+        kind: MessageKind;
+        mail_from: string;
+        subject: string | null;
+        header_message_id: string;
+        message_created_at: number;
+      })[];
+    },
+
+    /** Unfinished deliveries by state and message kind, and the created_at of the oldest message still waiting. */
+    depth(): { rows: { state: DeliveryState; kind: MessageKind; count: number }[]; oldestQueuedAt: number | undefined } {
+      const rows = s.depth.all() as { state: DeliveryState; kind: MessageKind; count: number; oldest: number | null }[];
+      const oldest = rows.map((r) => r.oldest).filter((x): x is number => x !== null);
+      return {
+        rows: rows.map(({ state, kind, count }) => ({ state, kind, count })),
+        oldestQueuedAt: oldest.length > 0 ? Math.min(...oldest) : undefined,
+      };
     },
 
     stats(): QueueStats {

@@ -40,6 +40,8 @@ export interface ClaimedBatch {
   batch: WebhookBatchRow;
   eventIds: number[];
   payloads: string[];
+  /** created_at of the oldest event, on a batch's first POST (not on retries or resends). */
+  oldestEventAt?: number;
 }
 
 /** What one attempt came to. `retryDueAt` NULL ends the chain (delivered, given up or a resend). */
@@ -97,8 +99,12 @@ export function createWebhookStore(db: Db) {
     dueRetries: db.prepare(
       'SELECT * FROM webhook_batches WHERE retry_due_at IS NOT NULL AND retry_due_at <= ? ORDER BY retry_due_at LIMIT ?',
     ),
+    // Events waiting for their first POST, of accounts with a webhook (the events_pending index per account).
+    pendingCount: db.prepare(
+      'SELECT count(*) AS n FROM webhooks w JOIN events e ON e.account_id = w.account_id AND e.batch_id IS NULL',
+    ),
     pendingEvents: db.prepare(
-      'SELECT id, payload FROM events WHERE account_id = ? AND batch_id IS NULL ORDER BY id LIMIT ?',
+      'SELECT id, payload, created_at FROM events WHERE account_id = ? AND batch_id IS NULL ORDER BY id LIMIT ?',
     ),
     insertBatch: db.prepare(
       `INSERT INTO webhook_batches (account_id, webhook, kind, events_of, event_count, attempt, chain_started_at,
@@ -156,7 +162,7 @@ export function createWebhookStore(db: Db) {
 
   const claimPendingTx = db.transaction(
     (accountId: number, url: string, now: number, limit: number, leaseUntil: number): ClaimedBatch | undefined => {
-      const rows = s.pendingEvents.all(accountId, limit) as { id: number; payload: string }[];
+      const rows = s.pendingEvents.all(accountId, limit) as { id: number; payload: string; created_at: number }[];
       if (rows.length === 0) return undefined;
       const inserted = s.insertBatch.get({
         account_id: accountId,
@@ -173,7 +179,8 @@ export function createWebhookStore(db: Db) {
       // Within this transaction the pending rows up to the last one read are exactly `rows`.
       s.markEvents.run(batch.id, accountId, rows[rows.length - 1]!.id);
       s.link.run(batch.id, accountId, batch.id);
-      return { batch, eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
+      // Ids grow with created_at: the first row is the oldest event of the batch.
+      return { batch, eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), oldestEventAt: rows[0]!.created_at };
     },
   );
 
@@ -260,6 +267,11 @@ export function createWebhookStore(db: Db) {
       return s.readyAccounts.all() as WebhookRow[];
     },
     /** True while the account has a chain in flight or waiting for its retry. */
+    /** Events of enrolled accounts not yet in any batch (the pending-events gauge). */
+    pendingCount(): number {
+      return (s.pendingCount.get() as { n: number }).n;
+    },
+
     hasOutstanding(accountId: number): boolean {
       return s.hasOutstanding.get(accountId) !== undefined;
     },

@@ -34,3 +34,9 @@ t.test('README lists exactly the keys a reload applies live', async (t) => {
   const listed = [...para.matchAll(/`([a-z_.]+)`/g)].map((m) => m[1]).filter((k) => KEYS.some((x) => x.key === k));
   t.same([...listed].sort(), [...LIVE_KEYS].sort());
 });
+
+t.test('README images exist (the console screenshots in docs/)', async (t) => {
+  const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)].map((m) => m[1]!);
+  t.ok(['queue', 'deliverability', 'senders'].every((v) => images.includes(`docs/console-${v}.png`)));
+  for (const img of images) t.ok(fs.existsSync(path.resolve(img)), img);
+});

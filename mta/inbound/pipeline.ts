@@ -14,6 +14,7 @@ import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
+import type { Metrics } from '../metrics.js';
 import { decidePolicy, refusalAtRcpt, refusalWithoutRecipients, type DomainRecipients } from './policy.js';
 
 /** One message handed to the relay: it must resolve only once the message is durably committed (queue, fsync). */
@@ -58,6 +59,8 @@ export interface InboundPipelineDeps {
   logger: Logger;
   /** Queue id generator (tests may fix it). */
   newQueueId?: () => string;
+  /** Counts the policy step's actions per recipient. */
+  metrics?: Metrics;
   /** The built-in rules (default SPAM_RULES). */
   rules?: readonly SpamRule[];
 }
@@ -163,6 +166,11 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     // 5. Policy per domain.
     const policy = decidePolicy([...groups.values()], spam);
     verdicts.push(...policy.verdicts);
+    for (const v of policy.verdicts) deps.metrics?.inboundVerdicts.inc({ action: v.verdict }, v.rcpt.length);
+    if (policy.verdicts.length === 0 && policy.refusal) {
+      // No decision at all (the spam scanner is down and `failure = tempfail`): every recipient waits for a retry.
+      deps.metrics?.inboundVerdicts.inc({ action: 'tempfail' }, [...groups.values()].reduce((n, g) => n + g.rcpt.length, 0));
+    }
     if (policy.refusal) return policy.refusal;
 
     // Commit: quarantine rows first, then each relay; 250 only after every commit.

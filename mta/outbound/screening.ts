@@ -3,6 +3,7 @@
 import type { Config } from '../../config/load.js';
 import type { OutboundScanVerdict } from '../../filters/outbound-verdicts.js';
 import type { DnsResolver } from '../delivery/dns-resolver.js';
+import type { Metrics } from '../metrics.js';
 import { createClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { AccountRow } from '../../storage/accounts.js';
@@ -18,6 +19,8 @@ export type Refusal = NonNullable<AcceptedOutbound['refusal']>;
 export interface ScreeningDeps {
   scanning: OutboundScanDeps;
   abuse: SenderAbuse;
+  /** Counts every verdict's dispositions (sluice_outbound_scan_dispositions_total). */
+  metrics?: Pick<Metrics, 'outboundScanDispositions'> | undefined;
 }
 
 /** The refusal of a message whose sender identity is blocked (RFC 3463 5.7.1: delivery not authorized). */
@@ -61,6 +64,11 @@ export async function screenMessages(
 ): Promise<{ verdicts: OutboundScanVerdict[]; tempfail: string | undefined }> {
   const policy = deps.abuse.policyOf(account);
   const verdicts = await Promise.all(requests.map((r) => scanOutbound(deps.scanning, { ...r, policy })));
+  // Every verdict is counted, whatever comes of the message (sent, refused, or tempfailed and sent again later).
+  for (const v of verdicts) {
+    deps.metrics?.outboundScanDispositions.inc({ scanner: 'spam', disposition: v.spam.disposition.toLowerCase() });
+    deps.metrics?.outboundScanDispositions.inc({ scanner: 'virus', disposition: v.virus.disposition.toLowerCase() });
+  }
   return { verdicts, tempfail: verdicts.find((v) => v.action === 'tempfail')?.reason };
 }
 
@@ -80,6 +88,7 @@ export function createScreening(deps: {
   resolver: DnsResolver;
   rspamd: RspamdClient | undefined;
   abuse: SenderAbuse;
+  metrics?: Pick<Metrics, 'outboundScanDispositions'>;
   now: () => number;
 }): ScreeningDeps {
   const { filters } = deps.config;
@@ -93,5 +102,6 @@ export function createScreening(deps: {
       onScannerError: filters.onScannerError,
     },
     abuse: deps.abuse,
+    metrics: deps.metrics,
   };
 }

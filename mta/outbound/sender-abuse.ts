@@ -86,6 +86,11 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
 
     activeBlock,
 
+    /** The blocks in force for `accountIds`, newest first per account (the console's sender blocks view). */
+    activeBlocks(accountIds: readonly number[]): SenderBlockRow[] {
+      return deps.store.activeBlocks(accountIds);
+    },
+
     /** Every blocked identity of `accountIds`, as `<account id>:<sender id>` keys (log search: DELIST). */
     blockedIdentities(accountIds: readonly number[]): Set<string> {
       return new Set(deps.store.activeBlocks(accountIds).map((b) => `${b.account_id}:${b.sender_id}`));

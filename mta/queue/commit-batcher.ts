@@ -14,6 +14,8 @@ export function createCommitBatcher(opts: {
   savepoint: <T>(fn: () => T) => T;
   /** Most units per transaction. */
   maxBatch?: number;
+  /** Told the seconds each write transaction took, COMMIT (and its fsync) included: the commit-latency metric. */
+  onCommit?: (seconds: number) => void;
 }) {
   type Unit = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   const maxBatch = opts.maxBatch ?? 500;
@@ -25,6 +27,7 @@ export function createCommitBatcher(opts: {
     const batch = pending.splice(0, maxBatch);
     if (pending.length > 0) schedule();
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const started = process.hrtime.bigint();
     try {
       opts.transaction(() => {
         for (const unit of batch) {
@@ -45,6 +48,7 @@ export function createCommitBatcher(opts: {
       batch.forEach((unit, i) => unit.reject(own(i) ?? cause));
       return;
     }
+    opts.onCommit?.(Number(process.hrtime.bigint() - started) / 1e9);
     batch.forEach((unit, i) => {
       const o = outcomes[i] as (typeof outcomes)[number];
       if (o.ok) unit.resolve(o.value);

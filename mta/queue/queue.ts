@@ -4,6 +4,7 @@ import { usagePeriod } from '../../storage/accounts.js';
 import type { AttemptRecord, DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
 import type { SmtpLogStore } from '../../storage/smtp-log.js';
 import type { SuppressionStore } from '../../storage/suppressions.js';
+import { bounceClass, type Metrics } from '../metrics.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { createCommitBatcher } from './commit-batcher.js';
 import { deliveredDelta, eventPayload, type EventMessage } from './events.js';
@@ -82,6 +83,8 @@ export interface QueueDeps {
   lifetimeMs: number;
   random?: () => number;
   onPermanentFailure?: PermanentFailureHook;
+  /** Commit latency and attempt outcomes are counted here, where they happen. */
+  metrics?: Metrics;
   /**
    * Told, after they are committed, of the messages with permanently failed recipients (alert monitors judge them:
    * invalid recipients, rejections by destination). Must not throw; it cannot undo the commit.
@@ -93,12 +96,16 @@ function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 }
 
+/** The labels of one recorded attempt, counted once its transaction committed. */
+type AttemptLabels = { kind: string; outcome: string; bounce_class: string };
+
 /** Creates the queue: accepting mail and recording outcomes both go through one group-commit batcher. */
 export function createQueue(deps: QueueDeps) {
   const { store, smtpLog } = deps;
   const batcher = createCommitBatcher({
     transaction: (fn) => store.transaction(fn),
     savepoint: (fn) => store.savepoint(fn),
+    onCommit: deps.metrics ? (seconds) => deps.metrics?.sqliteCommit.observe(seconds) : undefined,
   });
   let wakeListener: (() => void) | undefined;
   let fastPath: FastPath | undefined;
@@ -212,7 +219,7 @@ export function createQueue(deps: QueueDeps) {
   }
 
   /** Records one outcome; returns what was recorded and the failure when it ended permanently. */
-  function recordOne(o: AttemptOutcome, now: number): { recorded: RecordedAttempt; failure?: PermanentFailure } {
+  function recordOne(o: AttemptOutcome, now: number, tally?: AttemptLabels[]): { recorded: RecordedAttempt; failure?: PermanentFailure } {
     const { delivery, message } = o;
     let state: DeliveryRow['state'];
     let next = delivery.next_attempt_at;
@@ -243,6 +250,7 @@ export function createQueue(deps: QueueDeps) {
       state,
       next,
     );
+    tally?.push({ kind: message.kind, outcome, bounce_class: outcome === 'delivered' ? 'none' : bounceClass(status) });
     if (message.account_id !== null) {
       smtpLog.updateAttempt(delivery.id, {
         lastcmd: o.command,
@@ -332,12 +340,14 @@ export function createQueue(deps: QueueDeps) {
     /** Durably records attempt outcomes (one savepoint for the group); resolves with what was recorded, in order. */
     async record(outcomes: AttemptOutcome[]): Promise<RecordedAttempt[]> {
       const now = deps.now();
+      const tally: AttemptLabels[] = [];
       const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
       const { queued: queuedDsn, recorded } = await batcher.run(() => {
         failed.clear();
+        tally.length = 0;
         const recorded: RecordedAttempt[] = [];
         for (const o of outcomes) {
-          const r = recordOne(o, now);
+          const r = recordOne(o, now, tally);
           recorded.push(r.recorded);
           const f = r.failure;
           if (!f) continue;
@@ -355,6 +365,7 @@ export function createQueue(deps: QueueDeps) {
         }
         return { queued, recorded };
       });
+      for (const labels of tally) deps.metrics?.deliveryAttempts.inc(labels);
       if (queuedDsn > 0) wakeListener?.();
       if (failed.size > 0) deps.afterPermanentFailures?.([...failed.values()]);
       return recorded;

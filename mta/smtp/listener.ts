@@ -3,6 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import type { HostPort } from '../../config/keys.js';
+import { replyClass, type Metrics } from '../metrics.js';
 import { installSmtpServerSeam, seamOptions } from './smtp-server-seam.js';
 
 export interface SmtpListener {
@@ -18,9 +19,13 @@ export interface SmtpListener {
   close(): Promise<void>;
 }
 
-/** Extra listener options: `greetDelayMs` replaces smtp-server's fixed 100 ms early-talker pause before the 220. */
+/**
+ * Extra listener options: `greetDelayMs` replaces smtp-server's fixed 100 ms early-talker pause before the 220;
+ * `metrics` counts sessions and replies under the listener's name.
+ */
 export interface ListenerExtras {
   greetDelayMs?: number;
+  metrics?: Metrics;
 }
 
 /**
@@ -34,7 +39,13 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
     ...options,
     // RFC 2034: every reply carries an RFC 3463 status (the seam's send override); advertised in EHLO.
     hideENHANCEDSTATUSCODES: false,
-    ...seamOptions(extras.greetDelayMs ?? 0),
+    ...seamOptions(
+      extras.greetDelayMs ?? 0,
+      extras.metrics && {
+        session: () => extras.metrics?.smtpSessions.inc({ listener: name }),
+        reply: (code) => extras.metrics?.smtpReplies.inc({ listener: name, class: replyClass(code) }),
+      },
+    ),
   });
   return new Promise((resolve, reject) => {
     // smtp-server re-emits its net.Server's errors on itself: a bind error (EADDRINUSE, EACCES) with no listener

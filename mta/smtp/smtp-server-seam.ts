@@ -19,10 +19,18 @@ const CLOSE = Symbol.for('sluice.closeSession');
 // Marks the servers Sluice starts. The overrides live on smtp-server's shared prototype, so every other SMTPServer
 // in the process (tests' downstream sinks) must keep the library's own behaviour.
 const OURS = Symbol.for('sluice.listener');
+// The listener's observers (metrics): told of each session and each reply, from the one place every reply passes.
+const OBSERVE = Symbol.for('sluice.observe');
+
+/** What a listener is told: each accepted connection, each reply code written. */
+export interface SessionObserver {
+  session(): void;
+  reply(code: number): void;
+}
 
 /** The options that put a server under the overrides, with `greetDelayMs` instead of the library's 100 ms. */
-export function seamOptions(greetDelayMs: number): SMTPServerOptions {
-  return { [GREET_DELAY]: greetDelayMs, [OURS]: true } as SMTPServerOptions;
+export function seamOptions(greetDelayMs: number, observer?: SessionObserver): SMTPServerOptions {
+  return { [GREET_DELAY]: greetDelayMs, [OURS]: true, [OBSERVE]: observer } as SMTPServerOptions;
 }
 
 /** Sends `reply` (a 421: smtp-server then closes, RFC 5321 §3.8) on the session's connection. False for a foreign session. */
@@ -95,6 +103,7 @@ const NO_STATUS_CONTEXTS = new Set(['HELO', 'EHLO', 'LHLO']);
 
 const optionsOf = (conn: SMTPConnection) => conn._server.options as unknown as Record<string | symbol, unknown>;
 const isOurs = (conn: SMTPConnection) => optionsOf(conn)[OURS] === true;
+const observerOf = (conn: SMTPConnection) => optionsOf(conn)[OBSERVE] as SessionObserver | undefined;
 const sendReply = (conn: SMTPConnection, reply: SmtpReply) => conn.send(reply.code, wireText(reply));
 
 let installed = false;
@@ -112,6 +121,7 @@ export function installSmtpServerSeam(): void {
     // smtp-server keeps one session object per connection (reset in place), so this survives RSET and STARTTLS.
     Object.defineProperty(this.session, CLOSE, { value: (reply: SmtpReply) => sendReply(this, reply) });
     const ours = isOurs(this);
+    if (ours) observerOf(this)?.session();
     if (ours && !this.secure) {
       // A ClientHello has no line break to wait for (or one by chance): judge the very first bytes as they arrive.
       // Registered before smtp-server pipes the socket into its parser, so it runs first; once the 421 closes the
@@ -141,6 +151,7 @@ export function installSmtpServerSeam(): void {
   // HELO/EHLO stay without, as RFC 2034 §3 says.
   proto.send = function send(this: SMTPConnection, code, data, context) {
     if (!isOurs(this)) return librarySend.call(this, code, data, context);
+    observerOf(this)?.reply(code);
     if (typeof data === 'string' && ENHANCED.test(data)) return librarySend.call(this, code, data, false);
     if (code >= 400 && (context === false || (typeof context === 'string' && NO_STATUS_CONTEXTS.has(context)))) {
       return librarySend.call(this, code, data, undefined);

@@ -5,6 +5,7 @@ import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/webhooks.js';
+import type { Metrics } from '../metrics.js';
 import { createPassLoop } from './pass-loop.js';
 import type { SignatureHeaders, WebhookSigner } from './signing.js';
 
@@ -58,6 +59,8 @@ export interface DispatcherDeps {
   maxBatchesPerPass?: number;
   /** Hostname for the generated smtp_id of validate's test event. */
   hostname?: string;
+  /** Counts batch results and observes the dispatch lag of first POSTs. */
+  metrics?: Metrics;
 }
 
 /** The result of one `runOnce()` pass. */
@@ -163,6 +166,8 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     const at = deps.now();
     const retryDueAt = ok || !retry ? null : decideRetryAt(c.batch.attempt, c.batch.chain_started_at, at);
     deps.store.recordResult(c.batch.id, { status, statusCode: out.statusCode, durationMs: out.durationMs, retryDueAt });
+    deps.metrics?.webhookBatches.inc({ status });
+    if (c.oldestEventAt !== undefined) deps.metrics?.webhookDispatchLag.observe(Math.max(0, at - c.oldestEventAt) / 1000);
     if (!ok) {
       log.warn(
         { batchId: c.batch.id, accountId: c.batch.account_id, attempt: c.batch.attempt, status, statusCode: out.statusCode, error: out.error, retryAt: retryDueAt },

@@ -50,6 +50,7 @@ export function testEnv(dataDir: string, extra: Record<string, string> = {}): Re
   return {
     SLUICE_DATA_DIR: dataDir,
     SLUICE_HTTP_LISTEN: '127.0.0.1:0',
+    SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:0',
     SLUICE_SMTP_MX_LISTEN: '127.0.0.1:0',
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:0',
     SLUICE_SMTP_HOSTNAME: 'mx.sluice.test',

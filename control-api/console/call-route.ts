@@ -1,0 +1,37 @@
+// Owns the console's one way to the data: calling a REST route's own handler (its schemas validate the input, its
+// tenancy checks apply), so the console is never a second path to anything the API serves.
+import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
+import { ApiError } from '../errors.js';
+import { coerceQuery, validate, type AnyRoute, type Method, type Reply } from '../route.js';
+import type { Services } from '../services.js';
+
+export interface RouteCall {
+  params?: Record<string, string>;
+  query?: Record<string, string | undefined>;
+  body?: unknown;
+}
+
+/** Finds routes by method and OpenAPI path (`/tx/v1/domains/{domain}/dkim-keys`); a missing one is a wiring bug. */
+export function createRouteCaller(services: Services, routes: readonly AnyRoute[]) {
+  const byKey = new Map(routes.map((r) => [`${r.method} ${r.path}`, r]));
+  return async function callRoute(
+    method: Method,
+    path: string,
+    as: { account: AccountRow; keyId: number },
+    call: RouteCall = {},
+  ): Promise<Reply> {
+    const route = byKey.get(`${method} ${path}`);
+    if (!route) throw new Error(`console: no route ${method} ${path}`);
+    const principal: KeyPrincipal = { account: as.account, keyId: as.keyId, scope: route.auth === 'inbound' ? 'inbound' : 'api' };
+    const params = route.params ? validate(route.params, { ...call.params }, 'path') : {};
+    const rawQuery = Object.fromEntries(Object.entries(call.query ?? {}).filter(([, v]) => v !== undefined && v !== '')) as Record<string, string>;
+    const query = route.query ? validate(route.query, coerceQuery(route.query, rawQuery), 'query') : {};
+    let body = call.body;
+    if (route.body && body !== undefined) body = validate(route.body, body, 'body');
+    if (route.body && body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
+    const querystring = new URLSearchParams(rawQuery).toString();
+    return route.handler(services, { params, query, body, principal, httpRequestId: 'console', headers: {}, ip: '', method, querystring });
+  };
+}
+
+export type RouteCaller = ReturnType<typeof createRouteCaller>;

@@ -1,0 +1,65 @@
+// Owns the console's page chrome: the document head (assets from /console/assets), the account switcher, the
+// navigation (one entry per view, so later views — opens/clicks, sender blocks and alerts — add a line) and sign-out.
+import type { AccountRow } from '../../storage/accounts.js';
+import { href, html, type Html } from './html.js';
+import type { Viewer } from './session.js';
+
+/** The views, in navigation order. `allAccounts`: the operator may look at every account at once (`account=*`). */
+export const NAV: readonly { key: string; label: string; path: string; allAccounts?: boolean }[] = [
+  { key: 'queue', label: 'Queue', path: '/console/queue', allAccounts: true },
+  { key: 'quarantine', label: 'Quarantine', path: '/console/quarantine' },
+  { key: 'log', label: 'Log search', path: '/console/log' },
+  { key: 'deliverability', label: 'Deliverability', path: '/console/deliverability' },
+  { key: 'domains', label: 'Inbound domains', path: '/console/domains' },
+  { key: 'dkim', label: 'DKIM keys', path: '/console/dkim' },
+  { key: 'webhooks', label: 'Webhooks', path: '/console/webhooks' },
+  { key: 'senders', label: 'Sender blocks & alerts', path: '/console/senders' },
+];
+
+/** `*` in the switcher: every account, and mail that has none (relayed inbound mail, DSNs). */
+export const ALL_ACCOUNTS = '*';
+
+export interface PageFrame {
+  viewer: Viewer;
+  /** The selected account; null when the operator looks at all of them. */
+  account: AccountRow | null;
+  csrf: string;
+  active: string;
+}
+
+function accountLabel(a: AccountRow, accounts: AccountRow[]): string {
+  const parent = a.parent_id === null ? undefined : accounts.find((p) => p.id === a.parent_id);
+  return parent ? `${parent.handle} › ${a.handle}` : a.handle;
+}
+
+/** The whole document around a view's body. */
+export function page(title: string, body: Html, frame?: PageFrame): Html {
+  const head = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Sluice</title><link rel="stylesheet" href="/console/assets/console.css"><script src="/console/assets/console.js" defer></script></head>`;
+  if (!frame) return html`${head}<body><main>${body}</main></body></html>`;
+  const { viewer, account, csrf, active } = frame;
+  const view = NAV.find((n) => n.key === active);
+  const current = account?.handle ?? ALL_ACCOUNTS;
+  const options = [
+    ...(viewer.kind === 'operator' && view?.allAccounts ? [html`<option value="*" ${current === ALL_ACCOUNTS ? 'selected' : ''}>All accounts</option>`] : []),
+    ...viewer.accounts.map((a) => html`<option value="${a.handle}" ${a.handle === current ? 'selected' : ''}>${accountLabel(a, viewer.accounts)}</option>`),
+  ].map((o) => o);
+  const who = viewer.kind === 'operator' ? 'operator' : `tenant ${viewer.home?.handle ?? ''}`;
+  return html`${head}<body>
+<header><span class="brand">Sluice</span>
+<form method="get" action="${view?.path ?? '/console/queue'}"><label>Account <select name="account" data-autosubmit>${options.map((o) => o)}</select></label><noscript><button>Show</button></noscript></form>
+<span class="who">Signed in as ${who}</span>
+<form method="post" action="/console/logout"><input type="hidden" name="_csrf" value="${csrf}"><button class="secondary">Sign out</button></form></header>
+<nav>${NAV.map((n) => html`<a href="${href(n.path, { account: n.allAccounts || current !== ALL_ACCOUNTS ? current : undefined })}" class="${n.key === active ? 'on' : ''}">${n.label}</a>`)}</nav>
+<main>${body}</main></body></html>`;
+}
+
+/** A hidden CSRF field for a POST form. */
+export const csrfField = (csrf: string) => html`<input type="hidden" name="_csrf" value="${csrf}">`;
+
+/** A one-button POST form (retry, release, delete…), asking first when `confirm` is given. */
+export function actionButton(action: string, label: string, csrf: string, o: { danger?: boolean; confirm?: string; fields?: Record<string, string> } = {}): Html {
+  return html`<form class="inline" method="post" action="${action}" ${o.confirm ? html`data-confirm="${o.confirm}"` : ''}>${csrfField(csrf)}${Object.entries(o.fields ?? {}).map(
+    ([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`,
+  )}<button class="${o.danger ? 'danger' : ''}">${label}</button></form>`;
+}

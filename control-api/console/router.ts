@@ -1,0 +1,186 @@
+// Owns the /console HTTP surface: security headers (strict CSP), assets, sign-in and sign-out, the session and CSRF
+// checks every request passes, the account a request is about, and dispatch to the views.
+import crypto from 'node:crypto';
+import type Koa from 'koa';
+import type { AccountRow } from '../../storage/accounts.js';
+import { ApiError, forbidden, notFound } from '../errors.js';
+import { createRateLimiter } from '../rate-limit.js';
+import type { AnyRoute } from '../route.js';
+import { visibleAccounts } from '../routes/outbound-search.js';
+import type { Services } from '../services.js';
+import { ASSETS } from './assets.js';
+import { createRouteCaller } from './call-route.js';
+import { html, type Html } from './html.js';
+import { ALL_ACCOUNTS, NAV, page } from './layout.js';
+import type { ViewCtx, ViewRoute } from './view.js';
+import { CONSOLE_VIEWS } from './views.js';
+import { cookie, LOGIN_COOKIE, parseCookies, readForm, sameToken, SESSION_COOKIE, signIn, viewerOf, type Viewer } from './session.js';
+
+// 'self' only: no inline script or style, no CDN; inline SVG needs no source. Forms post to ourselves only.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+function compile(path: string): { re: RegExp; names: string[] } {
+  const names: string[] = [];
+  const re = new RegExp(`^${path.replace(/\{([a-z_]+)\}/g, (_, n: string) => (names.push(n), '([^/]+)'))}$`);
+  return { re, names };
+}
+
+function loginPage(csrf: string, error?: string): Html {
+  return page(
+    'Sign in',
+    html`<div class="login"><h1>Sluice console</h1>${error ? html`<p class="error">${error}</p>` : ''}
+<form method="post" action="/console/login"><input type="hidden" name="_csrf" value="${csrf}">
+<label>API key (scope api or inbound) or operator token<input type="password" name="secret" autocomplete="off" required autofocus></label>
+<button>Sign in</button></form>
+<p class="empty">Operators: create a token with <code>sluice console token</code>.</p></div>`,
+  );
+}
+
+/** The console middleware: owns every path under /console and passes anything else on. */
+export function createConsole(services: Services, routes: readonly AnyRoute[], views: readonly ViewRoute[] = CONSOLE_VIEWS): Koa.Middleware {
+  const call = createRouteCaller(services, routes);
+  const table = views.map((v) => ({ ...v, ...compile(v.path) }));
+  // Sign-in attempts per client address: 10 at once, then one per second (guessing a 192-bit key is hopeless anyway).
+  const logins = createRateLimiter({ rate: 1, burst: 10, now: services.now });
+  const secure = (ctx: Koa.Context) => ctx.secure || (services.config.http.publicUrl ?? '').startsWith('https:');
+
+  function render(ctx: Koa.Context, status: number, doc: Html): void {
+    ctx.status = status;
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = doc.text;
+  }
+
+  async function login(ctx: Koa.Context): Promise<void> {
+    ctx.state.routeTemplate = '/console/login';
+    const fresh = () => {
+      const csrf = crypto.randomUUID();
+      ctx.append('Set-Cookie', cookie(LOGIN_COOKIE, csrf, { secure: secure(ctx), maxAgeSeconds: 3600 }));
+      return csrf;
+    };
+    if (ctx.method === 'GET') return render(ctx, 200, loginPage(fresh()));
+    if (ctx.method !== 'POST') throw new ApiError(405, ['method not allowed'], { Allow: 'GET, POST' });
+    if (!logins.take(ctx.ip)) throw new ApiError(429, ['too many sign-in attempts; wait a moment'], { 'Retry-After': '1' });
+    const form = await readForm(ctx.req);
+    if (!sameToken(form.get('_csrf'), parseCookies(ctx.headers.cookie)[LOGIN_COOKIE] ?? '')) {
+      return render(ctx, 403, loginPage(fresh(), 'The sign-in form expired; try again.'));
+    }
+    let session;
+    try {
+      session = signIn(services, (form.get('secret') ?? '').trim());
+    } catch (err) {
+      if (err instanceof ApiError) return render(ctx, err.status, loginPage(fresh(), 'Unknown or revoked key or token.'));
+      throw err;
+    }
+    ctx.append('Set-Cookie', cookie(SESSION_COOKIE, session.id, { secure: secure(ctx), maxAgeSeconds: services.config.http.consoleSessionHours * 3600 }));
+    ctx.append('Set-Cookie', cookie(LOGIN_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
+    ctx.redirect('/console/queue');
+  }
+
+  /** The account the request names (`?account=`), checked against what the viewer may see: 404 otherwise. */
+  function selectAccount(viewer: Viewer, nav: string, wanted: string | undefined): AccountRow | null {
+    const allowAll = viewer.kind === 'operator' && NAV.find((n) => n.key === nav)?.allAccounts === true;
+    if (wanted === ALL_ACCOUNTS) {
+      if (allowAll) return null;
+      throw notFound('pick one account for this view');
+    }
+    if (wanted === undefined || wanted === '') {
+      if (viewer.home) return viewer.home;
+      if (allowAll) return null;
+      const first = viewer.accounts[0];
+      if (!first) throw notFound('there are no accounts yet');
+      return first;
+    }
+    const found = viewer.accounts.find((a) => a.handle === wanted);
+    if (!found) throw notFound(`account "${wanted}" not found`);
+    return found;
+  }
+
+  async function dispatch(ctx: Koa.Context, viewer: Viewer): Promise<void> {
+    const match = table
+      .map((v) => ({ v, m: v.re.exec(ctx.path) }))
+      .find((x) => x.m && x.v.method === ctx.method);
+    if (!match || !match.m) {
+      ctx.state.routeTemplate = '/console/*';
+      throw table.some((v) => v.re.test(ctx.path)) ? new ApiError(405, ['method not allowed']) : notFound('no such page');
+    }
+    const { v, m } = match;
+    ctx.state.routeTemplate = v.path;
+    const params = Object.fromEntries(v.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+    let form: URLSearchParams | undefined;
+    if (ctx.method === 'POST') {
+      form = await readForm(ctx.req);
+      // Every state change carries the session's CSRF token; without it nothing happens (403).
+      if (!sameToken(form.get('_csrf'), viewer.session.csrf)) throw forbidden('missing or invalid CSRF token; reload the page');
+    }
+    const query = Object.fromEntries(Object.entries(ctx.query).map(([k, val]) => [k, Array.isArray(val) ? (val.at(-1) ?? '') : (val ?? '')]));
+    const account = selectAccount(viewer, v.nav, query.account);
+    const c: ViewCtx = {
+      services,
+      call,
+      viewer,
+      account,
+      query,
+      params,
+      form,
+      csrf: viewer.session.csrf,
+      as() {
+        if (!account) throw notFound('pick one account for this view');
+        return { account, keyId: viewer.kind === 'tenant' && account.id === viewer.home?.id ? (viewer.session.key_id ?? 0) : 0 };
+      },
+      scope() {
+        if (!account) return null;
+        return visibleAccounts(services, { account, keyId: 0, scope: 'api' });
+      },
+    };
+    const out = await v.view(c);
+    if ('redirect' in out) return ctx.redirect(out.redirect);
+    render(ctx, out.status ?? 200, page(out.title, out.body, { viewer, account, csrf: viewer.session.csrf, active: v.nav }));
+  }
+
+  return async (ctx, next) => {
+    if (ctx.path !== '/console' && !ctx.path.startsWith('/console/')) return next();
+    ctx.set('Content-Security-Policy', CSP);
+    ctx.set('X-Frame-Options', 'DENY');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.set('Cache-Control', 'no-store');
+    const asset = ctx.path.startsWith('/console/assets/') ? ASSETS[ctx.path.slice('/console/assets/'.length)] : undefined;
+    if (asset && ctx.method === 'GET') {
+      ctx.state.routeTemplate = '/console/assets/{name}';
+      ctx.set('Cache-Control', 'no-cache');
+      ctx.set('ETag', asset.etag);
+      ctx.type = asset.type;
+      ctx.body = asset.body;
+      return;
+    }
+    let viewer: Viewer | undefined;
+    try {
+      if (ctx.path === '/console/login') return await login(ctx);
+      const sessionId = parseCookies(ctx.headers.cookie)[SESSION_COOKIE];
+      viewer = viewerOf(services, sessionId);
+      if (!viewer) {
+        ctx.state.routeTemplate = '/console/*';
+        if (ctx.method === 'GET') return ctx.redirect('/console/login');
+        throw forbidden('not signed in');
+      }
+      if (ctx.path === '/console' || ctx.path === '/console/') {
+        ctx.state.routeTemplate = '/console';
+        return ctx.redirect('/console/queue');
+      }
+      if (ctx.path === '/console/logout' && ctx.method === 'POST') {
+        ctx.state.routeTemplate = '/console/logout';
+        const form = await readForm(ctx.req);
+        if (!sameToken(form.get('_csrf'), viewer.session.csrf)) throw forbidden('missing or invalid CSRF token; reload the page');
+        services.console.closeSession(sessionId as string);
+        ctx.append('Set-Cookie', cookie(SESSION_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
+        return ctx.redirect('/console/login');
+      }
+      await dispatch(ctx, viewer);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      for (const [k, val] of Object.entries(err.headers)) ctx.set(k, val);
+      const body = html`<h1>${err.status === 404 ? 'Not found' : err.status === 403 ? 'Forbidden' : 'Cannot do that'}</h1>${err.errors.map((e) => html`<p class="error">${e}</p>`)}<p><a href="/console/queue">Back to the console</a></p>`;
+      render(ctx, err.status, viewer ? page('Error', body, { viewer, account: viewer.home ?? null, csrf: viewer.session.csrf, active: '' }) : page('Error', body));
+    }
+  };
+}

@@ -1,0 +1,108 @@
+// Owns console sign-in and sessions: an API key (tenant) or an operator token exchanged for a session cookie
+// (HttpOnly, SameSite=Strict, Secure under TLS), the CSRF token every form carries, and who the viewer may see.
+import crypto from 'node:crypto';
+import type http from 'node:http';
+import type { AccountRow } from '../../storage/accounts.js';
+import type { ConsoleSessionRow } from '../../storage/console.js';
+import { ApiError, forbidden } from '../errors.js';
+import type { Services } from '../services.js';
+
+export const SESSION_COOKIE = 'sluice_console';
+/** Double-submit token of the sign-in form (there is no session yet to hold one). */
+export const LOGIN_COOKIE = 'sluice_console_login';
+/** Largest form body the console reads. */
+export const FORM_LIMIT = 64 * 1024;
+
+/** Who is looking: a tenant (its account, and its sub-accounts when it is a parent) or the operator (everyone). */
+export interface Viewer {
+  kind: 'tenant' | 'operator';
+  session: ConsoleSessionRow;
+  /** The tenant's own account; undefined for the operator. */
+  home: AccountRow | undefined;
+  /** Accounts the viewer may switch to, parents first, each followed by its sub-accounts. */
+  accounts: AccountRow[];
+}
+
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (header ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0) out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return out;
+}
+
+/** A Set-Cookie value for the console: Path=/console, HttpOnly, SameSite=Strict, Secure when `secure`. */
+export function cookie(name: string, value: string, o: { secure: boolean; maxAgeSeconds?: number }): string {
+  return [
+    `${name}=${encodeURIComponent(value)}`,
+    'Path=/console',
+    'HttpOnly',
+    'SameSite=Strict',
+    ...(o.secure ? ['Secure'] : []),
+    ...(o.maxAgeSeconds !== undefined ? [`Max-Age=${o.maxAgeSeconds}`] : []),
+  ].join('; ');
+}
+
+/** Constant-time comparison of two tokens (a CSRF token must not leak through timing). */
+export function sameToken(a: string | undefined | null, b: string): boolean {
+  if (!a) return false;
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && crypto.timingSafeEqual(x, y);
+}
+
+/** Reads an application/x-www-form-urlencoded body (413 beyond FORM_LIMIT, 415 for another type). */
+export async function readForm(req: http.IncomingMessage): Promise<URLSearchParams> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') throw new ApiError(415, ['forms must be application/x-www-form-urlencoded']);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > FORM_LIMIT) throw new ApiError(413, ['form too large']);
+    chunks.push(chunk as Buffer);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+/** Every account in the order the switcher lists them: each parent, then its sub-accounts. */
+function withSubs(services: Services, parents: AccountRow[]): AccountRow[] {
+  const out: AccountRow[] = [];
+  for (const p of parents) {
+    out.push(p);
+    for (let offset = 0; ; offset += 1000) {
+      const subs = services.accounts.listSubAccounts(p.id, 1000, offset);
+      out.push(...subs);
+      if (subs.length < 1000) break;
+    }
+  }
+  return out;
+}
+
+/** The viewer of a live session (undefined when the cookie names none: expired, signed out, key revoked). */
+export function viewerOf(services: Services, sessionId: string | undefined): Viewer | undefined {
+  if (!sessionId) return undefined;
+  const session = services.console.findSession(sessionId, services.now());
+  if (!session) return undefined;
+  if (session.kind === 'operator') return { kind: 'operator', session, home: undefined, accounts: withSubs(services, services.accounts.listParents()) };
+  const home = session.account_id === null ? undefined : services.accounts.findById(session.account_id);
+  if (!home || home.deleted_at !== null) return undefined;
+  // A sub-account's key sees only the sub-account (ARCHITECTURE invariant 5); a parent's sees its sub-accounts too.
+  return { kind: 'tenant', session, home, accounts: home.parent_id === null ? withSubs(services, [home]) : [home] };
+}
+
+/**
+ * Signs in with `secret`: an operator token (`op_…`, from `sluice console token`) or an API key of scope api or
+ * inbound. Returns the new session's cookie value; 403 for anything else (one message: no hint which part failed).
+ */
+export function signIn(services: Services, secret: string): { id: string; kind: 'tenant' | 'operator' } {
+  const now = services.now();
+  const ttlMs = services.config.http.consoleSessionHours * 3_600_000;
+  const token = secret.startsWith('op_') ? services.console.findToken(secret) : undefined;
+  if (token) return { id: services.console.openSession({ kind: 'operator', tokenId: token.id, now, ttlMs }).id, kind: 'operator' };
+  const principal = secret.startsWith('op_') ? undefined : services.accounts.authenticateKey(secret);
+  if (!principal) throw forbidden('unknown or revoked key or token');
+  const s = services.console.openSession({ kind: 'tenant', accountId: principal.account.id, keyId: principal.keyId, now, ttlMs });
+  return { id: s.id, kind: 'tenant' };
+}

@@ -1,0 +1,118 @@
+// Owns the console's quarantine view: held inbound messages, one message's headers and verdicts, release and delete
+// — each by calling the /inbound/v1/quarantine routes themselves.
+import { notFound } from '../errors.js';
+import { href, html, table } from './html.js';
+import { actionButton } from './layout.js';
+import type { ViewCtx, ViewRoute } from './view.js';
+
+const PAGE = 50;
+const DONE: Record<string, string> = { released: 'Released: relayed to its recipients\' downstream servers.', deleted: 'Deleted; it will never be relayed.' };
+
+interface Quarantined {
+  id: number;
+  domain: string;
+  mail_from: string;
+  rcpt_to: string[];
+  subject: string | null;
+  from: string | null;
+  score: number;
+  reason: string;
+  status: string;
+  created_at: string;
+  expires_at: string;
+  released_at: string | null;
+  client_ip: string;
+  helo: string;
+  verdicts?: unknown[];
+}
+
+function idOf(c: ViewCtx): string {
+  const id = c.params.id ?? '';
+  if (!/^[1-9][0-9]{0,15}$/.test(id)) throw notFound('no such quarantined message');
+  return id;
+}
+
+const flash = (c: ViewCtx) => (DONE[c.query.done ?? ''] ? html`<p class="flash">${DONE[c.query.done ?? '']}</p>` : '');
+
+async function list(c: ViewCtx) {
+  const pageNo = /^[1-9][0-9]{0,5}$/.test(c.query.page ?? '') ? Number(c.query.page) : 1;
+  const reply = await c.call('GET', '/inbound/v1/quarantine', c.as(), {
+    query: { status: c.query.status, domain: c.query.domain, recipient: c.query.recipient, limit: String(PAGE), offset: String((pageNo - 1) * PAGE) },
+  });
+  const { messages, total } = reply.body as { messages: Quarantined[]; total: number };
+  const account = c.account?.handle;
+  const link = (p: number) => href('/console/quarantine', { account, status: c.query.status, domain: c.query.domain, recipient: c.query.recipient, page: p });
+  return {
+    title: 'Quarantine',
+    body: html`<h1>Quarantine</h1>${flash(c)}
+<form class="filters" method="get" action="/console/quarantine"><input type="hidden" name="account" value="${account}">
+<label>Status<select name="status"><option value="">any</option>${['held', 'releasing', 'released'].map((s) => html`<option ${c.query.status === s ? 'selected' : ''}>${s}</option>`)}</select></label>
+<label>Domain<input name="domain" value="${c.query.domain ?? ''}"></label><label>Recipient<input name="recipient" value="${c.query.recipient ?? ''}"></label><button>Filter</button></form>
+<p>${total} message${total === 1 ? '' : 's'}.</p>
+${table(
+  ['ID', 'Status', 'Received', 'Domain', 'Sender', 'Recipients', 'Subject', 'Score', 'Reason'],
+  messages.map((m) => [
+    html`<a href="${href(`/console/quarantine/${m.id}`, { account })}">${m.id}</a>`,
+    m.status,
+    m.created_at.slice(0, 19).replace('T', ' ') + 'Z',
+    m.domain,
+    m.mail_from || '<>',
+    m.rcpt_to.join(', '),
+    m.subject ?? '',
+    m.score,
+    m.reason,
+  ]),
+  'Nothing is quarantined.',
+)}
+<div class="pager">${pageNo > 1 ? html`<a href="${link(pageNo - 1)}">← Newer</a>` : ''}${pageNo * PAGE < total ? html`<a href="${link(pageNo + 1)}">Older →</a>` : ''}</div>`,
+  };
+}
+
+/** The header section of a stored message (up to the first empty line), as text. */
+function headerSection(raw: unknown): string {
+  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : String(raw);
+  const end = text.search(/\r?\n\r?\n/);
+  return (end < 0 ? text : text.slice(0, end)).replace(/\r\n/g, '\n');
+}
+
+async function detail(c: ViewCtx) {
+  const id = idOf(c);
+  const m = (await c.call('GET', '/inbound/v1/quarantine/{id}', c.as(), { params: { id } })).body as Quarantined;
+  const raw = (await c.call('GET', '/inbound/v1/quarantine/{id}/raw', c.as(), { params: { id } })).body;
+  const account = c.account?.handle;
+  const action = (verb: string) => href(`/console/quarantine/${id}/${verb}`, { account });
+  return {
+    title: `Quarantined message ${id}`,
+    body: html`<h1>Quarantined message ${id} · ${m.status}</h1>${flash(c)}
+<p>${m.status === 'held' ? actionButton(action('release'), 'Release', c.csrf, { confirm: `Relay message ${id} to ${m.rcpt_to.join(', ')}?` }) : ''}${m.status !== 'releasing' ? actionButton(action('delete'), 'Delete', c.csrf, { danger: true, confirm: `Delete message ${id}? It will never be relayed.` }) : ''}</p>
+<dl><dt>Domain</dt><dd>${m.domain}</dd><dt>Sender</dt><dd>${m.mail_from || '<>'}</dd><dt>Recipients</dt><dd>${m.rcpt_to.join(', ')}</dd>
+<dt>From</dt><dd>${m.from ?? ''}</dd><dt>Subject</dt><dd>${m.subject ?? ''}</dd><dt>Client</dt><dd>${m.client_ip} (${m.helo})</dd>
+<dt>Score</dt><dd>${m.score}</dd><dt>Reason</dt><dd>${m.reason}</dd><dt>Received</dt><dd>${m.created_at}</dd><dt>Expires</dt><dd>${m.expires_at}</dd>
+<dt>Released</dt><dd>${m.released_at ?? ''}</dd></dl>
+<h2>Verdicts</h2>${table(
+  ['Step', 'Verdict', 'Reason', 'Details'],
+  (m.verdicts ?? []).map((v) => {
+    const { step, verdict, reason, ...rest } = v as Record<string, unknown>;
+    return [String(step ?? ''), String(verdict ?? ''), String(reason ?? ''), JSON.stringify(rest)];
+  }),
+)}
+<h2>Headers</h2><pre>${headerSection(raw)}</pre>`,
+  };
+}
+
+function act(verb: 'release' | 'delete') {
+  return async (c: ViewCtx) => {
+    const id = idOf(c);
+    if (verb === 'release') await c.call('POST', '/inbound/v1/quarantine/{id}/release', c.as(), { params: { id } });
+    else await c.call('DELETE', '/inbound/v1/quarantine/{id}', c.as(), { params: { id } });
+    const account = c.account?.handle;
+    return { redirect: verb === 'release' ? href(`/console/quarantine/${id}`, { account, done: 'released' }) : href('/console/quarantine', { account, done: 'deleted' }) };
+  };
+}
+
+export const quarantineViews: ViewRoute[] = [
+  { method: 'GET', path: '/console/quarantine', nav: 'quarantine', view: list },
+  { method: 'GET', path: '/console/quarantine/{id}', nav: 'quarantine', view: detail },
+  { method: 'POST', path: '/console/quarantine/{id}/release', nav: 'quarantine', view: act('release') },
+  { method: 'POST', path: '/console/quarantine/{id}/delete', nav: 'quarantine', view: act('delete') },
+];

@@ -1,0 +1,107 @@
+// Owns the console's queue view: deliveries with filters, one delivery with its message and every attempt, retry
+// now and delete — through the queue service the CLI's operations use (mta/queue/queue-admin.ts), scoped by account.
+import { normaliseEmail } from '../../filters/inbound-names.js';
+import { QUEUE_VIEWS, type QueueAction, type QueueView } from '../../mta/queue/queue-admin.js';
+import { badRequest, conflict, notFound } from '../errors.js';
+import { href, html, table, when } from './html.js';
+import { actionButton } from './layout.js';
+import type { ViewCtx, ViewRoute } from './view.js';
+
+const PAGE = 50;
+const DONE: Record<string, string> = { retried: 'The delivery is due now; the worker takes it on its next pass.', deleted: 'The delivery was dropped; it will not be sent.' };
+
+function deliveryId(c: ViewCtx): number {
+  const id = c.params.id ?? '';
+  if (!/^[1-9][0-9]{0,15}$/.test(id)) throw notFound('no such delivery');
+  return Number(id);
+}
+
+function pageNumber(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 1;
+  if (!/^[1-9][0-9]{0,5}$/.test(raw)) throw badRequest('page: must be a positive integer');
+  return Number(raw);
+}
+
+const accountParam = (c: ViewCtx) => c.account?.handle ?? '*';
+
+function list(c: ViewCtx) {
+  const view = (c.query.state || 'waiting') as QueueView;
+  if (!QUEUE_VIEWS.includes(view)) throw badRequest(`state: must be one of ${QUEUE_VIEWS.join(', ')}`);
+  let rcpt: string | undefined;
+  if (c.query.rcpt) {
+    rcpt = normaliseEmail(c.query.rcpt) ?? undefined;
+    if (!rcpt) throw badRequest(`rcpt: "${c.query.rcpt}" is not an e-mail address`);
+  }
+  const pageNo = pageNumber(c.query.page);
+  const rows = c.services.queue.list({ scope: c.scope(), view, rcpt, limit: PAGE + 1, offset: (pageNo - 1) * PAGE });
+  const more = rows.length > PAGE;
+  const handle = (id: number | null) => (id === null ? '(relay/DSN)' : (c.viewer.accounts.find((a) => a.id === id)?.handle ?? String(id)));
+  const link = (p: number) => href('/console/queue', { account: accountParam(c), state: view, rcpt: c.query.rcpt, page: p });
+  return {
+    title: 'Queue',
+    body: html`<h1>Queue</h1>${DONE[c.query.done ?? ''] ? html`<p class="flash">${DONE[c.query.done ?? '']}</p>` : ''}
+<form class="filters" method="get" action="/console/queue"><input type="hidden" name="account" value="${accountParam(c)}">
+<label>State<select name="state">${QUEUE_VIEWS.map((v) => html`<option value="${v}" ${v === view ? 'selected' : ''}>${v}</option>`)}</select></label>
+<label>Recipient<input name="rcpt" type="email" value="${c.query.rcpt ?? ''}" placeholder="bob@example.com"></label><button>Filter</button></form>
+${table(
+  ['ID', 'State', 'Account', 'Kind', 'From', 'To', 'Attempts', 'Next attempt', 'Last reply'],
+  rows.slice(0, PAGE).map((d) => [
+    html`<a href="${href(`/console/queue/${d.id}`, { account: accountParam(c) })}">${d.id}</a>`,
+    html`<span class="state-${d.state}">${d.state}</span>`,
+    handle(d.account_id),
+    d.kind,
+    d.mail_from || '<>',
+    d.rcpt,
+    d.attempts,
+    d.state === 'queued' ? when(d.next_attempt_at) : '',
+    d.last_response ?? '',
+  ]),
+  'No deliveries match.',
+)}
+<div class="pager">${pageNo > 1 ? html`<a href="${link(pageNo - 1)}">← Newer</a>` : ''}${more ? html`<a href="${link(pageNo + 1)}">Older →</a>` : ''}</div>`,
+  };
+}
+
+function detail(c: ViewCtx) {
+  const id = deliveryId(c);
+  const found = c.services.queue.show(c.scope(), id);
+  if (!found) throw notFound(`delivery ${id} not found`);
+  const { delivery: d, message: m, attempts } = found;
+  const action = (verb: string) => href(`/console/queue/${id}/${verb}`, { account: accountParam(c) });
+  return {
+    title: `Delivery ${id}`,
+    body: html`<h1>Delivery ${id} <span class="state-${d.state}">${d.state}</span></h1>
+${DONE[c.query.done ?? ''] ? html`<p class="flash">${DONE[c.query.done ?? '']}</p>` : ''}
+<p>${d.state === 'queued' ? actionButton(action('retry'), 'Retry now', c.csrf) : ''}${d.state === 'queued' || d.state === 'held' ? actionButton(action('delete'), 'Delete', c.csrf, { danger: true, confirm: `Drop delivery ${id}? It will not be sent.` }) : ''}</p>
+<dl><dt>Recipient</dt><dd>${d.rcpt}</dd><dt>Sender</dt><dd>${m.mail_from || '<>'}</dd><dt>Subject</dt><dd>${m.subject ?? ''}</dd>
+<dt>Message-ID</dt><dd>${m.message_id}</dd><dt>Request id</dt><dd>${m.request_id}</dd><dt>Kind</dt><dd>${m.kind}</dd>
+<dt>Campaign</dt><dd>${m.campaign_id ?? ''}</dd><dt>Size</dt><dd>${m.size} bytes</dd><dt>Accepted</dt><dd>${when(m.created_at)}</dd>
+<dt>Expires</dt><dd>${when(m.expires_at)}</dd><dt>Attempts</dt><dd>${d.attempts}</dd><dt>Next attempt</dt><dd>${d.state === 'queued' ? when(d.next_attempt_at) : ''}</dd></dl>
+<h2>Attempts</h2>
+${table(
+  ['At', 'Outcome', 'Host', 'Command', 'Code', 'Status', 'Reply'],
+  attempts.map((a) => [when(a.at), html`<span class="state-${a.outcome === 'deferred' ? 'queued' : a.outcome}">${a.outcome}</span>`, a.host ?? '', a.command ?? '', a.code ?? '', a.status ?? '', a.response]),
+  'No attempt yet.',
+)}
+${m.verdicts ? html`<h2>Inbound verdicts</h2><pre>${JSON.stringify(JSON.parse(m.verdicts), null, 2)}</pre>` : ''}`,
+  };
+}
+
+function act(verb: 'retry' | 'delete') {
+  return (c: ViewCtx) => {
+    const id = deliveryId(c);
+    const scope = c.scope();
+    const by = c.viewer.kind === 'operator' ? 'operator (console)' : `${c.viewer.home?.handle ?? 'tenant'} (console)`;
+    const res: QueueAction = verb === 'retry' ? c.services.queue.retry(scope, id) : c.services.queue.remove(scope, id, by);
+    if (res === 'not-found') throw notFound(`delivery ${id} not found`);
+    if (res === 'not-waiting') throw conflict(verb === 'retry' ? `delivery ${id} is not queued` : `delivery ${id} is not queued or held`);
+    return { redirect: href(`/console/queue/${id}`, { account: accountParam(c), done: verb === 'retry' ? 'retried' : 'deleted' }) };
+  };
+}
+
+export const queueViews: ViewRoute[] = [
+  { method: 'GET', path: '/console/queue', nav: 'queue', view: list },
+  { method: 'GET', path: '/console/queue/{id}', nav: 'queue', view: detail },
+  { method: 'POST', path: '/console/queue/{id}/retry', nav: 'queue', view: act('retry') },
+  { method: 'POST', path: '/console/queue/{id}/delete', nav: 'queue', view: act('delete') },
+];

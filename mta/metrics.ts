@@ -1,0 +1,169 @@
+// Owns Sluice's Prometheus metric families (prom-client) on a registry of their own: names, types, labels, and the
+// scrape-time gauges read from storage. Each family is fed from the one place its events happen (see each field).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** What a scrape reads from storage: unfinished deliveries by state and kind, and the pending webhook events. */
+export interface MetricSources {
+  /**
+   * Deliveries not yet finished, counted by state (queued, sending, held) and message kind (outbound, relay, dsn),
+   * and the created_at (ms) of the oldest message with a queued or sending delivery, if any.
+   */
+  queue: () => { rows: { state: string; kind: string; count: number }[]; oldestQueuedAt: number | undefined };
+  /** Events waiting for their first POST to an enrolled webhook. */
+  webhookEventsPending: () => number;
+  now: () => number;
+}
+
+/** The reply class label of an SMTP reply code: `2xx`, `3xx`, `4xx`, `5xx`. */
+export function replyClass(code: number): string {
+  return `${Math.floor(code / 100)}xx`;
+}
+
+/**
+ * The bounce class of an attempt (low cardinality, never the text): the RFC 3463 class and subject of its status
+ * (`5.1`, `4.4`, `5.7`), `none` when it has no status (delivered, or a reply without one).
+ */
+export function bounceClass(status: string | null): string {
+  const m = status === null ? null : /^([245])\.(\d{1,3})\./.exec(status);
+  return m ? `${m[1]}.${m[2]}` : 'none';
+}
+
+// Latencies of local work (a commit, an event loop turn): 100 µs to 10 s.
+const LOCAL_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+// Webhook dispatch lag: from an event's creation to its first POST, 10 ms to a day (retries wait hours).
+const LAG_BUCKETS = [0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
+
+/**
+ * Creates the metric families on a fresh registry (no prom-client global; two servers in one test process keep
+ * their own counts). `collectFrom` sets the storage sources read at each scrape; `close()` stops the event-loop
+ * monitor.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  const registers = [registry];
+  let sources: MetricSources | undefined;
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+
+  const metrics = {
+    registry,
+    /** Fed by the SMTP listener seam on every accepted connection (mta/smtp/smtp-server-seam.ts). */
+    smtpSessions: new Counter({
+      name: 'sluice_smtp_sessions_total',
+      help: 'SMTP sessions accepted, by listener (mx, submission, submission_tls).',
+      labelNames: ['listener'] as const,
+      registers,
+    }),
+    /** Fed by the seam's one send override: every reply our listeners write, by listener and reply class. */
+    smtpReplies: new Counter({
+      name: 'sluice_smtp_replies_total',
+      help: 'SMTP replies written by our listeners, by listener and reply class (2xx, 3xx, 4xx, 5xx).',
+      labelNames: ['listener', 'class'] as const,
+      registers,
+    }),
+    /** Fed where an attempt's outcome is recorded (mta/queue/queue.ts record()). */
+    deliveryAttempts: new Counter({
+      name: 'sluice_delivery_attempts_total',
+      help: 'Delivery attempts recorded, by message kind, outcome (delivered, deferred, bounced) and bounce class (RFC 3463 class.subject, or none).',
+      labelNames: ['kind', 'outcome', 'bounce_class'] as const,
+      registers,
+    }),
+    /** Fed by the inbound pipeline's one policy step, per recipient. */
+    inboundVerdicts: new Counter({
+      name: 'sluice_inbound_verdicts_total',
+      help: 'Inbound recipients by the action the policy step took (relay, flag, quarantine, block, tempfail).',
+      labelNames: ['action'] as const,
+      registers,
+    }),
+    /** Fed by outbound screening (mta/outbound/screening.ts) with each scanned message's verdict, refused ones too. */
+    outboundScanDispositions: new Counter({
+      name: 'sluice_outbound_scan_dispositions_total',
+      help: 'Outbound messages scanned, by scanner (spam, virus) and the disposition of its verdict (unknown: clean or not scanned).',
+      labelNames: ['scanner', 'disposition'] as const,
+      registers,
+    }),
+    /** Fed by the webhook dispatcher after each POST. */
+    webhookBatches: new Counter({
+      name: 'sluice_webhook_batches_total',
+      help: 'Webhook batch POSTs, by result status (2xx_response, 4xx_response, 5xx_response, timeout, …).',
+      labelNames: ['status'] as const,
+      registers,
+    }),
+    webhookDispatchLag: new Histogram({
+      name: 'sluice_webhook_dispatch_lag_seconds',
+      help: 'Age of the oldest event of a batch at its first POST.',
+      buckets: LAG_BUCKETS,
+      registers,
+    }),
+    /** Fed by the HTTP app's outermost middleware with the matched route template (never the raw path). */
+    httpRequests: new Counter({
+      name: 'sluice_http_requests_total',
+      help: 'HTTP requests answered, by method, route template and status code.',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers,
+    }),
+    /** Fed by the queue's group commit around its one write transaction (COMMIT includes the fsync). */
+    sqliteCommit: new Histogram({
+      name: 'sluice_sqlite_commit_duration_seconds',
+      help: 'Duration of the queue\'s group-commit write transactions, COMMIT and fsync included.',
+      buckets: LOCAL_BUCKETS,
+      registers,
+    }),
+    queueDeliveries: new Gauge({
+      name: 'sluice_queue_deliveries',
+      help: 'Unfinished deliveries in the queue, by state (queued, sending, held) and message kind (outbound, relay, dsn).',
+      labelNames: ['state', 'kind'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const r of sources?.queue().rows ?? []) this.set({ state: r.state, kind: r.kind }, r.count);
+      },
+    }),
+    queueOldest: new Gauge({
+      name: 'sluice_queue_oldest_message_age_seconds',
+      help: 'Age of the oldest message with a queued or sending delivery; 0 when the queue is empty.',
+      registers,
+      collect() {
+        const at = sources?.queue().oldestQueuedAt;
+        this.set(at === undefined || !sources ? 0 : Math.max(0, (sources.now() - at) / 1000));
+      },
+    }),
+    webhookPending: new Gauge({
+      name: 'sluice_webhook_events_pending',
+      help: 'Events waiting for their first POST to an enrolled webhook.',
+      registers,
+      collect() {
+        this.set(sources?.webhookEventsPending() ?? 0);
+      },
+    }),
+    eventLoopLag: new Gauge({
+      name: 'sluice_event_loop_lag_seconds',
+      help: 'Event-loop delay since the previous scrape (perf_hooks.monitorEventLoopDelay), by quantile (0.5, 0.99, 1 = max).',
+      labelNames: ['quantile'] as const,
+      registers,
+      collect() {
+        // Values are nanoseconds; an interval with no sample reports 0 rather than NaN.
+        const s = (ns: number) => (Number.isFinite(ns) ? ns / 1e9 : 0);
+        this.set({ quantile: '0.5' }, s(loop.percentile(50)));
+        this.set({ quantile: '0.99' }, s(loop.percentile(99)));
+        this.set({ quantile: '1' }, s(loop.max));
+        loop.reset();
+      },
+    }),
+    /** Sets what scrape-time gauges read (wired in bin/ once storage is open). */
+    collectFrom(s: MetricSources): void {
+      sources = s;
+    },
+    /** The text exposition (Prometheus 0.0.4) and its content type. */
+    async exposition(): Promise<{ contentType: string; text: string }> {
+      return { contentType: registry.contentType, text: await registry.metrics() };
+    },
+    close(): void {
+      loop.disable();
+    },
+  };
+  return metrics;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
