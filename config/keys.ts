@@ -3,26 +3,13 @@ import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
-  parseTargetList, parseTransportMap, parseUrl, str, type HostPort, type Source,
+  parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
+import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
-// Listeners, the DNS resolver and the CLI name host:port values through the key table's module.
+// Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
+export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
 export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
-
-/**
- * A configuration error that names the key (and the env variable when that is where the value came from). Its
- * message is one line; `detail` (e.g. the TOML parser's code frame) is printed under it when set.
- */
-export class ConfigError extends Error {
-  constructor(
-    readonly key: string,
-    readonly problem: string,
-    readonly detail?: string,
-  ) {
-    super(`${key}: ${problem}`);
-    this.name = 'ConfigError';
-  }
-}
 
 /**
  * Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB): the default SIZE of both listeners (RFC 1870) and
@@ -35,55 +22,6 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 /** Outbound scanning policies (`filters.outbound_policy`, and per account with `sluice accounts scan-policy`). */
 export const SCAN_POLICIES = ['enforce', 'monitor', 'off'] as const;
 export type ScanPolicy = (typeof SCAN_POLICIES)[number];
-
-/** SLUICE_<SECTION>_<KEY>: upper case, dots become underscores. */
-export function envName(key: string): string {
-  return 'SLUICE_' + key.toUpperCase().replace(/\./g, '_');
-}
-
-/** What one key says about itself; its name and env variable come from its place in KEY_TREE. */
-export interface KeyDef<T, D = T> {
-  doc: string;
-  /** Shown in docs; `undefined` means "none". */
-  defaultText: string;
-  /** The value when the key is set nowhere; `undefined` makes the key optional. */
-  default: () => D;
-  /** Throws a plain Error whose message says what is wrong. */
-  parse: (raw: unknown, source: Source) => T;
-  /** Printed as `[redacted]` by `sluice config print`. */
-  secret?: boolean;
-  /** A TOML table whose entries are data (not keys), e.g. the transport map. */
-  table?: boolean;
-  /** A reload (SIGHUP, `sluice reload`) applies a new value to the running server; other keys need a restart. */
-  live?: boolean;
-}
-
-const LEAF: unique symbol = Symbol('configuration key');
-
-/** A leaf of KEY_TREE: a key whose effective value has type T. */
-export interface Key<T> extends KeyDef<T> {
-  readonly [LEAF]: true;
-}
-
-/**
- * A key whose value is what `parse` returns; the default must be of that type too, or `undefined`, which then adds
- * `undefined` to the key's type (an optional key).
- */
-function key<T, D extends T | undefined>(def: KeyDef<T, D>): Key<T | Extract<D, undefined>> {
-  // D is T or undefined, so `default` returns T | Extract<D, undefined>; TS cannot narrow a generic D to say so.
-  return { ...def, [LEAF]: true } as Key<T | Extract<D, undefined>>;
-}
-
-function isKey(node: object): node is Key<unknown> {
-  return LEAF in node;
-}
-
-interface KeyTree {
-  readonly [name: string]: Key<unknown> | KeyTree;
-}
-
-/** The configuration object a key tree describes: each leaf becomes its parsed value's type, at the same path. */
-export type ConfigOf<T> = { [K in keyof T]: T[K] extends Key<infer V> ? V : ConfigOf<T[K]> };
 
 const listen = (def: string) => ({
   defaultText: def,
@@ -450,24 +388,5 @@ export const KEY_TREE = {
   },
 } satisfies KeyTree;
 
-/** One configuration key with its dotted name and env variable, as the loader and `sluice config` walk them. */
-export interface KeySpec extends KeyDef<unknown> {
-  key: string;
-  env: string;
-  /** The property path of its value in Config (camelCase), e.g. ['smtp', 'mx', 'maxMessageBytes']. */
-  path: readonly string[];
-}
-
-const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
-function flatten(tree: KeyTree, path: readonly string[]): KeySpec[] {
-  return Object.entries(tree).flatMap(([name, node]) => {
-    const at = [...path, name];
-    if (!isKey(node)) return flatten(node, at);
-    const dotted = at.map(snakeCase).join('.');
-    return [{ key: dotted, env: envName(dotted), path: at, ...node }];
-  });
-}
-
 /** Every configuration key Sluice knows, in KEY_TREE order (the order of `config reference` and `config print`). */
-export const KEYS: readonly KeySpec[] = flatten(KEY_TREE, []);
+export const KEYS: readonly KeySpec[] = flattenKeys(KEY_TREE, []);

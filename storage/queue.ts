@@ -1,110 +1,11 @@
 // Owns the messages, message_bodies, deliveries, delivery_attempts and events tables: enqueue, claim, record outcomes.
 import type { Db } from './database.js';
+import type { AttemptRecord, DeliveryRow, DeliveryState, MessageRow, NewMessage } from './queue-rows.js';
+import { createQueueViews } from './queue-views.js';
 import { createMetricRollup, eventDelta, type MetricDelta } from './metrics.js';
 import { createTrackingStore, trackingKey, type NewTrackedMessage } from './tracking.js';
 
-export type DeliveryState = 'queued' | 'sending' | 'delivered' | 'bounced' | 'dropped' | 'held';
-export type MessageKind = 'outbound' | 'relay' | 'dsn';
-
-export interface MessageRow {
-  id: number;
-  account_id: number | null;
-  kind: MessageKind;
-  request_id: string;
-  message_id: string;
-  mail_from: string;
-  from_email: string | null;
-  subject: string | null;
-  campaign_id: string | null;
-  transactional: number;
-  size: number;
-  auth: string | null;
-  upstream: string | null;
-  upstream_hostname: string | null;
-  sender_id: string | null;
-  created_at: number;
-  expires_at: number;
-  /** JSON array of the inbound filtering verdicts (relayed mail only). */
-  verdicts: string | null;
-  /** storage/tracking.ts TRACK_* bits: open pixel, tracked links, List-Unsubscribe. */
-  tracking: number;
-}
-
-export interface DeliveryRow {
-  id: number;
-  message_id: number;
-  rcpt: string;
-  domain: string;
-  state: DeliveryState;
-  attempts: number;
-  next_attempt_at: number;
-  locked_by: string | null;
-  last_code: number | null;
-  last_status: string | null;
-  last_response: string | null;
-  last_command: string | null;
-  last_host: string | null;
-  updated_at: number;
-}
-
-export interface NewMessage {
-  accountId: number | null;
-  kind: MessageKind;
-  /** MailChannels' `request_id` of the send (REST, submission); the queue id for relayed mail; fresh for a DSN. */
-  sendRequestId: string;
-  messageId: string;
-  mailFrom: string;
-  fromEmail: string | null;
-  subject: string | null;
-  campaignId: string | null;
-  transactional: boolean;
-  raw: Buffer;
-  auth: string | null;
-  upstream: string | null;
-  upstreamHostname: string | null;
-  senderId: string | null;
-  createdAt: number;
-  expiresAt: number;
-  /** JSON array of the filtering verdicts: inbound steps (relayed mail), the outbound scan (sent mail). */
-  verdicts?: string | null;
-  /** storage/tracking.ts TRACK_* bits (0 when absent). */
-  tracking?: number;
-  /** Bytes of the message as submitted; defaults to raw.length (a refused message keeps no body). */
-  size?: number;
-}
-
-export interface AttemptRecord {
-  deliveryId: number;
-  at: number;
-  outcome: 'delivered' | 'deferred' | 'bounced';
-  code: number | null;
-  status: string | null;
-  response: string;
-  command: string | null;
-  host: string | null;
-}
-
-/** Unfinished deliveries in all: counts by state (deferred: queued after at least one attempt) and their bytes. */
-export interface PendingSummary {
-  deliveries: number;
-  messages: number;
-  queued: number;
-  deferred: number;
-  sending: number;
-  held: number;
-  /** Sum of the sizes of the messages they belong to (each message once). */
-  bytes: number;
-}
-
-export interface QueueStats {
-  queued: number;
-  sending: number;
-  delivered: number;
-  bounced: number;
-  dropped: number;
-  held: number;
-  oldestQueuedAt: number | null;
-}
+export type { DeliveryState, MessageKind, MessageRow, DeliveryRow, NewMessage, AttemptRecord, PendingSummary, QueueStats } from './queue-rows.js';
 
 /** Repository over the queue tables. Multi-step writes are composed by the caller inside `transaction`. */
 export function createQueueStore(db: Db) {
@@ -159,47 +60,7 @@ export function createQueueStore(db: Db) {
     ),
     deliveriesOf: db.prepare('SELECT * FROM deliveries WHERE message_id = ? ORDER BY id'),
     delivery: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
-    list: db.prepare(
-      `SELECT d.*, m.mail_from, m.message_id AS header_message_id, m.created_at AS message_created_at,
-         m.request_id AS queue_id, m.size AS message_size
-       FROM deliveries d JOIN messages m ON m.id = d.message_id
-       WHERE d.state IN ('queued', 'sending', 'held') ORDER BY d.next_attempt_at, d.id LIMIT ? OFFSET ?`,
-    ),
-    pendingSummary: db.prepare(
-      `SELECT COUNT(*) AS deliveries, COUNT(DISTINCT message_id) AS messages,
-         COALESCE(SUM(state = 'queued'), 0) AS queued, COALESCE(SUM(state = 'queued' AND attempts > 0), 0) AS deferred,
-         COALESCE(SUM(state = 'sending'), 0) AS sending, COALESCE(SUM(state = 'held'), 0) AS held,
-         (SELECT COALESCE(SUM(size), 0) FROM messages WHERE id IN
-           (SELECT message_id FROM deliveries WHERE state IN ('queued', 'sending', 'held'))) AS bytes
-       FROM deliveries WHERE state IN ('queued', 'sending', 'held')`,
-    ),
-    retryNow: db.prepare(
-      `UPDATE deliveries SET next_attempt_at = @now, updated_at = @now WHERE state = 'queued' AND (@id IS NULL OR id = @id)`,
-    ),
-    deleteDelivery: db.prepare(
-      `UPDATE deliveries SET state = 'dropped', locked_by = NULL, last_response = @reason, updated_at = @now
-       WHERE id = @id AND state IN ('queued', 'held')`,
-    ),
-    stats: db.prepare(
-      `SELECT state, count(*) AS n, MIN(CASE WHEN state = 'queued' THEN updated_at END) AS oldest
-       FROM deliveries GROUP BY state`,
-    ),
     attempts: db.prepare('SELECT * FROM delivery_attempts WHERE delivery_id = ? ORDER BY id'),
-    // The console's queue list: by account (NULL = every message, relayed mail and DSNs too), state and recipient.
-    browse: db.prepare(
-      `SELECT d.*, m.account_id, m.kind, m.mail_from, m.subject, m.message_id AS header_message_id, m.created_at AS message_created_at
-       FROM deliveries d JOIN messages m ON m.id = d.message_id
-       WHERE (@ids IS NULL OR m.account_id IN (SELECT value FROM json_each(@ids)))
-         AND d.state IN (SELECT value FROM json_each(@states))
-         AND (@rcpt IS NULL OR d.rcpt = @rcpt COLLATE NOCASE) AND d.attempts >= @minAttempts
-       ORDER BY d.id DESC LIMIT @limit OFFSET @offset`,
-    ),
-    // Unfinished deliveries only (the deliveries_due index by state): the metrics gauges read this at each scrape.
-    depth: db.prepare(
-      `SELECT d.state, m.kind, count(*) AS count, MIN(CASE WHEN d.state IN ('queued', 'sending') THEN m.created_at END) AS oldest
-       FROM deliveries d JOIN messages m ON m.id = d.message_id
-       WHERE d.state IN ('queued', 'sending', 'held') GROUP BY d.state, m.kind`,
-    ),
     sentTo: db.prepare(
       `SELECT m.from_email, m.campaign_id, m.message_id FROM messages m JOIN deliveries d ON d.message_id = m.id
        WHERE m.request_id = ? AND m.account_id = ? AND d.rcpt = ? LIMIT 1`,
@@ -213,6 +74,9 @@ export function createQueueStore(db: Db) {
   };
 
   return {
+    // The operator's views (sluice queue, the console, /metrics): storage/queue-views.ts.
+    ...createQueueViews(db),
+
     /** Runs `fn` in one write transaction (nested calls become savepoints). */
     transaction<T>(fn: () => T): T {
       return db.transaction(fn).immediate();
@@ -371,72 +235,6 @@ export function createQueueStore(db: Db) {
       return (s.nextDue.get() as { at: number | null }).at ?? undefined;
     },
 
-    /** Unfinished deliveries for `sluice queue list`. */
-    listPending(limit: number, offset: number) {
-      return s.list.all(limit, offset) as (DeliveryRow & {
-        mail_from: string;
-        header_message_id: string;
-        message_created_at: number;
-        queue_id: string;
-        message_size: number;
-      })[];
-    },
-
-    /** Totals over every unfinished delivery (the summary line of `sluice queue list`, whatever its --limit). */
-    pendingSummary(): PendingSummary {
-      return s.pendingSummary.get() as PendingSummary;
-    },
-
-    /** Makes one queued delivery (or all, when id is null) due now; returns how many. */
-    retryNow(id: number | null, now: number): number {
-      return s.retryNow.run({ id, now }).changes;
-    },
-
-    /** Drops a queued or held delivery by operator action; false if it is not waiting. */
-    dropDelivery(id: number, reason: string, now: number): boolean {
-      return s.deleteDelivery.run({ id, reason, now }).changes > 0;
-    },
-
-    /**
-     * Deliveries with their message's account, kind and sender, newest first: those of `accountIds` (null: all, mail
-     * without an account too) in one of `states`, optionally to one recipient (exact, ignoring case).
-     */
-    browse(f: { accountIds: readonly number[] | null; states: readonly DeliveryState[]; rcpt?: string; minAttempts?: number; limit: number; offset: number }) {
-      return s.browse.all({
-        minAttempts: f.minAttempts ?? 0,
-        ids: f.accountIds === null ? null : JSON.stringify(f.accountIds),
-        states: JSON.stringify(f.states),
-        rcpt: f.rcpt ?? null,
-        limit: f.limit,
-        offset: f.offset,
-      }) as (DeliveryRow & {
-        account_id: number | null;
-        kind: MessageKind;
-        mail_from: string;
-        subject: string | null;
-        header_message_id: string;
-        message_created_at: number;
-      })[];
-    },
-
-    /** Unfinished deliveries by state and message kind, and the created_at of the oldest message still waiting. */
-    depth(): { rows: { state: DeliveryState; kind: MessageKind; count: number }[]; oldestQueuedAt: number | undefined } {
-      const rows = s.depth.all() as { state: DeliveryState; kind: MessageKind; count: number; oldest: number | null }[];
-      const oldest = rows.map((r) => r.oldest).filter((x): x is number => x !== null);
-      return {
-        rows: rows.map(({ state, kind, count }) => ({ state, kind, count })),
-        oldestQueuedAt: oldest.length > 0 ? Math.min(...oldest) : undefined,
-      };
-    },
-
-    stats(): QueueStats {
-      const out: QueueStats = { queued: 0, sending: 0, delivered: 0, bounced: 0, dropped: 0, held: 0, oldestQueuedAt: null };
-      for (const r of s.stats.all() as { state: DeliveryState; n: number; oldest: number | null }[]) {
-        out[r.state] = r.n;
-        if (r.state === 'queued') out.oldestQueuedAt = r.oldest;
-      }
-      return out;
-    },
   };
 }
 
