@@ -1,16 +1,13 @@
 // Owns `npm run bench:memory`: one ~30 MB message through REST, submission and the MX of `sluice serve`, each
 // delivered to a local sink; prints the server's peak RSS growth per path as a multiple of the message size.
-import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
+import { cliJson, provisionExampleTest, spawnServe } from './serve.js';
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/sluice.js');
 /** Bytes of the message body (the composed message is a little larger); 30 MB is the largest any path accepts. */
 const SIZE = Number(process.env.BENCH_MESSAGE_BYTES ?? 28 * 1024 * 1024);
 /** Each path must have delivered its message within this (house rule: bounded waits). */
@@ -80,41 +77,16 @@ async function startServer(sinkPort: number) {
     SLUICE_DNS_SERVERS: '127.0.0.1:9',
     SLUICE_LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, [BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const { child, info } = await spawnServe(env, { profile: false });
   const stop = async () => {
     child.kill('SIGTERM');
     await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    const lines: Record<string, unknown>[] = [];
-    const info = await new Promise<Record<string, string>>((resolve, reject) => {
-      readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-        try {
-          const obj = JSON.parse(line);
-          lines.push(obj);
-          if (obj.msg === 'listening') resolve(obj);
-        } catch {
-          // not JSON
-        }
-      });
-      child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
-    });
     const apiKey = fs.readFileSync(path.join(dataDir, 'initial-api-key'), 'utf8').trim();
-    const cli = (...args: string[]) => JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env }).toString());
-    const inboundKey = cli('keys', 'create', '--account', 'default', '--scope', 'inbound').key as string;
-    const password = cli('smtp-passwords', 'create', '--account', 'default').smtp_password as string;
-    const res = await fetch(`http://${info.http}/inbound/v1/domains`, {
-      method: 'POST',
-      headers: { 'X-Api-Key': inboundKey, 'Content-Type': 'application/json' },
-      body: JSON.stringify({
-        domain: 'example.test',
-        subscriptionHandle: 'default',
-        settings: { abusePolicy: 'flag' },
-        downstreamAddresses: [{ priority: 10, weight: 1, port: sinkPort, target: '127.0.0.1' }],
-      }),
-    });
-    if (res.status !== 201) throw new Error(`provisioning example.test failed: ${res.status} ${await res.text()}`);
+    const password = cliJson(env, 'smtp-passwords', 'create', '--account', 'default').smtp_password as string;
+    await provisionExampleTest(env, info.http!, sinkPort);
     // Idle: after start-up and provisioning, with the heap settled.
     await sleep(2000);
     return { pid: child.pid!, info, apiKey, password, stop };

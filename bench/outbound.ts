@@ -5,10 +5,10 @@ import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { SMTPServer } from 'smtp-server';
 import { cpuMeter, formatCpu, machineLine, runTimed } from './cpu.js';
+import { spawnServe } from './serve.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -19,7 +19,6 @@ const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 300_000);
 const SCAN = process.env.BENCH_SCAN ?? 'on';
 if (SCAN !== 'on' && SCAN !== 'off') throw new Error('BENCH_SCAN must be on or off');
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BIN = path.resolve(HERE, '../bin/sluice.js');
 const LOADGEN = path.resolve(HERE, 'load-http.js');
 const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
 /** BENCH_PEER=none skips the Postfix peer. */
@@ -136,39 +135,20 @@ async function main(): Promise<void> {
 
   // Recipients route to the sink through the transport map (no DNS in the measurement); lockdown off for the
   // synthetic sender domain; DKIM signing is on through the account's active RSA-2048 key made below.
-  // BENCH_PROFILE=<dir>: write a V8 CPU profile of the server there (open it in Chrome DevTools).
-  const prof = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...prof, BIN, 'serve'], {
-    env: {
-      ...process.env,
-      SLUICE_DATA_DIR: dataDir,
-      SLUICE_HTTP_LISTEN: '127.0.0.1:0',
-      SLUICE_SMTP_MX_LISTEN: '127.0.0.1:0',
-      SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:0',
-      SLUICE_SMTP_HOSTNAME: 'bench.sluice.test',
-      SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.bench.test=127.0.0.1:${sink.port}`,
-      SLUICE_OUTBOUND_LOCKDOWN: 'off',
-      // Scanning: built-in rules under the production default policy (no rspamd, no clamd), or none at all.
-      SLUICE_FILTERS_OUTBOUND_POLICY: SCAN === 'on' ? 'enforce' : 'off',
-      // info, the production default: the listening line is logged at info.
-      SLUICE_LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const { child, info } = await spawnServe({
+    ...process.env,
+    SLUICE_DATA_DIR: dataDir,
+    SLUICE_HTTP_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_MX_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:0',
+    SLUICE_SMTP_HOSTNAME: 'bench.sluice.test',
+    SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.bench.test=127.0.0.1:${sink.port}`,
+    SLUICE_OUTBOUND_LOCKDOWN: 'off',
+    // Scanning: built-in rules under the production default policy (no rspamd, no clamd), or none at all.
+    SLUICE_FILTERS_OUTBOUND_POLICY: SCAN === 'on' ? 'enforce' : 'off',
+    // info, the production default: the listening line is logged at info.
+    SLUICE_LOG_LEVEL: 'info',
   });
-  const lines: Record<string, unknown>[] = [];
-  const listening = new Promise<Record<string, string>>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const obj = JSON.parse(line);
-        lines.push(obj);
-        if (obj.msg === 'listening') resolve(obj);
-      } catch {
-        // not JSON
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
-  });
-  const info = await listening;
   // The first start leaves the default account's API key in data_dir/initial-api-key (0600), never in the log.
   const key = fs.readFileSync(path.join(dataDir, 'initial-api-key'), 'utf8').trim();
   const base = `http://${info.http}`;

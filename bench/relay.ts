@@ -6,13 +6,12 @@ import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import dnsPacket from 'dns-packet';
 import { cpuMeter, machineLine, runTimed } from './cpu.js';
+import { provisionExampleTest, spawnServe } from './serve.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BIN = path.resolve(HERE, '../bin/sluice.js');
 const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
 const N = Number(process.env.BENCH_MESSAGES ?? 2000);
 const REPS = Number(process.env.BENCH_REPS ?? 1);
@@ -108,29 +107,8 @@ async function startSluice(dnsAddress: string, sinkPort: number, dataDir: string
     SLUICE_DNS_SERVERS: dnsAddress,
     SLUICE_LOG_LEVEL: 'info',
   };
-  // BENCH_PROFILE=<dir>: write a V8 CPU profile of Sluice there (open it in Chrome DevTools).
-  const prof = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...prof, BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const info = await new Promise<Record<string, string>>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line.includes('"msg":"listening"')) resolve(JSON.parse(line));
-    });
-    child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
-  });
-  const key = JSON.parse(
-    execFileSync(process.execPath, [BIN, 'keys', 'create', '--account', 'default', '--scope', 'inbound', '--json'], { env }).toString(),
-  ).key as string;
-  const res = await fetch(`http://${info.http}/inbound/v1/domains`, {
-    method: 'POST',
-    headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
-    body: JSON.stringify({
-      domain: 'example.test',
-      subscriptionHandle: 'default',
-      settings: { abusePolicy: 'flag' },
-      downstreamAddresses: [{ priority: 10, weight: 1, port: sinkPort, target: '127.0.0.1' }],
-    }),
-  });
-  if (res.status !== 201) throw new Error(`provisioning example.test failed: ${res.status} ${await res.text()}`);
+  const { child, info } = await spawnServe(env);
+  await provisionExampleTest(env, info.http!, sinkPort);
   return { child, mx: info.mx as string };
 }
 

@@ -1,0 +1,45 @@
+// Owns starting `sluice serve` for a bench: spawn (with an optional CPU profile), wait for the listening line, run
+// the CLI against the same data_dir, and provision example.test as an inbound domain relayed to a sink.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/sluice.js');
+
+/**
+ * Spawns `sluice serve` with `env`; resolves with the child and the fields of its `listening` log line (http, mx, …).
+ * BENCH_PROFILE=<dir> writes a V8 CPU profile of the server there (open it in Chrome DevTools), unless `profile: false`.
+ */
+export async function spawnServe(env: NodeJS.ProcessEnv, o: { profile?: boolean } = {}): Promise<{ child: ChildProcess; info: Record<string, string> }> {
+  const prof = process.env.BENCH_PROFILE && o.profile !== false ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...prof, BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const info = await new Promise<Record<string, string>>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('"msg":"listening"')) resolve(JSON.parse(line));
+    });
+    child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
+  });
+  return { child, info };
+}
+
+/** Runs `sluice <args> --json` against the server's data_dir (the same env) and parses what it prints. */
+export function cliJson(env: NodeJS.ProcessEnv, ...args: string[]): Record<string, unknown> {
+  return JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env }).toString());
+}
+
+/** Provisions example.test for the `default` account (abuse policy flag) with one downstream: the sink. */
+export async function provisionExampleTest(env: NodeJS.ProcessEnv, http: string, sinkPort: number): Promise<void> {
+  const key = cliJson(env, 'keys', 'create', '--account', 'default', '--scope', 'inbound').key as string;
+  const res = await fetch(`http://${http}/inbound/v1/domains`, {
+    method: 'POST',
+    headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      domain: 'example.test',
+      subscriptionHandle: 'default',
+      settings: { abusePolicy: 'flag' },
+      downstreamAddresses: [{ priority: 10, weight: 1, port: sinkPort, target: '127.0.0.1' }],
+    }),
+  });
+  if (res.status !== 201) throw new Error(`provisioning example.test failed: ${res.status} ${await res.text()}`);
+}
