@@ -160,8 +160,7 @@ export async function runSend(
       // The sending identity (seed: account|x-authuser|user): an API key has no user, so the From address.
       senderId: senderIds[i]!,
       recipients: m.recipients,
-      // A refused message keeps no body, so it names no tracking tokens either.
-      engagement: extra.refusal ? undefined : trackingRecord(m, tracking.plan),
+      engagement: trackingRecord(m, tracking.plan),
       ...extra,
     };
   };

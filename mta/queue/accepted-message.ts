@@ -37,7 +37,7 @@ export type AcceptedOutbound = Omit<NewMessage, DoorFields> &
     /**
      * The message was refused (CONFIRMED spam or virus, a blocked sender identity): it is recorded so the log search
      * finds the attempt — each recipient a `dropped` delivery whose log row carries the refusal — and nothing else
-     * happens: no delivery, no event, no usage, and its body is not kept.
+     * happens: no delivery, no event, no usage, no tracking, and its body is not kept.
      */
     refusal?: { code: number; status: string; reason: string };
   };
@@ -90,7 +90,7 @@ export function messageRow(m: AcceptedMessage, now: number, lifetimeMs: number):
     case 'outbound': {
       const { account, recipients: _recipients, dropped: _dropped, engagement, scan, refusal, ...row } = m;
       const kept = refusal ? { raw: Buffer.alloc(0), size: m.raw.length } : {};
-      return { ...row, ...kept, accountId: account.id, verdicts: scan?.verdicts ?? null, tracking: engagement?.flags ?? 0, ...times };
+      return { ...row, ...kept, accountId: account.id, verdicts: scan?.verdicts ?? null, tracking: refusal ? 0 : (engagement?.flags ?? 0), ...times };
     }
     case 'relay':
       return { ...SYSTEM_MAIL, ...envelope, kind: 'relay', mailFrom: m.mailFrom, verdicts: m.verdicts, ...times };

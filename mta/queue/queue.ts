@@ -137,7 +137,8 @@ export function createQueue(deps: QueueDeps) {
     const messageRowId = store.insertMessage(row);
     // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
     const sender = m.kind === 'outbound' ? m : undefined;
-    const tokens = sender?.engagement?.tokens;
+    // A refused message keeps no body, so it stores no tracking tokens either.
+    const tokens = sender?.refusal ? undefined : sender?.engagement?.tokens;
     if (sender && tokens) {
       store.insertTracked({
         ...tokens,
