@@ -1,6 +1,5 @@
 // Owns ACME (RFC 8555) certificates: the account key and the certificate for smtp.hostname and acme.hostnames in
 // data_dir/acme/, issued and renewed 30 days before expiry with HTTP-01 answered by the HTTP listener.
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import tls from 'node:tls';
@@ -99,37 +98,32 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
   let running: Promise<AcmeOutcome> | undefined;
 
   /**
-   * One order, RFC 8555 §7.4: account (§7.3, found again by its key), order for the names, one HTTP-01 challenge per
-   * authorization (§8.3; the CA fetches the token from our HTTP listener), finalize with a CSR, download the chain.
-   * Written out instead of acme-client's auto(): auto() parses the CSR with @peculiar/x509, whose schema registry
-   * is split between two copies of @peculiar/asn1-schema in this install. The CSR comes from acme-client's forge
-   * interface, over an RSA 2048 key (the key type every SMTP client accepts).
+   * One order with acme-client's own flow (RFC 8555 §7.4): account (§7.3, found again by its key), order for the
+   * names, one HTTP-01 challenge per authorization (§8.3; the CA fetches the token from our HTTP listener), finalize
+   * with a CSR made by acme-client over an RSA 2048 key (the key type every SMTP client accepts), download the chain.
+   * acme-client's own check that the token is reachable is skipped: it would dial port 80 of each name from here,
+   * which says nothing about what the CA sees (behind NAT, a redirect, or a test CA on another port).
    */
   async function order(names: string[]): Promise<{ cert: string; key: string }> {
     fs.mkdirSync(files.dir, { recursive: true, mode: 0o700 });
     const client = new acme.Client({ directoryUrl: directoryUrl!, accountKey: await accountKey(files.accountKey) });
-    await client.createAccount({ termsOfServiceAgreed: true, ...(config.acme.email ? { contact: [`mailto:${config.acme.email}`] } : {}) });
-    const placed = await client.createOrder({ identifiers: names.map((value) => ({ type: 'dns', value })) });
-    for (const authz of await client.getAuthorizations(placed)) {
-      if (authz.status === 'valid') continue;
-      const challenge = authz.challenges.find((c) => c.type === 'http-01');
-      if (!challenge) throw new Error(`the CA offers no http-01 challenge for ${authz.identifier.value}`);
-      tokens.set(challenge.token, await client.getChallengeKeyAuthorization(challenge));
-      try {
-        await client.completeChallenge(challenge);
-        await client.waitForValidStatus(challenge);
-      } finally {
+    const key = await acme.crypto.createPrivateRsaKey(2048);
+    const [, csr] = await acme.crypto.createCsr({ commonName: names[0]!, altNames: names }, key);
+    const cert = await client.auto({
+      csr,
+      ...(config.acme.email ? { email: config.acme.email } : {}),
+      termsOfServiceAgreed: true,
+      challengePriority: ['http-01'],
+      skipChallengeVerification: true,
+      challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
+        if (challenge.type !== 'http-01') throw new Error(`the CA offers no http-01 challenge (got ${challenge.type})`);
+        tokens.set(challenge.token, keyAuthorization);
+      },
+      challengeRemoveFn: async (_authz, challenge) => {
         tokens.delete(challenge.token);
-      }
-    }
-    const { privateKey } = crypto.generateKeyPairSync('rsa', {
-      modulusLength: 2048,
-      publicKeyEncoding: { type: 'spki', format: 'pem' },
-      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      },
     });
-    const [, csr] = await acme.forge.createCsr({ commonName: names[0], altNames: names }, privateKey);
-    const finalized = await client.finalizeOrder(placed, csr);
-    return { cert: await client.getCertificate(finalized), key: privateKey };
+    return { cert, key: key.toString() };
   }
 
   async function check(): Promise<AcmeOutcome> {
