@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
+import { answerClientError } from '../control-api/client-error.js';
 import { createMetricsApp } from '../control-api/metrics-endpoint.js';
 import type { Services } from '../control-api/services.js';
 import type { SmtpListener } from '../mta/smtp/listener.js';
@@ -139,12 +140,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (roles.includes('api')) {
       httpServer = http.createServer(core.app.callback());
       const server = httpServer;
+      server.on('clientError', answerClientError);
       httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
     }
     let metricsAddr: HostPort | undefined;
     if (config.http.metricsListen) {
       // Every role has metrics of its own (a worker-only process has the delivery counters): each process binds it.
       const server = http.createServer(createMetricsApp(core.metrics).callback());
+      server.on('clientError', answerClientError);
       metricsServer = server;
       const listen = config.http.metricsListen;
       metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));

@@ -66,7 +66,8 @@ export function createDnsResolver(opts: ResolverOptions): DnsResolver {
   }
 
   return {
-    mx: (name) => run(() => r.resolveMx(name)),
+    // Node 22+ adds `type: 'MX'` to each record; the answer keeps the two fields RFC 5321 §5.1 routing reads.
+    mx: (name) => run(async () => (await r.resolveMx(name)).map(({ exchange, priority }) => ({ exchange, priority }))),
     a: (name) => run(() => r.resolve4(name)),
     aaaa: (name) => run(() => r.resolve6(name)),
     txt: (name) => run(() => r.resolveTxt(name)),

@@ -1,0 +1,23 @@
+// Owns the answer to an HTTP request Node's parser refuses before Koa sees it (header too large, bad request line).
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/** How long a refused client may go on sending before its socket is closed anyway. */
+const DRAIN_MS = 5_000;
+
+/**
+ * `clientError` handler for the HTTP servers: answers 431 for headers past the size limit (RFC 6585 §5), 400 for
+ * anything else the parser refuses, then half-closes and reads what the client is still sending. Node's default
+ * handler destroys the socket at once; with request bytes still unread the kernel sends a reset, and on Node 26 the
+ * client sees ECONNRESET instead of (or right after) the status line.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || (err.code === 'ECONNRESET' && socket.destroyed)) {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  socket.resume();
+  setTimeout(() => socket.destroy(), DRAIN_MS).unref();
+}
