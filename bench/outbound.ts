@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SMTPServer } from 'smtp-server';
 import { cpuMeter, formatCpu, machineLine, runTimed } from './cpu.js';
 import { spawnServe } from './serve.js';
@@ -18,7 +17,7 @@ const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 300_000);
 /** BENCH_SCAN=off measures without outbound scanning (filters.outbound_policy = off); default on (built-in rules). */
 const SCAN = process.env.BENCH_SCAN ?? 'on';
 if (SCAN !== 'on' && SCAN !== 'off') throw new Error('BENCH_SCAN must be on or off');
-const HERE = path.dirname(fileURLToPath(import.meta.url));
+const HERE = import.meta.dirname;
 const LOADGEN = path.resolve(HERE, 'load-http.js');
 const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
 /** BENCH_PEER=none skips the Postfix peer. */

@@ -6,12 +6,11 @@ import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import dnsPacket from 'dns-packet';
 import { cpuMeter, machineLine, runTimed } from './cpu.js';
 import { provisionExampleTest, spawnServe } from './serve.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
+const HERE = import.meta.dirname;
 const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
 const N = Number(process.env.BENCH_MESSAGES ?? 2000);
 const REPS = Number(process.env.BENCH_REPS ?? 1);

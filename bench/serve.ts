@@ -3,9 +3,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 
-export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/sluice.js');
+export const BIN = path.resolve(import.meta.dirname, '../bin/sluice.js');
 
 /**
  * Spawns `sluice serve` with `env`; resolves with the child and the fields of its `listening` log line (http, mx, …).
