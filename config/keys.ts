@@ -55,7 +55,11 @@ export const KEY_TREE = {
     parse: parseDir,
   }),
   http: {
-    listen: key({ doc: 'Address of the REST control plane.', ...listen('127.0.0.1:8080') }),
+    listen: key({ doc: 'Address of the REST control plane and web console (HTTPS when http.tls.enabled; production: 0.0.0.0:443).', ...listen('127.0.0.1:8080') }),
+    plainListen: key({
+      doc: 'Plain-HTTP listener beside the HTTPS one (production: 0.0.0.0:80): answers ACME HTTP-01 challenges and redirects every other request to https (301; 308 for methods other than GET and HEAD); it serves nothing else. Needs http.tls.enabled.',
+      ...optionalListen,
+    }),
     publicUrl: key({
       doc: 'Base URL clients reach the control plane at (unsubscribe and tracking links, the host custom tracking domains point at); derived from the bound HTTP address when unset.',
       defaultText: 'derived from http.listen',
@@ -74,6 +78,36 @@ export const KEY_TREE = {
       default: () => 12,
       parse: integer(1, 720, 'hours'),
     }),
+    /** HTTPS on http.listen; cert and key are resolved against the working directory and required together. */
+    tls: {
+      enabled: key({
+        doc: 'Serve http.listen over HTTPS with http.tls.cert/key, else the SMTP listeners\' certificate (smtp.tls.cert, ACME\'s or the self-signed pair); answers carry Strict-Transport-Security. Off: plain HTTP.',
+        defaultText: 'false',
+        default: () => false,
+        parse: parseBoolean,
+      }),
+      cert: key({
+        live: true,
+        doc: 'PEM certificate chain for HTTPS when it is not the SMTP one; read again when it changes on disk.',
+        defaultText: 'none (the SMTP listeners\' certificate)',
+        default: () => undefined,
+        parse: parsePath,
+      }),
+      key: key({
+        live: true,
+        doc: 'PEM private key matching http.tls.cert.',
+        defaultText: 'none (the SMTP listeners\' certificate)',
+        default: () => undefined,
+        parse: parsePath,
+      }),
+      hstsMaxAge: key({
+        live: true,
+        doc: 'max-age, in seconds, of the Strict-Transport-Security header on HTTPS answers (RFC 6797): browsers then refuse plain HTTP to this host that long; 0 makes them forget it.',
+        defaultText: '31536000',
+        default: () => 31_536_000,
+        parse: integer(0, 63_072_000, 'seconds'),
+      }),
+    },
   },
   smtp: {
     hostname: key({
@@ -160,7 +194,7 @@ export const KEY_TREE = {
   /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ and renewed. */
   acme: {
     directoryUrl: key({
-      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP certificate by HTTP-01 on the HTTP listener. Unset: no ACME.',
+      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP (and HTTPS) certificate by HTTP-01 on the HTTP listener (http.plain_listen when http.tls.enabled). Unset: no ACME.',
       defaultText: 'none (off)',
       default: () => undefined,
       parse: parseOptionalUrl,
