@@ -5,6 +5,7 @@ import {
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
   parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
+import { HTTP_TLS_KEYS } from './http-tls.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
@@ -78,36 +79,8 @@ export const KEY_TREE = {
       default: () => 12,
       parse: integer(1, 720, 'hours'),
     }),
-    /** HTTPS on http.listen; cert and key are resolved against the working directory and required together. */
-    tls: {
-      enabled: key({
-        doc: 'Serve http.listen over HTTPS with http.tls.cert/key, else the SMTP listeners\' certificate (smtp.tls.cert, ACME\'s or the self-signed pair); answers carry Strict-Transport-Security. Off: plain HTTP.',
-        defaultText: 'false',
-        default: () => false,
-        parse: parseBoolean,
-      }),
-      cert: key({
-        live: true,
-        doc: 'PEM certificate chain for HTTPS when it is not the SMTP one; read again when it changes on disk.',
-        defaultText: 'none (the SMTP listeners\' certificate)',
-        default: () => undefined,
-        parse: parsePath,
-      }),
-      key: key({
-        live: true,
-        doc: 'PEM private key matching http.tls.cert.',
-        defaultText: 'none (the SMTP listeners\' certificate)',
-        default: () => undefined,
-        parse: parsePath,
-      }),
-      hstsMaxAge: key({
-        live: true,
-        doc: 'max-age, in seconds, of the Strict-Transport-Security header on HTTPS answers (RFC 6797): browsers then refuse plain HTTP to this host that long; 0 makes them forget it.',
-        defaultText: '31536000',
-        default: () => 31_536_000,
-        parse: integer(0, 63_072_000, 'seconds'),
-      }),
-    },
+    /** HTTPS on http.listen (config/http-tls.ts). */
+    tls: HTTP_TLS_KEYS,
   },
   smtp: {
     hostname: key({

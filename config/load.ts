@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
+import { checkHttpTls } from './http-tls.js';
 import { ConfigError, KEYS, type ConfigOf, type KEY_TREE, type KeySpec } from './keys.js';
 
 /**
@@ -167,36 +168,6 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   }
   if (config.acme.caFile !== undefined) config.acme.caFile = path.resolve(cwd, config.acme.caFile);
   return { config: deepFreeze(config), values, file };
-}
-
-/**
- * The rules between the HTTPS keys (`given`: the key was set in the file or the environment). Nothing that only
- * applies to HTTPS is accepted with HTTPS off; with it on, links in mail must not point at plain HTTP, and an ACME
- * certificate must carry the host of http.public_url, or every browser would refuse it.
- */
-function checkHttpTls(values: Map<string, unknown>, given: (key: string) => boolean): void {
-  const cert = values.get('http.tls.cert');
-  const key = values.get('http.tls.key');
-  if ((cert === undefined) !== (key === undefined)) {
-    throw new ConfigError(cert === undefined ? 'http.tls.cert' : 'http.tls.key', 'http.tls.cert and http.tls.key must be set together');
-  }
-  if (values.get('http.tls.enabled') !== true) {
-    for (const k of ['http.plain_listen', 'http.tls.cert', 'http.tls.key', 'http.tls.hsts_max_age']) {
-      if (given(k)) throw new ConfigError(k, 'has no effect without http.tls.enabled = true');
-    }
-    return;
-  }
-  const publicUrl = values.get('http.public_url') as string | undefined;
-  if (publicUrl === undefined) return;
-  const url = new URL(publicUrl);
-  if (url.protocol !== 'https:') {
-    throw new ConfigError('http.public_url', 'must be an https:// URL when http.tls.enabled is on (links in mail would go out in clear)');
-  }
-  const host = url.hostname.toLowerCase();
-  const names = [String(values.get('smtp.hostname')).toLowerCase(), ...(values.get('acme.hostnames') as string[])];
-  if (values.get('acme.directory_url') !== undefined && cert === undefined && !/^[\d.]+$|^\[/.test(host) && !names.includes(host)) {
-    throw new ConfigError('http.public_url', `host ${host} is not on the ACME certificate (smtp.hostname and acme.hostnames): add it to acme.hostnames`);
-  }
 }
 
 function deepFreeze<T>(obj: T): T {
