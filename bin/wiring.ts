@@ -208,6 +208,7 @@ export function wireCore(opts: CoreOptions) {
     queue,
     senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
     invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    lockdown,
     hostname: config.smtp.hostname,
     now,
     logger,
