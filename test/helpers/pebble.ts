@@ -25,14 +25,11 @@ export interface Pebble {
   root(): Promise<string>;
 }
 
-/**
- * The ACME keys of a stack ordering from pebble on `acmePort`. With a contact address: without one, acme-client's
- * renewal sends pebble an empty account update, which pebble refuses.
- */
-export function acmeEnv(acmePort: number): Record<string, string> {
+/** The ACME keys of a stack ordering from pebble on `acmePort`, with a contact address unless `email` is false. */
+export function acmeEnv(acmePort: number, opts: { email?: boolean } = {}): Record<string, string> {
   return {
     SLUICE_ACME_DIRECTORY_URL: `https://127.0.0.1:${acmePort}/dir`,
-    SLUICE_ACME_EMAIL: 'postmaster@sluice.test',
+    ...(opts.email === false ? {} : { SLUICE_ACME_EMAIL: 'postmaster@sluice.test' }),
     SLUICE_ACME_CA_FILE: tlsFixture('pebble-cert.pem'),
   };
 }
