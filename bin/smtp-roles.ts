@@ -56,6 +56,9 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       maxMimeDepth: config.smtp.maxMimeDepth,
       onMessage: (msg) => core.inbound.handle(msg),
       checkRecipient: (q) => core.inbound.checkRecipient(q),
+      scratch: core.space.scratch,
+      budget: core.space.budget,
+      hasRoom: core.space.hasRoom,
       now,
       logger,
     };
@@ -83,6 +86,9 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       lockdown: (domain: string, account: AccountRow) => core.lockdown(domain, account),
       onMessage: (m: SubmittedMessage) => runSubmission(core.sendDeps, m),
       authFailures: createAuthFailureCounter(now),
+      scratch: core.space.scratch,
+      budget: core.space.budget,
+      hasRoom: core.space.hasRoom,
       now,
       logger,
     };

@@ -74,6 +74,7 @@ import { createTracker } from '../mta/outbound/tracker.js';
 import { createMetricRollup } from '../storage/metrics.js';
 import { createTrackingStore } from '../storage/tracking.js';
 import { createTrackingDomainStore } from '../storage/tracking-domains.js';
+import { createMessageSpace } from './message-space.js';
 import { VERSION } from './version.js';
 
 export interface CoreOptions {
@@ -148,7 +149,9 @@ export function wireCore(opts: CoreOptions) {
   const quarantine = createQuarantineStore(db);
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
+  // Where messages in progress live (scratch under data_dir/tmp) and how much of them memory may hold at once.
+  const space = createMessageSpace(config, now);
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, budget: space.budget });
   const worker = createQueueWorker({
     store: queueStore,
     queue,
@@ -191,6 +194,7 @@ export function wireCore(opts: CoreOptions) {
     trackingSecret,
     trackingDomains,
     screening: createScreening({ config, resolver, rspamd, abuse, metrics, now }),
+    budget: space.budget,
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
@@ -310,9 +314,11 @@ export function wireCore(opts: CoreOptions) {
     now,
     logger,
     metrics,
+    budget: space.budget,
   });
 
   return {
+    space,
     db, accounts, firstApiKey, services, metrics, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
     inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, acme,
     dkimRetirement: createDkimRetirement({ store: dkim, now }),

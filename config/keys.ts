@@ -6,6 +6,7 @@ import {
   parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
+import { MAX_BUFFERED_BYTES, SPOOL_QUEUE_KEYS } from './keys-spool.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
@@ -118,6 +119,7 @@ export const KEY_TREE = {
       default: () => 100,
       parse: integer(1, 1000, 'levels'),
     }),
+    maxBufferedBytes: MAX_BUFFERED_BYTES,
     submission: {
       listen: key({
         doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
@@ -363,6 +365,9 @@ export const KEY_TREE = {
       default: () => 30,
       parse: parseDays,
     }),
+  },
+  queue: {
+    ...SPOOL_QUEUE_KEYS,
   },
   retention: {
     logDays: key({

@@ -1,6 +1,7 @@
 // Owns releasing a quarantined inbound message: relay it exactly once, however many releases race for it.
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
 import type { QuarantineRow, QuarantineStore } from '../../storage/quarantine.js';
+import { bufferSource } from '../../storage/scratch.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =
@@ -30,7 +31,7 @@ export async function releaseQuarantined(
     await deps.relay({
       mailFrom: row.mail_from,
       rcptTo: JSON.parse(row.rcpt_to) as string[],
-      raw,
+      message: bufferSource(raw),
       domainIds: [row.domain_id],
       queueId: row.queue_id,
       messageId: row.message_id,

@@ -7,6 +7,7 @@ import type { RelayMessage } from '../../mta/inbound/pipeline.js';
 import { openDatabase } from '../../storage/database.js';
 import { createQuarantineStore, type NewQuarantined } from '../../storage/quarantine.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';
+import { readSource } from '../../storage/scratch.js';
 
 const DAY = 86_400_000;
 
@@ -46,8 +47,8 @@ function hold(stack: Stack, o: Partial<NewQuarantined> & { accountId: number; do
 }
 
 function recorder(stack: Stack) {
-  const relayed: RelayMessage[] = [];
-  stack.services.relayInbound = async (m) => void relayed.push(m);
+  const relayed: (RelayMessage & { raw: Buffer })[] = [];
+  stack.services.relayInbound = async (m) => void relayed.push({ ...m, raw: await readSource(m.message) });
   return relayed;
 }
 

@@ -9,13 +9,17 @@ import { GTUBE } from '../../../filters/spam-rules.js';
 import { dkimDnsRecord, generateDkimKeyPair } from '../../../mta/outbound/dkim-keys.js';
 import { signMessage } from '../../../mta/outbound/dkim-sign.js';
 import { createDnsResolver, mailauthResolver } from '../../../mta/delivery/dns-resolver.js';
-import { createInboundPipeline, SCAN_FAILED_HEADER, type InboundPipelineDeps, type RelayMessage } from '../../../mta/inbound/pipeline.js';
+import {
+  createInboundPipeline, SCAN_FAILED_HEADER, type InboundMessage, type InboundPipeline, type InboundPipelineDeps, type RelayMessage,
+} from '../../../mta/inbound/pipeline.js';
+import { contentOfBuffer } from '../../../mta/message-content.js';
 import { createRspamdClient } from '../../../mta/scanners/rspamd-client.js';
 import { createAccountStore } from '../../../storage/accounts.js';
 import { openDatabase } from '../../../storage/database.js';
 import { createInboundDomainStore, type AbusePolicy } from '../../../storage/inbound-domains.js';
 import { createInboundListStore, type ListScope } from '../../../storage/inbound-lists.js';
 import { createQuarantineStore } from '../../../storage/quarantine.js';
+import { readSource } from '../../../storage/scratch.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { createClock, tempDir } from '../../helpers/stack.js';
 
@@ -63,7 +67,8 @@ async function setup(
     'spammer.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] },
   });
   const resolver = createDnsResolver({ servers: [{ host: '127.0.0.1', port: dns.port }], timeoutMs: 1000, tries: 1 });
-  const relayed: RelayMessage[] = [];
+  // What the relay was given, its message read whole (the pipeline discards its scratch once DATA is answered).
+  const relayed: (RelayMessage & { raw: Buffer })[] = [];
   // The pipeline's log lines, parsed: every message is logged once with its verdicts.
   const logs: { msg: string; queueId?: string; verdicts?: { step: string; verdict: string; reason: string }[]; reply?: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
@@ -73,7 +78,7 @@ async function setup(
     lists,
     quarantine,
     resolver: mailauthResolver(resolver),
-    relay: async (m) => void relayed.push(m),
+    relay: async (m) => void relayed.push({ ...m, raw: await readSource(m.message) }),
     scannerFailure: 'tempfail',
     spamThreshold: 5,
     quarantineDays: 30,
@@ -108,6 +113,12 @@ async function compose(o: { from?: string; body?: string; sign?: boolean; header
   return o.sign === false ? raw : signMessage(raw, { domain: 'sender.test', selector: 'sel', privateKeyPem: pair.privateKeyPem });
 }
 
+/** Hands a message held in memory to the pipeline, as the MX does with one in its scratch. */
+const handle = (p: InboundPipeline, m: Omit<InboundMessage, 'content'> & { raw: Buffer }) => {
+  const { raw, ...rest } = m;
+  return p.handle({ ...rest, content: contentOfBuffer(raw) });
+};
+
 const base = { mailFrom: 'a@sender.test', rcptTo: ['bob@corp.test'], clientIp: '127.0.0.1', helo: 'mail.sender.test', tls: true };
 const headerBlock = (raw: Buffer) => raw.toString('latin1').split('\r\n\r\n')[0] as string;
 const unfold = (s: string) => s.replace(/\r\n[ \t]+/g, ' ');
@@ -118,7 +129,7 @@ t.test('a clean signed message is relayed with one Authentication-Results (SPF, 
     Buffer.from(`Authentication-Results: ${HOST}; spf=pass; dkim=pass; dmarc=pass\r\nAuthentication-Results: upstream.example; spf=pass\r\n`),
     await compose(),
   ]);
-  const reply = await pipeline.handle({ ...base, raw });
+  const reply = await handle(pipeline, { ...base, raw });
   t.same(reply, { code: 250, status: '2.0.0', message: 'Ok: queued as QID1' });
   t.equal(relayed.length, 1);
   const r = relayed[0]!;
@@ -142,7 +153,7 @@ t.test('a clean signed message is relayed with one Authentication-Results (SPF, 
 
 t.test('SPF fail is recorded and tagged; DKIM keeps DMARC passing, so the message is relayed', async (t) => {
   const { pipeline, relayed } = await setup(t, { policies: { 'corp.test': 'block' } });
-  const reply = await pipeline.handle({ ...base, clientIp: '192.0.2.99', raw: await compose() });
+  const reply = await handle(pipeline, { ...base, clientIp: '192.0.2.99', raw: await compose() });
   t.equal(reply.code, 250);
   const head = unfold(headerBlock(relayed[0]!.raw));
   t.match(head, /spf=fail/);
@@ -155,7 +166,7 @@ t.test('SPF fail is recorded and tagged; DKIM keeps DMARC passing, so the messag
 t.test('DMARC p=reject failure is spam: policy block → 550 5.7.1, nothing relayed or stored', async (t) => {
   const { pipeline, relayed, quarantine, accountId, logs } = await setup(t, { policies: { 'corp.test': 'block' } });
   const raw = await compose({ from: 'CEO <ceo@bank.test>', sign: false });
-  const reply = await pipeline.handle({ ...base, mailFrom: 'x@spammer.test', raw });
+  const reply = await handle(pipeline, { ...base, mailFrom: 'x@spammer.test', raw });
   t.same(reply, { code: 550, status: '5.7.1', message: 'Message refused as spam' });
   t.equal(relayed.length, 0);
   t.equal(quarantine.list({ accountId, limit: 10, offset: 0 }, 0).total, 0);
@@ -170,7 +181,7 @@ t.test('DMARC p=reject failure is spam: policy block → 550 5.7.1, nothing rela
 t.test('GTUBE under flag: relayed with the domain header; a sender-supplied header of that name is dropped', async (t) => {
   const { pipeline, relayed } = await setup(t);
   const raw = await compose({ body: `buy now ${GTUBE}\n`, headers: { 'X-Spam-Flag': 'NO' } });
-  const reply = await pipeline.handle({ ...base, raw });
+  const reply = await handle(pipeline, { ...base, raw });
   t.equal(reply.code, 250);
   t.equal(relayed.length, 1);
   const head = headerBlock(relayed[0]!.raw);
@@ -182,7 +193,7 @@ t.test('GTUBE under flag: relayed with the domain header; a sender-supplied head
 
 t.test('GTUBE under quarantine: 250, kept with its verdicts, not relayed', async (t) => {
   const { pipeline, relayed, quarantine, accountId, clock } = await setup(t, { policies: { 'corp.test': 'quarantine' } });
-  const reply = await pipeline.handle({ ...base, raw: await compose({ body: `${GTUBE}\n` }) });
+  const reply = await handle(pipeline, { ...base, raw: await compose({ body: `${GTUBE}\n` }) });
   t.same(reply, { code: 250, status: '2.0.0', message: 'Ok: queued as QID1' });
   t.equal(relayed.length, 0);
   const page = quarantine.list({ accountId, limit: 10, offset: 0 }, clock.now());
@@ -211,7 +222,7 @@ t.test('blocklisted client IP, sender address and sender domain → 550 5.7.1 at
     await t.test(name, async (t) => {
       const { pipeline, relayed, list, logs } = await setup(t);
       list(level, 'blocklist', item, type);
-      const reply = await pipeline.handle({ ...base, raw: await compose() });
+      const reply = await handle(pipeline, { ...base, raw: await compose() });
       t.same(reply, { code: 550, status: '5.7.1', message: 'Message refused: the sender is blocklisted by the recipient' });
       t.equal(relayed.length, 0);
       const line = logs.find((l) => l.msg === 'inbound message');
@@ -229,7 +240,7 @@ t.test('blocklisted client IP, sender address and sender domain → 550 5.7.1 at
 t.test('a safelisted sender skips the spam policy (GTUBE under block is relayed, unflagged)', async (t) => {
   const { pipeline, relayed, list } = await setup(t, { policies: { 'corp.test': 'block' } });
   list('recipient', 'safelist', 'a@sender.test', 'email_address');
-  const reply = await pipeline.handle({ ...base, raw: await compose({ body: `${GTUBE}\n` }) });
+  const reply = await handle(pipeline, { ...base, raw: await compose({ body: `${GTUBE}\n` }) });
   t.equal(reply.code, 250);
   t.equal(relayed.length, 1);
   t.notMatch(headerBlock(relayed[0]!.raw), /X-Spam-Flag/);
@@ -246,28 +257,28 @@ t.test('list precedence: recipient safelist beats a domain blocklist, unless abu
     const { pipeline, relayed, list } = await setup(t);
     list('domain', 'blocklist', 'sender.test', 'domain');
     list('recipient', 'safelist', 'a@sender.test', 'email_address');
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
     t.equal(relayed.length, 1);
   });
   await t.test('abusePolicyOverride: the domain wins', async (t) => {
     const { pipeline, relayed, list } = await setup(t, { override: { 'corp.test': true } });
     list('domain', 'blocklist', 'sender.test', 'domain');
     list('recipient', 'safelist', 'a@sender.test', 'email_address');
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 550);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 550);
     t.equal(relayed.length, 0);
   });
   await t.test('domain beats account', async (t) => {
     const { pipeline, relayed, list } = await setup(t);
     list('account', 'blocklist', '127.0.0.1', 'ip_address');
     list('domain', 'safelist', 'sender.test', 'domain');
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
     t.equal(relayed.length, 1);
   });
 });
 
 t.test('recipients of several domains: decided per domain (block one, flag the other with its own header)', async (t) => {
   const { pipeline, relayed } = await setup(t, { policies: { 'corp.test': 'block', 'other.test': 'flag' } });
-  const reply = await pipeline.handle({ ...base, rcptTo: ['bob@corp.test', 'eve@other.test'], raw: await compose({ body: `${GTUBE}\n` }) });
+  const reply = await handle(pipeline, { ...base, rcptTo: ['bob@corp.test', 'eve@other.test'], raw: await compose({ body: `${GTUBE}\n` }) });
   t.equal(reply.code, 250);
   t.equal(relayed.length, 1);
   t.same(relayed[0]!.rcptTo, ['eve@other.test']);
@@ -282,7 +293,7 @@ t.test('recipients of several domains: decided per domain (block one, flag the o
 
 t.test('an alias recipient is decided by its domain, and relayed with the domain id', async (t) => {
   const { pipeline, relayed, ids } = await setup(t);
-  t.equal((await pipeline.handle({ ...base, rcptTo: ['bob@corp-alias.test', 'ann@corp.test'], raw: await compose() })).code, 250);
+  t.equal((await handle(pipeline, { ...base, rcptTo: ['bob@corp-alias.test', 'ann@corp.test'], raw: await compose() })).code, 250);
   t.equal(relayed.length, 1, 'one relay for identical copies');
   t.same(relayed[0]!.rcptTo, ['bob@corp-alias.test', 'ann@corp.test']);
   t.same(relayed[0]!.domainIds, [ids['corp.test']]);
@@ -309,7 +320,7 @@ t.test('rspamd verdict: action reject makes a clean-looking message spam (quaran
     policies: { 'corp.test': 'quarantine' },
     deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }) },
   });
-  t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+  t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
   t.equal(relayed.length, 0);
   const row = quarantine.list({ accountId, limit: 1, offset: 0 }, 0).rows[0]!;
   t.equal(row.score, 16);
@@ -319,7 +330,7 @@ t.test('rspamd verdict: action reject makes a clean-looking message spam (quaran
 t.test('rspamd "add header" below our threshold still counts as spam', async (t) => {
   const url = await rspamdStub(t, { action: 'add header', score: 2, required_score: 15, symbols: {} });
   const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }) } });
-  t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+  t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
   t.match(headerBlock(relayed[0]!.raw), /^X-Spam-Flag: YES$/m);
   t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'spam', reason: 'rspamd-action' });
 });
@@ -328,30 +339,30 @@ t.test('scanner down: tempfail policy → 451 4.7.1 and nothing relayed; accept-
   const url = await rspamdStub(t, null);
   await t.test('tempfail', async (t) => {
     const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), scannerFailure: 'tempfail' } });
-    t.same(await pipeline.handle({ ...base, raw: await compose() }), { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' });
+    t.same(await handle(pipeline, { ...base, raw: await compose() }), { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' });
     t.equal(relayed.length, 0);
   });
   await t.test('accept-and-tag', async (t) => {
     const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), scannerFailure: 'accept-and-tag' } });
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
     t.equal(relayed.length, 1);
     t.ok(headerBlock(relayed[0]!.raw).split('\r\n').includes(SCAN_FAILED_HEADER));
     t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'ham', reason: 'filter-error:rspamd', rspamd: { error: /rspamd/ } });
   });
   await t.test('accept-and-tag still applies the built-in score (GTUBE flagged)', async (t) => {
     const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), scannerFailure: 'accept-and-tag' } });
-    t.equal((await pipeline.handle({ ...base, raw: await compose({ body: `${GTUBE}\n` }) })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose({ body: `${GTUBE}\n` }) })).code, 250);
     t.match(headerBlock(relayed[0]!.raw), /^X-Spam-Flag: YES$/m);
   });
 });
 
 t.test('a relay that does not commit answers 451 4.3.0, never 250', async (t) => {
   const { pipeline } = await setup(t, { deps: { relay: async () => { throw new Error('disk full'); } } });
-  t.same(await pipeline.handle({ ...base, raw: await compose() }), { code: 451, status: '4.3.0', message: 'Temporary local problem, try again later' });
+  t.same(await handle(pipeline, { ...base, raw: await compose() }), { code: 451, status: '4.3.0', message: 'Temporary local problem, try again later' });
 });
 
 t.test('recipients whose domain is no longer served are dropped; none left → 550 5.7.1', async (t) => {
   const { pipeline, relayed } = await setup(t);
-  t.same(await pipeline.handle({ ...base, rcptTo: ['x@gone.test'], raw: await compose() }), { code: 550, status: '5.7.1', message: 'Relay access denied' });
+  t.same(await handle(pipeline, { ...base, rcptTo: ['x@gone.test'], raw: await compose() }), { code: 550, status: '5.7.1', message: 'Relay access denied' });
   t.equal(relayed.length, 0);
 });
