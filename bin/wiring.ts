@@ -224,6 +224,7 @@ export function wireCore(opts: CoreOptions) {
     : undefined;
   const services: Services = {
     config,
+    messageSpace: { budget: space.budget, hasRoom: space.hasRoom },
     accounts,
     smtpLog,
     suppressions,
