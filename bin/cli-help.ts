@@ -31,6 +31,9 @@ Commands:
   lockdown allow --account H --domain D  authorize a From domain for an account without a DNS record
   lockdown deny --account H --domain D   remove that authorization
   lockdown list --account H [--json]     domains the operator authorized for an account
+  inbound-domains provision --account H --domain D [--subscription S] [--json]
+                                          provision an inbound domain for an account, also when it is a
+                                          parent or a subdomain of another account's (the API refuses those)
   queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held) with sizes,
                                           ages and a summary line, like postqueue -p
   queue show ID [--json]                  one delivery with its message and every attempt
