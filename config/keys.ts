@@ -111,6 +111,18 @@ export const KEY_TREE = {
       default: () => 100,
       parse: integer(1, 1000, 'levels'),
     }),
+    junkCommandLimit: key({
+      doc: 'NOOP, RSET, VRFY and HELP commands a session may send since its last message, on both listeners; the next gets 421 4.7.0 and the connection is closed (Postfix smtpd_junk_command_limit).',
+      defaultText: '100',
+      default: () => 100,
+      parse: integer(1, 100_000, 'a count'),
+    }),
+    sessionDeadlineMinutes: key({
+      doc: 'Longest SMTP session on both listeners, in minutes: the first command after it gets 421 4.4.2 and the connection is closed (a message being transferred is never cut; idle sessions end after 300 s anyway).',
+      defaultText: '30',
+      default: () => 30,
+      parse: integer(1, 1440, 'minutes'),
+    }),
     submission: {
       listen: key({
         doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
@@ -131,6 +143,12 @@ export const KEY_TREE = {
         defaultText: '50',
         default: () => 50,
         parse: integer(1, 10_000, 'a count'),
+      }),
+      authFailureDelayMs: key({
+        doc: 'Pause before each 535 answer to a failed AUTH, slowing password guessing on one connection (Postfix smtpd_error_sleep_time); 0 answers at once.',
+        defaultText: '1000',
+        default: () => 1000,
+        parse: integer(0, 30_000, 'milliseconds'),
       }),
       allowInsecureLoopbackAuth: key({
         doc: 'Let a client on 127.0.0.0/8 or ::1 AUTH without TLS (a local app that cannot do STARTTLS); everyone else must use TLS first.',

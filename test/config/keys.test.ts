@@ -8,9 +8,10 @@ import { tempDir } from '../helpers/stack.js';
 t.test('key names, in order, are the operators\' contract', async (t) => {
   t.same(KEYS.map((k) => k.key), [
     'data_dir', 'http.listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
-    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.submission.listen',
+    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.junk_command_limit',
+    'smtp.session_deadline_minutes', 'smtp.submission.listen',
     'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
-    'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
+    'smtp.submission.auth_failure_delay_ms', 'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
     'acme.directory_url', 'acme.email', 'acme.hostnames', 'acme.ca_file', 'dns.servers',
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
     'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'filters.spam_threshold',
@@ -31,6 +32,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:9', SLUICE_HTTP_CONSOLE_SESSION_HOURS: '2',
     SLUICE_SMTP_HOSTNAME: 'mx.example.test', SLUICE_SMTP_MX_LISTEN: '127.0.0.1:2', SLUICE_SMTP_MX_MAX_MESSAGE_BYTES: '2048',
     SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9',
+    SLUICE_SMTP_JUNK_COMMAND_LIMIT: '20', SLUICE_SMTP_SESSION_DEADLINE_MINUTES: '10', SLUICE_SMTP_SUBMISSION_AUTH_FAILURE_DELAY_MS: '250',
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:3', SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:4',
     SLUICE_SMTP_SUBMISSION_MAX_MESSAGE_BYTES: '3072', SLUICE_SMTP_SUBMISSION_MAX_CONNECTIONS_PER_IP: '5',
     SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true', SLUICE_SMTP_TLS_CERT: 'c.pem', SLUICE_SMTP_TLS_KEY: 'k.pem',
@@ -68,9 +70,11 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       mx: { listen: { host: '127.0.0.1', port: 2 }, maxMessageBytes: 2048, greetDelayMs: 7 },
       maxHeaderBytes: 4096,
       maxMimeDepth: 9,
+      junkCommandLimit: 20,
+      sessionDeadlineMinutes: 10,
       submission: {
         listen: { host: '127.0.0.1', port: 3 }, tlsListen: { host: '127.0.0.1', port: 4 }, maxMessageBytes: 3072,
-        maxConnectionsPerIp: 5, allowInsecureLoopbackAuth: true,
+        maxConnectionsPerIp: 5, authFailureDelayMs: 250, allowInsecureLoopbackAuth: true,
       },
       tls: { cert: path.join(dir, 'c.pem'), key: path.join(dir, 'k.pem') },
     },
