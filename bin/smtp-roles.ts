@@ -46,8 +46,9 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
   o.tls.onChange((pair) => {
     for (const l of listeners) l.listener.update({ tls: pair });
   });
-  // Both listeners: NOOP/RSET/VRFY/HELP since the last message, and the longest session.
-  const sessionLimits: SessionLimits = { junkCommands: config.smtp.junkCommandLimit, deadlineMs: config.smtp.sessionDeadlineMinutes * 60_000, now };
+  // Both listeners: NOOP/RSET/VRFY/HELP since the last message, and the longest session (0: none).
+  const deadlineMs = config.smtp.sessionDeadlineMinutes === 0 ? Infinity : config.smtp.sessionDeadlineMinutes * 60_000;
+  const sessionLimits: SessionLimits = { junkCommands: config.smtp.junkCommandLimit, deadlineMs, now };
 
   if (o.mx) {
     // The MX: served domains only, the data guard, then the inbound pipeline.

@@ -125,10 +125,10 @@ export const KEY_TREE = {
       parse: integer(1, 100_000, 'a count'),
     }),
     sessionDeadlineMinutes: key({
-      doc: 'Longest SMTP session on both listeners, in minutes: the first command after it gets 421 4.4.2 and the connection is closed (a message being transferred is never cut; idle sessions end after 300 s anyway).',
+      doc: 'Longest SMTP session on both listeners, in minutes: the first command after it gets 421 4.4.2 and the connection is closed (a message being transferred is never cut; idle sessions end after 300 s anyway); 0: no deadline.',
       defaultText: '30',
       default: () => 30,
-      parse: integer(1, 1440, 'minutes'),
+      parse: integer(0, 1440, 'minutes'),
     }),
     submission: {
       listen: key({

@@ -35,6 +35,7 @@ const LIMITS = Symbol.for('sluice.sessionLimits');
  */
 export interface SessionLimits {
   junkCommands: number;
+  /** Infinity: no deadline. */
   deadlineMs: number;
   now: () => number;
 }

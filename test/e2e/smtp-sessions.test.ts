@@ -99,6 +99,10 @@ t.test('the session deadline: a command after smtp.session_deadline_minutes gets
   const lateSub = await sub.send(`AUTH PLAIN ${plain('acme', w.password)}`);
   t.match(lateSub, /^421 4\.4\.2 /, 'submission too');
   await closedAfter(t, sub, lateSub, 'submission closed the connection');
+  const off = await world(t, { SLUICE_SMTP_SESSION_DEADLINE_MINUTES: '0' });
+  const forever = await smtpTalk(t, off.stack.mx.port);
+  off.stack.clock.advance(1440 * MINUTE);
+  t.match(await forever.send('NOOP'), /^250 /, '0: no deadline');
 });
 
 t.test('AUTH PLAIN and LOGIN with bytes 0xff 0xfe in the password: 501 5.5.2, never compared', async (t) => {
