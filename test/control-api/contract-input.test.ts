@@ -1,4 +1,5 @@
-// Checks the input half of the contract (issue 23 items 1, 4, 7): suppression `source` honoured.
+// Checks the input half of the contract (issue 23 items 1, 4, 7): suppression `source` honoured and MailChannels'
+// required fields required.
 import t from 'tap';
 import { startStack } from '../helpers/stack.js';
 
@@ -46,4 +47,30 @@ t.test('suppression source is validated, stored and listed as given', async (t) 
 
   t.equal((await stack.api('DELETE', '/tx/v1/suppression-list/recipients/gone@example.com?source=hard_bounce', { key: a.key })).status, 204);
   t.same((await list('?recipient=gone@example.com')).map((e: any) => e.source), ['list_unsubscribe'], 'deleting one source keeps the other');
+});
+
+t.test('MailChannels\' required fields are required: sub-account company_name, suppression_entries', async (t) => {
+  const stack = await startStack(t);
+  const a = stack.createAccount('acme');
+  const create = (body?: unknown) => stack.api('POST', '/tx/v1/sub-account', { key: a.key, ...(body === undefined ? {} : { body }) });
+
+  const noName = await create({ handle: 'shop1' });
+  t.equal(noName.status, 400);
+  t.match(noName.body.errors, [/^company_name: /]);
+  t.equal((await create()).status, 400, 'no body: no company_name');
+  t.equal((await create({ company_name: 'ab' })).status, 400, 'shorter than 3');
+  t.equal(stack.accounts.listSubAccounts(a.id, 10, 0).length, 0, 'nothing created by a 400');
+  const ok = await create({ company_name: 'Shop Inc', handle: 'shop1' });
+  t.equal(ok.status, 201);
+  t.same(ok.body, { company_name: 'Shop Inc', enabled: true, handle: 'shop1' });
+  const generated = await create({ company_name: 'Other Shop' });
+  t.equal(generated.status, 201);
+  t.match(generated.body.handle, /^[a-z0-9]{12}$/);
+
+  const noEntries = await stack.api('POST', '/tx/v1/suppression-list', { key: a.key, body: { add_to_sub_accounts: false } });
+  t.equal(noEntries.status, 400);
+  t.match(noEntries.body.errors, [/^suppression_entries: /]);
+  const doc = (await stack.api('GET', '/openapi.json')).body;
+  t.same(doc.paths['/tx/v1/sub-account'].post.requestBody.content['application/json'].schema.required, ['company_name']);
+  t.same(doc.paths['/tx/v1/suppression-list'].post.requestBody.content['application/json'].schema.required, ['suppression_entries']);
 });

@@ -37,7 +37,7 @@ async function world(t: Test, env: Record<string, string> = {}) {
   const parent = stack.createAccount('parentco');
   const stranger = stack.createAccount('strangerco');
   const sub = async (handle: string) => {
-    const created = await stack.api('POST', '/tx/v1/sub-account', { key: parent.key, body: { handle } });
+    const created = await stack.api('POST', '/tx/v1/sub-account', { key: parent.key, body: { handle, company_name: 'Sub' } });
     t.equal(created.status, 201);
     const key = await stack.api('POST', `/tx/v1/sub-account/${handle}/api-key`, { key: parent.key });
     t.equal(key.status, 201);
