@@ -1,5 +1,5 @@
-// Checks the input half of the contract (issue 23 items 1, 4, 7): suppression `source` honoured and MailChannels'
-// required fields required.
+// Checks the input half of the contract (issue 23 items 1, 4, 7): suppression `source` honoured, MailChannels'
+// required fields required, and empty answers without body or Content-Type.
 import t from 'tap';
 import { startStack } from '../helpers/stack.js';
 
@@ -73,4 +73,37 @@ t.test('MailChannels\' required fields are required: sub-account company_name, s
   const doc = (await stack.api('GET', '/openapi.json')).body;
   t.same(doc.paths['/tx/v1/sub-account'].post.requestBody.content['application/json'].schema.required, ['company_name']);
   t.same(doc.paths['/tx/v1/suppression-list'].post.requestBody.content['application/json'].schema.required, ['suppression_entries']);
+});
+
+t.test('answers declared without content have no body and no Content-Type', async (t) => {
+  const stack = await startStack(t);
+  const a = stack.createAccount('acme');
+  const inbound = stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
+  if (!inbound.ok) throw new Error('inbound key');
+  const ik = inbound.value.key;
+  const provisioned = await stack.api('POST', '/inbound/v1/domains', {
+    key: ik,
+    body: { domain: 'empty.test', subscriptionHandle: 'default', downstreamAddresses: [{ priority: 10, weight: 1, port: 25, target: 'mx.empty.test.' }] },
+  });
+  t.equal(provisioned.status, 201, provisioned.text);
+
+  const empty = async (what: string, status: number, res: Promise<{ status: number; text: string; headers: Headers }>) => {
+    const r = await res;
+    t.equal(r.status, status, `${what}: status`);
+    t.equal(r.text, '', `${what}: no body`);
+    t.equal(r.headers.get('content-type'), null, `${what}: no Content-Type`);
+  };
+  await empty('POST /tx/v1/webhook', 201, stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent('https://hooks.example/in')}`, { key: a.key }));
+  await empty(
+    'POST /tx/v1/suppression-list',
+    201,
+    stack.api('POST', '/tx/v1/suppression-list', { key: a.key, body: { suppression_entries: [{ recipient: 'x@example.com' }] } }),
+  );
+  await empty('GET /inbound/v1/status', 200, stack.api('GET', '/inbound/v1/status', { key: ik }));
+  await empty(
+    'PUT /inbound/v1/domains/{domain}/settings',
+    200,
+    stack.api('PUT', '/inbound/v1/domains/empty.test/settings', { key: ik, body: { abusePolicy: 'flag' } }),
+  );
+  await empty('DELETE /tx/v1/webhook', 204, stack.api('DELETE', '/tx/v1/webhook', { key: a.key }));
 });
