@@ -1,5 +1,5 @@
 // Checks the input half of the contract (issue 23 items 1, 4, 7): suppression `source` honoured, MailChannels'
-// required fields required, and empty answers without body or Content-Type.
+// required fields required, empty answers without body or Content-Type, and no 500 for a NUL in a search filter.
 import t from 'tap';
 import { startStack } from '../helpers/stack.js';
 
@@ -106,4 +106,18 @@ t.test('answers declared without content have no body and no Content-Type', asyn
     stack.api('PUT', '/inbound/v1/domains/empty.test/settings', { key: ik, body: { abusePolicy: 'flag' } }),
   );
   await empty('DELETE /tx/v1/webhook', 204, stack.api('DELETE', '/tx/v1/webhook', { key: a.key }));
+});
+
+t.test('a NUL in a log search filter is a 400 naming the field, never a 500', async (t) => {
+  const stack = await startStack(t);
+  const a = stack.createAccount('acme');
+  for (const field of ['subject', 'rspmsg', 'message_id', 'sender']) {
+    for (const dates of [{}, { start_date: '2026-11-01', end_date: '2026-11-22' }]) {
+      const res = await stack.api('POST', '/outbound/v1/search', { key: a.key, body: { [field]: 'a\u0000b', ...dates } });
+      t.equal(res.status, 400, `${field} ${JSON.stringify(dates)}: ${res.text}`);
+      t.match(res.body, { code: 400, errors: [new RegExp(`^${field}: `)] });
+    }
+  }
+  const fine = await stack.api('POST', '/outbound/v1/search', { key: a.key, body: { subject: 'ab' } });
+  t.equal(fine.status, 200, 'a subject without NUL still searches');
 });
