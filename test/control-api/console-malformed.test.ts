@@ -1,5 +1,6 @@
 // Checks that no Cookie header makes the console answer 5xx (issue 23 item 4): every console route, GET and POST,
-// signed in as a tenant and as the operator, with malformed, huge, non-ASCII and duplicate cookies.
+// signed in as a tenant and as the operator, with malformed, huge, non-ASCII and duplicate cookies; and that a path
+// parameter that is not valid percent-encoding is a 404.
 import http from 'node:http';
 import t from 'tap';
 import { CONSOLE_VIEWS } from '../../control-api/console/views.js';
@@ -92,4 +93,20 @@ t.test('no malformed Cookie header makes a console route answer 5xx', async (t) 
   }
   t.ok(requests >= 600, `sent ${requests} requests`);
   t.same(failures, [], 'no 5xx');
+});
+
+t.test('a console path parameter that is not valid percent-encoding is a 404', async (t) => {
+  const stack = await startStack(t);
+  const acme = stack.createAccount('acme');
+  const c = consoleClient(`http://127.0.0.1:${stack.http.port}`);
+  t.equal((await c.signIn(acme.key)).status, 302);
+  const templated = CONSOLE_VIEWS.filter((v) => v.path.includes('{'));
+  t.ok(templated.length >= 4, `${templated.length} routes with parameters`);
+  for (const v of templated) {
+    for (const bad of ['%zz', '%E0%A4%A', '%']) {
+      const path = v.path.replace(/\{[a-z_]+\}/g, bad);
+      const res = v.method === 'GET' ? await c.get(path) : await c.post(path, {});
+      t.equal(res.status, 404, `${v.method} ${path}`);
+    }
+  }
 });
