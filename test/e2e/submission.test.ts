@@ -252,7 +252,7 @@ t.test('refusals: AUTH before TLS, no AUTH, bad or disabled or deleted password,
   t.ok(w.stack.accounts.deleteSmtpPassword(w.accountId, pw2.value.id, w.stack.clock.now()));
   t.match(await w.send({ user: 'acme', pass: pw2.value.password }), { ok: false, code: 535 }, 'deleted password');
 
-  const sub = await w.stack.api('POST', '/tx/v1/sub-account', { key: w.key, body: { handle: 'acmesub' } });
+  const sub = await w.stack.api('POST', '/tx/v1/sub-account', { key: w.key, body: { handle: 'acmesub', company_name: 'Acme Sub' } });
   t.equal(sub.status, 201);
   const subRow = w.stack.accounts.findByHandle('acmesub')!;
   const subPw = w.stack.accounts.createSmtpPassword(subRow.id, w.stack.clock.now());
