@@ -220,7 +220,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
       if (errors.length > 0) throw new ApiError(400, errors);
       const res = s.inboundDomains.updateSections(row.id, sections, s.now());
       if (!res.ok) throw provisionFailure(res, row.domain);
-      return { status: 200, body: '' }; // OAS-I: 200 without a body (not Koa's default "OK")
+      return { status: 200 }; // OAS-I: 200 without content (app.ts sends no body and no Content-Type)
     },
   }),
   defineRoute({
