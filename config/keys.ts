@@ -6,6 +6,7 @@ import {
   parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
+import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
@@ -118,18 +119,8 @@ export const KEY_TREE = {
       default: () => 100,
       parse: integer(1, 1000, 'levels'),
     }),
-    junkCommandLimit: key({
-      doc: 'NOOP, RSET, VRFY and HELP commands a session may send since its last message, on both listeners; the next gets 421 4.7.0 and the connection is closed (Postfix smtpd_junk_command_limit).',
-      defaultText: '100',
-      default: () => 100,
-      parse: integer(1, 100_000, 'a count'),
-    }),
-    sessionDeadlineMinutes: key({
-      doc: 'Longest SMTP session on both listeners, in minutes: the first command after it gets 421 4.4.2 and the connection is closed (a message being transferred is never cut; idle sessions end after 300 s anyway); 0: no deadline.',
-      defaultText: '30',
-      default: () => 30,
-      parse: integer(0, 1440, 'minutes'),
-    }),
+    /** `smtp.junk_command_limit`, `smtp.session_deadline_minutes` (config/smtp-session.ts). */
+    ...SMTP_SESSION_KEYS,
     submission: {
       listen: key({
         doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
@@ -151,12 +142,7 @@ export const KEY_TREE = {
         default: () => 50,
         parse: integer(1, 10_000, 'a count'),
       }),
-      authFailureDelayMs: key({
-        doc: 'Pause before each 535 answer to a failed AUTH, slowing password guessing on one connection (Postfix smtpd_error_sleep_time); 0 answers at once.',
-        defaultText: '1000',
-        default: () => 1000,
-        parse: integer(0, 30_000, 'milliseconds'),
-      }),
+      ...SUBMISSION_AUTH_KEYS,
       allowInsecureLoopbackAuth: key({
         doc: 'Let a client on 127.0.0.0/8 or ::1 AUTH without TLS (a local app that cannot do STARTTLS); everyone else must use TLS first.',
         defaultText: 'false',
