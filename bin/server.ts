@@ -119,6 +119,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let publicUrl = config.http.publicUrl ?? '';
   let live = config;
   let tls: TlsSource | undefined;
+  const bound: HostPort[] = [];
   const core = wireCore({
     config,
     live: () => live,
@@ -131,6 +132,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         ...listeners.map((l) => [l.name, l.listening()]),
       ]),
     certificateInstalled: async () => tls?.refresh(),
+    // Sluice's own listeners are never a tenant's target (mta/delivery/target-guard.ts): ports 0 as bound.
+    boundListeners: () => bound,
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
@@ -142,6 +145,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const server = httpServer;
       server.on('clientError', answerClientError);
       httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
+      bound.push(httpAddr);
     }
     let metricsAddr: HostPort | undefined;
     if (config.http.metricsListen) {
@@ -151,6 +155,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       metricsServer = server;
       const listen = config.http.metricsListen;
       metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));
+      bound.push(metricsAddr);
     }
     if (roles.includes('mx') || roles.includes('submission')) {
       tls = await createTlsSource(() => live, logger);
@@ -162,7 +167,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         logger,
         mx: roles.includes('mx'),
         submission: roles.includes('submission'),
-        started: (l) => listeners.push(l),
+        started: (l) => {
+          listeners.push(l);
+          bound.push(l.address());
+        },
       });
       // Certificates given by path are read again when they change on disk (a certbot renewal), without a reload.
       if (opts.startWorker !== false) tls.start();

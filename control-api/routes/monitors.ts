@@ -7,7 +7,7 @@ import type { AlertRow, MonitorRow } from '../../storage/alerts.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, TxError } from '../schemas.js';
-import { checkEndpoint } from './webhooks.js';
+import { checkEndpoint, screenEndpoint } from './webhooks.js';
 
 /** Monitors one account may have. */
 export const MAX_MONITORS = 100;
@@ -124,12 +124,13 @@ export const monitorRoutes: AnyRoute[] = [
     body: NewMonitor,
     responses: {
       201: { description: 'the monitor', schema: Monitor },
-      400: { description: 'invalid condition, interval or delivery target', schema: TxError },
+      400: { description: 'invalid condition, interval or delivery target (a webhook_url resolving to an internal address too)', schema: TxError },
       409: { description: `the account already has ${MAX_MONITORS} monitors`, schema: TxError },
       ...keyProblem,
     },
-    handler: (s, { principal, body }) => {
+    handler: async (s, { principal, body }) => {
       const target = monitorTarget(body);
+      if (body.delivery === 'webhook') await screenEndpoint(s, target, 'webhook_url');
       if (s.alerts.listMonitors(principal.account.id).length >= MAX_MONITORS) {
         throw conflict(`an account has at most ${MAX_MONITORS} monitors; delete one first`);
       }
