@@ -2,6 +2,7 @@
 // and handing the dialler only the addresses judged (no second look-up, so DNS rebinding cannot slip one past).
 import net from 'node:net';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { formatHostPort, type HostPort } from '../../config/keys.js';
 import {
   compileAllowList, decideTarget, ipv4FromLiteral, RULE_SHORT, RULE_TEXT, type AllowList, type RefusalRule, type TargetDecision,
@@ -37,11 +38,17 @@ export interface TargetGuardDeps {
   allow: () => readonly string[];
   /** Every address:port Sluice listens on: bound ones of this process and the configured ones of every role. */
   listeners: () => readonly HostPort[];
-  /** This host's own addresses; default: every interface's (os.networkInterfaces). */
+  /** This host's own addresses (read at most once a minute); default: every interface's (os.networkInterfaces). */
   localAddresses?: () => readonly string[];
   /** Deadline of a save-time look-up (default 5 s): past it the target is saved and judged when dialled. */
   screenTimeoutMs?: number;
 }
+
+/**
+ * How long a guard reuses this host's address list: reading the interfaces costs a netlink round trip (about 1 ms),
+ * too much per delivery; a minute still follows DHCP and container network changes.
+ */
+const LOCAL_ADDRESSES_TTL_MS = 60_000;
 
 /** The addresses of this machine's interfaces. */
 export function interfaceAddresses(): string[] {
@@ -58,8 +65,15 @@ function bareHost(host: string): string {
  * relay, MX delivery, and the routes that save such targets.
  */
 export function createTargetGuard(deps: TargetGuardDeps) {
-  const localAddresses = deps.localAddresses ?? interfaceAddresses;
+  const readLocal = deps.localAddresses ?? interfaceAddresses;
+  let local: { at: number; addresses: readonly string[] } | undefined;
   let compiled: { source: readonly string[]; list: AllowList } | undefined;
+
+  function localAddresses(): readonly string[] {
+    const now = performance.now();
+    if (!local || now - local.at > LOCAL_ADDRESSES_TTL_MS) local = { at: now, addresses: readLocal() };
+    return local.addresses;
+  }
 
   function allowList(): AllowList {
     const source = deps.allow();
