@@ -163,13 +163,17 @@ export function refusedText(refused: readonly Refusal[]): string {
 }
 
 /**
- * Every address:port the configuration makes Sluice listen on (HTTP, metrics, MX, submission, implicit TLS), port 0
- * left out (the bound port is only known to the process that bound it, which adds its own).
+ * Every address:port the configuration makes Sluice listen on (HTTP or HTTPS, its plain listener, metrics, MX,
+ * submission, implicit TLS), port 0 left out (the bound port is only known to the process that bound it, which adds
+ * its own).
  */
 export function configuredListeners(config: {
-  http: { listen: HostPort; metricsListen?: HostPort | undefined };
+  http: { listen: HostPort; plainListen?: HostPort | undefined; metricsListen?: HostPort | undefined };
   smtp: { mx: { listen: HostPort }; submission: { listen: HostPort; tlsListen?: HostPort | undefined } };
 }): HostPort[] {
-  const all = [config.http.listen, config.http.metricsListen, config.smtp.mx.listen, config.smtp.submission.listen, config.smtp.submission.tlsListen];
+  const all = [
+    config.http.listen, config.http.plainListen, config.http.metricsListen,
+    config.smtp.mx.listen, config.smtp.submission.listen, config.smtp.submission.tlsListen,
+  ];
   return all.filter((l): l is HostPort => l !== undefined && l.port !== 0);
 }
