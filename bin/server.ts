@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
-import { answerClientError } from '../control-api/client-error.js';
+import { configureHttpServer } from '../control-api/http-server.js';
 import { createMetricsApp } from '../control-api/metrics-endpoint.js';
 import type { Services } from '../control-api/services.js';
 import type { SmtpListener } from '../mta/smtp/listener.js';
@@ -159,7 +159,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (config.http.metricsListen) {
       // Every role has metrics of its own (a worker-only process has the delivery counters): each process binds it.
       const server = http.createServer(createMetricsApp(core.metrics).callback());
-      server.on('clientError', answerClientError);
+      configureHttpServer(server);
       metricsServer = server;
       const listen = config.http.metricsListen;
       metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));
