@@ -3,7 +3,7 @@ import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
-  parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
+  parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
@@ -11,7 +11,9 @@ import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
-export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
+export {
+  formatHostPort, parseAllowTarget, socketTarget, type AllowTarget, type HostPort, type SocketTarget, type Source,
+} from './values.js';
 
 /**
  * Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB): the default SIZE of both listeners (RFC 1870) and
@@ -260,6 +262,16 @@ export const KEY_TREE = {
       defaultText: 'dns',
       default: () => 'dns' as const,
       parse: oneOf(['dns', 'off'] as const),
+    }),
+  },
+  /** The outbound-connection policy (filters/target-policy.ts): what tenant-chosen targets may reach. */
+  security: {
+    allowPrivateTargets: key({
+      live: true,
+      doc: 'Exceptions to the refusal of internal targets for webhooks, monitor webhooks, inbound downstreams and MX hosts: CIDR networks (10.0.0.0/8) or address:port ([::1]:2525); only an address:port entry opens one of Sluice\'s own listeners.',
+      defaultText: 'empty',
+      default: (): string[] => [],
+      parse: parseAllowTargets,
     }),
   },
   filters: {
