@@ -11,7 +11,7 @@ import { lockdownError } from '../outbound-answers.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, TxError } from '../schemas.js';
 import type { Services } from '../services.js';
-import { checkEndpoint } from './webhooks.js';
+import { checkEndpoint, screenEndpoint } from './webhooks.js';
 
 /** Monitors one account may have. */
 export const MAX_MONITORS = 100;
@@ -140,7 +140,7 @@ export const monitorRoutes: AnyRoute[] = [
     body: NewMonitor,
     responses: {
       201: { description: 'the monitor', schema: Monitor },
-      400: { description: 'invalid condition, interval or delivery target', schema: TxError },
+      400: { description: 'invalid condition, interval or delivery target (a webhook_url resolving to an internal address too)', schema: TxError },
       403: {
         description: 'missing, unknown or wrong-scope key; or an email address on a domain the account may not send from (Domain Lockdown)',
         schema: TxError,
@@ -150,6 +150,7 @@ export const monitorRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, body }) => {
       const target = monitorTarget(body);
+      if (body.delivery === 'webhook') await screenEndpoint(s, target, 'webhook_url');
       if (body.delivery === 'email') await mayAlertByEmail(s, principal.account, target);
       if (s.alerts.listMonitors(principal.account.id).length >= MAX_MONITORS) {
         throw conflict(`an account has at most ${MAX_MONITORS} monitors; delete one first`);
