@@ -37,7 +37,7 @@ t.test('below queue.min_free_bytes: the send routes answer 503 + Retry-After bef
   assertNoRoom(t, raw, DISK, 'an unread malformed body');
   t.equal(queued(stack), 0, 'nothing was queued');
   // Routes that queue no message are not refused: the disk check guards the spool, not every write.
-  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shop' } })).status, 201, 'other writes go on');
+  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shopsub', company_name: 'Shop' } })).status, 201, 'other writes go on');
 });
 
 t.test('with room on the disk the same send is queued', async (t) => {
