@@ -6,6 +6,7 @@ import {
   parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
+import { BAYES_KEYS } from './keys-inbound-filters.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
@@ -310,6 +311,7 @@ export const KEY_TREE = {
         parse: integer(1, 600_000, 'milliseconds'),
       }),
     },
+    bayes: BAYES_KEYS,
   },
   abuse: {
     blockConfirmed: key({

@@ -1,5 +1,6 @@
 // Owns the verdict records of the inbound steps (recipient, lists, authentication, spam, policy), stored with each
 // message and logged, and the spam detection: built-in score + rspamd's answer + threshold → the spam verdict.
+import { bayesSymbol, type BayesResult } from './bayes.js';
 import type { AuthVerdict } from './inbound-auth.js';
 import type { ListVerdict } from './inbound-lists.js';
 import type { SpamScore } from './spam-rules.js';
@@ -22,6 +23,8 @@ export interface SpamStepVerdict {
   threshold: number;
   rules: { name: string; score: number }[];
   rspamd?: { action: string; score: number; symbols: string[] } | { error: string };
+  /** The classifier's judgement (its symbol is in `rules`), or why it abstained; absent when it was not asked. */
+  bayes?: BayesResult;
 }
 
 export interface PolicyStepVerdict {
@@ -65,6 +68,8 @@ export const SCANNER_FAILED = 'filter-error:rspamd';
 export interface SpamInput {
   /** The built-in rules' score (filters/spam-rules.ts), computed for every message. */
   builtin: SpamScore;
+  /** The classifier's judgement when it was asked (filters/bayes.ts); its band's symbol joins the rules. */
+  bayes?: BayesResult | undefined;
   /** `filters.spam_threshold`. */
   threshold: number;
   /** False when every accepted recipient safelisted the sender: no spam decision is needed. */
@@ -82,9 +87,14 @@ export interface SpamInput {
  * with `accept-and-tag` spam or ham on the built-in score, reason `filter-error:rspamd` (see `spamScanFailed`).
  */
 export function decideSpam(input: SpamInput): SpamStepVerdict {
-  const { builtin, threshold } = input;
+  const { threshold } = input;
+  const symbol = input.bayes ? bayesSymbol(input.bayes) : undefined;
+  const builtin: SpamScore = symbol
+    ? { score: Math.round((input.builtin.score + symbol.score) * 100) / 100, rules: [...input.builtin.rules, symbol] }
+    : input.builtin;
+  const bayes = input.bayes ? { bayes: input.bayes } : {};
   if (!input.needed) {
-    return { step: 'spam', verdict: 'skipped', reason: 'all-safelisted', score: builtin.score, threshold, rules: builtin.rules };
+    return { step: 'spam', verdict: 'skipped', reason: 'all-safelisted', score: builtin.score, threshold, rules: builtin.rules, ...bayes };
   }
   let score = builtin.score;
   let rspamdSays = false;
@@ -98,7 +108,7 @@ export function decideSpam(input: SpamInput): SpamStepVerdict {
   } else if (r) {
     rspamd = { error: r.error };
     if (input.scannerFailure === 'tempfail') {
-      return { step: 'spam', verdict: 'skipped', reason: SCANNER_FAILED, score, threshold, rules: builtin.rules, rspamd };
+      return { step: 'spam', verdict: 'skipped', reason: SCANNER_FAILED, score, threshold, rules: builtin.rules, rspamd, ...bayes };
     }
     scanFailed = true;
   }
@@ -111,6 +121,7 @@ export function decideSpam(input: SpamInput): SpamStepVerdict {
     threshold,
     rules: builtin.rules,
     ...(rspamd ? { rspamd } : {}),
+    ...bayes,
   };
 }
 

@@ -2,6 +2,7 @@
 // then the policy step (./policy.ts), then the commit (quarantine rows, relays) and the one SMTP reply to DATA.
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
+import type { BayesClassifier } from '../../filters/bayes.js';
 import { checkAuthentication, isForgedAuthResults, type AuthResolver } from '../../filters/inbound-auth.js';
 import { decideListVerdict, type ListVerdict } from '../../filters/inbound-lists.js';
 import { decideSpam, listStepVerdict, spamScanFailed, type StepVerdict } from '../../filters/inbound-verdicts.js';
@@ -63,6 +64,8 @@ export interface InboundPipelineDeps {
   metrics?: Metrics;
   /** The built-in rules (default SPAM_RULES). */
   rules?: readonly SpamRule[];
+  /** The statistical classifier (filters/bayes.ts); absent: not asked. */
+  bayes?: BayesClassifier | undefined;
 }
 
 export interface InboundPipeline {
@@ -83,6 +86,17 @@ export const SCAN_FAILED_HEADER = 'X-Sluice-Spam-Scan: failed (scanner unavailab
 function listRecipient(rcpt: string, served: ServedDomainRow): string {
   const local = rcpt.slice(0, rcpt.lastIndexOf('@'));
   return `${local}@${served.domain}`.toLowerCase();
+}
+
+/**
+ * The account whose own model joins the global one for this message: the one account of every recipient the spam
+ * verdict is for (not safelisted); null when they span accounts (the spam step runs once per message, so one
+ * account's training must not judge another's mail).
+ */
+function modelAccount(groups: Iterable<DomainRecipients>): number | null {
+  const ids = new Set<number>();
+  for (const g of groups) if (g.rcpt.length > g.safe.length) ids.add(g.served.account_id);
+  return ids.size === 1 ? [...ids][0]! : null;
 }
 
 /** First value of a header field, cut to the RFC 5322 line limit, or null. */
@@ -160,7 +174,8 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       needed && deps.rspamd
         ? await deps.rspamd.check({ raw: msg.raw, clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, queueId })
         : undefined;
-    const spam = decideSpam({ builtin, threshold: deps.spamThreshold, needed, rspamd, scannerFailure: deps.scannerFailure });
+    const bayes = needed && deps.bayes ? await deps.bayes.classify(msg.raw, modelAccount(groups.values())) : undefined;
+    const spam = decideSpam({ builtin, bayes, threshold: deps.spamThreshold, needed, rspamd, scannerFailure: deps.scannerFailure });
     verdicts.push(spam);
 
     // 5. Policy per domain.
