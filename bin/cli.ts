@@ -14,6 +14,9 @@ import { openDatabase, type Db } from '../storage/database.js';
 import { backup, restore } from './backup.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
+import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
+import { createBayesClassifier } from '../filters/bayes.js';
+import { filterCommand } from './cli-filter.js';
 import { createQueueStore } from '../storage/queue.js';
 import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
@@ -59,6 +62,9 @@ const OPTIONS = {
   start: { type: 'string' },
   end: { type: 'string' },
   campaign: { type: 'string' },
+  spam: { type: 'string', multiple: true },
+  ham: { type: 'string', multiple: true },
+  'as-spam': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -156,7 +162,20 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const db = openDatabase(config.dataDir);
         try {
           const relay = io.relayInbound?.(db) ?? queueRelay(db, config.smtp.hostname, now);
-          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), relay, opts, io, now);
+          const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: config.filters.bayes.minLearned });
+          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), relay, bayes, opts, io, now);
+        } finally {
+          db.close();
+        }
+      }
+      case 'filter': {
+        const { config } = loaded();
+        const db = openDatabase(config.dataDir);
+        try {
+          const store = createSqliteBayesStore(db);
+          const minLearned = config.filters.bayes.minLearned;
+          const classifier = createBayesClassifier({ store, minLearned });
+          return await filterCommand(sub, opts, createAccountStore(db), { classifier, store, minLearned }, io, now);
         } finally {
           db.close();
         }

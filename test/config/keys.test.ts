@@ -16,7 +16,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
-    'filters.clamd.timeout_ms', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
+    'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
     'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'log.level',
   ]);
@@ -41,6 +41,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
     SLUICE_FILTERS_CLAMD_ADDRESS: '/run/clamav/clamd.ctl', SLUICE_FILTERS_CLAMD_TIMEOUT_MS: '200',
+    SLUICE_FILTERS_BAYES_MIN_LEARNED: '7',
     SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
@@ -84,6 +85,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       spamThreshold: 6.5, confirmedThreshold: 20, outboundPolicy: 'monitor', onScannerError: 'accept',
       rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' },
       clamd: { address: '/run/clamav/clamd.ctl', timeoutMs: 200 },
+      bayes: { minLearned: 7 },
     },
     abuse: {
       blockConfirmed: 4, blockSuspect: 11, blockWindowHours: 12, delistPerDay: 1, invalidRecipientRate: 0.2,
