@@ -2,7 +2,7 @@
 // stripped), URL and attachment features, words and orthogonal sparse bigrams (rspamd's OSB, here with window 2).
 import { headerValues, splitMessage, type HeaderField } from './message-headers.js';
 import { mimeLeaves, type MimeLeaf } from './mime-parts.js';
-import { findUrls } from './outbound-rules.js';
+import { findUrls } from './links.js';
 
 /**
  * Header fields that say nothing about the sender's message: trace and delivery fields a relay or a mailbox adds

@@ -7,7 +7,10 @@ import { checkAuthentication, isForgedAuthResults, type AuthResolver } from '../
 import { decideListVerdict, type ListVerdict } from '../../filters/inbound-lists.js';
 import { decideSpam, listStepVerdict, spamScanFailed, type StepVerdict } from '../../filters/inbound-verdicts.js';
 import { headerValues, rewriteHeaders, splitMessage } from '../../filters/message-headers.js';
-import { scoreMessage, SPAM_RULES, type SpamRule } from '../../filters/spam-rules.js';
+import { INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
+import { findUrls } from '../../filters/links.js';
+import { mimeLeaves } from '../../filters/mime-parts.js';
+import { scoreRules, type SpamRule } from '../../filters/spam-rules.js';
 import type { InboundDomainStore, ServedDomainRow } from '../../storage/inbound-domains.js';
 import type { InboundListStore } from '../../storage/inbound-lists.js';
 import type { QuarantineStore } from '../../storage/quarantine.js';
@@ -62,8 +65,8 @@ export interface InboundPipelineDeps {
   newQueueId?: () => string;
   /** Counts the policy step's actions per recipient. */
   metrics?: Metrics;
-  /** The built-in rules (default SPAM_RULES). */
-  rules?: readonly SpamRule[];
+  /** The built-in rules (default INBOUND_RULES: header, authentication and content rules). */
+  rules?: readonly SpamRule<ContentContext>[];
   /** The statistical classifier (filters/bayes.ts); absent: not asked. */
   bayes?: BayesClassifier | undefined;
 }
@@ -126,7 +129,7 @@ function firstHeader(headers: ReturnType<typeof splitMessage>['headers'], name: 
 export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipeline {
   const log = deps.logger.child({ component: 'inbound' });
   const newQueueId = deps.newQueueId ?? (() => crypto.randomBytes(6).toString('hex').toUpperCase());
-  const rules = deps.rules ?? SPAM_RULES;
+  const rules = deps.rules ?? INBOUND_RULES;
 
   function listVerdict(served: ServedDomainRow, q: { mailFrom: string; clientIp: string; rcpt: string }): ListVerdict {
     const matches = deps.lists.matchLists({
@@ -169,7 +172,9 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     // 4. Spam (not needed when every accepted recipient safelisted the sender; rspamd is only asked when needed).
     const split = splitMessage(msg.raw);
     const needed = [...groups.values()].some((g) => g.rcpt.length > g.safe.length);
-    const builtin = scoreMessage({ auth: auth.results, headers: split.headers, body: msg.raw.subarray(split.bodyOffset) }, rules);
+    const leaves = mimeLeaves(msg.raw);
+    const content: ContentContext = { auth: auth.results, headers: split.headers, body: msg.raw.subarray(split.bodyOffset), leaves, urls: findUrls(leaves) };
+    const builtin = scoreRules(content, rules);
     const rspamd =
       needed && deps.rspamd
         ? await deps.rspamd.check({ raw: msg.raw, clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, queueId })
