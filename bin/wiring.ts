@@ -23,8 +23,7 @@ import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
-import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
-import { createBayesClassifier } from '../filters/bayes.js';
+import { wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { createSuppressionStore } from '../storage/suppressions.js';
@@ -147,9 +146,8 @@ export function wireCore(opts: CoreOptions) {
   const inboundDomains = createInboundDomainStore(db);
   const inboundLists = createInboundListStore(db);
   const quarantine = createQuarantineStore(db);
-  // The classifier reads its models from the database at every message: a learn by the CLI, the API or another
-  // process counts for the next message everywhere (no restart, no cache).
-  const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: config.filters.bayes.minLearned });
+  const inboundFilters = wireInboundFilters({ config, db, resolver, now, logger });
+  const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
   const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
@@ -313,7 +311,7 @@ export function wireCore(opts: CoreOptions) {
     now,
     logger,
     metrics,
-    bayes,
+    ...inboundFilters,
   });
 
   return {

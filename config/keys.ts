@@ -6,11 +6,12 @@ import {
   parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
-import { BAYES_KEYS } from './keys-inbound-filters.js';
+import { BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
 export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
+export type { DnsListSite } from './keys-inbound-filters.js';
 
 /**
  * Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB): the default SIZE of both listeners (RFC 1870) and
@@ -312,6 +313,7 @@ export const KEY_TREE = {
       }),
     },
     bayes: BAYES_KEYS,
+    dnsbl: DNSBL_KEYS,
   },
   abuse: {
     blockConfirmed: key({
@@ -358,6 +360,7 @@ export const KEY_TREE = {
       default: () => 30,
       parse: parseDays,
     }),
+    greylist: GREYLIST_KEYS,
   },
   retention: {
     logDays: key({

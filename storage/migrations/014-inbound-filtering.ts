@@ -1,5 +1,6 @@
 // Owns migration 14: the statistical classifier's models (global and per account: learned-message totals, token
-// counts keyed by a 48-bit hash, never the token's text, and the digests of learned messages).
+// counts keyed by a 48-bit hash, never the token's text, and the digests of learned messages) and greylisting's
+// memory (triplets of client network, sender and recipient; client networks that retried enough to be let through).
 export const INBOUND_FILTERING = `
   CREATE TABLE bayes_models (
     id INTEGER PRIMARY KEY,
@@ -23,5 +24,20 @@ export const INBOUND_FILTERING = `
     class TEXT NOT NULL CHECK (class IN ('spam', 'ham')),
     learned_at INTEGER NOT NULL,
     PRIMARY KEY (model_id, digest)
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE greylist_triplets (
+    network TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL,
+    passed_at INTEGER,
+    PRIMARY KEY (network, sender, recipient)
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX greylist_triplets_seen ON greylist_triplets(last_seen);
+  CREATE TABLE greylist_clients (
+    network TEXT PRIMARY KEY,
+    passes INTEGER NOT NULL,
+    last_pass_at INTEGER NOT NULL
   ) STRICT, WITHOUT ROWID;
 `;

@@ -1,0 +1,58 @@
+// Owns greylisting at RCPT for the domains that have it on (inbound.greylist.*): the triplet, the exemptions, the
+// decision (filters/greylist.ts) and remembering it in the store every process shares.
+import type { Logger } from 'pino';
+import { clientNetwork, decideGreylist, type GreylistSettings } from '../../filters/greylist.js';
+import type { GreylistStore } from '../../storage/ports/greylist.js';
+import type { ServedDomainRow } from '../../storage/inbound-domains.js';
+import { REPLY, type SmtpReply } from '../smtp/replies.js';
+
+export interface Greylister {
+  /**
+   * Decides one RCPT of a served domain: undefined accepts it, a reply (450 4.7.1) defers it. Domains without
+   * greylisting, allowlisted clients (DNSWL) and exempt client networks are accepted untouched.
+   */
+  check(q: { mailFrom: string; clientIp: string; rcpt: string; served: ServedDomainRow; allowlisted: boolean }): Promise<SmtpReply | undefined>;
+  /**
+   * rspamd answered `greylist` for a message: the same triplet memory decides for its recipients, whatever the
+   * domain's own setting (rspamd asked for it). A reply when any triplet is deferred; undefined when all passed.
+   */
+  rspamdAsked(q: { mailFrom: string; clientIp: string; rcptTo: readonly string[] }): Promise<SmtpReply | undefined>;
+}
+
+/** `inbound.greylist.domains`: served domain names, or `*` for every one. */
+export function greylistApplies(domains: readonly string[], served: ServedDomainRow): boolean {
+  return domains.includes('*') || domains.includes(served.domain);
+}
+
+export function createGreylister(deps: {
+  store: GreylistStore;
+  domains: readonly string[];
+  /** Client networks (CIDR) never greylisted, e.g. the domains' own mail servers sending back in. */
+  exemptNetworks: (ip: string) => boolean;
+  settings: GreylistSettings;
+  now: () => number;
+  logger: Logger;
+}): Greylister {
+  const log = deps.logger.child({ component: 'greylist' });
+  async function attempt(q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<SmtpReply | undefined> {
+    const triplet = { network: clientNetwork(q.clientIp), sender: q.mailFrom.toLowerCase(), recipient: q.rcpt.toLowerCase() };
+    const now = deps.now();
+    const [record, client] = await Promise.all([deps.store.find(triplet), deps.store.client(triplet.network)]);
+    const d = decideGreylist(record, client, now, deps.settings);
+    if (d.save) await deps.store.save(triplet, d.save);
+    if (d.countPass) await deps.store.countPass(triplet.network, now);
+    log.info({ ...triplet, clientIp: q.clientIp, outcome: d.outcome }, d.outcome.action === 'defer' ? 'greylisted' : 'greylisting passed');
+    return d.outcome.action === 'defer' ? REPLY.greylisted(d.outcome.retryAfterS) : undefined;
+  }
+  return {
+    async check(q) {
+      if (!greylistApplies(deps.domains, q.served) || q.allowlisted || deps.exemptNetworks(q.clientIp)) return undefined;
+      return attempt(q);
+    },
+    async rspamdAsked(q) {
+      let deferred: SmtpReply | undefined;
+      for (const rcpt of q.rcptTo) deferred = (await attempt({ ...q, rcpt })) ?? deferred;
+      return deferred;
+    },
+  };
+}
