@@ -48,7 +48,8 @@ function octet(p: string): [number, number][] {
 export function parseDnsListSite(text: string): DnsListSite {
   const m = /^([^=*\s]+)(?:=([^*\s]+))?(?:\*(-?\d{1,4}))?$/.exec(text.trim().toLowerCase());
   if (!m || !ZONE_RE.test(m[1]!)) throw new Error(`"${text}" is not zone[=a.b.c.d][*weight]`);
-  const parts = m[2]?.split('.');
+  // Octets split at dots outside brackets: `127.0.0.[2..11]` is four octets.
+  const parts = m[2]?.match(/\[[^\]]*\]|[^.]+/g) ?? (m[2] === undefined ? undefined : []);
   if (parts && parts.length !== 4) throw new Error(`"${text}": the reply filter needs four octets`);
   const octets = parts ? parts.map(octet) : null;
   const weight = m[3] === undefined ? 1 : Number(m[3]);

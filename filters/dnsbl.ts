@@ -84,7 +84,7 @@ export function decideDnsbl(client: readonly ListHit[], domains: readonly ListHi
   const perZone = new Map<string, ListHit>();
   for (const h of domains) if (!perZone.has(h.zone)) perZone.set(h.zone, h);
   const domainHits = [...perZone.values()];
-  const scored = score !== 0 || domainHits.length > 0;
+  const scored = client.length > 0 || domainHits.length > 0;
   return {
     step: 'dnsbl',
     verdict: score >= threshold ? 'listed' : scored ? 'scored' : 'clear',
