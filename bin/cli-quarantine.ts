@@ -5,6 +5,7 @@ import type { InboundRelay } from '../mta/inbound/pipeline.js';
 import { deleteQuarantined, releaseQuarantined } from '../mta/inbound/quarantine-release.js';
 import type { BayesClassifier } from '../filters/bayes.js';
 import { createInboundRelay } from '../mta/inbound/relay.js';
+import type { ArcSealer } from '../mta/inbound/arc-seal.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
 import type { AccountStore } from '../storage/accounts.js';
@@ -19,7 +20,7 @@ import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } fro
  * The inbound relay over this database: a release is committed to the durable queue, and the running server's
  * worker delivers it to the domain's downstreams on its next pass (at most 30 s later).
  */
-export function queueRelay(db: Db, hostname: string, now: () => number): InboundRelay {
+export function queueRelay(db: Db, hostname: string, now: () => number, arc?: ArcSealer): InboundRelay {
   const queue = createQueue({
     store: createQueueStore(db),
     smtpLog: createSmtpLogStore(db),
@@ -28,7 +29,7 @@ export function queueRelay(db: Db, hostname: string, now: () => number): Inbound
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
   });
-  return createInboundRelay({ queue, hostname });
+  return createInboundRelay({ queue, hostname, arc });
 }
 
 /** What the classifier did with the decision, for the command's one line. */

@@ -17,6 +17,8 @@ import { createQuarantineStore } from '../storage/quarantine.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { createBayesClassifier } from '../filters/bayes.js';
 import { filterCommand } from './cli-filter.js';
+import { arcDnsRecord, arcKey, arcSealerFor } from './wiring-inbound.js';
+import pino from 'pino';
 import { createQueueStore } from '../storage/queue.js';
 import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
@@ -161,12 +163,20 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const { config } = loaded();
         const db = openDatabase(config.dataDir);
         try {
-          const relay = io.relayInbound?.(db) ?? queueRelay(db, config.smtp.hostname, now);
+          const relay = io.relayInbound?.(db) ?? queueRelay(db, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
           const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: config.filters.bayes.minLearned });
           return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), relay, bayes, opts, io, now);
         } finally {
           db.close();
         }
+      }
+      case 'arc': {
+        if (sub !== 'record') throw new UsageError('usage: sluice arc record');
+        const k = arcKey(loaded().config);
+        if (!k) throw new Error('ARC sealing is off: set inbound.arc.domain (and optionally inbound.arc.selector, inbound.arc.key)');
+        const r = arcDnsRecord(k);
+        io.stdout(opts.json ? JSON.stringify(r) + '\n' : `${r.name}. IN TXT "${r.value}"\n`);
+        return 0;
       }
       case 'filter': {
         const { config } = loaded();

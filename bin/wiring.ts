@@ -23,7 +23,7 @@ import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
-import { wireInboundFilters } from './wiring-inbound.js';
+import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { createSuppressionStore } from '../storage/suppressions.js';
@@ -150,7 +150,7 @@ export function wireCore(opts: CoreOptions) {
   const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger) });
   const worker = createQueueWorker({
     store: queueStore,
     queue,

@@ -1,9 +1,9 @@
 // Owns the configuration keys of inbound filtering beyond the spam threshold and rspamd: the statistical
-// classifier (filters.bayes.*), the DNS lists (filters.dnsbl.*) and greylisting (inbound.greylist.*); mounted into
-// KEY_TREE by config/keys.ts.
+// classifier (filters.bayes.*), the DNS lists (filters.dnsbl.*), greylisting (inbound.greylist.*) and ARC sealing
+// (inbound.arc.*); mounted into KEY_TREE by config/keys.ts.
 import net from 'node:net';
 import { key, type KeyTree } from './key-def.js';
-import { integer, parseList, type Source } from './values.js';
+import { integer, parseHostname, parseList, parsePath, type Source } from './values.js';
 
 /** `filters.bayes.*`: the classifier that learns (filters/bayes.ts). */
 export const BAYES_KEYS = {
@@ -154,5 +154,31 @@ export const GREYLIST_KEYS = {
           throw new Error(`item ${i}: ${(err as Error).message}`, { cause: err });
         }
       }),
+  }),
+} satisfies KeyTree;
+
+/** `inbound.arc.*`: ARC-sealing relayed mail (mta/inbound/arc-seal.ts), off until a domain is set. */
+export const ARC_KEYS = {
+  domain: key({
+    doc: 'Domain (d=) of the ARC sets Sluice adds to every message it relays (RFC 8617); the downstream must trust it as a sealer. Unset: no sealing.',
+    defaultText: 'none (off)',
+    default: () => undefined,
+    parse: (raw: unknown) => parseHostname(raw).toLowerCase().replace(/\.$/, ''),
+  }),
+  selector: key({
+    doc: 'Selector (s=) of the ARC key: publish its public key at <selector>._domainkey.<domain> (sluice arc record prints the record).',
+    defaultText: 'sluice-arc',
+    default: () => 'sluice-arc',
+    parse: (raw: unknown) => {
+      const s = String(raw).trim().toLowerCase();
+      if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(s)) throw new Error(`"${s}" is not a selector`);
+      return s;
+    },
+  }),
+  key: key({
+    doc: 'PEM private key (RSA or Ed25519) of the ARC sets; when unset, Sluice generates an RSA-2048 key into data_dir/arc/ on first use and keeps it.',
+    defaultText: 'none (generated into data_dir/arc/)',
+    default: () => undefined,
+    parse: parsePath,
   }),
 } satisfies KeyTree;

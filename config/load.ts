@@ -163,6 +163,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   if (tls.cert !== undefined) tls.cert = path.resolve(cwd, tls.cert);
   if (tls.key !== undefined) tls.key = path.resolve(cwd, tls.key);
   if (config.acme.caFile !== undefined) config.acme.caFile = path.resolve(cwd, config.acme.caFile);
+  if (config.inbound.arc.key !== undefined) config.inbound.arc.key = path.resolve(cwd, config.inbound.arc.key);
   return { config: deepFreeze(config), values, file };
 }
 
