@@ -9,7 +9,8 @@ import { KEYS } from '../config/keys.js';
 import { createBayesClassifier, type BayesClassifier } from '../filters/bayes.js';
 import type { SpamStepVerdict, StepVerdict } from '../filters/inbound-verdicts.js';
 import { createInboundPipeline, type RelayMessage } from '../mta/inbound/pipeline.js';
-import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
+import { createRspamdClient, type RspamdResult } from '../mta/scanners/rspamd-client.js';
+import { SPAM_RULES } from '../filters/spam-rules.js';
 import { openDatabase } from '../storage/database.js';
 import type { ServedDomainRow } from '../storage/inbound-domains.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
@@ -41,6 +42,26 @@ interface Outcome {
   spam: boolean;
   ms: number;
   verdict: SpamStepVerdict;
+  /** With BENCH_RSPAMD: the decision Sluice made before this work (f8d2f0b) from the same message. */
+  legacy?: boolean;
+}
+
+/** Our own Received field, as the MX prepends it (RFC 5321 §4.4): the pipeline and rspamd see what the MX hands on. */
+const received = (id: string) =>
+  Buffer.from(`Received: from client.example ([203.0.113.7]) by mx.sluice.bench with ESMTP id ${id.replace(/\W/g, '')}\r\n\tfor <user@corp.example>; Sun, 22 Nov 2026 12:00:00 +0000\r\n`);
+
+const HEADER_RULES = new Set(SPAM_RULES.map((r) => r.name));
+
+/**
+ * The decision before this work: rspamd handed the message with our Received field on top, its score added to the
+ * header rules' score (the only built-in rules then) against threshold 5, or its spam actions.
+ */
+async function legacyDecision(raw: Buffer, m: CorpusMessage, v: SpamStepVerdict): Promise<boolean> {
+  const r: RspamdResult = await createRspamdClient({ url: RSPAMD!, timeoutMs: 30_000 }).check({
+    raw, clientIp: '203.0.113.7', helo: 'client.example', mailFrom: m.mailFrom, rcptTo: ['user@corp.example'],
+  });
+  const header = v.rules.filter((x) => HEADER_RULES.has(x.name)).reduce((n, x) => n + x.score, 0);
+  return r.ok && (header + r.score >= 5 || ['reject', 'add header', 'rewrite subject'].includes(r.action));
 }
 
 function spamStep(verdicts: readonly StepVerdict[]): SpamStepVerdict {
@@ -69,11 +90,12 @@ async function runFold(test: readonly CorpusMessage[], bayes: BayesClassifier, w
   for (const m of test) {
     last = undefined;
     const t0 = performance.now();
-    const reply = await pipeline.handle({ mailFrom: m.mailFrom, rcptTo: ['user@corp.example'], clientIp: '203.0.113.7', helo: 'client.example', tls: false, raw: m.raw });
+    const raw = Buffer.concat([received(m.id), m.raw]);
+    const reply = await pipeline.handle({ mailFrom: m.mailFrom, rcptTo: ['user@corp.example'], clientIp: '203.0.113.7', helo: 'client.example', tls: false, raw });
     const ms = performance.now() - t0;
     if (!last) throw new Error(`${m.id}: not relayed (${reply.code} ${reply.status} ${reply.message})`);
     const v = spamStep((last as RelayMessage).verdicts);
-    out.push({ group: m.group, spam: v.verdict === 'spam', ms, verdict: v });
+    out.push({ group: m.group, spam: v.verdict === 'spam', ms, verdict: v, ...(withRspamd ? { legacy: await legacyDecision(raw, m, v) } : {}) });
   }
   return out;
 }
@@ -131,6 +153,7 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|');
   console.log(figures('Sluice, default, classifier trained by 5-fold CV', all, (o) => o.spam));
   if (RSPAMD) {
+    console.log(figures('Sluice + rspamd before (score added to ours under 5, our Received field handed on)', withRspamd, (o) => !!o.legacy));
     console.log(figures('Sluice + rspamd (its action honoured)', withRspamd, (o) => o.spam));
     const action = (o: Outcome) => (o.verdict.rspamd && 'action' in o.verdict.rspamd ? o.verdict.rspamd.action : 'error');
     console.log(figures('rspamd alone, action ≠ no action', withRspamd, (o) => action(o) !== 'no action'));

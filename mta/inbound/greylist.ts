@@ -34,9 +34,19 @@ export function createGreylister(deps: {
   logger: Logger;
 }): Greylister {
   const log = deps.logger.child({ component: 'greylist' });
+  // Forgetting what can no longer matter, at most hourly, from whichever process greylists: a triplet unseen for longer
+  // than both the retry window and the pass time, a network whose last pass is older than the pass time.
+  let prunedAt = deps.now();
+  const pruneNow = (now: number) => {
+    if (now - prunedAt < 3_600_000) return;
+    prunedAt = now;
+    const s = deps.settings;
+    deps.store.prune(now - Math.max(s.retryWindowMs, s.passMs), now - s.passMs).catch((err: unknown) => log.warn({ err }, 'greylist prune failed'));
+  };
   async function attempt(q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<SmtpReply | undefined> {
     const triplet = { network: clientNetwork(q.clientIp), sender: q.mailFrom.toLowerCase(), recipient: q.rcpt.toLowerCase() };
     const now = deps.now();
+    pruneNow(now);
     const [record, client] = await Promise.all([deps.store.find(triplet), deps.store.client(triplet.network)]);
     const d = decideGreylist(record, client, now, deps.settings);
     if (d.save) await deps.store.save(triplet, d.save);
