@@ -42,6 +42,8 @@ import { createDnsResolver, mailauthResolver } from '../mta/delivery/dns-resolve
 import { createInboundPipeline } from '../mta/inbound/pipeline.js';
 import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
+import { configuredListeners, createTargetGuard, interfaceAddresses } from '../mta/delivery/target-guard.js';
+import type { HostPort } from '../config/keys.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createScreening } from '../mta/outbound/screening.js';
@@ -56,7 +58,8 @@ import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import { newSendRequestId, runSend } from '../mta/outbound/send.js';
+import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
+import { runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
@@ -89,6 +92,8 @@ export interface CoreOptions {
   publicUrl: () => string;
   /** Which listeners are listening, for /healthz and /readyz. */
   listening: () => Record<string, boolean>;
+  /** The addresses this process's listeners are bound to (their real ports when configured as 0). */
+  boundListeners?: () => readonly HostPort[];
   /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
   certificateInstalled?: () => Promise<unknown>;
 }
@@ -126,6 +131,15 @@ export function wireCore(opts: CoreOptions) {
   const suppressions = createSuppressionStore(db);
   const dkim = createDkimKeyStore(db);
   const resolver = createDnsResolver({ servers: config.dns.servers });
+  // The outbound-connection policy: every target a tenant chose (webhooks, monitor webhooks, downstreams, MX hosts)
+  // is resolved once, judged, and dialled only at an address it allowed. Own listeners: this process's bound ones
+  // and every role's configured ones (another process on this data_dir may run them).
+  const guard = createTargetGuard({
+    resolver,
+    allow: () => live().security.allowPrivateTargets,
+    listeners: () => [...configuredListeners(config), ...(opts.boundListeners?.() ?? [])],
+    localAddresses: () => [...interfaceAddresses(), ...(config.outbound.publicIp ? [config.outbound.publicIp] : [])],
+  });
   const queueStore = createQueueStore(db);
   // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
   const metrics = createMetrics();
@@ -156,8 +170,8 @@ export function wireCore(opts: CoreOptions) {
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
-      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver }),
-      downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
+      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver, guard }),
+      downstream: createDownstreamRouter({ domains: inboundDomains, guard }),
     }),
     now,
     logger,
@@ -199,7 +213,7 @@ export function wireCore(opts: CoreOptions) {
   const webhookStore = createWebhookStore(db);
   ensureSigningKey(webhookStore, now());
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
-  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname, metrics });
+  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, guard, now, logger, hostname: config.smtp.hostname, metrics });
   metrics.collectFrom({ queue: () => queueStore.depth(), webhookEventsPending: () => webhookStore.pendingCount(), now });
   // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
   const alertStore = createAlertStore(db);
@@ -207,9 +221,11 @@ export function wireCore(opts: CoreOptions) {
     store: alertStore,
     accounts,
     signer: webhookSigner,
+    guard,
     queue,
     senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
     invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    lockdown,
     hostname: config.smtp.hostname,
     now,
     logger,
@@ -228,6 +244,7 @@ export function wireCore(opts: CoreOptions) {
     abuse,
     alerts: alertStore,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
+    lockdown,
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
@@ -245,6 +262,7 @@ export function wireCore(opts: CoreOptions) {
     relayInbound,
     bayes,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
+    targets: guard,
     queue: createQueueAdmin({ store: queueStore, now }),
     console: createConsoleStore(db),
     acmeChallenge: (token) => acme?.challenges.get(token),

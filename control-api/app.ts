@@ -152,8 +152,11 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         if (reply.type) ctx.type = reply.type;
         ctx.body = reply.body;
       } else if (reply.status !== 204 && reply.status !== 304) {
-        // The spec's bodiless answers (201 on POST /webhook, suppression-list…) carry no body, not Koa's "Created".
-        ctx.body = '';
+        // The spec's bodiless answers (201 on POST /webhook and /suppression-list, 200 on GET /inbound/v1/status…)
+        // declare no content: no body and no Content-Type (an empty string would be sent as text/plain). An explicit
+        // null body is how Koa says so; it turns the status into 204 on the way, so the status is set again after.
+        ctx.body = null;
+        ctx.status = reply.status;
       }
     });
   }

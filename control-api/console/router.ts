@@ -36,6 +36,15 @@ function loginPage(csrf: string, error?: string): Html {
   );
 }
 
+/** A path segment %xx-decoded; one that is not valid percent-encoding (`%zz`) names no page: 404, not a throw. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw notFound('no such page');
+  }
+}
+
 /** The console middleware: owns every path under /console and passes anything else on. */
 export function createConsole(services: Services, routes: readonly AnyRoute[], views: readonly ViewRoute[] = CONSOLE_VIEWS): Koa.Middleware {
   const call = createRouteCaller(services, routes);
@@ -105,7 +114,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     }
     const { v, m } = match;
     ctx.state.routeTemplate = v.path;
-    const params = Object.fromEntries(v.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+    const params = Object.fromEntries(v.names.map((n, i) => [n, decodeSegment(m[i + 1]!)]));
     let form: URLSearchParams | undefined;
     if (ctx.method === 'POST') {
       form = await readForm(ctx.req);

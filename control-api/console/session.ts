@@ -23,13 +23,30 @@ export interface Viewer {
   accounts: AccountRow[];
 }
 
+/**
+ * The request's cookies by name (RFC 6265 §5.4). Total — any header a client sends gives an answer, never a throw:
+ * a pair without a name is skipped, a value that is not valid percent-encoding (`a=%zz`) is kept as sent (it then
+ * names no session), and of a repeated name the first wins, as browsers list the cookie of the longest path first
+ * (§5.4 step 2), which is the console's own (Path=/console).
+ */
 export function parseCookies(header: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const part of (header ?? '').split(';')) {
     const i = part.indexOf('=');
-    if (i > 0) out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+    const name = i > 0 ? part.slice(0, i).trim() : '';
+    if (name === '' || Object.hasOwn(out, name)) continue;
+    out[name] = decodeCookieValue(part.slice(i + 1).trim());
   }
   return out;
+}
+
+/** `%xx`-decoded value, or the value as sent when it is not valid percent-encoding (or UTF-8). */
+function decodeCookieValue(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
 /** A Set-Cookie value for the console: Path=/console, HttpOnly, SameSite=Strict, Secure when `secure`. */

@@ -6,7 +6,8 @@ import { domainOrBadRequest, ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError, Limit, Offset } from '../schemas.js';
 import {
-  AliasParams, bad, common, Domain, DomainParams, Downstream, Downstreams, missing, parseDownstreams, render, tags,
+  AliasParams, bad, common, Domain, DomainParams, Downstream, Downstreams, missing, parseDownstreams, render, screenDownstreams,
+  tags,
 } from './inbound-domain-wire.js';
 
 export const inboundDomainPartRoutes: AnyRoute[] = [
@@ -91,10 +92,11 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       ...common,
       ...missing,
     },
-    handler: (s, { principal, params, body }) => {
+    handler: async (s, { principal, params, body }) => {
       const row = ownDomain(s, principal, params.domain);
       const errors: string[] = [];
       const records = parseDownstreams(body.records, 'records', errors);
+      await screenDownstreams(s, body.records, 'records', errors);
       if (errors.length > 0) throw new ApiError(400, errors);
       s.inboundDomains.setDownstreams(row.id, records, s.now());
       return { status: 201, body: { records: s.inboundDomains.listDownstreams(row.id) } };

@@ -13,6 +13,7 @@ import type {
   ProvisionResult,
 } from '../../storage/inbound-domains.js';
 import type { InboundSubscriptionRow } from '../../storage/inbound-subscriptions.js';
+import { refusalMessage } from '../../mta/delivery/target-guard.js';
 import { ApiError, badRequest, conflict, forbidden } from '../errors.js';
 import { CodedError } from '../schemas.js';
 import type { Services } from '../services.js';
@@ -214,6 +215,29 @@ export function parseDownstreams(records: Static<typeof Downstream>[], field: st
     else out.push({ priority: r.priority, weight: r.weight, port: r.port, target });
   });
   return out;
+}
+
+/**
+ * Appends a 400 text for each downstream the outbound-connection policy refuses: a target resolving to an internal
+ * address (loopback, RFC 1918, link-local, …) or to one of Sluice's own listeners, unless the operator allowed it
+ * in security.allow_private_targets. Targets `parseDownstreams` refused are skipped (already reported).
+ */
+export async function screenDownstreams(
+  s: Pick<Services, 'targets'>,
+  records: readonly Static<typeof Downstream>[] | null | undefined,
+  field: string,
+  errors: string[],
+): Promise<void> {
+  const found = await Promise.all(
+    (records ?? []).map(async (r, i) => {
+      const target = normaliseDownstreamTarget(r.target);
+      if (!target) return undefined;
+      const host = target.replace(/\.$/, '');
+      const refused = await s.targets.screen(host, r.port);
+      return refused ? `${field}[${i}].target: ${refusalMessage('downstream', host, refused)}` : undefined;
+    }),
+  );
+  for (const e of found) if (e) errors.push(e);
 }
 
 /** The account's active subscription of this handle; 400 otherwise (api.md decisions table). */
