@@ -6,6 +6,7 @@ import {
   parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
+import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
 
@@ -122,6 +123,8 @@ export const KEY_TREE = {
       default: () => 100,
       parse: integer(1, 1000, 'levels'),
     }),
+    /** `smtp.junk_command_limit`, `smtp.session_deadline_minutes` (config/smtp-session.ts). */
+    ...SMTP_SESSION_KEYS,
     submission: {
       listen: key({
         doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
@@ -143,6 +146,7 @@ export const KEY_TREE = {
         default: () => 50,
         parse: integer(1, 10_000, 'a count'),
       }),
+      ...SUBMISSION_AUTH_KEYS,
       allowInsecureLoopbackAuth: key({
         doc: 'Let a client on 127.0.0.0/8 or ::1 AUTH without TLS (a local app that cannot do STARTTLS); everyone else must use TLS first.',
         defaultText: 'false',

@@ -6,6 +6,7 @@ import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/accounts.js';
 import { storageFailure } from '../storage/write-health.js';
 import { ApiError, errorBody, groupOf, storageUnavailable } from './errors.js';
+import { htmlSecurityHeaders } from './html-headers.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody } from './json-body.js';
 import { metricsMiddleware } from './metrics-endpoint.js';
 import { SERVICE_VERSION_HEADER, SERVICE_VERSIONS } from './openapi.js';
@@ -51,6 +52,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
   const router = new Router();
   const limiter = createRateLimiter({ rate: RATE_LIMIT_PER_SECOND, burst: RATE_LIMIT_PER_SECOND, now: services.now });
 
+  // Outermost: every HTML answer gets its CSP, error pages and redirect bodies included.
+  app.use(htmlSecurityHeaders());
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     // The HTTP request's own id, answered as X-Request-Id; distinct from a send's MailChannels `request_id`.

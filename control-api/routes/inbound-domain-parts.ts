@@ -6,7 +6,8 @@ import { domainOrBadRequest, ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError, Limit, Offset } from '../schemas.js';
 import {
-  AliasParams, bad, common, Domain, DomainParams, Downstream, Downstreams, missing, parseDownstreams, render, screenDownstreams,
+  AliasParams, bad, common, Domain, DomainParams, Downstream, Downstreams, missing, overlapConflict, parseDownstreams, render,
+  screenDownstreams,
   tags,
 } from './inbound-domain-wire.js';
 
@@ -24,14 +25,14 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       ...bad,
       ...common,
       ...missing,
-      409: { description: 'the name is already a domain or an alias', schema: CodedError },
+      409: { description: 'the name is already a domain or an alias, or overlaps another customer\'s domain', schema: CodedError },
     },
     handler: (s, { principal, params }) => {
       const row = ownDomain(s, principal, params.domain);
       const alias = domainOrBadRequest(params.alias, 'alias');
-      if (s.inboundDomains.addAlias(row.id, alias, s.now()) === 'taken') {
-        throw conflict(`"${alias}" is already provisioned as a domain or an alias`);
-      }
+      const added = s.inboundDomains.addAlias(row.id, alias, s.now());
+      if (added === 'taken') throw conflict(`"${alias}" is already provisioned as a domain or an alias`);
+      if (added === 'overlap') throw overlapConflict(alias);
       return { status: 200, body: { domain: render(s, row.id), alias } };
     },
   }),

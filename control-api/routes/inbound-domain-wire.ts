@@ -252,6 +252,16 @@ export function subscriptionOr400(
   return sub;
 }
 
+/**
+ * 409 for a name that is, or is a parent or a subdomain of, a name another customer serves: it would receive mail
+ * meant for them. The other customer's name is not told; the operator can provision the domain.
+ */
+export function overlapConflict(name: string): ApiError {
+  return conflict(
+    `"${name}" overlaps a domain another customer has provisioned (the same name, a parent or a subdomain of it); the operator can provision it (sluice inbound-domains provision)`,
+  );
+}
+
 /** Client-facing text and status of a failed provisioning. */
 export function provisionFailure(res: Extract<ProvisionResult, { ok: false }>, domain: string): ApiError {
   switch (res.reason) {
@@ -265,5 +275,7 @@ export function provisionFailure(res: Extract<ProvisionResult, { ok: false }>, d
       return forbidden(`domain "${domain}" is associated with another API key`);
     case 'limit':
       return forbidden('the subscription\'s domain limit is reached');
+    case 'overlap':
+      return overlapConflict(res.name);
   }
 }

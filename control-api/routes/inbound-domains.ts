@@ -60,7 +60,10 @@ export const inboundDomainRoutes: AnyRoute[] = [
       201: { description: 'provisioned', schema: Domain },
       ...bad,
       ...common,
-      409: { description: 'held by another customer, or a name already used as an alias', schema: CodedError },
+      409: {
+        description: 'held by another customer, a name already used as an alias, or the same as, a parent or a subdomain of another customer\'s domain or alias',
+        schema: CodedError,
+      },
     },
     handler: async (s, { principal, query, body }) => {
       const domain = domainOrBadRequest(body.domain, 'domain');
@@ -194,7 +197,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
       ...bad,
       ...common,
       ...missing,
-      409: { description: 'an alias is already provisioned elsewhere', schema: CodedError },
+      409: { description: 'an alias is already provisioned elsewhere, or overlaps another customer\'s domain', schema: CodedError },
     },
     handler: async (s, { principal, params, body }) => {
       const row = ownDomain(s, principal, params.domain);
