@@ -9,6 +9,7 @@ import { GTUBE } from '../../../filters/spam-rules.js';
 import { dkimDnsRecord, generateDkimKeyPair } from '../../../mta/outbound/dkim-keys.js';
 import { signMessage } from '../../../mta/outbound/dkim-sign.js';
 import { createDnsResolver, mailauthResolver } from '../../../mta/delivery/dns-resolver.js';
+import { createGreylister } from '../../../mta/inbound/greylist.js';
 import { createInboundPipeline, SCAN_FAILED_HEADER, type InboundPipelineDeps, type RelayMessage } from '../../../mta/inbound/pipeline.js';
 import { createRspamdClient } from '../../../mta/scanners/rspamd-client.js';
 import { createAccountStore } from '../../../storage/accounts.js';
@@ -16,6 +17,7 @@ import { openDatabase } from '../../../storage/database.js';
 import { createInboundDomainStore, type AbusePolicy } from '../../../storage/inbound-domains.js';
 import { createInboundListStore, type ListScope } from '../../../storage/inbound-lists.js';
 import { createQuarantineStore } from '../../../storage/quarantine.js';
+import { createSqliteGreylistStore } from '../../../storage/sqlite/greylist.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { createClock, tempDir } from '../../helpers/stack.js';
 
@@ -345,6 +347,27 @@ t.test('rspamd "add header" below our threshold still counts as spam', async (t)
   t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
   t.match(headerBlock(relayed[0]!.raw), /^X-Spam-Flag: YES$/m);
   t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'spam', reason: 'rspamd-action' });
+});
+
+t.test('rspamd "greylist": a first attempt is deferred 450 4.7.1, the retry after the delay relayed (Sluice\'s triplet memory)', async (t) => {
+  const url = await rspamdStub(t, { action: 'greylist', score: 4.5, required_score: 15, symbols: { HFILTER_HOSTNAME_UNKNOWN: { score: 2.5 } } });
+  const clock = createClock();
+  const db = openDatabase(tempDir(t));
+  t.teardown(() => db.close());
+  const greylist = createGreylister({
+    store: createSqliteGreylistStore(db), domains: [], exemptNetworks: () => false, now: clock.now, logger: pino({ level: 'silent' }),
+    settings: { delayMs: 300_000, retryWindowMs: 48 * 3_600_000, passMs: 35 * 86_400_000, autoAllowAfter: 5 },
+  });
+  // No domain has greylisting on (domains: []): rspamd asked for it, so the triplet memory decides anyway.
+  const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), greylist, now: clock.now } });
+  t.match(await pipeline.handle({ ...base, raw: await compose() }), { code: 450, status: '4.7.1', message: /^Greylisted: .* 300 seconds$/ });
+  t.equal(relayed.length, 0);
+  clock.advance(60_000);
+  t.match(await pipeline.handle({ ...base, raw: await compose() }), { code: 450, status: '4.7.1' }, 'too early a retry is deferred again');
+  clock.advance(300_000);
+  t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250, 'a retry after the delay passes');
+  t.equal(relayed.length, 1);
+  t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'ham', rspamd: { action: 'greylist' } }, 'greylist is rspamd\'s delay, not a spam verdict');
 });
 
 t.test('scanner down: tempfail policy → 451 4.7.1 and nothing relayed; accept-and-tag → relayed with a tag', async (t) => {
