@@ -2,7 +2,7 @@
 // block), and the one reply to DATA. It decides only; the pipeline commits (maddy keeps checks apart the same way).
 import { effectiveAbusePolicy, type ListVerdict } from '../../filters/inbound-lists.js';
 import {
-  RSPAMD_SOFT_REJECT, spamUndecided, type PolicyStepVerdict, type SpamStepVerdict, type StepVerdict, type VirusStepVerdict,
+  SCANNER_FAILED, spamUndecided, type PolicyStepVerdict, type SpamStepVerdict, type StepVerdict, type VirusStepVerdict,
 } from '../../filters/inbound-verdicts.js';
 import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/inbound-domains.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
@@ -86,7 +86,7 @@ function virusPolicy(groups: readonly DomainRecipients[], virus: VirusStepVerdic
  */
 export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStepVerdict, virus?: VirusStepVerdict): PolicyDecision {
   if (virus?.verdict === 'infected') return virusPolicy(groups, virus);
-  if (spamUndecided(spam)) return { verdicts: [], relays: [], quarantines: [], refusal: spam.reason === RSPAMD_SOFT_REJECT ? REPLY.softReject : REPLY.scannerDown };
+  if (spamUndecided(spam)) return { verdicts: [], relays: [], quarantines: [], refusal: spam.reason === SCANNER_FAILED ? REPLY.scannerDown : REPLY.softReject };
   const verdicts: PolicyStepVerdict[] = [];
   const relays = new Map<string, RelayPlan>();
   const quarantines: QuarantinePlan[] = [];
