@@ -81,7 +81,7 @@ async function runFold(test: readonly CorpusMessage[], bayes: BayesClassifier, w
     rspamd: withRspamd && RSPAMD ? createRspamdClient({ url: RSPAMD, timeoutMs: 30_000 }) : undefined,
     // rspamd's `greylist` action: counted as the sender's retry after the delay, which greylisting lets through and
     // rspamd's action then no longer holds (a spam bot that never retries would be caught: this counts recall low).
-    greylist: { check: async () => undefined, rspamdAsked: async () => undefined },
+    greylist: { applies: () => false, check: async () => undefined, rspamdAsked: async () => undefined },
     scannerFailure: 'tempfail',
     spamThreshold: defaultOf('filters.spam_threshold'),
     quarantineDays: 30,

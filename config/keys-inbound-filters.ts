@@ -143,7 +143,7 @@ export const GREYLIST_KEYS = {
     parse: integer(1, 1_000_000, 'a count'),
   }),
   exemptNetworks: key({
-    doc: 'Client networks never greylisted (CIDR or addresses), e.g. the downstream servers of your domains when they send mail back through Sluice; DNSWL-listed clients and safelisted senders are exempt anyway.',
+    doc: 'Client networks never greylisted (CIDR or addresses), e.g. the downstream servers of your domains when they send mail back through Sluice; DNSWL-listed clients and safelisted senders whose SPF passes are exempt anyway.',
     defaultText: 'empty',
     default: () => [],
     parse: (raw: unknown, source: Source) =>

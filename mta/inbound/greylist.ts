@@ -7,6 +7,8 @@ import type { ServedDomainRow } from '../../storage/inbound-domains.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
 export interface Greylister {
+  /** Whether recipients of `served` are greylisted at all (`inbound.greylist.domains`). */
+  applies(served: ServedDomainRow): boolean;
   /**
    * Decides one RCPT of a served domain: undefined accepts it, a reply (450 4.7.1) defers it. Domains without
    * greylisting, allowlisted clients (DNSWL) and exempt client networks are accepted untouched.
@@ -55,6 +57,7 @@ export function createGreylister(deps: {
     return d.outcome.action === 'defer' ? REPLY.greylisted(d.outcome.retryAfterS) : undefined;
   }
   return {
+    applies: (served) => greylistApplies(deps.domains, served),
     async check(q) {
       if (!greylistApplies(deps.domains, q.served) || q.allowlisted || deps.exemptNetworks(q.clientIp)) return undefined;
       return attempt(q);

@@ -2,6 +2,7 @@
 // then the policy step (./policy.ts), then the commit (quarantine rows, relays) and the one SMTP reply to DATA.
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
+import { spf } from 'mailauth/lib/spf/index.js';
 import type { BayesClassifier } from '../../filters/bayes.js';
 import { checkAuthentication, isForgedAuthResults, type AuthResolver } from '../../filters/inbound-auth.js';
 import { listStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
@@ -140,6 +141,11 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     dnsLists: deps.dnsLists,
     dnsblThreshold: deps.dnsblThreshold ?? 3,
     greylist: deps.greylist,
+    spfPass: async (q) => {
+      if (!q.mailFrom) return false;
+      const r = await spf({ sender: q.mailFrom, ip: q.clientIp, mta: deps.hostname, resolver: deps.resolver }).catch(() => undefined);
+      return r?.status.result === 'pass';
+    },
     logger: deps.logger,
   });
 

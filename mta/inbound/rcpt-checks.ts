@@ -27,6 +27,11 @@ export interface RcptCheckDeps {
   dnsblThreshold: number;
   /** Present when greylisting is on for some domain (`inbound.greylist.*`). */
   greylist?: Greylister | undefined;
+  /**
+   * Whether the envelope sender's SPF passes for the client (RFC 7208), asked only for a sender safelisted by
+   * address or domain of a greylisted domain. Absent: never passes.
+   */
+  spfPass?: ((q: RcptQuery) => Promise<boolean>) | undefined;
   logger: Logger;
 }
 
@@ -37,7 +42,7 @@ export interface RcptChecks {
   clientListing(ip: string): Promise<{ hits: ListHit[]; errors: string[] }>;
   /**
    * The reply refusing one recipient, or undefined to accept it: blocklisted by its lists → 550 5.7.1; safelisted →
-   * accepted with no further check; the client's DNS list weight at or above the threshold → 554 5.7.1; a first
+   * no DNS list check, and greylisted only when safelisted by address or domain and SPF does not pass; the client's DNS list weight at or above the threshold → 554 5.7.1; a first
    * attempt under greylisting → 450 4.7.1.
    */
   check(q: RcptQuery): Promise<SmtpReply | undefined>;
@@ -70,7 +75,13 @@ export function createRcptChecks(deps: RcptCheckDeps): RcptChecks {
       if (!served) return undefined;
       const lv = listVerdict(served, q);
       const refused = refusalAtRcpt(lv);
-      if (refused || lv.action === 'safelist') return refused;
+      if (refused) return refused;
+      if (lv.action === 'safelist') {
+        // An envelope sender is easily forged: a safelisted address or domain skips greylisting only with SPF pass
+        // (RFC 6647 §2.2 exempts known senders; a safelisted client IP is known by itself).
+        if (!deps.greylist?.applies(served) || lv.itemType === 'ip_address' || (await deps.spfPass?.(q))) return undefined;
+        return deps.greylist.check({ ...q, served, allowlisted: false });
+      }
       const listing = await clientListing(q.clientIp);
       const dnsbl = decideDnsbl(listing.hits, [], deps.dnsblThreshold, listing.errors);
       if (dnsbl.verdict === 'listed') {

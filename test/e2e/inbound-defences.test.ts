@@ -103,13 +103,19 @@ t.test('greylisting: a first attempt gets 450 4.7.1, a retry after the delay is 
   ]);
 });
 
-t.test('greylisting exemptions: exempt networks and safelisted senders are never delayed', async (t) => {
+t.test('greylisting exemptions: exempt networks and SPF-pass senders of safelisted domains are never delayed', async (t) => {
   const w = await world(t, { SLUICE_INBOUND_GREYLIST_DOMAINS: '*', SLUICE_INBOUND_GREYLIST_EXEMPT_NETWORKS: '127.0.0.0/8' });
   t.equal((await w.send()).code, 250);
-  const v = await world(t, { SLUICE_INBOUND_GREYLIST_DOMAINS: '*' });
+  // sender.test's SPF passes for 127.0.0.1; forged.test publishes none, so anyone can claim it.
+  const v = await world(t, { SLUICE_INBOUND_GREYLIST_DOMAINS: '*' }, { 'forged.test': { TXT: ['v=spf1 ip4:192.0.2.1 -all'] } });
   const acme = v.stack.accounts.findByHandle('acme')!;
-  v.stack.services.inboundLists.addEntry({ level: 'account', accountId: acme.id }, { item: 'sender.test', itemType: 'domain', action: 'safelist' }, v.stack.clock.now());
-  t.equal((await v.send()).code, 250);
+  for (const item of ['sender.test', 'forged.test']) {
+    v.stack.services.inboundLists.addEntry({ level: 'account', accountId: acme.id }, { item, itemType: 'domain', action: 'safelist' }, v.stack.clock.now());
+  }
+  t.equal((await v.send()).code, 250, 'safelisted and SPF pass');
+  const forged = await v.send({ from: 'ceo@forged.test' });
+  t.equal(forged.code, 450, 'safelisted but SPF fails: greylisted like anyone');
+  t.match(forged.response, /^450 4\.7\.1 Greylisted/);
 });
 
 t.test('inbound virus scanning with clamd: refused, quarantined per the domain, scanner down per filters.rspamd.failure', { skip: daemonsMissing() }, async (t) => {
