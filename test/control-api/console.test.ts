@@ -260,7 +260,7 @@ t.test('Delete as spam in the console deletes the message and teaches the accoun
   await w.quarantine('carol@acme-corp.test', 'acme spam');
   const id = (w.stack.db.prepare('SELECT id FROM inbound_quarantine').get() as { id: number }).id;
   const acme = consoleClient(w.base);
-  await acme.signIn(w.acme.key);
+  await acme.signIn(w.acme.inboundKey);
   const page = await acme.get(`/console/quarantine/${id}`);
   t.match(page.text, new RegExp(`action="/console/quarantine/${id}/spam`), 'the detail page offers it');
   const res = await acme.post(`/console/quarantine/${id}/spam`, {});
