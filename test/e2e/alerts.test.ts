@@ -192,6 +192,14 @@ t.test('/tx/v1/monitors: validation, tenancy, delete; a parent\'s monitor watche
   t.equal((await w.stack.api('DELETE', `/tx/v1/monitors/${m.id}`, { key: w.key })).status, 204);
   t.same((await w.stack.api('GET', '/tx/v1/monitors', { key: w.key })).body, []);
   t.same((await alertcount(w, range)).body, { '2026-11-22T00:00:00Z': 1 }, 'the alerts of a deleted monitor stay counted');
+
+  // The specification: "delivery type is email (default) or webhook".
+  const byDefault = await monitor(w, { condition: 'sender_id_sending_spam', interval_hours: 2, email: 'ops@alerts.test' });
+  t.equal(byDefault.status, 201, 'a monitor without delivery is an email monitor');
+  t.match(byDefault.body, { delivery: 'email', email: 'ops@alerts.test' });
+  t.same((await w.stack.api('GET', `/tx/v1/monitors/${byDefault.body.id}`, { key: w.key })).body, byDefault.body);
+  await bad({ condition: 'sender_id_blocked', interval_hours: 1 }, /^email: required for delivery "email"$/);
+  await bad({ condition: 'sender_id_blocked', interval_hours: 1, webhook_url: 'https://hooks.test/' }, /^webhook_url: only for delivery "webhook"$/);
 });
 
 t.test('alertcount: validation and week buckets', async (t) => {
