@@ -3,7 +3,7 @@
 // alerts reach an SMTP sink through the queue; delivery outcomes fire the invalid-recipient and rejection conditions.
 import t from 'tap';
 import { GTUBE } from '../../filters/spam-rules.js';
-import { mail, outboundWorld, type OutboundWorld } from '../helpers/outbound-world.js';
+import { mail, outboundWorld, rawMail, type OutboundWorld } from '../helpers/outbound-world.js';
 import { startReceiver, verifyWebhook } from '../helpers/webhook-receiver.js';
 
 const HOUR = 3_600_000;
@@ -33,8 +33,9 @@ t.test('block threshold → signed alert, blocked, alertcount, remediation, 429 
     condition_description: 'Sender ID is blocked',
     account_id: 'acme',
     timestamp: new Date(w.stack.clock.now()).toISOString(),
-    originator: ID,
-    originator_type: 'sender_id',
+    // A REST send: its API key has no user, so the originator is the envelope sender (api.md §4.5).
+    originator: 'app@sender.test',
+    originator_type: 'x-sender',
     sender_id: ID,
     ip: '127.0.0.1',
     transaction_id: blocking.request_id,
@@ -100,6 +101,21 @@ t.test('block threshold → signed alert, blocked, alertcount, remediation, 429 
 
   const alerts = await w.stack.api('GET', `/tx/v1/monitors/${created.body.id}/alerts`, { key: w.key });
   t.same(alerts.body.map((a: any) => [a.state, a.attempts, a.last_status_code]), [['delivered', 2, 204], ['delivered', 1, 200]], 'every alert is stored');
+});
+
+t.test('an alert of a submitted message names the authenticated user as its originator (x-authuser)', async (t) => {
+  const w = await outboundWorld(t, { env });
+  const receiver = await startReceiver(t, '/alerts');
+  t.equal((await monitor(w, { condition: 'sender_id_sending_spam', interval_hours: 1, delivery: 'webhook', webhook_url: receiver.url })).status, 201);
+  t.match(await w.smtp(rawMail(GTUBE), { from: 'bounces@sender.test' }), /^550 5\.7\.1 /);
+  t.same(await w.stack.alertMonitors.runOnce(), { delivered: 1, failed: 0 });
+  t.match(JSON.parse(receiver.posts[0]!.raw.toString('utf8')), {
+    condition_name: 'sender_id_sending_spam',
+    originator: 'acme',
+    originator_type: 'x-authuser',
+    sender_id: 'acme|x-authuser|acme',
+    envelope_sender: 'bounces@sender.test',
+  });
 });
 
 t.test('an email monitor: the alert arrives at an SMTP sink through the queue', async (t) => {
