@@ -265,6 +265,8 @@ export function wireCore(opts: CoreOptions) {
     // a webhook after one day (they would never be sent).
     pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
     pruneTracking: (before, limit) => tracking.prune(before, limit),
+    pruneAlerts: (before, limit) => alertStore.prune(before, limit),
+    pruneStrikes: (before, limit) => abuse.prune(before, limit),
   });
   const routes = [
     ...subAccountRoutes,

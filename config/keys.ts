@@ -376,6 +376,12 @@ export const KEY_TREE = {
       default: () => 365,
       parse: parseDays,
     }),
+    alertDays: key({
+      doc: 'Days fired alerts (a monitor\'s alert history, alertcount; also of deleted monitors) and sender strikes and delistings are kept; an alert still being delivered, or a strike inside abuse.block_window_hours, is never pruned.',
+      defaultText: '90',
+      default: () => 90,
+      parse: parseDays,
+    }),
   },
   log: {
     level: key({

@@ -30,6 +30,16 @@ export interface RetentionDeps {
    * `retention.tracking_days`); return how many. Unset: they are not pruned.
    */
   pruneTracking?: (before: number, limit: number) => number;
+  /**
+   * Hook for the alerts monitors fired (issue 23): delete up to `limit` whose delivery is over, fired before `before`
+   * (cutoff = `retention.alert_days`); return how many. Unset: they are not pruned.
+   */
+  pruneAlerts?: (before: number, limit: number) => number;
+  /**
+   * Hook for sender strikes and delistings (issue 23): delete up to `limit` older than `before` (cutoff =
+   * `retention.alert_days`; the hook keeps those that still count); return how many. Unset: they are not pruned.
+   */
+  pruneStrikes?: (before: number, limit: number) => number;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -46,7 +56,14 @@ export interface RetentionCounts {
   events: number;
   /** What open and click tokens of old messages named (0 unless the `pruneTracking` hook is wired). */
   tracking: number;
+  /** Alerts fired, delivered or failed for good (0 unless the `pruneAlerts` hook is wired). */
+  alerts: number;
+  /** Sender strikes and delistings (0 unless the `pruneStrikes` hook is wired). */
+  strikes: number;
 }
+
+/** The kinds of rows pruned through a hook of another owner. */
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -65,7 +82,9 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  *   with its delivery, and it is kept as long as the log: max(message_days, log_days));
  * - inbound quarantine entries past their expiry (`inbound.quarantine_days`, set when held);
  * - delivered webhook events older than `log_days`, when the `pruneEvents` hook is given;
- * - tracking rows of messages older than `tracking_days` (their links then answer 404), when `pruneTracking` is given.
+ * - tracking rows of messages older than `tracking_days` (their links then answer 404), when `pruneTracking` is given;
+ * - alerts fired and sender strikes and delistings older than `alert_days`, when `pruneAlerts` / `pruneStrikes` are
+ *   given (an alert still being delivered, a strike that still counts toward a block stay).
  * Nothing of a message with a queued (also deferred), sending or held delivery is ever deleted, however old.
  * Each kind stops after `maxBatchesPerRun` batches (default 200); the rest is pruned by the next run.
  * Concurrent calls share the run in progress. `start()` runs it after `firstRunDelayMs` (default 1 min) and then
@@ -128,30 +147,25 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
-    let events = 0;
-    let eventBatches = 0;
-    const pruneEvents = deps.pruneEvents;
-    if (pruneEvents) {
-      await yieldToLoop();
-      [events, eventBatches] = await drain(limited((limit) => pruneEvents(logBefore, limit)));
-    }
-    let tracking = 0;
-    let trackingBatches = 0;
-    const pruneTracking = deps.pruneTracking;
-    if (pruneTracking) {
-      await yieldToLoop();
-      const trackingBefore = now - deps.config.retention.trackingDays * DAY_MS;
-      [tracking, trackingBatches] = await drain(limited((limit) => pruneTracking(trackingBefore, limit)));
-    }
-    const counts = { logRows, messages, bodies, quarantine, events, tracking };
-    if (logRows + messages + bodies + quarantine + events + tracking > 0) log.info(counts, 'retention pruned');
-    return {
-      ...counts,
-      batches: {
-        logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, events: eventBatches,
-        tracking: trackingBatches,
-      },
+    const counts: RetentionCounts = { logRows, messages, bodies, quarantine, events: 0, tracking: 0, alerts: 0, strikes: 0 };
+    const batches: RetentionCounts = {
+      logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, events: 0, tracking: 0, alerts: 0, strikes: 0,
     };
+    // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
+    const alertBefore = now - deps.config.retention.alertDays * DAY_MS;
+    const hooks: [HookKind, number, ((before: number, limit: number) => number) | undefined][] = [
+      ['events', logBefore, deps.pruneEvents],
+      ['tracking', now - deps.config.retention.trackingDays * DAY_MS, deps.pruneTracking],
+      ['alerts', alertBefore, deps.pruneAlerts],
+      ['strikes', alertBefore, deps.pruneStrikes],
+    ];
+    for (const [kind, before, prune] of hooks) {
+      if (!prune) continue;
+      await yieldToLoop();
+      [counts[kind], batches[kind]] = await drain(limited((limit) => prune(before, limit)));
+    }
+    if (Object.values(counts).some((n) => n > 0)) log.info(counts, 'retention pruned');
+    return { ...counts, batches };
   }
 
   function tick(): void {

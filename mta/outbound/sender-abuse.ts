@@ -74,6 +74,16 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
   };
 
   return {
+    /**
+     * Retention (`retention.alert_days`): deletes up to `limit` strikes and delistings older than `before`, but never
+     * one that still counts — a strike inside `abuse.block_window_hours`, a delisting inside the day the API's
+     * delisting limit looks at — whatever `before` says. Returns how many.
+     */
+    prune(before: number, limit: number): number {
+      const stillCounting = deps.now() - Math.max(deps.config.abuse.blockWindowHours * HOUR_MS, DELIST_WINDOW_MS);
+      return deps.store.prune(Math.min(before, stillCounting), limit);
+    },
+
     onAlert(fn: AlertSink): void {
       sink = fn;
     },
