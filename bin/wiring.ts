@@ -261,6 +261,7 @@ export function wireCore(opts: CoreOptions) {
     pruneTracking: (before, limit) => tracking.prune(before, limit),
     pruneAlerts: (before, limit) => alertStore.prune(before, limit),
     pruneStrikes: (before, limit) => abuse.prune(before, limit),
+    pruneMetricDetail: (before, limit) => services.metrics.pruneDetail(before, limit),
   });
   const routes = [
     ...subAccountRoutes,

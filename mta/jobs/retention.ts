@@ -1,6 +1,7 @@
 // Owns the retention pruner: runs storage's batch-limited deletes on an hourly timer, yielding between batches.
 import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
+import { DETAIL_DAYS } from '../../storage/metrics.js';
 import type { QuarantineStore } from '../../storage/quarantine.js';
 import type { PruneBatch, RetentionStore } from '../../storage/retention.js';
 
@@ -40,6 +41,11 @@ export interface RetentionDeps {
    * `retention.alert_days`; the hook keeps those that still count); return how many. Unset: they are not pruned.
    */
   pruneStrikes?: (before: number, limit: number) => number;
+  /**
+   * Hook for the per-second detail of the metric roll-ups (issue 23): delete up to `limit` rows before `before`
+   * (cutoff = storage/metrics.ts DETAIL_DAYS); return how many. Unset: it is not pruned.
+   */
+  pruneMetricDetail?: (before: number, limit: number) => number;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -60,10 +66,12 @@ export interface RetentionCounts {
   alerts: number;
   /** Sender strikes and delistings (0 unless the `pruneStrikes` hook is wired). */
   strikes: number;
+  /** Per-second metric counters (0 unless the `pruneMetricDetail` hook is wired). */
+  metricDetail: number;
 }
 
 /** The kinds of rows pruned through a hook of another owner. */
-type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes';
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -84,7 +92,9 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - delivered webhook events older than `log_days`, when the `pruneEvents` hook is given;
  * - tracking rows of messages older than `tracking_days` (their links then answer 404), when `pruneTracking` is given;
  * - alerts fired and sender strikes and delistings older than `alert_days`, when `pruneAlerts` / `pruneStrikes` are
- *   given (an alert still being delivered, a strike that still counts toward a block stay).
+ *   given (an alert still being delivered, a strike that still counts toward a block stay);
+ * - per-second metric counters older than DETAIL_DAYS (a window's edge in such an hour then counts the whole hour),
+ *   when `pruneMetricDetail` is given. The hourly roll-ups are kept.
  * Nothing of a message with a queued (also deferred), sending or held delivery is ever deleted, however old.
  * Each kind stops after `maxBatchesPerRun` batches (default 200); the rest is pruned by the next run.
  * Concurrent calls share the run in progress. `start()` runs it after `firstRunDelayMs` (default 1 min) and then
@@ -147,10 +157,9 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
-    const counts: RetentionCounts = { logRows, messages, bodies, quarantine, events: 0, tracking: 0, alerts: 0, strikes: 0 };
-    const batches: RetentionCounts = {
-      logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, events: 0, tracking: 0, alerts: 0, strikes: 0,
-    };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0 };
+    const counts: RetentionCounts = { logRows, messages, bodies, quarantine, ...none };
+    const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
     // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
     const alertBefore = now - deps.config.retention.alertDays * DAY_MS;
     const hooks: [HookKind, number, ((before: number, limit: number) => number) | undefined][] = [
@@ -158,6 +167,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
       ['tracking', now - deps.config.retention.trackingDays * DAY_MS, deps.pruneTracking],
       ['alerts', alertBefore, deps.pruneAlerts],
       ['strikes', alertBefore, deps.pruneStrikes],
+      ['metricDetail', now - DETAIL_DAYS * DAY_MS, deps.pruneMetricDetail],
     ];
     for (const [kind, before, prune] of hooks) {
       if (!prune) continue;

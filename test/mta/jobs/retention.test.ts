@@ -8,6 +8,7 @@ import type { AcceptedOutbound } from '../../../mta/queue/accepted-message.js';
 import type { AttemptOutcome } from '../../../mta/queue/queue.js';
 import { createRetentionPruner } from '../../../mta/jobs/retention.js';
 import { createRetentionStore } from '../../../storage/retention.js';
+import { DETAIL_DAYS } from '../../../storage/metrics.js';
 import { createSenderAbuseStore } from '../../../storage/sender-abuse.js';
 import { startStack, tempDir, testEnv, type Stack } from '../../helpers/stack.js';
 
@@ -156,8 +157,8 @@ t.test('35 old rows, batches of 10: 4 batches each; a bound per run; the queue c
   const enqueued = stack.queue.accept([mail(account, 'new', ['new@dest.test'])]).then(() => order.push('enqueue'));
   const [run] = await Promise.all([running, enqueued]);
   t.same(run, {
-    logRows: 35, bodies: 35, messages: 35, quarantine: 0, events: 0, tracking: 0, alerts: 0, strikes: 0,
-    batches: { logRows: 4, bodies: 4, messages: 4, quarantine: 1, events: 0, tracking: 0, alerts: 0, strikes: 0 },
+    logRows: 35, bodies: 35, messages: 35, quarantine: 0, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
+    batches: { logRows: 4, bodies: 4, messages: 4, quarantine: 1, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0 },
   });
   t.same(order, ['enqueue', 'prune'], 'an enqueue started during the run commits before the run ends');
   t.same(await search(stack, acme.key), ['new@dest.test']);
@@ -227,6 +228,19 @@ t.test('alerts and sender strikes go after alert_days; an alert being delivered 
   stack.clock.advance(DAY);
   t.match(await stack.retention.runOnce(), { strikes: 1 }, 'out of the block window: it goes');
   t.equal(strikes.countStrikes(acme.id, 'acme|x-authuser|a@acme.test', 0).confirmed, 0);
+});
+
+t.test('the per-second metric detail goes after DETAIL_DAYS; the hourly roll-ups stay', async (t) => {
+  const stack = await startStack(t);
+  const acme = stack.createAccount('acme');
+  const at = stack.clock.now() + 30 * 60_000;
+  stack.queueStore.transaction(() => stack.queueStore.insertEvent(acme.id, 'processed', { event: 'processed', recipients: ['a@x.test'] }, at));
+  stack.clock.advance(DETAIL_DAYS * DAY);
+  t.match(await stack.retention.runOnce(), { metricDetail: 0 }, 'kept DETAIL_DAYS');
+  stack.clock.advance(DAY);
+  t.match(await stack.retention.runOnce(), { metricDetail: 1 });
+  const hour = Math.floor(at / 3_600_000);
+  t.same(stack.services.metrics.series(acme.id, null, hour, hour + 1, 'hour', ['processed']), [[hour, 1]], 'the hour still counts it');
 });
 
 t.test('retention config: defaults 30 and 7 days, whole days 1-3650, errors name the key', async (t) => {
