@@ -91,9 +91,10 @@ const DETAILS: Record<string, string> = {
   reload:
     'Sends SIGHUP to each sluice serve registered in data_dir/run/ (systemctl reload does the same through the\n' +
     'unit\'s ExecReload). The server reads its configuration file again and applies what can change live: log.level,\n' +
-    'smtp.tls.cert/key (and re-reads the certificate files), outbound.transport_map, the smarthost keys,\n' +
-    'outbound.mx_port, outbound.lockdown and the message, header, MIME and connection limits. It logs one line with\n' +
-    'what changed, what it applied and what needs a restart. A file that does not load is refused whole.',
+    'smtp.tls.cert/key and http.tls.cert/key (and re-reads the certificate files), http.tls.hsts_max_age,\n' +
+    'outbound.transport_map, the smarthost keys, outbound.mx_port, outbound.lockdown and the message, header, MIME\n' +
+    'and connection limits. It logs one line with what changed, what it applied and what needs a restart. A file\n' +
+    'that does not load is refused whole.',
   'queue list':
     'Columns: ID (the delivery id the other queue commands take), STATE (queued, sending or held), SIZE (of the\n' +
     'message: 812, 1.2K, 3.4M), AGE (since it was accepted), TRIES (attempts so far), NEXT (when it is tried next),\n' +

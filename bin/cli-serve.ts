@@ -81,6 +81,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   logger.info(
     {
       ...(server.http ? { http: formatHostPort(server.http) } : {}),
+      ...(server.httpPlain ? { http_plain: formatHostPort(server.httpPlain) } : {}),
       ...(server.metrics ? { metrics: formatHostPort(server.metrics) } : {}),
       ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
       ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),

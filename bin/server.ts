@@ -1,6 +1,5 @@
 // Owns `sluice serve`'s process: which roles run (api, mx, submission, worker), their listeners, and stopping them.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
@@ -18,6 +17,7 @@ import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { AccountStore } from '../storage/accounts.js';
 import type { Db } from '../storage/database.js';
 import type { QueueStore } from '../storage/queue.js';
+import { listenHttp, startHttpListeners } from './http-listeners.js';
 import { bind } from './listen-error.js';
 import { planReload, type ReloadResult } from './reload.js';
 import { startSmtpRoles, type SmtpRoles } from './smtp-roles.js';
@@ -59,12 +59,14 @@ export interface RunningServer {
   roles: readonly Role[];
   /** Bound addresses of the listeners this process runs (undefined for a role it does not run). */
   http: HostPort | undefined;
+  /** http.plain_listen's bound address (ACME challenges and redirects to https), when HTTPS is on and it is set. */
+  httpPlain: HostPort | undefined;
   mx: HostPort | undefined;
   submission: HostPort | undefined;
   submissionTls: HostPort | undefined;
   /** The Prometheus /metrics listener (http.metrics_listen), when it has its own. */
   metrics: HostPort | undefined;
-  /** Base URL of the control plane. */
+  /** Base URL of the control plane (http.public_url, else the bound http.listen with its scheme). */
   baseUrl: string;
   db: Db;
   accounts: AccountStore;
@@ -93,19 +95,11 @@ export interface RunningServer {
   reload(next: Config): Promise<ReloadResult>;
   /** The certificate of the SMTP listeners (undefined when this process runs none). */
   tls: TlsSource | undefined;
+  /** The certificate of HTTPS on http.listen (undefined unless http.tls.enabled and this process runs the api role). */
+  httpTls: TlsSource | undefined;
   /** ACME certificates (undefined unless acme.directory_url is set and this process runs the api role). */
   acme: AcmeManager | undefined;
   close(): Promise<void>;
-}
-
-function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(listen.port, listen.host, () => {
-      const a = server.address() as AddressInfo;
-      resolve({ host: a.address, port: a.port });
-    });
-  });
 }
 
 /** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
@@ -114,11 +108,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const now = opts.now ?? Date.now;
   const roles = opts.roles ?? ROLES;
   const listeners: SmtpListener[] = [];
-  let httpServer: http.Server | undefined;
+  // http.listen, then http.plain_listen when it runs.
+  const httpServers: http.Server[] = [];
   let metricsServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
   let live = config;
   let tls: TlsSource | undefined;
+  let httpTls: TlsSource | undefined;
   const core = wireCore({
     config,
     live: () => live,
@@ -127,21 +123,33 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     publicUrl: () => publicUrl,
     listening: () =>
       Object.fromEntries([
-        ...(httpServer ? [['http', httpServer.listening]] : []),
+        ...httpServers.map((s, i) => [i === 0 ? 'http' : 'http_plain', s.listening]),
         ...listeners.map((l) => [l.name, l.listening()]),
       ]),
-    certificateInstalled: async () => tls?.refresh(),
+    certificateInstalled: async () => Promise.all([tls?.refresh(), httpTls?.refresh()]),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
 
   try {
     let httpAddr: HostPort | undefined;
+    let httpPlain: HostPort | undefined;
+    let scheme: 'http' | 'https' = 'http';
     if (roles.includes('api')) {
-      httpServer = http.createServer(core.app.callback());
-      const server = httpServer;
-      server.on('clientError', answerClientError);
-      httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
+      // HTTPS has its own source even when it presents the SMTP pair (mta/smtp/tls.ts says why).
+      if (config.http.tls.enabled) httpTls = await createTlsSource(() => live, logger, 'http');
+      const bound = await startHttpListeners({
+        config,
+        live: () => live,
+        handler: core.app.callback(),
+        tls: httpTls,
+        acmeChallenge: core.services.acmeChallenge,
+        httpsBase: () => publicUrl,
+        logger,
+        started: (s) => void httpServers.push(s),
+      });
+      ({ address: httpAddr, plain: httpPlain, scheme } = bound);
+      if (opts.startWorker !== false) httpTls?.start();
     }
     let metricsAddr: HostPort | undefined;
     if (config.http.metricsListen) {
@@ -168,7 +176,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (opts.startWorker !== false) tls.start();
     }
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
-    const baseUrl = config.http.publicUrl ?? (httpAddr ? `http://${formatHostPort(httpAddr)}` : `http://${formatHostPort(config.http.listen)}`);
+    const baseUrl = config.http.publicUrl ?? `${scheme}://${formatHostPort(httpAddr ?? config.http.listen)}`;
     publicUrl = baseUrl;
     // ACME runs beside the HTTP listener that answers its challenges; other processes read the files it writes.
     const acme = roles.includes('api') ? core.acme : undefined;
@@ -184,6 +192,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return {
       roles,
       http: httpAddr,
+      httpPlain,
       metrics: metricsAddr,
       mx: byName('mx'),
       submission: byName('submission'),
@@ -201,24 +210,28 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       firstApiKey: core.firstApiKey,
       currentConfig: () => live,
       tls,
+      httpTls,
       acme,
       async reload(next) {
         const plan = planReload(live, next);
         live = plan.config;
         smtp?.applyLimits(live);
-        const refreshed = await tls?.refresh();
+        // Both certificates are read again; one refused is reported as refused (the other may have changed).
+        const refreshed = (await Promise.all([tls?.refresh(), httpTls?.refresh()])).filter((r) => r !== undefined);
+        const error = refreshed.find((r) => r.error)?.error;
         return {
           changed: [...plan.applied, ...plan.needsRestart].sort(),
           applied: plan.applied,
           needsRestart: plan.needsRestart,
-          tls: !refreshed ? 'none' : refreshed.error ? 'refused' : refreshed.changed ? 'reloaded' : 'unchanged',
-          ...(refreshed?.error ? { tlsError: refreshed.error } : {}),
+          tls: refreshed.length === 0 ? 'none' : error ? 'refused' : refreshed.some((r) => r.changed) ? 'reloaded' : 'unchanged',
+          ...(error ? { tlsError: error } : {}),
         };
       },
       async close() {
         if (closed) return;
         closed = true;
         tls?.stop();
+        httpTls?.stop();
         await core.acme?.stop();
         core.dkimRetirement.stop();
         await Promise.all(listeners.map((l) => l.close()));
@@ -227,7 +240,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.webhookDispatcher.stop();
         await core.alertMonitors.stop();
         await core.smtpClient.close();
-        for (const server of [httpServer, metricsServer]) {
+        for (const server of [...httpServers, metricsServer]) {
           await new Promise<void>((done) => {
             if (!server) return done();
             server.close(() => done());
@@ -239,8 +252,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       },
     };
   } catch (err) {
+    httpTls?.stop();
     await Promise.all(listeners.map((l) => l.close()));
-    httpServer?.close();
+    for (const server of httpServers) server.close();
     metricsServer?.close();
     core.metrics.close();
     core.db.close();

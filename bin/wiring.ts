@@ -55,7 +55,8 @@ import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import { newSendRequestId, runSend } from '../mta/outbound/send.js';
+import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
+import { runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
@@ -201,6 +202,7 @@ export function wireCore(opts: CoreOptions) {
     queue,
     senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
     invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    lockdown,
     hostname: config.smtp.hostname,
     now,
     logger,
@@ -219,6 +221,7 @@ export function wireCore(opts: CoreOptions) {
     abuse,
     alerts: alertStore,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
+    lockdown,
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),

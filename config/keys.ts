@@ -5,6 +5,7 @@ import {
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
   parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
+import { HTTP_TLS_KEYS } from './http-tls.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
@@ -55,7 +56,11 @@ export const KEY_TREE = {
     parse: parseDir,
   }),
   http: {
-    listen: key({ doc: 'Address of the REST control plane.', ...listen('127.0.0.1:8080') }),
+    listen: key({ doc: 'Address of the REST control plane and web console (HTTPS when http.tls.enabled; production: 0.0.0.0:443).', ...listen('127.0.0.1:8080') }),
+    plainListen: key({
+      doc: 'Plain-HTTP listener beside the HTTPS one (production: 0.0.0.0:80): answers ACME HTTP-01 challenges and redirects every other request to https (301; 308 for methods other than GET and HEAD); it serves nothing else. Needs http.tls.enabled.',
+      ...optionalListen,
+    }),
     publicUrl: key({
       doc: 'Base URL clients reach the control plane at (unsubscribe and tracking links, the host custom tracking domains point at); derived from the bound HTTP address when unset.',
       defaultText: 'derived from http.listen',
@@ -74,6 +79,8 @@ export const KEY_TREE = {
       default: () => 12,
       parse: integer(1, 720, 'hours'),
     }),
+    /** HTTPS on http.listen (config/http-tls.ts). */
+    tls: HTTP_TLS_KEYS,
   },
   smtp: {
     hostname: key({
@@ -160,7 +167,7 @@ export const KEY_TREE = {
   /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ and renewed. */
   acme: {
     directoryUrl: key({
-      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP certificate by HTTP-01 on the HTTP listener. Unset: no ACME.',
+      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP (and HTTPS) certificate by HTTP-01 on the HTTP listener (http.plain_listen when http.tls.enabled). Unset: no ACME.',
       defaultText: 'none (off)',
       default: () => undefined,
       parse: parseOptionalUrl,

@@ -12,7 +12,8 @@ import type { SuppressionStore } from '../storage/suppressions.js';
 import type { DkimKeyStore } from '../storage/dkim-keys.js';
 import type { AccountRow } from '../storage/accounts.js';
 import type { SendBody } from './send-schema.js';
-import type { SendResult } from '../mta/outbound/send.js';
+import type { OutboundVerdict } from '../mta/outbound/outbound-verdict.js';
+import type { LockdownVerdict } from '../filters/lockdown.js';
 import type { CheckDomainRequest, runCheckDomain } from '../mta/outbound/check-domain.js';
 import type { WebhookStore } from '../storage/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
@@ -56,14 +57,17 @@ export interface Services {
   /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
   relayInbound: InboundRelay;
   /**
-   * The send recipe (REST send routes): validate, compose, sign, scan, queue durably. `perMessage` (POST /send):
-   * refused messages are reported per personalization instead of refusing the request.
+   * The outbound recipe for a REST send (mta/outbound/send.ts): validate, compose, lockdown, sign, scan, queue
+   * durably; its verdict. `perMessage` (POST /send): refused messages are reported per personalization instead of
+   * refusing the request.
    */
   send: (
     account: AccountRow,
     body: SendBody,
     opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean },
-  ) => Promise<SendResult>;
+  ) => Promise<OutboundVerdict>;
+  /** Domain Lockdown (mta/outbound/lockdown-check.ts): may this account send as this domain now? */
+  lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */
   abuse: SenderAbuse;
   /** Alert monitors and the alerts they fired (/tx/v1/monitors, /outbound/v1/alertcount). */

@@ -3,10 +3,14 @@
 import { Type } from '@sinclair/typebox';
 import { ALERT_CONDITION_NAMES, ALERT_CONDITIONS, MAX_INTERVAL_HOURS, MIN_INTERVAL_HOURS, type AlertCondition } from '../../filters/alert-conditions.js';
 import { normalizeAddress } from '../../mta/outbound/mailbox.js';
+import { domainOf } from '../../mta/smtp/address.js';
+import type { AccountRow } from '../../storage/accounts.js';
 import type { AlertRow, MonitorRow } from '../../storage/alerts.js';
 import { badRequest, conflict, notFound } from '../errors.js';
+import { lockdownError } from '../outbound-answers.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, TxError } from '../schemas.js';
+import type { Services } from '../services.js';
 import { checkEndpoint } from './webhooks.js';
 
 /** Monitors one account may have. */
@@ -119,6 +123,18 @@ export function monitorTarget(b: { delivery: 'webhook' | 'email'; webhook_url?: 
   return addr.address;
 }
 
+/**
+ * Alerts go by email only to an address on a domain the account may send from (Domain Lockdown, like a From
+ * domain), so a monitor cannot mail a stranger text its tenant chose: 403 naming the domain and how to authorize it;
+ * 503 with Retry-After when the look-up failed (DNS). The operator's `sluice monitors create` is not checked here;
+ * delivery checks every email alert again (mta/jobs/alert-monitors.ts).
+ */
+async function mayAlertByEmail(s: Services, account: AccountRow, address: string): Promise<void> {
+  const domain = domainOf(address);
+  const verdict = await s.lockdown(domain, account);
+  if (verdict.action !== 'pass') throw lockdownError(verdict, domain, account.handle, 'email: alerts go only to a domain this account may send from; ');
+}
+
 export const monitorRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
@@ -130,12 +146,17 @@ export const monitorRoutes: AnyRoute[] = [
     responses: {
       201: { description: 'the monitor', schema: Monitor },
       400: { description: 'invalid condition, interval or delivery target (without delivery: email, so email is required)', schema: TxError },
+      403: {
+        description: 'missing, unknown or wrong-scope key; or an email address on a domain the account may not send from (Domain Lockdown)',
+        schema: TxError,
+      },
+      503: { description: 'the Domain Lockdown look-up of the email domain failed (DNS); with Retry-After', schema: TxError },
       409: { description: `the account already has ${MAX_MONITORS} monitors`, schema: TxError },
-      ...keyProblem,
     },
-    handler: (s, { principal, body }) => {
+    handler: async (s, { principal, body }) => {
       const delivery = body.delivery ?? DEFAULT_DELIVERY;
       const target = monitorTarget({ ...body, delivery });
+      if (delivery === 'email') await mayAlertByEmail(s, principal.account, target);
       if (s.alerts.listMonitors(principal.account.id).length >= MAX_MONITORS) {
         throw conflict(`an account has at most ${MAX_MONITORS} monitors; delete one first`);
       }

@@ -109,6 +109,11 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
     const client = new acme.Client({ directoryUrl: directoryUrl!, accountKey: await accountKey(files.accountKey) });
     const key = await acme.crypto.createPrivateRsaKey(2048);
     const [, csr] = await acme.crypto.createCsr({ commonName: names[0]!, altNames: names }, key);
+    // Find the account this key registered before (RFC 8555 §7.3.1 onlyReturnExisting; then a POST-as-GET), so
+    // auto() does not register again: its registration of an existing account sends an update that carries no
+    // change when acme.email is unset, which a CA may refuse (pebble: "use POST-as-GET instead of an empty update").
+    // A new key has no account yet: auto() registers it.
+    await client.createAccount({ onlyReturnExisting: true }).catch(() => undefined);
     const cert = await client.auto({
       csr,
       ...(config.acme.email ? { email: config.acme.email } : {}),

@@ -4,11 +4,13 @@
 import type { Logger } from 'pino';
 import { ALERT_CONDITIONS, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
 import { alertOriginator } from '../../filters/outbound-verdicts.js';
+import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/accounts.js';
 import type { AlertRow, AlertStore, MonitorRow } from '../../storage/alerts.js';
 import type { MessageRow } from '../../storage/queue.js';
 import type { AlertTrigger } from '../outbound/sender-abuse.js';
 import type { PermanentFailure, Queue } from '../queue/queue.js';
+import { domainOf } from '../smtp/address.js';
 import { classifyStatus, decideRetryAt, postJson } from '../webhooks/dispatcher.js';
 import { createPassLoop } from '../webhooks/pass-loop.js';
 import type { WebhookSigner } from '../webhooks/signing.js';
@@ -25,6 +27,8 @@ export interface AlertMonitorsDeps {
   senderOutcomes: (accountId: number, senderId: string, since: number) => { finished: number; invalid: number };
   /** `abuse.invalid_recipient_rate`, `abuse.invalid_recipient_min`. */
   invalidRecipients: { rate: number; min: number };
+  /** Domain Lockdown: an email alert goes only to a domain its monitor's account may send from. */
+  lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** `smtp.hostname`: the From domain of alert emails. */
   hostname: string;
   now: () => number;
@@ -89,11 +93,27 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
     return fired;
   }
 
+  /**
+   * Why an email alert may not go to its address now, if it may not: the address's domain must pass Domain Lockdown
+   * for the monitor's account (checked when the monitor was created over the API; checked again here for monitors
+   * made before, by the operator, or whose domain has lost its authorization since). A DNS failure is retried.
+   */
+  async function mayMail(a: AlertRow): Promise<{ error: string; permanent: boolean } | undefined> {
+    const owner = deps.accounts.findById(a.account_id);
+    const domain = domainOf(a.target);
+    if (!owner) return { error: 'the monitor\'s account no longer exists', permanent: true };
+    const verdict = await deps.lockdown(domain, owner);
+    if (verdict.action === 'pass') return undefined;
+    const dns = verdict.reason === 'lockdown-dns-error';
+    return { error: `domain ${domain} is not authorized to send for this account (${verdict.reason})`, permanent: !dns };
+  }
+
   /** One delivery attempt of a claimed alert; records the outcome and the retry slot (the webhooks' schedule). */
   async function deliver(a: AlertRow): Promise<boolean> {
     let ok = false;
     let statusCode: number | null = null;
     let error: string | null = null;
+    let permanent = false;
     const payload = JSON.parse(a.payload) as Record<string, string>;
     if (a.delivery === 'webhook') {
       const signed = deps.signer.signAlert(payload);
@@ -102,15 +122,21 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
       ok = classifyStatus(out.statusCode) === '2xx_response';
       error = ok ? null : (out.error ?? `HTTP ${out.statusCode}`);
     } else {
-      try {
-        await deps.queue.accept([alertEmail(payload, a.target, deps.hostname, deps.now())]);
-        ok = true;
-      } catch (err) {
-        error = (err as Error).message;
+      const refused = await mayMail(a);
+      if (refused) {
+        error = refused.error;
+        permanent = refused.permanent;
+      } else {
+        try {
+          await deps.queue.accept([alertEmail(payload, a.target, deps.hostname, deps.now())]);
+          ok = true;
+        } catch (err) {
+          error = (err as Error).message;
+        }
       }
     }
     const now = deps.now();
-    const retryAt = ok ? null : decideRetryAt(a.attempts, a.fired_at, now);
+    const retryAt = ok || permanent ? null : decideRetryAt(a.attempts, a.fired_at, now);
     deps.store.recordResult(a.id, { ok, statusCode, error, retryAt, now });
     if (!ok) log.warn({ alertId: a.id, attempt: a.attempts, statusCode, error, retryAt }, retryAt === null ? 'alert delivery failed; retries exhausted' : 'alert delivery failed');
     return ok;

@@ -97,11 +97,19 @@ export const REPLY = Object.freeze({
   sendLimitReached: reply(550, '5.7.1', 'monthly send limit reached for this account'),
   /** Submission: RFC 5322 §3.6 requires a From field with an address. */
   noFromAddress: reply(550, '5.6.0', 'message has no From address (RFC 5322 section 3.6)'),
-  /** Submission: Domain Lockdown of a From domain could not be looked up (DNS failure): temporary. */
-  fromDomainUnverifiable: (domain: string) =>
-    reply(451, '4.4.3', `cannot verify that From domain ${domain} may be used by this account now, try again later`),
-  /** Submission: Domain Lockdown refuses a From domain for this account. */
-  fromDomainNotAuthorized: (domain: string) => reply(550, '5.7.1', `From domain ${domain} is not authorized for this account`),
+  /**
+   * Submission: RFC 3463 X.1.7 bad sender's mailbox address syntax — an originator field (From, Sender, Resent-From,
+   * Resent-Sender; RFC 5322 §3.6.2, §3.6.6) that is not RFC 5322 address syntax, e.g. `a@b.test@alpha.test`.
+   */
+  originatorSyntax: (field: string) => reply(550, '5.1.7', `${field} field is not RFC 5322 address syntax`),
+  /**
+   * Submission: Domain Lockdown of an originator field's domain could not be looked up (DNS failure): temporary,
+   * RFC 3463 X.4.3 directory server failure.
+   */
+  originatorUnverifiable: (field: string, domain: string) =>
+    reply(451, '4.4.3', `cannot verify that ${field} domain ${domain} may be used by this account now, try again later`),
+  /** Submission: Domain Lockdown refuses an originator field's domain (From, Sender, Resent-*) for this account. */
+  originatorNotAuthorized: (field: string, domain: string) => reply(550, '5.7.1', `${field} domain ${domain} is not authorized for this account`),
   /**
    * Submission: abuse control refused the message — CONFIRMED spam or virus, or a blocked sender identity — with
    * the refusal's own text (mta/outbound/screening.ts, the same as REST's 403); nothing queued.

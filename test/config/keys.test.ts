@@ -7,7 +7,8 @@ import { tempDir } from '../helpers/stack.js';
 
 t.test('key names, in order, are the operators\' contract', async (t) => {
   t.same(KEYS.map((k) => k.key), [
-    'data_dir', 'http.listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
+    'data_dir', 'http.listen', 'http.plain_listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours',
+    'http.tls.enabled', 'http.tls.cert', 'http.tls.key', 'http.tls.hsts_max_age', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
     'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.submission.listen',
     'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
     'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
@@ -28,7 +29,8 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
   const dir = tempDir(t);
   const env: Record<string, string> = {
     SLUICE_DATA_DIR: 'state', SLUICE_HTTP_LISTEN: '127.0.0.1:1', SLUICE_HTTP_PUBLIC_URL: 'https://mail.example.test/',
-    SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:9', SLUICE_HTTP_CONSOLE_SESSION_HOURS: '2',
+    SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:9', SLUICE_HTTP_CONSOLE_SESSION_HOURS: '2', SLUICE_HTTP_PLAIN_LISTEN: '127.0.0.1:8',
+    SLUICE_HTTP_TLS_ENABLED: 'true', SLUICE_HTTP_TLS_CERT: 'hc.pem', SLUICE_HTTP_TLS_KEY: 'hk.pem', SLUICE_HTTP_TLS_HSTS_MAX_AGE: '60',
     SLUICE_SMTP_HOSTNAME: 'mx.example.test', SLUICE_SMTP_MX_LISTEN: '127.0.0.1:2', SLUICE_SMTP_MX_MAX_MESSAGE_BYTES: '2048',
     SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9',
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:3', SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:4',
@@ -60,8 +62,9 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
   t.same(config, {
     dataDir: path.join(dir, 'state'),
     http: {
-      listen: { host: '127.0.0.1', port: 1 }, publicUrl: 'https://mail.example.test', metricsListen: { host: '127.0.0.1', port: 9 },
-      consoleSessionHours: 2,
+      listen: { host: '127.0.0.1', port: 1 }, plainListen: { host: '127.0.0.1', port: 8 }, publicUrl: 'https://mail.example.test',
+      metricsListen: { host: '127.0.0.1', port: 9 }, consoleSessionHours: 2,
+      tls: { enabled: true, cert: path.join(dir, 'hc.pem'), key: path.join(dir, 'hk.pem'), hstsMaxAge: 60 },
     },
     smtp: {
       hostname: 'mx.example.test',

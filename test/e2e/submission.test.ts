@@ -326,6 +326,41 @@ t.test('sender authorization: envelope and From domains must pass Domain Lockdow
   t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 0, 'nothing queued');
 });
 
+t.test('Sender, Resent-From and Resent-Sender pass Domain Lockdown like From; originator fields must be RFC 5322', async (t) => {
+  const w = await world(t);
+  const submit = (headers: string, from = 'From: App <app@sender.test>\r\n') =>
+    w.send({ user: 'acme', pass: w.password, raw: `${from}${headers}To: bob@rcpt.test\r\nSubject: originators\r\n\r\nhi\r\n` });
+  t.same(await submit('Sender: Boss <boss@other.test>\r\n'), { ok: false, code: 550, response: '550 5.7.1 Sender domain other.test is not authorized for this account' });
+  t.same(await submit('Resent-From: ceo@other.test\r\n'), { ok: false, code: 550, response: '550 5.7.1 Resent-From domain other.test is not authorized for this account' });
+  t.same(await submit('Resent-Sender: <x@other.test>\r\n'), { ok: false, code: 550, response: '550 5.7.1 Resent-Sender domain other.test is not authorized for this account' });
+  // Strict RFC 5322: a lenient parser takes the last "@" (sender.test, authorized) while a reader sees other.test.
+  t.same(await submit('', 'From: a@other.test@sender.test\r\n'), { ok: false, code: 550, response: '550 5.1.7 From field is not RFC 5322 address syntax' });
+  t.same(await submit('', 'From: a@other.test <app@sender.test>\r\n'), { ok: false, code: 550, response: '550 5.1.7 From field is not RFC 5322 address syntax' });
+  t.same(await submit('Sender: a@other.test@sender.test\r\n'), { ok: false, code: 550, response: '550 5.1.7 Sender field is not RFC 5322 address syntax' });
+  t.same(await submit('Sender: a@sender.test, b@sender.test\r\n'), { ok: false, code: 550, response: '550 5.1.7 Sender field is not RFC 5322 address syntax' }, 'Sender is one mailbox');
+  t.same(await submit('', 'Subject: none\r\n'), { ok: false, code: 550, response: '550 5.6.0 message has no From address (RFC 5322 section 3.6)' });
+  // A DNS failure of a header domain's look-up is temporary, as for From (RFC 3463 4.4.3).
+  t.same(await submit('Resent-From: x@flaky.test\r\n'), {
+    ok: false, code: 451, response: '451 4.4.3 cannot verify that Resent-From domain flaky.test may be used by this account now, try again later',
+  });
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued or logged');
+
+  t.match(await submit('Sender: "Ops, Desk" <ops@sender.test>\r\nResent-From: John Q. Public <jqp@Sender.TEST>\r\n'), { ok: true, response: /^250 2\.0\.0 / }, 'authorized domains pass');
+  t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 1);
+});
+
+t.test('with the resolver unreachable, Domain Lockdown answers 451 4.4.3 (temporary), nothing queued', async (t) => {
+  const w = await world(t);
+  await w.dns.close();
+  t.same(await w.send({ user: 'acme', pass: w.password }), {
+    ok: false, code: 451, response: '451 4.4.3 Cannot verify that sender.test may be used by this account now, try again later',
+  }, 'the envelope sender, at MAIL FROM');
+  t.same(await w.send({ user: 'acme', pass: w.password, from: '', headerFrom: 'app@sender.test' }), {
+    ok: false, code: 451, response: '451 4.4.3 cannot verify that From domain sender.test may be used by this account now, try again later',
+  }, 'the From field of a null-sender message, at the end of DATA');
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued');
+});
+
 t.test('the fields Sluice adds (Received, Date, Message-ID, DKIM-Signature) keep every line within 998 octets', async (t) => {
   const w = await world(t);
   // The longest path smtp-server takes (RFC 5321 §4.5.3.1.3: 256 octets with the brackets); receivedHeader itself
