@@ -19,6 +19,8 @@ import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
 import { consoleCommand } from './cli-console.js';
+import { inboundDomainsCommand } from './cli-inbound.js';
+import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
@@ -59,6 +61,7 @@ const OPTIONS = {
   start: { type: 'string' },
   end: { type: 'string' },
   campaign: { type: 'string' },
+  subscription: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -125,6 +128,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return withStore(loaded(), (store) => keysCommand(sub, store, opts, io, now));
       case 'smtp-passwords':
         return withStore(loaded(), (store) => passwordsCommand(sub, store, opts, io, now));
+      case 'inbound-domains':
+        return withStore(loaded(), (store, db) => inboundDomainsCommand(sub, store, createInboundDomainStore(db), opts, io, now));
       case 'lockdown':
         return withStore(loaded(), (store, db) => lockdownCommand(sub, store, createLockdownAllowStore(db), opts, io, now));
       case 'console':

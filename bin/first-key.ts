@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { AccountStore } from '../storage/accounts.js';
+import { writePrivateFile } from '../storage/private-files.js';
 
 /** The one command that makes a new API key for the `default` account. */
 export const NEW_KEY_COMMAND = 'sluice keys create --account default --scope api';
@@ -36,7 +37,7 @@ export function handOverFirstKey(accounts: AccountStore, dataDir: string, logger
     accounts.setSetting(BOOTSTRAPPED, String(now));
     if (!res.ok) return undefined; // another process on this data_dir created it (and hands its key over)
     try {
-      fs.writeFileSync(file, `${res.apiKey}\n`, { mode: 0o600, flag: 'wx' });
+      writePrivateFile(file, `${res.apiKey}\n`, { flag: 'wx' });
     } catch (err) {
       const why = (err as Error).message;
       logger.error({ ...fields, err: why, command: NEW_KEY_COMMAND }, `created account "default" but could not write its API key to ${file} (${why}); make a key with: ${NEW_KEY_COMMAND}`);

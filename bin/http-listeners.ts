@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
-import { answerClientError } from '../control-api/client-error.js';
+import { configureHttpServer } from '../control-api/http-server.js';
 import { plainListenerHandler, withHsts } from '../control-api/transport-security.js';
 import type { TlsSource } from '../mta/smtp/tls.js';
 import { bind } from './listen-error.js';
@@ -47,8 +47,8 @@ export interface HttpListeners {
 }
 
 /**
- * Starts http.listen (HTTPS when `tls` is given) and, with HTTPS, http.plain_listen. Every server answers what
- * Node's parser refuses with answerClientError. A new pair from `tls` goes to new connections only
+ * Starts http.listen (HTTPS when `tls` is given) and, with HTTPS, http.plain_listen. Every server gets
+ * configureHttpServer (keep-alive time, answers to what Node's parser refuses). A new pair from `tls` goes to new connections only
  * (setSecureContext); connections already open keep theirs, as on the SMTP listeners.
  */
 export async function startHttpListeners(o: HttpListenerOptions): Promise<HttpListeners> {
@@ -62,7 +62,7 @@ export async function startHttpListeners(o: HttpListenerOptions): Promise<HttpLi
   } else {
     server = http.createServer(o.handler);
   }
-  server.on('clientError', answerClientError);
+  configureHttpServer(server);
   const address = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
   o.started(server);
 
@@ -70,7 +70,7 @@ export async function startHttpListeners(o: HttpListenerOptions): Promise<HttpLi
   const plainListen = config.http.plainListen;
   if (tls && plainListen) {
     const redirect = http.createServer(plainListenerHandler({ acmeChallenge: o.acmeChallenge, httpsBase: o.httpsBase, logger: o.logger }));
-    redirect.on('clientError', answerClientError);
+    configureHttpServer(redirect);
     plain = await bind('http.plain_listen', plainListen, () => listenHttp(redirect, plainListen));
     o.started(redirect);
   }

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
-import { answerClientError } from '../control-api/client-error.js';
+import { configureHttpServer } from '../control-api/http-server.js';
 import { createMetricsApp } from '../control-api/metrics-endpoint.js';
 import type { Services } from '../control-api/services.js';
 import type { SmtpListener } from '../mta/smtp/listener.js';
@@ -115,6 +115,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let live = config;
   let tls: TlsSource | undefined;
   let httpTls: TlsSource | undefined;
+  // Sluice's own listeners as bound (ports 0 resolved): never a tenant's target (mta/delivery/target-guard.ts).
+  const ownListeners: HostPort[] = [];
   const core = wireCore({
     config,
     live: () => live,
@@ -127,6 +129,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         ...listeners.map((l) => [l.name, l.listening()]),
       ]),
     certificateInstalled: async () => Promise.all([tls?.refresh(), httpTls?.refresh()]),
+    boundListeners: () => ownListeners,
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
@@ -149,16 +152,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         started: (s) => void httpServers.push(s),
       });
       ({ address: httpAddr, plain: httpPlain, scheme } = bound);
+      ownListeners.push(httpAddr, ...(httpPlain ? [httpPlain] : []));
       if (opts.startWorker !== false) httpTls?.start();
     }
     let metricsAddr: HostPort | undefined;
     if (config.http.metricsListen) {
       // Every role has metrics of its own (a worker-only process has the delivery counters): each process binds it.
       const server = http.createServer(createMetricsApp(core.metrics).callback());
-      server.on('clientError', answerClientError);
+      configureHttpServer(server);
       metricsServer = server;
       const listen = config.http.metricsListen;
       metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));
+      ownListeners.push(metricsAddr);
     }
     if (roles.includes('mx') || roles.includes('submission')) {
       tls = await createTlsSource(() => live, logger);
@@ -170,7 +175,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         logger,
         mx: roles.includes('mx'),
         submission: roles.includes('submission'),
-        started: (l) => listeners.push(l),
+        started: (l) => {
+          listeners.push(l);
+          ownListeners.push(l.address());
+        },
       });
       // Certificates given by path are read again when they change on disk (a certbot renewal), without a reload.
       if (opts.startWorker !== false) tls.start();

@@ -41,6 +41,8 @@ import { createDnsResolver, mailauthResolver } from '../mta/delivery/dns-resolve
 import { createInboundPipeline } from '../mta/inbound/pipeline.js';
 import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
+import { configuredListeners, createTargetGuard, interfaceAddresses } from '../mta/delivery/target-guard.js';
+import type { HostPort } from '../config/keys.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createScreening } from '../mta/outbound/screening.js';
@@ -90,6 +92,8 @@ export interface CoreOptions {
   publicUrl: () => string;
   /** Which listeners are listening, for /healthz and /readyz. */
   listening: () => Record<string, boolean>;
+  /** The addresses this process's listeners are bound to (their real ports when configured as 0). */
+  boundListeners?: () => readonly HostPort[];
   /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
   certificateInstalled?: () => Promise<unknown>;
 }
@@ -120,6 +124,15 @@ export function wireCore(opts: CoreOptions) {
   const suppressions = createSuppressionStore(db);
   const dkim = createDkimKeyStore(db);
   const resolver = createDnsResolver({ servers: config.dns.servers });
+  // The outbound-connection policy: every target a tenant chose (webhooks, monitor webhooks, downstreams, MX hosts)
+  // is resolved once, judged, and dialled only at an address it allowed. Own listeners: this process's bound ones
+  // and every role's configured ones (another process on this data_dir may run them).
+  const guard = createTargetGuard({
+    resolver,
+    allow: () => live().security.allowPrivateTargets,
+    listeners: () => [...configuredListeners(config), ...(opts.boundListeners?.() ?? [])],
+    localAddresses: () => [...interfaceAddresses(), ...(config.outbound.publicIp ? [config.outbound.publicIp] : [])],
+  });
   const queueStore = createQueueStore(db);
   // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
   const metrics = createMetrics();
@@ -148,8 +161,8 @@ export function wireCore(opts: CoreOptions) {
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
-      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver }),
-      downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
+      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver, guard }),
+      downstream: createDownstreamRouter({ domains: inboundDomains, guard }),
     }),
     now,
     logger,
@@ -191,7 +204,7 @@ export function wireCore(opts: CoreOptions) {
   const webhookStore = createWebhookStore(db);
   ensureSigningKey(webhookStore, now());
   const webhookSigner = createWebhookSigner({ store: webhookStore, now });
-  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, now, logger, hostname: config.smtp.hostname, metrics });
+  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, guard, now, logger, hostname: config.smtp.hostname, metrics });
   metrics.collectFrom({ queue: () => queueStore.depth(), webhookEventsPending: () => webhookStore.pendingCount(), now });
   // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
   const alertStore = createAlertStore(db);
@@ -199,6 +212,7 @@ export function wireCore(opts: CoreOptions) {
     store: alertStore,
     accounts,
     signer: webhookSigner,
+    guard,
     queue,
     senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
     invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
@@ -238,6 +252,7 @@ export function wireCore(opts: CoreOptions) {
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
+    targets: guard,
     queue: createQueueAdmin({ store: queueStore, now }),
     console: createConsoleStore(db),
     acmeChallenge: (token) => acme?.challenges.get(token),

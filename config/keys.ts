@@ -3,14 +3,18 @@ import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
-  parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
+  parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
+import { RETENTION_KEYS } from './retention.js';
+import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
-export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
+export {
+  formatHostPort, parseAllowTarget, socketTarget, type AllowTarget, type HostPort, type SocketTarget, type Source,
+} from './values.js';
 
 /**
  * Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB): the default SIZE of both listeners (RFC 1870) and
@@ -118,6 +122,8 @@ export const KEY_TREE = {
       default: () => 100,
       parse: integer(1, 1000, 'levels'),
     }),
+    /** `smtp.junk_command_limit`, `smtp.session_deadline_minutes` (config/smtp-session.ts). */
+    ...SMTP_SESSION_KEYS,
     submission: {
       listen: key({
         doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
@@ -139,6 +145,7 @@ export const KEY_TREE = {
         default: () => 50,
         parse: integer(1, 10_000, 'a count'),
       }),
+      ...SUBMISSION_AUTH_KEYS,
       allowInsecureLoopbackAuth: key({
         doc: 'Let a client on 127.0.0.0/8 or ::1 AUTH without TLS (a local app that cannot do STARTTLS); everyone else must use TLS first.',
         defaultText: 'false',
@@ -258,6 +265,16 @@ export const KEY_TREE = {
       parse: oneOf(['dns', 'off'] as const),
     }),
   },
+  /** The outbound-connection policy (filters/target-policy.ts): what tenant-chosen targets may reach. */
+  security: {
+    allowPrivateTargets: key({
+      live: true,
+      doc: 'Exceptions to the refusal of internal targets for webhooks, monitor webhooks, inbound downstreams and MX hosts: CIDR networks (10.0.0.0/8) or address:port ([::1]:2525); only an address:port entry opens one of Sluice\'s own listeners.',
+      defaultText: 'empty',
+      default: (): string[] => [],
+      parse: parseAllowTargets,
+    }),
+  },
   filters: {
     spamThreshold: key({
       doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies (inbound) and outbound mail is SUSPECT.',
@@ -364,32 +381,8 @@ export const KEY_TREE = {
       parse: parseDays,
     }),
   },
-  retention: {
-    logDays: key({
-      doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept; rows of mail still queued, deferred or held are never pruned.',
-      defaultText: '30',
-      default: () => 30,
-      parse: parseDays,
-    }),
-    messageDays: key({
-      doc: 'Days message bodies are kept once every recipient is delivered, bounced or dropped; mail still queued, deferred or held is never pruned.',
-      defaultText: '7',
-      default: () => 7,
-      parse: parseDays,
-    }),
-    trackingDays: key({
-      doc: 'Days the open pixel and tracked links of a sent message keep working (what their tokens name is kept that long); later hits answer 404.',
-      defaultText: '365',
-      default: () => 365,
-      parse: parseDays,
-    }),
-    alertDays: key({
-      doc: 'Days fired alerts (a monitor\'s alert history, alertcount; also of deleted monitors) and sender strikes and delistings are kept; an alert still being delivered, or a strike inside abuse.block_window_hours, is never pruned.',
-      defaultText: '90',
-      default: () => 90,
-      parse: parseDays,
-    }),
-  },
+  /** `retention.*` (config/retention.ts; the retention job is mta/jobs/retention.ts). */
+  retention: RETENTION_KEYS,
   log: {
     level: key({
       live: true,

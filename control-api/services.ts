@@ -26,6 +26,7 @@ import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
 import type { AlertStore } from '../storage/alerts.js';
+import type { TargetGuard } from '../mta/delivery/target-guard.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -91,6 +92,11 @@ export interface Services {
     dispatcher: Pick<WebhookDispatcher, 'validate' | 'resend'>;
     signer: WebhookSigner;
   };
+  /**
+   * The outbound-connection policy, as the routes that save a tenant-chosen target use it (webhook endpoints,
+   * monitor webhook URLs, downstream addresses): refused targets are a 400 naming the rule.
+   */
+  targets: Pick<TargetGuard, 'screen'>;
   /** The queue by hand (the console; what `sluice queue` does): list, show, retry, delete, scoped by account. */
   queue: QueueAdmin;
   /** Web console sessions and operator tokens. */

@@ -1,5 +1,6 @@
 // Owns the console_tokens and console_sessions tables: operator tokens and web console sessions (hashes only).
 import crypto from 'node:crypto';
+import type { KeyScope } from './accounts.js';
 import type { Db } from './database.js';
 import { generateSecret, hashSecret } from './secrets.js';
 
@@ -17,6 +18,8 @@ export interface ConsoleSessionRow {
   account_id: number | null;
   key_id: number | null;
   token_id: number | null;
+  /** The scope of the tenant's API key (read with the session, from the key); null for the operator. */
+  scope: KeyScope | null;
   /** The session's CSRF token, sent back in every form. */
   csrf: string;
   created_at: number;
@@ -36,7 +39,7 @@ export function createConsoleStore(db: Db) {
     ),
     // A session lives only while what it was opened with lives: the API key (and its account) or the operator token.
     session: db.prepare(
-      `SELECT s.* FROM console_sessions s
+      `SELECT s.*, (SELECT k.scope FROM api_keys k WHERE k.id = s.key_id) AS scope FROM console_sessions s
        WHERE s.id_hash = @id AND s.expires_at > @now AND (
          (s.kind = 'tenant' AND EXISTS (SELECT 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id
             WHERE k.id = s.key_id AND k.revoked_at IS NULL AND a.deleted_at IS NULL))

@@ -11,7 +11,7 @@ import { lockdownError } from '../outbound-answers.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, TxError } from '../schemas.js';
 import type { Services } from '../services.js';
-import { checkEndpoint } from './webhooks.js';
+import { checkEndpoint, screenEndpoint } from './webhooks.js';
 
 /** Monitors one account may have. */
 export const MAX_MONITORS = 100;
@@ -145,7 +145,10 @@ export const monitorRoutes: AnyRoute[] = [
     body: NewMonitor,
     responses: {
       201: { description: 'the monitor', schema: Monitor },
-      400: { description: 'invalid condition, interval or delivery target (without delivery: email, so email is required)', schema: TxError },
+      400: {
+        description: 'invalid condition, interval or delivery target (without delivery: email, so email is required; a webhook_url resolving to an internal address too)',
+        schema: TxError,
+      },
       403: {
         description: 'missing, unknown or wrong-scope key; or an email address on a domain the account may not send from (Domain Lockdown)',
         schema: TxError,
@@ -156,6 +159,7 @@ export const monitorRoutes: AnyRoute[] = [
     handler: async (s, { principal, body }) => {
       const delivery = body.delivery ?? DEFAULT_DELIVERY;
       const target = monitorTarget({ ...body, delivery });
+      if (delivery === 'webhook') await screenEndpoint(s, target, 'webhook_url');
       if (delivery === 'email') await mayAlertByEmail(s, principal.account, target);
       if (s.alerts.listMonitors(principal.account.id).length >= MAX_MONITORS) {
         throw conflict(`an account has at most ${MAX_MONITORS} monitors; delete one first`);

@@ -10,8 +10,10 @@ import type { AlertRow, AlertStore, MonitorRow } from '../../storage/alerts.js';
 import type { MessageRow } from '../../storage/queue.js';
 import type { AlertTrigger } from '../outbound/sender-abuse.js';
 import type { PermanentFailure, Queue } from '../queue/queue.js';
+import type { TargetGuard } from '../delivery/target-guard.js';
 import { domainOf } from '../smtp/address.js';
-import { classifyStatus, decideRetryAt, postJson } from '../webhooks/dispatcher.js';
+import { classifyStatus, decideRetryAt } from '../webhooks/dispatcher.js';
+import { postJson } from '../webhooks/post-json.js';
 import { createPassLoop } from '../webhooks/pass-loop.js';
 import type { WebhookSigner } from '../webhooks/signing.js';
 import { alertEmail } from './alert-email.js';
@@ -22,6 +24,8 @@ export interface AlertMonitorsDeps {
   store: AlertStore;
   accounts: { findById: (id: number) => AccountRow | undefined };
   signer: Pick<WebhookSigner, 'signAlert'>;
+  /** The outbound-connection policy: a monitor's webhook_url is tenant-chosen, judged at every POST. */
+  guard: Pick<TargetGuard, 'resolve'>;
   queue: Pick<Queue, 'accept'>;
   /** A sender identity's finished and recipient-class-bounced recipients since a time (the queue's). */
   senderOutcomes: (accountId: number, senderId: string, since: number) => { finished: number; invalid: number };
@@ -117,9 +121,10 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
     const payload = JSON.parse(a.payload) as Record<string, string>;
     if (a.delivery === 'webhook') {
       const signed = deps.signer.signAlert(payload);
-      const out = await postJson(a.target, Buffer.from(signed.body, 'utf8'), signed.headers, timeoutMs);
+      const out = await postJson(deps.guard, a.target, Buffer.from(signed.body, 'utf8'), signed.headers, timeoutMs);
       statusCode = out.statusCode;
       ok = classifyStatus(out.statusCode) === '2xx_response';
+      // last_error is the tenant's to read: our words (`connection refused`, `target refused by policy (…)`), no errno.
       error = ok ? null : (out.error ?? `HTTP ${out.statusCode}`);
     } else {
       const refused = await mayMail(a);
@@ -131,7 +136,8 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
           await deps.queue.accept([alertEmail(payload, a.target, deps.hostname, deps.now())]);
           ok = true;
         } catch (err) {
-          error = (err as Error).message;
+          log.error({ err, alertId: a.id }, 'alert email could not be queued');
+          error = 'the alert email could not be queued';
         }
       }
     }

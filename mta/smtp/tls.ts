@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { generate } from 'selfsigned';
 import { ConfigError } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
+import { ensurePrivateDir, writePrivateFile } from '../../storage/private-files.js';
 
 export interface TlsPair {
   cert: string;
@@ -141,9 +142,9 @@ async function selfSigned(config: Config): Promise<TlsPair> {
     algorithm: 'sha256',
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: config.smtp.hostname }] }],
   });
-  fs.mkdirSync(f.dir, { recursive: true, mode: 0o700 });
-  fs.writeFileSync(f.key, pems.private, { mode: 0o600 });
-  fs.writeFileSync(f.cert, pems.cert, { mode: 0o644 });
+  ensurePrivateDir(f.dir);
+  writePrivateFile(f.key, pems.private);
+  writePrivateFile(f.cert, pems.cert);
   return { cert: pems.cert, key: pems.private, source: 'generated' };
 }
 

@@ -39,6 +39,8 @@ t.test('ACME against pebble: issue, serve, renew 30 days before expiry, reload u
     env: {
       SLUICE_SMTP_HOSTNAME: 'mail.sluice.test',
       SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:0',
+      // The clock jumps years ahead for the renewal while a session stays open: no session deadline here.
+      SLUICE_SMTP_SESSION_DEADLINE_MINUTES: '0',
       // No contact address: the renewal below finds the account by its key (no empty account update).
       ...acmeEnv(acmePortHolder, { email: false }),
       SLUICE_ACME_HOSTNAMES: 'links.sluice.test',
@@ -66,10 +68,11 @@ t.test('ACME against pebble: issue, serve, renew 30 days before expiry, reload u
   t.ok(fetched.length >= 2, `at least one HTTP-01 fetch per name (${fetched.length})`);
   t.ok(fetched.every((l) => l.status === 200), 'every fetch answered 200');
 
-  // State in data_dir/acme: the account key and the key private (0600), the certificate world-readable.
+  // State in data_dir/acme: every file private (0600), like everything Sluice writes under data_dir.
   const dir = path.join(stack.dataDir, 'acme');
   const mode = (f: string) => fs.statSync(path.join(dir, f)).mode & 0o777;
-  t.same([mode('account-key.pem'), mode('key.pem'), mode('cert.pem')], [0o600, 0o600, 0o644]);
+  t.same([mode('account-key.pem'), mode('key.pem'), mode('cert.pem')], [0o600, 0o600, 0o600]);
+  t.equal(fs.statSync(dir).mode & 0o777, 0o700);
   const accountKey = fs.readFileSync(path.join(dir, 'account-key.pem'), 'utf8');
   const chain = fs.readFileSync(path.join(dir, 'cert.pem'), 'utf8');
   const leaf = new crypto.X509Certificate(chain);
