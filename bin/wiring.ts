@@ -77,6 +77,7 @@ import { createTracker } from '../mta/outbound/tracker.js';
 import { createMetricRollup } from '../storage/metrics.js';
 import { createTrackingStore } from '../storage/tracking.js';
 import { createTrackingDomainStore } from '../storage/tracking-domains.js';
+import { handOverFirstKey } from './first-key.js';
 import { VERSION } from './version.js';
 
 export interface CoreOptions {
@@ -110,14 +111,6 @@ export function secretSetting(accounts: AccountStore, name: string): Buffer {
   return fresh;
 }
 
-/** On a fresh data_dir: create the parent account `default` with one api key, once (marked in settings). */
-function bootstrap(accounts: AccountStore, now: number): string | undefined {
-  if (!accounts.isEmpty() || accounts.getSetting('bootstrapped_at')) return undefined;
-  const res = accounts.createParentWithKey({ handle: 'default', companyName: 'Default', now });
-  accounts.setSetting('bootstrapped_at', String(now));
-  return res.ok ? res.apiKey : undefined;
-}
-
 /** Wires every part of Sluice on one open database; nothing listens yet. `close()` releases what it opened. */
 export function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
@@ -126,7 +119,8 @@ export function wireCore(opts: CoreOptions) {
   // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
   const writes = trackWrites(db, now);
   const accounts = createAccountStore(db);
-  const firstApiKey = bootstrap(accounts, now());
+  // Before anything listens: a first start that then fails to bind keeps its key file (issue 23).
+  const firstApiKey = handOverFirstKey(accounts, config.dataDir, logger, now());
   const smtpLog = createSmtpLogStore(db);
   const suppressions = createSuppressionStore(db);
   const dkim = createDkimKeyStore(db);
@@ -287,6 +281,9 @@ export function wireCore(opts: CoreOptions) {
     // a webhook after one day (they would never be sent).
     pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
     pruneTracking: (before, limit) => tracking.prune(before, limit),
+    pruneAlerts: (before, limit) => alertStore.prune(before, limit),
+    pruneStrikes: (before, limit) => abuse.prune(before, limit),
+    pruneMetricDetail: (before, limit) => services.metrics.pruneDetail(before, limit),
   });
   const routes = [
     ...subAccountRoutes,

@@ -1,4 +1,4 @@
-// Owns migration 14: the statistical classifier's models (global and per account: learned-message totals, token
+// Owns migration 16: the statistical classifier's models (global and per account: learned-message totals, token
 // counts keyed by a 48-bit hash, never the token's text, and the digests of learned messages) and greylisting's
 // memory (triplets of client network, sender and recipient; client networks that retried enough to be let through).
 export const INBOUND_FILTERING = `
