@@ -23,6 +23,7 @@ import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
+import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { createSuppressionStore } from '../storage/suppressions.js';
@@ -153,9 +154,11 @@ export function wireCore(opts: CoreOptions) {
   const inboundDomains = createInboundDomainStore(db);
   const inboundLists = createInboundListStore(db);
   const quarantine = createQuarantineStore(db);
+  const inboundFilters = wireInboundFilters({ config, db, resolver, now, logger });
+  const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger) });
   const worker = createQueueWorker({
     store: queueStore,
     queue,
@@ -251,6 +254,7 @@ export function wireCore(opts: CoreOptions) {
     quarantine,
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
+    bayes,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
     targets: guard,
     queue: createQueueAdmin({ store: queueStore, now }),
@@ -322,6 +326,7 @@ export function wireCore(opts: CoreOptions) {
     now,
     logger,
     metrics,
+    ...inboundFilters,
   });
 
   return {

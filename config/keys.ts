@@ -9,12 +9,14 @@ import { HTTP_TLS_KEYS } from './http-tls.js';
 import { RETENTION_KEYS } from './retention.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
+import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
 export {
   formatHostPort, parseAllowTarget, socketTarget, type AllowTarget, type HostPort, type SocketTarget, type Source,
 } from './values.js';
+export type { DnsListSite } from './keys-inbound-filters.js';
 
 /**
  * Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB): the default SIZE of both listeners (RFC 1870) and
@@ -277,7 +279,7 @@ export const KEY_TREE = {
   },
   filters: {
     spamThreshold: key({
-      doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies (inbound) and outbound mail is SUSPECT.',
+      doc: 'Spam score (built-in rules, DNS list weights and the classifier inbound; plus rspamd\'s score outbound) at or above which the recipient domain\'s abuse policy applies (inbound; rspamd\'s own action counts by its own thresholds) and outbound mail is SUSPECT.',
       defaultText: '5',
       default: () => 5,
       parse: parsePositive,
@@ -314,7 +316,7 @@ export const KEY_TREE = {
         parse: integer(1, 600_000, 'milliseconds'),
       }),
       failure: key({
-        doc: 'Inbound, when rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header (outbound: filters.on_scanner_error).',
+        doc: 'Inbound, when rspamd or clamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan (or X-Sluice-Virus-Scan): failed header (outbound: filters.on_scanner_error).',
         defaultText: 'tempfail',
         default: () => 'tempfail' as const,
         parse: oneOf(['tempfail', 'accept-and-tag'] as const),
@@ -322,7 +324,7 @@ export const KEY_TREE = {
     },
     clamd: {
       address: key({
-        doc: 'ClamAV clamd to scan every outbound message with (INSTREAM): host:port of its TCPSocket or the absolute path of its LocalSocket. Empty: clamd off (the EICAR test string is still caught).',
+        doc: 'ClamAV clamd to scan every inbound and outbound message with (INSTREAM): host:port of its TCPSocket or the absolute path of its LocalSocket. Empty: clamd off (outbound still catches the EICAR test string).',
         defaultText: 'empty (off)',
         default: () => undefined,
         parse: parseOptionalSocket,
@@ -334,6 +336,8 @@ export const KEY_TREE = {
         parse: integer(1, 600_000, 'milliseconds'),
       }),
     },
+    bayes: BAYES_KEYS,
+    dnsbl: DNSBL_KEYS,
   },
   abuse: {
     blockConfirmed: key({
@@ -380,6 +384,8 @@ export const KEY_TREE = {
       default: () => 30,
       parse: parseDays,
     }),
+    greylist: GREYLIST_KEYS,
+    arc: ARC_KEYS,
   },
   /** `retention.*` (config/retention.ts; the retention job is mta/jobs/retention.ts). */
   retention: RETENTION_KEYS,

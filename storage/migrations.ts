@@ -14,6 +14,7 @@ import { ALERTS } from './migrations/012-alerts.js';
 import { CONSOLE } from './migrations/013-console.js';
 import { WEBHOOK_ENROLMENT } from './migrations/014-webhook-enrolment.js';
 import { METRIC_DETAIL } from './migrations/015-metric-detail.js';
+import { INBOUND_FILTERING } from './migrations/016-inbound-filtering.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -35,4 +36,5 @@ export const MIGRATIONS: readonly string[] = [
   CONSOLE, // 13
   WEBHOOK_ENROLMENT, // 14
   METRIC_DETAIL, // 15
+  INBOUND_FILTERING, // 16
 ];
