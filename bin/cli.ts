@@ -14,6 +14,11 @@ import { openDatabase, type Db } from '../storage/database.js';
 import { backup, restore } from './backup.js';
 import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
+import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
+import { createBayesClassifier } from '../filters/bayes.js';
+import { filterCommand } from './cli-filter.js';
+import { arcDnsRecord, arcKey, arcSealerFor } from './wiring-inbound.js';
+import pino from 'pino';
 import { createQueueStore } from '../storage/queue.js';
 import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
@@ -61,6 +66,9 @@ const OPTIONS = {
   start: { type: 'string' },
   end: { type: 'string' },
   campaign: { type: 'string' },
+  spam: { type: 'string', multiple: true },
+  ham: { type: 'string', multiple: true },
+  'as-spam': { type: 'boolean' },
   subscription: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -160,8 +168,29 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const { config } = loaded();
         const db = openDatabase(config.dataDir);
         try {
-          const relay = io.relayInbound?.(db) ?? queueRelay(db, config.smtp.hostname, now);
-          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), relay, opts, io, now);
+          const relay = io.relayInbound?.(db) ?? queueRelay(db, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
+          const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: config.filters.bayes.minLearned });
+          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), relay, bayes, opts, io, now);
+        } finally {
+          db.close();
+        }
+      }
+      case 'arc': {
+        if (sub !== 'record') throw new UsageError('usage: sluice arc record');
+        const k = arcKey(loaded().config);
+        if (!k) throw new Error('ARC sealing is off: set inbound.arc.domain (and optionally inbound.arc.selector, inbound.arc.key)');
+        const r = arcDnsRecord(k);
+        io.stdout(opts.json ? JSON.stringify(r) + '\n' : `${r.name}. IN TXT "${r.value}"\n`);
+        return 0;
+      }
+      case 'filter': {
+        const { config } = loaded();
+        const db = openDatabase(config.dataDir);
+        try {
+          const store = createSqliteBayesStore(db);
+          const minLearned = config.filters.bayes.minLearned;
+          const classifier = createBayesClassifier({ store, minLearned });
+          return await filterCommand(sub, opts, createAccountStore(db), { classifier, store, minLearned }, io, now);
         } finally {
           db.close();
         }

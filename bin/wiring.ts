@@ -23,6 +23,7 @@ import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { createInboundListStore } from '../storage/inbound-lists.js';
 import { createInboundReportStore } from '../storage/inbound-reports.js';
 import { createQuarantineStore } from '../storage/quarantine.js';
+import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
 import { createSmtpLogStore } from '../storage/smtp-log.js';
 import { createSuppressionStore } from '../storage/suppressions.js';
@@ -76,6 +77,7 @@ import { createTracker } from '../mta/outbound/tracker.js';
 import { createMetricRollup } from '../storage/metrics.js';
 import { createTrackingStore } from '../storage/tracking.js';
 import { createTrackingDomainStore } from '../storage/tracking-domains.js';
+import { handOverFirstKey } from './first-key.js';
 import { createMessageSpace } from './message-space.js';
 import { VERSION } from './version.js';
 
@@ -110,14 +112,6 @@ export function secretSetting(accounts: AccountStore, name: string): Buffer {
   return fresh;
 }
 
-/** On a fresh data_dir: create the parent account `default` with one api key, once (marked in settings). */
-function bootstrap(accounts: AccountStore, now: number): string | undefined {
-  if (!accounts.isEmpty() || accounts.getSetting('bootstrapped_at')) return undefined;
-  const res = accounts.createParentWithKey({ handle: 'default', companyName: 'Default', now });
-  accounts.setSetting('bootstrapped_at', String(now));
-  return res.ok ? res.apiKey : undefined;
-}
-
 /** Wires every part of Sluice on one open database; nothing listens yet. `close()` releases what it opened. */
 export function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
@@ -126,7 +120,8 @@ export function wireCore(opts: CoreOptions) {
   // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
   const writes = trackWrites(db, now);
   const accounts = createAccountStore(db);
-  const firstApiKey = bootstrap(accounts, now());
+  // Before anything listens: a first start that then fails to bind keeps its key file (issue 23).
+  const firstApiKey = handOverFirstKey(accounts, config.dataDir, logger, now());
   const smtpLog = createSmtpLogStore(db);
   const suppressions = createSuppressionStore(db);
   const dkim = createDkimKeyStore(db);
@@ -160,11 +155,13 @@ export function wireCore(opts: CoreOptions) {
   const inboundDomains = createInboundDomainStore(db);
   const inboundLists = createInboundListStore(db);
   const quarantine = createQuarantineStore(db);
+  const inboundFilters = wireInboundFilters({ config, db, resolver, now, logger });
+  const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
   // Where messages in progress live (scratch under data_dir/tmp) and how much of them memory may hold at once.
   const space = createMessageSpace(config, now);
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, budget: space.budget });
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger), budget: space.budget });
   const worker = createQueueWorker({
     store: queueStore,
     queue,
@@ -262,6 +259,7 @@ export function wireCore(opts: CoreOptions) {
     quarantine,
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
+    bayes,
     webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
     targets: guard,
     queue: createQueueAdmin({ store: queueStore, now }),
@@ -288,6 +286,9 @@ export function wireCore(opts: CoreOptions) {
     // a webhook after one day (they would never be sent).
     pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
     pruneTracking: (before, limit) => tracking.prune(before, limit),
+    pruneAlerts: (before, limit) => alertStore.prune(before, limit),
+    pruneStrikes: (before, limit) => abuse.prune(before, limit),
+    pruneMetricDetail: (before, limit) => services.metrics.pruneDetail(before, limit),
   });
   const routes = [
     ...subAccountRoutes,
@@ -330,6 +331,7 @@ export function wireCore(opts: CoreOptions) {
     now,
     logger,
     metrics,
+    ...inboundFilters,
     budget: space.budget,
   });
 

@@ -48,10 +48,20 @@ export interface TrackedMessageRow {
   custom: number;
   created_at: number;
   delivered_at: number | null;
+  /** First open / click not marked machine traffic (unique_human_*). */
   opened_at: number | null;
   clicked_at: number | null;
+  /** First open / click of any kind (unique_open, unique_click). */
+  first_open_at: number | null;
+  first_click_at: number | null;
   last_click_at: number | null;
   last_click_link: number | null;
+}
+
+/** Whether a hit was its message's first of its kind, and its first from a person. */
+export interface FirstHits {
+  first: boolean;
+  firstHuman: boolean;
 }
 
 /** Repository over tracked_messages. Writes run inside the caller's transaction (the accept, delivery or hit). */
@@ -67,6 +77,8 @@ export function createTrackingStore(db: Db) {
     delivered: db.prepare('UPDATE tracked_messages SET delivered_at = ? WHERE key = ? AND delivered_at IS NULL'),
     opened: db.prepare('UPDATE tracked_messages SET opened_at = ? WHERE id = ? AND opened_at IS NULL'),
     clicked: db.prepare('UPDATE tracked_messages SET clicked_at = ? WHERE id = ? AND clicked_at IS NULL'),
+    firstOpen: db.prepare('UPDATE tracked_messages SET first_open_at = ? WHERE id = ? AND first_open_at IS NULL'),
+    firstClick: db.prepare('UPDATE tracked_messages SET first_click_at = ? WHERE id = ? AND first_click_at IS NULL'),
     lastClick: db.prepare('UPDATE tracked_messages SET last_click_at = ?, last_click_link = ? WHERE id = ?'),
     prune: db.prepare(
       'DELETE FROM tracked_messages WHERE id IN (SELECT id FROM tracked_messages WHERE created_at < ? ORDER BY created_at LIMIT ?)',
@@ -86,19 +98,22 @@ export function createTrackingStore(db: Db) {
       return s.delivered.run(at, key).changes > 0;
     },
 
-    /** Notes an open that is not machine traffic; true for the message's first such open (unique_open). */
-    markOpened(id: number, at: number): boolean {
-      return s.opened.run(at, id).changes > 0;
+    /**
+     * Notes an open (`human`: not machine traffic). `first`: the message's first open of any kind (it counts once in
+     * unique_open); `firstHuman`: its first human one (unique_human_open).
+     */
+    markOpened(id: number, at: number, human: boolean): FirstHits {
+      return { first: s.firstOpen.run(at, id).changes > 0, firstHuman: human && s.opened.run(at, id).changes > 0 };
     },
 
     /**
-     * Notes a click on link `link` (every click: the next one is judged against it); `human` clicks set the first
-     * click time. True when this human click is the message's first (unique_click).
+     * Notes a click on link `link` (every click: the next one is judged against it). `first`: the message's first
+     * click of any kind (unique_click); `firstHuman`: its first human one (unique_human_click).
      */
-    markClicked(id: number, link: number, at: number, human: boolean): boolean {
-      const first = human && s.clicked.run(at, id).changes > 0;
+    markClicked(id: number, link: number, at: number, human: boolean): FirstHits {
+      const hits = { first: s.firstClick.run(at, id).changes > 0, firstHuman: human && s.clicked.run(at, id).changes > 0 };
       s.lastClick.run(at, link, id);
-      return first;
+      return hits;
     },
 
     /** Deletes up to `limit` rows created before `before` (retention.tracking_days); returns how many. */

@@ -96,7 +96,7 @@ export function createTracker(deps: TrackerDeps) {
       const machine = verdict.machine;
       const handle = deps.accounts.findById(row.account_id)?.handle ?? '';
       await batcher.run(() => {
-        const first = r.kind === 'open' ? !machine && deps.tracking.markOpened(row.id, now) : deps.tracking.markClicked(row.id, data.link, now, !machine);
+        const hits = r.kind === 'open' ? deps.tracking.markOpened(row.id, now, !machine) : deps.tracking.markClicked(row.id, data.link, now, !machine);
         const payload = {
           ...(row.from_email ? { email: row.from_email } : {}),
           customer_handle: handle,
@@ -111,9 +111,11 @@ export function createTracker(deps: TrackerDeps) {
           ip: r.ip,
           ...(verdict.machine ? { machine: true, machine_reason: verdict.reason } : {}),
         };
+        // unique_*: the message's first hit of the kind, machine or not (the specification's "distinct messages with at
+        // least one such event"); unique_human_*: its first hit by a person; machine_*: every flagged hit.
         const counters = r.kind === 'open'
-          ? { unique_open: first ? 1 : 0, machine_open: machine ? 1 : 0 }
-          : { unique_click: first ? 1 : 0, machine_click: machine ? 1 : 0 };
+          ? { unique_open: hits.first ? 1 : 0, unique_human_open: hits.firstHuman ? 1 : 0, machine_open: machine ? 1 : 0 }
+          : { unique_click: hits.first ? 1 : 0, unique_human_click: hits.firstHuman ? 1 : 0, machine_click: machine ? 1 : 0 };
         deps.store.insertEvent(row.account_id, r.kind, payload, now, counters);
       });
       return answer;

@@ -71,10 +71,11 @@ export interface MxPolicy {
    */
   onMessage?: (msg: MxMessage) => Promise<SmtpReply>;
   /**
-   * Optional RCPT-time check after the relay decision (e.g. inbound-pipeline `checkRecipient`: a blocklisted client
-   * or sender refused at the earliest stage that knows). A reply refuses that recipient.
+   * Optional RCPT-time check after the relay decision (the inbound pipeline's `checkRecipient`: lists, DNS lists,
+   * greylisting, each refused at the earliest stage that knows). A reply refuses (or defers) that recipient; a
+   * rejected promise answers 451 4.3.0.
    */
-  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => SmtpReply | undefined;
+  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => SmtpReply | undefined | Promise<SmtpReply | undefined>;
   /**
    * Where DATA is kept while the message is handled (memory up to a bound, then a private file in data_dir/tmp).
    * Default: DEFAULT_SCRATCH (the OS temp directory), for listeners started without a data_dir (tests).
@@ -223,10 +224,15 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
         const decision = classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
         if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'relay-denied');
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-        const refused = policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address });
-        if (refused) return refuse(refused, 'list-refused');
-        normalised.set(address, decision.address);
-        answer(callback);
+        const accept = (refused: SmtpReply | undefined) => {
+          if (refused) return refuse(refused, refused.code === 450 ? 'greylisted' : refused.code === 554 ? 'dnsbl-refused' : 'list-refused');
+          normalised.set(address, decision.address);
+          answer(callback);
+        };
+        Promise.resolve(policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address })).then(accept, (err: unknown) => {
+          log.error({ sessionId: session.id, err }, 'rcpt check failed');
+          answer(callback, REPLY.tempfail);
+        });
       } catch (err) {
         log.error({ sessionId: session.id, err }, 'rcpt check failed');
         answer(callback, REPLY.tempfail);

@@ -131,10 +131,10 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
           deps.store.dropChain(due);
           return;
         }
-        const c = deps.store.claimRetry(due, hook.url, deps.now(), deps.now() + leaseMs);
-        if (!c) return;
-        const ok = await attempt(c, run);
-        if (!ok) return;
+        // Undefined: taken by another claimer, or a chain of the endpoint this one replaced (ended): go on to the
+        // pending events (the outstanding check below keeps a live chain first).
+        const c = deps.store.claimRetry(due, hook, deps.now(), deps.now() + leaseMs);
+        if (c && !(await attempt(c, run))) return;
       }
       if (!hook) return;
       for (let i = 0; i < maxBatches; i++) {

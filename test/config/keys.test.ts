@@ -9,7 +9,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
   t.same(KEYS.map((k) => k.key), [
     'data_dir', 'http.listen', 'http.plain_listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours',
     'http.tls.enabled', 'http.tls.cert', 'http.tls.key', 'http.tls.hsts_max_age', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
-    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.junk_command_limit',
+    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.max_buffered_bytes', 'smtp.junk_command_limit',
     'smtp.session_deadline_minutes', 'smtp.submission.listen',
     'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
     'smtp.submission.auth_failure_delay_ms', 'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
@@ -19,9 +19,13 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
-    'filters.clamd.timeout_ms', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
+    'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
+    'filters.dnsbl.domain_sites', 'filters.dnsbl.cache_max_entries', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
-    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'log.level',
+    'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours', 'inbound.greylist.pass_days',
+    'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
+    'queue.min_free_bytes',
+    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
   t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
@@ -34,7 +38,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:9', SLUICE_HTTP_CONSOLE_SESSION_HOURS: '2', SLUICE_HTTP_PLAIN_LISTEN: '127.0.0.1:8',
     SLUICE_HTTP_TLS_ENABLED: 'true', SLUICE_HTTP_TLS_CERT: 'hc.pem', SLUICE_HTTP_TLS_KEY: 'hk.pem', SLUICE_HTTP_TLS_HSTS_MAX_AGE: '60',
     SLUICE_SMTP_HOSTNAME: 'mx.example.test', SLUICE_SMTP_MX_LISTEN: '127.0.0.1:2', SLUICE_SMTP_MX_MAX_MESSAGE_BYTES: '2048',
-    SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9',
+    SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9', SLUICE_SMTP_MAX_BUFFERED_BYTES: '33554432',
     SLUICE_SMTP_JUNK_COMMAND_LIMIT: '20', SLUICE_SMTP_SESSION_DEADLINE_MINUTES: '10', SLUICE_SMTP_SUBMISSION_AUTH_FAILURE_DELAY_MS: '250',
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:3', SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:4',
     SLUICE_SMTP_SUBMISSION_MAX_MESSAGE_BYTES: '3072', SLUICE_SMTP_SUBMISSION_MAX_CONNECTIONS_PER_IP: '5',
@@ -47,10 +51,16 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
     SLUICE_FILTERS_CLAMD_ADDRESS: '/run/clamav/clamd.ctl', SLUICE_FILTERS_CLAMD_TIMEOUT_MS: '200',
+    SLUICE_FILTERS_BAYES_MIN_LEARNED: '7', SLUICE_FILTERS_DNSBL_SITES: 'zen.example=127.0.0.[2..11]*3,wl.example*-2',
+    SLUICE_FILTERS_DNSBL_THRESHOLD: '4', SLUICE_FILTERS_DNSBL_DOMAIN_SITES: 'dbl.example', SLUICE_FILTERS_DNSBL_CACHE_MAX_ENTRIES: '50',
+    SLUICE_INBOUND_GREYLIST_DOMAINS: 'Corp.Example,*', SLUICE_INBOUND_GREYLIST_DELAY_SECONDS: '60', SLUICE_INBOUND_GREYLIST_RETRY_WINDOW_HOURS: '2',
+    SLUICE_INBOUND_GREYLIST_PASS_DAYS: '9', SLUICE_INBOUND_GREYLIST_AUTO_ALLOW_AFTER: '3', SLUICE_INBOUND_GREYLIST_EXEMPT_NETWORKS: '192.0.2.0/24,2001:DB8::1',
+    SLUICE_INBOUND_ARC_DOMAIN: 'Seal.Example.', SLUICE_INBOUND_ARC_SELECTOR: 'arc1', SLUICE_INBOUND_ARC_KEY: 'arc.pem',
+    SLUICE_QUEUE_MIN_FREE_BYTES: '1048576',
     SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
-    SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_LOG_LEVEL: 'warn',
+    SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn',
   };
   // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
   const acmeEnv = {
@@ -75,6 +85,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       mx: { listen: { host: '127.0.0.1', port: 2 }, maxMessageBytes: 2048, greetDelayMs: 7 },
       maxHeaderBytes: 4096,
       maxMimeDepth: 9,
+      maxBufferedBytes: 33_554_432,
       junkCommandLimit: 20,
       sessionDeadlineMinutes: 10,
       submission: {
@@ -95,13 +106,31 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       spamThreshold: 6.5, confirmedThreshold: 20, outboundPolicy: 'monitor', onScannerError: 'accept',
       rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' },
       clamd: { address: '/run/clamav/clamd.ctl', timeoutMs: 200 },
+      bayes: { minLearned: 7 },
+      dnsbl: {
+        sites: [
+          { zone: 'zen.example', octets: [[[127, 127]], [[0, 0]], [[0, 0]], [[2, 11]]], weight: 3 },
+          { zone: 'wl.example', octets: null, weight: -2 },
+        ],
+        threshold: 4,
+        domainSites: [{ zone: 'dbl.example', octets: null, weight: 1 }],
+        cacheMaxEntries: 50,
+      },
     },
     abuse: {
       blockConfirmed: 4, blockSuspect: 11, blockWindowHours: 12, delistPerDay: 1, invalidRecipientRate: 0.2,
       invalidRecipientMin: 5,
     },
-    inbound: { quarantineDays: 3 },
-    retention: { logDays: 4, messageDays: 2, trackingDays: 90 },
+    inbound: {
+      quarantineDays: 3,
+      greylist: {
+        domains: ['corp.example', '*'], delaySeconds: 60, retryWindowHours: 2, passDays: 9, autoAllowAfter: 3,
+        exemptNetworks: ['192.0.2.0/24', '2001:db8::1/128'],
+      },
+      arc: { domain: 'seal.example', selector: 'arc1', key: path.join(dir, 'arc.pem') },
+    },
+    queue: { minFreeBytes: 1_048_576 },
+    retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60 },
     log: { level: 'warn' },
   });
 });
