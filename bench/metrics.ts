@@ -7,10 +7,10 @@ import path from 'node:path';
 import pino from 'pino';
 import { startServer } from '../bin/server.js';
 import { loadConfig } from '../config/load.js';
-import { createAccountStore } from '../storage/accounts.js';
-import { openDatabase } from '../storage/database.js';
-import type { MetricDelta } from '../storage/metrics.js';
-import { createQueueStore } from '../storage/queue.js';
+import { createAccountStore } from '../storage/sqlite/accounts.js';
+import { openDatabase } from '../storage/sqlite/database.js';
+import type { MetricDelta } from '../storage/sqlite/metrics.js';
+import { createQueueStore } from '../storage/sqlite/queue.js';
 import { percentile, prng } from './sampling.js';
 
 const HOUR = 3_600_000;

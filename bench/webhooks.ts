@@ -8,10 +8,10 @@ import pino from 'pino';
 import { eventPayload } from '../mta/queue/events.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
-import { createAccountStore } from '../storage/accounts.js';
-import { openDatabase } from '../storage/database.js';
-import { createQueueStore } from '../storage/queue.js';
-import { createWebhookStore } from '../storage/webhooks.js';
+import { createAccountStore } from '../storage/sqlite/accounts.js';
+import { openDatabase } from '../storage/sqlite/database.js';
+import { createQueueStore } from '../storage/sqlite/queue.js';
+import { createWebhookStore } from '../storage/sqlite/webhooks.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1);

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { backupDatabase, checkDatabaseFile, databasePath, openDatabase } from '../storage/database.js';
+import { backupDatabase, checkDatabaseFile, databasePath, openDatabase } from '../storage/sqlite/database.js';
 import { runDir, runningServes } from './pid-registry.js';
 import { VERSION } from './version.js';
 

@@ -3,9 +3,9 @@ import { ALERT_CONDITION_NAMES, isAlertCondition, MAX_INTERVAL_HOURS, MIN_INTERV
 import { ApiError } from '../control-api/errors.js';
 import { MAX_MONITORS, monitorTarget, renderAlert, renderMonitor } from '../control-api/routes/monitors.js';
 import { SCAN_POLICIES, type ScanPolicy } from '../config/keys.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { AlertStore } from '../storage/alerts.js';
-import type { SenderAbuseStore } from '../storage/sender-abuse.js';
+import type { AccountStore } from '../storage/sqlite/accounts.js';
+import type { AlertStore } from '../storage/sqlite/alerts.js';
+import type { SenderAbuseStore } from '../storage/sqlite/sender-abuse.js';
 import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 function limitOf(opts: Opts): number {

@@ -1,8 +1,8 @@
 // Owns the account commands of the CLI: accounts, API keys, SMTP passwords and operator lockdown authorizations.
 import { domainToASCII } from 'node:url';
 import { HANDLE_PATTERN } from '../control-api/schemas.js';
-import type { AccountStore, KeyScope } from '../storage/accounts.js';
-import type { LockdownAllowStore } from '../storage/lockdown-allow.js';
+import type { AccountStore, KeyScope } from '../storage/sqlite/accounts.js';
+import type { LockdownAllowStore } from '../storage/sqlite/lockdown-allow.js';
 import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 export function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {

@@ -1,7 +1,7 @@
 // Owns what every CLI command shares: the I/O seam, the usage error, the parsed options and argument checks.
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { Db } from '../storage/database.js';
+import type { AccountStore } from '../storage/sqlite/accounts.js';
+import type { Db } from '../storage/sqlite/database.js';
 
 /** Where the CLI writes and what it reads; tests pass their own. */
 export interface CliIo {

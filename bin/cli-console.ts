@@ -1,6 +1,6 @@
 // Owns `sluice console`: operator tokens for the web console (create — shown once —, list, revoke).
-import type { Db } from '../storage/database.js';
-import { createConsoleStore } from '../storage/console.js';
+import type { Db } from '../storage/sqlite/database.js';
+import { createConsoleStore } from '../storage/sqlite/console.js';
 import { iso, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 export function consoleCommand(sub: string | undefined, rest: string[], db: Db, opts: Opts, io: CliIo, now: () => number): number {

@@ -6,9 +6,9 @@ import {
 } from '../mta/queue/metrics.js';
 import { verificationToken, verifyHostname, VERIFY_LABEL, type TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import { normaliseDomain } from '../filters/inbound-names.js';
-import type { AccountStore } from '../storage/accounts.js';
-import { HOUR_MS, type Metric, type MetricRollup } from '../storage/metrics.js';
-import type { TrackingDomainStore } from '../storage/tracking-domains.js';
+import type { AccountStore } from '../storage/sqlite/accounts.js';
+import { HOUR_MS, type Metric, type MetricRollup } from '../storage/sqlite/metrics.js';
+import type { TrackingDomainStore } from '../storage/sqlite/tracking-domains.js';
 import { requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 /** Rows of cells as left-aligned columns, two spaces apart. */

@@ -5,12 +5,12 @@ import { releaseQuarantined } from '../mta/inbound/quarantine-release.js';
 import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { Db } from '../storage/database.js';
-import { quarantineStatus, type QuarantineStore } from '../storage/quarantine.js';
-import { createQueueStore } from '../storage/queue.js';
-import { createSmtpLogStore } from '../storage/smtp-log.js';
-import { createSuppressionStore } from '../storage/suppressions.js';
+import type { AccountStore } from '../storage/sqlite/accounts.js';
+import type { Db } from '../storage/sqlite/database.js';
+import { quarantineStatus, type QuarantineStore } from '../storage/sqlite/quarantine.js';
+import { createQueueStore } from '../storage/sqlite/queue.js';
+import { createSmtpLogStore } from '../storage/sqlite/smtp-log.js';
+import { createSuppressionStore } from '../storage/sqlite/suppressions.js';
 import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 /**

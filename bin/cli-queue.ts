@@ -1,6 +1,6 @@
 // Owns `sluice queue`: list, show, retry and delete outbound deliveries in the durable queue (postqueue's jobs).
 import { createQueueAdmin } from '../mta/queue/queue-admin.js';
-import type { DeliveryRow, MessageRow, QueueStore } from '../storage/queue.js';
+import type { DeliveryRow, MessageRow, QueueStore } from '../storage/sqlite/queue.js';
 import { iso, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 /** Bytes as a short column value: 812, 1.2K, 3.4M (1024-based, as postqueue's sizes are read). */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { formatHostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
-import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
+import { createLockdownAllowStore } from '../storage/sqlite/lockdown-allow.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
 import { registerServe } from './pid-registry.js';

@@ -1,7 +1,7 @@
 // Owns the tenancy checks of /inbound/v1: which domain a key may manage, and the normalised domain path parameter.
 import { normaliseDomain } from '../filters/inbound-names.js';
-import type { KeyPrincipal } from '../storage/accounts.js';
-import type { InboundDomainRow } from '../storage/inbound-domains.js';
+import type { KeyPrincipal } from '../storage/sqlite/accounts.js';
+import type { InboundDomainRow } from '../storage/sqlite/inbound-domains.js';
 import { badRequest, forbidden, notFound } from './errors.js';
 import type { Services } from './services.js';
 

@@ -1,30 +1,30 @@
 // Owns the set of services the control-plane routes receive (wired in bin/, injected here; no globals).
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { InboundDomainStore } from '../storage/inbound-domains.js';
-import type { InboundListStore } from '../storage/inbound-lists.js';
-import type { InboundReportStore } from '../storage/inbound-reports.js';
-import type { QuarantineStore } from '../storage/quarantine.js';
+import type { AccountStore } from '../storage/sqlite/accounts.js';
+import type { InboundDomainStore } from '../storage/sqlite/inbound-domains.js';
+import type { InboundListStore } from '../storage/sqlite/inbound-lists.js';
+import type { InboundReportStore } from '../storage/sqlite/inbound-reports.js';
+import type { QuarantineStore } from '../storage/sqlite/quarantine.js';
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
-import type { SmtpLogStore } from '../storage/smtp-log.js';
-import type { SuppressionStore } from '../storage/suppressions.js';
-import type { DkimKeyStore } from '../storage/dkim-keys.js';
-import type { AccountRow } from '../storage/accounts.js';
+import type { SmtpLogStore } from '../storage/sqlite/smtp-log.js';
+import type { SuppressionStore } from '../storage/sqlite/suppressions.js';
+import type { DkimKeyStore } from '../storage/sqlite/dkim-keys.js';
+import type { AccountRow } from '../storage/sqlite/accounts.js';
 import type { SendBody } from './send-schema.js';
 import type { SendResult } from '../mta/outbound/send.js';
 import type { CheckDomainRequest, runCheckDomain } from '../mta/outbound/check-domain.js';
-import type { WebhookStore } from '../storage/webhooks.js';
+import type { WebhookStore } from '../storage/sqlite/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
-import type { WriteFailure } from '../storage/write-health.js';
+import type { WriteFailure } from '../storage/sqlite/write-health.js';
 import type { QueueAdmin } from '../mta/queue/queue-admin.js';
-import type { ConsoleStore } from '../storage/console.js';
-import type { MetricRollup } from '../storage/metrics.js';
+import type { ConsoleStore } from '../storage/sqlite/console.js';
+import type { MetricRollup } from '../storage/sqlite/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
-import type { AlertStore } from '../storage/alerts.js';
+import type { AlertStore } from '../storage/sqlite/alerts.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {

@@ -1,5 +1,5 @@
 // Owns the tenancy checks shared by routes: parent-only operations and "your own sub-account or 404".
-import type { AccountRow, KeyPrincipal } from '../storage/accounts.js';
+import type { AccountRow, KeyPrincipal } from '../storage/sqlite/accounts.js';
 import { forbidden, notFound } from './errors.js';
 import type { Services } from './services.js';
 

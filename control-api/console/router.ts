@@ -2,7 +2,7 @@
 // checks every request passes, the account a request is about, and dispatch to the views.
 import crypto from 'node:crypto';
 import type Koa from 'koa';
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
 import { createRateLimiter } from '../rate-limit.js';
 import type { AnyRoute } from '../route.js';

@@ -2,8 +2,8 @@
 // (HttpOnly, SameSite=Strict, Secure under TLS), the CSRF token every form carries, and who the viewer may see.
 import crypto from 'node:crypto';
 import type http from 'node:http';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { ConsoleSessionRow } from '../../storage/console.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
+import type { ConsoleSessionRow } from '../../storage/sqlite/console.js';
 import { ApiError, forbidden } from '../errors.js';
 import type { Services } from '../services.js';
 

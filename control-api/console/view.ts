@@ -1,6 +1,6 @@
 // Owns the contract between the console's router and its views: what a view is given and what it answers.
 import type { AccountScope } from '../../mta/queue/queue-admin.js';
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
 import type { Services } from '../services.js';
 import type { RouteCaller } from './call-route.js';
 import type { Html } from './html.js';

@@ -3,7 +3,7 @@
 // and per sub-account. Every number comes from the metric roll-ups through the metrics API's own code: the senders
 // routes rank the campaigns and sub-accounts, buildReport (what the report routes answer with) gives the figures.
 import { bucketStarts, buildReport, metricsWindow, type Interval } from '../../mta/queue/metrics.js';
-import type { Metric } from '../../storage/metrics.js';
+import type { Metric } from '../../storage/sqlite/metrics.js';
 import { badRequest } from '../errors.js';
 import { lineChart } from './chart.js';
 import { href, html, table } from './html.js';

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { normaliseDomain } from '../../filters/inbound-names.js';
 import { DKIM_KEY_LENGTHS, dkimDnsRecord, generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
-import type { DkimKeyRow, DkimStatus } from '../../storage/dkim-keys.js';
+import type { DkimKeyRow, DkimStatus } from '../../storage/sqlite/dkim-keys.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, Offset, TxError } from '../schemas.js';

@@ -4,15 +4,15 @@ import { Type, type Static } from '@sinclair/typebox';
 import {
   badDownstreamTargetReason, normaliseDomain, normaliseDownstreamTarget, normaliseEmail,
 } from '../../filters/inbound-names.js';
-import type { KeyPrincipal } from '../../storage/accounts.js';
+import type { KeyPrincipal } from '../../storage/sqlite/accounts.js';
 import type {
   DomainDetails,
   DomainSections,
   DomainSettings,
   DownstreamAddress,
   ProvisionResult,
-} from '../../storage/inbound-domains.js';
-import type { InboundSubscriptionRow } from '../../storage/inbound-subscriptions.js';
+} from '../../storage/sqlite/inbound-domains.js';
+import type { InboundSubscriptionRow } from '../../storage/sqlite/inbound-subscriptions.js';
 import { ApiError, badRequest, conflict, forbidden } from '../errors.js';
 import { CodedError } from '../schemas.js';
 import type { Services } from '../services.js';

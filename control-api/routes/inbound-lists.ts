@@ -2,14 +2,14 @@
 // (/domains/{domain}/lists/{listname}) and recipient (/users/{email}/lists/{listname}).
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { normaliseDomain, normaliseEmail } from '../../filters/inbound-names.js';
-import type { KeyPrincipal } from '../../storage/accounts.js';
+import type { KeyPrincipal } from '../../storage/sqlite/accounts.js';
 import {
   parseIpItem,
   type ListAction,
   type ListEntryRow,
   type ListItemType,
   type ListScope,
-} from '../../storage/inbound-lists.js';
+} from '../../storage/sqlite/inbound-lists.js';
 import { badRequest } from '../errors.js';
 import { ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';

@@ -3,8 +3,8 @@
 import { Type } from '@sinclair/typebox';
 import { normaliseEmail } from '../../filters/inbound-names.js';
 import { releaseQuarantined } from '../../mta/inbound/quarantine-release.js';
-import type { KeyPrincipal } from '../../storage/accounts.js';
-import { quarantineStatus, type QuarantineRow } from '../../storage/quarantine.js';
+import type { KeyPrincipal } from '../../storage/sqlite/accounts.js';
+import { quarantineStatus, type QuarantineRow } from '../../storage/sqlite/quarantine.js';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { domainOrBadRequest } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';

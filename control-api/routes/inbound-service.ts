@@ -2,7 +2,7 @@
 // against, and false positive / negative reports stored for the operator.
 import { Type } from '@sinclair/typebox';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
-import { subscriptionLimits } from '../../storage/inbound-subscriptions.js';
+import { subscriptionLimits } from '../../storage/sqlite/inbound-subscriptions.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError } from '../schemas.js';

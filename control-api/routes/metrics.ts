@@ -1,7 +1,7 @@
 // Owns GET /tx/v1/metrics/* (api.md §2.5): engagement, performance, recipient behaviour, volume and senders.
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { KeyPrincipal } from '../../storage/accounts.js';
-import { HOUR_MS, type Metric } from '../../storage/metrics.js';
+import type { KeyPrincipal } from '../../storage/sqlite/accounts.js';
+import { HOUR_MS, type Metric } from '../../storage/sqlite/metrics.js';
 import {
   bucketStarts, buildReport, INTERVALS, isoTime, metricsWindow, rankSenders, REPORTS, type Interval, type ReportName,
 } from '../../mta/queue/metrics.js';

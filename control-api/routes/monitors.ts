@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import { ALERT_CONDITION_NAMES, ALERT_CONDITIONS, MAX_INTERVAL_HOURS, MIN_INTERVAL_HOURS, type AlertCondition } from '../../filters/alert-conditions.js';
 import { normalizeAddress } from '../../mta/outbound/mailbox.js';
-import type { AlertRow, MonitorRow } from '../../storage/alerts.js';
+import type { AlertRow, MonitorRow } from '../../storage/sqlite/alerts.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, TxError } from '../schemas.js';

@@ -1,7 +1,7 @@
 // Owns POST /outbound/v1/remediation (api.md §6), lifting the block of a sender identity, and POST
 // /outbound/v1/alertcount, alerts per time bucket; both scoped by key and by the optional X-Customer-Handle header.
 import { Type } from '@sinclair/typebox';
-import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
+import type { AccountRow, KeyPrincipal } from '../../storage/sqlite/accounts.js';
 import { ApiError, badRequest, forbidden, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError } from '../schemas.js';

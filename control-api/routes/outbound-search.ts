@@ -1,7 +1,7 @@
 // Owns POST /outbound/v1/search (api.md §6): validates filters, dates and paging, scopes by tenant, renders rows.
 import { Type, type TUnsafe } from '@sinclair/typebox';
-import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
-import { SPAM_DISPOSITIONS, VIRUS_DISPOSITIONS, type SmtpLogFilters, type SmtpLogRow } from '../../storage/smtp-log.js';
+import type { AccountRow, KeyPrincipal } from '../../storage/sqlite/accounts.js';
+import { SPAM_DISPOSITIONS, VIRUS_DISPOSITIONS, type SmtpLogFilters, type SmtpLogRow } from '../../storage/sqlite/smtp-log.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, CodedError } from '../schemas.js';

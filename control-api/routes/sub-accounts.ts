@@ -1,7 +1,7 @@
 // Owns the /tx/v1/sub-account routes (api.md §2.6): lifecycle, API keys, SMTP passwords, limits and usage.
 import crypto from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
+import { usagePeriod, type AccountRow } from '../../storage/sqlite/accounts.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Handle, MAX_INTEGER, Paging, TxError, UsageStats, usageWindow } from '../schemas.js';

@@ -1,7 +1,7 @@
 // Owns the suppression-list routes (api.md §2.7) and the seed's alias POST /tx/v1/suppressions.
 import { Type, type Static } from '@sinclair/typebox';
-import type { KeyPrincipal } from '../../storage/accounts.js';
-import type { NewSuppression, SuppressionSource } from '../../storage/suppressions.js';
+import type { KeyPrincipal } from '../../storage/sqlite/accounts.js';
+import type { NewSuppression, SuppressionSource } from '../../storage/sqlite/suppressions.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
 import { defineRoute, type AnyRoute, type RequestInfo } from '../route.js';
 import { DateOrDateTime, Limit, Offset, parseWhen, TxError } from '../schemas.js';

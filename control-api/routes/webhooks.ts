@@ -1,6 +1,6 @@
 // Owns the webhook routes (api.md §2.2): enrollment, validate, batch history and resend, and the public keys.
 import { Type } from '@sinclair/typebox';
-import type { BatchStatus, WebhookBatchRow } from '../../storage/webhooks.js';
+import type { BatchStatus, WebhookBatchRow } from '../../storage/sqlite/webhooks.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { DateOrDateTime, Limit, Offset, parseWhen, TxError } from '../schemas.js';

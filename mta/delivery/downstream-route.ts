@@ -1,5 +1,5 @@
 // Owns routing relayed inbound mail: a recipient domain's downstream servers, ordered by priority and weight.
-import type { DownstreamAddress, InboundDomainStore } from '../../storage/inbound-domains.js';
+import type { DownstreamAddress, InboundDomainStore } from '../../storage/sqlite/inbound-domains.js';
 import type { DnsResolver } from './dns-resolver.js';
 import { hostAddresses, type DeliveryHost, type RouteResult } from './resolve-route.js';
 

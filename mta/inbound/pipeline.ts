@@ -7,9 +7,9 @@ import { decideListVerdict, type ListVerdict } from '../../filters/inbound-lists
 import { decideSpam, listStepVerdict, spamScanFailed, type StepVerdict } from '../../filters/inbound-verdicts.js';
 import { headerValues, rewriteHeaders, splitMessage } from '../../filters/message-headers.js';
 import { scoreMessage, SPAM_RULES, type SpamRule } from '../../filters/spam-rules.js';
-import type { InboundDomainStore, ServedDomainRow } from '../../storage/inbound-domains.js';
-import type { InboundListStore } from '../../storage/inbound-lists.js';
-import type { QuarantineStore } from '../../storage/quarantine.js';
+import type { InboundDomainStore, ServedDomainRow } from '../../storage/sqlite/inbound-domains.js';
+import type { InboundListStore } from '../../storage/sqlite/inbound-lists.js';
+import type { QuarantineStore } from '../../storage/sqlite/quarantine.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';

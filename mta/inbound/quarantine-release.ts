@@ -1,6 +1,6 @@
 // Owns releasing a quarantined inbound message: relay it exactly once, however many releases race for it.
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
-import type { QuarantineRow, QuarantineStore } from '../../storage/quarantine.js';
+import type { QuarantineRow, QuarantineStore } from '../../storage/sqlite/quarantine.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =

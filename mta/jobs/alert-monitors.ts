@@ -3,9 +3,9 @@
 // email through the durable queue.
 import type { Logger } from 'pino';
 import { ALERT_CONDITIONS, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { AlertRow, AlertStore, MonitorRow } from '../../storage/alerts.js';
-import type { MessageRow } from '../../storage/queue.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
+import type { AlertRow, AlertStore, MonitorRow } from '../../storage/sqlite/alerts.js';
+import type { MessageRow } from '../../storage/sqlite/queue.js';
 import type { AlertTrigger } from '../outbound/sender-abuse.js';
 import type { PermanentFailure, Queue } from '../queue/queue.js';
 import { classifyStatus, decideRetryAt, postJson } from '../webhooks/dispatcher.js';

@@ -1,5 +1,5 @@
 // Owns the DKIM retirement job: rotated keys whose retirement date has passed stop being usable, checked every minute.
-import type { DkimKeyStore } from '../../storage/dkim-keys.js';
+import type { DkimKeyStore } from '../../storage/sqlite/dkim-keys.js';
 
 /** How often due retirements are looked for (the dates are stored, so a restart loses nothing). */
 export const DKIM_RETIREMENT_INTERVAL_MS = 60_000;

@@ -1,8 +1,8 @@
 // Owns the retention pruner: runs storage's batch-limited deletes on an hourly timer, yielding between batches.
 import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
-import type { QuarantineStore } from '../../storage/quarantine.js';
-import type { PruneBatch, RetentionStore } from '../../storage/retention.js';
+import type { QuarantineStore } from '../../storage/sqlite/quarantine.js';
+import type { PruneBatch, RetentionStore } from '../../storage/sqlite/retention.js';
 
 const DAY_MS = 86_400_000;
 

@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import { spf } from 'mailauth/lib/spf/index.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { DkimKeyStore } from '../../storage/dkim-keys.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
+import type { DkimKeyStore } from '../../storage/sqlite/dkim-keys.js';
 import { mailauthResolver, type DnsResolver } from '../delivery/dns-resolver.js';
 import { normalizePrivateKey } from './dkim-sign.js';
 

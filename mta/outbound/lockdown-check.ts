@@ -1,7 +1,7 @@
 // Owns the Domain Lockdown check with its DNS look-up cache: may this account send From this domain now?
 import { decideLockdown, type LockdownVerdict } from '../../filters/lockdown.js';
-import type { AccountRow, AccountStore } from '../../storage/accounts.js';
-import type { LockdownAllowStore } from '../../storage/lockdown-allow.js';
+import type { AccountRow, AccountStore } from '../../storage/sqlite/accounts.js';
+import type { LockdownAllowStore } from '../../storage/sqlite/lockdown-allow.js';
 import type { DnsResolver } from '../delivery/dns-resolver.js';
 
 /** TXT answers are cached this long: one look-up per domain per minute, not one per message. */

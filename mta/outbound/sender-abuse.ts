@@ -5,8 +5,8 @@ import type { Config } from '../../config/load.js';
 import type { ScanPolicy } from '../../config/keys.js';
 import { decideBlock, type AlertCondition } from '../../filters/alert-conditions.js';
 import { strikeOf, type OutboundScanVerdict } from '../../filters/outbound-verdicts.js';
-import type { AccountRow, AccountStore } from '../../storage/accounts.js';
-import type { SenderAbuseStore, SenderBlockRow } from '../../storage/sender-abuse.js';
+import type { AccountRow, AccountStore } from '../../storage/sqlite/accounts.js';
+import type { SenderAbuseStore, SenderBlockRow } from '../../storage/sqlite/sender-abuse.js';
 
 const HOUR_MS = 3_600_000;
 /** The window of `abuse.delist_per_day`. */

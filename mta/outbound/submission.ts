@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import addressparser from 'nodemailer/lib/addressparser';
 import { decideSuppression } from '../../filters/suppression.js';
 import { headerValues, splitMessage } from '../../filters/message-headers.js';
-import { usagePeriod } from '../../storage/accounts.js';
+import { usagePeriod } from '../../storage/sqlite/accounts.js';
 import { domainOf } from '../smtp/address.js';
 import type { SubmittedMessage } from '../smtp/submission-listener.js';
 import { senderIdentity } from '../../filters/outbound-verdicts.js';

@@ -1,9 +1,9 @@
 // Owns the tracker: a hit on an open or click URL → verified token → `open` / `click` event → pixel or redirect.
 import { classifyTrackingHit } from '../../filters/machine-traffic.js';
-import type { AccountStore } from '../../storage/accounts.js';
-import type { QueueStore } from '../../storage/queue.js';
-import { CUSTOM_CLICK_HOST, CUSTOM_OPEN_HOST, type TrackingStore } from '../../storage/tracking.js';
-import type { TrackingDomainStore } from '../../storage/tracking-domains.js';
+import type { AccountStore } from '../../storage/sqlite/accounts.js';
+import type { QueueStore } from '../../storage/sqlite/queue.js';
+import { CUSTOM_CLICK_HOST, CUSTOM_OPEN_HOST, type TrackingStore } from '../../storage/sqlite/tracking.js';
+import type { TrackingDomainStore } from '../../storage/sqlite/tracking-domains.js';
 import { createCommitBatcher } from '../queue/commit-batcher.js';
 import { verifyTrackingToken, tokenHost, type TrackKind } from './tracking-token.js';
 

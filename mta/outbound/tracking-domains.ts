@@ -2,10 +2,10 @@
 import crypto from 'node:crypto';
 import { isIP } from 'node:net';
 import { normaliseDomain } from '../../filters/inbound-names.js';
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
 import type {
   TrackingDomainRow, TrackingDomainStatus, TrackingDomainStore, TrackingScope,
-} from '../../storage/tracking-domains.js';
+} from '../../storage/sqlite/tracking-domains.js';
 import type { DnsResolver } from '../delivery/dns-resolver.js';
 import { tokenHost } from './tracking-token.js';
 

@@ -1,9 +1,9 @@
 // Owns what a send's tracking_settings and unsubscribe_settings mean: link hosts, the HTML rewrite, the stored record.
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
 import {
   CUSTOM_CLICK_HOST, CUSTOM_OPEN_HOST, TRACK_CLICK, TRACK_LIST_UNSUBSCRIBE, TRACK_OPEN, trackingKey,
-} from '../../storage/tracking.js';
-import type { TrackingDomainStore, TrackingScope } from '../../storage/tracking-domains.js';
+} from '../../storage/sqlite/tracking.js';
+import type { TrackingDomainStore, TrackingScope } from '../../storage/sqlite/tracking-domains.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { ComposedMessage, ComposeOptions } from './compose.js';
 import { rewriteHtml } from './html-links.js';

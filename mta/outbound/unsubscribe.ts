@@ -1,7 +1,7 @@
 // Owns the one-click unsubscribe action (RFC 8058): token → suppression entry + `unsubscribed` event, atomically.
-import type { AccountStore } from '../../storage/accounts.js';
-import type { QueueStore } from '../../storage/queue.js';
-import type { SuppressionStore } from '../../storage/suppressions.js';
+import type { AccountStore } from '../../storage/sqlite/accounts.js';
+import type { QueueStore } from '../../storage/sqlite/queue.js';
+import type { SuppressionStore } from '../../storage/sqlite/suppressions.js';
 import { verifyUnsubscribeToken } from './unsubscribe-token.js';
 
 export interface UnsubscribeDeps {

@@ -1,8 +1,8 @@
 // Owns the accepted-message record every entry point hands the queue's one door (REST, submission, MX relay, DSN):
 // one variant per message kind, and the one mapping from a record to the stored message row.
-import type { MessageKind, NewMessage } from '../../storage/queue.js';
-import type { NewTrackedMessage } from '../../storage/tracking.js';
-import type { SpamDisposition, VirusDisposition } from '../../storage/smtp-log.js';
+import type { MessageKind, NewMessage } from '../../storage/sqlite/queue.js';
+import type { NewTrackedMessage } from '../../storage/sqlite/tracking.js';
+import type { SpamDisposition, VirusDisposition } from '../../storage/sqlite/smtp-log.js';
 
 /** Row fields the door itself fills in (account id from the record's account, timestamps from its clock). */
 type DoorFields = 'accountId' | 'kind' | 'createdAt' | 'expiresAt' | 'verdicts' | 'tracking' | 'size';

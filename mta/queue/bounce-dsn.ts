@@ -1,6 +1,6 @@
 // Owns the decision which permanently failed messages get an RFC 3464 DSN, and building that DSN as a queue entry.
 import crypto from 'node:crypto';
-import type { MessageRow } from '../../storage/queue.js';
+import type { MessageRow } from '../../storage/sqlite/queue.js';
 import { buildDsn, headerBlock } from '../delivery/dsn.js';
 import type { AcceptedDsn } from './accepted-message.js';
 import type { PermanentFailure } from './queue.js';

@@ -1,5 +1,5 @@
 // Owns group commit: write units that arrive together share one durable transaction (one fsync), each isolated.
-import { storageFailure } from '../../storage/write-health.js';
+import { storageFailure } from '../../storage/sqlite/write-health.js';
 
 /**
  * Collects write units and runs every unit queued in the same event-loop turn inside one transaction, each in its

@@ -1,7 +1,7 @@
 // Owns the shape of delivery events written to the outbox (api.md §4.2), one place for every event kind.
 
-import type { MetricDelta } from '../../storage/metrics.js';
-import { TRACK_CLICK, TRACK_LIST_UNSUBSCRIBE, TRACK_OPEN } from '../../storage/tracking.js';
+import type { MetricDelta } from '../../storage/sqlite/metrics.js';
+import { TRACK_CLICK, TRACK_LIST_UNSUBSCRIBE, TRACK_OPEN } from '../../storage/sqlite/tracking.js';
 
 export type EventKind = 'processed' | 'delivered' | 'soft-bounced' | 'hard-bounced' | 'dropped' | 'unsubscribed' | 'open' | 'click';
 

@@ -1,5 +1,5 @@
 // Owns the metrics reports (api.md §2.5): windows, interval buckets and sender rankings, read from hourly roll-ups.
-import { grainStart, HOUR_MS, type Metric, type MetricRollup, type SenderRow } from '../../storage/metrics.js';
+import { grainStart, HOUR_MS, type Metric, type MetricRollup, type SenderRow } from '../../storage/sqlite/metrics.js';
 
 export const INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];

@@ -1,6 +1,6 @@
 // Owns acting on the queue by hand (the web console; the CLI's operations): list, show with every attempt, retry now,
 // delete — each scoped to the accounts the caller may see.
-import type { DeliveryRow, DeliveryState, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { DeliveryRow, DeliveryState, MessageRow, QueueStore } from '../../storage/sqlite/queue.js';
 
 /** The accounts a caller sees: a list of account ids, or `null` for the operator (every message, relayed mail too). */
 export type AccountScope = readonly number[] | null;

@@ -1,9 +1,9 @@
 // Owns the durable queue's write paths: the one door for accepted mail (message, deliveries, events, log rows) and
 // attempt outcomes.
-import { usagePeriod } from '../../storage/accounts.js';
-import type { AttemptRecord, DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
-import type { SmtpLogStore } from '../../storage/smtp-log.js';
-import type { SuppressionStore } from '../../storage/suppressions.js';
+import { usagePeriod } from '../../storage/sqlite/accounts.js';
+import type { AttemptRecord, DeliveryRow, MessageRow, QueueStore } from '../../storage/sqlite/queue.js';
+import type { SmtpLogStore } from '../../storage/sqlite/smtp-log.js';
+import type { SuppressionStore } from '../../storage/sqlite/suppressions.js';
 import { bounceClass, type Metrics } from '../metrics.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { createCommitBatcher } from './commit-batcher.js';

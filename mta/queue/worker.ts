@@ -1,7 +1,7 @@
 // Owns the delivery worker: claims due deliveries, routes and dials them, and hands outcomes back to the queue.
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
-import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/sqlite/queue.js';
 import type { AttemptOutcome, FastPath, Queue, RecordedAttempt } from './queue.js';
 import { classifyRouteFailure, type RouteFailure } from '../delivery/bounce-rules.js';
 import type { Router } from '../delivery/router.js';

@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/sqlite/accounts.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';

@@ -4,7 +4,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/webhooks.js';
+import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/sqlite/webhooks.js';
 import type { Metrics } from '../metrics.js';
 import { createPassLoop } from './pass-loop.js';
 import type { SignatureHeaders, WebhookSigner } from './signing.js';

@@ -1,6 +1,6 @@
 // Owns webhook signatures: Ed25519 signing keys, Content-Digest (RFC 9530) and Signature-Input/Signature (RFC 9421).
 import crypto from 'node:crypto';
-import type { SigningKeyRow, WebhookStore } from '../../storage/webhooks.js';
+import type { SigningKeyRow, WebhookStore } from '../../storage/sqlite/webhooks.js';
 
 /** The label alert notifications are signed under (api.md §4.5). */
 export const ALERT_LABEL = 'sig1';

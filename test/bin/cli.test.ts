@@ -6,8 +6,8 @@ import t from 'tap';
 import { runCli } from '../../bin/cli.js';
 import { startServer } from '../../bin/server.js';
 import { loadConfig } from '../../config/load.js';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase } from '../../storage/database.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
 import { tempDir, testEnv } from '../helpers/stack.js';
 
 t.test('CLI → API round trip', async (t) => {

@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { openDatabase } from '../../storage/database.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
 import { exited, firstKey, serveBinary } from '../helpers/serve-binary.js';

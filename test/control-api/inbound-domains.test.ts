@@ -1,9 +1,9 @@
 // Checks /inbound/v1 domain provisioning end to end over HTTP: normalisation, overwrite, key binding, tenancy,
 // batch, aliases, downstream addresses, subscriptions, status, report, auth and rate limit.
 import t from 'tap';
-import { createInboundDomainStore } from '../../storage/inbound-domains.js';
-import { createInboundListStore } from '../../storage/inbound-lists.js';
-import { createInboundReportStore } from '../../storage/inbound-reports.js';
+import { createInboundDomainStore } from '../../storage/sqlite/inbound-domains.js';
+import { createInboundListStore } from '../../storage/sqlite/inbound-lists.js';
+import { createInboundReportStore } from '../../storage/sqlite/inbound-reports.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 /** An account with one inbound key, and a caller that moves the clock so the 100 req/s bucket never runs dry. */

@@ -2,7 +2,7 @@
 // detection and canonical forms, deprecated list names, tenancy, and what the MX will read back (matchLists).
 import t from 'tap';
 import { decideListVerdict } from '../../filters/inbound-lists.js';
-import { createInboundListStore } from '../../storage/inbound-lists.js';
+import { createInboundListStore } from '../../storage/sqlite/inbound-lists.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 function tenant(stack: Stack, handle: string) {

@@ -1,6 +1,6 @@
 // Checks POST /outbound/v1/search over HTTP: filters, date and paging rules, notice, result shape, tenancy, 503, version.
 import t, { type Test } from 'tap';
-import { createSmtpLogStore, type NewSmtpLogRow } from '../../storage/smtp-log.js';
+import { createSmtpLogStore, type NewSmtpLogRow } from '../../storage/sqlite/smtp-log.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const DAY = 86_400_000;

@@ -4,8 +4,8 @@
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
 import type { RelayMessage } from '../../mta/inbound/pipeline.js';
-import { openDatabase } from '../../storage/database.js';
-import { createQuarantineStore, type NewQuarantined } from '../../storage/quarantine.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
+import { createQuarantineStore, type NewQuarantined } from '../../storage/sqlite/quarantine.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';
 
 const DAY = 86_400_000;

@@ -1,9 +1,9 @@
 // Checks the hourly roll-ups: every written event adds to its account's (and parent's) all-mail and campaign rows.
 import t from 'tap';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase } from '../../storage/database.js';
-import { createMetricRollup, grainStart, HOUR_MS } from '../../storage/metrics.js';
-import { createQueueStore } from '../../storage/queue.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
+import { createMetricRollup, grainStart, HOUR_MS } from '../../storage/sqlite/metrics.js';
+import { createQueueStore } from '../../storage/sqlite/queue.js';
 import { tempDir } from '../helpers/stack.js';
 
 t.test('events roll up per account, campaign and hour, in the transaction that writes them', async (t) => {

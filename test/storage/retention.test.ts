@@ -1,10 +1,10 @@
 // Checks the retention deletes against a real SQLite file: what each prune removes, what it never touches, limits.
 import t, { type Test } from 'tap';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase, type Db } from '../../storage/database.js';
-import { createQueueStore, type DeliveryState } from '../../storage/queue.js';
-import { createRetentionStore } from '../../storage/retention.js';
-import { createSmtpLogStore } from '../../storage/smtp-log.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase, type Db } from '../../storage/sqlite/database.js';
+import { createQueueStore, type DeliveryState } from '../../storage/sqlite/queue.js';
+import { createRetentionStore } from '../../storage/sqlite/retention.js';
+import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
 import { tempDir } from '../helpers/stack.js';
 
 const DAY = 86_400_000;

@@ -4,7 +4,7 @@ import t from 'tap';
 import { createBounceDsnHook, diagnosticOf } from '../../../mta/queue/bounce-dsn.js';
 import { buildDsn, headerBlock } from '../../../mta/delivery/dsn.js';
 import { longestLine } from '../../../mta/smtp/header-lines.js';
-import type { DeliveryRow, MessageRow } from '../../../storage/queue.js';
+import type { DeliveryRow, MessageRow } from '../../../storage/sqlite/queue.js';
 
 t.test('a DSN parses as multipart/report; report-type=delivery-status', async (t) => {
   const original = Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: hi\r\n\r\nbody line\r\n');

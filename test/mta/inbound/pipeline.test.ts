@@ -11,11 +11,11 @@ import { signMessage } from '../../../mta/outbound/dkim-sign.js';
 import { createDnsResolver, mailauthResolver } from '../../../mta/delivery/dns-resolver.js';
 import { createInboundPipeline, SCAN_FAILED_HEADER, type InboundPipelineDeps, type RelayMessage } from '../../../mta/inbound/pipeline.js';
 import { createRspamdClient } from '../../../mta/scanners/rspamd-client.js';
-import { createAccountStore } from '../../../storage/accounts.js';
-import { openDatabase } from '../../../storage/database.js';
-import { createInboundDomainStore, type AbusePolicy } from '../../../storage/inbound-domains.js';
-import { createInboundListStore, type ListScope } from '../../../storage/inbound-lists.js';
-import { createQuarantineStore } from '../../../storage/quarantine.js';
+import { createAccountStore } from '../../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../../storage/sqlite/database.js';
+import { createInboundDomainStore, type AbusePolicy } from '../../../storage/sqlite/inbound-domains.js';
+import { createInboundListStore, type ListScope } from '../../../storage/sqlite/inbound-lists.js';
+import { createQuarantineStore } from '../../../storage/sqlite/quarantine.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { createClock, tempDir } from '../../helpers/stack.js';
 

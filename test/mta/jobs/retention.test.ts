@@ -7,7 +7,7 @@ import { loadConfig } from '../../../config/load.js';
 import type { AcceptedOutbound } from '../../../mta/queue/accepted-message.js';
 import type { AttemptOutcome } from '../../../mta/queue/queue.js';
 import { createRetentionPruner } from '../../../mta/jobs/retention.js';
-import { createRetentionStore } from '../../../storage/retention.js';
+import { createRetentionStore } from '../../../storage/sqlite/retention.js';
 import { startStack, tempDir, testEnv, type Stack } from '../../helpers/stack.js';
 
 const DAY = 86_400_000;

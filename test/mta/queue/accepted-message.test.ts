@@ -1,7 +1,7 @@
 // Checks the accepted-message record's one mapping to the stored row: each kind fills only its own columns.
 import t from 'tap';
 import { messageRow } from '../../../mta/queue/accepted-message.js';
-import { TRACK_CLICK, TRACK_OPEN } from '../../../storage/tracking.js';
+import { TRACK_CLICK, TRACK_OPEN } from '../../../storage/sqlite/tracking.js';
 
 const raw = Buffer.from('Subject: x\r\n\r\nbody\r\n');
 const at = { createdAt: 1_000, expiresAt: 1_500 };

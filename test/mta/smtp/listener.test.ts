@@ -17,7 +17,7 @@ import {
 } from '../../../mta/smtp/smtp-server-seam.js';
 import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
 import type { SubmittedMessage } from '../../../mta/smtp/submission-listener.js';
-import type { AccountRow } from '../../../storage/accounts.js';
+import type { AccountRow } from '../../../storage/sqlite/accounts.js';
 import { startSink } from '../../helpers/smtp-sink.js';
 
 const pems = await generate([{ name: 'commonName', value: 'mx.sluice.test' }], { keySize: 2048, algorithm: 'sha256' });

@@ -9,8 +9,8 @@ import {
   rotateSigningKey,
   signBody,
 } from '../../../mta/webhooks/signing.js';
-import { openDatabase } from '../../../storage/database.js';
-import { createWebhookStore } from '../../../storage/webhooks.js';
+import { openDatabase } from '../../../storage/sqlite/database.js';
+import { createWebhookStore } from '../../../storage/sqlite/webhooks.js';
 import { tempDir } from '../../helpers/stack.js';
 import { verifyWebhook } from '../../helpers/webhook-receiver.js';
 

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ConfigError } from '../config/keys.js';
+import { ConfigError } from '../../config/keys.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The database handle every repository takes. Only storage/ knows it is better-sqlite3. */

@@ -1,5 +1,5 @@
 // Owns the account_scan_policies, sender_strikes, sender_blocks and sender_delistings tables (outbound abuse control).
-import type { ScanPolicy } from '../config/keys.js';
+import type { ScanPolicy } from '../../config/keys.js';
 import type { Db } from './database.js';
 
 export type StrikeKind = 'confirmed' | 'suspect';
