@@ -357,6 +357,14 @@ export const KEY_TREE = {
       parse: parseDays,
     }),
   },
+  queue: {
+    leaseSeconds: key({
+      doc: 'Seconds a worker holds what it claimed (deliveries, webhook batches, alerts); renewed every third of it while the work is in flight, taken over by any worker once expired (a crashed worker\'s work moves on after this long).',
+      defaultText: '60',
+      default: () => 60,
+      parse: integer(1, 3600, 'seconds'),
+    }),
+  },
   retention: {
     logDays: key({
       doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept; rows of mail still queued, deferred or held are never pruned.',

@@ -1,53 +1,8 @@
-// Owns the accounts, api_keys, smtp_passwords, usage_counters and settings tables.
+// Owns the accounts, api_keys, smtp_passwords and usage_counters tables (the Accounts port).
+import type { AccountRow, ApiKeyRow, CreateResult, KeyPrincipal, KeyScope, SmtpPasswordRow } from '../ports/accounts.js';
+import { CREDENTIAL_LIMIT } from '../ports/accounts.js';
 import type { Db } from './database.js';
 import { generateSecret, hashSecret, redactSecret } from './secrets.js';
-
-export interface AccountRow {
-  id: number;
-  handle: string;
-  company_name: string | null;
-  parent_id: number | null;
-  enabled: number;
-  send_limit: number | null;
-  created_at: number;
-  deleted_at: number | null;
-}
-
-export type KeyScope = 'api' | 'inbound';
-
-export interface ApiKeyRow {
-  id: number;
-  account_id: number;
-  scope: KeyScope;
-  redacted: string;
-  created_at: number;
-  revoked_at: number | null;
-}
-
-export interface SmtpPasswordRow {
-  id: number;
-  account_id: number;
-  redacted: string;
-  enabled: number;
-  created_at: number;
-}
-
-/** An authenticated API key and the account it belongs to. */
-export interface KeyPrincipal {
-  keyId: number;
-  scope: KeyScope;
-  account: AccountRow;
-}
-
-/** At most this many live API keys per account, and live SMTP passwords per account (api.md §2.6: 422 beyond). */
-export const CREDENTIAL_LIMIT = 100;
-
-export type CreateResult<T> = { ok: true; value: T } | { ok: false; reason: 'limit' | 'exists' };
-
-/** Calendar month (UTC) a timestamp falls in, as `YYYY-MM`: the period of usage counters and send limits. */
-export function usagePeriod(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 7);
-}
 
 /** Repository over accounts and their credentials. Every method scopes by account id; none crosses tenants. */
 export function createAccountStore(db: Db) {
@@ -107,10 +62,6 @@ export function createAccountStore(db: Db) {
     ),
 
     usage: db.prepare('SELECT sends FROM usage_counters WHERE account_id = ? AND period = ?'),
-    getSetting: db.prepare('SELECT value FROM settings WHERE name = ?'),
-    setSetting: db.prepare(
-      'INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value',
-    ),
   };
 
   function createKeyInTx(accountId: number, scope: KeyScope, now: number): CreateResult<{ id: number; key: string }> {
@@ -257,14 +208,6 @@ export function createAccountStore(db: Db) {
     /** Messages accepted for this account in the period (YYYY-MM). */
     usage(accountId: number, period: string): number {
       return (s.usage.get(accountId, period) as { sends: number } | undefined)?.sends ?? 0;
-    },
-
-    getSetting(name: string): string | undefined {
-      return (s.getSetting.get(name) as { value: string } | undefined)?.value;
-    },
-
-    setSetting(name: string, value: string): void {
-      s.setSetting.run(name, value);
     },
   };
 }

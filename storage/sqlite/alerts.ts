@@ -1,38 +1,8 @@
 // Owns the alert_monitors and alerts tables: monitors per account, every alert fired, its delivery state, counts.
+import type { AlertDelivery, AlertRow, AlertState, MonitorRow } from '../ports/alerts.js';
+import type { Lease } from '../ports/leases.js';
 import type { Db } from './database.js';
-
-export type AlertDelivery = 'webhook' | 'email';
-export type AlertState = 'pending' | 'sending' | 'delivered' | 'failed';
-
-export interface MonitorRow {
-  id: number;
-  account_id: number;
-  condition: string;
-  interval_hours: number;
-  delivery: AlertDelivery;
-  target: string;
-  created_at: number;
-}
-
-export interface AlertRow {
-  id: number;
-  monitor_id: number;
-  account_id: number;
-  sender_account_id: number;
-  condition: string;
-  sender_id: string;
-  payload: string;
-  fired_at: number;
-  delivery: AlertDelivery;
-  target: string;
-  state: AlertState;
-  attempts: number;
-  next_attempt_at: number;
-  lease_until: number | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  delivered_at: number | null;
-}
+import { createRenewal, END_LEASE, fence, HELD, TAKE_LEASE } from './leases.js';
 
 /** Repository of monitors and alerts. Every monitor read or write is scoped by account id. */
 export function createAlertStore(db: Db) {
@@ -58,13 +28,15 @@ export function createAlertStore(db: Db) {
       `SELECT * FROM alerts WHERE state IN ('pending', 'sending') AND next_attempt_at <= @now
          AND (state = 'pending' OR lease_until < @now) ORDER BY next_attempt_at, id LIMIT @limit`,
     ),
+    // The lease of storage/ports/leases.ts: pending, or sending under an expired lease (its owner died).
     claim: db.prepare(
-      `UPDATE alerts SET state = 'sending', attempts = attempts + 1, lease_until = @leaseUntil
+      `UPDATE alerts SET state = 'sending', attempts = attempts + 1, ${TAKE_LEASE}
        WHERE id = @id AND (state = 'pending' OR (state = 'sending' AND lease_until < @now)) RETURNING *`,
     ),
     result: db.prepare(
-      `UPDATE alerts SET state = @state, lease_until = NULL, last_status_code = @statusCode, last_error = @error,
-         next_attempt_at = coalesce(@retryAt, next_attempt_at), delivered_at = @deliveredAt WHERE id = @id`,
+      `UPDATE alerts SET state = @state, ${END_LEASE}, last_status_code = @statusCode, last_error = @error,
+         next_attempt_at = coalesce(@retryAt, next_attempt_at), delivered_at = @deliveredAt
+       WHERE id = @id AND state = 'sending' AND ${HELD}`,
     ),
     list: db.prepare(
       `SELECT * FROM alerts WHERE account_id = @accountId AND (@monitorId IS NULL OR monitor_id = @monitorId)
@@ -117,14 +89,16 @@ export function createAlertStore(db: Db) {
     due(now: number, limit: number): AlertRow[] {
       return s.due.all({ now, limit }) as AlertRow[];
     },
-    /** Takes a due alert for one attempt (lease until `leaseUntil`); undefined when another process took it. */
-    claim(id: number, now: number, leaseUntil: number): AlertRow | undefined {
-      return s.claim.get({ id, now, leaseUntil }) as AlertRow | undefined;
+    /** Takes a due alert for one attempt under a lease for `owner`; undefined when another worker holds it. */
+    claim(id: number, owner: string, now: number, leaseUntil: number): AlertRow | undefined {
+      return s.claim.get({ id, owner, now, until: leaseUntil }) as AlertRow | undefined;
     },
-    /** Records an attempt: delivered, pending again at `retryAt`, or failed for good (`retryAt` null, not ok). */
-    recordResult(id: number, r: { ok: boolean; statusCode: number | null; error: string | null; retryAt: number | null; now: number }): void {
+    /** Extends deliveries in flight under these leases. */
+    renew: createRenewal(db, 'alerts', "state = 'sending'"),
+    /** Records an attempt under its lease; false (nothing written) when the lease was lost. */
+    recordResult(lease: Lease, r: { ok: boolean; statusCode: number | null; error: string | null; retryAt: number | null; now: number }): boolean {
       const state: AlertState = r.ok ? 'delivered' : r.retryAt === null ? 'failed' : 'pending';
-      s.result.run({ id, state, statusCode: r.statusCode, error: r.error, retryAt: r.retryAt, deliveredAt: r.ok ? r.now : null });
+      return s.result.run({ ...fence(lease), state, statusCode: r.statusCode, error: r.error, retryAt: r.retryAt, deliveredAt: r.ok ? r.now : null }).changes > 0;
     },
     /** The account's alerts, newest first (`sluice monitors alerts`). */
     listAlerts(f: { accountId: number; monitorId: number | null; limit: number }): AlertRow[] {

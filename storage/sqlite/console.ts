@@ -1,27 +1,8 @@
 // Owns the console_tokens and console_sessions tables: operator tokens and web console sessions (hashes only).
+import type { ConsoleSessionRow, ConsoleTokenRow } from '../ports/console.js';
 import crypto from 'node:crypto';
 import type { Db } from './database.js';
 import { generateSecret, hashSecret } from './secrets.js';
-
-export interface ConsoleTokenRow {
-  id: number;
-  label: string | null;
-  created_at: number;
-  revoked_at: number | null;
-}
-
-/** A live session: a tenant's (the account and API key it signed in with) or the operator's (the token used). */
-export interface ConsoleSessionRow {
-  id_hash: string;
-  kind: 'tenant' | 'operator';
-  account_id: number | null;
-  key_id: number | null;
-  token_id: number | null;
-  /** The session's CSRF token, sent back in every form. */
-  csrf: string;
-  created_at: number;
-  expires_at: number;
-}
 
 export function createConsoleStore(db: Db) {
   const s = {

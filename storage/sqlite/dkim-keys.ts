@@ -1,27 +1,6 @@
 // Owns the dkim_keys table: per-account RSA keys per domain and selector, their status and rotation timers.
+import { DKIM_GRACE_MS, DKIM_RETIRE_MS, type DkimKeyRow, type DkimStatus } from '../ports/dkim-keys.js';
 import type { Db } from './database.js';
-
-export type DkimStatus = 'active' | 'rotated' | 'retired' | 'revoked';
-
-export interface DkimKeyRow {
-  id: number;
-  account_id: number;
-  domain: string;
-  selector: string;
-  algorithm: string;
-  key_length: number;
-  private_key: string;
-  public_key: string;
-  status: DkimStatus;
-  created_at: number;
-  status_modified_at: number;
-  grace_period_expires_at: number | null;
-  retires_at: number | null;
-}
-
-/** api.md §2.3: a rotated key may still sign for 3 days and is retired 2 weeks after rotation. */
-export const DKIM_GRACE_MS = 3 * 86_400_000;
-export const DKIM_RETIRE_MS = 14 * 86_400_000;
 
 export function createDkimKeyStore(db: Db) {
   const s = {

@@ -1,20 +1,6 @@
 // Owns a domain's parts: its admins, aliases and downstream addresses (inbound_domain_admins, _aliases, _downstreams).
+import type { DomainParts, DownstreamAddress } from '../ports/inbound-domains.js';
 import type { Db } from './database.js';
-
-export interface DownstreamAddress {
-  priority: number;
-  weight: number;
-  port: number;
-  /** Host name ending in "." (single labels such as `localhost.` included) or a bare IPv4/IPv6 address. */
-  target: string;
-}
-
-/** The lists of a domain a request may replace; an absent list keeps what is stored, an empty one clears it. */
-export interface DomainParts {
-  admins?: string[];
-  downstreams?: DownstreamAddress[];
-  aliases?: string[];
-}
 
 /** What the parts need from the domain table: whether a name is a provisioned domain, and touching updated_at. */
 export interface DomainLookups {

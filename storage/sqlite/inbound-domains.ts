@@ -1,78 +1,11 @@
 // Owns the inbound_domains table (domains, their settings and key binding) and the one store over inbound provisioning.
+import {
+  DEFAULT_DOMAIN_SETTINGS, maxDomains, type DomainDetails, type DomainSections, type DomainSettings, type InboundDomainRow,
+  type InboundSubscriptionRow, type ProvisionInput, type ProvisionResult, type SectionsResult, type ServedDomainRow,
+} from '../ports/inbound-domains.js';
 import type { Db } from './database.js';
-import { createDomainPartsStore, type DomainParts, type DownstreamAddress } from './inbound-domain-parts.js';
-import { createInboundSubscriptionStore, maxDomains, type InboundSubscriptionRow } from './inbound-subscriptions.js';
-
-// The relay names downstream addresses through the domain store's module.
-export type { DownstreamAddress } from './inbound-domain-parts.js';
-
-export type AbusePolicy = 'block' | 'flag' | 'quarantine';
-
-export interface InboundDomainRow {
-  id: number;
-  account_id: number;
-  /** Lower-case A-label, no trailing dot. */
-  domain: string;
-  subscription_id: number;
-  /** The only key that may manage the domain (associate-key=true), or null for any inbound key of the account. */
-  api_key_id: number | null;
-  abuse_policy: AbusePolicy | null;
-  abuse_policy_override: number | null;
-  spam_header_name: string | null;
-  spam_header_value: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-/** A domain mail is accepted for, as the MX sees it: the domain row plus the name it was reached by. */
-export interface ServedDomainRow extends InboundDomainRow {
-  subscription_handle: string;
-  /** The alias the lookup matched, or null when the name was the domain itself. */
-  via_alias: string | null;
-}
-
-export interface DomainSettings {
-  abusePolicy: AbusePolicy;
-  abusePolicyOverride: boolean;
-  spamHeaderName: string;
-  spamHeaderValue: string;
-}
-
-/**
- * Settings a new domain gets for every field its provisioning request leaves out. `flag` relays doubtful mail with
- * a header rather than dropping it, the least surprising behaviour for a domain that has just moved its MX here;
- * `X-Spam-Flag: YES` is the SpamAssassin convention most downstream filters (Sieve rules, mail clients) know.
- */
-export const DEFAULT_DOMAIN_SETTINGS: Readonly<DomainSettings> = Object.freeze({
-  abusePolicy: 'flag',
-  abusePolicyOverride: false,
-  spamHeaderName: 'X-Spam-Flag',
-  spamHeaderValue: 'YES',
-});
-
-/**
- * The parts of a domain a provisioning or settings request may carry. An absent part (undefined) keeps what is
- * stored; a present list replaces the stored list (an empty list clears it); settings replace field by field.
- */
-export interface DomainSections extends DomainParts {
-  settings?: Partial<DomainSettings>;
-}
-
-/** Everything stored about a domain, for rendering the wire `Domain`. */
-export interface DomainDetails {
-  row: InboundDomainRow;
-  subscriptionHandle: string;
-  admins: string[];
-  downstreams: DownstreamAddress[];
-  aliases: string[];
-}
-
-export type ProvisionResult =
-  | { ok: true; created: boolean; domainId: number }
-  | { ok: false; reason: 'other-account' | 'is-alias' | 'bound-to-other-key' | 'limit' }
-  | { ok: false; reason: 'alias-taken'; alias: string };
-
-export type SectionsResult = { ok: true } | { ok: false; reason: 'alias-taken'; alias: string };
+import { createDomainPartsStore } from './inbound-domain-parts.js';
+import { createInboundSubscriptionStore } from './inbound-subscriptions.js';
 
 /**
  * Repository over inbound domains. Names passed in must already be normalised (lower-case A-label without a
@@ -195,16 +128,7 @@ export function createInboundDomainStore(db: Db) {
      *   under the given settings, bound to `bindKeyId` (null: unbound).
      * An alias that is a domain or another domain's alias → 'alias-taken', nothing written.
      */
-    provision(input: {
-      accountId: number;
-      callerKeyId: number;
-      bindKeyId: number | null;
-      domain: string;
-      subscription: InboundSubscriptionRow;
-      sections: DomainSections;
-      overwrite: boolean;
-      now: number;
-    }): ProvisionResult {
+    provision(input: ProvisionInput): ProvisionResult {
       return db.transaction((): ProvisionResult => {
         const existing = s.byName.get(input.domain) as InboundDomainRow | undefined;
         if (existing) {

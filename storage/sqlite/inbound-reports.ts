@@ -1,20 +1,6 @@
 // Owns the inbound_reports table: false positive / false negative reports customers send for the operator to read.
+import type { InboundReportRow } from '../ports/inbound-reports.js';
 import type { Db } from './database.js';
-
-export type ReportType = 'false_positive' | 'false_negative';
-
-export interface InboundReportRow {
-  id: number;
-  account_id: number;
-  api_key_id: number | null;
-  report_type: ReportType;
-  message_content: string;
-  ehlo: string | null;
-  mail_from: string | null;
-  rcpt_to: string | null;
-  sending_host: string | null;
-  created_at: number;
-}
 
 export function createInboundReportStore(db: Db) {
   const s = {

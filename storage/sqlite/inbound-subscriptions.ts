@@ -1,40 +1,6 @@
 // Owns the inbound_subscriptions table: the plans an account may provision inbound domains against, and their limits.
+import type { InboundSubscriptionRow, NewSubscription } from '../ports/inbound-domains.js';
 import type { Db } from './database.js';
-
-export interface InboundSubscriptionRow {
-  id: number;
-  handle: string;
-  plan_handle: string;
-  plan_name: string;
-  account_id: number | null;
-  active: number;
-  /** JSON array of {featureHandle, value}. */
-  limits: string;
-  created_at: number;
-}
-
-/** Feature handle of a subscription limit on the number of domains an account may provision against it. */
-export const MAX_DOMAINS_FEATURE = 'max_domains';
-
-/** Parses a subscription's `limits` column; malformed JSON counts as no limits. */
-export function subscriptionLimits(row: InboundSubscriptionRow): { featureHandle: string; value: string }[] {
-  try {
-    const parsed = JSON.parse(row.limits) as unknown;
-    if (!Array.isArray(parsed)) return [];
-    return parsed
-      .filter((l): l is { featureHandle: unknown; value: unknown } => typeof l === 'object' && l !== null)
-      .map((l) => ({ featureHandle: String(l.featureHandle), value: String(l.value) }));
-  } catch {
-    return [];
-  }
-}
-
-/** The `max_domains` limit of a subscription, or null when it has none. */
-export function maxDomains(row: InboundSubscriptionRow): number | null {
-  const lim = subscriptionLimits(row).find((l) => l.featureHandle === MAX_DOMAINS_FEATURE);
-  const n = lim ? Number(lim.value) : NaN;
-  return Number.isInteger(n) && n >= 0 ? n : null;
-}
 
 /** Repository over subscription plans; part of the inbound domain store (storage/inbound-domains.ts). */
 export function createInboundSubscriptionStore(db: Db) {
@@ -71,15 +37,7 @@ export function createInboundSubscriptionStore(db: Db) {
     },
 
     /** Operator: creates a plan (accountId null: offered to every account). Throws on a duplicate handle. */
-    createSubscription(input: {
-      handle: string;
-      planHandle: string;
-      planName: string;
-      accountId: number | null;
-      active: boolean;
-      limits: { featureHandle: string; value: string }[];
-      now: number;
-    }): InboundSubscriptionRow {
+    createSubscription(input: NewSubscription): InboundSubscriptionRow {
       return s.insertSubscription.get({
         handle: input.handle,
         plan_handle: input.planHandle,

@@ -1,76 +1,15 @@
 // Owns the metric_rollups table: hourly counters per account and campaign, added to as events are written.
+import { HOUR_MS, METRICS, type Grain, type Metric, type MetricDelta, type SenderRow } from '../ports/metrics.js';
 import type { Db } from './database.js';
-
-/** Every counter a roll-up row keeps (the columns of metric_rollups, in order). */
-export const METRICS = [
-  'processed', 'delivered', 'bounced', 'dropped', 'complained', 'unsubscribed', 'unsubscribe_delivered',
-  'open', 'unique_open', 'machine_open', 'open_tracking_delivered', 'unique_open_tracking_delivered',
-  'click', 'unique_click', 'machine_click', 'click_tracking_delivered', 'unique_click_tracking_delivered',
-  // Migration 13: deferred attempts (soft bounces), for the console's deliverability chart; no API report shows it.
-  'deferred',
-] as const;
-
-export type Metric = (typeof METRICS)[number];
-
-/** Amounts to add to some counters. */
-export type MetricDelta = Partial<Record<Metric, number>>;
 
 /**
  * What a series is grouped by, in SQL: hours since the epoch; days since the epoch (UTC); weeks since the Monday
  * before the epoch (1970-01-01 was a Thursday, so day + 3 counts from Monday 1969-12-29; ISO 8601 weeks).
  */
-export type Grain = 'hour' | 'day' | 'week';
 const GRAIN_SQL: Record<Grain, string> = { hour: 'hour', day: 'hour / 24', week: '(hour / 24 + 3) / 7' };
-
-/** The start (ms) of series bucket `index` of `grain`. */
-export function grainStart(grain: Grain, index: number): number {
-  return grain === 'hour' ? index * HOUR_MS : grain === 'day' ? index * 24 * HOUR_MS : (index * 7 - 3) * 24 * HOUR_MS;
-}
-
-/** A sender's totals over a window (GET /metrics/senders). */
-export interface SenderRow {
-  name: string;
-  processed: number;
-  delivered: number;
-  bounced: number;
-  dropped: number;
-}
-
-export const HOUR_MS = 3_600_000;
 
 /** The campaign key of the rows that count every message, with a campaign or without. */
 const ALL = '';
-
-/**
- * What an event adds by itself, from its kind and payload (api.md §4.2): every figure counts recipients, so
- * `processed` adds the number of recipients the event names; each delivery, bounce, drop, open, click, complaint
- * and unsubscription adds one. A soft bounce adds only `deferred` (a retry is not an outcome: no report of the API
- * counts it); `test` events add nothing.
- */
-export function eventDelta(kind: string, payload: Record<string, unknown>): MetricDelta {
-  switch (kind) {
-    case 'processed':
-      return { processed: Array.isArray(payload.recipients) ? payload.recipients.length : 1 };
-    case 'delivered':
-      return { delivered: 1 };
-    case 'hard-bounced':
-      return { bounced: 1 };
-    case 'soft-bounced':
-      return { deferred: 1 };
-    case 'dropped':
-      return { dropped: 1 };
-    case 'complained':
-      return { complained: 1 };
-    case 'unsubscribed':
-      return { unsubscribed: 1 };
-    case 'open':
-      return { open: 1 };
-    case 'click':
-      return { click: 1 };
-    default:
-      return {};
-  }
-}
 
 /**
  * Repository over metric_rollups. `add` runs inside the caller's transaction (the one writing the event), so a

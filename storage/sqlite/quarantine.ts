@@ -1,93 +1,13 @@
 // Owns the inbound quarantine tables: held messages with their envelope, verdicts and body; release leases; pruning.
+import { QUARANTINE_LEASE_MS, type ClaimResult, type NewQuarantined, type QuarantineFilter, type QuarantineRow } from '../ports/quarantine.js';
 import type { Db } from './database.js';
-
-/** held: waiting for review; releasing: a release is relaying it (lease); released: relayed once, kept until expiry. */
-export type QuarantineStatus = 'held' | 'releasing' | 'released';
-
-export interface QuarantineRow {
-  id: number;
-  account_id: number;
-  /** The provisioned domain the recipients are on (null once that domain was deleted). */
-  domain_id: number | null;
-  domain: string;
-  /** The id the MX gave the message in its 250 reply and logs. */
-  queue_id: string;
-  mail_from: string;
-  /** JSON array of the recipients of this domain. */
-  rcpt_to: string;
-  client_ip: string;
-  helo: string;
-  from_header: string | null;
-  subject: string | null;
-  message_id: string | null;
-  size: number;
-  score: number;
-  /** Reason code of the decision that quarantined it (e.g. `spam-score`). */
-  reason: string;
-  /** JSON array of the verdict records of every filtering step. */
-  verdicts: string;
-  created_at: number;
-  expires_at: number;
-  release_started_at: number | null;
-  released_at: number | null;
-}
-
-export interface NewQuarantined {
-  accountId: number;
-  domainId: number;
-  domain: string;
-  queueId: string;
-  mailFrom: string;
-  rcptTo: string[];
-  clientIp: string;
-  helo: string;
-  fromHeader: string | null;
-  subject: string | null;
-  messageId: string | null;
-  score: number;
-  reason: string;
-  verdicts: unknown[];
-  raw: Buffer;
-  now: number;
-  expiresAt: number;
-}
-
-export interface QuarantineFilter {
-  /** null: every account (operator CLI). */
-  accountId: number | null;
-  /** Hide messages of domains bound (associate-key) to another API key than this one; null: no such filter. */
-  keyId?: number | null | undefined;
-  domain?: string | undefined;
-  /** One recipient address (case-insensitive). */
-  recipient?: string | undefined;
-  /** Envelope sender (case-insensitive). */
-  sender?: string | undefined;
-  status?: QuarantineStatus | undefined;
-  /** created_at window, inclusive start, exclusive end (ms). */
-  since?: number | undefined;
-  until?: number | undefined;
-  limit: number;
-  offset: number;
-}
-
-/** The outcome of trying to start a release. */
-export type ClaimResult =
-  | { ok: true; row: QuarantineRow; raw: Buffer }
-  | { ok: false; reason: 'not-found' | 'released' | 'in-progress' };
-
-/** Status of a row at `now`; a release lease older than `leaseMs` counts as abandoned (crash), i.e. held again. */
-export function quarantineStatus(row: QuarantineRow, now: number, leaseMs: number): QuarantineStatus {
-  if (row.released_at !== null) return 'released';
-  if (row.release_started_at !== null && row.release_started_at > now - leaseMs) return 'releasing';
-  return 'held';
-}
 
 /**
  * Repository over quarantined messages. Methods taking `accountId` never touch another account's rows; `null` is
  * the operator (CLI) and sees every account.
  */
 export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
-  const leaseMs = opts.leaseMs ?? 10 * 60_000;
+  const leaseMs = opts.leaseMs ?? QUARANTINE_LEASE_MS;
   const where = `(@account IS NULL OR q.account_id = @account)
      AND (@domain IS NULL OR q.domain = @domain)
      AND (@key IS NULL OR NOT EXISTS (SELECT 1 FROM inbound_domains d WHERE d.id = q.domain_id
@@ -152,9 +72,6 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
   });
 
   return {
-    /** How long a release may hold its lease before another release may take over (crash recovery). */
-    leaseMs,
-
     /** Stores a message and its body in one transaction; the caller commits before replying 250. */
     insert(q: NewQuarantined): number {
       return db.transaction(() => {

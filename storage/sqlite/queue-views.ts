@@ -1,7 +1,8 @@
 // Owns the operator's views of the queue tables: the pending list and its summary, the console's browse, depth and
-// stats for /metrics and /healthz, and the operator's retry and drop; storage/queue.ts spreads them into the store.
+// stats for /metrics and /healthz, and the operator's retry and drop (the queue views port).
 import type { Db } from './database.js';
-import type { DeliveryRow, DeliveryState, MessageKind, PendingSummary, QueueStats } from './queue-rows.js';
+import type { DeliveryState, MessageKind } from '../ports/queue.js';
+import type { BrowsedDelivery, PendingDelivery, PendingSummary, QueueStats } from '../ports/queue-views.js';
 
 export function createQueueViews(db: Db) {
   const s = {
@@ -23,7 +24,7 @@ export function createQueueViews(db: Db) {
       `UPDATE deliveries SET next_attempt_at = @now, updated_at = @now WHERE state = 'queued' AND (@id IS NULL OR id = @id)`,
     ),
     deleteDelivery: db.prepare(
-      `UPDATE deliveries SET state = 'dropped', locked_by = NULL, last_response = @reason, updated_at = @now
+      `UPDATE deliveries SET state = 'dropped', locked_by = NULL, lease_until = NULL, last_response = @reason, updated_at = @now
        WHERE id = @id AND state IN ('queued', 'held')`,
     ),
     stats: db.prepare(
@@ -50,13 +51,7 @@ export function createQueueViews(db: Db) {
   return {
     /** Unfinished deliveries for `sluice queue list`. */
     listPending(limit: number, offset: number) {
-      return s.list.all(limit, offset) as (DeliveryRow & {
-        mail_from: string;
-        header_message_id: string;
-        message_created_at: number;
-        queue_id: string;
-        message_size: number;
-      })[];
+      return s.list.all(limit, offset) as PendingDelivery[];
     },
 
     /** Totals over every unfinished delivery (the summary line of `sluice queue list`, whatever its --limit). */
@@ -86,14 +81,7 @@ export function createQueueViews(db: Db) {
         rcpt: f.rcpt ?? null,
         limit: f.limit,
         offset: f.offset,
-      }) as (DeliveryRow & {
-        account_id: number | null;
-        kind: MessageKind;
-        mail_from: string;
-        subject: string | null;
-        header_message_id: string;
-        message_created_at: number;
-      })[];
+      }) as BrowsedDelivery[];
     },
 
     /** Unfinished deliveries by state and message kind, and the created_at of the oldest message still waiting. */

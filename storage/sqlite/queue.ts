@@ -1,16 +1,43 @@
-// Owns the messages, message_bodies, deliveries, delivery_attempts and events tables: enqueue, claim, record outcomes.
+// Owns the messages, message_bodies, deliveries and delivery_attempts tables: the Queue port's units (accept, claim,
+// renew, release, record) and its reads.
+import type { Lease } from '../ports/leases.js';
+import type {
+  AcceptedIds, AcceptRecord, AttemptRow, ClaimBatch, DeliveryRow, DsnRecord, MessageRow, OutcomeRecord,
+} from '../ports/queue.js';
+import { eventSuppression } from '../ports/suppressions.js';
+import { deliveredDelta, trackingKey } from '../ports/tracking.js';
+import { storedBody, type InlineBodies } from './bodies.js';
 import type { Db } from './database.js';
-import type { AttemptRecord, DeliveryRow, DeliveryState, MessageRow, NewMessage } from './queue-rows.js';
-import { createQueueViews } from './queue-views.js';
-import { createMetricRollup, eventDelta, type MetricDelta } from './metrics.js';
-import { createTrackingStore, trackingKey, type NewTrackedMessage } from './tracking.js';
+import { createEventWriter } from './events.js';
+import { createRenewal, END_LEASE, fence, HELD } from './leases.js';
+import { createSmtpLogStore } from './smtp-log.js';
+import { createSuppressionStore } from './suppressions.js';
+import { createTrackingStore } from './tracking.js';
 
-export type { DeliveryState, MessageKind, MessageRow, DeliveryRow, NewMessage, AttemptRecord, PendingSummary, QueueStats } from './queue-rows.js';
+/** A messages row as SQLite returns it: the port's MessageRow with body_ref instead of the body reference. */
+type MessageTableRow = Omit<MessageRow, 'body'> & { body_ref: string | null };
 
-/** Repository over the queue tables. Multi-step writes are composed by the caller inside `transaction`. */
-export function createQueueStore(db: Db) {
-  const rollup = createMetricRollup(db);
+/** The port's message record of a stored row. */
+export function toMessage(row: MessageTableRow): MessageRow {
+  const { body_ref: _ref, ...rest } = row;
+  return { ...rest, body: storedBody(row) };
+}
+
+/** Repository over the queue tables; each method is synchronous and runs inside the unit the store gives it. */
+export function createQueueStore(db: Db, bodies: InlineBodies) {
+  /** A claim of rows in `state` that are due (queued) or whose lease expired (sending), by due time. */
+  const claimStatement = (state: 'queued' | 'sending') =>
+    db.prepare(
+      `UPDATE deliveries SET state = 'sending', locked_by = @owner, lease_until = @until, lease_token = lease_token + 1,
+         attempts = attempts + 1, next_attempt_at = @until, updated_at = @now
+       WHERE id IN (SELECT id FROM deliveries WHERE state = '${state}' AND next_attempt_at <= @now
+                    ORDER BY next_attempt_at, id LIMIT @limit)
+       RETURNING *`,
+    );
+  const events = createEventWriter(db);
   const tracking = createTrackingStore(db);
+  const smtpLog = createSmtpLogStore(db);
+  const suppressions = createSuppressionStore(db);
   const s = {
     insertMessage: db.prepare(
       `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
@@ -20,44 +47,38 @@ export function createQueueStore(db: Db) {
          @tracking)
        RETURNING id`,
     ),
-    insertBody: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
+    setBodyRef: db.prepare('UPDATE messages SET body_ref = ? WHERE id = ?'),
     insertDelivery: db.prepare(
-      `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, last_code, last_status,
-         last_response, updated_at, locked_by, attempts)
-       VALUES (@messageId, @rcpt, @domain, @state, @nextAttemptAt, @code, @status, @response, @now, @lockedBy, @attempts)
+      `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, last_status, last_response, updated_at,
+         locked_by, lease_until, lease_token, attempts)
+       VALUES (@messageId, @rcpt, @domain, @state, @next, @status, @response, @now, @owner, @until, @token, @attempts)
        RETURNING id`,
     ),
-    claim: db.prepare(
-      // Counts the attempt and pushes next_attempt_at to the lease end *before* dialling (STYLE: record, then send).
-      `UPDATE deliveries SET state = 'sending', locked_by = @worker, attempts = attempts + 1,
-         next_attempt_at = @leaseUntil, updated_at = @now
-       WHERE id IN (SELECT id FROM deliveries WHERE state = 'queued' AND next_attempt_at <= @now
-                    ORDER BY next_attempt_at, id LIMIT @limit)
-       RETURNING *`,
+    // Counts the attempt and pushes next_attempt_at to the lease end *before* dialling (STYLE: record, then send).
+    // Expired leases first (their owner died or stalled: the oldest work), then queued rows in due order.
+    claimExpired: claimStatement('sending'),
+    claimQueued: claimStatement('queued'),
+    messagesIn: db.prepare('SELECT * FROM messages WHERE id IN (SELECT value FROM json_each(?))'),
+    release: db.prepare(
+      `UPDATE deliveries SET state = 'queued', ${END_LEASE}, attempts = max(attempts - 1, 0), next_attempt_at = @now,
+         updated_at = @now WHERE id = @id AND state = 'sending' AND ${HELD}`,
     ),
-    releaseStale: db.prepare(
-      `UPDATE deliveries SET state = 'queued', locked_by = NULL, next_attempt_at = MIN(next_attempt_at, @now),
-         updated_at = @now WHERE state = 'sending'`,
-    ),
-    message: db.prepare('SELECT * FROM messages WHERE id = ?'),
-    body: db.prepare('SELECT body FROM message_bodies WHERE message_id = ?'),
-    markDelivered: db.prepare(
-      `UPDATE deliveries SET state = @state, locked_by = NULL, last_code = @code, last_status = @status,
+    // The fence: the outcome is written only while the attempt's lease still holds.
+    recordOutcome: db.prepare(
+      `UPDATE deliveries SET state = @state, ${END_LEASE}, last_code = @code, last_status = @status,
          last_response = @response, last_command = @command, last_host = @host, next_attempt_at = @next,
-         updated_at = @now WHERE id = @id`,
+         updated_at = @at WHERE id = @id AND state = 'sending' AND ${HELD}`,
     ),
     insertAttempt: db.prepare(
       `INSERT INTO delivery_attempts (delivery_id, at, outcome, code, status, response, command, host)
        VALUES (@deliveryId, @at, @outcome, @code, @status, @response, @command, @host)`,
     ),
-    insertEvent: db.prepare(
-      'INSERT INTO events (account_id, event, payload, created_at) VALUES (?, ?, ?, ?) RETURNING id',
-    ),
     nextDue: db.prepare("SELECT MIN(next_attempt_at) AS at FROM deliveries WHERE state IN ('queued', 'sending')"),
     bumpUsage: db.prepare(
-      `INSERT INTO usage_counters (account_id, period, sends) VALUES (?, ?, ?)
-       ON CONFLICT(account_id, period) DO UPDATE SET sends = sends + excluded.sends`,
+      `INSERT INTO usage_counters (account_id, period, sends) VALUES (?, ?, 1)
+       ON CONFLICT(account_id, period) DO UPDATE SET sends = sends + 1`,
     ),
+    message: db.prepare('SELECT * FROM messages WHERE id = ?'),
     deliveriesOf: db.prepare('SELECT * FROM deliveries WHERE message_id = ? ORDER BY id'),
     delivery: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
     attempts: db.prepare('SELECT * FROM delivery_attempts WHERE delivery_id = ? ORDER BY id'),
@@ -72,154 +93,103 @@ export function createQueueStore(db: Db) {
        WHERE m.account_id = ? AND m.sender_id = ? AND m.created_at >= ? AND d.state IN ('delivered', 'bounced')`,
     ),
   };
+  const renewal = createRenewal(db, 'deliveries', "state = 'sending'", 'next_attempt_at');
+
+  /** Writes one accepted record (inside the caller's unit). */
+  function acceptOne(r: AcceptRecord): AcceptedIds {
+    const m = r.message;
+    const { id: messageRowId } = s.insertMessage.get({
+      ...m,
+      transactional: m.transactional ? 1 : 0,
+    }) as { id: number };
+    if (m.body) s.setBodyRef.run(bodies.store(messageRowId, m.body), messageRowId);
+    if (r.tracked) tracking.insert(r.tracked);
+    const deliveryIds: number[] = [];
+    const leased: AcceptedIds['leased'] = [];
+    for (const d of r.deliveries) {
+      const lease = d.state === 'queued' ? r.lease : undefined;
+      const { id } = s.insertDelivery.get({
+        messageId: messageRowId,
+        rcpt: d.rcpt,
+        domain: d.domain,
+        // A leased row is written exactly as a claim leaves one: sending, one attempt, due at the lease end.
+        state: lease ? 'sending' : d.state,
+        next: lease ? lease.until : m.createdAt,
+        status: d.status ?? null,
+        response: d.response ?? null,
+        now: m.createdAt,
+        owner: lease?.owner ?? null,
+        until: lease?.until ?? null,
+        token: lease ? 1 : 0,
+        attempts: lease ? 1 : 0,
+      }) as { id: number };
+      deliveryIds.push(id);
+      if (lease) leased.push({ id, owner: lease.owner, token: 1, until: lease.until, rcpt: d.rcpt, domain: d.domain });
+      if (d.log) {
+        smtpLog.insertRow({ ...d.log.row, delivery_id: id });
+        if (d.log.attempt) smtpLog.updateAttempt(id, d.log.attempt);
+      }
+    }
+    for (const e of r.events) events.append(e);
+    if (r.usage) s.bumpUsage.run(r.usage.accountId, r.usage.period);
+    return { messageRowId, deliveryIds, leased };
+  }
+
+  /** Writes one outcome if its lease still holds; false when it was lost. */
+  function recordOne(o: OutcomeRecord): boolean {
+    const a = o.attempt;
+    const held = s.recordOutcome.run({
+      ...fence(o.lease),
+      state: o.state,
+      code: a.code,
+      status: a.status,
+      response: a.response,
+      command: a.command,
+      host: a.host,
+      next: o.nextAttemptAt,
+      at: a.at,
+    }).changes > 0;
+    if (!held) return false;
+    s.insertAttempt.run({ ...a, deliveryId: o.lease.id });
+    if (o.log) smtpLog.updateAttempt(o.lease.id, o.log);
+    if (o.event) {
+      const key = o.trackedDelivery ? trackingKey(o.trackedDelivery.messageId) : undefined;
+      const extra = o.trackedDelivery ? deliveredDelta(o.trackedDelivery.tracking, key !== undefined && tracking.markDelivered(key, a.at)) : {};
+      events.append(o.event, extra);
+    }
+    if (o.suppress) suppressions.insert(eventSuppression(o.suppress.accountId, o.suppress.recipient, 'hard_bounce', o.suppress.sender), a.at);
+    return true;
+  }
 
   return {
-    // The operator's views (sluice queue, the console, /metrics): storage/queue-views.ts.
-    ...createQueueViews(db),
-
-    /** Runs `fn` in one write transaction (nested calls become savepoints). */
-    transaction<T>(fn: () => T): T {
-      return db.transaction(fn).immediate();
+    accept(records: readonly AcceptRecord[]): AcceptedIds[] {
+      return records.map(acceptOne);
     },
 
-    /** Runs `fn` in a savepoint of the current transaction: if it throws, only its own writes roll back. */
-    savepoint<T>(fn: () => T): T {
-      return db.transaction(fn)();
+    claim(owner: string, now: number, leaseMs: number, limit: number): ClaimBatch {
+      const p = { owner, now, until: now + leaseMs, limit };
+      const deliveries = s.claimExpired.all(p) as DeliveryRow[];
+      if (deliveries.length < limit) deliveries.push(...(s.claimQueued.all({ ...p, limit: limit - deliveries.length }) as DeliveryRow[]));
+      if (deliveries.length === 0) return { deliveries, messages: [] };
+      const ids = [...new Set(deliveries.map((d) => d.message_id))];
+      const messages = (s.messagesIn.all(JSON.stringify(ids)) as MessageTableRow[]).map(toMessage);
+      return { deliveries, messages };
     },
 
-    /** Inserts a message row and its body; returns the message row id. Call inside `transaction`. */
-    insertMessage(m: NewMessage): number {
-      const { id } = s.insertMessage.get({
-        ...m,
-        transactional: m.transactional ? 1 : 0,
-        size: m.size ?? m.raw.length,
-        verdicts: m.verdicts ?? null,
-        tracking: m.tracking ?? 0,
-      }) as { id: number };
-      s.insertBody.run(id, m.raw);
-      return id;
+    renew: renewal,
+
+    release(leases: readonly Lease[], now: number): number {
+      return leases.reduce((n, l) => n + s.release.run({ ...fence(l), now }).changes, 0);
     },
 
-    /**
-     * Inserts one delivery (queued for `nextAttemptAt`, or a final state such as dropped). `lockedBy` inserts it
-     * already claimed (state 'sending', attempts 1, `nextAttemptAt` = the lease end), exactly as `claimDue` leaves a
-     * row, so the enqueue transaction takes the lease and no claim transaction is needed.
-     */
-    insertDelivery(d: {
-      messageId: number;
-      rcpt: string;
-      domain: string;
-      state: DeliveryState;
-      nextAttemptAt: number;
-      code?: number | null;
-      status?: string | null;
-      response?: string | null;
-      lockedBy?: string | null;
-      now: number;
-    }): number {
-      return (
-        s.insertDelivery.get({
-          code: null,
-          status: null,
-          response: null,
-          lockedBy: null,
-          ...d,
-          attempts: d.lockedBy ? 1 : 0,
-        }) as { id: number }
-      ).id;
+    record(outcomes: readonly OutcomeRecord[], dsns: readonly DsnRecord[] = []): boolean[] {
+      const written = outcomes.map(recordOne);
+      for (const d of dsns) if (d.covers.some((i) => written[i])) acceptOne(d.dsn);
+      return written;
     },
 
-    /**
-     * Appends an event to the outbox and adds it to the hourly metric roll-ups (storage/metrics.ts eventDelta, plus
-     * `extra` counters that are no event of their own, such as open_tracking_delivered), in the caller's
-     * transaction; returns its id. Every event goes through here, so every figure comes from a written event.
-     */
-    insertEvent(accountId: number, event: string, payload: Record<string, unknown>, now: number, extra: MetricDelta = {}): number {
-      const id = (s.insertEvent.get(accountId, event, JSON.stringify(payload), now) as { id: number }).id;
-      const delta: MetricDelta = { ...eventDelta(event, payload) };
-      for (const [k, v] of Object.entries(extra) as [keyof MetricDelta, number][]) delta[k] = (delta[k] ?? 0) + v;
-      const campaign = typeof payload.campaign_id === 'string' ? payload.campaign_id : null;
-      rollup.add(accountId, campaign, now, delta);
-      return id;
-    },
-
-    /** Stores what the tracking tokens of an accepted message name. Call inside the accept's transaction. */
-    insertTracked(m: NewTrackedMessage): void {
-      tracking.insert(m);
-    },
-
-    /**
-     * Notes a delivery of a tracked message (by its Message-ID); true for the message's first delivery, false for a
-     * later one or a message without a tracking row.
-     */
-    markTrackedDelivered(messageId: string, now: number): boolean {
-      const key = trackingKey(messageId);
-      return key !== undefined && tracking.markDelivered(key, now);
-    },
-
-    addUsage(accountId: number, period: string, n: number): void {
-      s.bumpUsage.run(accountId, period, n);
-    },
-
-    /** Claims up to `limit` due deliveries for `worker`, leasing them until `leaseUntil`. */
-    claimDue(worker: string, now: number, leaseUntil: number, limit: number): DeliveryRow[] {
-      return db.transaction(() => s.claim.all({ worker, now, leaseUntil, limit }) as DeliveryRow[]).immediate();
-    },
-
-    /** At start-up no other worker exists: leases left by a dead process become due now. Returns how many. */
-    releaseStaleLeases(now: number): number {
-      return s.releaseStale.run({ now }).changes;
-    },
-
-    findMessage(id: number): MessageRow | undefined {
-      return s.message.get(id) as MessageRow | undefined;
-    },
-
-    /**
-     * Finished recipients (delivered or bounced) of a sender identity's messages accepted since `since`, and how many
-     * of them bounced for a recipient-class reason (RFC 3463 5.1.x, 5.2.1): its hard-bounce rate.
-     */
-    senderOutcomes(accountId: number, senderId: string, since: number): { finished: number; invalid: number } {
-      return s.senderOutcomes.get(accountId, senderId, since) as { finished: number; invalid: number };
-    },
-
-    findBody(messageId: number): Buffer | undefined {
-      return (s.body.get(messageId) as { body: Buffer } | undefined)?.body;
-    },
-
-    findDelivery(id: number): DeliveryRow | undefined {
-      return s.delivery.get(id) as DeliveryRow | undefined;
-    },
-
-    deliveriesOf(messageId: number): DeliveryRow[] {
-      return s.deliveriesOf.all(messageId) as DeliveryRow[];
-    },
-
-    /** The message a send (`request_id`) of the account addressed to `rcpt`, while it is stored; else undefined. */
-    findSentTo(accountId: number, sendRequestId: string, rcpt: string) {
-      return s.sentTo.get(sendRequestId, accountId, rcpt) as
-        | Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'>
-        | undefined;
-    },
-
-    attemptsOf(deliveryId: number): AttemptRecord[] {
-      return s.attempts.all(deliveryId) as AttemptRecord[];
-    },
-
-    /** Records one attempt and sets the delivery's new state. Call inside `transaction`. */
-    recordAttempt(a: AttemptRecord, state: DeliveryState, nextAttemptAt: number): void {
-      s.insertAttempt.run(a);
-      s.markDelivered.run({
-        id: a.deliveryId,
-        state,
-        code: a.code,
-        status: a.status,
-        response: a.response,
-        command: a.command,
-        host: a.host,
-        next: nextAttemptAt,
-        now: a.at,
-      });
+    nextDueAt(): number | undefined {
+      return (s.nextDue.get() as { at: number | null }).at ?? undefined;
     },
 
     /**
@@ -230,12 +200,29 @@ export function createQueueStore(db: Db) {
       return db.pragma('data_version', { simple: true }) as number;
     },
 
-    /** Earliest next_attempt_at of unfinished deliveries, or undefined when the queue is empty. */
-    nextDueAt(): number | undefined {
-      return (s.nextDue.get() as { at: number | null }).at ?? undefined;
+    findMessage(id: number): MessageRow | undefined {
+      const row = s.message.get(id) as MessageTableRow | undefined;
+      return row && toMessage(row);
     },
 
+    findDelivery(id: number): DeliveryRow | undefined {
+      return s.delivery.get(id) as DeliveryRow | undefined;
+    },
+
+    deliveriesOf(messageId: number): DeliveryRow[] {
+      return s.deliveriesOf.all(messageId) as DeliveryRow[];
+    },
+
+    attemptsOf(deliveryId: number): AttemptRow[] {
+      return s.attempts.all(deliveryId) as AttemptRow[];
+    },
+
+    findSentTo(accountId: number, sendRequestId: string, rcpt: string) {
+      return s.sentTo.get(sendRequestId, accountId, rcpt) as Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'> | undefined;
+    },
+
+    senderOutcomes(accountId: number, senderId: string, since: number): { finished: number; invalid: number } {
+      return s.senderOutcomes.get(accountId, senderId, since) as { finished: number; invalid: number };
+    },
   };
 }
-
-export type QueueStore = ReturnType<typeof createQueueStore>;

@@ -1,4 +1,5 @@
 // Owns the retention deletes: batch-limited pruning of old SMTP log rows, message bodies and finished queue rows.
+import type { PruneBatch, WalkArgs } from '../ports/retention.js';
 import type { Db } from './database.js';
 
 /**
@@ -7,26 +8,6 @@ import type { Db } from './database.js';
  * rows (ARCHITECTURE invariant 6: retention never deletes undelivered, deferred or held mail).
  */
 const UNFINISHED = "('queued', 'sending', 'held')";
-
-/** One batch of a cursor walk: what it deleted and where the next batch of the same run starts. */
-export interface PruneBatch {
-  /** Rows deleted by this batch. */
-  deleted: number;
-  /** Pass as `afterId` to the next batch of the same run (rows up to here were looked at). */
-  lastId: number;
-  /** True when nothing older than the cutoff is left past `lastId`: the run can stop this walk. */
-  done: boolean;
-}
-
-/** Arguments of a cursor walk batch. */
-export interface WalkArgs {
-  /** Cutoff (ms): only messages created, and finished, strictly before it are deleted. */
-  before: number;
-  /** Start after this id (0 for the first batch of a run). */
-  afterId: number;
-  /** Rows looked at (and so at most deleted) in this batch. */
-  limit: number;
-}
 
 interface WindowRow {
   id: number;
@@ -55,6 +36,8 @@ export function createRetentionStore(db: Db) {
        WHERE b.message_id > @afterId ORDER BY b.message_id LIMIT @limit`,
     ),
     deleteBody: db.prepare('DELETE FROM message_bodies WHERE message_id = ?'),
+    // The message no longer names a body (its record reads body: null).
+    forgetBody: db.prepare('UPDATE messages SET body_ref = NULL WHERE id = ?'),
     messageWindow: db.prepare(
       `SELECT m.id, m.created_at, m.size, ${busy} AS busy
        FROM messages m WHERE m.id > @afterId ORDER BY m.id LIMIT @limit`,
@@ -107,7 +90,7 @@ export function createRetentionStore(db: Db) {
     pruneBodies(a: WalkArgs & { maxBytes?: number }): PruneBatch {
       return db
         .transaction(() =>
-          walk(s.bodyWindow.all(windowParams(a)) as WindowRow[], a, (id) => s.deleteBody.run(id).changes, a.maxBytes ?? 64 * 1024 * 1024),
+          walk(s.bodyWindow.all(windowParams(a)) as WindowRow[], a, (id) => (s.forgetBody.run(id), s.deleteBody.run(id).changes), a.maxBytes ?? 64 * 1024 * 1024),
         )
         .immediate();
     },

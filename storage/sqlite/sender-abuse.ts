@@ -1,20 +1,7 @@
 // Owns the account_scan_policies, sender_strikes, sender_blocks and sender_delistings tables (outbound abuse control).
+import type { DelistVia, SenderBlockRow, StrikeKind } from '../ports/sender-abuse.js';
 import type { ScanPolicy } from '../../config/keys.js';
 import type { Db } from './database.js';
-
-export type StrikeKind = 'confirmed' | 'suspect';
-export type DelistVia = 'api' | 'operator';
-
-export interface SenderBlockRow {
-  account_id: number;
-  sender_id: string;
-  envelope_sender: string;
-  message_id: string;
-  reason: string;
-  blocked_at: number;
-  lifted_at: number | null;
-  lifted_by: DelistVia | null;
-}
 
 /** Repository of scan policies, strikes, blocks and delistings. Every method scopes by account id. */
 export function createSenderAbuseStore(db: Db) {
@@ -62,11 +49,6 @@ export function createSenderAbuseStore(db: Db) {
   };
 
   return {
-    /** Runs `fn` in one write transaction (nested calls become savepoints). */
-    transaction<T>(fn: () => T): T {
-      return db.transaction(fn).immediate();
-    },
-
     /** The account's own scan policy, or undefined when it follows its parent / `filters.outbound_policy`. */
     scanPolicy(accountId: number): ScanPolicy | undefined {
       return s.policy.get(accountId) as ScanPolicy | undefined;
@@ -77,7 +59,7 @@ export function createSenderAbuseStore(db: Db) {
       else s.setPolicy.run(accountId, policy, now);
     },
 
-    /** Records one CONFIRMED or SUSPECT message of a sender identity. Call inside `transaction` with the count. */
+    /** Records one CONFIRMED or SUSPECT message of a sender identity. */
     insertStrike(accountId: number, senderId: string, kind: StrikeKind, messageId: string, at: number): void {
       s.insertStrike.run(accountId, senderId, kind, messageId, at);
     },

@@ -1,45 +1,5 @@
 // Owns the SMTP log search plan: its filters, the index each filter drives, the trigram subject lookup and the SQL.
-
-/**
- * `spam_disposition` and `virus_disposition` values of the seed's log search: UNKNOWN for mail that was not scanned
- * or that no scanner classified, the others as the scanners grade what they caught (most certain first).
- */
-export const SPAM_DISPOSITIONS = ['CONFIRMED', 'SUSPECT', 'BULK', 'UNKNOWN'] as const;
-export const VIRUS_DISPOSITIONS = ['CONFIRMED', 'HIGH', 'MEDIUM', 'UNKNOWN'] as const;
-export type SpamDisposition = (typeof SPAM_DISPOSITIONS)[number];
-export type VirusDisposition = (typeof VIRUS_DISPOSITIONS)[number];
-
-/**
- * Search filters; every field is optional except the time range. `sender`, `rcpt`, `upstreamHostname` and `lastcmd`
- * match exactly but ASCII case-insensitively; `subject` and `rspmsg` are ASCII case-insensitive substrings.
- */
-export interface SmtpLogFilters {
-  messageId?: string;
-  sendRequestId?: string;
-  sender?: string;
-  rcpt?: string;
-  auth?: string;
-  upstream?: string;
-  upstreamHostname?: string;
-  senderId?: string;
-  subject?: string;
-  /** The SMTP command (`RCPT TO`, `DATA`, `CONN`…) and reply text of the latest attempt. */
-  lastcmd?: string;
-  rspmsg?: string;
-  delivered?: boolean;
-  spamDisposition?: SpamDisposition;
-  virusDisposition?: VirusDisposition;
-  rspcode?: number;
-  /** created_at lower bound, inclusive (ms). */
-  since: number;
-  /** created_at upper bound, exclusive (ms). */
-  until: number;
-}
-
-export interface SmtpLogPage {
-  startAt: number;
-  count: number;
-}
+import type { SmtpLogFilters, SmtpLogPage } from '../ports/smtp-log.js';
 
 /**
  * Above this many accounts the search stops merging per-account ordered scans (one UNION ALL arm each; SQLite caps

@@ -1,71 +1,11 @@
 // Owns the smtp_log table: one row per message × recipient, written at enqueue, updated per attempt, searched.
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import {
-  COLUMNS, searchQuery, subjectIndexQuery, SUBJECT_CANDIDATE_LIMIT,
-  type SmtpLogFilters, type SmtpLogPage, type SpamDisposition, type VirusDisposition,
-} from './smtp-log-search.js';
-
-// The store's search API speaks the search module's types; callers name them through the store's module.
-export {
-  SPAM_DISPOSITIONS, VIRUS_DISPOSITIONS,
-  type SmtpLogFilters, type SmtpLogPage, type SpamDisposition, type VirusDisposition,
-} from './smtp-log-search.js';
+import { COLUMNS, searchQuery, subjectIndexQuery, SUBJECT_CANDIDATE_LIMIT } from './smtp-log-search.js';
+import type { NewSmtpLogRow, SmtpLogAttempt, SmtpLogFilters, SmtpLogPage, SmtpLogRow } from '../ports/smtp-log.js';
 
 /** Prepared search statements are cached by SQL text; the set of shapes is finite but large, so keep it bounded. */
 const STATEMENT_CACHE_SIZE = 256;
-
-/** A stored SMTP log row (api.md §6: one per message × recipient, carrying the latest attempt). */
-export interface SmtpLogRow {
-  delivery_id: number;
-  account_id: number;
-  message_id: string;
-  request_id: string;
-  sender: string;
-  rcpt: string;
-  auth: string | null;
-  upstream: string | null;
-  upstream_hostname: string | null;
-  sender_id: string | null;
-  subject: string | null;
-  size: number;
-  lastcmd: string | null;
-  rspcode: number | null;
-  rspmsg: string | null;
-  delivered: number;
-  spam_disposition: SpamDisposition;
-  virus_disposition: VirusDisposition;
-  created_at: number;
-  updated_at: number;
-}
-
-/** What the queue knows when it creates a delivery; the attempt columns start empty and `delivered` at 0. */
-export interface NewSmtpLogRow {
-  delivery_id: number;
-  account_id: number;
-  message_id: string;
-  request_id: string;
-  sender: string;
-  rcpt: string;
-  auth?: string | null;
-  upstream?: string | null;
-  upstream_hostname?: string | null;
-  sender_id?: string | null;
-  subject?: string | null;
-  size: number;
-  spam_disposition?: SpamDisposition;
-  virus_disposition?: VirusDisposition;
-  created_at: number;
-}
-
-/** The latest attempt of a delivery, as written over the previous one. */
-export interface SmtpLogAttempt {
-  lastcmd: string | null;
-  rspcode: number | null;
-  rspmsg: string | null;
-  delivered: boolean;
-  updated_at: number;
-}
 
 /** Repository over the SMTP log. Every search is scoped to the account ids the caller passes (tenancy). */
 export function createSmtpLogStore(db: Db) {

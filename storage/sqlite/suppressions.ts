@@ -1,54 +1,12 @@
 // Owns the suppressions table: recipients an account must not mail, by source and by mail type.
+import { eventSuppression, normaliseRecipient, type EventSuppressionSource, type NewSuppression, type SuppressionFilters, type SuppressionRow, type SuppressionSource } from '../ports/suppressions.js';
+import type { NewEvent } from '../ports/events.js';
 import type { Db } from './database.js';
-
-/** How an entry got on the list (the wire's `source`; the table's CHECK constraint holds the same set). */
-export type SuppressionSource = 'api' | 'unsubscribe_link' | 'list_unsubscribe' | 'hard_bounce' | 'spam_complaint';
-
-/** Sources the queue and the unsubscribe endpoints add by themselves (everything but `api`). */
-export type EventSuppressionSource = Exclude<SuppressionSource, 'api'>;
-
-/** One row of `suppressions`; flags are SQLite integers 0/1. */
-export interface SuppressionRow {
-  id: number;
-  account_id: number;
-  recipient: string;
-  source: SuppressionSource;
-  transactional: number;
-  non_transactional: number;
-  notes: string | null;
-  sender: string | null;
-  created_at: number;
-}
-
-/** An entry to insert; `recipient` may be in any case, the store lower-cases it. */
-export interface NewSuppression {
-  accountId: number;
-  recipient: string;
-  source: SuppressionSource;
-  transactional: boolean;
-  nonTransactional: boolean;
-  notes: string | null;
-  sender: string | null;
-}
-
-/** List filters: `createdBefore` is exclusive, `createdAfter` inclusive (ms); recipient compares case-insensitively. */
-export interface SuppressionFilters {
-  recipient?: string;
-  source?: SuppressionSource;
-  createdBefore?: number;
-  createdAfter?: number;
-  limit: number;
-  offset: number;
-}
-
-/** Stored lower-cased: addresses compare case-insensitively for suppression (operators expect it; RFC 5321 §2.4 lets
- * the receiving host decide, and in practice mailboxes are case-insensitive). */
-export function normaliseRecipient(address: string): string {
-  return address.trim().toLowerCase();
-}
+import { createEventWriter } from './events.js';
 
 /** The suppression repository over `db`: every method is scoped by account id (tenancy). */
 export function createSuppressionStore(db: Db) {
+  const events = createEventWriter(db);
   const s = {
     insert: db.prepare(
       `INSERT INTO suppressions (account_id, recipient, source, transactional, non_transactional, notes, sender, created_at)
@@ -104,17 +62,17 @@ export function createSuppressionStore(db: Db) {
       }
     },
 
-    /**
-     * Adds an entry for a queue or unsubscribe event; returns false (and keeps the existing row untouched) when the
-     * recipient already has an entry of that source. A single statement, no transaction of its own, so the queue can
-     * call it inside the transaction that records the bounce or unsubscribe event.
-     */
+    /** Inserts one entry unless the recipient has one of that source; true when it was added. */
+    insert: insertOne,
+
     addFromEvent(accountId: number, recipient: string, source: EventSuppressionSource, sender: string | null, now: number): boolean {
-      // A hard bounce means the mailbox does not exist: suppress all mail. An unsubscribe (link or RFC 8058
-      // List-Unsubscribe) withdraws consent to bulk mail only; receipts and password resets must still arrive.
-      // A spam complaint is treated like a hard bounce: mailbox providers judge the sender on complaints of any kind.
-      const all = source === 'hard_bounce' || source === 'spam_complaint';
-      return insertOne({ accountId, recipient, source, transactional: all, nonTransactional: true, notes: null, sender }, now);
+      return insertOne(eventSuppression(accountId, recipient, source, sender), now);
+    },
+
+    unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent }): boolean {
+      const added = insertOne(eventSuppression(u.accountId, u.recipient, u.source, null), u.now);
+      if (added) events.append(u.event);
+      return added;
     },
 
     /** True when the account has an entry for `recipient` with this source. */

@@ -1,28 +1,6 @@
 // Owns the custom_tracking_domains table: an account's host names for click, open and unsubscribe links.
+import type { TrackingDomainConflict, TrackingDomainFilter, TrackingDomainRow, TrackingDomainStatus, TrackingScope } from '../ports/tracking-domains.js';
 import type { Db } from './database.js';
-
-export type TrackingScope = 'click' | 'open' | 'unsubscribe';
-export type TrackingDomainStatus = 'active' | 'disabled';
-
-export interface TrackingDomainRow {
-  id: number;
-  account_id: number;
-  name: string;
-  hostname: string;
-  scope: TrackingScope;
-  status: TrackingDomainStatus;
-  created_at: number;
-  status_modified_at: number;
-}
-
-export interface TrackingDomainFilter {
-  name?: string;
-  status?: TrackingDomainStatus;
-  scope?: TrackingScope;
-}
-
-/** Why an insert or rename failed: the name is the account's already, or the hostname+scope is anyone's. */
-export type TrackingDomainConflict = 'name' | 'hostname';
 
 const isUnique = (err: unknown) => (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
 

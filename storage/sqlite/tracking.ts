@@ -1,61 +1,11 @@
 // Owns the tracked_messages table: what open and click tokens name, and each message's first open, click, delivery.
+import type { NewTrackedMessage, TrackedMessageRow, TrackingHit } from '../ports/tracking.js';
 import type { Db } from './database.js';
+import { createEventWriter } from './events.js';
 
-/** messages.tracking bits: which engagement features a message carries. */
-export const TRACK_OPEN = 1;
-export const TRACK_CLICK = 2;
-export const TRACK_LIST_UNSUBSCRIBE = 4;
-
-/** tracked_messages.custom bits: the host a kind of token was issued for is a custom tracking domain. */
-export const CUSTOM_CLICK_HOST = 1;
-export const CUSTOM_OPEN_HOST = 2;
-
-/** The key of a message's tracking row: the 16 bytes of the UUID in its Message-ID (`<uuid>@host`), or undefined. */
-export function trackingKey(messageId: string): Buffer | undefined {
-  const m = /^([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})@/i.exec(messageId);
-  return m ? Buffer.from(m.slice(1).join(''), 'hex') : undefined;
-}
-
-export interface NewTrackedMessage {
-  key: Buffer;
-  accountId: number;
-  requestId: string;
-  messageId: string;
-  fromEmail: string | null;
-  campaignId: string | null;
-  recipients: string[];
-  /** Target URLs in link-index order; null without click tracking. */
-  links: string[] | null;
-  clickHost: string | null;
-  openHost: string | null;
-  /** CUSTOM_CLICK_HOST | CUSTOM_OPEN_HOST. */
-  custom: number;
-  createdAt: number;
-}
-
-export interface TrackedMessageRow {
-  id: number;
-  key: Buffer;
-  account_id: number;
-  request_id: string;
-  message_id: string;
-  from_email: string | null;
-  campaign_id: string | null;
-  recipients: string;
-  links: string | null;
-  click_host: string | null;
-  open_host: string | null;
-  custom: number;
-  created_at: number;
-  delivered_at: number | null;
-  opened_at: number | null;
-  clicked_at: number | null;
-  last_click_at: number | null;
-  last_click_link: number | null;
-}
-
-/** Repository over tracked_messages. Writes run inside the caller's transaction (the accept, delivery or hit). */
+/** Repository over tracked_messages. Writes run inside the unit the store gives them (the accept, delivery or hit). */
 export function createTrackingStore(db: Db) {
+  const events = createEventWriter(db);
   const s = {
     insert: db.prepare(
       `INSERT INTO tracked_messages (key, account_id, request_id, message_id, from_email, campaign_id, recipients, links,
@@ -101,9 +51,19 @@ export function createTrackingStore(db: Db) {
       return first;
     },
 
+    /** One hit: the first human open / click, the last click, and the event with unique_* and machine_* counters. */
+    hit(h: TrackingHit): void {
+      const first = h.kind === 'open' ? !h.machine && this.markOpened(h.id, h.at) : this.markClicked(h.id, h.link, h.at, !h.machine);
+      const counters =
+        h.kind === 'open'
+          ? { unique_open: first ? 1 : 0, machine_open: h.machine ? 1 : 0 }
+          : { unique_click: first ? 1 : 0, machine_click: h.machine ? 1 : 0 };
+      events.append(h.event, counters);
+    },
+
     /** Deletes up to `limit` rows created before `before` (retention.tracking_days); returns how many. */
     prune(before: number, limit: number): number {
-      return db.transaction(() => s.prune.run(before, limit).changes).immediate();
+      return s.prune.run(before, limit).changes;
     },
   };
 }

@@ -1,67 +1,8 @@
 // Owns the webhooks, webhook_signing_keys, webhook_batches and webhook_batch_events tables, and claims on events.
+import type { BatchFilters, BatchResult, ClaimedBatch, SigningKeyRow, WebhookBatchRow, WebhookRow } from '../ports/webhooks.js';
+import { leaseOf, type Lease } from '../ports/leases.js';
 import type { Db } from './database.js';
-
-export interface WebhookRow {
-  account_id: number;
-  url: string;
-  created_at: number;
-}
-
-export interface SigningKeyRow {
-  seq: number;
-  key_id: string;
-  private_key: string;
-  public_key: string;
-  created_at: number;
-}
-
-/** Status category of one POST attempt (api.md §1 WebhookBatch.status). */
-export type BatchStatus = '1xx_response' | '2xx_response' | '3xx_response' | '4xx_response' | '5xx_response' | 'no_response';
-
-export interface WebhookBatchRow {
-  id: number;
-  account_id: number;
-  webhook: string;
-  kind: 'dispatch' | 'resend';
-  events_of: number;
-  event_count: number;
-  attempt: number;
-  chain_started_at: number;
-  /** NULL while the POST is in flight (or when the process died during it). */
-  status: BatchStatus | null;
-  status_code: number | null;
-  duration_ms: number | null;
-  retry_due_at: number | null;
-  created_at: number;
-}
-
-/** A batch just claimed, with the events it carries in id order; `payloads` are the stored JSON texts. */
-export interface ClaimedBatch {
-  batch: WebhookBatchRow;
-  eventIds: number[];
-  payloads: string[];
-  /** created_at of the oldest event, on a batch's first POST (not on retries or resends). */
-  oldestEventAt?: number;
-}
-
-/** What one attempt came to. `retryDueAt` NULL ends the chain (delivered, given up or a resend). */
-export interface BatchResult {
-  status: BatchStatus;
-  statusCode: number | null;
-  durationMs: number;
-  retryDueAt: number | null;
-}
-
-export interface BatchFilters {
-  /** Inclusive lower bound (ms). */
-  createdAfter: number;
-  /** Exclusive upper bound (ms). */
-  createdBefore: number;
-  statuses?: BatchStatus[];
-  webhook?: string;
-  limit: number;
-  offset: number;
-}
+import { createRenewal, END_LEASE, fence, HELD } from './leases.js';
 
 /**
  * Repository of webhook endpoints, signing keys and batches. Every per-tenant method takes the account id.
@@ -69,7 +10,7 @@ export interface BatchFilters {
  * Events (written by the queue into the `events` outbox) move through: pending (batch_id NULL) → claimed by a
  * batch chain (batch_id = the chain's first batch, whose links list them) → delivered or given up (the chain has
  * no outstanding retry). A claim records the batch and its lease before anything is posted (STYLE: record the
- * attempt, then send), so a crash leaves a batch that is retried once the lease ends or the next process starts.
+ * attempt, then send), so a crash leaves a batch that any worker retries once its lease expires.
  */
 export function createWebhookStore(db: Db) {
   const s = {
@@ -106,10 +47,12 @@ export function createWebhookStore(db: Db) {
     pendingEvents: db.prepare(
       'SELECT id, payload, created_at FROM events WHERE account_id = ? AND batch_id IS NULL ORDER BY id LIMIT ?',
     ),
+    // A new batch is leased to its claimer at once (token 1): the lease of storage/ports/leases.ts.
     insertBatch: db.prepare(
       `INSERT INTO webhook_batches (account_id, webhook, kind, events_of, event_count, attempt, chain_started_at,
-         retry_due_at, created_at)
-       VALUES (@account_id, @webhook, @kind, @events_of, @event_count, @attempt, @chain_started_at, @retry_due_at, @now)
+         retry_due_at, created_at, locked_by, lease_until, lease_token)
+       VALUES (@account_id, @webhook, @kind, @events_of, @event_count, @attempt, @chain_started_at, @retry_due_at, @now,
+         @owner, @retry_due_at, 1)
        RETURNING *`,
     ),
     selfLink: db.prepare('UPDATE webhook_batches SET events_of = id WHERE id = ? RETURNING *'),
@@ -121,14 +64,12 @@ export function createWebhookStore(db: Db) {
       `SELECT e.id, e.payload FROM webhook_batch_events l JOIN events e ON e.id = l.event_id
        WHERE l.batch_id = ? ORDER BY e.id`,
     ),
-    endChain: db.prepare('UPDATE webhook_batches SET retry_due_at = NULL WHERE id = ?'),
+    // Ends a batch's chain slot; a lease still on it is taken away (its owner's outcome is fenced out).
+    endChain: db.prepare(`UPDATE webhook_batches SET retry_due_at = NULL, ${END_LEASE}, lease_token = lease_token + 1 WHERE id = ?`),
     releaseEvents: db.prepare('UPDATE events SET batch_id = NULL WHERE account_id = ? AND batch_id = ?'),
     recordResult: db.prepare(
       `UPDATE webhook_batches SET status = @status, status_code = @status_code, duration_ms = @duration_ms,
-         retry_due_at = @retry_due_at WHERE id = @id`,
-    ),
-    releaseStale: db.prepare(
-      'UPDATE webhook_batches SET retry_due_at = ? WHERE status IS NULL AND retry_due_at IS NOT NULL AND retry_due_at > ?',
+         retry_due_at = @retry_due_at, ${END_LEASE} WHERE id = @id AND status IS NULL AND ${HELD}`,
     ),
     findBatch: db.prepare('SELECT * FROM webhook_batches WHERE account_id = ? AND id = ?'),
 
@@ -161,7 +102,9 @@ export function createWebhookStore(db: Db) {
   };
 
   const claimPendingTx = db.transaction(
-    (accountId: number, url: string, now: number, limit: number, leaseUntil: number): ClaimedBatch | undefined => {
+    (accountId: number, url: string, owner: string, now: number, limit: number, leaseUntil: number): ClaimedBatch | undefined => {
+      // One chain per account at a time, whichever worker claims (events leave in id order).
+      if (s.hasOutstanding.get(accountId) !== undefined) return undefined;
       const rows = s.pendingEvents.all(accountId, limit) as { id: number; payload: string; created_at: number }[];
       if (rows.length === 0) return undefined;
       const inserted = s.insertBatch.get({
@@ -174,18 +117,19 @@ export function createWebhookStore(db: Db) {
         chain_started_at: now,
         retry_due_at: leaseUntil,
         now,
+        owner,
       }) as WebhookBatchRow;
       const batch = s.selfLink.get(inserted.id) as WebhookBatchRow;
       // Within this transaction the pending rows up to the last one read are exactly `rows`.
       s.markEvents.run(batch.id, accountId, rows[rows.length - 1]!.id);
       s.link.run(batch.id, accountId, batch.id);
       // Ids grow with created_at: the first row is the oldest event of the batch.
-      return { batch, eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), oldestEventAt: rows[0]!.created_at };
+      return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), oldestEventAt: rows[0]!.created_at };
     },
   );
 
   const claimRetryTx = db.transaction(
-    (old: WebhookBatchRow, url: string, now: number, leaseUntil: number): ClaimedBatch | undefined => {
+    (old: WebhookBatchRow, url: string, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined => {
       // Another claimer may have taken it between the SELECT and here: the chain must still be outstanding.
       const fresh = s.findBatch.get(old.account_id, old.id) as WebhookBatchRow | undefined;
       if (!fresh || fresh.retry_due_at === null || fresh.retry_due_at > now) return undefined;
@@ -202,8 +146,9 @@ export function createWebhookStore(db: Db) {
         chain_started_at: old.chain_started_at,
         retry_due_at: leaseUntil,
         now,
+        owner,
       }) as WebhookBatchRow;
-      return { batch, eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
+      return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
     },
   );
 
@@ -212,7 +157,7 @@ export function createWebhookStore(db: Db) {
     s.releaseEvents.run(old.account_id, old.events_of);
   });
 
-  const resendTx = db.transaction((accountId: number, batchId: number, url: string, now: number): ClaimedBatch | undefined => {
+  const resendTx = db.transaction((accountId: number, batchId: number, url: string, owner: string, now: number): ClaimedBatch | undefined => {
     const old = s.findBatch.get(accountId, batchId) as WebhookBatchRow | undefined;
     if (!old) return undefined;
     const rows = s.batchEvents.all(old.events_of) as { id: number; payload: string }[];
@@ -227,8 +172,9 @@ export function createWebhookStore(db: Db) {
       chain_started_at: now,
       retry_due_at: null,
       now,
+      owner,
     }) as WebhookBatchRow;
-    return { batch, eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
+    return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
   });
 
   return {
@@ -283,34 +229,29 @@ export function createWebhookStore(db: Db) {
      * Claims up to `limit` pending events of the account (id order) into a new batch leased until `leaseUntil`, in
      * one transaction; undefined when none are pending.
      */
-    claimPending(accountId: number, url: string, now: number, limit: number, leaseUntil: number): ClaimedBatch | undefined {
-      return claimPendingTx.immediate(accountId, url, now, limit, leaseUntil);
+    claimPending(accountId: number, url: string, owner: string, now: number, limit: number, leaseUntil: number): ClaimedBatch | undefined {
+      return claimPendingTx.immediate(accountId, url, owner, now, limit, leaseUntil);
     },
     /**
      * Claims the retry of a failed (or crashed) batch: ends that batch's chain slot and records a new attempt with
      * the same events, leased until `leaseUntil`. Undefined when it is no longer due or its events are gone.
      */
-    claimRetry(old: WebhookBatchRow, url: string, now: number, leaseUntil: number): ClaimedBatch | undefined {
-      return claimRetryTx.immediate(old, url, now, leaseUntil);
+    claimRetry(old: WebhookBatchRow, url: string, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined {
+      return claimRetryTx.immediate(old, url, owner, now, leaseUntil);
     },
     /** Ends a chain whose account no longer has an endpoint; its events become pending again. */
     dropChain(old: WebhookBatchRow): void {
       dropChainTx.immediate(old);
     },
-    /** Records the outcome of an attempt. */
-    recordResult(batchId: number, r: BatchResult): void {
-      s.recordResult.run({ id: batchId, status: r.status, status_code: r.statusCode, duration_ms: r.durationMs, retry_due_at: r.retryDueAt });
-    },
-    /**
-     * Start-up: attempts left in flight by a previous process (status NULL, lease not over yet) become due at
-     * `now` (ARCHITECTURE invariant 2: stale leases are released at start-up). Returns how many.
-     */
-    releaseStale(now: number): number {
-      return s.releaseStale.run(now, now).changes;
+    /** Extends attempts in flight (no status yet) under these leases; their chain slot moves with the lease. */
+    renew: createRenewal(db, 'webhook_batches', 'status IS NULL', 'retry_due_at'),
+    /** Records the outcome of an attempt under its lease; false when the lease was lost (nothing written). */
+    recordResult(lease: Lease, r: BatchResult): boolean {
+      return s.recordResult.run({ ...fence(lease), status: r.status, status_code: r.statusCode, duration_ms: r.durationMs, retry_due_at: r.retryDueAt }).changes > 0;
     },
     /** Records a resend of the account's batch `batchId` to `url` (a new batch, never retried); undefined if unknown. */
-    claimResend(accountId: number, batchId: number, url: string, now: number): ClaimedBatch | undefined {
-      return resendTx.immediate(accountId, batchId, url, now);
+    claimResend(accountId: number, batchId: number, url: string, owner: string, now: number): ClaimedBatch | undefined {
+      return resendTx.immediate(accountId, batchId, url, owner, now);
     },
     /** The account's batch by id. */
     findBatch(accountId: number, batchId: number): WebhookBatchRow | undefined {

@@ -1,4 +1,5 @@
 // Owns the truth about storage writes: which errors are storage failures, and whether the last write failed.
+import type { WriteFailure } from '../ports/health.js';
 import type { Db } from './database.js';
 
 /**
@@ -28,7 +29,7 @@ const FAILURE_REASONS: readonly (readonly [string, string])[] = [
  * Constraint violations, type mismatches and other SQLite errors are not storage failures: they are bugs or bad
  * input and stay as they are.
  */
-export function storageFailure(err: unknown): string | undefined {
+export function sqliteFailure(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return undefined;
   for (const [prefix, reason] of FAILURE_REASONS) {
@@ -37,16 +38,16 @@ export function storageFailure(err: unknown): string | undefined {
   return undefined;
 }
 
-/** The last write's failure: why, the error code, and when (ms). */
-export interface WriteFailure {
-  reason: string;
-  code: string;
-  at: number;
-}
-
 export interface WriteHealth {
   /** The failure of the last write, or undefined once a write has committed since (or none ever failed). */
   lastFailure(): WriteFailure | undefined;
+  /**
+   * Runs `fn` with waits for a lock (`database-busy`) left unrecorded: the store retries those itself and records
+   * the failure only once it gives up (`record`), so a lock held for a moment never shows in health.
+   */
+  quietBusy<T>(fn: () => T): T;
+  /** Records `err` as the last write's failure (when it is a storage failure). */
+  record(err: unknown): void;
   /**
    * Tries one small committed write without waiting for locks (busy_timeout 0 for its duration), so that health
    * can recover when nothing else writes. Its outcome is recorded like any other write's.
@@ -67,12 +68,17 @@ type Fn = (...args: unknown[]) => unknown;
  */
 export function trackWrites(db: Db, now: () => number): WriteHealth {
   let failure: WriteFailure | undefined;
+  let quiet = 0;
   // Rows changed inside the current outermost transaction and not rolled back: committing them is a good write.
   let wroteInTransaction = false;
 
-  const failed = (err: unknown): void => {
-    const reason = storageFailure(err);
+  const record = (err: unknown): void => {
+    const reason = sqliteFailure(err);
     if (reason) failure = { reason, code: String((err as { code: string }).code), at: now() };
+  };
+  const failed = (err: unknown): void => {
+    if (quiet > 0 && sqliteFailure(err) === 'database-busy') return;
+    record(err);
   };
   const wrote = (): void => {
     if (db.inTransaction) wroteInTransaction = true;
@@ -137,6 +143,15 @@ export function trackWrites(db: Db, now: () => number): WriteHealth {
 
   return {
     lastFailure: () => failure,
+    quietBusy<T>(fn: () => T): T {
+      quiet++;
+      try {
+        return fn();
+      } finally {
+        quiet--;
+      }
+    },
+    record,
     probe() {
       const wait = db.pragma('busy_timeout', { simple: true }) as number;
       db.pragma('busy_timeout = 0');
