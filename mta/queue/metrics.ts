@@ -1,5 +1,5 @@
 // Owns the metrics reports (api.md §2.5): windows, interval buckets and sender rankings, read from hourly roll-ups.
-import { grainStart, HOUR_MS, type Metric, type MetricRollup, type SenderRow } from '../../storage/sqlite/metrics.js';
+import { grainStart, HOUR_MS, type Metric, type MetricStore, type SenderRow } from '../../storage/ports/metrics.js';
 
 export const INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -97,8 +97,8 @@ export type Report = Record<string, unknown> & {
  * One report for `accountId` (a parent: with its sub-accounts), of one campaign or all mail: the totals of the
  * window and one bucket per interval period for each counter, zeros included.
  */
-export function buildReport(
-  rollup: MetricRollup,
+export async function buildReport(
+  rollup: Pick<MetricStore, 'series'>,
   q: {
     accountId: number;
     campaign: string | null;
@@ -108,13 +108,13 @@ export function buildReport(
     starts: number[];
     fields: readonly Metric[];
   },
-): Report {
+): Promise<Report> {
   const { window: w, starts, fields, interval } = q;
   const counts = fields.map(() => new Array<number>(starts.length).fill(0));
   const index = new Map(starts.map((t, i) => [t, i]));
   // SQL sums per hour, day or week; months are folded from days (their lengths vary).
   const grain = interval === 'month' ? 'day' : interval;
-  for (const [bucket, ...sums] of rollup.series(q.accountId, q.campaign, w.start / HOUR_MS, w.end / HOUR_MS, grain, fields)) {
+  for (const [bucket, ...sums] of await rollup.series(q.accountId, q.campaign, w.start / HOUR_MS, w.end / HOUR_MS, grain, fields)) {
     const at = grainStart(grain, bucket as number);
     const b = index.get(interval === 'month' ? periodStart(at, 'month') : at);
     if (b === undefined) continue; // cannot happen: the window's buckets cover every hour in it
