@@ -7,9 +7,9 @@ import { decideListVerdict, type ListVerdict } from '../../filters/inbound-lists
 import { decideSpam, listStepVerdict, spamScanFailed, type StepVerdict } from '../../filters/inbound-verdicts.js';
 import { headerValues, rewriteHeaders, splitMessage } from '../../filters/message-headers.js';
 import { scoreMessage, SPAM_RULES, type SpamRule } from '../../filters/spam-rules.js';
-import type { InboundDomainStore, ServedDomainRow } from '../../storage/sqlite/inbound-domains.js';
-import type { InboundListStore } from '../../storage/sqlite/inbound-lists.js';
-import type { QuarantineStore } from '../../storage/sqlite/quarantine.js';
+import type { InboundDomainStore, ServedDomainRow } from '../../storage/ports/inbound-domains.js';
+import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
+import type { QuarantineStore } from '../../storage/ports/quarantine.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
@@ -72,7 +72,7 @@ export interface InboundPipeline {
    * The list decision for one recipient from what is known at RCPT (client IP, envelope sender), so the MX can
    * refuse a blocklisted sender there — the earliest stage that knows. A reply when refused, undefined otherwise.
    */
-  checkRecipient(q: { mailFrom: string; clientIp: string; rcpt: string }): SmtpReply | undefined;
+  checkRecipient(q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<SmtpReply | undefined>;
 }
 
 /** The header that tags mail accepted while the spam scanner was down (`filters.rspamd.failure = accept-and-tag`). */
@@ -114,8 +114,8 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
   const newQueueId = deps.newQueueId ?? (() => crypto.randomBytes(6).toString('hex').toUpperCase());
   const rules = deps.rules ?? SPAM_RULES;
 
-  function listVerdict(served: ServedDomainRow, q: { mailFrom: string; clientIp: string; rcpt: string }): ListVerdict {
-    const matches = deps.lists.matchLists({
+  async function listVerdict(served: ServedDomainRow, q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<ListVerdict> {
+    const matches = await deps.lists.matchLists({
       accountId: served.account_id,
       domain: served.domain,
       recipient: listRecipient(q.rcpt, served),
@@ -129,13 +129,13 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     // 1. Recipients by provisioned domain, 2. lists.
     const groups = new Map<number, DomainRecipients>();
     for (const rcpt of msg.rcptTo) {
-      const served = deps.domains.findServedDomain(domainOf(rcpt));
+      const served = await deps.domains.findServedDomain(domainOf(rcpt));
       if (!served) {
         // The MX refuses these at RCPT; a domain deleted between RCPT and DATA lands here.
         verdicts.push({ step: 'recipient', rcpt, verdict: 'drop', reason: 'domain-not-served' });
         continue;
       }
-      const lv = listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
+      const lv = await listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
       verdicts.push(listStepVerdict(rcpt, lv));
       if (lv.action === 'block') continue;
       const g = groups.get(served.id) ?? { served, rcpt: [], safe: [] };
@@ -186,7 +186,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     const messageIdHeader = firstHeader(split.headers, 'message-id');
     const messageId = messageIdHeader ? messageIdHeader.replace(/^<|>$/g, '') : null;
     for (const q of policy.quarantines) {
-      deps.quarantine.insert({
+      await deps.quarantine.insert({
         accountId: q.served.account_id,
         domainId: q.served.id,
         domain: q.served.domain,
@@ -232,10 +232,10 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       return reply;
     },
 
-    checkRecipient(q) {
-      const served = deps.domains.findServedDomain(domainOf(q.rcpt));
+    async checkRecipient(q) {
+      const served = await deps.domains.findServedDomain(domainOf(q.rcpt));
       if (!served) return undefined;
-      return refusalAtRcpt(listVerdict(served, q));
+      return refusalAtRcpt(await listVerdict(served, q));
     },
   };
 }

@@ -2,7 +2,7 @@
 // block), and the one reply to DATA. It decides only; the pipeline commits (maddy keeps checks apart the same way).
 import { effectiveAbusePolicy, type ListVerdict } from '../../filters/inbound-lists.js';
 import { spamUndecided, type PolicyStepVerdict, type SpamStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
-import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/sqlite/inbound-domains.js';
+import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
 /** The accepted recipients of one provisioned domain (an alias counts as its domain); `safe` safelisted the sender. */

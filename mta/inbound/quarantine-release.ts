@@ -1,6 +1,6 @@
 // Owns releasing a quarantined inbound message: relay it exactly once, however many releases race for it.
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
-import type { QuarantineRow, QuarantineStore } from '../../storage/sqlite/quarantine.js';
+import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarantine.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =
@@ -15,15 +15,15 @@ export type ReleaseResult =
  * to expire, after which a new release may relay it again: at-least-once, never zero.
  */
 export async function releaseQuarantined(
-  deps: { store: QuarantineStore; relay: InboundRelay; now: () => number },
+  deps: { store: Pick<QuarantineStore, 'claimRelease' | 'abortRelease' | 'finishRelease'>; relay: InboundRelay; now: () => number },
   accountId: number | null,
   id: number,
 ): Promise<ReleaseResult> {
-  const claim = deps.store.claimRelease(accountId, id, deps.now());
+  const claim = await deps.store.claimRelease(accountId, id, deps.now());
   if (!claim.ok) return claim;
   const { row, raw } = claim;
   if (row.domain_id === null) {
-    deps.store.abortRelease(row.id, row.release_started_at as number);
+    await deps.store.abortRelease(row.id, row.release_started_at as number);
     return { ok: false, reason: 'domain-gone' };
   }
   try {
@@ -37,9 +37,9 @@ export async function releaseQuarantined(
       verdicts: JSON.parse(row.verdicts) as StepVerdict[],
     });
   } catch {
-    deps.store.abortRelease(row.id, row.release_started_at as number);
+    await deps.store.abortRelease(row.id, row.release_started_at as number);
     return { ok: false, reason: 'relay-failed' };
   }
-  deps.store.finishRelease(row.id, deps.now());
+  await deps.store.finishRelease(row.id, deps.now());
   return { ok: true, row: { ...row, released_at: deps.now() } };
 }
