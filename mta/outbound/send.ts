@@ -4,11 +4,12 @@ import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 import { howToAuthorize, type LockdownVerdict } from '../../filters/lockdown.js';
 import { decideSuppression } from '../../filters/suppression.js';
-import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/sqlite/accounts.js';
-import type { DkimKeyStore } from '../../storage/sqlite/dkim-keys.js';
-import type { SuppressionStore } from '../../storage/sqlite/suppressions.js';
-import type { TrackingDomainStore } from '../../storage/sqlite/tracking-domains.js';
-import { storageFailure } from '../../storage/sqlite/write-health.js';
+import { type AccountStore } from '../../storage/ports/accounts.js';
+import { usagePeriod, type AccountRow } from '../../storage/ports/accounts.js';
+import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
+import type { SuppressionStore } from '../../storage/ports/suppressions.js';
+import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
+import { storageFailure } from '../../storage/ports/health.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, type ComposedMessage } from './compose.js';
 import { normalizePrivateKey, signMessage } from './dkim-sign.js';
@@ -61,10 +62,10 @@ export function newSendRequestId(): string {
 }
 
 /** The accounts whose monthly limit applies, and that limit (null = unlimited). */
-export function effectiveLimit(accounts: AccountStore, account: AccountRow): number | null {
+export async function effectiveLimit(accounts: Pick<AccountStore, 'findById'>, account: AccountRow): Promise<number | null> {
   if (account.parent_id === null) return account.send_limit;
   if (account.send_limit !== null && account.send_limit >= 0) return account.send_limit;
-  return accounts.findById(account.parent_id)?.send_limit ?? null;
+  return (await accounts.findById(account.parent_id))?.send_limit ?? null;
 }
 
 /**
@@ -87,13 +88,13 @@ export async function runSend(
 
   const problems = validateSendRequest(body);
   if (problems.length > 0) return fail(400, ...problems);
-  const tracking = planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, account, body);
+  const tracking = await planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, account, body);
   if (!tracking.ok) return fail(400, ...tracking.errors);
 
   // failIfOverLimit: each personalization is one message against the calendar-month limit.
-  const limit = effectiveLimit(deps.accounts, account);
+  const limit = await effectiveLimit(deps.accounts, account);
   if (limit !== null && !opts.dryRun) {
-    const used = deps.accounts.usage(account.id, usagePeriod(deps.now()));
+    const used = await deps.accounts.usage(account.id, usagePeriod(deps.now()));
     if (used + body.personalizations.length > limit) {
       return fail(403, `monthly send limit reached: ${used} of ${limit} messages used this month`);
     }
@@ -130,7 +131,7 @@ export async function runSend(
   // signWithDkim: the request's key (personalization over root) → the stored key it names → the account's active key.
   const signed: { message: ComposedMessage; raw: Buffer; dkimDomain: string | null }[] = [];
   for (const m of composed) {
-    const key = pickDkimKey(deps, account, m);
+    const key = await pickDkimKey(deps, account, m);
     if (!key.ok) return fail(400, key.error);
     if (!key.key && !m.transactional) {
       return fail(400, `personalizations[${m.index}]: non-transactional mail requires a DKIM key for ${m.fromDomain}`);
@@ -145,7 +146,7 @@ export async function runSend(
     const { message: m, raw } = signed[i]!;
     return {
       kind: 'outbound',
-      account: { id: account.id },
+      account: { id: account.id, handle: account.handle },
       sendRequestId: opts.sendRequestId,
       messageId: m.messageId,
       mailFrom: m.envelopeFrom,
@@ -166,7 +167,7 @@ export async function runSend(
   };
 
   // failIfBlocked: a blocked sender identity sends nothing until delisted; the attempt is logged, nothing queued.
-  const block = opts.dryRun ? undefined : findBlock(deps.screening, account, senderIds);
+  const block = opts.dryRun ? undefined : await findBlock(deps.screening, account, senderIds);
   if (block) {
     const refusal = blockRefusal(block);
     return (await commit(deps, signed.map((_, i) => record(i, { refusal })))) ?? fail(403, refusal.reason);
@@ -203,21 +204,23 @@ export async function runSend(
     const refused = refusedAt.map((i) => ({ record: record(i, { refusal: refusals[i], ...scanned(i) }), verdict: screened.verdicts[i]! }));
     const failed = await commit(deps, refused.map((r) => r.record));
     if (failed) return failed;
-    afterCommit(deps.screening, refused);
+    await afterCommit(deps.screening, refused);
     return fail(403, firstRefusal.reason);
   }
 
   // holdIfSuppressed: suppressed recipients get a `dropped` event and no delivery.
-  const accepted = signed.map(({ message: m }, i) => {
-    const refusal = refusals[i];
-    if (refusal) return record(i, { refusal, ...scanned(i) });
-    const dropped = new Map<string, { status: string; reason: string }>();
-    for (const rcpt of m.recipients) {
-      const verdict = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, m.transactional));
-      if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
-    }
-    return record(i, { dropped, ...scanned(i) });
-  });
+  const accepted = await Promise.all(
+    signed.map(async ({ message: m }, i) => {
+      const refusal = refusals[i];
+      if (refusal) return record(i, { refusal, ...scanned(i) });
+      const dropped = new Map<string, { status: string; reason: string }>();
+      for (const rcpt of m.recipients) {
+        const verdict = decideSuppression(await deps.suppressions.isSuppressed([account.id], rcpt, m.transactional));
+        if (verdict.action === 'drop') dropped.set(rcpt, { status: verdict.status, reason: verdict.reason });
+      }
+      return record(i, { dropped, ...scanned(i) });
+    }),
+  );
 
   let queued: Awaited<ReturnType<Queue['accept']>>;
   try {
@@ -225,7 +228,7 @@ export async function runSend(
   } catch (err) {
     return notQueued(err);
   }
-  afterCommit(deps.screening, accepted.map((r, i) => ({ record: r, verdict: screened.verdicts[i]! })));
+  await afterCommit(deps.screening, accepted.map((r, i) => ({ record: r, verdict: screened.verdicts[i]! })));
   return {
     ok: true,
     dryRun: false,
@@ -265,7 +268,7 @@ type PickedKey =
   | { ok: true; key: { domain: string; selector: string; privateKeyPem: string } | undefined }
   | { ok: false; error: string };
 
-function pickDkimKey(deps: SendDeps, account: AccountRow, m: ComposedMessage): PickedKey {
+async function pickDkimKey(deps: SendDeps, account: AccountRow, m: ComposedMessage): Promise<PickedKey> {
   const accountIds = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
   const req = m.dkim;
   if (req?.privateKey) {
@@ -281,13 +284,13 @@ function pickDkimKey(deps: SendDeps, account: AccountRow, m: ComposedMessage): P
   if (req?.selector) {
     const domain = req.domain ?? m.fromDomain;
     for (const id of accountIds) {
-      const row = deps.dkim.find(id, domain, req.selector);
+      const row = await deps.dkim.find(id, domain, req.selector);
       if (row && (row.status === 'active' || (row.status === 'rotated' && (row.grace_period_expires_at ?? 0) > deps.now()))) {
         return { ok: true, key: { domain, selector: row.selector, privateKeyPem: row.private_key } };
       }
     }
     return { ok: false, error: `personalizations[${m.index}]: no usable DKIM key ${req.selector} for ${domain}` };
   }
-  const row = deps.dkim.findSigningKey(accountIds, m.fromDomain, deps.now());
+  const row = await deps.dkim.findSigningKey(accountIds, m.fromDomain, deps.now());
   return { ok: true, key: row ? { domain: row.domain, selector: row.selector, privateKeyPem: row.private_key } : undefined };
 }

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import addressparser from 'nodemailer/lib/addressparser';
 import { decideSuppression } from '../../filters/suppression.js';
 import { headerValues, splitMessage } from '../../filters/message-headers.js';
-import { usagePeriod } from '../../storage/sqlite/accounts.js';
+import { usagePeriod } from '../../storage/ports/accounts.js';
 import { domainOf } from '../smtp/address.js';
 import type { SubmittedMessage } from '../smtp/submission-listener.js';
 import { senderIdentity } from '../../filters/outbound-verdicts.js';
@@ -37,12 +37,12 @@ export function fromDomains(raw: Buffer): { addresses: string[]; domains: string
  */
 export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Promise<SmtpReply> {
   // Read the account again: it may have been suspended or deleted since this session authenticated.
-  const account = deps.accounts.findById(msg.account.id);
+  const account = await deps.accounts.findById(msg.account.id);
   if (!account || account.deleted_at !== null || account.enabled !== 1) {
     return REPLY.accountSuspended;
   }
-  const limit = effectiveLimit(deps.accounts, account);
-  if (limit !== null && deps.accounts.usage(account.id, usagePeriod(deps.now())) + 1 > limit) {
+  const limit = await effectiveLimit(deps.accounts, account);
+  if (limit !== null && (await deps.accounts.usage(account.id, usagePeriod(deps.now()))) + 1 > limit) {
     return REPLY.sendLimitReached;
   }
 
@@ -69,7 +69,7 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
   const parts = prefix ? [Buffer.from(prefix, 'utf8'), msg.raw] : [msg.raw];
 
   const accountIds = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
-  const key = deps.dkim.findSigningKey(accountIds, from.domains[0]!, deps.now());
+  const key = await deps.dkim.findSigningKey(accountIds, from.domains[0]!, deps.now());
   const raw = key
     ? await signMessage(parts, { domain: key.domain, selector: key.selector, privateKeyPem: key.private_key })
     : parts.length === 1
@@ -81,7 +81,7 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
   const senderId = senderIdentity(account.handle, msg.username);
   const record = (extra: Partial<AcceptedOutbound>): AcceptedOutbound => ({
     kind: 'outbound',
-    account: { id: account.id },
+    account: { id: account.id, handle: account.handle },
     sendRequestId,
     messageId,
     mailFrom: msg.mailFrom,
@@ -106,7 +106,7 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
     }
   };
 
-  const block = findBlock(deps.screening, account, [senderId]);
+  const block = await findBlock(deps.screening, account, [senderId]);
   if (block) {
     const refusal = blockRefusal(block);
     return (await commit(record({ refusal }))) ? REPLY.outboundRefused(refusal.reason) : REPLY.notQueued;
@@ -132,17 +132,17 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
   if (refusal) {
     const refused = record({ refusal, scan: scanRecord(verdict) });
     if (!(await commit(refused))) return REPLY.notQueued;
-    afterCommit(deps.screening, [{ record: refused, verdict }]);
+    await afterCommit(deps.screening, [{ record: refused, verdict }]);
     return REPLY.outboundRefused(refusal.reason);
   }
 
   const dropped = new Map<string, { status: string; reason: string }>();
   for (const rcpt of msg.rcptTo) {
-    const v = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, true));
+    const v = decideSuppression(await deps.suppressions.isSuppressed([account.id], rcpt, true));
     if (v.action === 'drop') dropped.set(rcpt, { status: v.status, reason: v.reason });
   }
   const accepted = record({ dropped, scan: scanRecord(verdict) });
   if (!(await commit(accepted))) return REPLY.notQueued;
-  afterCommit(deps.screening, [{ record: accepted, verdict }]);
+  await afterCommit(deps.screening, [{ record: accepted, verdict }]);
   return REPLY.queued(sendRequestId);
 }

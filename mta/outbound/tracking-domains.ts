@@ -2,10 +2,9 @@
 import crypto from 'node:crypto';
 import { isIP } from 'node:net';
 import { normaliseDomain } from '../../filters/inbound-names.js';
-import type { AccountRow } from '../../storage/sqlite/accounts.js';
-import type {
-  TrackingDomainRow, TrackingDomainStatus, TrackingDomainStore, TrackingScope,
-} from '../../storage/sqlite/tracking-domains.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
+import type { TrackingDomainRow, TrackingDomainStatus, TrackingScope } from '../../storage/ports/tracking-domains.js';
 import type { DnsResolver } from '../delivery/dns-resolver.js';
 import { tokenHost } from './tracking-token.js';
 
@@ -118,11 +117,11 @@ export async function registerTrackingDomain(
   const hostname = normaliseDomain(req.hostname);
   if (!hostname) return { status: 400, error: `hostname: "${req.hostname}" is not a host name (e.g. click.example.com)` };
   const d = { name: req.name, hostname, scope: req.scope };
-  const conflict = deps.store.conflict(account.id, d);
+  const conflict = await deps.store.conflict(account.id, d);
   if (conflict) return { status: 409, error: conflictText(conflict, d) };
   const v = await verifyHostname(deps, account.id, hostname);
   if (!v.ok) return { status: 202, setup: v.setup };
-  const res = deps.store.insert(account.id, d, deps.now());
+  const res = await deps.store.insert(account.id, d, deps.now());
   if (!res.ok) return { status: 409, error: conflictText(res.conflict, d) };
   return { status: 201, domain: res.row };
 }
@@ -138,14 +137,14 @@ export async function updateTrackingDomain(
   change: { name?: string; status?: TrackingDomainStatus },
 ): Promise<DomainResult> {
   const hostname = normaliseDomain(key.hostname);
-  const row = hostname ? deps.store.find(account.id, hostname, key.scope) : undefined;
+  const row = hostname ? await deps.store.find(account.id, hostname, key.scope) : undefined;
   if (!hostname || !row) return { status: 404, error: `no custom tracking domain ${key.hostname} for ${key.scope}` };
   const next = { name: change.name ?? row.name, status: change.status ?? row.status };
   if (next.status === 'active' && row.status !== 'active') {
     const v = await verifyHostname(deps, account.id, hostname);
     if (!v.ok) return { status: 202, setup: v.setup };
   }
-  const res = deps.store.update(row, next, deps.now());
+  const res = await deps.store.update(row, next, deps.now());
   if (!res.ok) return { status: 409, error: conflictText('name', { ...row, name: next.name }) };
   return { status: 200, domain: res.row };
 }
