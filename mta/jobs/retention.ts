@@ -1,8 +1,9 @@
 // Owns the retention pruner: runs storage's batch-limited deletes on an hourly timer, yielding between batches.
 import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
-import type { QuarantineStore } from '../../storage/sqlite/quarantine.js';
-import type { PruneBatch, RetentionStore } from '../../storage/sqlite/retention.js';
+import type { QuarantineStore } from '../../storage/ports/quarantine.js';
+import type { RetentionStore } from '../../storage/ports/retention.js';
+import type { PruneBatch } from '../../storage/ports/retention.js';
 
 const DAY_MS = 86_400_000;
 
@@ -24,12 +25,12 @@ export interface RetentionDeps {
    * were already delivered and created before `before` (cutoff = `retention.log_days`); return how many. Unset:
    * events are not pruned.
    */
-  pruneEvents?: (before: number, limit: number) => number;
+  pruneEvents?: (before: number, limit: number) => Promise<number>;
   /**
    * Hook for the tracking rows of sent messages (issue 13): delete up to `limit` created before `before` (cutoff =
    * `retention.tracking_days`); return how many. Unset: they are not pruned.
    */
-  pruneTracking?: (before: number, limit: number) => number;
+  pruneTracking?: (before: number, limit: number) => Promise<number>;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -81,12 +82,12 @@ export function createRetentionPruner(deps: RetentionDeps) {
   let every: NodeJS.Timeout | undefined;
 
   /** Repeats `batch` until it reports done, the run's bound is hit or stop() is called; yields between batches. */
-  async function drain(batch: () => { deleted: number; done: boolean }): Promise<[number, number]> {
+  async function drain(batch: () => Promise<{ deleted: number; done: boolean }>): Promise<[number, number]> {
     let deleted = 0;
     let batches = 0;
     while (batches < maxBatches && !stopping) {
       if (batches > 0) await yieldToLoop();
-      const r = batch();
+      const r = await batch();
       batches++;
       deleted += r.deleted;
       if (r.done) break;
@@ -95,18 +96,18 @@ export function createRetentionPruner(deps: RetentionDeps) {
   }
 
   /** A cursor walk (bodies, messages) as a `drain` batch. */
-  function walker(step: (afterId: number) => PruneBatch) {
+  function walker(step: (afterId: number) => Promise<PruneBatch>) {
     let afterId = 0;
-    return () => {
-      const r = step(afterId);
+    return async () => {
+      const r = await step(afterId);
       afterId = r.lastId;
       return r;
     };
   }
 
   /** A LIMIT-ed delete as a `drain` batch: fewer deletions than the limit means nothing is left. */
-  const limited = (del: (limit: number) => number) => () => {
-    const deleted = del(batchSize);
+  const limited = (del: (limit: number) => Promise<number>) => async () => {
+    const deleted = await del(batchSize);
     return { deleted, done: deleted < batchSize };
   };
 
