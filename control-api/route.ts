@@ -3,7 +3,7 @@ import { Kind, type Static, type TSchema, type TObject, type TNever } from '@sin
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { DefaultErrorFunction, SetErrorFunction } from '@sinclair/typebox/errors';
 import { Value } from '@sinclair/typebox/value';
-import type { KeyPrincipal, KeyScope } from '../storage/sqlite/accounts.js';
+import type { KeyPrincipal, KeyScope } from '../storage/ports/accounts.js';
 import { ApiError } from './errors.js';
 import type { Services } from './services.js';
 

@@ -2,7 +2,7 @@
 // checks every request passes, the account a request is about, and dispatch to the views.
 import crypto from 'node:crypto';
 import type Koa from 'koa';
-import type { AccountRow } from '../../storage/sqlite/accounts.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
 import { createRateLimiter } from '../rate-limit.js';
 import type { AnyRoute } from '../route.js';
@@ -66,7 +66,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     }
     let session;
     try {
-      session = signIn(services, (form.get('secret') ?? '').trim());
+      session = await signIn(services, (form.get('secret') ?? '').trim());
     } catch (err) {
       if (err instanceof ApiError) return render(ctx, err.status, loginPage(fresh(), 'Unknown or revoked key or token.'));
       throw err;
@@ -127,7 +127,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
         if (!account) throw notFound('pick one account for this view');
         return { account, keyId: viewer.kind === 'tenant' && account.id === viewer.home?.id ? (viewer.session.key_id ?? 0) : 0 };
       },
-      scope() {
+      async scope() {
         if (!account) return null;
         return visibleAccounts(services, { account, keyId: 0, scope: 'api' });
       },
@@ -157,7 +157,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     try {
       if (ctx.path === '/console/login') return await login(ctx);
       const sessionId = parseCookies(ctx.headers.cookie)[SESSION_COOKIE];
-      viewer = viewerOf(services, sessionId);
+      viewer = await viewerOf(services, sessionId);
       if (!viewer) {
         ctx.state.routeTemplate = '/console/*';
         if (ctx.method === 'GET') return ctx.redirect('/console/login');
@@ -171,7 +171,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
         ctx.state.routeTemplate = '/console/logout';
         const form = await readForm(ctx.req);
         if (!sameToken(form.get('_csrf'), viewer.session.csrf)) throw forbidden('missing or invalid CSRF token; reload the page');
-        services.console.closeSession(sessionId as string);
+        await services.console.closeSession(sessionId as string);
         ctx.append('Set-Cookie', cookie(SESSION_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
         return ctx.redirect('/console/login');
       }
