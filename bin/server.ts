@@ -15,9 +15,9 @@ import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
-import type { AccountStore } from '../storage/sqlite/accounts.js';
-import type { Db } from '../storage/sqlite/database.js';
-import type { QueueStore } from '../storage/sqlite/queue.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { OpenOptions } from '../storage/open.js';
+import type { Store } from '../storage/ports/store.js';
 import { bind } from './listen-error.js';
 import { planReload, type ReloadResult } from './reload.js';
 import { startSmtpRoles, type SmtpRoles } from './smtp-roles.js';
@@ -53,6 +53,8 @@ export interface ServerOptions {
    * `worker.runOnce()` with their injected clock instead.
    */
   startWorker?: boolean;
+  /** Opens the store to run on (tests hand in their own, and keep it to look underneath); by default storage/open.ts. */
+  openStore?: (o: OpenOptions) => Store;
 }
 
 export interface RunningServer {
@@ -66,13 +68,13 @@ export interface RunningServer {
   metrics: HostPort | undefined;
   /** Base URL of the control plane. */
   baseUrl: string;
-  db: Db;
+  /** Every storage port (tests reach storage through it). */
+  store: Store;
   accounts: AccountStore;
-  /** Every service the control plane uses (tests reach stores through it). */
+  /** Every service the control plane uses. */
   services: Services;
-  /** The durable outbound queue, its store and its delivery worker. */
+  /** The durable outbound queue and its delivery worker. */
   queue: Queue;
-  queueStore: QueueStore;
   worker: QueueWorker;
   /** Retention pruning (runs hourly when the worker runs; tests call `retention.runOnce()`). */
   retention: RetentionPruner;
@@ -119,7 +121,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let publicUrl = config.http.publicUrl ?? '';
   let live = config;
   let tls: TlsSource | undefined;
-  const core = wireCore({
+  const core = await wireCore({
     config,
     live: () => live,
     logger,
@@ -131,6 +133,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         ...listeners.map((l) => [l.name, l.listening()]),
       ]),
     certificateInstalled: async () => tls?.refresh(),
+    ...(opts.openStore ? { openStore: opts.openStore } : {}),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
@@ -189,11 +192,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       submission: byName('submission'),
       submissionTls: byName('submission_tls'),
       baseUrl,
-      db: core.db,
+      store: core.store,
       accounts: core.accounts,
       services: core.services,
       queue: core.queue,
-      queueStore: core.queueStore,
       worker: core.worker,
       retention: core.retention,
       webhookDispatcher: core.webhookDispatcher,
@@ -235,7 +237,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           });
         }
         core.metrics.close();
-        core.db.close();
+        await core.store.close();
       },
     };
   } catch (err) {
@@ -243,7 +245,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     httpServer?.close();
     metricsServer?.close();
     core.metrics.close();
-    core.db.close();
+    await core.store.close();
     throw err;
   }
 }

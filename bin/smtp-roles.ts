@@ -7,7 +7,7 @@ import { startSmtpListener, type SmtpListener } from '../mta/smtp/listener.js';
 import { mxOptions, type MxPolicy } from '../mta/smtp/mx-listener.js';
 import { createAuthFailureCounter, submissionOptions, type SubmissionPolicy, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
 import type { TlsSource } from '../mta/smtp/tls.js';
-import type { AccountRow } from '../storage/sqlite/accounts.js';
+import type { AccountRow } from '../storage/ports/accounts.js';
 import { bind } from './listen-error.js';
 import type { Core } from './wiring.js';
 
