@@ -8,10 +8,8 @@ import pino from 'pino';
 import { eventPayload } from '../mta/queue/events.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
-import { createAccountStore } from '../storage/sqlite/accounts.js';
-import { openDatabase } from '../storage/sqlite/database.js';
-import { createQueueStore } from '../storage/sqlite/queue.js';
-import { createWebhookStore } from '../storage/sqlite/webhooks.js';
+import { createEventWriter } from '../storage/sqlite/events.js';
+import { openSqliteStore } from '../storage/sqlite/store.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1);
@@ -68,18 +66,17 @@ async function main(): Promise<void> {
     process.exit(130);
   });
   try {
-    const db = openDatabase(dir);
-    const accounts = createAccountStore(db);
-    const queue = createQueueStore(db);
-    const store = createWebhookStore(db);
     const now = Date.now;
-    ensureSigningKey(store, now());
+    const sqlite = openSqliteStore(dir, { now });
+    const { db, accounts, webhooks: store } = sqlite;
+    const queue = createEventWriter(db);
+    await ensureSigningKey(store, now());
     const ids: number[] = [];
     for (let a = 0; a < ACCOUNTS; a++) {
-      const res = accounts.createParentWithKey({ handle: `bench${a}`, companyName: null, now: now() });
+      const res = await accounts.createParentWithKey({ handle: `bench${a}`, companyName: null, now: now() });
       if (!res.ok) throw new Error('account');
       ids.push(res.account.id);
-      store.enroll(res.account.id, `http://127.0.0.1:${receiver.port}/hook/${a}`, now());
+      await store.enroll(res.account.id, `http://127.0.0.1:${receiver.port}/hook/${a}`, now());
     }
     // The outbox as the queue writes it: delivered events with the §4.2 fields (about 300 bytes each).
     const fill = db.transaction(() => {
@@ -91,10 +88,10 @@ async function main(): Promise<void> {
           now(),
           { recipients: [`user${i}@rcpt.example`] },
         );
-        queue.insertEvent(accountId, 'delivered', payload, now());
+        queue.append({ accountId, kind: 'delivered', payload, at: now() });
       }
     });
-    fill();
+    fill.immediate();
 
     const dispatcher = createWebhookDispatcher({
       store,
@@ -115,7 +112,7 @@ async function main(): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     const got = await receiver.stats();
     const durations = (db.prepare('SELECT duration_ms AS d FROM webhook_batches ORDER BY d').all() as { d: number }[]).map((r) => r.d);
-    db.close();
+    await sqlite.close();
 
     const rows: [string, string][] = [
       ['events in the outbox', EVENTS.toLocaleString('en')],

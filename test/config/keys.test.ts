@@ -18,7 +18,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
     'filters.clamd.timeout_ms', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
-    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'log.level',
+    'queue.lease_seconds', 'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
   t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
@@ -43,7 +43,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_FILTERS_CLAMD_ADDRESS: '/run/clamav/clamd.ctl', SLUICE_FILTERS_CLAMD_TIMEOUT_MS: '200',
     SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
-    SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
+    SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_LOG_LEVEL: 'warn',
   };
   // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
@@ -90,6 +90,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       invalidRecipientMin: 5,
     },
     inbound: { quarantineDays: 3 },
+    queue: { leaseSeconds: 30 },
     retention: { logDays: 4, messageDays: 2, trackingDays: 90 },
     log: { level: 'warn' },
   });

@@ -190,8 +190,8 @@ function destructive(o: Operation): boolean {
 }
 
 async function fixtures(stack: Stack) {
-  const acme = stack.createAccount('acme');
-  const inbound = stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
+  const acme = await stack.createAccount('acme');
+  const inbound = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
   if (!inbound.ok) throw new Error('inbound key');
   const ok = (r: { status: number; text: string }, what: string) => {
     if (r.status >= 300) throw new Error(`${what}: ${r.status} ${r.text}`);

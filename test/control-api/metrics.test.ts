@@ -17,13 +17,13 @@ interface Fixture {
 /** A parent with one sub-account and an unrelated account, and events written through the queue store at set times. */
 async function fixture(t: Test): Promise<Fixture> {
   const stack = await startStack(t);
-  const parent = stack.createAccount('parent');
-  const other = stack.createAccount('other');
+  const parent = await stack.createAccount('parent');
+  const other = await stack.createAccount('other');
   t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: parent.key, body: { handle: 'shop1' } })).status, 201);
-  const subId = stack.accounts.findByHandle('shop1')!.id;
+  const subId = (await stack.accounts.findByHandle('shop1'))!.id;
   const subKey = (await stack.api('POST', '/tx/v1/sub-account/shop1/api-key', { key: parent.key })).body.key as string;
   const ev = (account: number, kind: string, at: number, extra: Record<string, unknown> = {}) =>
-    stack.queueStore.transaction(() => stack.queueStore.insertEvent(account, kind, { event: kind, recipients: ['r@x.test'], ...extra }, at));
+    stack.addEvent(account, kind, { event: kind, recipients: ['r@x.test'], ...extra }, at);
   ev(parent.id, 'processed', NOW - 2 * DAY, { campaign_id: 'spring', recipients: ['a@x.test', 'b@x.test'] });
   ev(parent.id, 'delivered', NOW - 2 * DAY + HOUR, { campaign_id: 'spring' });
   ev(parent.id, 'hard-bounced', NOW - 2 * DAY + HOUR, { campaign_id: 'spring' });

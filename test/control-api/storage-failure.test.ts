@@ -11,8 +11,8 @@ const LISTENERS = { http: true, mx: true, submission: true };
 
 async function world(t: Test, env: Record<string, string> = {}) {
   const stack = await startStack(t, { env });
-  const acme = stack.createAccount('acme');
-  const inbound = stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
+  const acme = await stack.createAccount('acme');
+  const inbound = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
   if (!inbound.ok) throw new Error('inbound key');
   return { stack, key: acme.key, inboundKey: inbound.value.key, id: acme.id };
 }

@@ -2,8 +2,9 @@
 import t from 'tap';
 import { createAccountStore } from '../../storage/sqlite/accounts.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
-import { createMetricRollup, grainStart, HOUR_MS } from '../../storage/sqlite/metrics.js';
-import { createQueueStore } from '../../storage/sqlite/queue.js';
+import { createMetricRollup } from '../../storage/sqlite/metrics.js';
+import { grainStart, HOUR_MS } from '../../storage/ports/metrics.js';
+import { createEventWriter } from '../../storage/sqlite/events.js';
 import { tempDir } from '../helpers/stack.js';
 
 t.test('events roll up per account, campaign and hour, in the transaction that writes them', async (t) => {
@@ -15,11 +16,11 @@ t.test('events roll up per account, campaign and hour, in the transaction that w
   if (!parent.ok) throw new Error('parent');
   const sub = accounts.createAccount({ handle: 'subone', companyName: null, parentId: parent.account.id, now });
   if (!sub.ok) throw new Error('sub');
-  const store = createQueueStore(db);
+  const store = createEventWriter(db);
   const rollup = createMetricRollup(db);
   const hour = Math.floor(now / HOUR_MS);
   const ev = (account: number, kind: string, payload: Record<string, unknown>, at = now, extra = {}) =>
-    store.transaction(() => store.insertEvent(account, kind, { event: kind, ...payload }, at, extra));
+    db.transaction(() => store.append({ accountId: account, kind, payload: { event: kind, ...payload }, at }, extra))();
 
   ev(sub.value.id, 'processed', { campaign_id: 'spring', recipients: ['a@x.test', 'b@x.test'] });
   ev(sub.value.id, 'delivered', { campaign_id: 'spring', recipients: ['a@x.test'] }, now, { open_tracking_delivered: 1, unique_open_tracking_delivered: 1 });
@@ -46,9 +47,9 @@ t.test('events roll up per account, campaign and hour, in the transaction that w
   t.same(rollup.subAccounts(parent.account.id, hour, hour + 2), [{ name: 'subone', processed: 2, delivered: 1, bounced: 1, dropped: 0 }]);
 
   // An event whose transaction rolls back leaves no counter behind.
-  t.throws(() => store.transaction(() => {
-    store.insertEvent(parent.account.id, 'delivered', { event: 'delivered' }, now);
+  t.throws(() => db.transaction(() => {
+    store.append({ accountId: parent.account.id, kind: 'delivered', payload: { event: 'delivered' }, at: now });
     throw new Error('rollback');
-  }));
+  })());
   t.same(rollup.series(parent.account.id, null, hour, hour + 1, 'hour', ['delivered']), [[hour, 1]], 'the rolled-back delivery is not counted');
 });

@@ -12,9 +12,11 @@ import { createDnsResolver, mailauthResolver } from '../../../mta/delivery/dns-r
 import { createInboundPipeline, SCAN_FAILED_HEADER, type InboundPipelineDeps, type RelayMessage } from '../../../mta/inbound/pipeline.js';
 import { createRspamdClient } from '../../../mta/scanners/rspamd-client.js';
 import { createAccountStore } from '../../../storage/sqlite/accounts.js';
-import { openDatabase } from '../../../storage/sqlite/database.js';
-import { createInboundDomainStore, type AbusePolicy } from '../../../storage/sqlite/inbound-domains.js';
-import { createInboundListStore, type ListScope } from '../../../storage/sqlite/inbound-lists.js';
+import { openSqliteStore } from '../../../storage/sqlite/store.js';
+import { createInboundDomainStore } from '../../../storage/sqlite/inbound-domains.js';
+import { type AbusePolicy } from '../../../storage/ports/inbound-domains.js';
+import { createInboundListStore } from '../../../storage/sqlite/inbound-lists.js';
+import { type ListScope } from '../../../storage/ports/inbound-lists.js';
 import { createQuarantineStore } from '../../../storage/sqlite/quarantine.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { createClock, tempDir } from '../../helpers/stack.js';
@@ -27,9 +29,11 @@ async function setup(
   t: Test,
   opts: { policies?: Record<string, AbusePolicy>; override?: Record<string, boolean>; deps?: Partial<InboundPipelineDeps> } = {},
 ) {
-  const db = openDatabase(tempDir(t));
-  t.teardown(() => db.close());
   const clock = createClock();
+  // The pipeline gets the store's ports; the test arranges and reads with the SQLite repositories underneath.
+  const store = openSqliteStore(tempDir(t), { now: clock.now });
+  t.teardown(() => store.close());
+  const { db } = store;
   const accounts = createAccountStore(db);
   const acct = accounts.createParentWithKey({ handle: 'acme', companyName: null, now: clock.now() });
   if (!acct.ok) throw new Error('account');
@@ -69,9 +73,9 @@ async function setup(
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const pipeline = createInboundPipeline({
     hostname: HOST,
-    domains,
-    lists,
-    quarantine,
+    domains: store.inboundDomains,
+    lists: store.inboundLists,
+    quarantine: store.quarantine,
     resolver: mailauthResolver(resolver),
     relay: async (m) => void relayed.push(m),
     scannerFailure: 'tempfail',
@@ -217,12 +221,12 @@ t.test('blocklisted client IP, sender address and sender domain → 550 5.7.1 at
       const line = logs.find((l) => l.msg === 'inbound message');
       t.match(line, { queueId: 'QID1', reply: '550 5.7.1', verdicts: [{ step: 'lists', verdict: 'block', reason, level, item }] });
       t.equal(line?.verdicts?.length, 1, 'refused before authentication ran');
-      t.match(pipeline.checkRecipient({ mailFrom: base.mailFrom, clientIp: base.clientIp, rcpt: 'bob@corp.test' }), { code: 550, status: '5.7.1' });
+      t.match(await pipeline.checkRecipient({ mailFrom: base.mailFrom, clientIp: base.clientIp, rcpt: 'bob@corp.test' }), { code: 550, status: '5.7.1' });
     });
   }
   await t.test('a clean sender passes checkRecipient', async (t) => {
     const { pipeline } = await setup(t);
-    t.equal(pipeline.checkRecipient({ mailFrom: base.mailFrom, clientIp: base.clientIp, rcpt: 'bob@corp.test' }), undefined);
+    t.equal(await pipeline.checkRecipient({ mailFrom: base.mailFrom, clientIp: base.clientIp, rcpt: 'bob@corp.test' }), undefined);
   });
 });
 
