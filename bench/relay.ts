@@ -104,6 +104,8 @@ async function startSluice(dnsAddress: string, sinkPort: number, dataDir: string
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:0',
     SLUICE_SMTP_HOSTNAME: 'bench-sluice.localdomain',
     SLUICE_DNS_SERVERS: dnsAddress,
+    // The downstream sink is on the loopback: allowed as the README's "mailbox server on the same machine" does.
+    SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
     SLUICE_LOG_LEVEL: 'info',
   };
   const { child, info } = await spawnServe(env);

@@ -12,7 +12,12 @@ export const BIN = path.resolve(import.meta.dirname, '../bin/sluice.js');
  */
 export async function spawnServe(env: NodeJS.ProcessEnv, o: { profile?: boolean } = {}): Promise<{ child: ChildProcess; info: Record<string, string> }> {
   const prof = process.env.BENCH_PROFILE && o.profile !== false ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...prof, BIN, 'serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // The metrics listener on a port of its own choosing: the default 127.0.0.1:9464 is taken by whatever else runs
+  // sluice on this machine (another bench, a test, a service), and the bench would refuse to start.
+  const child = spawn(process.execPath, [...prof, BIN, 'serve'], {
+    env: { SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:0', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const info = await new Promise<Record<string, string>>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.includes('"msg":"listening"')) resolve(JSON.parse(line));

@@ -7,6 +7,8 @@ import readline from 'node:readline';
 import pino from 'pino';
 import { eventPayload } from '../mta/queue/events.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
+import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
+import { createTargetGuard } from '../mta/delivery/target-guard.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { createEventWriter } from '../storage/sqlite/events.js';
 import { openSqliteStore } from '../storage/sqlite/store.js';
@@ -96,6 +98,8 @@ async function main(): Promise<void> {
     const dispatcher = createWebhookDispatcher({
       store,
       signer: createWebhookSigner({ store, now }),
+      // The receiver is on the loopback: allowed as an operator would (security.allow_private_targets).
+      guard: createTargetGuard({ resolver: createDnsResolver({ servers: [] }), allow: () => ['127.0.0.0/8'], listeners: () => [] }),
       now,
       logger: pino({ level: 'warn' }),
       maxBatchesPerPass: 1_000_000,

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { checkStoreFile, openStore, storeFileName } from '../storage/open.js';
+import { PRIVATE_FILE_MODE } from '../storage/private-files.js';
 import { runDir, runningServes } from './pid-registry.js';
 import { VERSION } from './version.js';
 
@@ -17,7 +18,7 @@ interface Entry {
   path: string;
   size: number;
   sha256: string;
-  /** The mode the file had in data_dir (restored with it; the database is always 0600). */
+  /** The mode the file had in data_dir (for the record: restore writes every file 0600, as Sluice does). */
   mode: number;
 }
 
@@ -123,7 +124,7 @@ export function verifyBackup(source: string): Manifest {
 }
 
 /**
- * Restores `source` into `dataDir`: refused while a `sluice serve` runs on it, when it already holds state, or when
+ * Restores `source` into `dataDir` (every file 0600, directories 0700): refused while a `sluice serve` runs on it, when it already holds state, or when
  * the backup does not verify. Files are staged beside data_dir and moved in at the end.
  */
 export function restore(source: string, dataDir: string): Manifest {
@@ -143,7 +144,7 @@ export function restore(source: string, dataDir: string): Manifest {
       const to = path.join(stage, e.path);
       fs.mkdirSync(path.dirname(to), { recursive: true, mode: 0o700 });
       fs.copyFileSync(path.join(source, e.path), to);
-      fs.chmodSync(to, e.path === DB ? 0o600 : e.mode & 0o777);
+      fs.chmodSync(to, PRIVATE_FILE_MODE);
     }
     fs.rmSync(dataDir, { recursive: true, force: true });
     fs.renameSync(stage, dataDir);

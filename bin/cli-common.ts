@@ -36,6 +36,7 @@ export type Opts = {
   end?: string;
   interval?: string;
   campaign?: string;
+  subscription?: string;
   sender?: string;
   policy?: string;
   condition?: string;

@@ -31,6 +31,9 @@ Commands:
   lockdown allow --account H --domain D  authorize a From domain for an account without a DNS record
   lockdown deny --account H --domain D   remove that authorization
   lockdown list --account H [--json]     domains the operator authorized for an account
+  inbound-domains provision --account H --domain D [--subscription S] [--json]
+                                          provision an inbound domain for an account, also when it is a
+                                          parent or a subdomain of another account's (the API refuses those)
   queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held) with sizes,
                                           ages and a summary line, like postqueue -p
   queue show ID [--json]                  one delivery with its message and every attempt
@@ -91,9 +94,10 @@ const DETAILS: Record<string, string> = {
   reload:
     'Sends SIGHUP to each sluice serve registered in data_dir/run/ (systemctl reload does the same through the\n' +
     'unit\'s ExecReload). The server reads its configuration file again and applies what can change live: log.level,\n' +
-    'smtp.tls.cert/key (and re-reads the certificate files), outbound.transport_map, the smarthost keys,\n' +
-    'outbound.mx_port, outbound.lockdown and the message, header, MIME and connection limits. It logs one line with\n' +
-    'what changed, what it applied and what needs a restart. A file that does not load is refused whole.',
+    'smtp.tls.cert/key and http.tls.cert/key (and re-reads the certificate files), http.tls.hsts_max_age,\n' +
+    'outbound.transport_map, the smarthost keys, outbound.mx_port, outbound.lockdown and the message, header, MIME\n' +
+    'and connection limits. It logs one line with what changed, what it applied and what needs a restart. A file\n' +
+    'that does not load is refused whole.',
   'queue list':
     'Columns: ID (the delivery id the other queue commands take), STATE (queued, sending or held), SIZE (of the\n' +
     'message: 812, 1.2K, 3.4M), AGE (since it was accepted), TRIES (attempts so far), NEXT (when it is tried next),\n' +
@@ -114,7 +118,7 @@ const DETAILS: Record<string, string> = {
   restore:
     'Checks first, writes after: the manifest, every file\'s size and SHA-256, and SQLite\'s integrity_check of\n' +
     'the database; any failure restores nothing (exit 1). data_dir must be new or empty and no sluice serve may run\n' +
-    'on it. Files get their original modes back (the database 0600). Then start sluice serve.',
+    'on it. Every file is written 0600 (directories 0700). Then start sluice serve.',
   'queue delete':
     'Marks the delivery dropped; it is never sent. A delivery being sent right now cannot be deleted.',
 };

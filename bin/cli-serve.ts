@@ -1,9 +1,9 @@
 // Owns `sluice serve` as a process: the logger, the first-start key file, the start-up lines, signals and shutdown.
-import fs from 'node:fs';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { formatHostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
+import { writePrivateFile } from '../storage/private-files.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
 import { registerServe } from './pid-registry.js';
@@ -20,7 +20,7 @@ export function initialKeyFile(dataDir: string): string {
  */
 function handOverFirstKey(dataDir: string, key: string, logger: Logger): void {
   const file = initialKeyFile(dataDir);
-  fs.writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
+  writePrivateFile(file, `${key}\n`, { flag: 'wx' });
   logger.info({ handle: 'default', key_file: file }, `created account "default"; its API key is in ${file} (mode 0600): read it, then delete the file`);
 }
 
@@ -98,6 +98,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   logger.info(
     {
       ...(server.http ? { http: formatHostPort(server.http) } : {}),
+      ...(server.httpPlain ? { http_plain: formatHostPort(server.httpPlain) } : {}),
       ...(server.metrics ? { metrics: formatHostPort(server.metrics) } : {}),
       ...(server.mx ? { mx: formatHostPort(server.mx) } : {}),
       ...(server.submission ? { submission: formatHostPort(server.submission) } : {}),

@@ -13,6 +13,7 @@ import { backup, restore } from './backup.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
 import { consoleCommand } from './cli-console.js';
+import { inboundDomainsCommand } from './cli-inbound.js';
 import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
@@ -51,6 +52,7 @@ const OPTIONS = {
   start: { type: 'string' },
   end: { type: 'string' },
   campaign: { type: 'string' },
+  subscription: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -117,6 +119,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return await withStore(loaded(), now, (store) => keysCommand(sub, store.accounts, opts, io, now));
       case 'smtp-passwords':
         return await withStore(loaded(), now, (store) => passwordsCommand(sub, store.accounts, opts, io, now));
+      case 'inbound-domains':
+        return await withStore(loaded(), now, (store) => inboundDomainsCommand(sub, store.accounts, store.inboundDomains, opts, io, now));
       case 'lockdown':
         return await withStore(loaded(), now, (store) => lockdownCommand(sub, store.accounts, store.lockdown, opts, io, now));
       case 'console':

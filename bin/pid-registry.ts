@@ -2,6 +2,7 @@
 // signals them, `sluice restore` refuses to run while one lives.
 import fs from 'node:fs';
 import path from 'node:path';
+import { ensurePrivateDir, writePrivateFile } from '../storage/private-files.js';
 
 export interface ServeProcess {
   pid: number;
@@ -38,10 +39,10 @@ function alive(pid: number): boolean {
 
 /** Registers this process; returns the function that removes the entry at shutdown. */
 export function registerServe(dataDir: string, roles: readonly string[], now: number): () => void {
-  fs.mkdirSync(runDir(dataDir), { recursive: true, mode: 0o700 });
+  ensurePrivateDir(runDir(dataDir));
   const file = fileOf(dataDir, process.pid);
   const entry: ServeProcess = { pid: process.pid, roles: [...roles], startedAt: now };
-  fs.writeFileSync(file, JSON.stringify(entry) + '\n', { mode: 0o600 });
+  writePrivateFile(file, JSON.stringify(entry) + '\n');
   return () => fs.rmSync(file, { force: true });
 }
 

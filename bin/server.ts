@@ -1,10 +1,9 @@
 // Owns `sluice serve`'s process: which roles run (api, mx, submission, worker), their listeners, and stopping them.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
-import { answerClientError } from '../control-api/client-error.js';
+import { configureHttpServer } from '../control-api/http-server.js';
 import { createMetricsApp } from '../control-api/metrics-endpoint.js';
 import type { Services } from '../control-api/services.js';
 import type { SmtpListener } from '../mta/smtp/listener.js';
@@ -18,6 +17,7 @@ import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { OpenOptions } from '../storage/open.js';
 import type { Store } from '../storage/ports/store.js';
+import { listenHttp, startHttpListeners } from './http-listeners.js';
 import { bind } from './listen-error.js';
 import { planReload, type ReloadResult } from './reload.js';
 import { startSmtpRoles, type SmtpRoles } from './smtp-roles.js';
@@ -61,12 +61,14 @@ export interface RunningServer {
   roles: readonly Role[];
   /** Bound addresses of the listeners this process runs (undefined for a role it does not run). */
   http: HostPort | undefined;
+  /** http.plain_listen's bound address (ACME challenges and redirects to https), when HTTPS is on and it is set. */
+  httpPlain: HostPort | undefined;
   mx: HostPort | undefined;
   submission: HostPort | undefined;
   submissionTls: HostPort | undefined;
   /** The Prometheus /metrics listener (http.metrics_listen), when it has its own. */
   metrics: HostPort | undefined;
-  /** Base URL of the control plane. */
+  /** Base URL of the control plane (http.public_url, else the bound http.listen with its scheme). */
   baseUrl: string;
   /** Every storage port (tests reach storage through it). */
   store: Store;
@@ -95,19 +97,11 @@ export interface RunningServer {
   reload(next: Config): Promise<ReloadResult>;
   /** The certificate of the SMTP listeners (undefined when this process runs none). */
   tls: TlsSource | undefined;
+  /** The certificate of HTTPS on http.listen (undefined unless http.tls.enabled and this process runs the api role). */
+  httpTls: TlsSource | undefined;
   /** ACME certificates (undefined unless acme.directory_url is set and this process runs the api role). */
   acme: AcmeManager | undefined;
   close(): Promise<void>;
-}
-
-function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(listen.port, listen.host, () => {
-      const a = server.address() as AddressInfo;
-      resolve({ host: a.address, port: a.port });
-    });
-  });
 }
 
 /** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
@@ -116,11 +110,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const now = opts.now ?? Date.now;
   const roles = opts.roles ?? ROLES;
   const listeners: SmtpListener[] = [];
-  let httpServer: http.Server | undefined;
+  // http.listen, then http.plain_listen when it runs.
+  const httpServers: http.Server[] = [];
   let metricsServer: http.Server | undefined;
   let publicUrl = config.http.publicUrl ?? '';
   let live = config;
   let tls: TlsSource | undefined;
+  let httpTls: TlsSource | undefined;
+  // Sluice's own listeners as bound (ports 0 resolved): never a tenant's target (mta/delivery/target-guard.ts).
+  const ownListeners: HostPort[] = [];
   const core = await wireCore({
     config,
     live: () => live,
@@ -129,10 +127,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     publicUrl: () => publicUrl,
     listening: () =>
       Object.fromEntries([
-        ...(httpServer ? [['http', httpServer.listening]] : []),
+        ...httpServers.map((s, i) => [i === 0 ? 'http' : 'http_plain', s.listening]),
         ...listeners.map((l) => [l.name, l.listening()]),
       ]),
-    certificateInstalled: async () => tls?.refresh(),
+    certificateInstalled: async () => Promise.all([tls?.refresh(), httpTls?.refresh()]),
+    boundListeners: () => ownListeners,
     ...(opts.openStore ? { openStore: opts.openStore } : {}),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
@@ -140,20 +139,34 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   try {
     let httpAddr: HostPort | undefined;
+    let httpPlain: HostPort | undefined;
+    let scheme: 'http' | 'https' = 'http';
     if (roles.includes('api')) {
-      httpServer = http.createServer(core.app.callback());
-      const server = httpServer;
-      server.on('clientError', answerClientError);
-      httpAddr = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
+      // HTTPS has its own source even when it presents the SMTP pair (mta/smtp/tls.ts says why).
+      if (config.http.tls.enabled) httpTls = await createTlsSource(() => live, logger, 'http');
+      const bound = await startHttpListeners({
+        config,
+        live: () => live,
+        handler: core.app.callback(),
+        tls: httpTls,
+        acmeChallenge: core.services.acmeChallenge,
+        httpsBase: () => publicUrl,
+        logger,
+        started: (s) => void httpServers.push(s),
+      });
+      ({ address: httpAddr, plain: httpPlain, scheme } = bound);
+      ownListeners.push(httpAddr, ...(httpPlain ? [httpPlain] : []));
+      if (opts.startWorker !== false) httpTls?.start();
     }
     let metricsAddr: HostPort | undefined;
     if (config.http.metricsListen) {
       // Every role has metrics of its own (a worker-only process has the delivery counters): each process binds it.
       const server = http.createServer(createMetricsApp(core.metrics).callback());
-      server.on('clientError', answerClientError);
+      configureHttpServer(server);
       metricsServer = server;
       const listen = config.http.metricsListen;
       metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));
+      ownListeners.push(metricsAddr);
     }
     if (roles.includes('mx') || roles.includes('submission')) {
       tls = await createTlsSource(() => live, logger);
@@ -165,13 +178,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         logger,
         mx: roles.includes('mx'),
         submission: roles.includes('submission'),
-        started: (l) => listeners.push(l),
+        started: (l) => {
+          listeners.push(l);
+          ownListeners.push(l.address());
+        },
       });
       // Certificates given by path are read again when they change on disk (a certbot renewal), without a reload.
       if (opts.startWorker !== false) tls.start();
     }
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
-    const baseUrl = config.http.publicUrl ?? (httpAddr ? `http://${formatHostPort(httpAddr)}` : `http://${formatHostPort(config.http.listen)}`);
+    const baseUrl = config.http.publicUrl ?? `${scheme}://${formatHostPort(httpAddr ?? config.http.listen)}`;
     publicUrl = baseUrl;
     // ACME runs beside the HTTP listener that answers its challenges; other processes read the files it writes.
     const acme = roles.includes('api') ? core.acme : undefined;
@@ -187,6 +203,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     return {
       roles,
       http: httpAddr,
+      httpPlain,
       metrics: metricsAddr,
       mx: byName('mx'),
       submission: byName('submission'),
@@ -203,24 +220,28 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       firstApiKey: core.firstApiKey,
       currentConfig: () => live,
       tls,
+      httpTls,
       acme,
       async reload(next) {
         const plan = planReload(live, next);
         live = plan.config;
         smtp?.applyLimits(live);
-        const refreshed = await tls?.refresh();
+        // Both certificates are read again; one refused is reported as refused (the other may have changed).
+        const refreshed = (await Promise.all([tls?.refresh(), httpTls?.refresh()])).filter((r) => r !== undefined);
+        const error = refreshed.find((r) => r.error)?.error;
         return {
           changed: [...plan.applied, ...plan.needsRestart].sort(),
           applied: plan.applied,
           needsRestart: plan.needsRestart,
-          tls: !refreshed ? 'none' : refreshed.error ? 'refused' : refreshed.changed ? 'reloaded' : 'unchanged',
-          ...(refreshed?.error ? { tlsError: refreshed.error } : {}),
+          tls: refreshed.length === 0 ? 'none' : error ? 'refused' : refreshed.some((r) => r.changed) ? 'reloaded' : 'unchanged',
+          ...(error ? { tlsError: error } : {}),
         };
       },
       async close() {
         if (closed) return;
         closed = true;
         tls?.stop();
+        httpTls?.stop();
         await core.acme?.stop();
         core.dkimRetirement.stop();
         await Promise.all(listeners.map((l) => l.close()));
@@ -229,7 +250,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.webhookDispatcher.stop();
         await core.alertMonitors.stop();
         await core.smtpClient.close();
-        for (const server of [httpServer, metricsServer]) {
+        for (const server of [...httpServers, metricsServer]) {
           await new Promise<void>((done) => {
             if (!server) return done();
             server.close(() => done());
@@ -241,8 +262,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       },
     };
   } catch (err) {
+    httpTls?.stop();
     await Promise.all(listeners.map((l) => l.close()));
-    httpServer?.close();
+    for (const server of httpServers) server.close();
     metricsServer?.close();
     core.metrics.close();
     await core.store.close();

@@ -5,7 +5,9 @@ import type { Config } from '../config/load.js';
 import { runSubmission } from '../mta/outbound/submission.js';
 import { startSmtpListener, type SmtpListener } from '../mta/smtp/listener.js';
 import { mxOptions, type MxPolicy } from '../mta/smtp/mx-listener.js';
-import { createAuthFailureCounter, submissionOptions, type SubmissionPolicy, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
+import { createAuthThrottle } from '../mta/smtp/auth-throttle.js';
+import type { SessionLimits } from '../mta/smtp/smtp-server-seam.js';
+import { submissionOptions, type SubmissionPolicy, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
 import type { TlsSource } from '../mta/smtp/tls.js';
 import type { AccountRow } from '../storage/ports/accounts.js';
 import { bind } from './listen-error.js';
@@ -44,6 +46,9 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
   o.tls.onChange((pair) => {
     for (const l of listeners) l.listener.update({ tls: pair });
   });
+  // Both listeners: NOOP/RSET/VRFY/HELP since the last message, and the longest session (0: none).
+  const deadlineMs = config.smtp.sessionDeadlineMinutes === 0 ? Infinity : config.smtp.sessionDeadlineMinutes * 60_000;
+  const sessionLimits: SessionLimits = { junkCommands: config.smtp.junkCommandLimit, deadlineMs, now };
 
   if (o.mx) {
     // The MX: served domains only, the data guard, then the inbound pipeline.
@@ -62,7 +67,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
     mxPolicies.push(policy);
     const { listen, greetDelayMs } = config.smtp.mx;
     started(
-      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs, metrics: core.metrics })),
+      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs, metrics: core.metrics, sessionLimits })),
       (c) => c.smtp.mx.maxMessageBytes,
     );
   }
@@ -82,14 +87,15 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
       lockdown: (domain: string, account: AccountRow) => core.lockdown(domain, account),
       onMessage: (m: SubmittedMessage) => runSubmission(core.sendDeps, m),
-      authFailures: createAuthFailureCounter(now),
+      authThrottle: createAuthThrottle({ now }),
+      authFailureDelayMs: config.smtp.submission.authFailureDelayMs,
       now,
       logger,
     };
     const { listen, tlsListen } = config.smtp.submission;
     const size = (c: Config) => c.smtp.submission.maxMessageBytes;
     submissionPolicies.push(base);
-    const extras = { metrics: core.metrics };
+    const extras = { metrics: core.metrics, sessionLimits };
     started(await bind('smtp.submission.listen', listen, () => startSmtpListener('submission', listen, submissionOptions(base), extras)), size);
     if (tlsListen) {
       const implicit = { ...base, secure: true };

@@ -35,6 +35,8 @@ import { createDnsResolver, mailauthResolver } from '../mta/delivery/dns-resolve
 import { createInboundPipeline } from '../mta/inbound/pipeline.js';
 import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
+import { configuredListeners, createTargetGuard, interfaceAddresses } from '../mta/delivery/target-guard.js';
+import type { HostPort } from '../config/keys.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createScreening } from '../mta/outbound/screening.js';
@@ -47,7 +49,8 @@ import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import { newSendRequestId, runSend } from '../mta/outbound/send.js';
+import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
+import { runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
 import { createRetentionPruner } from '../mta/jobs/retention.js';
@@ -73,6 +76,8 @@ export interface CoreOptions {
   publicUrl: () => string;
   /** Which listeners are listening, for /healthz and /readyz. */
   listening: () => Record<string, boolean>;
+  /** The addresses this process's listeners are bound to (their real ports when configured as 0). */
+  boundListeners?: () => readonly HostPort[];
   /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
   certificateInstalled?: () => Promise<unknown>;
   /** Opens the store to run on (tests hand in their own); by default `storage/open.ts` for the configuration. */
@@ -106,6 +111,15 @@ export async function wireCore(opts: CoreOptions) {
   const { accounts, dkimKeys: dkim, suppressions, inboundDomains, inboundLists, quarantine, trackingDomains } = store;
   const firstApiKey = await bootstrap(store, now());
   const resolver = createDnsResolver({ servers: config.dns.servers });
+  // The outbound-connection policy: every target a tenant chose (webhooks, monitor webhooks, downstreams, MX hosts)
+  // is resolved once, judged, and dialled only at an address it allowed. Own listeners: this process's bound ones
+  // and every role's configured ones (another process on this data_dir may run them).
+  const guard = createTargetGuard({
+    resolver,
+    allow: () => live().security.allowPrivateTargets,
+    listeners: () => [...configuredListeners(config), ...(opts.boundListeners?.() ?? [])],
+    localAddresses: () => [...interfaceAddresses(), ...(config.outbound.publicIp ? [config.outbound.publicIp] : [])],
+  });
   const queue = createQueue({
     metrics,
     store: store.queue,
@@ -128,8 +142,8 @@ export async function wireCore(opts: CoreOptions) {
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
-      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver }),
-      downstream: createDownstreamRouter({ domains: inboundDomains, resolver }),
+      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver, guard }),
+      downstream: createDownstreamRouter({ domains: inboundDomains, guard }),
     }),
     now,
     logger,
@@ -163,16 +177,18 @@ export async function wireCore(opts: CoreOptions) {
   await ensureSigningKey(store.webhooks, now());
   const webhookSigner = createWebhookSigner({ store: store.webhooks, now });
   const leaseMs = config.queue.leaseSeconds * 1000;
-  const webhookDispatcher = createWebhookDispatcher({ store: store.webhooks, signer: webhookSigner, now, logger, hostname: config.smtp.hostname, metrics, leaseMs });
+  const webhookDispatcher = createWebhookDispatcher({ store: store.webhooks, signer: webhookSigner, guard, now, logger, hostname: config.smtp.hostname, metrics, leaseMs });
   metrics.collectFrom({ queue: () => store.queueViews.depth(), webhookEventsPending: () => store.webhooks.pendingCount(), now });
   // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
   const alertMonitors = createAlertMonitors({
     store: store.alerts,
     accounts,
     signer: webhookSigner,
+    guard,
     queue,
     senderOutcomes: (id, sender, since) => store.queue.senderOutcomes(id, sender, since),
     invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    lockdown,
     hostname: config.smtp.hostname,
     now,
     logger,
@@ -192,6 +208,7 @@ export async function wireCore(opts: CoreOptions) {
     abuse,
     alerts: store.alerts,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
+    lockdown,
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
@@ -208,6 +225,7 @@ export async function wireCore(opts: CoreOptions) {
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
     webhooks: { store: store.webhooks, dispatcher: webhookDispatcher, signer: webhookSigner },
+    targets: guard,
     queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
     console: store.console,
     acmeChallenge: (token) => acme?.challenges.get(token),

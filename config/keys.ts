@@ -3,13 +3,17 @@ import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
-  parseTargetList, parseTransportMap, parseUrl, str, type HostPort,
+  parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
+import { HTTP_TLS_KEYS } from './http-tls.js';
+import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
-export { formatHostPort, socketTarget, type HostPort, type SocketTarget, type Source } from './values.js';
+export {
+  formatHostPort, parseAllowTarget, socketTarget, type AllowTarget, type HostPort, type SocketTarget, type Source,
+} from './values.js';
 
 /**
  * Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB): the default SIZE of both listeners (RFC 1870) and
@@ -55,7 +59,11 @@ export const KEY_TREE = {
     parse: parseDir,
   }),
   http: {
-    listen: key({ doc: 'Address of the REST control plane.', ...listen('127.0.0.1:8080') }),
+    listen: key({ doc: 'Address of the REST control plane and web console (HTTPS when http.tls.enabled; production: 0.0.0.0:443).', ...listen('127.0.0.1:8080') }),
+    plainListen: key({
+      doc: 'Plain-HTTP listener beside the HTTPS one (production: 0.0.0.0:80): answers ACME HTTP-01 challenges and redirects every other request to https (301; 308 for methods other than GET and HEAD); it serves nothing else. Needs http.tls.enabled.',
+      ...optionalListen,
+    }),
     publicUrl: key({
       doc: 'Base URL clients reach the control plane at (unsubscribe and tracking links, the host custom tracking domains point at); derived from the bound HTTP address when unset.',
       defaultText: 'derived from http.listen',
@@ -74,6 +82,8 @@ export const KEY_TREE = {
       default: () => 12,
       parse: integer(1, 720, 'hours'),
     }),
+    /** HTTPS on http.listen (config/http-tls.ts). */
+    tls: HTTP_TLS_KEYS,
   },
   smtp: {
     hostname: key({
@@ -111,6 +121,8 @@ export const KEY_TREE = {
       default: () => 100,
       parse: integer(1, 1000, 'levels'),
     }),
+    /** `smtp.junk_command_limit`, `smtp.session_deadline_minutes` (config/smtp-session.ts). */
+    ...SMTP_SESSION_KEYS,
     submission: {
       listen: key({
         doc: 'SMTP submission listener with STARTTLS (production: 0.0.0.0:587).',
@@ -132,6 +144,7 @@ export const KEY_TREE = {
         default: () => 50,
         parse: integer(1, 10_000, 'a count'),
       }),
+      ...SUBMISSION_AUTH_KEYS,
       allowInsecureLoopbackAuth: key({
         doc: 'Let a client on 127.0.0.0/8 or ::1 AUTH without TLS (a local app that cannot do STARTTLS); everyone else must use TLS first.',
         defaultText: 'false',
@@ -160,7 +173,7 @@ export const KEY_TREE = {
   /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ and renewed. */
   acme: {
     directoryUrl: key({
-      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP certificate by HTTP-01 on the HTTP listener. Unset: no ACME.',
+      doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP (and HTTPS) certificate by HTTP-01 on the HTTP listener (http.plain_listen when http.tls.enabled). Unset: no ACME.',
       defaultText: 'none (off)',
       default: () => undefined,
       parse: parseOptionalUrl,
@@ -249,6 +262,16 @@ export const KEY_TREE = {
       defaultText: 'dns',
       default: () => 'dns' as const,
       parse: oneOf(['dns', 'off'] as const),
+    }),
+  },
+  /** The outbound-connection policy (filters/target-policy.ts): what tenant-chosen targets may reach. */
+  security: {
+    allowPrivateTargets: key({
+      live: true,
+      doc: 'Exceptions to the refusal of internal targets for webhooks, monitor webhooks, inbound downstreams and MX hosts: CIDR networks (10.0.0.0/8) or address:port ([::1]:2525); only an address:port entry opens one of Sluice\'s own listeners.',
+      defaultText: 'empty',
+      default: (): string[] => [],
+      parse: parseAllowTargets,
     }),
   },
   filters: {

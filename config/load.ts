@@ -2,11 +2,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
+import { checkHttpTls } from './http-tls.js';
 import { ConfigError, KEYS, type ConfigOf, type KEY_TREE, type KeySpec } from './keys.js';
 
 /**
  * The effective, validated configuration, shaped as KEY_TREE. Loaded once in bin/ and passed down; never read from
- * globals. `dataDir`, `smtp.tls.cert` and `smtp.tls.key` are absolute paths.
+ * globals. `dataDir` and the cert and key of `smtp.tls` and `http.tls` are absolute paths.
  */
 export type Config = ConfigOf<typeof KEY_TREE>;
 
@@ -156,12 +157,15 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     }
   }
 
+  checkHttpTls(values, (k) => env[BY_KEY.get(k)!.env] !== undefined || raw.has(k));
+
   const config = shape(values);
   // Paths in the file or the environment are relative to the working directory.
   config.dataDir = path.resolve(cwd, config.dataDir);
-  const { tls } = config.smtp;
-  if (tls.cert !== undefined) tls.cert = path.resolve(cwd, tls.cert);
-  if (tls.key !== undefined) tls.key = path.resolve(cwd, tls.key);
+  for (const tls of [config.smtp.tls, config.http.tls]) {
+    if (tls.cert !== undefined) tls.cert = path.resolve(cwd, tls.cert);
+    if (tls.key !== undefined) tls.key = path.resolve(cwd, tls.key);
+  }
   if (config.acme.caFile !== undefined) config.acme.caFile = path.resolve(cwd, config.acme.caFile);
   return { config: deepFreeze(config), values, file };
 }

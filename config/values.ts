@@ -235,3 +235,55 @@ export function parseEmail(raw: unknown): string | undefined {
   if (!/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/.test(s)) throw new Error(`"${s}" is not an e-mail address`);
   return s;
 }
+
+/**
+ * One exception to the outbound-connection policy (`security.allow_private_targets`): a network in CIDR form (a bare
+ * address is a /32 or /128) allows every port of it; `address:port` (`[v6]:port`) allows that one port, and is the
+ * only form that also opens one of Sluice's own listeners. Addresses only: a name would be resolved through DNS that
+ * a tenant may control, so it could not say what it allows.
+ */
+export type AllowTarget =
+  | { kind: 'network'; address: string; prefix: number; family: 'ipv4' | 'ipv6' }
+  | { kind: 'host-port'; address: string; port: number; family: 'ipv4' | 'ipv6' };
+
+/** Parses one `security.allow_private_targets` entry (see AllowTarget); throws a message saying which forms work. */
+export function parseAllowTarget(text: string): AllowTarget {
+  const s = text.trim();
+  const forms = 'expected a CIDR network (10.0.0.0/8, fd00::/8), an address, or address:port ([::1]:2525)';
+  if (s.includes('%')) throw new Error(`"${text}": a zone index (%…) is not allowed; ${forms}`);
+  const slash = /^([^/\s]+)\/(\d{1,3})$/.exec(s);
+  if (slash) {
+    const family = net.isIP(slash[1]!);
+    const prefix = Number(slash[2]);
+    if (family === 0) throw new Error(`"${text}": ${forms}`);
+    if (prefix > (family === 4 ? 32 : 128)) throw new Error(`"${text}": prefix /${prefix} is too long for IPv${family}`);
+    return { kind: 'network', address: slash[1]!.toLowerCase(), prefix, family: family === 4 ? 'ipv4' : 'ipv6' };
+  }
+  const bare = net.isIP(s);
+  if (bare !== 0) return { kind: 'network', address: s.toLowerCase(), prefix: bare === 4 ? 32 : 128, family: bare === 4 ? 'ipv4' : 'ipv6' };
+  let hp: HostPort;
+  try {
+    hp = parseHostPort(s, false);
+  } catch {
+    throw new Error(`"${text}": ${forms}`);
+  }
+  const family = net.isIP(hp.host);
+  if (family === 0) throw new Error(`"${text}": the host must be an IP address, not a name (${forms})`);
+  return { kind: 'host-port', address: hp.host.toLowerCase(), port: hp.port, family: family === 4 ? 'ipv4' : 'ipv6' };
+}
+
+/** The canonical text of an AllowTarget, as `config print` shows it and the parser reads it back. */
+export function formatAllowTarget(a: AllowTarget): string {
+  return a.kind === 'network' ? `${a.address}/${a.prefix}` : formatHostPort({ host: a.address, port: a.port });
+}
+
+/** `security.allow_private_targets`: a list (TOML array, or comma-separated in the environment), each canonical. */
+export function parseAllowTargets(raw: unknown, source: Source): string[] {
+  return parseList(raw, source).map((s, i) => {
+    try {
+      return formatAllowTarget(parseAllowTarget(s));
+    } catch (err) {
+      throw new Error(`item ${i}: ${(err as Error).message}`, { cause: err });
+    }
+  });
+}

@@ -6,6 +6,7 @@ import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/ports/accounts.js';
 import { storageFailure } from '../storage/ports/health.js';
 import { ApiError, errorBody, groupOf, storageUnavailable } from './errors.js';
+import { htmlSecurityHeaders } from './html-headers.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody } from './json-body.js';
 import { metricsMiddleware } from './metrics-endpoint.js';
 import { SERVICE_VERSION_HEADER, SERVICE_VERSIONS } from './openapi.js';
@@ -51,6 +52,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
   const router = new Router();
   const limiter = createRateLimiter({ rate: RATE_LIMIT_PER_SECOND, burst: RATE_LIMIT_PER_SECOND, now: services.now });
 
+  // Outermost: every HTML answer gets its CSP, error pages and redirect bodies included.
+  app.use(htmlSecurityHeaders());
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     // The HTTP request's own id, answered as X-Request-Id; distinct from a send's MailChannels `request_id`.
@@ -152,8 +155,11 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         if (reply.type) ctx.type = reply.type;
         ctx.body = reply.body;
       } else if (reply.status !== 204 && reply.status !== 304) {
-        // The spec's bodiless answers (201 on POST /webhook, suppression-list…) carry no body, not Koa's "Created".
-        ctx.body = '';
+        // The spec's bodiless answers (201 on POST /webhook and /suppression-list, 200 on GET /inbound/v1/status…)
+        // declare no content: no body and no Content-Type (an empty string would be sent as text/plain). An explicit
+        // null body is how Koa says so; it turns the status into 204 on the way, so the status is set again after.
+        ctx.body = null;
+        ctx.status = reply.status;
       }
     });
   }

@@ -67,7 +67,9 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
       'x-service-versions': SERVICE_VERSIONS,
       description:
         'MailChannels-compatible Email API (/tx/v1), Inbound API (/inbound/v1), outbound log search (/outbound/v1) ' +
-        'and notifications (/notifications/v1), plus Sluice extensions.',
+        'and notifications (/notifications/v1), plus Sluice extensions. Unknown input is refused, never ignored: ' +
+        'a body field a schema does not name (every request object is additionalProperties: false) or a query ' +
+        'parameter an operation does not list is a 400 naming it.',
     },
     tags: Object.entries(SERVICE_VERSIONS).map(([name, v]) => ({
       name,

@@ -1,7 +1,7 @@
 // Owns route definitions: one schema per route drives validation, handler types and the OpenAPI document.
-import { Kind, type Static, type TSchema, type TObject, type TNever } from '@sinclair/typebox';
+import { CloneType, Kind, Type, type Static, type TSchema, type TObject, type TNever } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import { DefaultErrorFunction, SetErrorFunction } from '@sinclair/typebox/errors';
+import { DefaultErrorFunction, SetErrorFunction, ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import { Value } from '@sinclair/typebox/value';
 import type { KeyPrincipal, KeyScope } from '../storage/ports/accounts.js';
 import { ApiError } from './errors.js';
@@ -75,20 +75,55 @@ export interface RouteSpec<
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyRoute = RouteSpec<any, any, any>;
 
-/** Identity helper that keeps the generic inference of one route. */
+/**
+ * A copy of `schema` in which every object that does not say otherwise refuses properties it does not name
+ * (`additionalProperties: false`), at any depth: an unknown field or query parameter is a 400 naming it, never
+ * silently ignored (a typo such as `tracking_setings` would otherwise fail without a word). Maps (`Type.Record`) and
+ * an object that states its own `additionalProperties` are left as they are. A copy, so a schema a response shares
+ * is not changed.
+ */
+export function closed<T extends TSchema>(schema: T): T {
+  const copy = CloneType(schema);
+  const visit = (node: unknown): void => {
+    if (node === null || typeof node !== 'object') return;
+    if (Array.isArray(node)) return node.forEach(visit);
+    const s = node as Record<string | symbol, unknown>;
+    if (s[Kind] === 'Object' && s.additionalProperties === undefined) s.additionalProperties = false;
+    for (const v of Object.values(s)) visit(v);
+  };
+  visit(copy);
+  return copy;
+}
+
+/** The query of a route that declares none: it takes no parameter at all. */
+const NO_QUERY = Type.Object({});
+
+/**
+ * Keeps the generic inference of one route, and closes its schemas (`closed`): path, query (a route without one
+ * takes no query parameter) and body refuse what they do not name. The OpenAPI document is built from these closed
+ * schemas, so it declares `additionalProperties: false` exactly where it is enforced.
+ */
 export function defineRoute<
   P extends TObject = TObject<NoProperties>,
   Q extends TObject = TObject<NoProperties>,
   B extends TSchema = TNever,
 >(spec: RouteSpec<P, Q, B>): AnyRoute {
-  return spec as AnyRoute;
+  return {
+    ...spec,
+    params: spec.params && closed(spec.params),
+    query: closed(spec.query ?? NO_QUERY),
+    body: spec.body && closed(spec.body),
+  } as AnyRoute;
 }
 
-/** `personalizations/0/to/0/email` → `personalizations[0].to[0].email`. */
+/** `personalizations/0/to/0/email` → `personalizations[0].to[0].email` (JSON Pointer escapes ~1 and ~0 undone). */
 export function fieldName(pointer: string, root: string): string {
   const parts = pointer.split('/').filter((p) => p !== '');
   let out = '';
-  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
+  for (const raw of parts) {
+    const p = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
+  }
   return out === '' ? root : out;
 }
 
@@ -103,19 +138,41 @@ function checker(schema: TSchema): TypeCheck<TSchema> {
 }
 
 /**
+ * The errors of a union's alternative whose only fault is unknown properties (so the value has that alternative's
+ * shape), or undefined. A union reports one "Expected union value" (or its `errorMessage`); this finds the field a
+ * client misspelled inside e.g. a nullable list of objects (`downstreamAddresses[0].bogus`).
+ */
+function unknownInUnion(err: ValueError): ValueError[] | undefined {
+  for (const variant of err.errors) {
+    const list = [...variant].flatMap((e) => (e.type === ValueErrorType.Union ? (unknownInUnion(e) ?? [e]) : [e]));
+    if (list.length > 0 && list.every((e) => e.type === ValueErrorType.ObjectAdditionalProperties)) return list;
+  }
+  return undefined;
+}
+
+/** The errors with each union's unknown properties in place of the union (lazily: the caller stops at 20). */
+function* expanded(errors: Iterable<ValueError>): Generator<ValueError> {
+  for (const e of errors) {
+    if (e.type === ValueErrorType.Union) yield* unknownInUnion(e) ?? [e];
+    else yield e;
+  }
+}
+
+/**
  * Validates `value` against `schema`; on failure throws 400 whose messages name each failing field once
- * (`"from.email: Expected string"`).
+ * (`"from.email: Expected string"`; `"bogus_field: unknown field"`, `"bogus: unknown query parameter"`).
  */
 export function validate<T extends TSchema>(schema: T, value: unknown, root: string): Static<T> {
   const c = checker(schema);
   if (c.Check(value)) return value as Static<T>;
   const seen = new Set<string>();
   const messages: string[] = [];
-  for (const err of c.Errors(value)) {
+  for (const err of expanded(c.Errors(value))) {
     const field = fieldName(err.path, root);
     if (seen.has(field)) continue;
     seen.add(field);
-    messages.push(`${field}: ${err.message}`);
+    const unknown = root === 'query' ? 'unknown query parameter' : 'unknown field';
+    messages.push(`${field}: ${err.type === ValueErrorType.ObjectAdditionalProperties ? unknown : err.message}`);
     if (messages.length >= 20) break;
   }
   throw new ApiError(400, messages);

@@ -12,7 +12,8 @@ import type { SmtpLogStore } from '../storage/ports/smtp-log.js';
 import type { SuppressionStore } from '../storage/ports/suppressions.js';
 import type { DkimKeyStore } from '../storage/ports/dkim-keys.js';
 import type { SendBody } from './send-schema.js';
-import type { SendResult } from '../mta/outbound/send.js';
+import type { OutboundVerdict } from '../mta/outbound/outbound-verdict.js';
+import type { LockdownVerdict } from '../filters/lockdown.js';
 import type { CheckDomainRequest, runCheckDomain } from '../mta/outbound/check-domain.js';
 import type { WebhookStore } from '../storage/ports/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
@@ -25,6 +26,7 @@ import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
 import type { AlertStore } from '../storage/ports/alerts.js';
+import type { TargetGuard } from '../mta/delivery/target-guard.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -56,14 +58,17 @@ export interface Services {
   /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
   relayInbound: InboundRelay;
   /**
-   * The send recipe (REST send routes): validate, compose, sign, scan, queue durably. `perMessage` (POST /send):
-   * refused messages are reported per personalization instead of refusing the request.
+   * The outbound recipe for a REST send (mta/outbound/send.ts): validate, compose, lockdown, sign, scan, queue
+   * durably; its verdict. `perMessage` (POST /send): refused messages are reported per personalization instead of
+   * refusing the request.
    */
   send: (
     account: AccountRow,
     body: SendBody,
     opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean },
-  ) => Promise<SendResult>;
+  ) => Promise<OutboundVerdict>;
+  /** Domain Lockdown (mta/outbound/lockdown-check.ts): may this account send as this domain now? */
+  lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */
   abuse: SenderAbuse;
   /** Alert monitors and the alerts they fired (/tx/v1/monitors, /outbound/v1/alertcount). */
@@ -87,6 +92,11 @@ export interface Services {
     dispatcher: Pick<WebhookDispatcher, 'validate' | 'resend'>;
     signer: WebhookSigner;
   };
+  /**
+   * The outbound-connection policy, as the routes that save a tenant-chosen target use it (webhook endpoints,
+   * monitor webhook URLs, downstream addresses): refused targets are a 400 naming the rule.
+   */
+  targets: Pick<TargetGuard, 'screen'>;
   /** The queue by hand (the console; what `sluice queue` does): list, show, retry, delete, scoped by account. */
   queue: QueueAdmin;
   /** Web console sessions and operator tokens. */

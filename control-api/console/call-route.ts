@@ -1,7 +1,7 @@
 // Owns the console's one way to the data: calling a REST route's own handler (its schemas validate the input, its
 // tenancy checks apply), so the console is never a second path to anything the API serves.
-import type { AccountRow, KeyPrincipal } from '../../storage/ports/accounts.js';
-import { ApiError } from '../errors.js';
+import type { AccountRow, KeyPrincipal, KeyScope } from '../../storage/ports/accounts.js';
+import { ApiError, notFound } from '../errors.js';
 import { coerceQuery, validate, type AnyRoute, type Method, type Reply } from '../route.js';
 import type { Services } from '../services.js';
 
@@ -11,17 +11,22 @@ export interface RouteCall {
   body?: unknown;
 }
 
-/** Finds routes by method and OpenAPI path (`/tx/v1/domains/{domain}/dkim-keys`); a missing one is a wiring bug. */
+/**
+ * Finds routes by method and OpenAPI path (`/tx/v1/domains/{domain}/dkim-keys`); a missing one is a wiring bug. A
+ * route whose scope is not among the caller's `scopes` answers 404 (the router checks the view first;
+ * this one keeps a view from reaching a route of another scope by mistake).
+ */
 export function createRouteCaller(services: Services, routes: readonly AnyRoute[]) {
   const byKey = new Map(routes.map((r) => [`${r.method} ${r.path}`, r]));
   return async function callRoute(
     method: Method,
     path: string,
-    as: { account: AccountRow; keyId: number },
+    as: { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope> },
     call: RouteCall = {},
   ): Promise<Reply> {
     const route = byKey.get(`${method} ${path}`);
     if (!route) throw new Error(`console: no route ${method} ${path}`);
+    if (route.auth !== 'none' && !as.scopes.has(route.auth)) throw notFound('no such page');
     const principal: KeyPrincipal = { account: as.account, keyId: as.keyId, scope: route.auth === 'inbound' ? 'inbound' : 'api' };
     const params = route.params ? validate(route.params, { ...call.params }, 'path') : {};
     const rawQuery = Object.fromEntries(Object.entries(call.query ?? {}).filter(([, v]) => v !== undefined && v !== '')) as Record<string, string>;

@@ -1,20 +1,35 @@
 // Owns the console's page chrome: the document head (assets from /console/assets), the account switcher, the
 // navigation (one entry per view, so later views — opens/clicks, sender blocks and alerts — add a line) and sign-out.
-import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
 import { href, html, type Html } from './html.js';
 import type { Viewer } from './session.js';
 
-/** The views, in navigation order. `allAccounts`: the operator may look at every account at once (`account=*`). */
-export const NAV: readonly { key: string; label: string; path: string; allAccounts?: boolean }[] = [
-  { key: 'queue', label: 'Queue', path: '/console/queue', allAccounts: true },
-  { key: 'quarantine', label: 'Quarantine', path: '/console/quarantine' },
-  { key: 'log', label: 'Log search', path: '/console/log' },
-  { key: 'deliverability', label: 'Deliverability', path: '/console/deliverability' },
-  { key: 'domains', label: 'Inbound domains', path: '/console/domains' },
-  { key: 'dkim', label: 'DKIM keys', path: '/console/dkim' },
-  { key: 'webhooks', label: 'Webhooks', path: '/console/webhooks' },
-  { key: 'senders', label: 'Sender blocks & alerts', path: '/console/senders' },
+/**
+ * The views, in navigation order. `scope`: the API key scope of the REST routes the view stands for (the queue is
+ * outbound mail: `api`); a session without it gets 404 and no link. `allAccounts`: the operator may look at every
+ * account at once (`account=*`).
+ */
+export const NAV: readonly { key: string; label: string; path: string; scope: KeyScope; allAccounts?: boolean }[] = [
+  { key: 'queue', label: 'Queue', path: '/console/queue', scope: 'api', allAccounts: true },
+  { key: 'quarantine', label: 'Quarantine', path: '/console/quarantine', scope: 'inbound' },
+  { key: 'log', label: 'Log search', path: '/console/log', scope: 'api' },
+  { key: 'deliverability', label: 'Deliverability', path: '/console/deliverability', scope: 'api' },
+  { key: 'domains', label: 'Inbound domains', path: '/console/domains', scope: 'inbound' },
+  { key: 'dkim', label: 'DKIM keys', path: '/console/dkim', scope: 'api' },
+  { key: 'webhooks', label: 'Webhooks', path: '/console/webhooks', scope: 'api' },
+  { key: 'senders', label: 'Sender blocks & alerts', path: '/console/senders', scope: 'api' },
 ];
+
+/** True when the viewer's session carries the scope the view `nav` needs (the operator carries every scope). */
+export function mayView(viewer: Viewer, nav: string): boolean {
+  const entry = NAV.find((n) => n.key === nav);
+  return entry !== undefined && viewer.scopes.has(entry.scope);
+}
+
+/** Where a viewer lands (after sign-in, on /console): the first view its scope allows. */
+export function homePath(viewer: Viewer): string {
+  return NAV.find((n) => viewer.scopes.has(n.scope))?.path ?? '/console/login';
+}
 
 /** `*` in the switcher: every account, and mail that has none (relayed inbound mail, DSNs). */
 export const ALL_ACCOUNTS = '*';
@@ -47,10 +62,10 @@ export function page(title: string, body: Html, frame?: PageFrame): Html {
   const who = viewer.kind === 'operator' ? 'operator' : `tenant ${viewer.home?.handle ?? ''}`;
   return html`${head}<body>
 <header><span class="brand">Sluice</span>
-<form method="get" action="${view?.path ?? '/console/queue'}"><label>Account <select name="account" data-autosubmit>${options.map((o) => o)}</select></label><noscript><button>Show</button></noscript></form>
+<form method="get" action="${view?.path ?? homePath(viewer)}"><label>Account <select name="account" data-autosubmit>${options.map((o) => o)}</select></label><noscript><button>Show</button></noscript></form>
 <span class="who">Signed in as ${who}</span>
 <form method="post" action="/console/logout"><input type="hidden" name="_csrf" value="${csrf}"><button class="secondary">Sign out</button></form></header>
-<nav>${NAV.map((n) => html`<a href="${href(n.path, { account: n.allAccounts || current !== ALL_ACCOUNTS ? current : undefined })}" class="${n.key === active ? 'on' : ''}">${n.label}</a>`)}</nav>
+<nav>${NAV.filter((n) => viewer.scopes.has(n.scope)).map((n) => html`<a href="${href(n.path, { account: n.allAccounts || current !== ALL_ACCOUNTS ? current : undefined })}" class="${n.key === active ? 'on' : ''}">${n.label}</a>`)}</nav>
 <main>${body}</main></body></html>`;
 }
 

@@ -11,7 +11,7 @@ import type { Services } from '../services.js';
 import { ASSETS } from './assets.js';
 import { createRouteCaller } from './call-route.js';
 import { html, type Html } from './html.js';
-import { ALL_ACCOUNTS, NAV, page } from './layout.js';
+import { ALL_ACCOUNTS, homePath, mayView, NAV, page } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 import { CONSOLE_VIEWS } from './views.js';
 import { cookie, LOGIN_COOKIE, parseCookies, readForm, sameToken, SESSION_COOKIE, signIn, viewerOf, type Viewer } from './session.js';
@@ -34,6 +34,15 @@ function loginPage(csrf: string, error?: string): Html {
 <button>Sign in</button></form>
 <p class="empty">Operators: create a token with <code>sluice console token</code>.</p></div>`,
   );
+}
+
+/** A path segment %xx-decoded; one that is not valid percent-encoding (`%zz`) names no page: 404, not a throw. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw notFound('no such page');
+  }
 }
 
 /** The console middleware: owns every path under /console and passes anything else on. */
@@ -73,7 +82,8 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     }
     ctx.append('Set-Cookie', cookie(SESSION_COOKIE, session.id, { secure: secure(ctx), maxAgeSeconds: services.config.http.consoleSessionHours * 3600 }));
     ctx.append('Set-Cookie', cookie(LOGIN_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
-    ctx.redirect('/console/queue');
+    const viewer = await viewerOf(services, session.id);
+    ctx.redirect(viewer ? homePath(viewer) : '/console/login');
   }
 
   /** The account the request names (`?account=`), checked against what the viewer may see: 404 otherwise. */
@@ -105,7 +115,9 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     }
     const { v, m } = match;
     ctx.state.routeTemplate = v.path;
-    const params = Object.fromEntries(v.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+    // A view of another scope than the session's key is not there for it (404, as an unknown page; REST says 403).
+    if (!mayView(viewer, v.nav)) throw notFound('no such page');
+    const params = Object.fromEntries(v.names.map((n, i) => [n, decodeSegment(m[i + 1]!)]));
     let form: URLSearchParams | undefined;
     if (ctx.method === 'POST') {
       form = await readForm(ctx.req);
@@ -125,7 +137,8 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
       csrf: viewer.session.csrf,
       as() {
         if (!account) throw notFound('pick one account for this view');
-        return { account, keyId: viewer.kind === 'tenant' && account.id === viewer.home?.id ? (viewer.session.key_id ?? 0) : 0 };
+        const keyId = viewer.kind === 'tenant' && account.id === viewer.home?.id ? (viewer.session.key_id ?? 0) : 0;
+        return { account, keyId, scopes: viewer.scopes };
       },
       async scope() {
         if (!account) return null;
@@ -165,7 +178,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
       }
       if (ctx.path === '/console' || ctx.path === '/console/') {
         ctx.state.routeTemplate = '/console';
-        return ctx.redirect('/console/queue');
+        return ctx.redirect(homePath(viewer));
       }
       if (ctx.path === '/console/logout' && ctx.method === 'POST') {
         ctx.state.routeTemplate = '/console/logout';
@@ -179,7 +192,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       for (const [k, val] of Object.entries(err.headers)) ctx.set(k, val);
-      const body = html`<h1>${err.status === 404 ? 'Not found' : err.status === 403 ? 'Forbidden' : 'Cannot do that'}</h1>${err.errors.map((e) => html`<p class="error">${e}</p>`)}<p><a href="/console/queue">Back to the console</a></p>`;
+      const body = html`<h1>${err.status === 404 ? 'Not found' : err.status === 403 ? 'Forbidden' : 'Cannot do that'}</h1>${err.errors.map((e) => html`<p class="error">${e}</p>`)}<p><a href="${viewer ? homePath(viewer) : '/console/login'}">Back to the console</a></p>`;
       render(ctx, err.status, viewer ? page('Error', body, { viewer, account: viewer.home ?? null, csrf: viewer.session.csrf, active: '' }) : page('Error', body));
     }
   };

@@ -2,7 +2,7 @@
 // (HttpOnly, SameSite=Strict, Secure under TLS), the CSRF token every form carries, and who the viewer may see.
 import crypto from 'node:crypto';
 import type http from 'node:http';
-import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
 import type { ConsoleSessionRow } from '../../storage/ports/console.js';
 import { ApiError, forbidden } from '../errors.js';
 import type { Services } from '../services.js';
@@ -21,15 +21,39 @@ export interface Viewer {
   home: AccountRow | undefined;
   /** Accounts the viewer may switch to, parents first, each followed by its sub-accounts. */
   accounts: AccountRow[];
+  /**
+   * The API key scopes the session acts with: the signing-in key's one scope for a tenant (a view or form whose REST
+   * routes need the other answers 404, as those routes answer 403 over REST), every scope for the operator.
+   */
+  scopes: ReadonlySet<KeyScope>;
 }
 
+const EVERY_SCOPE: ReadonlySet<KeyScope> = new Set<KeyScope>(['api', 'inbound']);
+
+/**
+ * The request's cookies by name (RFC 6265 §5.4). Total — any header a client sends gives an answer, never a throw:
+ * a pair without a name is skipped, a value that is not valid percent-encoding (`a=%zz`) is kept as sent (it then
+ * names no session), and of a repeated name the first wins, as browsers list the cookie of the longest path first
+ * (§5.4 step 2), which is the console's own (Path=/console).
+ */
 export function parseCookies(header: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const part of (header ?? '').split(';')) {
     const i = part.indexOf('=');
-    if (i > 0) out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+    const name = i > 0 ? part.slice(0, i).trim() : '';
+    if (name === '' || Object.hasOwn(out, name)) continue;
+    out[name] = decodeCookieValue(part.slice(i + 1).trim());
   }
   return out;
+}
+
+/** `%xx`-decoded value, or the value as sent when it is not valid percent-encoding (or UTF-8). */
+function decodeCookieValue(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
 /** A Set-Cookie value for the console: Path=/console, HttpOnly, SameSite=Strict, Secure when `secure`. */
@@ -85,11 +109,14 @@ export async function viewerOf(services: Services, sessionId: string | undefined
   if (!sessionId) return undefined;
   const session = await services.console.findSession(sessionId, services.now());
   if (!session) return undefined;
-  if (session.kind === 'operator') return { kind: 'operator', session, home: undefined, accounts: await withSubs(services, await services.accounts.listParents()) };
+  if (session.kind === 'operator') {
+    return { kind: 'operator', session, home: undefined, accounts: await withSubs(services, await services.accounts.listParents()), scopes: EVERY_SCOPE };
+  }
   const home = session.account_id === null ? undefined : await services.accounts.findById(session.account_id);
-  if (!home || home.deleted_at !== null) return undefined;
+  if (!home || home.deleted_at !== null || session.scope === null) return undefined;
   // A sub-account's key sees only the sub-account (ARCHITECTURE invariant 5); a parent's sees its sub-accounts too.
-  return { kind: 'tenant', session, home, accounts: home.parent_id === null ? await withSubs(services, [home]) : [home] };
+  const accounts = home.parent_id === null ? await withSubs(services, [home]) : [home];
+  return { kind: 'tenant', session, home, accounts, scopes: new Set([session.scope]) };
 }
 
 /**

@@ -1,6 +1,6 @@
 // Owns the contract between the console's router and its views: what a view is given and what it answers.
 import type { AccountScope } from '../../mta/queue/queue-admin.js';
-import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
 import type { Services } from '../services.js';
 import type { RouteCaller } from './call-route.js';
 import type { Html } from './html.js';
@@ -18,8 +18,11 @@ export interface ViewCtx {
   /** The submitted form of a POST (its CSRF token already checked). */
   form: URLSearchParams | undefined;
   csrf: string;
-  /** Whom REST routes are called as: the selected account, with the session's key when it is the tenant's own. */
-  as(): { account: AccountRow; keyId: number };
+  /**
+   * Whom REST routes are called as: the selected account, with the session's key when it is the tenant's own, and
+   * the session's scopes (a route of another scope answers 404).
+   */
+  as(): { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope> };
   /** Accounts whose mail the view shows: the selected one and, for a parent, its sub-accounts; null = all. */
   scope(): Promise<AccountScope>;
 }

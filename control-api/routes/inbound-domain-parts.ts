@@ -6,7 +6,9 @@ import { domainOrBadRequest, ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError, Limit, Offset } from '../schemas.js';
 import {
-  AliasParams, bad, common, Domain, DomainParams, Downstream, Downstreams, missing, parseDownstreams, render, tags,
+  AliasParams, bad, common, Domain, DomainParams, Downstream, Downstreams, missing, overlapConflict, parseDownstreams, render,
+  screenDownstreams,
+  tags,
 } from './inbound-domain-wire.js';
 
 export const inboundDomainPartRoutes: AnyRoute[] = [
@@ -23,14 +25,14 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       ...bad,
       ...common,
       ...missing,
-      409: { description: 'the name is already a domain or an alias', schema: CodedError },
+      409: { description: 'the name is already a domain or an alias, or overlaps another customer\'s domain', schema: CodedError },
     },
     handler: async (s, { principal, params }) => {
       const row = await ownDomain(s, principal, params.domain);
       const alias = domainOrBadRequest(params.alias, 'alias');
-      if (await s.inboundDomains.addAlias(row.id, alias, s.now()) === 'taken') {
-        throw conflict(`"${alias}" is already provisioned as a domain or an alias`);
-      }
+      const added = await s.inboundDomains.addAlias(row.id, alias, s.now());
+      if (added === 'taken') throw conflict(`"${alias}" is already provisioned as a domain or an alias`);
+      if (added === 'overlap') throw overlapConflict(alias);
       return { status: 200, body: { domain: await render(s, row.id), alias } };
     },
   }),
@@ -95,6 +97,7 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       const row = await ownDomain(s, principal, params.domain);
       const errors: string[] = [];
       const records = parseDownstreams(body.records, 'records', errors);
+      await screenDownstreams(s, body.records, 'records', errors);
       if (errors.length > 0) throw new ApiError(400, errors);
       await s.inboundDomains.setDownstreams(row.id, records, s.now());
       return { status: 201, body: { records: await s.inboundDomains.listDownstreams(row.id) } };

@@ -5,8 +5,15 @@ import {
   badDownstreamTargetReason, normaliseDomain, normaliseDownstreamTarget, normaliseEmail,
 } from '../../filters/inbound-names.js';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
-import type { DomainDetails, DomainSections, DomainSettings, DownstreamAddress, ProvisionResult } from '../../storage/ports/inbound-domains.js';
-import type { InboundSubscriptionRow } from '../../storage/ports/inbound-domains.js';
+import type {
+  DomainDetails,
+  DomainSections,
+  DomainSettings,
+  DownstreamAddress,
+  InboundSubscriptionRow,
+  ProvisionResult,
+} from '../../storage/ports/inbound-domains.js';
+import { refusalMessage } from '../../mta/delivery/target-guard.js';
 import { ApiError, badRequest, conflict, forbidden } from '../errors.js';
 import { CodedError } from '../schemas.js';
 import type { Services } from '../services.js';
@@ -210,6 +217,29 @@ export function parseDownstreams(records: Static<typeof Downstream>[], field: st
   return out;
 }
 
+/**
+ * Appends a 400 text for each downstream the outbound-connection policy refuses: a target resolving to an internal
+ * address (loopback, RFC 1918, link-local, …) or to one of Sluice's own listeners, unless the operator allowed it
+ * in security.allow_private_targets. Targets `parseDownstreams` refused are skipped (already reported).
+ */
+export async function screenDownstreams(
+  s: Pick<Services, 'targets'>,
+  records: readonly Static<typeof Downstream>[] | null | undefined,
+  field: string,
+  errors: string[],
+): Promise<void> {
+  const found = await Promise.all(
+    (records ?? []).map(async (r, i) => {
+      const target = normaliseDownstreamTarget(r.target);
+      if (!target) return undefined;
+      const host = target.replace(/\.$/, '');
+      const refused = await s.targets.screen(host, r.port);
+      return refused ? `${field}[${i}].target: ${refusalMessage('downstream', host, refused)}` : undefined;
+    }),
+  );
+  for (const e of found) if (e) errors.push(e);
+}
+
 /** The account's active subscription of this handle; 400 otherwise (api.md decisions table). */
 export async function subscriptionOr400(
   s: Services,
@@ -220,6 +250,16 @@ export async function subscriptionOr400(
   const sub = await s.inboundDomains.findSubscription(principal.account.id, handle);
   if (!sub || sub.active !== 1) throw badRequest(`${field}: "${handle}" is not an active subscription of this account`);
   return sub;
+}
+
+/**
+ * 409 for a name that is, or is a parent or a subdomain of, a name another customer serves: it would receive mail
+ * meant for them. The other customer's name is not told; the operator can provision the domain.
+ */
+export function overlapConflict(name: string): ApiError {
+  return conflict(
+    `"${name}" overlaps a domain another customer has provisioned (the same name, a parent or a subdomain of it); the operator can provision it (sluice inbound-domains provision)`,
+  );
 }
 
 /** Client-facing text and status of a failed provisioning. */
@@ -235,5 +275,7 @@ export function provisionFailure(res: Extract<ProvisionResult, { ok: false }>, d
       return forbidden(`domain "${domain}" is associated with another API key`);
     case 'limit':
       return forbidden('the subscription\'s domain limit is reached');
+    case 'overlap':
+      return overlapConflict(res.name);
   }
 }

@@ -9,8 +9,8 @@ import { CodedError, Limit, Offset } from '../schemas.js';
 import { inboundDomainPartRoutes } from './inbound-domain-parts.js';
 import {
   bad, common, CommentedDomain, Domain, DomainBody, DomainParams, Downstreams, DOWNSTREAMS_MSG, MAX_BATCH, missing,
-  Names, NAMES_MSG, nullable, parseSections, provisionFailure, ProvisionQuery, render, renderDomain, Settings,
-  SettingsBody, subscriptionOr400, tags,
+  Names, NAMES_MSG, nullable, parseSections, provisionFailure, ProvisionQuery, render, renderDomain, screenDownstreams,
+  Settings, SettingsBody, subscriptionOr400, tags,
 } from './inbound-domain-wire.js';
 
 export const inboundDomainRoutes: AnyRoute[] = [
@@ -60,12 +60,16 @@ export const inboundDomainRoutes: AnyRoute[] = [
       201: { description: 'provisioned', schema: Domain },
       ...bad,
       ...common,
-      409: { description: 'held by another customer, or a name already used as an alias', schema: CodedError },
+      409: {
+        description: 'held by another customer, a name already used as an alias, or the same as, a parent or a subdomain of another customer\'s domain or alias',
+        schema: CodedError,
+      },
     },
     handler: async (s, { principal, query, body }) => {
       const domain = domainOrBadRequest(body.domain, 'domain');
       const sub = await subscriptionOr400(s, principal, body.subscriptionHandle, 'subscriptionHandle');
       const { sections, errors } = parseSections(body, domain, '');
+      await screenDownstreams(s, body.downstreamAddresses, 'downstreamAddresses', errors);
       if (errors.length > 0) throw new ApiError(400, errors);
       const res = await s.inboundDomains.provision({
         accountId: principal.account.id,
@@ -134,11 +138,9 @@ export const inboundDomainRoutes: AnyRoute[] = [
           errors.push({ domain: stub, code: 400, comment: `"${item.domain}" is not a valid domain name` });
           continue;
         }
-        const parsed = parseSections(
-          { ...item, downstreamAddresses: item.downstreamAddresses ?? item.downstreamAddress },
-          name,
-          '',
-        );
+        const downstreams = item.downstreamAddresses ?? item.downstreamAddress;
+        const parsed = parseSections({ ...item, downstreamAddresses: downstreams }, name, '');
+        await screenDownstreams(s, downstreams, 'downstreamAddresses', parsed.errors);
         if (parsed.errors.length > 0) {
           errors.push({ domain: stub, code: 400, comment: parsed.errors.join('; ') });
           continue;
@@ -195,7 +197,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
       ...bad,
       ...common,
       ...missing,
-      409: { description: 'an alias is already provisioned elsewhere', schema: CodedError },
+      409: { description: 'an alias is already provisioned elsewhere, or overlaps another customer\'s domain', schema: CodedError },
     },
     handler: async (s, { principal, params, body }) => {
       const row = await ownDomain(s, principal, params.domain);
@@ -214,10 +216,11 @@ export const inboundDomainRoutes: AnyRoute[] = [
         row.domain,
         '',
       );
+      await screenDownstreams(s, body.downstreamAddresses, 'downstreamAddresses', errors);
       if (errors.length > 0) throw new ApiError(400, errors);
       const res = await s.inboundDomains.updateSections(row.id, sections, s.now());
       if (!res.ok) throw provisionFailure(res, row.domain);
-      return { status: 200, body: '' }; // OAS-I: 200 without a body (not Koa's default "OK")
+      return { status: 200 }; // OAS-I: 200 without content (app.ts sends no body and no Content-Type)
     },
   }),
   defineRoute({

@@ -20,8 +20,8 @@ export const inboundStatusRoutes: AnyRoute[] = [
       const health = await s.health();
       const ok = health.storage && health.listeners.mx !== false;
       if (!ok) throw new ApiError(503, ['the inbound service is degraded']);
-      // An empty body, not Koa's default "OK" text: OAS-I documents 200 without a body.
-      return { status: 200, body: '' };
+      // OAS-I documents 200 without content: no body and no Content-Type (app.ts).
+      return { status: 200 };
     },
   }),
 ];

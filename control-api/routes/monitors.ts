@@ -3,11 +3,15 @@
 import { Type } from '@sinclair/typebox';
 import { ALERT_CONDITION_NAMES, ALERT_CONDITIONS, MAX_INTERVAL_HOURS, MIN_INTERVAL_HOURS, type AlertCondition } from '../../filters/alert-conditions.js';
 import { normalizeAddress } from '../../mta/outbound/mailbox.js';
+import { domainOf } from '../../mta/smtp/address.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { AlertRow, MonitorRow } from '../../storage/ports/alerts.js';
 import { badRequest, conflict, notFound } from '../errors.js';
+import { lockdownError } from '../outbound-answers.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, TxError } from '../schemas.js';
-import { checkEndpoint } from './webhooks.js';
+import type { Services } from '../services.js';
+import { checkEndpoint, screenEndpoint } from './webhooks.js';
 
 /** Monitors one account may have. */
 export const MAX_MONITORS = 100;
@@ -114,6 +118,18 @@ export function monitorTarget(b: { delivery: 'webhook' | 'email'; webhook_url?: 
   return addr.address;
 }
 
+/**
+ * Alerts go by email only to an address on a domain the account may send from (Domain Lockdown, like a From
+ * domain), so a monitor cannot mail a stranger text its tenant chose: 403 naming the domain and how to authorize it;
+ * 503 with Retry-After when the look-up failed (DNS). The operator's `sluice monitors create` is not checked here;
+ * delivery checks every email alert again (mta/jobs/alert-monitors.ts).
+ */
+async function mayAlertByEmail(s: Services, account: AccountRow, address: string): Promise<void> {
+  const domain = domainOf(address);
+  const verdict = await s.lockdown(domain, account);
+  if (verdict.action !== 'pass') throw lockdownError(verdict, domain, account.handle, 'email: alerts go only to a domain this account may send from; ');
+}
+
 export const monitorRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
@@ -124,12 +140,18 @@ export const monitorRoutes: AnyRoute[] = [
     body: NewMonitor,
     responses: {
       201: { description: 'the monitor', schema: Monitor },
-      400: { description: 'invalid condition, interval or delivery target', schema: TxError },
+      400: { description: 'invalid condition, interval or delivery target (a webhook_url resolving to an internal address too)', schema: TxError },
+      403: {
+        description: 'missing, unknown or wrong-scope key; or an email address on a domain the account may not send from (Domain Lockdown)',
+        schema: TxError,
+      },
+      503: { description: 'the Domain Lockdown look-up of the email domain failed (DNS); with Retry-After', schema: TxError },
       409: { description: `the account already has ${MAX_MONITORS} monitors`, schema: TxError },
-      ...keyProblem,
     },
     handler: async (s, { principal, body }) => {
       const target = monitorTarget(body);
+      if (body.delivery === 'webhook') await screenEndpoint(s, target, 'webhook_url');
+      if (body.delivery === 'email') await mayAlertByEmail(s, principal.account, target);
       if ((await s.alerts.listMonitors(principal.account.id)).length >= MAX_MONITORS) {
         throw conflict(`an account has at most ${MAX_MONITORS} monitors; delete one first`);
       }

@@ -21,6 +21,19 @@ const DateString = Type.String({
   errorMessage: 'must be a date in the form yyyy-mm-dd',
 });
 
+/**
+ * A text filter. No NUL: RFC 5321 commands and replies and RFC 5322 header text never carry one (and the subject's
+ * trigram index cannot be asked for it), so a filter holding one is malformed, not merely unmatched.
+ */
+function Text(maxLength: number, description?: string) {
+  return Type.String({
+    maxLength,
+    pattern: '^[^\\u0000]*$',
+    errorMessage: `must be a string of at most ${maxLength} characters without NUL`,
+    ...(description ? { description } : {}),
+  });
+}
+
 /** One of `values`, exactly; the message lists them. */
 function OneOf<T extends readonly string[]>(values: T): TUnsafe<T[number]> {
   return Type.Unsafe<T[number]>(
@@ -37,21 +50,17 @@ function OneOf<T extends readonly string[]>(values: T): TUnsafe<T[number]> {
  * by substring.
  */
 const SearchBody = Type.Object({
-  message_id: Type.Optional(Type.String({ maxLength: 998 })),
-  request_id: Type.Optional(Type.String({ maxLength: 255 })),
-  sender: Type.Optional(Type.String({ maxLength: 320, description: 'envelope sender, case-insensitive' })),
-  rcpt: Type.Optional(Type.String({ maxLength: 320, description: 'recipient, case-insensitive' })),
-  auth: Type.Optional(Type.String({ maxLength: 255 })),
-  upstream: Type.Optional(Type.String({ maxLength: 255 })),
-  upstream_hostname: Type.Optional(Type.String({ maxLength: 255, description: 'case-insensitive' })),
-  sender_id: Type.Optional(Type.String({ maxLength: 255 })),
-  subject: Type.Optional(Type.String({ maxLength: 998, description: 'substring, case-insensitive (ASCII)' })),
-  lastcmd: Type.Optional(
-    Type.String({ maxLength: 64, description: 'SMTP command of the latest attempt (e.g. "RCPT TO"), case-insensitive' }),
-  ),
-  rspmsg: Type.Optional(
-    Type.String({ maxLength: 998, description: 'substring of the latest reply text, case-insensitive (ASCII)' }),
-  ),
+  message_id: Type.Optional(Text(998)),
+  request_id: Type.Optional(Text(255)),
+  sender: Type.Optional(Text(320, 'envelope sender, case-insensitive')),
+  rcpt: Type.Optional(Text(320, 'recipient, case-insensitive')),
+  auth: Type.Optional(Text(255)),
+  upstream: Type.Optional(Text(255)),
+  upstream_hostname: Type.Optional(Text(255, 'case-insensitive')),
+  sender_id: Type.Optional(Text(255)),
+  subject: Type.Optional(Text(998, 'substring, case-insensitive (ASCII)')),
+  lastcmd: Type.Optional(Text(64, 'SMTP command of the latest attempt (e.g. "RCPT TO"), case-insensitive')),
+  rspmsg: Type.Optional(Text(998, 'substring of the latest reply text, case-insensitive (ASCII)')),
   delivered: Type.Optional(
     Type.String({ pattern: '^[YyNn]$', errorMessage: 'must be "Y" or "N"', description: 'Y or N' }),
   ),

@@ -1,7 +1,9 @@
-// Owns POST /tx/v1/send and /tx/v1/send-async (api.md §2.1): translate the request, run the send recipe, answer.
+// Owns POST /tx/v1/send and /tx/v1/send-async (api.md §2.1): translate the request, run the outbound recipe, answer
+// its verdict (refusals through control-api/outbound-answers.ts).
 import { Type } from '@sinclair/typebox';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
-import { ApiError } from '../errors.js';
+import type { MessageOutcome } from '../../mta/outbound/outbound-verdict.js';
+import { refusalError } from '../outbound-answers.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { TxError } from '../schemas.js';
 import { MailSendBody } from '../send-schema.js';
@@ -28,20 +30,24 @@ const errors = {
   400: { description: 'invalid request (the message names the field)', schema: TxError },
   403: {
     description:
-      'key problem, From domain not authorized (Domain Lockdown), account suspended or over its monthly limit, sender identity blocked (delist with POST /outbound/v1/remediation), or (send-async) a message graded CONFIRMED spam or virus',
+      'key problem, a domain not authorized (Domain Lockdown: From, envelope_from, dkim_domain, Resent-From, Resent-Sender), account suspended or over its monthly limit, sender identity blocked (delist with POST /outbound/v1/remediation), or (send-async) a message graded CONFIRMED spam or virus',
     schema: TxError,
   },
   413: { description: 'a composed message exceeds 30 MB', schema: TxError },
   500: { description: 'could not queue; nothing was accepted', schema: TxError },
-  503: { description: 'a content scanner (rspamd, clamd) is down and filters.on_scanner_error is tempfail; nothing was queued', schema: TxError },
+  503: {
+    description:
+      'temporary, with Retry-After: the Domain Lockdown DNS look-up failed, or a content scanner (rspamd, clamd) is down and filters.on_scanner_error is tempfail; nothing was queued',
+    schema: TxError,
+  },
 };
 
-/** Seconds a client should wait after a scanner outage (503) before sending again. */
-const SCANNER_RETRY_AFTER_SECONDS = 60;
-
-/** A send that did not go through, as the tx group's error (503 with Retry-After). */
-function sendError(status: number, messages: string[]): ApiError {
-  return new ApiError(status, messages, status === 503 ? { 'Retry-After': String(SCANNER_RETRY_AFTER_SECONDS) } : {});
+/** The message outcomes of an accepted send as POST /send's `results` (MailChannels' wire names). */
+function results(messages: MessageOutcome[]) {
+  return messages.map((m) => {
+    const reason = m.outcome === 'refused' ? m.refusal?.reason : m.outcome === 'suppressed' ? 'every recipient is on the suppression list' : undefined;
+    return { index: m.index, message_id: m.messageId, status: reason ? ('failed' as const) : ('sent' as const), ...(reason ? { reason } : {}) };
+  });
 }
 
 const tags = ['sending'];
@@ -63,13 +69,13 @@ export const sendRoutes: AnyRoute[] = [
       ...errors,
     },
     handler: async (s, { principal, body, ip }) => {
-      const res = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}` });
-      if (!res.ok) throw sendError(res.status, res.errors);
-      if (res.dryRun) throw new Error('unreachable: not a dry run');
+      const v = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}` });
+      if (v.action === 'render') throw new Error('unreachable: not a dry run');
+      if (v.action !== 'accept') throw refusalError(v, principal.account.handle);
       return {
         status: 202,
-        body: { queued_at: new Date(res.queuedAt).toISOString(), request_id: res.sendRequestId },
-        sendRequestId: res.sendRequestId,
+        body: { queued_at: new Date(v.queuedAt).toISOString(), request_id: v.sendRequestId },
+        sendRequestId: v.sendRequestId,
       };
     },
   }),
@@ -89,10 +95,10 @@ export const sendRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, body, query, ip }) => {
       const dryRun = query['dry-run'] === true;
-      const res = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}`, perMessage: true });
-      if (!res.ok) throw sendError(res.status, res.errors);
-      if (res.dryRun) return { status: 200, body: { data: res.data } };
-      return { status: 202, body: { request_id: res.sendRequestId, results: res.results }, sendRequestId: res.sendRequestId };
+      const v = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}`, perMessage: true });
+      if (v.action === 'render') return { status: 200, body: { data: v.messages.map((raw) => raw.toString('utf8')) } };
+      if (v.action !== 'accept') throw refusalError(v, principal.account.handle);
+      return { status: 202, body: { request_id: v.sendRequestId, results: results(v.messages) }, sendRequestId: v.sendRequestId };
     },
   }),
 ];

@@ -58,14 +58,14 @@ export const subAccountRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
     path: '/tx/v1/sub-account',
-    summary: 'Create a sub-account (handle generated when absent; company_name defaults to the handle)',
+    summary: 'Create a sub-account (company_name required; handle generated when absent)',
     tags,
     auth: 'api',
+    // company_name is required by MailChannels' SubAccountData (OAS-E 0.21.1), so it is here.
     body: Type.Object({
-      company_name: Type.Optional(Type.String({ minLength: 3, maxLength: 128 })),
+      company_name: Type.String({ minLength: 3, maxLength: 128 }),
       handle: Type.Optional(Handle),
     }),
-    bodyOptional: true,
     responses: {
       201: { description: 'created', schema: SubAccount },
       400: { description: 'invalid body', schema: TxError },
@@ -74,12 +74,12 @@ export const subAccountRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, body }) => {
       const parent = requireParent(principal);
-      const explicit = body?.handle;
+      const explicit = body.handle;
       for (let attempt = 0; attempt < 5; attempt++) {
         const handle = explicit ?? generateHandle();
         const res = await s.accounts.createAccount({
           handle,
-          companyName: body?.company_name ?? null,
+          companyName: body.company_name,
           parentId: parent.id,
           now: s.now(),
         });

@@ -23,12 +23,29 @@ const Entry = Type.Object({
     }),
   ),
   notes: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()])),
+  // Not in MailChannels' create schema, but the listed entry carries it: an import from another provider (or a
+  // restore of this list) keeps why each recipient is suppressed instead of turning every entry into `api`.
+  source: Type.Optional(
+    Type.Union(SOURCES.map((x) => Type.Literal(x)), {
+      default: 'api',
+      description: 'how the entry got on the list (stored and listed as given)',
+      errorMessage: `must be one of ${SOURCES.join(', ')}`,
+    }),
+  ),
 });
 
+const AddToSubAccounts = Type.Optional(Type.Boolean({ default: false }));
+
+/** POST /tx/v1/suppression-list: MailChannels' body, `suppression_entries` required (OAS-E). */
 const CreateBody = Type.Object({
-  add_to_sub_accounts: Type.Optional(Type.Boolean({ default: false })),
+  add_to_sub_accounts: AddToSubAccounts,
+  suppression_entries: Type.Array(Entry),
+});
+
+/** POST /tx/v1/suppressions (the seed's path): `entries` is the seed's name for `suppression_entries`. */
+const AliasBody = Type.Object({
+  add_to_sub_accounts: AddToSubAccounts,
   suppression_entries: Type.Optional(Type.Array(Entry)),
-  /** The seed's name for suppression_entries (POST /tx/v1/suppressions). */
   entries: Type.Optional(Type.Array(Entry)),
 });
 
@@ -47,7 +64,7 @@ const Listed = Type.Object({
  * suspended ones included: they may be re-activated) in one transaction; 409 stores nothing.
  * A sub-account key asking for add_to_sub_accounts gets 400 (a request problem, like any other invalid field).
  */
-async function create(s: Services, principal: KeyPrincipal, body: Static<typeof CreateBody>) {
+async function create(s: Services, principal: KeyPrincipal, body: Static<typeof AliasBody>) {
   // Error messages name the key the client actually sent (the seed alias uses `entries`).
   const key = body.suppression_entries !== undefined ? 'suppression_entries' : 'entries';
   const list = body.suppression_entries ?? body.entries;
@@ -69,7 +86,7 @@ async function create(s: Services, principal: KeyPrincipal, body: Static<typeof 
       return {
         accountId,
         recipient: e.recipient,
-        source: 'api' as const,
+        source: e.source ?? 'api',
         transactional: types.includes('transactional'),
         nonTransactional: types.includes('non-transactional'),
         notes: e.notes ?? null,
@@ -78,18 +95,18 @@ async function create(s: Services, principal: KeyPrincipal, body: Static<typeof 
     }),
   );
   const res = await s.suppressions.insertMany(entries, s.now());
-  if (!res.ok) throw conflict(`${res.duplicate} is already on the suppression list`);
+  if (!res.ok) throw conflict(`${res.duplicate} is already on the suppression list with this source`);
   return { status: 201 };
 }
 
-const createSpec = (path: string, summary: string) =>
+const createSpec = (path: string, summary: string, body: typeof CreateBody | typeof AliasBody) =>
   defineRoute({
     method: 'POST',
     path,
     summary,
     tags: ['suppressions'],
     auth: 'api',
-    body: CreateBody,
+    body,
     responses: {
       201: { description: 'created (all entries or none)' },
       400: { description: 'invalid entry (the message names the field)', schema: TxError },
@@ -97,12 +114,12 @@ const createSpec = (path: string, summary: string) =>
       409: { description: 'an entry already exists', schema: TxError },
       413: { description: 'more than 1,000 entries', schema: TxError },
     },
-    handler: (s, { principal, body }: RequestInfo<unknown, unknown, Static<typeof CreateBody>>) => create(s, principal, body),
+    handler: (s, { principal, body }: RequestInfo<unknown, unknown, Static<typeof AliasBody>>) => create(s, principal, body),
   });
 
 export const suppressionRoutes: AnyRoute[] = [
-  createSpec('/tx/v1/suppression-list', 'Add recipients to the suppression list'),
-  createSpec('/tx/v1/suppressions', 'Alias of POST /tx/v1/suppression-list (accepts `entries`)'),
+  createSpec('/tx/v1/suppression-list', 'Add recipients to the suppression list', CreateBody),
+  createSpec('/tx/v1/suppressions', 'Alias of POST /tx/v1/suppression-list (accepts `entries`)', AliasBody),
   defineRoute({
     method: 'GET',
     path: '/tx/v1/suppression-list',

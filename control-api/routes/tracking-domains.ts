@@ -32,9 +32,13 @@ const KeyParams = Type.Object({ hostname: Type.String({ maxLength: 253 }), scope
 const tags = ['custom-tracking-domains'];
 const common = { 400: { description: 'invalid request', schema: TxError }, 403: { description: 'key problem', schema: TxError } };
 
+/** The statuses of refused registrations and updates (api.md §2.4). */
+const REFUSED = { 'invalid-hostname': 400, 'not-found': 404, 'name-taken': 409, 'hostname-taken': 409 } as const;
+
+/** The answer to a register (`ok` 201) or update (200): 202 with what to publish while DNS does not verify. */
 function reply(r: DomainResult, ok: 200 | 201): Reply {
-  if ('error' in r) throw new ApiError(r.status, [r.error]);
-  if (r.status === 202) return { status: 202, body: r.setup };
+  if (r.outcome === 'refused') throw new ApiError(REFUSED[r.reason], [r.error]);
+  if (r.outcome === 'dns-setup-required') return { status: 202, body: r.setup };
   return { status: ok, body: renderTrackingDomain(r.domain) };
 }
 

@@ -1,7 +1,9 @@
 // Owns the webhook routes (api.md §2.2): enrollment, validate, batch history and resend, and the public keys.
 import { Type } from '@sinclair/typebox';
+import { refusalMessage } from '../../mta/delivery/target-guard.js';
 import type { BatchStatus, WebhookBatchRow } from '../../storage/ports/webhooks.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
+import type { Services } from '../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { DateOrDateTime, Limit, Offset, parseWhen, TxError } from '../schemas.js';
 
@@ -64,6 +66,19 @@ export function checkEndpoint(raw: string): string {
   return raw;
 }
 
+/**
+ * An endpoint as `checkEndpoint` accepts it, and allowed by the outbound-connection policy: its host does not
+ * resolve to an internal address or one of Sluice's own listeners (400 naming the rule, as `what` says). A name
+ * that does not resolve yet is accepted: every POST judges it again.
+ */
+export async function screenEndpoint(s: Pick<Services, 'targets'>, raw: string, what: string): Promise<string> {
+  const u = new URL(raw);
+  const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+  const refused = await s.targets.screen(u.hostname, port);
+  if (refused) throw badRequest(refusalMessage(what, u.hostname, refused));
+  return raw;
+}
+
 function renderBatch(b: WebhookBatchRow, handle: string) {
   return {
     batch_id: b.id,
@@ -108,12 +123,12 @@ export const webhookRoutes: AnyRoute[] = [
     query: Type.Object({ endpoint: Type.String({ minLength: 1 }) }),
     responses: {
       201: { description: 'enrolled' },
-      400: { description: 'invalid endpoint URL', schema: TxError },
+      400: { description: 'invalid endpoint URL, or one that resolves to an internal address (security.allow_private_targets)', schema: TxError },
       409: { description: 'an endpoint is already enrolled', schema: TxError },
       ...keyProblem,
     },
     handler: async (s, { principal, query }) => {
-      const url = checkEndpoint(query.endpoint);
+      const url = await screenEndpoint(s, checkEndpoint(query.endpoint), 'webhook endpoint');
       if (!await s.webhooks.store.enroll(principal.account.id, url, s.now())) {
         throw conflict('a webhook endpoint is already enrolled for this account; delete it first');
       }
@@ -159,14 +174,14 @@ export const webhookRoutes: AnyRoute[] = [
     bodyOptional: true,
     responses: {
       200: {
-        description: 'per-endpoint results (passed = the endpoint answered 2xx; response null = no answer)',
+        description: 'per-endpoint results (passed = the endpoint answered 2xx; response: its status code, never its body; null = no answer, or a target the policy refused)',
         schema: Type.Object({
           all_passed: Type.Boolean(),
           results: Type.Array(
             Type.Object({
               result: Type.Union([Type.Literal('passed'), Type.Literal('failed')]),
               webhook: Type.String(),
-              response: Type.Union([Type.Object({ status: Type.Integer(), body: Type.Optional(Type.String()) }), Type.Null()]),
+              response: Type.Union([Type.Object({ status: Type.Integer() }), Type.Null()]),
             }),
           ),
         }),

@@ -86,7 +86,9 @@ export interface RouteFailureOutcome {
  * Classifies a route that cannot be dialled. The domain says it takes no mail → bounced: a null MX (RFC 7505 §3:
  * 556 5.1.10) or no such domain (NXDOMAIN: 550 5.1.2, RFC 3463 bad destination system address). Names without
  * addresses or a failed DNS look-up → deferred 4.4.3 (RFC 3463 directory server failure): a zone being fixed is
- * common, and unknown means temporary (ARCHITECTURE invariant 3). Never suppresses the recipient.
+ * common, and unknown means temporary (ARCHITECTURE invariant 3). A route the outbound-connection policy refused:
+ * back to ourselves → 554 5.4.6 (RFC 3463 routing loop detected; Postfix "loops back to myself"), to an internal
+ * address → 550 5.4.4 (unable to route) for an MX, deferred 4.4.4 for a downstream. Never suppresses the recipient.
  */
 export function classifyRouteFailure(route: RouteFailure): RouteFailureOutcome {
   switch (route.kind) {
@@ -98,5 +100,10 @@ export function classifyRouteFailure(route: RouteFailure): RouteFailureOutcome {
       return { outcome: 'deferred', code: null, status: '4.4.3', response: 'no address for any MX host of the recipient domain' };
     case 'temp':
       return { outcome: 'deferred', code: null, status: '4.4.3', response: `DNS lookup failed: ${route.reason}` };
+    case 'refused':
+      if (!route.permanent) return { outcome: 'deferred', code: null, status: '4.4.4', response: route.reason };
+      return route.loop
+        ? { outcome: 'bounced', code: 554, status: '5.4.6', response: route.reason }
+        : { outcome: 'bounced', code: 550, status: '5.4.4', response: route.reason };
   }
 }

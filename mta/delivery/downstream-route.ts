@@ -1,8 +1,8 @@
 // Owns routing relayed inbound mail: a recipient domain's downstream servers, ordered by priority and weight.
-import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
-import type { DownstreamAddress } from '../../storage/ports/inbound-domains.js';
-import type { DnsResolver } from './dns-resolver.js';
-import { hostAddresses, type DeliveryHost, type RouteResult } from './resolve-route.js';
+import { RULE_TEXT } from '../../filters/target-policy.js';
+import type { DownstreamAddress, InboundDomainStore } from '../../storage/ports/inbound-domains.js';
+import type { DeliveryHost, RouteResult } from './resolve-route.js';
+import type { TargetGuard } from './target-guard.js';
 
 /** At most this many downstream addresses are tried per attempt. */
 export const MAX_DOWNSTREAM_ADDRESSES = 20;
@@ -36,16 +36,20 @@ export function orderDownstreams(records: readonly DownstreamAddress[], random: 
 
 export interface DownstreamRouterDeps {
   domains: Pick<InboundDomainStore, 'findServedDomain' | 'listDownstreams'>;
-  /** The mail DNS (`dns.servers`): downstream host names are resolved through it (OS fallback for names like localhost). */
-  resolver: DnsResolver;
+  /**
+   * The outbound-connection policy: resolves each target once (the mail DNS, then the OS for names like
+   * localhost.) and yields only the addresses it allows, which are the ones dialled. Downstreams are tenant-chosen.
+   */
+  guard: Pick<TargetGuard, 'resolve'>;
   random?: () => number;
 }
 
 /**
  * Routes a relayed recipient domain (a provisioned domain or an alias, which goes to its domain's downstreams) to
  * its downstream hosts, ordered by `orderDownstreams`, each target's addresses in turn. A domain no longer served
- * or without downstreams, or targets that do not resolve, defer (the queue retries until its lifetime, then a DSN
- * goes to the sender): mail already accepted is never dropped on a configuration gap.
+ * or without downstreams, or targets that do not resolve or that the policy refuses, defer (the queue retries until
+ * its lifetime, then a DSN goes to the sender): mail already accepted is never dropped on a configuration gap. A
+ * target that is one of Sluice's own listeners is a loop and bounces at once (554 5.4.6), as the hop count would.
  */
 export function createDownstreamRouter(deps: DownstreamRouterDeps) {
   const random = deps.random ?? Math.random;
@@ -57,18 +61,27 @@ export function createDownstreamRouter(deps: DownstreamRouterDeps) {
     const hosts: DeliveryHost[] = [];
     let temp = false;
     let lastReason = '';
+    let refused: { loop: boolean; reason: string } | undefined;
     for (const d of ordered) {
       if (hosts.length >= MAX_DOWNSTREAM_ADDRESSES) break;
       const name = d.target.replace(/\.$/, '');
-      const found = await hostAddresses(deps.resolver, name, true);
-      if (!found.ok) {
+      const found = await deps.guard.resolve(name, d.port);
+      if (found.ok) {
+        for (const address of found.addresses) hosts.push({ name, address, port: d.port, tls: 'opportunistic' });
+      } else if (found.kind === 'refused') {
+        const rule = found.refused[0]!.rule;
+        // A downstream that is Sluice itself would relay to itself until the hop count (554 5.4.6): a loop.
+        const loop = rule === 'own-listener';
+        if (!refused || (loop && !refused.loop)) {
+          refused = { loop, reason: loop ? `mail for ${served.domain} loops back to myself` : `downstream ${name} resolves to ${RULE_TEXT[rule]}; refused by policy (security.allow_private_targets)` };
+        }
+      } else {
         temp ||= found.temp;
         lastReason = found.reason;
-        continue;
       }
-      for (const address of found.addresses) hosts.push({ name, address, port: d.port, tls: 'opportunistic' });
     }
     if (hosts.length > 0) return { kind: 'hosts', via: 'downstream', hosts: hosts.slice(0, MAX_DOWNSTREAM_ADDRESSES) };
-    return temp ? { kind: 'temp', reason: lastReason } : { kind: 'no-hosts', reason: lastReason };
+    if (refused && !temp) return { kind: 'refused', loop: refused.loop, permanent: refused.loop, reason: refused.reason };
+    return temp ? { kind: 'temp', reason: lastReason } : { kind: 'no-hosts', reason: refused?.reason ?? lastReason };
   };
 }

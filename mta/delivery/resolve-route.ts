@@ -2,6 +2,7 @@
 import net from 'node:net';
 import { promises as dnsPromises } from 'node:dns';
 import type { Config } from '../../config/load.js';
+import { isLoopBack, RULE_TEXT, type TargetDecision } from '../../filters/target-policy.js';
 import type { DnsResolver } from './dns-resolver.js';
 
 /** How a host is dialled: STARTTLS when offered, STARTTLS or fail, or TLS from connect (port 465 style). */
@@ -25,7 +26,14 @@ export type RouteResult =
   | { kind: 'no-domain' }
   /** Names found but none has an address (retried: a zone being fixed is common). */
   | { kind: 'no-hosts'; reason: string }
-  | { kind: 'temp'; reason: string };
+  | { kind: 'temp'; reason: string }
+  /**
+   * The outbound-connection policy refused every address: `loop` when the route leads back to Sluice itself (RFC
+   * 5321 §5.1; Postfix: "mail for X loops back to myself", 5.4.6), else an internal address nobody allowed.
+   * `permanent` for MX routes (the recipient's DNS says so); downstreams defer (accepted mail is never dropped on
+   * a configuration gap the tenant or operator can fix).
+   */
+  | { kind: 'refused'; loop: boolean; permanent: boolean; reason: string };
 
 /** At most this many addresses are tried per attempt (Postfix `smtp_mx_address_limit` is 5; we allow a little more). */
 export const MAX_ADDRESSES = 10;
@@ -82,6 +90,11 @@ export interface RouteDeps {
    */
   config: Pick<Config, 'outbound'>;
   resolver: DnsResolver;
+  /**
+   * The outbound-connection policy (mta/delivery/target-guard.ts) judging each MX address: a recipient domain is
+   * the sender's choice. Transport map and smarthost are the operator's and are not judged.
+   */
+  guard: { decide(address: string, port: number): TargetDecision };
   /** Injected for tests of equal-preference ordering; Math.random by default. */
   random?: () => number;
 }
@@ -108,7 +121,7 @@ export function createRouteResolver(deps: RouteDeps) {
 
   async function viaMx(domain: string): Promise<RouteResult> {
     const mx = await deps.resolver.mx(domain);
-    let names: string[];
+    let names: { name: string; preference: number }[];
     let via: 'mx' | 'implicit_mx' = 'mx';
     if (mx.ok) {
       // RFC 7505 §3: a single MX with an empty exchange (".") is a null MX; the domain receives no mail.
@@ -116,20 +129,24 @@ export function createRouteResolver(deps: RouteDeps) {
       // RFC 5321 §5.1: lowest preference first; equal preferences in random order to spread load.
       const byPref = new Map<number, string[]>();
       for (const r of mx.records) byPref.set(r.priority, [...(byPref.get(r.priority) ?? []), r.exchange.toLowerCase()]);
-      names = [...byPref.keys()].sort((a, b) => a - b).flatMap((p) => shuffle(byPref.get(p)!, random));
+      names = [...byPref.keys()]
+        .sort((a, b) => a - b)
+        .flatMap((preference) => shuffle(byPref.get(preference)!, random).map((name) => ({ name, preference })));
     } else if (mx.kind === 'nxdomain') {
       return { kind: 'no-domain' };
     } else if (mx.kind === 'temp') {
       return { kind: 'temp', reason: `MX ${domain}: ${mx.message}` };
     } else {
       // RFC 5321 §5.1: no MX records → the domain itself is the implicit MX (its A/AAAA).
-      names = [domain];
+      names = [{ name: domain, preference: 0 }];
       via = 'implicit_mx';
     }
-    const hosts: DeliveryHost[] = [];
+    const port = deps.config.outbound.mxPort;
+    let hosts: (DeliveryHost & { preference: number })[] = [];
     let temp = false;
     let lastReason = '';
-    for (const name of names) {
+    let refused: string | undefined;
+    for (const { name, preference } of names) {
       if (hosts.length >= MAX_ADDRESSES) break;
       const found = await hostAddresses(deps.resolver, name);
       if (!found.ok) {
@@ -137,11 +154,27 @@ export function createRouteResolver(deps: RouteDeps) {
         lastReason = found.reason;
         continue;
       }
-      for (const address of found.addresses) hosts.push({ name, address, port: deps.config.outbound.mxPort, tls: 'opportunistic' });
+      for (const address of found.addresses) {
+        const d = deps.guard.decide(address, port);
+        if (d.ok) {
+          hosts.push({ name, address, port, tls: 'opportunistic', preference });
+        } else if (isLoopBack(d.rule)) {
+          // RFC 5321 §5.1: an MX that is ourselves ends the list; only more preferred hosts may be tried (Postfix
+          // discards its own MX and every host of equal or higher preference value).
+          hosts = hosts.filter((h) => h.preference < preference);
+          if (hosts.length > 0) return { kind: 'hosts', via, hosts: hosts.map(({ preference: _, ...h }) => h) };
+          if (temp) return { kind: 'temp', reason: lastReason };
+          return { kind: 'refused', loop: true, permanent: true, reason: `mail for ${domain} loops back to myself` };
+        } else {
+          refused ??= `the MX hosts of ${domain} resolve to ${RULE_TEXT[d.rule]}; Sluice does not deliver to internal addresses unless the operator allows them in security.allow_private_targets`;
+        }
+      }
     }
-    if (hosts.length > 0) return { kind: 'hosts', via, hosts: hosts.slice(0, MAX_ADDRESSES) };
-    if (via === 'implicit_mx' && !temp) return { kind: 'no-hosts', reason: `${domain} has neither MX nor address records` };
-    return temp ? { kind: 'temp', reason: lastReason } : { kind: 'no-hosts', reason: lastReason };
+    if (hosts.length > 0) return { kind: 'hosts', via, hosts: hosts.slice(0, MAX_ADDRESSES).map(({ preference: _, ...h }) => h) };
+    if (temp) return { kind: 'temp', reason: lastReason };
+    if (refused) return { kind: 'refused', loop: false, permanent: true, reason: refused };
+    if (via === 'implicit_mx') return { kind: 'no-hosts', reason: `${domain} has neither MX nor address records` };
+    return { kind: 'no-hosts', reason: lastReason };
   }
 
   return async function resolveRoute(domain: string): Promise<RouteResult> {

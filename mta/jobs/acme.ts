@@ -6,6 +6,7 @@ import tls from 'node:tls';
 import * as acme from 'acme-client';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
+import { ensurePrivateDir, writePrivateFile } from '../../storage/private-files.js';
 import { acmeFiles, certInfo } from '../smtp/tls.js';
 
 /** Renew this long before notAfter (Let's Encrypt's advice for 90-day certificates: a third of the lifetime). */
@@ -46,11 +47,10 @@ export function acmeNames(config: Config): string[] {
   return [...new Set([config.smtp.hostname.toLowerCase(), ...config.acme.hostnames])];
 }
 
-/** Writes `data` to `file` with `mode` atomically (temp file + rename), so a reader sees the old or the new content. */
-function writeAtomic(file: string, data: string, mode: number): void {
+/** Writes `data` to `file` (0600) atomically (temp file + rename), so a reader sees the old or the new content. */
+function writeAtomic(file: string, data: string): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, data, { mode });
-  fs.chmodSync(tmp, mode);
+  writePrivateFile(tmp, data);
   fs.renameSync(tmp, file);
 }
 
@@ -58,7 +58,7 @@ function writeAtomic(file: string, data: string, mode: number): void {
 async function accountKey(file: string): Promise<Buffer> {
   if (fs.existsSync(file)) return fs.readFileSync(file);
   const key = await acme.crypto.createPrivateEcdsaKey();
-  writeAtomic(file, key.toString(), 0o600);
+  writeAtomic(file, key.toString());
   return key;
 }
 
@@ -105,10 +105,15 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
    * which says nothing about what the CA sees (behind NAT, a redirect, or a test CA on another port).
    */
   async function order(names: string[]): Promise<{ cert: string; key: string }> {
-    fs.mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+    ensurePrivateDir(files.dir);
     const client = new acme.Client({ directoryUrl: directoryUrl!, accountKey: await accountKey(files.accountKey) });
     const key = await acme.crypto.createPrivateRsaKey(2048);
     const [, csr] = await acme.crypto.createCsr({ commonName: names[0]!, altNames: names }, key);
+    // Find the account this key registered before (RFC 8555 §7.3.1 onlyReturnExisting; then a POST-as-GET), so
+    // auto() does not register again: its registration of an existing account sends an update that carries no
+    // change when acme.email is unset, which a CA may refuse (pebble: "use POST-as-GET instead of an empty update").
+    // A new key has no account yet: auto() registers it.
+    await client.createAccount({ onlyReturnExisting: true }).catch(() => undefined);
     const cert = await client.auto({
       csr,
       ...(config.acme.email ? { email: config.acme.email } : {}),
@@ -136,8 +141,8 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
     const pair = await order(names);
     const info = certInfo(pair.cert);
     // The key first: until the certificate follows, readers see a mismatched pair, refuse it and keep the old one.
-    writeAtomic(files.key, pair.key, 0o600);
-    writeAtomic(files.cert, pair.cert, 0o644);
+    writeAtomic(files.key, pair.key);
+    writeAtomic(files.cert, pair.cert);
     log.info(
       { names: info.names, fingerprint: info.fingerprint, not_after: new Date(info.notAfter).toISOString() },
       `certificate ${have ? 'renewed' : 'issued'} for ${info.names.join(', ')}, valid until ${new Date(info.notAfter).toISOString()}`,

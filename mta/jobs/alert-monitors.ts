@@ -4,13 +4,17 @@
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import { ALERT_CONDITIONS, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
+import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { AlertRow, AlertStore, MonitorRow } from '../../storage/ports/alerts.js';
 import { leaseOf, whileLeased } from '../../storage/ports/leases.js';
 import type { MessageRow } from '../../storage/ports/queue.js';
 import type { AlertTrigger } from '../outbound/sender-abuse.js';
 import type { PermanentFailure, Queue } from '../queue/queue.js';
-import { classifyStatus, decideRetryAt, postJson } from '../webhooks/dispatcher.js';
+import type { TargetGuard } from '../delivery/target-guard.js';
+import { domainOf } from '../smtp/address.js';
+import { classifyStatus, decideRetryAt } from '../webhooks/dispatcher.js';
+import { postJson } from '../webhooks/post-json.js';
 import { createPassLoop } from '../webhooks/pass-loop.js';
 import type { WebhookSigner } from '../webhooks/signing.js';
 import { alertEmail } from './alert-email.js';
@@ -21,11 +25,15 @@ export interface AlertMonitorsDeps {
   store: AlertStore;
   accounts: { findById: (id: number) => Promise<AccountRow | undefined> };
   signer: Pick<WebhookSigner, 'signAlert'>;
+  /** The outbound-connection policy: a monitor's webhook_url is tenant-chosen, judged at every POST. */
+  guard: Pick<TargetGuard, 'resolve'>;
   queue: Pick<Queue, 'accept'>;
   /** A sender identity's finished and recipient-class-bounced recipients since a time (the queue's). */
   senderOutcomes: (accountId: number, senderId: string, since: number) => Promise<{ finished: number; invalid: number }>;
   /** `abuse.invalid_recipient_rate`, `abuse.invalid_recipient_min`. */
   invalidRecipients: { rate: number; min: number };
+  /** Domain Lockdown: an email alert goes only to a domain its monitor's account may send from. */
+  lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** `smtp.hostname`: the From domain of alert emails. */
   hostname: string;
   now: () => number;
@@ -96,28 +104,52 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
     return fired;
   }
 
+  /**
+   * Why an email alert may not go to its address now, if it may not: the address's domain must pass Domain Lockdown
+   * for the monitor's account (checked when the monitor was created over the API; checked again here for monitors
+   * made before, by the operator, or whose domain has lost its authorization since). A DNS failure is retried.
+   */
+  async function mayMail(a: AlertRow): Promise<{ error: string; permanent: boolean } | undefined> {
+    const owner = await deps.accounts.findById(a.account_id);
+    const domain = domainOf(a.target);
+    if (!owner) return { error: 'the monitor\'s account no longer exists', permanent: true };
+    const verdict = await deps.lockdown(domain, owner);
+    if (verdict.action === 'pass') return undefined;
+    const dns = verdict.reason === 'lockdown-dns-error';
+    return { error: `domain ${domain} is not authorized to send for this account (${verdict.reason})`, permanent: !dns };
+  }
+
   /** One delivery attempt of a claimed alert; records the outcome and the retry slot (the webhooks' schedule). */
   async function deliver(a: AlertRow): Promise<boolean> {
     let ok = false;
     let statusCode: number | null = null;
     let error: string | null = null;
+    let permanent = false;
     const payload = JSON.parse(a.payload) as Record<string, string>;
     if (a.delivery === 'webhook') {
       const signed = await deps.signer.signAlert(payload);
-      const out = await postJson(a.target, Buffer.from(signed.body, 'utf8'), signed.headers, timeoutMs);
+      const out = await postJson(deps.guard, a.target, Buffer.from(signed.body, 'utf8'), signed.headers, timeoutMs);
       statusCode = out.statusCode;
       ok = classifyStatus(out.statusCode) === '2xx_response';
+      // last_error is the tenant's to read: our words (`connection refused`, `target refused by policy (…)`), no errno.
       error = ok ? null : (out.error ?? `HTTP ${out.statusCode}`);
     } else {
-      try {
-        await deps.queue.accept([alertEmail(payload, a.target, deps.hostname, deps.now())]);
-        ok = true;
-      } catch (err) {
-        error = (err as Error).message;
+      const refused = await mayMail(a);
+      if (refused) {
+        error = refused.error;
+        permanent = refused.permanent;
+      } else {
+        try {
+          await deps.queue.accept([alertEmail(payload, a.target, deps.hostname, deps.now())]);
+          ok = true;
+        } catch (err) {
+          log.error({ err, alertId: a.id }, 'alert email could not be queued');
+          error = 'the alert email could not be queued';
+        }
       }
     }
     const now = deps.now();
-    const retryAt = ok ? null : decideRetryAt(a.attempts, a.fired_at, now);
+    const retryAt = ok || permanent ? null : decideRetryAt(a.attempts, a.fired_at, now);
     if (!(await deps.store.recordResult(leaseOf(a), { ok, statusCode, error, retryAt, now }))) {
       // Another worker took the alert over after our lease expired: its attempt stands, ours is dropped.
       log.warn({ alertId: a.id, ok }, 'alert lease lost; outcome dropped');

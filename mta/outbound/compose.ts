@@ -29,6 +29,19 @@ export function dkimGroup(root: SendRequest, p: SendRequest['personalizations'][
   return out;
 }
 
+/**
+ * The custom headers of a personalization's message as the caller gave them: the root's merged with the
+ * personalization's, the later name winning whatever its case (OAS-E MailSendRequest.headers), in the order first
+ * named. Values are raw (composition cleans and encodes them).
+ */
+export function customHeaders(root: SendRequest, p: SendRequest['personalizations'][number]): { name: string; value: string }[] {
+  const merged = new Map<string, { name: string; value: string }>();
+  for (const src of [root.headers, p.headers]) {
+    for (const [name, value] of Object.entries(src ?? {})) merged.set(name.toLowerCase(), { name, value });
+  }
+  return [...merged.values()];
+}
+
 /** What `composeMessages` needs from its caller. */
 export interface ComposeOptions {
   /** Our host name: the right-hand side of every Message-ID. */
@@ -159,19 +172,16 @@ export async function composeMessages(body: SendRequest, opts: ComposeOptions): 
 
     const url = !transactional && opts.unsubscribeUrl ? opts.unsubscribeUrl({ index, recipient: recipients[0] as string }) : undefined;
 
-    // Headers: root, then personalization; the later name wins whatever its case (OAS-E MailSendRequest.headers).
-    // List-Unsubscribe-Post is ours alone (reserved, see send-request.ts): dropped here too, behind validation.
+    // Headers: root, then personalization (customHeaders). List-Unsubscribe-Post is ours alone (reserved, see
+    // send-request.ts): dropped here too, behind validation.
     const headers = new Map<string, { key: string; value: string }>();
-    for (const src of [body.headers, p.headers]) {
-      for (const [key, value] of Object.entries(src ?? {})) {
-        const lower = key.toLowerCase();
-        if (lower === 'list-unsubscribe-post') continue;
-        // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
-        // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
-        // value was refused by validateSendRequest).
-        const text = clean(value);
-        headers.set(lower, { key, value: isUnstructuredField(key) ? encodeLongWords(text, MAX_WORD) : text });
-      }
+    for (const { name: key, value } of customHeaders(body, p)) {
+      if (key.toLowerCase() === 'list-unsubscribe-post') continue;
+      // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
+      // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
+      // value was refused by validateSendRequest).
+      const text = clean(value);
+      headers.set(key.toLowerCase(), { key, value: isUnstructuredField(key) ? encodeLongWords(text, MAX_WORD) : text });
     }
     if (url !== undefined && !headers.has('list-unsubscribe')) {
       // RFC 8058 §3.1: both fields; the POST target is the same HTTPS URI.

@@ -4,6 +4,7 @@ import { fitsSmtpPath } from '../smtp/address.js';
 import { FOLDABLE_WORD, isUnstructuredField, longestWord, MAX_LINE_OCTETS, MAX_WORD } from '../smtp/header-lines.js';
 import { normalizePrivateKey } from './dkim-sign.js';
 import { asciiDomain, CONTROL, normalizeAddress } from './mailbox.js';
+import { originatorField, parseOriginator } from './originators.js';
 import { renderTemplate } from './template.js';
 
 /** Recipients per list, personalizations per request and attachments per request (OAS-E maxItems). */
@@ -12,8 +13,9 @@ export const MAX_ITEMS = 1000;
 /**
  * Header names a caller may not set (compared case-insensitively). The first twelve are MailChannels' list (OAS-E
  * `MailSendBody.headers`). Sluice adds: the fields it writes itself or that only a receiving MTA writes (Return-Path
- * RFC 5321 §4.4, Date, MIME-Version, Content-Disposition, Content-ID), Sender (an originator field that Domain Lockdown
- * does not check, RFC 5322 §3.6.2), List-Unsubscribe-Post (RFC 8058 §3.1: it promises that the List-Unsubscribe HTTPS
+ * RFC 5321 §4.4, Date, MIME-Version, Content-Disposition, Content-ID), Sender (RFC 5322 §3.6.2: the agent that sent
+ * the message, which for an API send is the From address itself; the Resent-* originator fields are allowed and pass
+ * Domain Lockdown like From), List-Unsubscribe-Post (RFC 8058 §3.1: it promises that the List-Unsubscribe HTTPS
  * URI performs the unsubscription on a bare POST; only the one-click endpoint Sluice itself serves keeps that promise,
  * so we add it beside our own List-Unsubscribe and never take it from a caller), the other authentication fields a
  * caller could forge (DomainKey-Signature, ARC-* RFC 8617), and our own X-Sluice-* namespace. List-Unsubscribe itself
@@ -130,7 +132,8 @@ export function isBase64(s: string): boolean {
  * value would start a new header line, so it is refused, never written); header names printable ASCII without ':',
  * at most 76 characters; no custom header that cannot be written in lines of 998 octets (RFC 5322 §2.1.1: an ASCII
  * word longer than 997 octets in a field other than X- and Comments, which are RFC 2047-encoded instead);
- * reserved headers refused case-insensitively; DKIM: domain ⇒ selector, private key ⇒ domain and selector, the
+ * reserved headers refused case-insensitively; Resent-From and Resent-Sender in strict RFC 5322 address syntax
+ * (their domains then pass Domain Lockdown with From's); DKIM: domain ⇒ selector, private key ⇒ domain and selector, the
  * key must be a usable RSA key; text/plain and text/html each at most once; mustache templates parse;
  * attachments: valid base64, unique content_id, safe filename and type; campaign_id ≤ 48 characters without
  * whitespace; `transactional: false` ⇒ exactly one recipient (to+cc+bcc) per personalization.
@@ -162,6 +165,11 @@ export function validateSendRequest(body: SendRequest): string[] {
         add(f, `header name must be at most ${FOLDABLE_WORD} characters (a field name cannot be folded)`);
       } else if (isReservedHeader(name)) add(f, 'is a reserved header and cannot be set');
       else if (CONTROL.test(value)) add(f, 'header value must not contain CR, LF or control characters');
+      else if (originatorField(name) && !parseOriginator(originatorField(name)!, value)) {
+        // An originator field (Resent-From, Resent-Sender) is read by receivers as the sender's: strict RFC 5322
+        // address syntax, so that the domain Domain Lockdown checks is the one every reader sees.
+        add(f, 'must be RFC 5322 address syntax (RFC 5322 section 3.4), e.g. "Name <user@example.com>"');
+      }
       else if (!isUnstructuredField(name) && PRINTABLE.test(value) && longestWord(value) > MAX_WORD) {
         // RFC 5322 §2.1.1: no line over 998 octets. A structured value folds only at its white space and cannot be
         // RFC 2047-encoded (X- fields and Comments can; non-ASCII text is encoded in any field).

@@ -1,62 +1,64 @@
-// Owns the SMTP submission recipe: an authenticated message → the same checks, signing and durable queue as REST.
+// Owns the SMTP submission side of the outbound recipe: a submitted message's composition step (its originator
+// fields read strictly, the fields a submission server adds), and the recipe's verdict as the reply to DATA.
 import crypto from 'node:crypto';
-import addressparser from 'nodemailer/lib/addressparser';
-import { decideSuppression } from '../../filters/suppression.js';
+import type { Config } from '../../config/load.js';
 import { headerValues, splitMessage } from '../../filters/message-headers.js';
-import { usagePeriod } from '../../storage/ports/accounts.js';
+import { storageFailure } from '../../storage/ports/health.js';
 import { domainOf } from '../smtp/address.js';
-import type { SubmittedMessage } from '../smtp/submission-listener.js';
-import { senderIdentity } from '../../filters/outbound-verdicts.js';
-import type { AcceptedOutbound } from '../queue/accepted-message.js';
-import { signMessage } from './dkim-sign.js';
-import { afterCommit, blockRefusal, contentRefusal, findBlock, scanRecord, screenMessages } from './screening.js';
-import { effectiveLimit, newSendRequestId, type SendDeps } from './send.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
+import type { SubmittedMessage } from '../smtp/submission-listener.js';
+import { asciiDomain } from './mailbox.js';
+import { newSendRequestId, runOutbound, type Composition, type RecipeDeps } from './outbound-recipe.js';
+import type { Identity, OutboundVerdict } from './outbound-verdict.js';
+import { originatorName, readOriginators } from './originators.js';
 
-/** The addresses of every From field (RFC 5322 §3.6.2 allows a list), lower-cased domains. */
-export function fromDomains(raw: Buffer): { addresses: string[]; domains: string[] } {
-  const { headers } = splitMessage(raw);
-  const addresses = headerValues(headers, 'from')
-    .flatMap((v) => addressparser(v, { flatten: true }) as { address?: string }[])
-    .map((a) => a.address ?? '')
-    .filter((a) => a.includes('@'));
-  return { addresses, domains: [...new Set(addresses.map(domainOf))] };
-}
+/** The recipe's dependencies and our host name (the right-hand side of a Message-ID we add). */
+export type SubmissionDeps = RecipeDeps & { config: Pick<Config, 'smtp'> };
 
 /**
- * Runs the recipe for one submitted message and returns the reply to DATA. Steps: suspended or over the monthly
- * limit → 550; the From header must name at least one address and every From domain must pass Domain Lockdown for
- * the account (the envelope sender was checked at MAIL FROM) → `550 5.7.1` (a DNS failure of that look-up →
- * `451 4.4.3`); the listener's Received field prepended; Date and Message-ID added when missing
- * (RFC 5322 §3.6; RFC 6409 §8.3 lets a submission server add them); DKIM-signed with the account's active key for
- * the first From domain; a blocked sender identity (`<handle>|x-authuser|<user name>`) → `550 5.7.1`; scanned
- * (a scanner down under `tempfail` → `451 4.7.1`; CONFIRMED spam or virus → `550 5.7.1`, logged, not queued);
- * suppressed recipients dropped with an event; queued durably before `250` with `auth` = user name, `upstream` =
- * client IP, `upstream_hostname` = client name and `sender_id` = the identity. A storage failure answers
- * `451 4.3.0` and nothing was queued.
+ * Runs the outbound recipe for one submitted message and returns the reply to DATA. The account is read again (it
+ * may have been suspended or deleted since the session authenticated). Composition: every originator field — From
+ * (required, RFC 5322 §3.6), Sender, Resent-From, Resent-Sender — must be strict RFC 5322 address syntax; their
+ * domains and the envelope sender's (checked at MAIL FROM already) pass Domain Lockdown; the listener's Received
+ * field is prepended and Date and Message-ID added when missing (RFC 5322 §3.6; RFC 6409 §8.3 lets a submission
+ * server add them); the account's active key for the first From domain signs. The log row carries `auth` = user
+ * name, `upstream` = client IP, `upstream_hostname` = client name and `sender_id` = `<handle>|x-authuser|<user>`.
+ * Replies (`submissionReply`): `250` once queued durably; `550 5.7.1` suspended, over the limit, a domain not
+ * authorized, a blocked sender or CONFIRMED spam or virus; `550 5.6.0` no From; `550 5.1.7` an originator field
+ * that is not RFC 5322; `451 4.4.3` a lockdown look-up that failed (DNS); `451 4.7.1` a scanner down under
+ * `tempfail`; `451 4.3.0` the commit failed, nothing queued.
  */
-export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Promise<SmtpReply> {
-  // Read the account again: it may have been suspended or deleted since this session authenticated.
-  const account = await deps.accounts.findById(msg.account.id);
-  if (!account || account.deleted_at !== null || account.enabled !== 1) {
-    return REPLY.accountSuspended;
+export async function runSubmission(deps: SubmissionDeps, msg: SubmittedMessage): Promise<SmtpReply> {
+  try {
+    const verdict = await runOutbound(deps, {
+      account: await deps.accounts.findById(msg.account.id),
+      sendRequestId: newSendRequestId(),
+      origin: { auth: msg.username, upstream: msg.clientIp, upstreamHostname: msg.clientName || null, clientIp: msg.clientIp, helo: msg.clientName },
+      messageCount: 1,
+      dryRun: false,
+      perMessage: false,
+      // The listener checked the envelope; nothing of the request is left to check before composing.
+      prepare: async () => ({ ok: true, compose: () => composeSubmitted(deps, msg) }),
+    });
+    return submissionReply(verdict);
+  } catch (err) {
+    // A storage failure (locked, disk full) of the commit: nothing was accepted, the client retries.
+    if (storageFailure(err)) return REPLY.notQueued;
+    throw err;
   }
-  const limit = await effectiveLimit(deps.accounts, account);
-  if (limit !== null && (await deps.accounts.usage(account.id, usagePeriod(deps.now()))) + 1 > limit) {
-    return REPLY.sendLimitReached;
-  }
+}
 
-  const from = fromDomains(msg.raw);
-  if (from.domains.length === 0) return REPLY.noFromAddress;
-  for (const domain of from.domains) {
-    const verdict = await deps.lockdown(domain, account);
-    // A DNS failure of the look-up is temporary (invariant 3): the app retries; REST answers 403 for the same case.
-    if (verdict.reason === 'lockdown-dns-error') return REPLY.fromDomainUnverifiable(domain);
-    if (verdict.action !== 'pass') return REPLY.fromDomainNotAuthorized(domain);
-  }
+/** The composition step of a submission: the one draft of the message, or why it cannot be sent as it is. */
+async function composeSubmitted(deps: SubmissionDeps, msg: SubmittedMessage): Promise<Composition> {
+  const { headers } = splitMessage(msg.raw);
+  // Header bytes are kept as latin1; originator fields are read as the UTF-8 they are written in (RFC 6532).
+  const utf8 = (value: string) => Buffer.from(value, 'latin1').toString('utf8');
+  const originators = readOriginators(headers.map((h) => ({ name: h.name, value: utf8(h.value) })));
+  if (headerValues(headers, 'from').length === 0) return { ok: false, verdict: { action: 'reject', reason: 'no-from-address' } };
+  if (!originators.ok) return { ok: false, verdict: { action: 'reject', reason: 'invalid-originator', field: originators.field } };
+  const from = originators.mailboxes.filter((o) => o.field === 'from').map((o) => o.mailbox);
 
   // RFC 6409 §8.1, §8.3: a submission server may add a missing Date and Message-ID.
-  const { headers } = splitMessage(msg.raw);
   let messageId = /<([^<>\s]+)>/.exec(headerValues(headers, 'message-id')[0] ?? '')?.[1];
   const added: string[] = [];
   if (headerValues(headers, 'date').length === 0) added.push(`Date: ${new Date(deps.now()).toUTCString().replace('GMT', '+0000')}`);
@@ -65,84 +67,86 @@ export async function runSubmission(deps: SendDeps, msg: SubmittedMessage): Prom
     added.push(`Message-ID: <${messageId}>`);
   }
   const prefix = (msg.trace ?? '') + added.map((h) => `${h}\r\n`).join('');
-  // Signed, the parts are joined once with the signature (a message of up to 30 MB is copied once, not twice).
-  const parts = prefix ? [Buffer.from(prefix, 'utf8'), msg.raw] : [msg.raw];
-
-  const accountIds = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
-  const key = await deps.dkim.findSigningKey(accountIds, from.domains[0]!, deps.now());
-  const raw = key
-    ? await signMessage(parts, { domain: key.domain, selector: key.selector, privateKeyPem: key.private_key })
-    : parts.length === 1
-      ? msg.raw
-      : Buffer.concat(parts);
-
-  const subject = headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null;
-  const sendRequestId = newSendRequestId();
-  const senderId = senderIdentity(account.handle, msg.username);
-  const record = (extra: Partial<AcceptedOutbound>): AcceptedOutbound => ({
-    kind: 'outbound',
-    account: { id: account.id, handle: account.handle },
-    sendRequestId,
-    messageId,
-    mailFrom: msg.mailFrom,
-    fromEmail: from.addresses[0] ?? null,
-    subject,
-    campaignId: null,
-    transactional: true,
-    raw,
-    auth: msg.username,
-    upstream: msg.clientIp,
-    upstreamHostname: msg.clientName || null,
-    senderId,
-    recipients: msg.rcptTo,
-    ...extra,
-  });
-  const commit = async (r: AcceptedOutbound): Promise<boolean> => {
-    try {
-      await deps.queue.accept([r]);
-      return true;
-    } catch {
-      return false;
-    }
+  const envelope: Identity[] = msg.mailFrom === '' ? [] : [{ field: 'envelope-from', domain: asciiDomain(domainOf(msg.mailFrom)) ?? domainOf(msg.mailFrom) }];
+  return {
+    ok: true,
+    drafts: [
+      {
+        index: 0,
+        messageId,
+        mailFrom: msg.mailFrom,
+        fromEmail: from[0]!.address,
+        fromDomain: from[0]!.domain,
+        identities: [...originators.mailboxes.map(({ field, mailbox }) => ({ field, domain: mailbox.domain })), ...envelope],
+        transactional: true,
+        // Signed, the parts are joined once with the signature (a message of up to 30 MB is copied once, not twice).
+        parts: prefix ? [Buffer.from(prefix, 'utf8'), msg.raw] : [msg.raw],
+        subject: headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null,
+        campaignId: null,
+        recipients: msg.rcptTo,
+        user: msg.username,
+      },
+    ],
   };
+}
 
-  const block = await findBlock(deps.screening, account, [senderId]);
-  if (block) {
-    const refusal = blockRefusal(block);
-    return (await commit(record({ refusal }))) ? REPLY.outboundRefused(refusal.reason) : REPLY.notQueued;
+/** The name of the field an identity came from, as a reply names it. */
+function fieldName(identity: Identity): string {
+  switch (identity.field) {
+    case 'envelope-from':
+      return 'Envelope sender';
+    case 'dkim-domain':
+      return 'DKIM';
+    default:
+      return originatorName(identity.field);
   }
+}
 
-  const screened = await screenMessages(deps.screening, account, [
-    {
-      raw,
-      senderId,
-      user: msg.username,
-      fromDomain: from.domains[0]!,
-      dkimDomain: key?.domain ?? null,
-      mailFrom: msg.mailFrom,
-      rcptTo: msg.rcptTo,
-      clientIp: msg.clientIp,
-      helo: msg.clientName,
-      queueId: messageId,
-    },
-  ]);
-  const verdict = screened.verdicts[0]!;
-  if (screened.tempfail) return REPLY.contentScannerDown;
-  const refusal = contentRefusal(verdict);
-  if (refusal) {
-    const refused = record({ refusal, scan: scanRecord(verdict) });
-    if (!(await commit(refused))) return REPLY.notQueued;
-    await afterCommit(deps.screening, [{ record: refused, verdict }]);
-    return REPLY.outboundRefused(refusal.reason);
+/**
+ * The reply to DATA for a verdict, from the one reply catalogue (mta/smtp/replies.ts). The envelope sender keeps
+ * its MAIL FROM replies. Verdicts submission never meets (a dry run, REST's request rules) answer `451 4.3.0`:
+ * unknown means temporary.
+ */
+export function submissionReply(v: OutboundVerdict): SmtpReply {
+  switch (v.action) {
+    case 'accept':
+      return REPLY.queued(v.sendRequestId);
+    case 'render':
+      return REPLY.tempfail;
+    case 'tempfail':
+      switch (v.reason) {
+        case 'domain-unverifiable':
+          return v.identity.field === 'envelope-from'
+            ? REPLY.senderDomainUnverifiable(v.identity.domain)
+            : REPLY.originatorUnverifiable(fieldName(v.identity), v.identity.domain);
+        case 'scanner-unavailable':
+          return REPLY.contentScannerDown;
+        case 'not-queued':
+          return REPLY.notQueued;
+      }
+      return REPLY.tempfail;
+    case 'reject':
+      switch (v.reason) {
+        case 'account-suspended':
+          return REPLY.accountSuspended;
+        case 'send-limit-reached':
+          return REPLY.sendLimitReached;
+        case 'no-from-address':
+          return REPLY.noFromAddress;
+        case 'invalid-originator':
+          return REPLY.originatorSyntax(originatorName(v.field));
+        case 'domain-not-authorized':
+          return v.identity.field === 'envelope-from'
+            ? REPLY.senderDomainNotAuthorized(v.identity.domain)
+            : REPLY.originatorNotAuthorized(fieldName(v.identity), v.identity.domain);
+        case 'sender-blocked':
+        case 'content-refused':
+          return REPLY.outboundRefused(v.refusal.reason);
+        case 'message-too-large':
+          return REPLY.messageTooBig(v.limit);
+        case 'invalid-request':
+        case 'dkim-key-unavailable':
+          return REPLY.tempfail;
+      }
   }
-
-  const dropped = new Map<string, { status: string; reason: string }>();
-  for (const rcpt of msg.rcptTo) {
-    const v = decideSuppression(await deps.suppressions.isSuppressed([account.id], rcpt, true));
-    if (v.action === 'drop') dropped.set(rcpt, { status: v.status, reason: v.reason });
-  }
-  const accepted = record({ dropped, scan: scanRecord(verdict) });
-  if (!(await commit(accepted))) return REPLY.notQueued;
-  await afterCommit(deps.screening, [{ record: accepted, verdict }]);
-  return REPLY.queued(sendRequestId);
 }

@@ -26,7 +26,7 @@ export interface TrackingDomainDeps {
   now: () => number;
 }
 
-/** What a client must publish before a hostname verifies (202 body; token fields only while the TXT is missing). */
+/** What a client must publish before a hostname verifies (the answer while DNS does not verify; token fields only while the TXT is missing). */
 export interface DnsSetupRequired {
   instructions: string;
   token?: string;
@@ -37,10 +37,15 @@ export interface DnsSetupRequired {
 /** The outcome of DNS verification: verified, or what is still missing. */
 export type Verification = { ok: true } | { ok: false; setup: DnsSetupRequired; problems: string[] };
 
+/**
+ * What became of a register or update, with a stable reason (the route maps it to its status): `active` with the
+ * domain; `dns-setup-required` with what to publish (nothing stored or changed); or a refusal — `invalid-hostname`,
+ * `not-found`, `name-taken` (in this account), `hostname-taken` (for this scope, by anyone) — with its text.
+ */
 export type DomainResult =
-  | { status: 200 | 201; domain: TrackingDomainRow }
-  | { status: 202; setup: DnsSetupRequired }
-  | { status: 400 | 404 | 409; error: string };
+  | { outcome: 'active'; domain: TrackingDomainRow }
+  | { outcome: 'dns-setup-required'; setup: DnsSetupRequired }
+  | { outcome: 'refused'; reason: 'invalid-hostname' | 'not-found' | 'name-taken' | 'hostname-taken'; error: string };
 
 /**
  * The verification token of `hostname` for `accountId`: HMAC-derived, so it is the same on every attempt (nothing
@@ -99,15 +104,15 @@ export async function verifyHostname(deps: TrackingDomainDeps, accountId: number
   };
 }
 
-const conflictText = (c: 'name' | 'hostname', d: { name: string; hostname: string; scope: string }) =>
+const conflict = (c: 'name' | 'hostname', d: { name: string; hostname: string; scope: string }): DomainResult =>
   c === 'name'
-    ? `a custom tracking domain named "${d.name}" already exists`
-    : `${d.hostname} is already registered for ${d.scope} tracking`;
+    ? { outcome: 'refused', reason: 'name-taken', error: `a custom tracking domain named "${d.name}" already exists` }
+    : { outcome: 'refused', reason: 'hostname-taken', error: `${d.hostname} is already registered for ${d.scope} tracking` };
 
 /**
- * POST /custom-tracking-domains: 400 for a bad hostname, 409 when the account has the name or anyone has the
- * hostname+scope (checked before DNS), 201 with the active domain when DNS verifies, else 202 with what to publish
- * (nothing is stored: the same request, repeated once DNS is in place, gives 201).
+ * POST /custom-tracking-domains: `invalid-hostname`; `name-taken` when the account has the name, `hostname-taken`
+ * when anyone has the hostname+scope (checked before DNS); `active` when DNS verifies, else `dns-setup-required`
+ * with what to publish (nothing is stored: the same request, repeated once DNS is in place, gives `active`).
  */
 export async function registerTrackingDomain(
   deps: TrackingDomainDeps,
@@ -115,20 +120,20 @@ export async function registerTrackingDomain(
   req: { name: string; hostname: string; scope: TrackingScope },
 ): Promise<DomainResult> {
   const hostname = normaliseDomain(req.hostname);
-  if (!hostname) return { status: 400, error: `hostname: "${req.hostname}" is not a host name (e.g. click.example.com)` };
+  if (!hostname) return { outcome: 'refused', reason: 'invalid-hostname', error: `hostname: "${req.hostname}" is not a host name (e.g. click.example.com)` };
   const d = { name: req.name, hostname, scope: req.scope };
-  const conflict = await deps.store.conflict(account.id, d);
-  if (conflict) return { status: 409, error: conflictText(conflict, d) };
+  const taken = await deps.store.conflict(account.id, d);
+  if (taken) return conflict(taken, d);
   const v = await verifyHostname(deps, account.id, hostname);
-  if (!v.ok) return { status: 202, setup: v.setup };
+  if (!v.ok) return { outcome: 'dns-setup-required', setup: v.setup };
   const res = await deps.store.insert(account.id, d, deps.now());
-  if (!res.ok) return { status: 409, error: conflictText(res.conflict, d) };
-  return { status: 201, domain: res.row };
+  if (!res.ok) return conflict(res.conflict, d);
+  return { outcome: 'active', domain: res.row };
 }
 
 /**
- * PATCH /custom-tracking-domains/{hostname}/{scope}: a new name (409 when the account has it) and/or status.
- * Re-activating a disabled domain checks DNS again: when it fails, 202 with what to publish and nothing changes.
+ * PATCH /custom-tracking-domains/{hostname}/{scope}: a new name (`name-taken` when the account has it) and/or
+ * status. Re-activating a disabled domain checks DNS again: when it fails, `dns-setup-required` and nothing changes.
  */
 export async function updateTrackingDomain(
   deps: TrackingDomainDeps,
@@ -138,15 +143,15 @@ export async function updateTrackingDomain(
 ): Promise<DomainResult> {
   const hostname = normaliseDomain(key.hostname);
   const row = hostname ? await deps.store.find(account.id, hostname, key.scope) : undefined;
-  if (!hostname || !row) return { status: 404, error: `no custom tracking domain ${key.hostname} for ${key.scope}` };
+  if (!hostname || !row) return { outcome: 'refused', reason: 'not-found', error: `no custom tracking domain ${key.hostname} for ${key.scope}` };
   const next = { name: change.name ?? row.name, status: change.status ?? row.status };
   if (next.status === 'active' && row.status !== 'active') {
     const v = await verifyHostname(deps, account.id, hostname);
-    if (!v.ok) return { status: 202, setup: v.setup };
+    if (!v.ok) return { outcome: 'dns-setup-required', setup: v.setup };
   }
   const res = await deps.store.update(row, next, deps.now());
-  if (!res.ok) return { status: 409, error: conflictText('name', { ...row, name: next.name }) };
-  return { status: 200, domain: res.row };
+  if (!res.ok) return conflict('name', { ...row, name: next.name });
+  return { outcome: 'active', domain: res.row };
 }
 
 /** The wire form of a domain (CTD, api.md §2.4). */

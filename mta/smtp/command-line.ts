@@ -1,4 +1,5 @@
-// Owns judging one raw SMTP command line before smtp-server decodes it: TLS or HTTP instead of SMTP, invalid UTF-8.
+// Owns judging one raw SMTP command line before smtp-server decodes it: TLS or HTTP instead of SMTP, invalid UTF-8
+// (in the line or in the SASL credentials it carries), and whether it is a junk command.
 import { isUtf8 } from 'node:buffer';
 
 /** What a command line must not be; see `judgeCommandLine`. */
@@ -35,4 +36,30 @@ export function judgeCommandLine(line: Buffer, inSasl: boolean): CommandLineFaul
   }
   if (line.includes(0) || !isUtf8(line)) return 'bad-utf8';
   return undefined;
+}
+
+/**
+ * True when a line carrying SASL credentials decodes to bytes that are not UTF-8: the initial response of
+ * `AUTH <mechanism> <base64>`, or (`inSasl`) a line answering an AUTH challenge. smtp-server decodes them with
+ * `toString()`, which would turn invalid sequences into U+FFFD and compare that; RFC 4616 §2 makes the PLAIN
+ * identities and password UTF-8 (LOGIN's username and password the same), so such credentials are refused before any
+ * password is checked. `*` (cancel, RFC 4954 §4) and an empty response carry nothing.
+ */
+export function saslCredentialsNotUtf8(line: Buffer, inSasl: boolean): boolean {
+  const text = line.toString('latin1').trim();
+  const b64 = inSasl ? text : /^AUTH[ \t]+[A-Za-z0-9_-]+[ \t]+(\S+)$/i.exec(text)?.[1];
+  if (b64 === undefined || b64 === '*') return false;
+  return !isUtf8(Buffer.from(b64, 'base64'));
+}
+
+/**
+ * Commands that keep a session alive without moving mail (Postfix smtpd_junk_command_limit counts NOOP, VRFY, ETRN
+ * and RSET; HELP is the same kind). EXPN and ETRN are not implemented, so they count as unrecognized instead.
+ */
+const JUNK = new Set(['NOOP', 'RSET', 'VRFY', 'HELP']);
+
+/** True when the command line (not a SASL continuation) is a junk command: see JUNK. */
+export function isJunkCommand(line: Buffer): boolean {
+  const verb = /^[A-Za-z]+(?=[ \t]|$)/.exec(line.subarray(0, 8).toString('latin1'))?.[0];
+  return verb !== undefined && JUNK.has(verb.toUpperCase());
 }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import type { HostPort } from '../../config/keys.js';
 import { replyClass, type Metrics } from '../metrics.js';
-import { installSmtpServerSeam, seamOptions } from './smtp-server-seam.js';
+import { installSmtpServerSeam, seamOptions, type SessionLimits } from './smtp-server-seam.js';
 
 export interface SmtpListener {
   readonly name: string;
@@ -21,11 +21,13 @@ export interface SmtpListener {
 
 /**
  * Extra listener options: `greetDelayMs` replaces smtp-server's fixed 100 ms early-talker pause before the 220;
- * `metrics` counts sessions and replies under the listener's name.
+ * `metrics` counts sessions and replies under the listener's name; `sessionLimits` sets the junk-command limit and
+ * the session deadline (smtp.junk_command_limit, smtp.session_deadline_minutes).
  */
 export interface ListenerExtras {
   greetDelayMs?: number;
   metrics?: Metrics;
+  sessionLimits?: SessionLimits;
 }
 
 /**
@@ -45,6 +47,7 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
         session: () => extras.metrics?.smtpSessions.inc({ listener: name }),
         reply: (code) => extras.metrics?.smtpReplies.inc({ listener: name, class: replyClass(code) }),
       },
+      extras.sessionLimits,
     ),
   });
   return new Promise((resolve, reject) => {

@@ -31,6 +31,13 @@ export const REPLY = Object.freeze({
   httpRequest: (name: string) => reply(421, '4.7.0', `${name} HTTP requests not allowed, closing connection`),
   /** Ten unrecognized or undecodable command lines: the client does not talk SMTP. */
   tooManyUnrecognized: reply(421, '4.7.0', 'Error: too many unrecognized commands'),
+  /**
+   * More than `smtp.junk_command_limit` NOOP, RSET, VRFY or HELP since the last message (Postfix
+   * smtpd_junk_command_limit): a client keeping a session open without sending mail.
+   */
+  tooManyJunkCommands: reply(421, '4.7.0', 'Error: too many NOOP, RSET, VRFY or HELP commands, closing connection'),
+  /** A command after `smtp.session_deadline_minutes` (Stalwart's session max-duration); 4.4.2 as Postfix's timeouts. */
+  sessionDeadline: reply(421, '4.4.2', 'Error: session time limit exceeded, closing connection'),
   /** RFC 6531 §3.3: invalid UTF-8 or a NUL in a command line (Postfix: "500 5.5.2 Error: bad UTF-8 syntax"). */
   badUtf8: reply(500, '5.5.2', 'bad UTF-8 syntax'),
   /** Below the minimum DATA rate (Postfix smtpd_min_data_rate); RFC 3463 4.4.2 bad connection. Closes the session. */
@@ -44,8 +51,16 @@ export const REPLY = Object.freeze({
   mustStartTls: reply(530, '5.7.0', 'Must issue a STARTTLS command first'),
   /** RFC 4954 §6: MAIL (or DATA) before AUTH on submission; also smtp-server's own `authRequiredMessage`. */
   authRequired: reply(530, '5.7.0', 'Authentication required'),
-  /** Too many failed AUTH attempts from one address or for one user name; smtp-server closes after a 421. */
+  /**
+   * Too many failed AUTH attempts from the client's address (an IPv6 /64), or for this user name from it
+   * (mta/smtp/auth-throttle.ts); smtp-server closes after a 421.
+   */
   tooManyAuthFailures: reply(421, '4.7.0', 'Too many failed authentication attempts, try again later'),
+  /**
+   * RFC 4616 §2 (PLAIN) and the LOGIN draft: the identities and the password are UTF-8; credentials that decode to
+   * anything else are refused, never compared with replacement characters. 5.5.2 syntax error, as Postfix for bad UTF-8.
+   */
+  authNotUtf8: reply(501, '5.5.2', 'Authentication credentials are not valid UTF-8'),
   /** RFC 4954 §6: bad credentials, or a suspended sub-account. */
   authInvalid: reply(535, '5.7.8', 'Authentication credentials invalid'),
   /** RFC 6531 §3.5: a non-ASCII address in a transaction that did not declare SMTPUTF8. */
@@ -97,11 +112,19 @@ export const REPLY = Object.freeze({
   sendLimitReached: reply(550, '5.7.1', 'monthly send limit reached for this account'),
   /** Submission: RFC 5322 §3.6 requires a From field with an address. */
   noFromAddress: reply(550, '5.6.0', 'message has no From address (RFC 5322 section 3.6)'),
-  /** Submission: Domain Lockdown of a From domain could not be looked up (DNS failure): temporary. */
-  fromDomainUnverifiable: (domain: string) =>
-    reply(451, '4.4.3', `cannot verify that From domain ${domain} may be used by this account now, try again later`),
-  /** Submission: Domain Lockdown refuses a From domain for this account. */
-  fromDomainNotAuthorized: (domain: string) => reply(550, '5.7.1', `From domain ${domain} is not authorized for this account`),
+  /**
+   * Submission: RFC 3463 X.1.7 bad sender's mailbox address syntax — an originator field (From, Sender, Resent-From,
+   * Resent-Sender; RFC 5322 §3.6.2, §3.6.6) that is not RFC 5322 address syntax, e.g. `a@b.test@alpha.test`.
+   */
+  originatorSyntax: (field: string) => reply(550, '5.1.7', `${field} field is not RFC 5322 address syntax`),
+  /**
+   * Submission: Domain Lockdown of an originator field's domain could not be looked up (DNS failure): temporary,
+   * RFC 3463 X.4.3 directory server failure.
+   */
+  originatorUnverifiable: (field: string, domain: string) =>
+    reply(451, '4.4.3', `cannot verify that ${field} domain ${domain} may be used by this account now, try again later`),
+  /** Submission: Domain Lockdown refuses an originator field's domain (From, Sender, Resent-*) for this account. */
+  originatorNotAuthorized: (field: string, domain: string) => reply(550, '5.7.1', `${field} domain ${domain} is not authorized for this account`),
   /**
    * Submission: abuse control refused the message — CONFIRMED spam or virus, or a blocked sender identity — with
    * the refusal's own text (mta/outbound/screening.ts, the same as REST's 403); nothing queued.

@@ -1,9 +1,10 @@
 // Owns every reach-in into smtp-server's private parts: the overrides of SMTPConnection.prototype (greeting delay and
-// client limit, closing a session, strict command lines, one RFC 3463 status per reply) and the check that they fit.
+// client limit, closing a session, strict command lines and SASL credentials, the junk-command limit and the session
+// deadline, one RFC 3463 status per reply) and the check that they fit.
 // The version is pinned in package.json; test/mta/smtp/listener.test.ts fails when an upgrade moves what they use.
 import type { SMTPServerOptions } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection';
-import { judgeCommandLine, looksLikeTlsHello } from './command-line.js';
+import { isJunkCommand, judgeCommandLine, looksLikeTlsHello, saslCredentialsNotUtf8 } from './command-line.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { wireText } from './smtp-server-reply.js';
 
@@ -21,6 +22,31 @@ const CLOSE = Symbol.for('sluice.closeSession');
 const OURS = Symbol.for('sluice.listener');
 // The listener's observers (metrics): told of each session and each reply, from the one place every reply passes.
 const OBSERVE = Symbol.for('sluice.observe');
+// The session limits smtp-server has no option for (NOOP, RSET, VRFY and HELP each re-arm its idle timer, without end).
+const LIMITS = Symbol.for('sluice.sessionLimits');
+
+/**
+ * Limits on a whole session, checked at each command line (not a SASL continuation): more than `junkCommands` junk
+ * commands (NOOP, RSET, VRFY, HELP) since the last message ended → `421 4.7.0` (Postfix smtpd_junk_command_limit,
+ * which also counts from the last delivered mail); a command once `deadlineMs` have passed since the connection →
+ * `421 4.4.2`. Both close the connection. A session idle past the deadline is closed by the idle timeout, and a
+ * DATA transfer under way is never cut by the deadline (its size cap and minimum rate bound it): the reply to the
+ * next command is the 421. `now` is the injected clock.
+ */
+export interface SessionLimits {
+  junkCommands: number;
+  /** Infinity: no deadline. */
+  deadlineMs: number;
+  now: () => number;
+}
+
+/** Per connection: when it began, its junk commands since the last message, and the message count they follow. */
+interface SessionCount {
+  startedAt: number;
+  junk: number;
+  transactions: number;
+}
+const counts = new WeakMap<object, SessionCount>();
 
 /** What a listener is told: each accepted connection, each reply code written. */
 export interface SessionObserver {
@@ -28,9 +54,12 @@ export interface SessionObserver {
   reply(code: number): void;
 }
 
-/** The options that put a server under the overrides, with `greetDelayMs` instead of the library's 100 ms. */
-export function seamOptions(greetDelayMs: number, observer?: SessionObserver): SMTPServerOptions {
-  return { [GREET_DELAY]: greetDelayMs, [OURS]: true, [OBSERVE]: observer } as SMTPServerOptions;
+/**
+ * The options that put a server under the overrides, with `greetDelayMs` instead of the library's 100 ms, the
+ * observer and the session limits (none: no junk-command limit, no deadline).
+ */
+export function seamOptions(greetDelayMs: number, observer?: SessionObserver, limits?: SessionLimits): SMTPServerOptions {
+  return { [GREET_DELAY]: greetDelayMs, [OURS]: true, [OBSERVE]: observer, [LIMITS]: limits } as SMTPServerOptions;
 }
 
 /** Sends `reply` (a 421: smtp-server then closes, RFC 5321 §3.8) on the session's connection. False for a foreign session. */
@@ -75,6 +104,7 @@ export const SMTP_CONNECTION_FIELDS = {
   _upgrading: 'boolean',
   _nextHandler: 'boolean', // false between commands; a function while AUTH or DATA is in progress
   _unrecognizedCommands: 'number',
+  _transactionCounter: 'number', // messages whose DATA ended on this connection
 } as const;
 
 /**
@@ -104,6 +134,22 @@ const NO_STATUS_CONTEXTS = new Set(['HELO', 'EHLO', 'LHLO']);
 const optionsOf = (conn: SMTPConnection) => conn._server.options as unknown as Record<string | symbol, unknown>;
 const isOurs = (conn: SMTPConnection) => optionsOf(conn)[OURS] === true;
 const observerOf = (conn: SMTPConnection) => optionsOf(conn)[OBSERVE] as SessionObserver | undefined;
+const limitsOf = (conn: SMTPConnection) => optionsOf(conn)[LIMITS] as SessionLimits | undefined;
+
+/** The limit a command line breaks (see SessionLimits), counting it as junk when it is. */
+function brokenLimit(conn: SMTPConnection, limits: SessionLimits, command: Buffer): SmtpReply | undefined {
+  const count = counts.get(conn);
+  if (!count) return undefined;
+  if (limits.now() - count.startedAt >= limits.deadlineMs) return REPLY.sessionDeadline;
+  const transactions = (conn as unknown as { _transactionCounter: number })._transactionCounter;
+  if (transactions !== count.transactions) {
+    // A message ended (accepted or refused): the client is sending mail, not stalling; count afresh (as Postfix).
+    count.transactions = transactions;
+    count.junk = 0;
+  }
+  if (isJunkCommand(command) && ++count.junk > limits.junkCommands) return REPLY.tooManyJunkCommands;
+  return undefined;
+}
 const sendReply = (conn: SMTPConnection, reply: SmtpReply) => conn.send(reply.code, wireText(reply));
 
 let installed = false;
@@ -122,6 +168,8 @@ export function installSmtpServerSeam(): void {
     Object.defineProperty(this.session, CLOSE, { value: (reply: SmtpReply) => sendReply(this, reply) });
     const ours = isOurs(this);
     if (ours) observerOf(this)?.session();
+    const limits = ours ? limitsOf(this) : undefined;
+    if (limits) counts.set(this, { startedAt: limits.now(), junk: 0, transactions: 0 });
     if (ours && !this.secure) {
       // A ClientHello has no line break to wait for (or one by chance): judge the very first bytes as they arrive.
       // Registered before smtp-server pipes the socket into its parser, so it runs first; once the 421 closes the
@@ -164,8 +212,22 @@ export function installSmtpServerSeam(): void {
     if (!isOurs(this) || this._upgrading || !this._ready || this._server._closeTimeout) {
       return libraryOnCommand.call(this, command, callback);
     }
-    const fault = judgeCommandLine(command, this._nextHandler !== false);
-    if (!fault) return libraryOnCommand.call(this, command, callback);
+    const inSasl = this._nextHandler !== false;
+    const fault = judgeCommandLine(command, inSasl);
+    const next = () => setImmediate(() => this._whenWritable(callback ?? (() => undefined)));
+    if (!fault) {
+      if (saslCredentialsNotUtf8(command, inSasl)) {
+        // Refused before smtp-server decodes them (with U+FFFD) and hands them to onAuth; the exchange ends here.
+        this._nextHandler = false;
+        sendReply(this, REPLY.authNotUtf8);
+        return next();
+      }
+      const limits = limitsOf(this);
+      const broken = limits && !inSasl ? brokenLimit(this, limits, command) : undefined;
+      // 421: smtp-server closes the connection after it (RFC 5321 §3.8).
+      if (broken) return sendReply(this, broken);
+      return libraryOnCommand.call(this, command, callback);
+    }
     // Not SMTP at all: 421 ends the session (RFC 5321 §3.8), as smtp-server does for `GET / HTTP/1.1`.
     if (fault === 'tls-handshake') return sendReply(this, REPLY.tlsOnPlaintextPort(this.name));
     if (fault === 'http-request') return sendReply(this, REPLY.httpRequest(this.name));
@@ -175,6 +237,6 @@ export function installSmtpServerSeam(): void {
     if (++this._unrecognizedCommands >= 10) return sendReply(this, REPLY.tooManyUnrecognized);
     // RFC 6531 §3.3; nothing of the line is used.
     sendReply(this, REPLY.badUtf8);
-    setImmediate(() => this._whenWritable(callback ?? (() => undefined)));
+    next();
   };
 }

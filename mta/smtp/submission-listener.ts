@@ -1,20 +1,16 @@
-// Owns the submission listener's SMTP session: AUTH after TLS with failure limits, sender authorization, limits.
+// Owns the submission listener's SMTP session: AUTH after TLS with failure throttling, sender authorization, limits.
 import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
+import { createAuthThrottle, type AuthThrottle } from './auth-throttle.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
 import { logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer, toSmtpServerError, wireText } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
-
-/** Failed AUTH attempts allowed per client address and per user name within AUTH_FAILURE_WINDOW_MS. */
-export const AUTH_FAILURE_LIMIT = 5;
-/** The sliding window of AUTH_FAILURE_LIMIT (15 minutes). */
-export const AUTH_FAILURE_WINDOW_MS = 15 * 60_000;
 
 /** Defaults of the optional limits in SubmissionPolicy. */
 export const SUBMISSION_DEFAULTS = Object.freeze({
@@ -24,6 +20,7 @@ export const SUBMISSION_DEFAULTS = Object.freeze({
   maxConnections: 1000,
   idleTimeoutMs: 300_000,
   closeTimeoutMs: 30_000,
+  authFailureDelayMs: 1000,
 });
 
 /** What the submission listener hands over at the end of DATA. */
@@ -84,29 +81,11 @@ export interface SubmissionPolicy {
   onMessage?: (msg: SubmittedMessage) => Promise<SmtpReply>;
   now?: () => number;
   logger?: Logger;
-  /** Shared failure counters, so the STARTTLS and implicit-TLS listeners count together. */
-  authFailures?: AuthFailureCounter;
+  /** Shared AUTH failure counters (mta/smtp/auth-throttle.ts), so the STARTTLS and implicit-TLS listeners count together. */
+  authThrottle?: AuthThrottle;
+  /** `smtp.submission.auth_failure_delay_ms`: pause before each 535 (default 1000; 0 answers at once). */
+  authFailureDelayMs?: number;
 }
-
-/** Counts failed AUTH attempts per key (client IP, user name) in a sliding window; clock injected. */
-export function createAuthFailureCounter(now: () => number = Date.now) {
-  const failures = new Map<string, number[]>();
-  const recent = (key: string) => (failures.get(key) ?? []).filter((at) => at > now() - AUTH_FAILURE_WINDOW_MS);
-  return {
-    /** True once `key` has used up its failures in the window. */
-    blocked(key: string): boolean {
-      return recent(key).length >= AUTH_FAILURE_LIMIT;
-    },
-    /** Records one failure for `key` now. */
-    record(key: string): void {
-      const list = recent(key);
-      list.push(now());
-      failures.set(key, list);
-      if (failures.size > 100_000) failures.delete(failures.keys().next().value as string); // bounded memory
-    },
-  };
-}
-export type AuthFailureCounter = ReturnType<typeof createAuthFailureCounter>;
 
 /**
  * Checks one RCPT address of an authenticated session with `checkMailbox` ("%" and "!" allowed: we route by MX,
@@ -127,9 +106,11 @@ export function classifySubmissionRecipient(rcpt: string, smtpUtf8: boolean): { 
  *   MAIL answers `530 5.7.0 Must issue a STARTTLS command first` (RFC 3207 §4). With `allowInsecureLoopbackAuth`
  *   a loopback client may AUTH in plaintext.
  * - AUTH PLAIN/LOGIN: bad credentials (unknown handle, wrong, disabled or deleted password, suspended sub-account)
- *   answer `535 5.7.8` (RFC 4954 §6). After AUTH_FAILURE_LIMIT failures in AUTH_FAILURE_WINDOW_MS from one address
- *   or for one user name, every AUTH gets `421 4.7.0` and the connection is closed (Postfix anvil /
- *   smtpd_client_auth_rate_limit spirit), until the window has moved on. Clock injected.
+ *   answer `535 5.7.8` (RFC 4954 §6), each after `authFailureDelayMs`. Failures are counted per client network (IPv4
+ *   address, IPv6 /64) and per (network, user name) (mta/smtp/auth-throttle.ts AUTH_LIMITS); past either limit an
+ *   AUTH from that network (for that name, or at all) gets `421 4.7.0`, one log line, and the connection is closed
+ *   — never the correct password of the same user from another network. Credentials that are not UTF-8: `501
+ *   5.5.2` (mta/smtp/smtp-server-seam.ts). Clock injected.
  * - MAIL before AUTH: `530 5.7.0 Authentication required` (RFC 4954 §6). MAIL FROM domain must pass Domain
  *   Lockdown for the authenticated account: `550 5.7.1`; a DNS failure of the look-up: `451 4.4.3` (unknown means
  *   temporary). The null sender is allowed (the From header is still checked at the end of DATA).
@@ -149,7 +130,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
     maxMimeDepth: policy.maxMimeDepth ?? STRUCTURE_LIMITS.maxMimeDepth,
   });
   const now = policy.now ?? Date.now;
-  const failures = policy.authFailures ?? createAuthFailureCounter(now);
+  const throttle = policy.authThrottle ?? createAuthThrottle({ now });
   const log = (policy.logger ?? pino({ level: 'silent' })).child({ component: 'submission' });
   const caps = createConnectionCaps({
     hostname: policy.hostname,
@@ -212,22 +193,27 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       try {
         if (!authAllowed(session)) return refuse(REPLY.mustStartTls);
         const user = (auth.username ?? '').toLowerCase();
-        const ipKey = `ip:${session.remoteAddress}`;
-        const userKey = `user:${user}`;
-        if (failures.blocked(ipKey) || failures.blocked(userKey)) {
-          log.warn({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth refused: too many failures');
+        const ip = session.remoteAddress;
+        const refused = throttle.check(ip, user);
+        if (refused) {
+          // One line per refusal: which counter (the network's, or this name's from it) and how many failures.
+          log.warn({ sessionId: session.id, ip, user, ...refused }, 'auth refused: too many failures from this address');
           // smtp-server closes the connection after any 421.
           return refuse(REPLY.tooManyAuthFailures);
         }
         const account = auth.username && auth.password ? await policy.authenticate(auth.username, auth.password) : undefined;
         // RFC 4954 §6: 535 5.7.8 for bad credentials; a suspended sub-account is refused the same way.
         if (!account || account.enabled !== 1) {
-          failures.record(ipKey);
-          failures.record(userKey);
-          // warn: a run of these is someone guessing passwords (the counter above closes them out).
-          log.warn({ sessionId: session.id, ip: session.remoteAddress, user }, 'auth failed');
-          return refuse(REPLY.authInvalid);
+          throttle.failed(ip, user);
+          // warn: a run of these is someone guessing passwords (the throttle above closes them out).
+          log.warn({ sessionId: session.id, ip, user }, 'auth failed');
+          // Slows guessing on one connection (Postfix smtpd_error_sleep_time); the connection cap bounds the pauses.
+          const delay = policy.authFailureDelayMs ?? SUBMISSION_DEFAULTS.authFailureDelayMs;
+          if (delay <= 0) return refuse(REPLY.authInvalid);
+          setTimeout(() => refuse(REPLY.authInvalid), delay).unref();
+          return;
         }
+        throttle.succeeded(ip, user);
         sessions.set(session.id, account);
         callback(null, { user: account.handle });
       } catch (err) {

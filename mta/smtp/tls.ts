@@ -1,5 +1,5 @@
-// Owns the TLS certificate pair of the SMTP listeners: which one applies (configured files or a self-signed pair in
-// data_dir), reading and checking it, and noticing when it changes on disk.
+// Owns the TLS certificate pair of the SMTP listeners and of HTTPS: which one applies (configured files, ACME's or a
+// self-signed pair in data_dir), reading and checking it, and noticing when it changes on disk.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { generate } from 'selfsigned';
 import { ConfigError } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
+import { ensurePrivateDir, writePrivateFile } from '../../storage/private-files.js';
 
 export interface TlsPair {
   cert: string;
@@ -108,10 +109,27 @@ export function readTlsFiles(
   return { cert, key, source };
 }
 
-/** `sluice config check`: the configured certificate files exist, parse and match (nothing to check otherwise). */
-export function checkTlsFiles(config: Config): void {
+/**
+ * Which listeners a pair is for: `smtp` (MX and submission), or `http` (HTTPS on http.listen), which takes
+ * http.tls.cert/key when set and otherwise exactly what the SMTP listeners present.
+ */
+export type TlsPurpose = 'smtp' | 'http';
+
+/** The certificate files configured for `purpose`, with the key names errors cite; undefined when none are. */
+function configuredFiles(config: Config, purpose: TlsPurpose): { cert: string; key: string; names: { cert: string; key: string } } | undefined {
+  const own = purpose === 'http' ? config.http.tls : undefined;
+  if (own?.cert !== undefined && own.key !== undefined) return { cert: own.cert, key: own.key, names: { cert: 'http.tls.cert', key: 'http.tls.key' } };
   const { cert, key } = config.smtp.tls;
-  if (cert !== undefined && key !== undefined) readTlsFiles(cert, key, 'config');
+  return cert !== undefined && key !== undefined ? { cert, key, names: { cert: 'smtp.tls.cert', key: 'smtp.tls.key' } } : undefined;
+}
+
+/** `sluice config check`: the configured certificate files (SMTP's, and HTTPS's when on) exist, parse and match. */
+export function checkTlsFiles(config: Config): void {
+  const purposes: TlsPurpose[] = config.http.tls.enabled ? ['smtp', 'http'] : ['smtp'];
+  for (const purpose of purposes) {
+    const f = configuredFiles(config, purpose);
+    if (f) readTlsFiles(f.cert, f.key, 'config', f.names);
+  }
 }
 
 /** The self-signed pair of data_dir/tls, generated for smtp.hostname on first use (0600 key, kept across restarts). */
@@ -124,9 +142,9 @@ async function selfSigned(config: Config): Promise<TlsPair> {
     algorithm: 'sha256',
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: config.smtp.hostname }] }],
   });
-  fs.mkdirSync(f.dir, { recursive: true, mode: 0o700 });
-  fs.writeFileSync(f.key, pems.private, { mode: 0o600 });
-  fs.writeFileSync(f.cert, pems.cert, { mode: 0o644 });
+  ensurePrivateDir(f.dir);
+  writePrivateFile(f.key, pems.private);
+  writePrivateFile(f.cert, pems.cert);
   return { cert: pems.cert, key: pems.private, source: 'generated' };
 }
 
@@ -138,22 +156,22 @@ function acmePair(config: Config): { cert: string; key: string } | undefined {
 }
 
 /**
- * The pair that applies under `config`: smtp.tls.cert/key when set; else ACME's when it has issued one; else the
- * self-signed pair in data_dir/tls.
+ * The pair that applies under `config` for `purpose`: the configured files when set (http.tls.cert/key for HTTPS,
+ * then smtp.tls.cert/key); else ACME's when it has issued one; else the self-signed pair in data_dir/tls.
  */
-export async function loadTlsPair(config: Config): Promise<TlsPair> {
-  const { cert, key } = config.smtp.tls;
-  if (cert !== undefined && key !== undefined) return readTlsFiles(cert, key, 'config');
+export async function loadTlsPair(config: Config, purpose: TlsPurpose = 'smtp'): Promise<TlsPair> {
+  const files = configuredFiles(config, purpose);
+  if (files) return readTlsFiles(files.cert, files.key, 'config', files.names);
   const acme = acmePair(config);
   if (acme) return readTlsFiles(acme.cert, acme.key, 'acme', { cert: 'acme certificate', key: 'acme key' });
   return selfSigned(config);
 }
 
 /** A stamp of the files a pair was read from: a change in any of them means "read again". */
-function stampOf(config: Config): string {
-  const { cert, key } = config.smtp.tls;
+function stampOf(config: Config, purpose: TlsPurpose): string {
+  const configured = configuredFiles(config, purpose);
   const acme = config.acme.directoryUrl === undefined ? undefined : acmeFiles(config.dataDir);
-  const files = cert !== undefined && key !== undefined ? [cert, key] : acme ? [acme.cert, acme.key] : [];
+  const files = configured ? [configured.cert, configured.key] : acme ? [acme.cert, acme.key] : [];
   return files
     .map((f) => {
       try {
@@ -185,11 +203,15 @@ export interface TlsSource {
 /** How often the certificate files are checked for a change. */
 export const TLS_CHECK_MS = 60_000;
 
-/** Creates the TLS source over the live configuration (`config()` is read again on each refresh). */
-export async function createTlsSource(config: () => Config, logger: Logger): Promise<TlsSource> {
-  const log = logger.child({ component: 'tls' });
-  let pair = await loadTlsPair(config());
-  let stamp = stampOf(config());
+/**
+ * Creates the TLS source of `purpose`'s listeners over the live configuration (`config()` is read again on each
+ * refresh). HTTPS has a source of its own even when it presents the SMTP pair, so that setting http.tls.cert on a
+ * reload takes effect like smtp.tls.cert does.
+ */
+export async function createTlsSource(config: () => Config, logger: Logger, purpose: TlsPurpose = 'smtp'): Promise<TlsSource> {
+  const log = logger.child({ component: 'tls', ...(purpose === 'http' ? { listener: 'https' } : {}) });
+  let pair = await loadTlsPair(config(), purpose);
+  let stamp = stampOf(config(), purpose);
   const listeners: ((p: TlsPair) => void)[] = [];
   let timer: NodeJS.Timeout | undefined;
   let refreshing: Promise<{ changed: boolean; error?: string }> | undefined;
@@ -201,11 +223,11 @@ export async function createTlsSource(config: () => Config, logger: Logger): Pro
   if (pair.source === 'generated') log.info({ dir: config().dataDir, ...describe(pair) }, 'generated self-signed certificate');
 
   async function refresh(): Promise<{ changed: boolean; error?: string }> {
-    const next = stampOf(config());
+    const next = stampOf(config(), purpose);
     if (next === stamp) return { changed: false };
     let fresh: TlsPair;
     try {
-      fresh = await loadTlsPair(config());
+      fresh = await loadTlsPair(config(), purpose);
     } catch (err) {
       // Keep serving the old pair; a half-written renewal is read again at the next check.
       log.error({ err: (err as Error).message }, 'new certificate not taken; keeping the current one');

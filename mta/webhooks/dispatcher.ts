@@ -1,14 +1,13 @@
 // Owns delivering the events outbox to customer webhooks: batching, signing, POSTing, retries, resend and validate.
 import crypto from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
-import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { whileLeased } from '../../storage/ports/leases.js';
 import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/ports/webhooks.js';
+import type { TargetGuard } from '../delivery/target-guard.js';
 import type { Metrics } from '../metrics.js';
 import { createPassLoop } from './pass-loop.js';
-import type { SignatureHeaders, WebhookSigner } from './signing.js';
+import { postJson, type PostOutcome } from './post-json.js';
+import type { WebhookSigner } from './signing.js';
 
 const MIN = 60_000;
 /** api.md §4.1: up to 1,000 events per request. */
@@ -37,17 +36,11 @@ export function classifyStatus(code: number | null): BatchStatus {
   return `${Math.floor(code / 100)}xx_response` as BatchStatus;
 }
 
-/** What one POST came to. `body` is the first KiB of the response (validate reports it). */
-export interface PostOutcome {
-  statusCode: number | null;
-  body: string;
-  durationMs: number;
-  error?: string;
-}
-
 export interface DispatcherDeps {
   store: WebhookStore;
   signer: WebhookSigner;
+  /** The outbound-connection policy: every POST goes to an address it allowed (endpoints are tenant-chosen). */
+  guard: Pick<TargetGuard, 'resolve'>;
   now: () => number;
   logger: Logger;
   /** Per-request timeout (connect + answer), default 10 s. */
@@ -76,64 +69,14 @@ export interface DispatchRun {
   failed: number;
 }
 
-/** One endpoint's answer to POST /tx/v1/webhook/validate (api.md §2.2). */
+/**
+ * One endpoint's answer to POST /tx/v1/webhook/validate (api.md §2.2): pass or fail and the status code, never the
+ * answer's body (`body` is optional in the spec): an endpoint's body would let a tenant read what it reached.
+ */
 export interface ValidateResult {
   result: 'passed' | 'failed';
   webhook: string;
-  response: { status: number; body?: string } | null;
-}
-
-const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
-
-/**
- * POSTs `body` as JSON with `headers` to `url`; never throws. Redirects are not followed (a 3xx is recorded as
- * such and retried). Duration is wall time from the request to the end of the answer.
- */
-export function postJson(url: string, body: Buffer, headers: SignatureHeaders, timeoutMs: number): Promise<PostOutcome> {
-  const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
-  return new Promise((resolve) => {
-    let done = false;
-    const finish = (o: Omit<PostOutcome, 'durationMs'>) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve({ ...o, durationMs: elapsed() });
-    };
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      finish({ statusCode: null, body: '', error: 'invalid url' });
-      return;
-    }
-    const lib = target.protocol === 'https:' ? https : http;
-    const req = lib.request(target, {
-      method: 'POST',
-      agent: target.protocol === 'https:' ? agents.https : agents.http,
-      headers: {
-        'Content-Type': 'application/json',
-        'Content-Length': String(body.length),
-        'User-Agent': 'sluice-webhooks',
-        ...headers,
-      },
-    });
-    const timer = setTimeout(() => {
-      req.destroy(new Error('timeout'));
-    }, timeoutMs);
-    req.on('error', (err) => finish({ statusCode: null, body: '', error: err.message }));
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        if (size < 1024) chunks.push(c);
-        size += c.length;
-      });
-      res.on('end', () => finish({ statusCode: res.statusCode ?? null, body: Buffer.concat(chunks).subarray(0, 1024).toString('utf8') }));
-      res.on('error', (err) => finish({ statusCode: res.statusCode ?? null, body: '', error: err.message }));
-    });
-    req.end(body);
-  });
+  response: { status: number } | null;
 }
 
 /** `[` + the stored event JSON texts + `]`: the exact bytes that are digested, signed and posted. */
@@ -168,7 +111,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   async function send(c: ClaimedBatch, retry: boolean): Promise<PostOutcome> {
     const body = batchBody(c.payloads);
     const headers = await deps.signer.sign(body);
-    const post = () => postJson(c.batch.webhook, body, headers, timeoutMs);
+    const post = () => postJson(deps.guard, c.batch.webhook, body, headers, timeoutMs);
     // A resend is never retried: it has no chain slot for a renewal to move.
     const out = retry ? await whileLeased(post, () => deps.store.renew([c.lease], deps.now() + leaseMs), leaseMs) : await post();
     const status = classifyStatus(out.statusCode);
@@ -305,13 +248,13 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
         smtp_id: `<${crypto.randomBytes(12).toString('hex')}@${deps.hostname ?? 'sluice'}>`,
       };
       const body = batchBody([JSON.stringify(event)]);
-      const out = await postJson(hook.url, body, await deps.signer.sign(body), timeoutMs);
+      const out = await postJson(deps.guard, hook.url, body, await deps.signer.sign(body), timeoutMs);
       const passed = classifyStatus(out.statusCode) === '2xx_response';
       return [
         {
           result: passed ? 'passed' : 'failed',
           webhook: hook.url,
-          response: out.statusCode === null ? null : { status: out.statusCode, ...(out.body ? { body: out.body } : {}) },
+          response: out.statusCode === null ? null : { status: out.statusCode },
         },
       ];
     },

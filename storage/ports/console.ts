@@ -1,4 +1,5 @@
 // Owns the console port: operator tokens and web console sessions (stored as hashes only).
+import type { KeyScope } from './accounts.js';
 
 export interface ConsoleTokenRow {
   id: number;
@@ -14,6 +15,8 @@ export interface ConsoleSessionRow {
   account_id: number | null;
   key_id: number | null;
   token_id: number | null;
+  /** The scope of the tenant's API key (read with the session, from the key); null for the operator. */
+  scope: KeyScope | null;
   /** The session's CSRF token, sent back in every form. */
   csrf: string;
   created_at: number;

@@ -77,10 +77,14 @@ export interface DomainDetails {
   aliases: string[];
 }
 
+/** A requested name (the domain or an alias) that is, or is a parent or a subdomain of, another customer's name. */
+export type Overlap = { ok: false; reason: 'overlap'; name: string };
+
 export type ProvisionResult =
   | { ok: true; created: boolean; domainId: number }
   | { ok: false; reason: 'other-account' | 'is-alias' | 'bound-to-other-key' | 'limit' }
-  | { ok: false; reason: 'alias-taken'; alias: string };
+  | { ok: false; reason: 'alias-taken'; alias: string }
+  | Overlap;
 
 /** A provisioning request (InboundDomainStore.provision). */
 export interface ProvisionInput {
@@ -92,6 +96,8 @@ export interface ProvisionInput {
   sections: DomainSections;
   overwrite: boolean;
   now: number;
+  /** The operator provisions: the domain may overlap another customer's (its aliases may not). */
+  operator?: boolean;
 }
 
 /** An operator's new subscription plan (accountId null: offered to every account). */
@@ -105,7 +111,7 @@ export interface NewSubscription {
   now: number;
 }
 
-export type SectionsResult = { ok: true } | { ok: false; reason: 'alias-taken'; alias: string };
+export type SectionsResult = { ok: true } | { ok: false; reason: 'alias-taken'; alias: string } | Overlap;
 
 export interface InboundSubscriptionRow {
   id: number;
@@ -174,6 +180,8 @@ export interface InboundDomainStore {
    * - new: 'limit' when the subscription's max_domains is reached; else created with DEFAULT_DOMAIN_SETTINGS under
    *   the given settings, bound to `bindKeyId` (null: unbound).
    * An alias that is a domain or another domain's alias → 'alias-taken', nothing written.
+   * A new domain or an alias that overlaps another customer's name (the same name, a parent or a subdomain of a domain
+   * or alias another customer serves) → 'overlap', nothing written, unless the operator provisions the domain itself.
    */
   provision(input: ProvisionInput): Promise<ProvisionResult>;
   /** Free domains an account could still provision against a subscription (Infinity without a limit). */
@@ -184,8 +192,11 @@ export interface InboundDomainStore {
   bindKey(domainId: number, keyId: number | null, now: number): Promise<void>;
   /** Removes a domain with its admins, aliases, downstreams and domain/recipient list entries. */
   deleteDomain(domainId: number): Promise<boolean>;
-  /** Adds an alias; 'taken' when the name is a domain or already an alias (of this or another domain). */
-  addAlias(domainId: number, alias: string, now: number): Promise<'ok' | 'taken'>;
+  /**
+   * Adds an alias: 'taken' when the name is a domain or already an alias (of this or another domain), 'overlap' when it
+   * overlaps another customer's name; nothing written then.
+   */
+  addAlias(domainId: number, alias: string, now: number): Promise<'ok' | 'taken' | 'overlap'>;
   /** Removes one alias of this domain; false when the domain has no such alias. */
   removeAlias(domainId: number, alias: string): Promise<boolean>;
   /** The domain's downstream addresses in the order they were set (the relay sorts by priority itself). */

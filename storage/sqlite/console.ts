@@ -17,7 +17,7 @@ export function createConsoleStore(db: Db) {
     ),
     // A session lives only while what it was opened with lives: the API key (and its account) or the operator token.
     session: db.prepare(
-      `SELECT s.* FROM console_sessions s
+      `SELECT s.*, (SELECT k.scope FROM api_keys k WHERE k.id = s.key_id) AS scope FROM console_sessions s
        WHERE s.id_hash = @id AND s.expires_at > @now AND (
          (s.kind = 'tenant' AND EXISTS (SELECT 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id
             WHERE k.id = s.key_id AND k.revoked_at IS NULL AND a.deleted_at IS NULL))

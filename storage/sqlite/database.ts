@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ConfigError } from '../../config/keys.js';
 import { MIGRATIONS } from './migrations.js';
+import { preparePrivateDatabase, PRIVATE_DIR_MODE } from '../private-files.js';
 
 /** The database handle every repository takes. Only storage/ knows it is better-sqlite3. */
 export type Db = Database.Database;
@@ -22,7 +23,9 @@ export function databasePath(dataDir: string): string {
 export function openDatabase(dataDir: string): Db {
   let db: Db | undefined;
   try {
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    // 0600 whatever the umask and the mode of a data_dir that existed already; -wal and -shm follow the file.
+    preparePrivateDatabase(databasePath(dataDir));
     db = new Database(databasePath(dataDir));
     db.pragma('journal_mode = WAL');
     db.pragma('busy_timeout = 5000');

@@ -52,7 +52,28 @@ export function createInboundDomainStore(db: Db) {
     countOnSubscription: db.prepare(
       'SELECT count(*) AS n FROM inbound_domains WHERE account_id = ? AND subscription_id = ?',
     ),
+    // A name served (as a domain or an alias) for a customer outside @account's family (a parent and its
+    // sub-accounts are one customer) that is @name, a parent of it or a subdomain of it. Domain names hold no
+    // LIKE/GLOB wildcards we could trust, so the suffix test compares with substr.
+    overlap: db.prepare(
+      `SELECT 1 FROM (
+         SELECT d.domain AS name, d.account_id FROM inbound_domains d
+         UNION ALL
+         SELECT a.alias, d.account_id FROM inbound_aliases a JOIN inbound_domains d ON d.id = a.domain_id
+       ) n JOIN accounts o ON o.id = n.account_id
+       WHERE coalesce(o.parent_id, o.id) != (SELECT coalesce(parent_id, id) FROM accounts WHERE id = @account)
+         AND (n.name = @name OR substr(@name, -length(n.name) - 1) = '.' || n.name
+              OR substr(n.name, -length(@name) - 1) = '.' || @name)
+       LIMIT 1`,
+    ),
   };
+  /**
+   * The first of `names` that would take mail meant for another customer: the same name, a parent or a subdomain
+   * of a domain or alias another customer serves (issue 22: provisioning sub.b.test, or b.test, while another
+   * customer serves b.test, would divert its mail). Only the operator provisions such a name.
+   */
+  const overlapping = (names: readonly string[], accountId: number): string | undefined =>
+    names.find((name) => s.overlap.get({ name, account: accountId }) !== undefined);
   const parts = createDomainPartsStore(db, {
     isDomain: (name) => s.byName.get(name) !== undefined,
     touch: (domainId, now) => s.touch.run(now, domainId),
@@ -127,6 +148,8 @@ export function createInboundDomainStore(db: Db) {
      * - new: 'limit' when the subscription's max_domains is reached; else created with DEFAULT_DOMAIN_SETTINGS
      *   under the given settings, bound to `bindKeyId` (null: unbound).
      * An alias that is a domain or another domain's alias → 'alias-taken', nothing written.
+     * A new domain or an alias that overlaps another customer's name (`overlapping`) → 'overlap', nothing written,
+     * unless `operator` (`sluice inbound-domains provision`) provisions the domain itself.
      */
     provision(input: ProvisionInput): ProvisionResult {
       return db.transaction((): ProvisionResult => {
@@ -139,6 +162,8 @@ export function createInboundDomainStore(db: Db) {
           if (!input.overwrite) return { ok: true, created: false, domainId: existing.id };
           const taken = parts.takenAlias(input.sections.aliases ?? [], existing.id);
           if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
+          const clash = overlapping(input.sections.aliases ?? [], input.accountId);
+          if (clash) return { ok: false, reason: 'overlap', name: clash };
           applySections(existing, input.sections, input.now);
           s.setSubscription.run(input.subscription.id, input.now, existing.id);
           if (input.bindKeyId !== null) s.setKey.run(input.bindKeyId, input.now, existing.id);
@@ -152,6 +177,8 @@ export function createInboundDomainStore(db: Db) {
         }
         const taken = parts.takenAlias(input.sections.aliases ?? [], null);
         if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
+        const clash = overlapping([...(input.operator ? [] : [input.domain]), ...(input.sections.aliases ?? [])], input.accountId);
+        if (clash) return { ok: false, reason: 'overlap', name: clash };
         const given = input.sections.settings ?? {};
         const st: DomainSettings = {
           abusePolicy: given.abusePolicy ?? DEFAULT_DOMAIN_SETTINGS.abusePolicy,
@@ -190,6 +217,8 @@ export function createInboundDomainStore(db: Db) {
         const row = s.byId.get(domainId) as InboundDomainRow;
         const taken = parts.takenAlias(sections.aliases ?? [], domainId);
         if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
+        const clash = overlapping(sections.aliases ?? [], row.account_id);
+        if (clash) return { ok: false, reason: 'overlap', name: clash };
         applySections(row, sections, now);
         return { ok: true };
       }).immediate();
@@ -205,7 +234,17 @@ export function createInboundDomainStore(db: Db) {
       return s.delete.run(domainId).changes > 0;
     },
 
-    addAlias: parts.addAlias,
+    /**
+     * Adds an alias: 'taken' when the name is a domain or already an alias, 'overlap' when it overlaps another
+     * customer's name (`overlapping`); nothing written then.
+     */
+    addAlias(domainId: number, alias: string, now: number): 'ok' | 'taken' | 'overlap' {
+      return db.transaction(() => {
+        const row = s.byId.get(domainId) as InboundDomainRow;
+        if (!parts.takenAlias([alias], null) && overlapping([alias], row.account_id)) return 'overlap' as const;
+        return parts.addAlias(domainId, alias, now);
+      }).immediate();
+    },
     removeAlias: parts.removeAlias,
     listDownstreams: parts.listDownstreams,
     setDownstreams: parts.setDownstreams,

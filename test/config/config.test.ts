@@ -73,6 +73,10 @@ t.test('every error names the key', async (t) => {
     [{ SLUICE_OUTBOUND_PUBLIC_IP: 'host' }, 'outbound.public_ip', /not an IP/],
     [{ SLUICE_SMTP_MAX_HEADER_BYTES: '100' }, 'smtp.max_header_bytes', /bytes 1024-/],
     [{ SLUICE_SMTP_MAX_MIME_DEPTH: '0' }, 'smtp.max_mime_depth', /levels 1-1000/],
+    [{ SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.0/8,localhost:25' }, 'security.allow_private_targets', /item 1: "localhost:25": the host must be an IP address/],
+    [{ SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.0/33' }, 'security.allow_private_targets', /prefix \/33 is too long for IPv4/],
+    [{ SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: 'fe80::1%eth0' }, 'security.allow_private_targets', /zone index/],
+    [{ SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: 'private' }, 'security.allow_private_targets', /expected a CIDR network/],
   ];
   for (const [env, key, re] of cases) {
     const err = errorOf(() => loadConfig({ env, cwd: dir }));

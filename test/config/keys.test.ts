@@ -7,13 +7,16 @@ import { tempDir } from '../helpers/stack.js';
 
 t.test('key names, in order, are the operators\' contract', async (t) => {
   t.same(KEYS.map((k) => k.key), [
-    'data_dir', 'http.listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
-    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.submission.listen',
+    'data_dir', 'http.listen', 'http.plain_listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours',
+    'http.tls.enabled', 'http.tls.cert', 'http.tls.key', 'http.tls.hsts_max_age', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
+    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.junk_command_limit',
+    'smtp.session_deadline_minutes', 'smtp.submission.listen',
     'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
-    'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
+    'smtp.submission.auth_failure_delay_ms', 'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
     'acme.directory_url', 'acme.email', 'acme.hostnames', 'acme.ca_file', 'dns.servers',
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
-    'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'filters.spam_threshold',
+    'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'security.allow_private_targets',
+    'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
     'filters.clamd.timeout_ms', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
@@ -28,16 +31,19 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
   const dir = tempDir(t);
   const env: Record<string, string> = {
     SLUICE_DATA_DIR: 'state', SLUICE_HTTP_LISTEN: '127.0.0.1:1', SLUICE_HTTP_PUBLIC_URL: 'https://mail.example.test/',
-    SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:9', SLUICE_HTTP_CONSOLE_SESSION_HOURS: '2',
+    SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:9', SLUICE_HTTP_CONSOLE_SESSION_HOURS: '2', SLUICE_HTTP_PLAIN_LISTEN: '127.0.0.1:8',
+    SLUICE_HTTP_TLS_ENABLED: 'true', SLUICE_HTTP_TLS_CERT: 'hc.pem', SLUICE_HTTP_TLS_KEY: 'hk.pem', SLUICE_HTTP_TLS_HSTS_MAX_AGE: '60',
     SLUICE_SMTP_HOSTNAME: 'mx.example.test', SLUICE_SMTP_MX_LISTEN: '127.0.0.1:2', SLUICE_SMTP_MX_MAX_MESSAGE_BYTES: '2048',
     SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9',
+    SLUICE_SMTP_JUNK_COMMAND_LIMIT: '20', SLUICE_SMTP_SESSION_DEADLINE_MINUTES: '10', SLUICE_SMTP_SUBMISSION_AUTH_FAILURE_DELAY_MS: '250',
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:3', SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:4',
     SLUICE_SMTP_SUBMISSION_MAX_MESSAGE_BYTES: '3072', SLUICE_SMTP_SUBMISSION_MAX_CONNECTIONS_PER_IP: '5',
     SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true', SLUICE_SMTP_TLS_CERT: 'c.pem', SLUICE_SMTP_TLS_KEY: 'k.pem',
     SLUICE_DNS_SERVERS: '127.0.0.1:53', SLUICE_OUTBOUND_SMARTHOST: 'relay.test:25', SLUICE_OUTBOUND_SMARTHOST_USER: 'u',
     SLUICE_OUTBOUND_SMARTHOST_PASSWORD: 'p', SLUICE_OUTBOUND_SMARTHOST_TLS: 'implicit',
     SLUICE_OUTBOUND_TRANSPORT_MAP: 'a.test=h:26', SLUICE_OUTBOUND_MX_PORT: '2525', SLUICE_OUTBOUND_PUBLIC_IP: '192.0.2.1',
-    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
+    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.5/8, FD00::1:2525, [::1]:2525, 127.0.0.1',
+    SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
     SLUICE_FILTERS_CLAMD_ADDRESS: '/run/clamav/clamd.ctl', SLUICE_FILTERS_CLAMD_TIMEOUT_MS: '200',
@@ -60,17 +66,20 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
   t.same(config, {
     dataDir: path.join(dir, 'state'),
     http: {
-      listen: { host: '127.0.0.1', port: 1 }, publicUrl: 'https://mail.example.test', metricsListen: { host: '127.0.0.1', port: 9 },
-      consoleSessionHours: 2,
+      listen: { host: '127.0.0.1', port: 1 }, plainListen: { host: '127.0.0.1', port: 8 }, publicUrl: 'https://mail.example.test',
+      metricsListen: { host: '127.0.0.1', port: 9 }, consoleSessionHours: 2,
+      tls: { enabled: true, cert: path.join(dir, 'hc.pem'), key: path.join(dir, 'hk.pem'), hstsMaxAge: 60 },
     },
     smtp: {
       hostname: 'mx.example.test',
       mx: { listen: { host: '127.0.0.1', port: 2 }, maxMessageBytes: 2048, greetDelayMs: 7 },
       maxHeaderBytes: 4096,
       maxMimeDepth: 9,
+      junkCommandLimit: 20,
+      sessionDeadlineMinutes: 10,
       submission: {
         listen: { host: '127.0.0.1', port: 3 }, tlsListen: { host: '127.0.0.1', port: 4 }, maxMessageBytes: 3072,
-        maxConnectionsPerIp: 5, allowInsecureLoopbackAuth: true,
+        maxConnectionsPerIp: 5, authFailureDelayMs: 250, allowInsecureLoopbackAuth: true,
       },
       tls: { cert: path.join(dir, 'c.pem'), key: path.join(dir, 'k.pem') },
     },
@@ -80,6 +89,8 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       smarthost: { host: 'relay.test', port: 25 }, smarthostUser: 'u', smarthostPassword: 'p', smarthostTls: 'implicit',
       transportMap: { 'a.test': { host: 'h', port: 26 } }, mxPort: 2525, publicIp: '192.0.2.1', lockdown: 'off',
     },
+    // Each entry in its canonical form: a bare address is a /32 or /128; fd00::1:2525 is an IPv6 address, not a port.
+    security: { allowPrivateTargets: ['10.0.0.5/8', 'fd00::1:2525/128', '[::1]:2525', '127.0.0.1/32'] },
     filters: {
       spamThreshold: 6.5, confirmedThreshold: 20, outboundPolicy: 'monitor', onScannerError: 'accept',
       rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' },

@@ -72,10 +72,10 @@ t.test('auth matrix', async (t) => {
   });
 
   t.test('sub-account keys and other parents', async (t) => {
-    t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'acmesub' } })).status, 201);
+    t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'acmesub', company_name: 'Acme Sub' } })).status, 201);
     const subKey = (await stack.api('POST', '/tx/v1/sub-account/acmesub/api-key', { key: acme.key })).body.key as string;
     t.equal((await call('tx', subKey)).status, 403, 'sub-account key cannot list sub-accounts');
-    t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: subKey, body: {} })).status, 403);
+    t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: subKey, body: { company_name: 'Nested' } })).status, 403);
     t.equal((await stack.api('POST', '/tx/v1/sub-account/acmesub/api-key', { key: subKey })).status, 403);
 
     const rival = await stack.createAccount('rival');

@@ -141,7 +141,7 @@ t.test('sub-accounts, PATCH rotated timers and the signing key choice', async (t
   const stack = await startStack(t);
   const parent = await stack.createAccount('parentco');
   const pApi = (method: string, path: string, body?: unknown) => stack.api(method, path, { key: parent.key, body });
-  t.equal((await pApi('POST', '/tx/v1/sub-account', { handle: 'shop' })).status, 201);
+  t.equal((await pApi('POST', '/tx/v1/sub-account', { handle: 'shop', company_name: 'Shop' })).status, 201);
   const subKey = (await pApi('POST', '/tx/v1/sub-account/shop/api-key')).body.key as string;
   const subId = (await stack.services.accounts.findSubAccount(parent.id, 'shop'))!.id;
   const base = '/tx/v1/domains/shop.test/dkim-keys';

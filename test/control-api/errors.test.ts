@@ -55,10 +55,10 @@ t.test('error shapes per group', async (t) => {
   });
 
   t.test('validation names the field', async (t) => {
-    const tx = await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'UPPER CASE' } });
+    const tx = await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'UPPER CASE', company_name: 'Upper' } });
     t.equal(tx.status, 400);
     t.same(tx.body, { errors: ['handle: must be 3-128 lower-case letters or digits'] });
-    await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'zzz' } });
+    await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'zzz', company_name: 'Zzz' } });
     const lim = await stack.api('PUT', '/tx/v1/sub-account/zzz/limit', { key: acme.key, body: { sends: -5 } });
     t.equal(lim.status, 400);
     t.match(lim.body.errors[0], /^sends: /);

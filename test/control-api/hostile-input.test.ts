@@ -1,13 +1,12 @@
 // Walks every operation of /openapi.json with hostile values in path parameters, query parameters and JSON bodies;
 // no answer may be a 5xx (reliability.md: bad input gets a 4xx in the group's shape, never a crash).
-import crypto from 'node:crypto';
 import http from 'node:http';
 import t from 'tap';
 import { startDnsServer } from '../helpers/dns-server.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-type Schema = Record<string, any>;
+import {
+  bodySchema, fillPath, groupError, operations, replaced, sample, walkFixtures, type Json, type Operation, type Parameter, type Schema,
+} from '../helpers/openapi-walk.js';
+import { startStack } from '../helpers/stack.js';
 
 /**
  * Hostile JSON values, fixed (no randomness): wrong types, numbers past what SQLite and JS integers hold, empty and
@@ -71,84 +70,6 @@ const HOSTILE_PATH: string[] = [...HOSTILE_QUERY.filter((v) => v !== ''), '..', 
 /** Requests in flight at once. */
 const CONCURRENCY = 8;
 
-/** Valid values for path parameters by name, naming the fixtures created below so handlers run past lookup. */
-const PATH_VALUES: Record<string, string> = {
-  handle: 'walker',
-  domain: 'walk.test',
-  selector: 's1',
-  alias: 'alias.walk.test',
-  listname: 'blocklist',
-  email: 'bob@walk.test',
-  id: '1',
-  batch_id: '1',
-  recipient: 'bob@example.com',
-  token: 'x',
-};
-
-/** A real key for `dkim_private_key` fields, so a valid sample passes the key check and the hostile one is alone. */
-const PRIVATE_KEY = crypto
-  .generateKeyPairSync('rsa', { modulusLength: 1024 })
-  .privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-
-/** Candidate strings for a schema with a pattern or format: the first that fits is the valid sample. */
-const STRING_CANDIDATES = [
-  'walk.test',
-  'bob@walk.test',
-  'walker',
-  's1',
-  '2026-11-22',
-  '2026-11-22T00:00:00Z',
-  'Y',
-  'x',
-  '1',
-  'abc',
-  'https://hooks.walk.test/in',
-];
-
-function fits(schema: Schema, s: string): boolean {
-  if (schema.pattern && !new RegExp(schema.pattern, 'u').test(s)) return false;
-  if (schema.minLength !== undefined && s.length < schema.minLength) return false;
-  if (schema.maxLength !== undefined && s.length > schema.maxLength) return false;
-  return true;
-}
-
-/** A valid-looking value for `schema`, so that the one hostile field is the only thing wrong with a request. */
-function sample(schema: Schema, name = ''): Json {
-  // The smallest integer allowed (a 1024-bit DKIM key is made faster than the default 2048), else the default.
-  if (schema.type === 'integer' && schema.minimum !== undefined) return schema.minimum as number;
-  if (schema.default !== undefined) return schema.default as Json;
-  if (schema.const !== undefined) return schema.const as Json;
-  if (Array.isArray(schema.enum)) return schema.enum[0] as Json;
-  const alt = schema.anyOf ?? schema.oneOf;
-  if (Array.isArray(alt)) return sample(alt.find((a: Schema) => a.type !== 'null') ?? alt[0], name);
-  switch (schema.type) {
-    case 'object': {
-      const out: Record<string, Json> = {};
-      for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) {
-        if (v.not === undefined) out[k] = sample(v, k); // a field documented as refused stays out
-      }
-      return out;
-    }
-    case 'array':
-      return schema.items ? [sample(schema.items, name)] : [];
-    case 'integer':
-    case 'number':
-      return Math.min(Math.max(schema.minimum ?? 1, 1), schema.maximum ?? Number.MAX_SAFE_INTEGER);
-    case 'boolean':
-      return false;
-    case 'string': {
-      if (/private_key/.test(name)) return PRIVATE_KEY;
-      if (schema.format === 'email' || /email|rcpt|recipient|sender$/.test(name)) return 'bob@walk.test';
-      if (schema.format === 'date') return '2026-11-22';
-      if (schema.format === 'uri' || /url|endpoint|webhook/.test(name)) return 'https://hooks.walk.test/in';
-      if (/domain|target|hostname/.test(name)) return 'walk.test';
-      return STRING_CANDIDATES.find((c) => fits(schema, c)) ?? 'x';
-    }
-    default:
-      return 'x';
-  }
-}
-
 /** JSON paths of every value inside `v` (objects and arrays, depth first), the root first. */
 function leafPaths(v: Json, at: (string | number)[] = []): (string | number)[][] {
   const out: (string | number)[][] = [at];
@@ -157,59 +78,9 @@ function leafPaths(v: Json, at: (string | number)[] = []): (string | number)[][]
   return out;
 }
 
-function replaced(v: Json, path: (string | number)[], value: Json): Json {
-  if (path.length === 0) return value;
-  const [head, ...rest] = path as [string | number, ...(string | number)[]];
-  const copy: any = Array.isArray(v) ? [...v] : { ...(v as object) };
-  copy[head] = replaced(copy[head], rest, value);
-  return copy;
-}
-
-/** `{"errors":[…]}` for tx, `{"code":<status>,"errors":[…],"message":…}` for inbound and outbound (errors.ts). */
-function groupShaped(path: string, status: number, text: string): boolean {
-  let body: any;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return false;
-  }
-  const listed = Array.isArray(body?.errors) && body.errors.length > 0 && body.errors.every((e: unknown) => typeof e === 'string');
-  if (path.startsWith('/tx/v1/')) return listed;
-  return listed && body.code === status && typeof body.message === 'string';
-}
-
-interface Operation {
-  method: string;
-  path: string;
-  op: Schema;
-}
-
 /** Routes that delete or disable the fixtures run last, so the others meet live resources. */
 function destructive(o: Operation): boolean {
   return o.method === 'DELETE' || /\/(suspend|rotate)$/.test(o.path);
-}
-
-async function fixtures(stack: Stack) {
-  const acme = await stack.createAccount('acme');
-  const inbound = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
-  if (!inbound.ok) throw new Error('inbound key');
-  const ok = (r: { status: number; text: string }, what: string) => {
-    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${r.text}`);
-  };
-  ok(await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'walker' } }), 'sub-account');
-  ok(await stack.api('POST', '/tx/v1/domains/walk.test/dkim-keys', { key: acme.key, body: { selector: 's1', key_length: 1024 } }), 'dkim');
-  ok(
-    await stack.api('POST', '/inbound/v1/domains', {
-      key: inbound.value.key,
-      body: {
-        domain: 'walk.test',
-        subscriptionHandle: (await stack.api('GET', '/inbound/v1/subscriptions', { key: inbound.value.key })).body[0].handle,
-        downstreamAddresses: [{ priority: 10, weight: 10, port: 25, target: 'mx.walk.test.' }],
-      },
-    }),
-    'inbound domain',
-  );
-  return { api: acme.key, inbound: inbound.value.key };
 }
 
 /** Every (operation, schema) pair a request carries: path and query parameters and the JSON body. */
@@ -246,11 +117,9 @@ t.test('every integer a request carries is bounded on both sides (schemas.ts Bou
 t.test('no hostile input to any documented operation answers 5xx', async (t) => {
   const dns = await startDnsServer(t, {});
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
-  const keys = await fixtures(stack);
+  const keys = await walkFixtures(stack);
   const doc = (await stack.api('GET', '/openapi.json')).body;
-  const ops: Operation[] = Object.entries(doc.paths as Record<string, Record<string, Schema>>).flatMap(([path, byMethod]) =>
-    Object.entries(byMethod).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
-  );
+  const ops = operations(doc);
   ops.sort((a, b) => Number(destructive(a)) - Number(destructive(b)));
   t.ok(ops.length >= 50, `walks ${ops.length} operations`);
 
@@ -293,24 +162,23 @@ t.test('no hostile input to any documented operation answers 5xx', async (t) => 
     const text = res.text;
     requests++;
     if (res.status >= 500) failures.push(`${o.method} ${o.path} ${what} → ${res.status} ${text.slice(0, 200)}`);
-    else if (res.status >= 400 && res.status !== 431 && /^\/(tx|inbound|outbound)\/v1\//.test(o.path) && !groupShaped(o.path, res.status, text)) {
+    else if (res.status >= 400 && res.status !== 431 && /^\/(tx|inbound|outbound)\/v1\//.test(o.path) && !groupError(o.path, res.status, text)) {
       shapeless.push(`${o.method} ${o.path} ${what} → ${res.status} ${text.slice(0, 200)}`);
     }
   }
 
   for (const o of ops) {
-    const params = (o.op.parameters ?? []) as { name: string; in: string; schema: Schema; required?: boolean }[];
+    const params = (o.op.parameters ?? []) as Parameter[];
     const pathParams = params.filter((p) => p.in === 'path');
     const queryParams = params.filter((p) => p.in === 'query');
-    const fill = (override: Record<string, string> = {}) =>
-      o.path.replace(/\{([^}]+)\}/g, (_m, n: string) => override[n] ?? PATH_VALUES[n] ?? 'x');
+    const fill = (override: Record<string, string> = {}) => fillPath(o, override);
     const validQuery = (skip?: string) =>
       queryParams
         .filter((p) => p.name !== skip && (p.required || p.schema.default === undefined))
         .map((p) => `${encodeURIComponent(p.name)}=${encodeURIComponent(String(sample(p.schema, p.name)))}`)
         .join('&');
-    const bodySchema = o.op.requestBody?.content?.['application/json']?.schema as Schema | undefined;
-    const validBody = bodySchema ? sample(bodySchema) : undefined;
+    const body = bodySchema(o);
+    const validBody = body ? sample(body) : undefined;
     const encoded = validBody === undefined ? undefined : JSON.stringify(validBody);
 
     call(o, fill(), validQuery(), encoded, 'valid sample');

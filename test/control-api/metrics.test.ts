@@ -19,7 +19,7 @@ async function fixture(t: Test): Promise<Fixture> {
   const stack = await startStack(t);
   const parent = await stack.createAccount('parent');
   const other = await stack.createAccount('other');
-  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: parent.key, body: { handle: 'shop1' } })).status, 201);
+  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: parent.key, body: { handle: 'shop1', company_name: 'Shop' } })).status, 201);
   const subId = (await stack.accounts.findByHandle('shop1'))!.id;
   const subKey = (await stack.api('POST', '/tx/v1/sub-account/shop1/api-key', { key: parent.key })).body.key as string;
   const ev = (account: number, kind: string, at: number, extra: Record<string, unknown> = {}) =>

@@ -45,7 +45,7 @@ t.test('a write lock held elsewhere: 503 on tx and inbound writes, health degrad
   const other = otherConnection(t, stack);
   other.exec('BEGIN EXCLUSIVE');
   const failedAt = new Date(stack.clock.now()).toISOString();
-  assert503(t, await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shop' } }), 'tx', 'POST /tx/v1/sub-account');
+  assert503(t, await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shop', company_name: 'Shop' } }), 'tx', 'POST /tx/v1/sub-account');
   assert503(t, await stack.api('POST', '/inbound/v1/lists/blocklist', { key: inboundKey, body: { item: 'spam@evil.example' } }), 'coded', 'POST /inbound/v1/lists/blocklist');
   // WAL readers never wait for a writer: searching the log still works while writes fail.
   t.equal((await stack.api('POST', '/outbound/v1/search', { key, body: {} })).status, 200, 'reads still answer');
@@ -63,14 +63,14 @@ t.test('a write lock held elsewhere: 503 on tx and inbound writes, health degrad
   t.same((await stack.api('GET', '/healthz')).body, degraded, 'a released lock is not news until a write commits');
   t.equal((await stack.api('POST', '/outbound/v1/search', { key, body: {} })).status, 200);
   t.equal((await stack.api('GET', '/healthz')).status, 503, 'a read proves nothing about writes');
-  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shop' } })).status, 201, 'the retried write commits');
+  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shop', company_name: 'Shop' } })).status, 201, 'the retried write commits');
   const healed = await stack.api('GET', '/healthz');
   t.equal(healed.status, 200);
   t.same(healed.body, { status: 'ok', storage: true, listeners: LISTENERS });
 
   // With nothing else writing, /readyz's own probe write brings the node back once the lock is gone.
   other.exec('BEGIN EXCLUSIVE');
-  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shop2' } })).status, 503);
+  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key, body: { handle: 'shop2', company_name: 'Shop' } })).status, 503);
   other.exec('COMMIT');
   t.equal((await stack.api('GET', '/healthz')).status, 503);
   const back = await stack.api('GET', '/readyz');

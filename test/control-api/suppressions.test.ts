@@ -136,7 +136,7 @@ t.test('suppression list API', async (t) => {
   });
 
   t.test('add_to_sub_accounts copies to live sub-accounts; sub-account keys may not use it', async (t) => {
-    t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: a.key, body: { handle: 'acmesub' } })).status, 201);
+    t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: a.key, body: { handle: 'acmesub', company_name: 'Acme Sub' } })).status, 201);
     const subKey = (await stack.api('POST', '/tx/v1/sub-account/acmesub/api-key', { key: a.key })).body.key;
     t.equal((await post({ add_to_sub_accounts: true, suppression_entries: [{ recipient: 'shared@example.com' }] })).status, 201);
     t.same((await list('', subKey)).suppression_list.map((e: any) => e.recipient), ['shared@example.com']);

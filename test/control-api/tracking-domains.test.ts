@@ -175,7 +175,7 @@ t.test('a CNAME to the public host verifies; a sub-account may use its parent\'s
   dns.zones['_sluice-verify.click.brand.test'] = { TXT: [pending.body.token] };
   dns.zones['click.brand.test'] = { CNAME: 'Track.Sluice.Test.' };
   t.equal((await stack.api('POST', CTD, { key: acme.key, body })).status, 201);
-  const sub = await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'shop1' } });
+  const sub = await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'shop1', company_name: 'Shop' } });
   t.equal(sub.status, 201);
   const subKey = (await stack.api('POST', '/tx/v1/sub-account/shop1/api-key', { key: acme.key })).body.key;
   const res = await stack.api('POST', '/tx/v1/send?dry-run=true', {

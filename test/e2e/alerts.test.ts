@@ -3,6 +3,7 @@
 // alerts reach an SMTP sink through the queue; delivery outcomes fire the invalid-recipient and rejection conditions.
 import t from 'tap';
 import { GTUBE } from '../../filters/spam-rules.js';
+import { LOCKDOWN_CACHE_MS } from '../../mta/outbound/lockdown-check.js';
 import { mail, outboundWorld, type OutboundWorld } from '../helpers/outbound-world.js';
 import { startReceiver, verifyWebhook } from '../helpers/webhook-receiver.js';
 
@@ -119,6 +120,36 @@ t.test('an email monitor: the alert arrives at an SMTP sink through the queue', 
   t.match(raw, /^Auto-Submitted: auto-generated\r\n/m);
   t.match(raw, /^sender_id: acme\|x-authuser\|app@sender\.test\r\n/m);
   t.match(raw, /^condition_name: sender_id_sending_spam\r\n/m);
+});
+
+t.test('email alerts go only to a domain the account may send from: 403 (503 when DNS fails) at creation, checked again at delivery', async (t) => {
+  const w = await outboundWorld(t, { env });
+  const body = (email: string) => ({ condition: 'sender_id_sending_spam', interval_hours: 24, delivery: 'email', email });
+  const foreign = await monitor(w, body('someone@stranger.test'));
+  t.equal(foreign.status, 403, 'a foreign domain');
+  t.same(foreign.body.errors, [
+    'email: alerts go only to a domain this account may send from; domain stranger.test is not authorized to send for this account ' +
+      '(lockdown-no-record): publish the TXT record _sluice.stranger.test "v=sluice1 auth=acme", or have the operator run ' +
+      '`sluice lockdown allow --account acme --domain stranger.test`',
+  ]);
+  w.dns.zones['_sluice.flaky.test'] = { SERVFAIL: true };
+  const flaky = await monitor(w, body('ops@flaky.test'));
+  t.equal(flaky.status, 503, 'a DNS failure is temporary');
+  t.equal(flaky.headers.get('retry-after'), '60');
+  t.match(flaky.body.errors, [/^email: .*could not verify now that domain flaky\.test may send for this account \(lockdown-dns-error/]);
+  t.same((await w.stack.api('GET', '/tx/v1/monitors', { key: w.key })).body, [], 'no monitor was created');
+
+  // Authorized when created, no longer when the alert goes out: the alert fails for good, nothing is mailed.
+  t.equal((await monitor(w, body('ops@alerts.test'))).status, 201);
+  delete w.dns.zones['_sluice.alerts.test'];
+  w.stack.clock.advance(LOCKDOWN_CACHE_MS + 1);
+  t.equal((await w.rest(mail(GTUBE))).status, 403);
+  t.same(await w.stack.alertMonitors.runOnce(), { delivered: 0, failed: 1 });
+  const [m] = (await w.stack.api('GET', '/tx/v1/monitors', { key: w.key })).body;
+  const alerts = (await w.stack.api('GET', `/tx/v1/monitors/${m.id}/alerts`, { key: w.key })).body;
+  t.match(alerts, [{ state: 'failed', last_error: 'domain alerts.test is not authorized to send for this account (lockdown-no-record)' }]);
+  await w.stack.worker.runOnce();
+  t.equal(w.sink.messages.length, 0, 'no alert email');
 });
 
 t.test('delivery outcomes: invalid recipients over the rate, and a policy rejection by the destination', async (t) => {

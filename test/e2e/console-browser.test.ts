@@ -1,5 +1,6 @@
 // Drives the web console in a real browser (Debian's chromium through playwright-core): a tenant signs in, retries a
-// deferred delivery and sees it delivered, releases a quarantined message and sees it arrive downstream, finds a
+// deferred delivery and sees it delivered, releases a quarantined message (signed in with its inbound key: the
+// session keeps the key's scope) and sees it arrive downstream, finds a
 // message by recipient in the log search, and cannot open another tenant's queue entry by editing the URL; the
 // operator signs in with a `sluice console token` and sees every account and the deliverability chart (opens and
 // clicks too); a tenant delists a blocked sender identity and sees its alert, another tenant cannot. With
@@ -28,7 +29,7 @@ if (!fs.existsSync(CHROMIUM)) {
   });
   t.teardown(() => browser?.close());
 
-  async function signIn(t: Test, w: ConsoleWorld, secret: string): Promise<Page> {
+  async function signIn(t: Test, w: ConsoleWorld, secret: string, landing = '/console/queue'): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const page = await context.newPage();
     // A CSP violation (inline script or style) is reported on the console: each fails the test.
@@ -41,7 +42,7 @@ if (!fs.existsSync(CHROMIUM)) {
     t.equal(new URL(page.url()).pathname, '/console/login', 'redirected to sign-in');
     await page.fill('input[name=secret]', secret);
     await page.click('button:has-text("Sign in")');
-    t.equal(new URL(page.url()).pathname, '/console/queue');
+    t.equal(new URL(page.url()).pathname, landing);
     return page;
   }
 
@@ -85,15 +86,19 @@ if (!fs.existsSync(CHROMIUM)) {
     t.notMatch(await page.content(), /bob@later|bravo secret/);
     t.equal((await page.goto(`${w.base}/console/queue?account=bravo`))?.status(), 404);
 
-    // Quarantine: headers and verdicts, release, arrival at the downstream.
-    await page.goto(`${w.base}/console/quarantine`);
-    await page.click('table tbody tr a');
-    t.match(await page.textContent('pre'), /Subject: Cheap watches/);
-    t.match(await page.textContent('main'), /abuse-policy-quarantine/);
+    // Quarantine is the inbound key's: not linked for this api-key session, and 404 by URL.
+    t.equal(await page.locator('nav a:has-text("Quarantine")').count(), 0);
+    t.equal((await page.goto(`${w.base}/console/quarantine`))?.status(), 404);
+
+    // Signed in with the inbound key: headers and verdicts, release, arrival at the downstream.
+    const inbound = await signIn(t, w, w.acme.inboundKey, '/console/quarantine');
+    await inbound.click('table tbody tr a');
+    t.match(await inbound.textContent('pre'), /Subject: Cheap watches/);
+    t.match(await inbound.textContent('main'), /abuse-policy-quarantine/);
     const before = w.sink.messages.length;
-    await page.click('button:has-text("Release")');
-    t.match(await page.textContent('.flash'), /Released/);
-    t.match(await page.textContent('h1'), /released/);
+    await inbound.click('button:has-text("Release")');
+    t.match(await inbound.textContent('.flash'), /Released/);
+    t.match(await inbound.textContent('h1'), /released/);
     await stack.worker.runOnce();
     const arrived = w.sink.messages.slice(before).find((m) => m.rcptTo.includes('carol@acme-corp.test'));
     t.ok(arrived, 'the released message arrived downstream');

@@ -1,5 +1,6 @@
 // End-to-end outbound tests: REST send → durable queue → local DNS → smtp-server as the recipient's MX.
 import { authenticate } from 'mailauth';
+import crypto from 'node:crypto';
 import { simpleParser, type AddressObject } from 'mailparser';
 import t, { type Test } from 'tap';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
@@ -297,6 +298,62 @@ t.test('Domain Lockdown covers the envelope sender: a foreign envelope_from is r
   t.equal(ok.status, 202, 'an authorized envelope sender is accepted');
   await w.stack.worker.runOnce();
   t.equal(w.sink.messages[0]?.mailFrom, 'bounces@sender.test');
+});
+
+t.test('Domain Lockdown covers dkim_domain and the Resent-From / Resent-Sender headers; their syntax is strict', async (t) => {
+  const w = await world(t);
+  const refused = (prefix: string, domain: string) => [
+    `${prefix}domain ${domain} is not authorized to send for this account (lockdown-no-record): publish the TXT record ` +
+      `_sluice.${domain} "v=sluice1 auth=acme", or have the operator run \`sluice lockdown allow --account acme --domain ${domain}\``,
+  ];
+  const pem = crypto.generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const dkim = (domain: string) => ({ dkim_domain: domain, dkim_selector: 'own', dkim_private_key: pem });
+
+  // A caller's own key may not sign as a domain the account has not authorized (d= is an identity receivers trust).
+  const foreignKey = await w.send(mail('a@rcpt.test', dkim('victim.test')));
+  t.equal(foreignKey.status, 403, 'a foreign dkim_domain with a caller-supplied key');
+  t.same(foreignKey.body.errors, refused('dkim_domain: ', 'victim.test'));
+  const perPersonalization = await w.send({ ...mail('a@rcpt.test'), personalizations: [{ to: [{ email: 'a@rcpt.test' }], ...dkim('victim.test') }] });
+  t.equal(perPersonalization.status, 403, 'a personalization dkim_domain too');
+  const dry = await w.send(mail('a@rcpt.test', dkim('victim.test')), '/tx/v1/send?dry-run=true');
+  t.equal(dry.status, 403, 'a dry run as well');
+
+  const resent = await w.send(mail('a@rcpt.test', { headers: { 'Resent-From': 'CEO <ceo@victim.test>' } }));
+  t.equal(resent.status, 403, 'a foreign Resent-From');
+  t.same(resent.body.errors, refused('headers.Resent-From: ', 'victim.test'));
+  const resentSender = await w.send({ ...mail('a@rcpt.test'), personalizations: [{ to: [{ email: 'a@rcpt.test' }], headers: { 'resent-sender': 'x@victim.test' } }] });
+  t.equal(resentSender.status, 403, 'a foreign Resent-Sender in a personalization');
+  t.same(resentSender.body.errors, refused('headers.Resent-Sender: ', 'victim.test'));
+  for (const value of ['a@victim.test@sender.test', 'a@victim.test <x@sender.test>', 'group:;']) {
+    const res = await w.send(mail('a@rcpt.test', { headers: { 'Resent-From': value } }));
+    t.equal(res.status, 400, `not RFC 5322: ${value}`);
+    t.same(res.body.errors, ['headers.Resent-From: must be RFC 5322 address syntax (RFC 5322 section 3.4), e.g. "Name <user@example.com>"']);
+  }
+  const sender = await w.send(mail('a@rcpt.test', { headers: { Sender: 'x@sender.test' } }));
+  t.equal(sender.status, 400, 'Sender stays reserved: an API send is sent by its From address');
+  t.equal(w.messageCount(), 0, 'nothing was queued');
+
+  const ok = await w.send(mail('a@rcpt.test', { ...dkim('sender.test'), headers: { 'Resent-From': 'Ops <ops@Sender.test>' } }));
+  t.equal(ok.status, 202, 'authorized domains pass');
+  await w.stack.worker.runOnce();
+  const text = w.sink.messages[0]!.raw.toString();
+  t.match(text, /^DKIM-Signature: [^]*?\bd=sender\.test;[^]*?\bs=own;/, 'signed with the caller\'s key');
+  t.match(text, /\r\nResent-From: Ops <ops@Sender\.test>\r\n/);
+});
+
+t.test('a DNS failure of the lockdown look-up is temporary: 503 with Retry-After, nothing queued', async (t) => {
+  const w = await world(t);
+  await w.dns.close(); // the resolver is unreachable: every look-up fails
+  for (const path of ['/tx/v1/send-async', '/tx/v1/send', '/tx/v1/send?dry-run=true']) {
+    const res = await w.send(mail('a@rcpt.test'), path);
+    t.equal(res.status, 503, path);
+    t.equal(res.headers.get('retry-after'), '60', `${path}: Retry-After`);
+    t.same(res.body.errors, [
+      'could not verify now that domain sender.test may send for this account (lockdown-dns-error: the DNS look-up failed); try again later',
+    ], `${path}: tx error shape, the domain not called foreign`);
+  }
+  t.equal(w.messageCount(), 0, 'nothing was queued');
+  t.equal(w.events().length, 0);
 });
 
 /** RFC 2047 UTF-8 Q encoded-words decoded; white space between adjacent ones is dropped (RFC 2047 §6.2). */

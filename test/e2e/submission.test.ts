@@ -8,7 +8,7 @@ import t, { type Test } from 'tap';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
 import { longestLine } from '../../mta/smtp/header-lines.js';
 import { QUEUE_LIFETIME_MS } from '../../mta/queue/retry-schedule.js';
-import { AUTH_FAILURE_LIMIT } from '../../mta/smtp/submission-listener.js';
+import { AUTH_LIMITS } from '../../mta/smtp/auth-throttle.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
@@ -107,6 +107,8 @@ async function world(t: Test, opts: { sink?: SinkOptions; env?: Record<string, s
       SLUICE_OUTBOUND_MX_PORT: String(sink.port),
       SLUICE_OUTBOUND_TRANSPORT_MAP: `sender.test=127.0.0.1:${senderBox.port}`,
       SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:0',
+      // No pause before each 535: the failures below would each wait a second.
+      SLUICE_SMTP_SUBMISSION_AUTH_FAILURE_DELAY_MS: '0',
       ...opts.env,
     },
   });
@@ -252,7 +254,7 @@ t.test('refusals: AUTH before TLS, no AUTH, bad or disabled or deleted password,
   t.ok(await w.stack.accounts.deleteSmtpPassword(w.accountId, pw2.value.id, w.stack.clock.now()));
   t.match(await w.send({ user: 'acme', pass: pw2.value.password }), { ok: false, code: 535 }, 'deleted password');
 
-  const sub = await w.stack.api('POST', '/tx/v1/sub-account', { key: w.key, body: { handle: 'acmesub' } });
+  const sub = await w.stack.api('POST', '/tx/v1/sub-account', { key: w.key, body: { handle: 'acmesub', company_name: 'Acme Sub' } });
   t.equal(sub.status, 201);
   const subRow = (await w.stack.accounts.findByHandle('acmesub'))!;
   const subPw = await w.stack.accounts.createSmtpPassword(subRow.id, w.stack.clock.now());
@@ -265,9 +267,9 @@ t.test('refusals: AUTH before TLS, no AUTH, bad or disabled or deleted password,
   t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 1, 'only the last message was queued');
 });
 
-t.test(`after ${AUTH_FAILURE_LIMIT} failures AUTH is refused with 421 and the connection closed`, async (t) => {
+t.test(`after ${AUTH_LIMITS.perAddressUser} failures for a user from one address its AUTH there is refused with 421 and the connection closed`, async (t) => {
   const w = await world(t);
-  for (let i = 0; i < AUTH_FAILURE_LIMIT; i++) t.match(await w.send({ user: 'acme', pass: `bad${i}` }), { ok: false, code: 535 });
+  for (let i = 0; i < AUTH_LIMITS.perAddressUser; i++) t.match(await w.send({ user: 'acme', pass: `bad${i}` }), { ok: false, code: 535 });
   t.match(await w.send({ user: 'acme', pass: w.password }), { ok: false, code: 421, response: /^421 4\.7\.0 / });
   const replies = await rawSession(w.stack.submissionTls!.port, ['EHLO raw.client.test', authPlain('acme', w.password), 'NOOP']);
   t.equal(replies.length, 3, 'no reply to NOOP: the server hung up after the 421 (both listeners share the counter)');
@@ -276,24 +278,21 @@ t.test(`after ${AUTH_FAILURE_LIMIT} failures AUTH is refused with 421 and the co
   t.match(await w.send({ user: 'acme', pass: w.password }), { ok: true }, 'the window passed');
 });
 
-t.test('the failure limit counts per user (across addresses) and per address (across users)', async (t) => {
+t.test('failures count per address and per (address, user), never per user alone: no one can lock an owner out', async (t) => {
   const w = await world(t);
   const beta = await w.stack.createAccount('beta');
   const betaPw = await w.stack.accounts.createSmtpPassword(beta.id, w.stack.clock.now());
   if (!betaPw.ok) throw new Error('pw');
-  // Per user: one failure each from five addresses blocks the user name everywhere…
-  for (let i = 0; i < AUTH_FAILURE_LIMIT; i++) {
+  // Failures for acme from many addresses (the user name is public: webhooks and sender_id carry it)…
+  for (let i = 0; i < 2 * AUTH_LIMITS.perAddressUser; i++) {
     t.match(await w.send({ user: 'acme', pass: 'bad', localAddress: `127.0.0.${10 + i}` }), { ok: false, code: 535 });
   }
-  t.match(await w.send({ user: 'acme', pass: w.password, localAddress: '127.0.0.20' }), { ok: false, code: 421 }, 'acme blocked');
-  // …but not another user from a fresh address.
-  t.match(await w.send({ user: 'beta', pass: betaPw.value.password, localAddress: '127.0.0.21' }), { ok: true }, 'beta unaffected');
-  // Per address: five different unknown users from one address block that address for everyone.
-  for (let i = 0; i < AUTH_FAILURE_LIMIT; i++) {
-    t.match(await w.send({ user: `ghost${i}`, pass: 'x', localAddress: '127.0.0.30' }), { ok: false, code: 535 });
-  }
-  t.match(await w.send({ user: 'beta', pass: betaPw.value.password, localAddress: '127.0.0.30' }), { ok: false, code: 421 }, 'address blocked');
-  t.match(await w.send({ user: 'beta', pass: betaPw.value.password, localAddress: '127.0.0.31' }), { ok: true }, 'other addresses fine');
+  // …do not refuse acme's right password from its own address.
+  t.match(await w.send({ user: 'acme', pass: w.password, localAddress: '127.0.0.40' }), { ok: true }, 'acme is not locked out');
+  // The guessing address is refused for acme once it used up its failures, and not for beta.
+  for (let i = 1; i < AUTH_LIMITS.perAddressUser; i++) await w.send({ user: 'acme', pass: 'bad', localAddress: '127.0.0.10' });
+  t.match(await w.send({ user: 'acme', pass: w.password, localAddress: '127.0.0.10' }), { ok: false, code: 421 }, 'acme refused from 127.0.0.10');
+  t.match(await w.send({ user: 'beta', pass: betaPw.value.password, localAddress: '127.0.0.10' }), { ok: true }, 'beta still accepted from it');
 });
 
 t.test('sender authorization: envelope and From domains must pass Domain Lockdown (550 5.7.1)', async (t) => {
@@ -324,6 +323,41 @@ t.test('sender authorization: envelope and From domains must pass Domain Lockdow
   if (!mPw.ok) throw new Error('pw');
   t.match(await w.send({ user: 'mallory', pass: mPw.value.password }), { ok: false, code: 550, response: /^550 5\.7\.1 / });
   t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 0, 'nothing queued');
+});
+
+t.test('Sender, Resent-From and Resent-Sender pass Domain Lockdown like From; originator fields must be RFC 5322', async (t) => {
+  const w = await world(t);
+  const submit = (headers: string, from = 'From: App <app@sender.test>\r\n') =>
+    w.send({ user: 'acme', pass: w.password, raw: `${from}${headers}To: bob@rcpt.test\r\nSubject: originators\r\n\r\nhi\r\n` });
+  t.same(await submit('Sender: Boss <boss@other.test>\r\n'), { ok: false, code: 550, response: '550 5.7.1 Sender domain other.test is not authorized for this account' });
+  t.same(await submit('Resent-From: ceo@other.test\r\n'), { ok: false, code: 550, response: '550 5.7.1 Resent-From domain other.test is not authorized for this account' });
+  t.same(await submit('Resent-Sender: <x@other.test>\r\n'), { ok: false, code: 550, response: '550 5.7.1 Resent-Sender domain other.test is not authorized for this account' });
+  // Strict RFC 5322: a lenient parser takes the last "@" (sender.test, authorized) while a reader sees other.test.
+  t.same(await submit('', 'From: a@other.test@sender.test\r\n'), { ok: false, code: 550, response: '550 5.1.7 From field is not RFC 5322 address syntax' });
+  t.same(await submit('', 'From: a@other.test <app@sender.test>\r\n'), { ok: false, code: 550, response: '550 5.1.7 From field is not RFC 5322 address syntax' });
+  t.same(await submit('Sender: a@other.test@sender.test\r\n'), { ok: false, code: 550, response: '550 5.1.7 Sender field is not RFC 5322 address syntax' });
+  t.same(await submit('Sender: a@sender.test, b@sender.test\r\n'), { ok: false, code: 550, response: '550 5.1.7 Sender field is not RFC 5322 address syntax' }, 'Sender is one mailbox');
+  t.same(await submit('', 'Subject: none\r\n'), { ok: false, code: 550, response: '550 5.6.0 message has no From address (RFC 5322 section 3.6)' });
+  // A DNS failure of a header domain's look-up is temporary, as for From (RFC 3463 4.4.3).
+  t.same(await submit('Resent-From: x@flaky.test\r\n'), {
+    ok: false, code: 451, response: '451 4.4.3 cannot verify that Resent-From domain flaky.test may be used by this account now, try again later',
+  });
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued or logged');
+
+  t.match(await submit('Sender: "Ops, Desk" <ops@sender.test>\r\nResent-From: John Q. Public <jqp@Sender.TEST>\r\n'), { ok: true, response: /^250 2\.0\.0 / }, 'authorized domains pass');
+  t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 1);
+});
+
+t.test('with the resolver unreachable, Domain Lockdown answers 451 4.4.3 (temporary), nothing queued', async (t) => {
+  const w = await world(t);
+  await w.dns.close();
+  t.same(await w.send({ user: 'acme', pass: w.password }), {
+    ok: false, code: 451, response: '451 4.4.3 Cannot verify that sender.test may be used by this account now, try again later',
+  }, 'the envelope sender, at MAIL FROM');
+  t.same(await w.send({ user: 'acme', pass: w.password, from: '', headerFrom: 'app@sender.test' }), {
+    ok: false, code: 451, response: '451 4.4.3 cannot verify that From domain sender.test may be used by this account now, try again later',
+  }, 'the From field of a null-sender message, at the end of DATA');
+  t.equal(count(w, 'SELECT count(*) AS n FROM messages'), 0, 'nothing queued');
 });
 
 t.test('the fields Sluice adds (Received, Date, Message-ID, DKIM-Signature) keep every line within 998 octets', async (t) => {

@@ -158,8 +158,11 @@ export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {
   };
 }
 
-/** A console client over fetch: keeps its cookies, signs in, reads the CSRF token of the last page. */
-export function consoleClient(base: string) {
+/**
+ * A console client over fetch (or `fetchImpl`, e.g. verified HTTPS): keeps its cookies, signs in, reads the CSRF
+ * token of the last page.
+ */
+export function consoleClient(base: string, fetchImpl: typeof fetch = fetch) {
   const jar = new Map<string, string>();
   let csrf = '';
   const remember = (res: Response) => {
@@ -176,7 +179,7 @@ export function consoleClient(base: string) {
     jar,
     csrf: () => csrf,
     async get(path: string) {
-      const res = await fetch(base + path, { headers: { cookie: cookieHeader() }, redirect: 'manual' });
+      const res = await fetchImpl(base + path, { headers: { cookie: cookieHeader() }, redirect: 'manual' });
       remember(res);
       const text = await res.text();
       const m = /name="_csrf" value="([^"]+)"/.exec(text);
@@ -187,7 +190,7 @@ export function consoleClient(base: string) {
       const body = new URLSearchParams(fields);
       const token = o.csrf === undefined ? csrf : o.csrf;
       if (token !== null) body.set('_csrf', token);
-      const res = await fetch(base + path, {
+      const res = await fetchImpl(base + path, {
         method: 'POST',
         headers: { cookie: cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
         body: body.toString(),

@@ -48,6 +48,8 @@ export async function outboundWorld(t: Test, opts: { env?: Record<string, string
     'mx.rcpt.test': { A: ['127.0.0.1'] },
     'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] },
     '_sluice.sender.test': { TXT: ['v=sluice1 auth=acme'] },
+    // Email alerts go only to a domain the account may send from (Domain Lockdown).
+    '_sluice.alerts.test': { TXT: ['v=sluice1 auth=acme'] },
   });
   const stack = await startStack(t, {
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_PUBLIC_IP: '127.0.0.1', ...opts.env },

@@ -1,5 +1,6 @@
 // Owns a line-by-line SMTP client for tests that hold a session open across other events (a reload, a certificate
-// change): plaintext, then STARTTLS on the same connection when asked.
+// change, a clock moved forward): plaintext, then STARTTLS on the same connection when asked, or implicit TLS; from
+// a chosen local address.
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Test } from 'tap';
@@ -12,12 +13,23 @@ export interface SmtpTalk {
   starttls(servername?: string): Promise<tls.PeerCertificate>;
   /** The certificate of the TLS session, if one is up. */
   peerCertificate(): tls.PeerCertificate | undefined;
+  /** Resolves once the server has closed the connection (at once if it has). */
+  closed(): Promise<void>;
   close(): void;
 }
 
-/** Connects to 127.0.0.1:`port` and waits for the greeting; closed at teardown. */
-export async function smtpTalk(t: Test, port: number): Promise<SmtpTalk> {
-  let socket: net.Socket | tls.TLSSocket = net.connect(port, '127.0.0.1');
+/** Where smtpTalk connects: `host` (default 127.0.0.1), from `localAddress`, implicit TLS when `implicitTls`. */
+export interface SmtpTalkOptions {
+  host?: string;
+  localAddress?: string;
+  implicitTls?: boolean;
+}
+
+/** Connects to 127.0.0.1:`port` (or as `o` says) and waits for the greeting; closed at teardown. */
+export async function smtpTalk(t: Test, port: number, o: SmtpTalkOptions = {}): Promise<SmtpTalk> {
+  const to = { port, host: o.host ?? '127.0.0.1', ...(o.localAddress ? { localAddress: o.localAddress } : {}) };
+  let socket: net.Socket | tls.TLSSocket = o.implicitTls ? tls.connect({ ...to, rejectUnauthorized: false }) : net.connect(to);
+  const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   let secure: tls.TLSSocket | undefined;
   let buf = '';
   let waiter: ((reply: string) => void) | undefined;
@@ -60,6 +72,7 @@ export async function smtpTalk(t: Test, port: number): Promise<SmtpTalk> {
       return secure.getPeerCertificate();
     },
     peerCertificate: () => secure?.getPeerCertificate(),
+    closed: () => ended,
     close: () => socket.destroy(),
   };
 }

@@ -52,13 +52,20 @@ export interface Stack extends RunningServer {
   createAccount: (handle: string) => Promise<{ handle: string; key: string; id: number }>;
 }
 
+/** `security.allow_private_targets` of the test stack: the loopback networks, IPv4 and IPv6. */
+export const LOOPBACK_ALLOWED = '127.0.0.0/8,::1/128';
+
 export function tempDir(t: Test): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-test-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
-/** Environment that binds every listener on loopback port 0 inside `dataDir`. */
+/**
+ * Environment that binds every listener on loopback port 0 inside `dataDir`. Tests dial their sinks, receivers and
+ * downstreams on the loopback, so the outbound-connection policy is opened for it — visibly, through the operator's
+ * key (Sluice's own listeners stay refused); a test of the policy itself passes SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: ''.
+ */
 export function testEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
     SLUICE_DATA_DIR: dataDir,
@@ -68,6 +75,7 @@ export function testEnv(dataDir: string, extra: Record<string, string> = {}): Re
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:0',
     SLUICE_SMTP_HOSTNAME: 'mx.sluice.test',
     SLUICE_LOG_LEVEL: 'silent',
+    SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: LOOPBACK_ALLOWED,
     ...extra,
   };
 }

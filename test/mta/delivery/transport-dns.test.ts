@@ -2,6 +2,8 @@
 import t from 'tap';
 import { createDnsResolver } from '../../../mta/delivery/dns-resolver.js';
 import { createRouteResolver } from '../../../mta/delivery/resolve-route.js';
+import { createTargetGuard } from '../../../mta/delivery/target-guard.js';
+import type { DnsResolver } from '../../../mta/delivery/dns-resolver.js';
 import type { Config } from '../../../config/load.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 
@@ -20,6 +22,10 @@ function outbound(over: Partial<Config['outbound']> = {}): Pick<Config, 'outboun
     },
   };
 }
+
+/** The policy with `allow` as security.allow_private_targets and no listeners of our own. */
+const guardOf = (resolver: DnsResolver, allow: string[]) => createTargetGuard({ resolver, allow: () => allow, listeners: () => [] });
+const LOOPBACK = ['127.0.0.0/8', '::1/128'];
 
 t.test('answers are classified: records, NXDOMAIN, NODATA, SERVFAIL', async (t) => {
   const dns = await startDnsServer(t, {
@@ -58,7 +64,7 @@ t.test('MX routing follows RFC 5321 §5.1 and RFC 7505', async (t) => {
     'dead.flaky.test': { SERVFAIL: true },
   });
   const resolver = createDnsResolver({ servers: [{ host: '127.0.0.1', port: dns.port }], timeoutMs: 1000, tries: 1 });
-  const route = createRouteResolver({ config: outbound(), resolver });
+  const route = createRouteResolver({ config: outbound(), resolver, guard: guardOf(resolver, LOOPBACK) });
 
   const multi = await route('Multi.Test.');
   t.equal(multi.kind, 'hosts');
@@ -89,13 +95,13 @@ t.test('equal preferences are shuffled with the injected random source', async (
   const resolver = createDnsResolver({ servers: [{ host: '127.0.0.1', port: dns.port }] });
   const seen = new Set<string>();
   for (const x of [0, 0.99]) {
-    const r = await createRouteResolver({ config: outbound(), resolver, random: () => x })('eq.test');
+    const r = await createRouteResolver({ config: outbound(), resolver, guard: guardOf(resolver, LOOPBACK), random: () => x })('eq.test');
     if (r.kind === 'hosts') seen.add(r.hosts[0]!.name);
   }
   t.same([...seen].sort(), ['a.eq.test', 'b.eq.test'], 'either host can come first');
 });
 
-t.test('transport map beats the smarthost, which beats DNS', async (t) => {
+t.test('transport map beats the smarthost, which beats DNS; neither is judged by the policy (the operator chose them)', async (t) => {
   const dns = await startDnsServer(t, { 'relay.test': { A: ['127.0.0.9'] } });
   const resolver = createDnsResolver({ servers: [{ host: '127.0.0.1', port: dns.port }] });
   const route = createRouteResolver({
@@ -107,6 +113,8 @@ t.test('transport map beats the smarthost, which beats DNS', async (t) => {
       smarthostTls: 'required',
     }),
     resolver,
+    // Nothing private allowed: the loopback routes below are the operator's, so they still route.
+    guard: guardOf(resolver, []),
   });
   t.same(await route('mapped.test'), {
     kind: 'hosts',

@@ -1,85 +1,19 @@
 // Checks ACME end to end against Debian's pebble on loopback: issuance by HTTP-01 on Sluice's HTTP listener for
 // smtp.hostname and acme.hostnames, the state in data_dir/acme, renewal 30 days before expiry (injected clock), and
 // the new certificate reaching new TLS sessions while an open one keeps going.
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
-import readline from 'node:readline';
 import tls from 'node:tls';
-import t, { type Test } from 'tap';
+import t from 'tap';
+import { freePort } from '../../helpers/daemons.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { captureLogs } from '../../helpers/log-capture.js';
 import { smtpTalk } from '../../helpers/smtp-talk.js';
-import { startStack, tempDir } from '../../helpers/stack.js';
+import { acmeEnv, pebbleMissing, startPebbleAt } from '../../helpers/pebble.js';
+import { startStack } from '../../helpers/stack.js';
 
-const PEBBLE = '/usr/bin/pebble';
-const fixture = (name: string) => path.resolve('test/fixtures/tls', name);
 const DAY = 86_400_000;
-
-/** A loopback port free right now (pebble binds it a moment later; nothing else on this host hands out ports). */
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
-/**
- * Starts pebble with a config written here: its ACME listener on `acmePort`, management on a free port, HTTP-01
- * validated against `httpPort`, names resolved by `dns`. Resolves once the directory is served.
- */
-async function startPebbleAt(t: Test, acmePort: number, httpPort: number, dns: string) {
-  const [mgmtPort, tlsPort] = [await freePort(), await freePort()];
-  const file = path.join(tempDir(t), 'pebble.json');
-  fs.writeFileSync(
-    file,
-    JSON.stringify({
-      pebble: {
-        listenAddress: `127.0.0.1:${acmePort}`,
-        managementListenAddress: `127.0.0.1:${mgmtPort}`,
-        certificate: fixture('pebble-cert.pem'),
-        privateKey: fixture('pebble-key.pem'),
-        httpPort,
-        tlsPort,
-        ocspResponderURL: '',
-        externalAccountBindingRequired: false,
-      },
-    }),
-  );
-  const child = spawn(PEBBLE, ['-config', file, '-dnsserver', dns], {
-    env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  t.teardown(() => void child.kill('SIGKILL'));
-  const output: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    for (const stream of [child.stdout, child.stderr]) {
-      readline.createInterface({ input: stream }).on('line', (line) => {
-        output.push(line);
-        if (line.includes('ACME directory available at')) resolve();
-      });
-    }
-    child.once('exit', (code) => reject(new Error(`pebble exited ${code}:\n${output.join('\n')}`)));
-  });
-  return { directory: `https://127.0.0.1:${acmePort}/dir`, mgmt: `https://127.0.0.1:${mgmtPort}`, output };
-}
-
-/** GET over https trusting pebble's own listener certificate. */
-function get(url: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    https
-      .get(url, { ca: fs.readFileSync(fixture('pebble-cert.pem')) }, (res) => {
-        let body = '';
-        res.on('data', (d) => (body += d));
-        res.on('end', () => resolve(body));
-      })
-      .on('error', reject);
-  });
-}
 
 /** Implicit TLS to `port` verifying the chain against `ca` for `servername`; resolves with the leaf's fingerprint. */
 function verifiedHandshake(port: number, ca: string, servername: string): Promise<string> {
@@ -93,7 +27,7 @@ function verifiedHandshake(port: number, ca: string, servername: string): Promis
   });
 }
 
-t.test('ACME against pebble: issue, serve, renew 30 days before expiry, reload under an open session', { skip: !fs.existsSync(PEBBLE) && 'pebble is not installed (apt-get install pebble)' }, async (t) => {
+t.test('ACME against pebble: issue, serve, renew 30 days before expiry, reload under an open session', { skip: pebbleMissing }, async (t) => {
   t.setTimeout(120_000);
   const dns = await startDnsServer(t, { 'mail.sluice.test': { A: ['127.0.0.1'] }, 'links.sluice.test': { A: ['127.0.0.1'] } });
   // Sluice's listeners come first (port 0): pebble's config then names the HTTP port it validates on. Pebble's own
@@ -105,10 +39,11 @@ t.test('ACME against pebble: issue, serve, renew 30 days before expiry, reload u
     env: {
       SLUICE_SMTP_HOSTNAME: 'mail.sluice.test',
       SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:0',
-      SLUICE_ACME_DIRECTORY_URL: `https://127.0.0.1:${acmePortHolder}/dir`,
+      // The clock jumps years ahead for the renewal while a session stays open: no session deadline here.
+      SLUICE_SMTP_SESSION_DEADLINE_MINUTES: '0',
+      // No contact address: the renewal below finds the account by its key (no empty account update).
+      ...acmeEnv(acmePortHolder, { email: false }),
       SLUICE_ACME_HOSTNAMES: 'links.sluice.test',
-      SLUICE_ACME_EMAIL: 'postmaster@sluice.test',
-      SLUICE_ACME_CA_FILE: fixture('pebble-cert.pem'),
     },
   });
   t.ok(stack.acme, 'the api process runs ACME');
@@ -116,7 +51,7 @@ t.test('ACME against pebble: issue, serve, renew 30 days before expiry, reload u
 
   // Pebble on the port Sluice was told, validating HTTP-01 on Sluice's HTTP listener.
   const pebble = await startPebbleAt(t, acmePortHolder, stack.http.port, dns.address);
-  const root = await get(`${pebble.mgmt}/roots/0`);
+  const root = await pebble.root();
   const implicitPort = stack.submissionTls!.port;
   await t.rejects(verifiedHandshake(implicitPort, root, 'mail.sluice.test'), /self-signed certificate/, 'the self-signed pair fails verification');
 
@@ -133,10 +68,11 @@ t.test('ACME against pebble: issue, serve, renew 30 days before expiry, reload u
   t.ok(fetched.length >= 2, `at least one HTTP-01 fetch per name (${fetched.length})`);
   t.ok(fetched.every((l) => l.status === 200), 'every fetch answered 200');
 
-  // State in data_dir/acme: the account key and the key private (0600), the certificate world-readable.
+  // State in data_dir/acme: every file private (0600), like everything Sluice writes under data_dir.
   const dir = path.join(stack.dataDir, 'acme');
   const mode = (f: string) => fs.statSync(path.join(dir, f)).mode & 0o777;
-  t.same([mode('account-key.pem'), mode('key.pem'), mode('cert.pem')], [0o600, 0o600, 0o644]);
+  t.same([mode('account-key.pem'), mode('key.pem'), mode('cert.pem')], [0o600, 0o600, 0o600]);
+  t.equal(fs.statSync(dir).mode & 0o777, 0o700);
   const accountKey = fs.readFileSync(path.join(dir, 'account-key.pem'), 'utf8');
   const chain = fs.readFileSync(path.join(dir, 'cert.pem'), 'utf8');
   const leaf = new crypto.X509Certificate(chain);

@@ -1,0 +1,62 @@
+// Checks the AUTH throttle's keying and counters: an IPv6 /64 is one network (IPv4-mapped forms are IPv4), the
+// (network, user) and network limits refuse only that network, counters lapse after the window, a success forgets
+// that user's failures there, and memory stays within maxKeys (least recently failed forgotten first).
+import t from 'tap';
+import { AUTH_LIMITS, clientNetwork, createAuthThrottle } from '../../../mta/smtp/auth-throttle.js';
+import { createClock } from '../../helpers/stack.js';
+
+t.test('clientNetwork: IPv4 as itself, IPv6 by /64 in every spelling, IPv4-mapped as IPv4', async (t) => {
+  const same64 = ['2001:db8:1:2::1', '2001:DB8:1:2:ffff:ffff:ffff:ffff', '2001:0db8:0001:0002:0:0:0:7', '2001:db8:1:2:a:b:192.0.2.1', '2001:db8:1:2::1%eth0'];
+  t.same(new Set(same64.map(clientNetwork)), new Set(['2001:db8:1:2::/64']));
+  t.equal(clientNetwork('2001:db8:1:3::1'), '2001:db8:1:3::/64', 'the next /64 is another network');
+  t.equal(clientNetwork('::1'), '0:0:0:0::/64');
+  t.equal(clientNetwork('::2'), clientNetwork('::1'), 'two addresses of one /64');
+  t.equal(clientNetwork('192.0.2.7'), '192.0.2.7');
+  t.equal(clientNetwork('::ffff:192.0.2.7'), '192.0.2.7');
+  t.equal(clientNetwork('::FFFF:c000:0207'), '192.0.2.7', 'the hex spelling of a mapped address');
+  t.equal(clientNetwork('not an address'), 'not an address');
+  t.equal(clientNetwork('1:2:3:4:5:6:7:8:9'), '1:2:3:4:5:6:7:8:9', 'not an address either');
+});
+
+t.test('the (network, user) limit refuses that user from that network only; the network limit refuses the network', async (t) => {
+  const clock = createClock();
+  const th = createAuthThrottle({ now: clock.now });
+  for (let i = 0; i < AUTH_LIMITS.perAddressUser; i++) {
+    t.equal(th.check('2001:db8:1:2::1', 'acme'), undefined);
+    th.failed('2001:db8:1:2::1', 'acme');
+  }
+  t.same(th.check('2001:db8:1:2::99', 'ACME'), { counter: 'address-user', network: '2001:db8:1:2::/64', failures: AUTH_LIMITS.perAddressUser }, 'another address of the /64, any case');
+  t.equal(th.check('2001:db8:1:3::1', 'acme'), undefined, 'the user from another /64');
+  t.equal(th.check('2001:db8:1:2::1', 'beta'), undefined, 'another user from the /64');
+  for (let i = AUTH_LIMITS.perAddressUser; i < AUTH_LIMITS.perAddress; i++) th.failed('2001:db8:1:2::5', `ghost${i}`);
+  t.same(th.check('2001:db8:1:2::1', 'beta'), { counter: 'address', network: '2001:db8:1:2::/64', failures: AUTH_LIMITS.perAddress });
+  t.equal(th.check('192.0.2.1', 'beta'), undefined);
+  clock.advance(AUTH_LIMITS.windowMs - 1);
+  t.ok(th.check('2001:db8:1:2::1', 'beta'), 'still within the window after the last failure');
+  clock.advance(1);
+  t.equal(th.check('2001:db8:1:2::1', 'acme'), undefined, 'lapsed');
+  t.same(th.size(), { addresses: 0, pairs: AUTH_LIMITS.perAddress - AUTH_LIMITS.perAddressUser }, 'a lapsed entry goes when read (the others when read or evicted)');
+});
+
+t.test('a success forgets that user\'s failures from that network, not the network\'s', async (t) => {
+  const th = createAuthThrottle({ now: createClock().now, limits: { perAddressUser: 2, perAddress: 3 } });
+  th.failed('192.0.2.1', 'acme');
+  th.succeeded('192.0.2.1', 'acme');
+  th.failed('192.0.2.1', 'acme');
+  t.equal(th.check('192.0.2.1', 'acme'), undefined, 'one failure since the success');
+  th.failed('192.0.2.1', 'beta');
+  t.match(th.check('192.0.2.1', 'acme'), { counter: 'address', failures: 3 });
+});
+
+t.test('memory stays within maxKeys: the least recently failed is forgotten first', async (t) => {
+  const th = createAuthThrottle({ now: createClock().now, limits: { maxKeys: 3, perAddress: 2 } });
+  for (const ip of ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.1', '192.0.2.4']) th.failed(ip, 'a');
+  t.same(th.size(), { addresses: 3, pairs: 3 }, 'never more than maxKeys');
+  t.ok(th.check('192.0.2.1', 'x'), '192.0.2.1 failed again recently: kept, and refused at 2 failures');
+  th.failed('192.0.2.2', 'a');
+  t.equal(th.check('192.0.2.2', 'x'), undefined, '192.0.2.2 had failed least recently: forgotten, one failure now');
+  t.same(th.size(), { addresses: 3, pairs: 3 });
+  const long = createAuthThrottle({ now: createClock().now, limits: { perAddressUser: 1 } });
+  long.failed('192.0.2.1', 'x'.repeat(10_000));
+  t.equal(long.check('192.0.2.1', `${'x'.repeat(128)}y`)?.counter, 'address-user', 'a user name is kept to its first 128 characters');
+});
