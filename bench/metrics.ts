@@ -112,9 +112,11 @@ function fill(dir: string, senders: Sender[]): { events: number; messages: numbe
     if (tracked && rand() < 0.45) {
       const machine = rand() < 0.3;
       const openedAt = deliveredAt + (machine ? 5_000 : int(2 * DAY));
-      emit(s, 'open', openedAt, campaign, machine ? { machine_open: 1 } : { unique_open: 1 }, { user_agent: 'Mozilla/5.0', ip: '192.0.2.7' });
+      const first = machine ? { unique_open: 1, machine_open: 1 } : { unique_open: 1, unique_human_open: 1 };
+      emit(s, 'open', openedAt, campaign, first, { user_agent: 'Mozilla/5.0', ip: '192.0.2.7' });
       if (rand() < 0.27) {
-        emit(s, 'click', openedAt + 30_000, campaign, machine ? { machine_click: 1 } : { unique_click: 1 }, { url: 'https://shop.example/x', user_agent: 'Mozilla/5.0', ip: '192.0.2.7' });
+        const click = machine ? { unique_click: 1, machine_click: 1 } : { unique_click: 1, unique_human_click: 1 };
+        emit(s, 'click', openedAt + 30_000, campaign, click, { url: 'https://shop.example/x', user_agent: 'Mozilla/5.0', ip: '192.0.2.7' });
       }
     }
     if (listUnsubscribe && rand() < 0.005) emit(s, 'unsubscribed', deliveredAt + HOUR, campaign);
@@ -124,9 +126,10 @@ function fill(dir: string, senders: Sender[]): { events: number; messages: numbe
   }
   flush();
   const rollups = (db.prepare('SELECT count(*) AS n FROM metric_rollups').get() as { n: number }).n;
+  const seconds = (db.prepare('SELECT count(*) AS n FROM metric_seconds').get() as { n: number }).n;
   const raw = (db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
   db.close();
-  console.log(`  ${raw} event rows, ${rollups} roll-up rows`);
+  console.log(`  ${raw} event rows, ${rollups} hourly roll-up rows, ${seconds} per-second rows`);
   return { events, messages, seconds: (Date.now() - started) / 1000 };
 }
 
@@ -184,19 +187,22 @@ async function main(): Promise<void> {
     const shapes: { route: string; query: string; label: string }[] = [];
     for (const report of ['engagement', 'performance', 'recipient-behaviour', 'volume']) {
       for (const interval of ['hour', 'day', 'week', 'month']) {
-        shapes.push({ route: report, query: `interval=${interval}`, label: 'acme + 20 subs, default 30 days' });
+        shapes.push({ route: report, query: `interval=${interval}`, label: 'acme + 20 subs, default month' });
+        // Edges inside an hour: the parts of the first and last hour are read from the per-second counters.
+        shapes.push({ route: report, query: `interval=${interval}&start_time=2026-10-22T12:34:56Z&end_time=2026-11-22T11:22:33Z`, label: 'acme + 20 subs, a month to the second' });
         shapes.push({ route: report, query: `interval=${interval}&start_time=2026-08-24`, label: 'acme + 20 subs, 90 days' });
         shapes.push({ route: report, query: `interval=${interval}&start_time=2026-08-24&campaign_id=${campaign}`, label: 'one campaign, 90 days' });
         shapes.push({ route: report, query: `interval=${interval}&start_time=2026-08-24&sub_account=acmeshop3`, label: 'sub_account, 90 days' });
       }
     }
     for (const type of ['campaigns', 'sub-accounts']) {
-      shapes.push({ route: `senders/${type}`, query: '', label: 'acme, default 30 days' });
+      shapes.push({ route: `senders/${type}`, query: '', label: 'acme, default month' });
+      shapes.push({ route: `senders/${type}`, query: 'start_time=2026-10-22T12:34:56Z&end_time=2026-11-22T11:22:33Z', label: 'acme, a month to the second' });
       shapes.push({ route: `senders/${type}`, query: 'start_time=2026-08-24&limit=1000', label: 'acme, 90 days, limit 1000' });
     }
     // The query as the table shows it: the window is in the shape column.
     const shown = (q: string) =>
-      q.split('&').filter((p) => p !== '' && !p.startsWith('start_time=')).map((p) => p.replace(/=.*/, (v) => (p.startsWith('interval') || p.startsWith('limit') ? v : ''))).join(' ') || '—';
+      q.split('&').filter((p) => p !== '' && !p.startsWith('start_time=') && !p.startsWith('end_time=')).map((p) => p.replace(/=.*/, (v) => (p.startsWith('interval') || p.startsWith('limit') ? v : ''))).join(' ') || '—';
     const lines = ['| route | query | shape | p50 ms | p95 ms | KB | ok |', '|---|---|---|---:|---:|---:|---|'];
     let misses = 0;
     for (const s of shapes) {

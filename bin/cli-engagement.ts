@@ -2,13 +2,12 @@
 import { ApiError } from '../control-api/errors.js';
 import { parseWhen } from '../control-api/schemas.js';
 import {
-  bucketStarts, buildReport, INTERVALS, isoTime, metricsWindow, rankSenders, REPORTS, type Interval, type ReportName,
+  bucketStarts, buildReport, INTERVALS, isoTime, metricsWindow, rankSenders, REPORTS, senderTotals, type Interval, type ReportName,
 } from '../mta/queue/metrics.js';
 import { verificationToken, verifyHostname, VERIFY_LABEL, type TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import { normaliseDomain } from '../filters/inbound-names.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
-import type { MetricStore } from '../storage/ports/metrics.js';
-import { HOUR_MS, type Metric } from '../storage/ports/metrics.js';
+import type { Metric, MetricStore } from '../storage/ports/metrics.js';
 import type { TrackingDomainStore } from '../storage/ports/tracking-domains.js';
 import { requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 
@@ -101,18 +100,19 @@ export async function metricsCommand(
   const account = () => requireAccount(accounts, opts.account);
   const window = () => {
     const w = metricsWindow(now(), when('start', opts.start), when('end', opts.end));
-    if (!w.ok) throw new UsageError(w.error.replace('end_time', '--end').replace('start_time', '--start'));
+    if (!w.ok) throw new UsageError(w.error.replaceAll('end_time', '--end').replaceAll('start_time', '--start'));
     return w.window;
   };
   if (sub === 'senders') {
     const type = rest[0];
     if (type !== 'campaigns' && type !== 'sub-accounts') throw new UsageError('usage: sluice metrics senders campaigns|sub-accounts --account H');
     const a = await account();
-    const w = window();
+    const asked = window();
     const limit = opts.limit === undefined ? 10 : Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer from 1 to 1000');
-    const [from, to] = [w.start / HOUR_MS, w.end / HOUR_MS];
-    const rows = type === 'campaigns' ? await rollup.campaigns(a.id, from, to) : a.parent_id === null ? await rollup.subAccounts(a.id, from, to) : [];
+    const { rows, window: w } = type === 'campaigns'
+      ? await senderTotals(rollup, 'campaigns', a.id, asked)
+      : a.parent_id === null ? await senderTotals(rollup, 'subAccounts', a.id, asked) : { rows: [], window: asked };
     const ranked = rankSenders(rows, { limit, offset: 0, order: 'desc' });
     if (opts.json) {
       io.stdout(JSON.stringify({ start_time: isoTime(w.start), end_time: isoTime(w.end), ...ranked }) + '\n');

@@ -71,7 +71,7 @@ Commands:
   metrics engagement|performance|recipient-behaviour|volume --account H [--start T] [--end T]
           [--interval hour|day|week|month] [--campaign C] [--json]
                                           figures as a table, one row per bucket and a total (T: YYYY-MM-DD
-                                          or YYYY-MM-DDTHH:MM:SSZ; default the last 30 days)
+                                          or YYYY-MM-DDTHH:MM:SSZ; default one calendar month to now)
   metrics senders campaigns|sub-accounts --account H [--start T] [--end T] [--limit N] [--json]
                                           senders ranked by processed + dropped
   backup PATH                             write a complete backup of data_dir to the new directory PATH

@@ -1,28 +1,11 @@
-// Owns `sluice serve` as a process: the logger, the first-start key file, the start-up lines, signals and shutdown.
-import path from 'node:path';
+// Owns `sluice serve` as a process: the logger, the start-up lines, signals and shutdown (the first key: first-key.ts).
 import pino, { type Logger } from 'pino';
 import { formatHostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
-import { writePrivateFile } from '../storage/private-files.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
 import { registerServe } from './pid-registry.js';
 import { VERSION } from './version.js';
-
-/** Where the first start of a data_dir leaves the `default` account's API key (0600), instead of the log. */
-export function initialKeyFile(dataDir: string): string {
-  return path.join(dataDir, 'initial-api-key');
-}
-
-/**
- * Writes the first API key to data_dir/initial-api-key, readable by this user only, and logs where it is: a log
- * line would keep the key in the journal forever. The operator reads it once and deletes the file.
- */
-function handOverFirstKey(dataDir: string, key: string, logger: Logger): void {
-  const file = initialKeyFile(dataDir);
-  writePrivateFile(file, `${key}\n`, { flag: 'wx' });
-  logger.info({ handle: 'default', key_file: file }, `created account "default"; its API key is in ${file} (mode 0600): read it, then delete the file`);
-}
 
 /** Which From domains may send, so the first start says why a send would be refused and how to allow one. */
 async function logLockdown(server: RunningServer, mode: 'dns' | 'off', logger: Logger): Promise<void> {
@@ -93,7 +76,6 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
     reloading = reloading.then(() => reload(server, load, logger)).catch((err: unknown) => logger.error({ err }, 'reload failed'));
   };
   process.on('SIGHUP', onHup);
-  if (server.firstApiKey) handOverFirstKey(config.dataDir, server.firstApiKey, logger);
   if (server.roles.includes('api') || server.roles.includes('submission')) await logLockdown(server, config.outbound.lockdown, logger);
   logger.info(
     {

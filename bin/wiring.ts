@@ -61,6 +61,7 @@ import { metricsRoutes } from '../control-api/routes/metrics.js';
 import { trackingRoutes } from '../control-api/routes/tracking.js';
 import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
 import { createTracker } from '../mta/outbound/tracker.js';
+import { handOverFirstKey } from './first-key.js';
 import { VERSION } from './version.js';
 
 export interface CoreOptions {
@@ -92,14 +93,6 @@ export async function secretSetting(settings: SettingStore, name: string): Promi
   return Buffer.from(await settings.getOrCreate(name, () => crypto.randomBytes(32).toString('base64')), 'base64');
 }
 
-/** On a fresh data_dir: create the parent account `default` with one api key, once (marked in settings). */
-async function bootstrap(store: Store, now: number): Promise<string | undefined> {
-  if (!(await store.accounts.isEmpty()) || (await store.settings.get('bootstrapped_at'))) return undefined;
-  const res = await store.accounts.createParentWithKey({ handle: 'default', companyName: 'Default', now });
-  await store.settings.set('bootstrapped_at', String(now));
-  return res.ok ? res.apiKey : undefined;
-}
-
 /** Wires every part of Sluice on one store; nothing listens yet. The caller closes the store when done. */
 export async function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
@@ -109,7 +102,8 @@ export async function wireCore(opts: CoreOptions) {
   const storeOptions: OpenOptions = { now, onCommit: (seconds) => metrics.sqliteCommit.observe(seconds) };
   const store = opts.openStore?.(storeOptions) ?? openStore(config, storeOptions);
   const { accounts, dkimKeys: dkim, suppressions, inboundDomains, inboundLists, quarantine, trackingDomains } = store;
-  const firstApiKey = await bootstrap(store, now());
+  // Before anything listens: a first start that then fails to bind keeps its key file (issue 23).
+  const firstApiKey = await handOverFirstKey(store, config.dataDir, logger, now());
   const resolver = createDnsResolver({ servers: config.dns.servers });
   // The outbound-connection policy: every target a tenant chose (webhooks, monitor webhooks, downstreams, MX hosts)
   // is resolved once, judged, and dialled only at an address it allowed. Own listeners: this process's bound ones
@@ -246,6 +240,9 @@ export async function wireCore(opts: CoreOptions) {
     // a webhook after one day (they would never be sent).
     pruneEvents: (before, limit) => store.webhooks.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
     pruneTracking: (before, limit) => store.tracking.prune(before, limit),
+    pruneAlerts: (before, limit) => store.alerts.prune(before, limit),
+    pruneStrikes: (before, limit) => abuse.prune(before, limit),
+    pruneMetricDetail: (before, limit) => store.metrics.pruneDetail(before, limit),
   });
   const routes = [
     ...subAccountRoutes,

@@ -6,6 +6,7 @@ import {
   parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
+import { RETENTION_KEYS } from './retention.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 
@@ -388,26 +389,8 @@ export const KEY_TREE = {
       parse: integer(1, 3600, 'seconds'),
     }),
   },
-  retention: {
-    logDays: key({
-      doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept; rows of mail still queued, deferred or held are never pruned.',
-      defaultText: '30',
-      default: () => 30,
-      parse: parseDays,
-    }),
-    messageDays: key({
-      doc: 'Days message bodies are kept once every recipient is delivered, bounced or dropped; mail still queued, deferred or held is never pruned.',
-      defaultText: '7',
-      default: () => 7,
-      parse: parseDays,
-    }),
-    trackingDays: key({
-      doc: 'Days the open pixel and tracked links of a sent message keep working (what their tokens name is kept that long); later hits answer 404.',
-      defaultText: '365',
-      default: () => 365,
-      parse: parseDays,
-    }),
-  },
+  /** `retention.*` (config/retention.ts; the retention job is mta/jobs/retention.ts). */
+  retention: RETENTION_KEYS,
   log: {
     level: key({
       live: true,

@@ -151,3 +151,25 @@ export interface OutboundScanVerdict {
 export function senderIdentity(accountHandle: string, user: string): string {
   return `${accountHandle}|x-authuser|${user.toLowerCase()}`;
 }
+
+const AUTHUSER = '|x-authuser|';
+
+/** The sender hint types of an alert's `originator_type`. */
+export type OriginatorType = 'x-authuser' | 'x-sender';
+
+/**
+ * The `originator` of an alert and its `originator_type` (api.md §4.5: "typically the authenticated username or
+ * email address", type "for example, x-authuser"): the SMTP AUTH user name of a submitted message (`x-authuser`);
+ * for a REST send — an API key has no user, `auth` is `api-key:<id>` — its envelope sender (`x-sender`, the
+ * MAIL FROM MailChannels names `envelope_sender` in the same payload). Without a message, the user part of the
+ * sender identity (what its `x-authuser` field names).
+ */
+export function alertOriginator(
+  senderId: string,
+  message: { auth: string | null; envelopeSender: string } | undefined,
+): { originator: string; originator_type: OriginatorType } {
+  if (message && message.auth !== null && !message.auth.startsWith('api-key:')) return { originator: message.auth, originator_type: 'x-authuser' };
+  if (message && message.envelopeSender !== '') return { originator: message.envelopeSender, originator_type: 'x-sender' };
+  const at = senderId.indexOf(AUTHUSER);
+  return { originator: at < 0 ? senderId : senderId.slice(at + AUTHUSER.length), originator_type: 'x-authuser' };
+}

@@ -14,7 +14,7 @@ const FIELDS: readonly { name: string; label: string; type?: string }[] = [
   { name: 'request_id', label: 'Request id' },
   { name: 'rspcode', label: 'Reply code' },
   { name: 'start_date', label: 'From (yyyy-mm-dd)', type: 'date' },
-  { name: 'end_date', label: 'To (yyyy-mm-dd)', type: 'date' },
+  { name: 'end_date', label: 'Before (yyyy-mm-dd)', type: 'date' },
 ];
 
 interface Row {

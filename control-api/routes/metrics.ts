@@ -1,9 +1,9 @@
 // Owns GET /tx/v1/metrics/* (api.md §2.5): engagement, performance, recipient behaviour, volume and senders.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
-import { HOUR_MS, type Metric } from '../../storage/ports/metrics.js';
+import type { Metric } from '../../storage/ports/metrics.js';
 import {
-  bucketStarts, buildReport, INTERVALS, isoTime, metricsWindow, rankSenders, REPORTS, type Interval, type ReportName,
+  bucketStarts, buildReport, INTERVALS, isoTime, metricsWindow, rankSenders, REPORTS, senderTotals, type Interval, type ReportName,
 } from '../../mta/queue/metrics.js';
 import { badRequest, forbidden } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -18,8 +18,38 @@ const Time = Type.String({
 });
 
 const window = {
-  start_time: Type.Optional({ ...Time, description: 'inclusive; default 30 days before end_time; rounded down to the hour' }),
-  end_time: Type.Optional({ ...Time, description: 'exclusive; default now; rounded up to the hour' }),
+  start_time: Type.Optional({
+    ...Time,
+    description: 'inclusive; default one calendar month before now (the same day and time; the last day of a shorter month); counted to the second',
+  }),
+  end_time: Type.Optional({ ...Time, description: 'exclusive; default now; counted to the second' }),
+};
+
+/**
+ * What each counter counts (the OpenAPI description of its field): MailChannels' fields first, then Sluice's own
+ * (machine_*, unique_human_*: the figures with machine traffic told apart).
+ */
+const FIELD_DOCS: Record<Metric, string> = {
+  processed: 'recipients accepted for delivery',
+  delivered: 'recipients delivered',
+  bounced: 'recipients hard-bounced',
+  dropped: 'recipients dropped before delivery (suppressed, refused)',
+  complained: 'Sluice: spam complaints',
+  unsubscribed: 'recipients who unsubscribed',
+  unsubscribe_delivered: 'recipients delivered mail with a List-Unsubscribe header',
+  open: 'open events (every hit of the pixel, machine traffic included)',
+  unique_open: 'distinct messages with at least one open event (machine traffic included)',
+  machine_open: 'Sluice: open events flagged as machine traffic (image proxies, scanners)',
+  open_tracking_delivered: 'recipients delivered mail with open tracking',
+  unique_open_tracking_delivered: 'distinct messages with open tracking delivered to at least one recipient',
+  click: 'click events (machine traffic included)',
+  unique_click: 'distinct messages with at least one click event (machine traffic included)',
+  machine_click: 'Sluice: click events flagged as machine traffic (link scanners)',
+  click_tracking_delivered: 'recipients delivered mail with click tracking',
+  unique_click_tracking_delivered: 'distinct messages with click tracking delivered to at least one recipient',
+  deferred: 'Sluice: deferred delivery attempts',
+  unique_human_open: 'Sluice: distinct messages with at least one open not flagged as machine traffic',
+  unique_human_click: 'Sluice: distinct messages with at least one click not flagged as machine traffic',
 };
 
 const subAccount = {
@@ -41,11 +71,11 @@ const MetricsQuery = Type.Object({
 const Bucket = Type.Object({ count: Type.Integer({ minimum: 0 }), period_start: Type.String({ format: 'date-time' }) });
 
 function reportSchema(fields: readonly Metric[]): TSchema {
-  const counts = Object.fromEntries(fields.map((f) => [f, Type.Integer({ minimum: 0 })]));
+  const counts = Object.fromEntries(fields.map((f) => [f, Type.Integer({ minimum: 0, description: FIELD_DOCS[f] })]));
   return Type.Object({
     ...counts,
-    start_time: Type.String({ format: 'date-time' }),
-    end_time: Type.String({ format: 'date-time' }),
+    start_time: Type.String({ format: 'date-time', description: 'the window counted: start_time as given (or its default) unless its hour had no per-second detail left, then that hour\'s start' }),
+    end_time: Type.String({ format: 'date-time', description: 'the window counted, exclusive: end_time as given (or now) unless its hour had no per-second detail left, then that hour\'s end' }),
     buckets: Type.Object(Object.fromEntries(fields.map((f) => [f, Type.Array(Bucket)]))),
   });
 }
@@ -71,7 +101,7 @@ const errors = {
 };
 
 const SUMMARIES: Record<ReportName, string> = {
-  engagement: 'Opens and clicks, with the deliveries of tracked mail (unique_*: each message once; machine_*: flagged machine traffic)',
+  engagement: 'Opens and clicks, with the deliveries of tracked mail (unique_*: each message once; machine_*: flagged machine traffic; unique_human_*: each message once, machine traffic left out)',
   performance: 'Processed, delivered and bounced recipients (and complaints)',
   'recipient-behaviour': 'Unsubscriptions, and deliveries of mail with List-Unsubscribe',
   volume: 'Processed, delivered and dropped recipients',
@@ -150,12 +180,11 @@ export const metricsRoutes: AnyRoute[] = [
         throw badRequest('sub_account: not with sender_type sub-accounts (it ranks the sub-accounts themselves)');
       }
       const accountId = await subject(s, principal, query.sub_account);
-      const w = windowOf(s, query);
-      const [from, to] = [w.start / HOUR_MS, w.end / HOUR_MS];
+      const asked = windowOf(s, query);
       // A sub-account has no sub-accounts of its own: its ranking is empty.
-      const rows = params.sender_type === 'campaigns'
-        ? await s.metrics.campaigns(accountId, from, to)
-        : principal.account.parent_id === null ? await s.metrics.subAccounts(accountId, from, to) : [];
+      const { rows, window: w } = params.sender_type === 'campaigns'
+        ? await senderTotals(s.metrics, 'campaigns', accountId, asked)
+        : principal.account.parent_id === null ? await senderTotals(s.metrics, 'subAccounts', accountId, asked) : { rows: [], window: asked };
       const limit = query.limit ?? 10;
       const offset = query.offset ?? 0;
       const ranked = rankSenders(rows, { limit, offset, order: query.sort_order ?? 'desc' });

@@ -16,6 +16,9 @@ import { checkEndpoint, screenEndpoint } from './webhooks.js';
 /** Monitors one account may have. */
 export const MAX_MONITORS = 100;
 
+/** How a monitor created without `delivery` delivers its alerts. */
+export const DEFAULT_DELIVERY = 'email';
+
 const tags = ['monitors'];
 const keyProblem = { 403: { description: 'missing, unknown or wrong-scope key', schema: TxError } };
 const missing = { 404: { description: 'no such monitor of this account', schema: TxError } };
@@ -43,10 +46,12 @@ const NewMonitor = Type.Object(
       errorMessage: `must be an integer from ${MIN_INTERVAL_HOURS} to ${MAX_INTERVAL_HOURS}`,
       description: 'at most one alert per condition and sender identity per this many hours',
     }),
-    delivery: Type.Union([Type.Literal('webhook'), Type.Literal('email')], {
+    // The specification: "delivery type is email (default) or webhook".
+    delivery: Type.Optional(Type.Union([Type.Literal('webhook'), Type.Literal('email')], {
+      default: DEFAULT_DELIVERY,
       errorMessage: 'must be "webhook" or "email"',
-      description: 'webhook: a signed POST of the alert payload (label sig1); email: a message through the outbound queue',
-    }),
+      description: 'email (default): a message through the outbound queue; webhook: a signed POST of the alert payload (label sig1)',
+    })),
     webhook_url: Type.Optional(Type.String({ minLength: 1, description: 'http(s) URL; required for delivery webhook' })),
     email: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: 'address; required for delivery email' })),
   },
@@ -140,7 +145,10 @@ export const monitorRoutes: AnyRoute[] = [
     body: NewMonitor,
     responses: {
       201: { description: 'the monitor', schema: Monitor },
-      400: { description: 'invalid condition, interval or delivery target (a webhook_url resolving to an internal address too)', schema: TxError },
+      400: {
+        description: 'invalid condition, interval or delivery target (without delivery: email, so email is required; a webhook_url resolving to an internal address too)',
+        schema: TxError,
+      },
       403: {
         description: 'missing, unknown or wrong-scope key; or an email address on a domain the account may not send from (Domain Lockdown)',
         schema: TxError,
@@ -149,9 +157,10 @@ export const monitorRoutes: AnyRoute[] = [
       409: { description: `the account already has ${MAX_MONITORS} monitors`, schema: TxError },
     },
     handler: async (s, { principal, body }) => {
-      const target = monitorTarget(body);
-      if (body.delivery === 'webhook') await screenEndpoint(s, target, 'webhook_url');
-      if (body.delivery === 'email') await mayAlertByEmail(s, principal.account, target);
+      const delivery = body.delivery ?? DEFAULT_DELIVERY;
+      const target = monitorTarget({ ...body, delivery });
+      if (delivery === 'webhook') await screenEndpoint(s, target, 'webhook_url');
+      if (delivery === 'email') await mayAlertByEmail(s, principal.account, target);
       if ((await s.alerts.listMonitors(principal.account.id)).length >= MAX_MONITORS) {
         throw conflict(`an account has at most ${MAX_MONITORS} monitors; delete one first`);
       }
@@ -159,7 +168,7 @@ export const monitorRoutes: AnyRoute[] = [
         accountId: principal.account.id,
         condition: body.condition,
         intervalHours: body.interval_hours,
-        delivery: body.delivery,
+        delivery,
         target,
         now: s.now(),
       });

@@ -67,8 +67,8 @@ const SearchBody = Type.Object({
   spam_disposition: Type.Optional(OneOf(SPAM_DISPOSITIONS)),
   virus_disposition: Type.Optional(OneOf(VIRUS_DISPOSITIONS)),
   rspcode: Type.Optional(BoundedInteger(100, 599, { errorMessage: 'must be an integer SMTP reply code (100-599)' })),
-  start_date: Type.Optional(DateString),
-  end_date: Type.Optional(DateString),
+  start_date: Type.Optional({ ...DateString, description: 'first day searched (00:00 UTC, inclusive); with end_date, which it must be before' }),
+  end_date: Type.Optional({ ...DateString, description: 'exclusive: the search ends at 00:00 UTC of this day' }),
   // Paging belongs in the query (api.md §6): in the body it is refused with a message that says so.
   start_at: Type.Optional(Type.Never({ errorMessage: 'is a query parameter (?start_at=…), not a body field' })),
   count: Type.Optional(Type.Never({ errorMessage: 'is a query parameter (?count=…), not a body field' })),
@@ -118,9 +118,11 @@ function parseDate(text: string): number | undefined {
 }
 
 /**
- * The created_at range searched: [start_date 00:00Z, end_date + 1 day) when both dates are given (end inclusive,
- * so `end_date` = today includes today), else the last DEFAULT_WINDOW_DAYS days up to now. Throws 400 naming the
- * field: one date without the other, a malformed or impossible date, start_date after end_date.
+ * The created_at range searched: [start_date 00:00Z, end_date 00:00Z) when both dates are given, else the last
+ * DEFAULT_WINDOW_DAYS days up to now. The specification's rule is that start_date is "before end_date": the end is
+ * exclusive, like every end bound the specification states (metrics' end_time, webhook-batch's created_before), so
+ * one day is `start_date` = that day and `end_date` = the next. Throws 400 naming the field: one date without the
+ * other, a malformed or impossible date, start_date not before end_date.
  */
 export function searchRange(
   dates: { start_date?: string; end_date?: string },
@@ -136,8 +138,8 @@ export function searchRange(
   if (since === undefined) throw badRequest('start_date: not a valid calendar date (yyyy-mm-dd)');
   const last = parseDate(end);
   if (last === undefined) throw badRequest('end_date: not a valid calendar date (yyyy-mm-dd)');
-  if (since > last) throw badRequest('start_date: must be before end_date');
-  return { since, until: last + DAY_MS, defaulted: false };
+  if (since >= last) throw badRequest('start_date: must be before end_date (end_date is exclusive: one day is that day and the next)');
+  return { since, until: last, defaulted: false };
 }
 
 /**

@@ -117,7 +117,7 @@ export const webhookRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
     path: '/tx/v1/webhook',
-    summary: 'Enroll the webhook endpoint of this account (one per account)',
+    summary: 'Enroll the webhook endpoint of this account (one per account); it receives the events that happen from now on',
     tags,
     auth: 'api',
     query: Type.Object({ endpoint: Type.String({ minLength: 1 }) }),

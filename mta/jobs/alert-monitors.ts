@@ -4,6 +4,7 @@
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import { ALERT_CONDITIONS, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
+import { alertOriginator } from '../../filters/outbound-verdicts.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { AlertRow, AlertStore, MonitorRow } from '../../storage/ports/alerts.js';
@@ -53,8 +54,7 @@ export function alertPayload(t: AlertTrigger, handle: string): Record<string, st
     condition_description: ALERT_CONDITIONS[t.condition],
     account_id: handle,
     timestamp: new Date(t.at).toISOString(),
-    originator: t.senderId,
-    originator_type: 'sender_id',
+    ...alertOriginator(t.senderId, t.message),
     sender_id: t.senderId,
     ip: t.message?.ip ?? '',
     transaction_id: t.message?.sendRequestId ?? '',
@@ -199,7 +199,9 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
         const t = {
           accountId,
           senderId,
-          message: { messageId: message.message_id, sendRequestId: message.request_id, envelopeSender: message.mail_from, ip: message.upstream },
+          message: {
+            messageId: message.message_id, sendRequestId: message.request_id, envelopeSender: message.mail_from, ip: message.upstream, auth: message.auth,
+          },
           at: deps.now(),
         };
         try {

@@ -1,9 +1,9 @@
 // Owns the retention pruner: runs storage's batch-limited deletes on an hourly timer, yielding between batches.
 import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
+import { DETAIL_DAYS } from '../../storage/ports/metrics.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
-import type { RetentionStore } from '../../storage/ports/retention.js';
-import type { PruneBatch } from '../../storage/ports/retention.js';
+import type { PruneBatch, RetentionStore } from '../../storage/ports/retention.js';
 
 const DAY_MS = 86_400_000;
 
@@ -31,6 +31,21 @@ export interface RetentionDeps {
    * `retention.tracking_days`); return how many. Unset: they are not pruned.
    */
   pruneTracking?: (before: number, limit: number) => Promise<number>;
+  /**
+   * Hook for the alerts monitors fired (issue 23): delete up to `limit` whose delivery is over, fired before `before`
+   * (cutoff = `retention.alert_days`); return how many. Unset: they are not pruned.
+   */
+  pruneAlerts?: (before: number, limit: number) => Promise<number>;
+  /**
+   * Hook for sender strikes and delistings (issue 23): delete up to `limit` older than `before` (cutoff =
+   * `retention.alert_days`; the hook keeps those that still count); return how many. Unset: they are not pruned.
+   */
+  pruneStrikes?: (before: number, limit: number) => Promise<number>;
+  /**
+   * Hook for the per-second detail of the metric roll-ups (issue 23): delete up to `limit` rows before `before`
+   * (cutoff = storage/ports/metrics.ts DETAIL_DAYS); return how many. Unset: it is not pruned.
+   */
+  pruneMetricDetail?: (before: number, limit: number) => Promise<number>;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -47,7 +62,16 @@ export interface RetentionCounts {
   events: number;
   /** What open and click tokens of old messages named (0 unless the `pruneTracking` hook is wired). */
   tracking: number;
+  /** Alerts fired, delivered or failed for good (0 unless the `pruneAlerts` hook is wired). */
+  alerts: number;
+  /** Sender strikes and delistings (0 unless the `pruneStrikes` hook is wired). */
+  strikes: number;
+  /** Per-second metric counters (0 unless the `pruneMetricDetail` hook is wired). */
+  metricDetail: number;
 }
+
+/** The kinds of rows pruned through a hook of another owner. */
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -66,7 +90,11 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  *   with its delivery, and it is kept as long as the log: max(message_days, log_days));
  * - inbound quarantine entries past their expiry (`inbound.quarantine_days`, set when held);
  * - delivered webhook events older than `log_days`, when the `pruneEvents` hook is given;
- * - tracking rows of messages older than `tracking_days` (their links then answer 404), when `pruneTracking` is given.
+ * - tracking rows of messages older than `tracking_days` (their links then answer 404), when `pruneTracking` is given;
+ * - alerts fired and sender strikes and delistings older than `alert_days`, when `pruneAlerts` / `pruneStrikes` are
+ *   given (an alert still being delivered, a strike that still counts toward a block stay);
+ * - per-second metric counters older than DETAIL_DAYS (a window's edge in such an hour then counts the whole hour),
+ *   when `pruneMetricDetail` is given. The hourly roll-ups are kept.
  * Nothing of a message with a queued (also deferred), sending or held delivery is ever deleted, however old.
  * Each kind stops after `maxBatchesPerRun` batches (default 200); the rest is pruned by the next run.
  * Concurrent calls share the run in progress. `start()` runs it after `firstRunDelayMs` (default 1 min) and then
@@ -129,30 +157,25 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
-    let events = 0;
-    let eventBatches = 0;
-    const pruneEvents = deps.pruneEvents;
-    if (pruneEvents) {
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0 };
+    const counts: RetentionCounts = { logRows, messages, bodies, quarantine, ...none };
+    const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
+    // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
+    const alertBefore = now - deps.config.retention.alertDays * DAY_MS;
+    const hooks: [HookKind, number, ((before: number, limit: number) => Promise<number>) | undefined][] = [
+      ['events', logBefore, deps.pruneEvents],
+      ['tracking', now - deps.config.retention.trackingDays * DAY_MS, deps.pruneTracking],
+      ['alerts', alertBefore, deps.pruneAlerts],
+      ['strikes', alertBefore, deps.pruneStrikes],
+      ['metricDetail', now - DETAIL_DAYS * DAY_MS, deps.pruneMetricDetail],
+    ];
+    for (const [kind, before, prune] of hooks) {
+      if (!prune) continue;
       await yieldToLoop();
-      [events, eventBatches] = await drain(limited((limit) => pruneEvents(logBefore, limit)));
+      [counts[kind], batches[kind]] = await drain(limited((limit) => prune(before, limit)));
     }
-    let tracking = 0;
-    let trackingBatches = 0;
-    const pruneTracking = deps.pruneTracking;
-    if (pruneTracking) {
-      await yieldToLoop();
-      const trackingBefore = now - deps.config.retention.trackingDays * DAY_MS;
-      [tracking, trackingBatches] = await drain(limited((limit) => pruneTracking(trackingBefore, limit)));
-    }
-    const counts = { logRows, messages, bodies, quarantine, events, tracking };
-    if (logRows + messages + bodies + quarantine + events + tracking > 0) log.info(counts, 'retention pruned');
-    return {
-      ...counts,
-      batches: {
-        logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, events: eventBatches,
-        tracking: trackingBatches,
-      },
-    };
+    if (Object.values(counts).some((n) => n > 0)) log.info(counts, 'retention pruned');
+    return { ...counts, batches };
   }
 
   function tick(): void {

@@ -75,10 +75,13 @@ export async function screenMessages(
 /** After the commit: each scanned message's strikes, block and alerts (mta/outbound/sender-abuse.ts), in order. */
 export async function afterCommit(
   deps: ScreeningDeps,
-  scanned: { record: Pick<AcceptedOutbound, 'account' | 'messageId' | 'sendRequestId' | 'mailFrom' | 'upstream'>; verdict: OutboundScanVerdict }[],
+  scanned: { record: Pick<AcceptedOutbound, 'account' | 'messageId' | 'sendRequestId' | 'mailFrom' | 'upstream' | 'auth'>; verdict: OutboundScanVerdict }[],
 ): Promise<void> {
   for (const { record: r, verdict } of scanned) {
-    await deps.abuse.afterScan({ accountId: r.account.id, messageId: r.messageId, sendRequestId: r.sendRequestId, mailFrom: r.mailFrom, upstream: r.upstream }, verdict);
+    await deps.abuse.afterScan(
+      { accountId: r.account.id, messageId: r.messageId, sendRequestId: r.sendRequestId, mailFrom: r.mailFrom, upstream: r.upstream, auth: r.auth },
+      verdict,
+    );
   }
 }
 

@@ -20,8 +20,11 @@ export interface AlertTrigger {
   /** The (sub-)account whose identity it is. */
   accountId: number;
   senderId: string;
-  /** The message behind it, when one message is. */
-  message?: { messageId: string; sendRequestId: string; envelopeSender: string; ip: string | null };
+  /**
+   * The message behind it, when one message is; `auth` is how it was submitted (the SMTP AUTH user, or
+   * `api-key:<id>` for a REST send), which names the alert's originator (filters/outbound-verdicts.ts alertOriginator).
+   */
+  message?: { messageId: string; sendRequestId: string; envelopeSender: string; ip: string | null; auth: string | null };
   at: number;
 }
 
@@ -35,6 +38,8 @@ export interface ScannedMessage {
   sendRequestId: string;
   mailFrom: string;
   upstream: string | null;
+  /** The SMTP AUTH user of a submission, `api-key:<id>` for a REST send. */
+  auth: string | null;
 }
 
 export type RemediationResult =
@@ -71,6 +76,16 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
   };
 
   return {
+    /**
+     * Retention (`retention.alert_days`): deletes up to `limit` strikes and delistings older than `before`, but never
+     * one that still counts — a strike inside `abuse.block_window_hours`, a delisting inside the day the API's
+     * delisting limit looks at — whatever `before` says. Returns how many.
+     */
+    prune(before: number, limit: number): Promise<number> {
+      const stillCounting = deps.now() - Math.max(deps.config.abuse.blockWindowHours * HOUR_MS, DELIST_WINDOW_MS);
+      return deps.store.prune(Math.min(before, stillCounting), limit);
+    },
+
     onAlert(fn: AlertSink): void {
       sink = fn;
     },
@@ -111,7 +126,7 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
       if (verdict.policy === 'off') return { blocked: false };
       const at = deps.now();
       const { senderId } = verdict;
-      const message = { messageId: msg.messageId, sendRequestId: msg.sendRequestId, envelopeSender: msg.mailFrom, ip: msg.upstream };
+      const message = { messageId: msg.messageId, sendRequestId: msg.sendRequestId, envelopeSender: msg.mailFrom, ip: msg.upstream, auth: msg.auth };
       const kind = strikeOf(verdict.spam.disposition, verdict.virus.disposition);
       let blocked = false;
       if (kind) {

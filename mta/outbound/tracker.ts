@@ -100,7 +100,7 @@ export function createTracker(deps: TrackerDeps) {
         ip: r.ip,
         ...(verdict.machine ? { machine: true, machine_reason: verdict.reason } : {}),
       };
-      // One unit: the first human open or click, the last click, the event and its unique_* / machine_* counters.
+      // One unit: the first open or click (and the first human one), the last click, the event and its counters.
       await deps.tracking.hit({ id: row.id, kind: r.kind, link: data.link, at: now, machine, event: { accountId: row.account_id, kind: r.kind, payload, at: now } });
       return answer;
     },

@@ -146,10 +146,10 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
           await deps.store.dropChain(due);
           return;
         }
-        const c = await deps.store.claimRetry(due, hook.url, owner, deps.now(), deps.now() + leaseMs);
-        if (!c) return;
-        const ok = await attempt(c, run);
-        if (!ok) return;
+        // Undefined: taken by another claimer, or a chain of the endpoint this one replaced (ended): go on to the
+        // pending events (the outstanding check below keeps a live chain first).
+        const c = await deps.store.claimRetry(due, hook, owner, deps.now(), deps.now() + leaseMs);
+        if (c && !(await attempt(c, run))) return;
       }
       if (!hook) return;
       for (let i = 0; i < maxBatches; i++) {

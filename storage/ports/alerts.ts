@@ -42,7 +42,7 @@ export interface AlertStore {
   createMonitor(m: { accountId: number; condition: string; intervalHours: number; delivery: AlertDelivery; target: string; now: number }): Promise<MonitorRow>;
   listMonitors(accountId: number): Promise<MonitorRow[]>;
   findMonitor(accountId: number, id: number): Promise<MonitorRow | undefined>;
-  /** False when the account has no such monitor. Its alerts stay (alertcount, history). */
+  /** False when the account has no such monitor. Its alerts stay (alertcount, history) until retention prunes them. */
   deleteMonitor(accountId: number, id: number): Promise<boolean>;
   /** Monitors of `accountId` that watch `condition`. */
   watching(accountId: number, condition: string): Promise<MonitorRow[]>;
@@ -65,6 +65,12 @@ export interface AlertStore {
    * not ok). False (nothing written) when the lease was lost.
    */
   recordResult(lease: Lease, r: { ok: boolean; statusCode: number | null; error: string | null; retryAt: number | null; now: number }): Promise<boolean>;
+  /**
+   * Retention (`retention.alert_days`): deletes up to `limit` alerts fired before `before` whose delivery is over
+   * (delivered, or failed for good) — of live monitors and deleted ones alike; an alert still pending or being
+   * delivered stays however old. Returns how many.
+   */
+  prune(before: number, limit: number): Promise<number>;
   /** The account's alerts, newest first (`sluice monitors alerts`). */
   listAlerts(f: { accountId: number; monitorId: number | null; limit: number }): Promise<AlertRow[]>;
   /**

@@ -1,4 +1,5 @@
-// Owns the Metrics port: hourly roll-up counters per account and campaign, and the rules that derive them from events.
+// Owns the Metrics port: roll-up counters per account and campaign (hourly, and per second for a window's edges),
+// and the rules that derive them from events.
 
 /** Every counter a roll-up keeps. */
 export const METRICS = [
@@ -7,6 +8,8 @@ export const METRICS = [
   'click', 'unique_click', 'machine_click', 'click_tracking_delivered', 'unique_click_tracking_delivered',
   // Deferred attempts (soft bounces), for the console's deliverability chart; no API report shows it.
   'deferred',
+  // Messages with a human open / click (what unique_open / unique_click counted before migration 15).
+  'unique_human_open', 'unique_human_click',
 ] as const;
 
 export type Metric = (typeof METRICS)[number];
@@ -35,6 +38,21 @@ export interface SenderRow {
   bounced: number;
   dropped: number;
 }
+
+/** The counters of a sender ranking, in SenderRow order. */
+export const SENDER_FIELDS = ['processed', 'delivered', 'bounced', 'dropped'] as const;
+
+/** A sender's sums over part of one hour and over the whole hour (per-second detail of a window's edge). */
+export interface SenderEdgeRow {
+  name: string;
+  /** SENDER_FIELDS sums within [from, to). */
+  inside: number[];
+  /** SENDER_FIELDS sums over the whole hour. */
+  whole: number[];
+}
+
+/** How long the per-second detail is kept: past this, a window's edge inside an hour counts the whole hour. */
+export const DETAIL_DAYS = 62;
 
 /**
  * What an event adds by itself, from its kind and payload (api.md §4.2): every figure counts recipients, so
@@ -83,4 +101,15 @@ export interface MetricStore {
   campaigns(accountId: number, fromHour: number, toHour: number): Promise<SenderRow[]>;
   /** Totals per sub-account of a parent over [fromHour, toHour), named by handle, unsorted. */
   subAccounts(parentId: number, fromHour: number, toHour: number): Promise<SenderRow[]>;
+  /**
+   * Per-second detail of one hour (`hour` since the epoch) for the account's figures (a parent: its tree), of one
+   * campaign or all mail: sums of `fields` within the seconds [fromSecond, toSecond) of that hour, and over the
+   * whole hour — equal to the hour's roll-up exactly when the detail of that hour is complete (kept DETAIL_DAYS,
+   * and written since migration 15).
+   */
+  edge(accountId: number, campaign: string | null, hour: number, fromSecond: number, toSecond: number, fields: readonly Metric[]): Promise<{ inside: number[]; whole: number[] }>;
+  /** The per-second detail of one hour per campaign of the account's tree, or per sub-account of a parent (see edge). */
+  senderEdge(kind: 'campaigns' | 'subAccounts', accountId: number, hour: number, fromSecond: number, toSecond: number): Promise<SenderEdgeRow[]>;
+  /** Retention: deletes up to `limit` per-second rows before `beforeMs` (DETAIL_DAYS); returns how many. */
+  pruneDetail(beforeMs: number, limit: number): Promise<number>;
 }

@@ -67,10 +67,20 @@ export interface TrackedMessageRow {
   custom: number;
   created_at: number;
   delivered_at: number | null;
+  /** First open / click not marked machine traffic (unique_human_*). */
   opened_at: number | null;
   clicked_at: number | null;
+  /** First open / click of any kind (unique_open, unique_click). */
+  first_open_at: number | null;
+  first_click_at: number | null;
   last_click_at: number | null;
   last_click_link: number | null;
+}
+
+/** Whether a hit was its message's first of its kind, and its first from a person. */
+export interface FirstHits {
+  first: boolean;
+  firstHuman: boolean;
 }
 
 /** One recorded hit on a tracking URL (the tracker has verified the token and judged the traffic). */
@@ -81,18 +91,19 @@ export interface TrackingHit {
   /** The link index (clicks). */
   link: number;
   at: number;
-  /** filters/machine-traffic.ts judged it a machine's (a scanner, a prefetch): counted apart, never first. */
+  /** filters/machine-traffic.ts judged it a machine's (a scanner, a prefetch): counted apart, never first human. */
   machine: boolean;
-  /** The `open` / `click` event; the unit adds unique_* (first human hit) and machine_* counters to its roll-up. */
+  /** The `open` / `click` event; the unit adds unique_*, unique_human_* and machine_* counters to its roll-up. */
   event: NewEvent;
 }
 
 export interface TrackingStore {
   find(key: Buffer): Promise<TrackedMessageRow | undefined>;
   /**
-   * Records a hit in one unit: a human open or click that is the message's first sets its first-open / first-click
-   * time (and counts unique_open / unique_click), every click becomes the last click (the next one is judged
-   * against it), and the event is appended with its roll-up.
+   * Records a hit in one unit: the message's first open / click of any kind sets its first time (and counts
+   * unique_open / unique_click), its first human one sets the human first time (unique_human_open /
+   * unique_human_click), every click becomes the last click (the next one is judged against it), and the event is
+   * appended with its roll-up.
    */
   hit(h: TrackingHit): Promise<void>;
   /** Deletes up to `limit` rows created before `before` (retention.tracking_days); returns how many. */

@@ -5,6 +5,8 @@ export interface WebhookRow {
   account_id: number;
   url: string;
   created_at: number;
+  /** The newest event id of the account at enrolment: only later events are posted to this endpoint. */
+  events_after: number;
 }
 
 export interface SigningKeyRow {
@@ -75,10 +77,14 @@ export interface BatchFilters {
  * → delivered or given up (the chain has no outstanding retry). A claim records the batch and its lease
  * (storage/ports/leases.ts) before anything is posted, so a crash leaves a batch whose lease expires and which any
  * worker then retries; a worker whose lease was taken over records nothing (the fence). While an account's chain is
- * outstanding, no new chain starts for it (its events leave in id order).
+ * outstanding, no new chain starts for it (its events leave in id order). An endpoint receives the events that
+ * happen after its enrolment, never the account's earlier ones.
  */
 export interface WebhookStore {
-  /** Enrolls `url` for the account; false when the account already has an endpoint (one per account). */
+  /**
+   * Enrolls `url` for the account; false when the account already has an endpoint (one per account). The endpoint
+   * receives the events written after this call, never the account's earlier ones.
+   */
   enroll(accountId: number, url: string, now: number): Promise<boolean>;
   /** The account's endpoint, if enrolled. */
   findWebhook(accountId: number): Promise<WebhookRow | undefined>;
@@ -92,9 +98,9 @@ export interface WebhookStore {
   insertKey(keyId: string, privatePem: string, publicPem: string, now: number): Promise<SigningKeyRow>;
   /** Every key, oldest first. */
   listKeys(): Promise<SigningKeyRow[]>;
-  /** Enrolled endpoints with pending events and no outstanding chain, by account id. */
+  /** Enrolled endpoints with pending events (after their enrolment) and no outstanding chain, by account id. */
   readyAccounts(): Promise<WebhookRow[]>;
-  /** Events of enrolled accounts not yet in any batch (the pending-events gauge). */
+  /** Events of enrolled accounts waiting for their endpoint (the pending-events gauge). */
   pendingCount(): Promise<number>;
   /** True while the account has a chain in flight or waiting for its retry. */
   hasOutstanding(accountId: number): Promise<boolean>;
@@ -106,12 +112,16 @@ export interface WebhookStore {
    */
   claimPending(accountId: number, url: string, owner: string, now: number, limit: number, leaseUntil: number): Promise<ClaimedBatch | undefined>;
   /**
-   * Claims the retry of a failed batch, or takes over one whose lease expired: ends that batch's chain slot (and
-   * fences its owner out) and records a new attempt with the same events, leased to `owner` until `leaseUntil`.
-   * Undefined when it is no longer due or its events are gone.
+   * Claims the retry of a failed batch for the account's endpoint `hook`, or takes over one whose lease expired:
+   * ends that batch's chain slot (and fences its owner out) and records a new attempt with the same events, leased
+   * to `owner` until `leaseUntil`. Undefined when it is no longer due, its events are gone, or they are older than
+   * `hook`'s enrolment (the chain's endpoint was replaced: the chain ends there, its batches can be resent).
    */
-  claimRetry(old: WebhookBatchRow, url: string, owner: string, now: number, leaseUntil: number): Promise<ClaimedBatch | undefined>;
-  /** Ends a chain whose account no longer has an endpoint; its events become pending again. */
+  claimRetry(old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'events_after'>, owner: string, now: number, leaseUntil: number): Promise<ClaimedBatch | undefined>;
+  /**
+   * Ends a chain whose account no longer has an endpoint. Its events stay with the chain's batches (resendable);
+   * a later endpoint never receives them, being enrolled after they happened.
+   */
   dropChain(old: WebhookBatchRow): Promise<void>;
   /** Extends attempts still in flight under these leases to `until`; resolves with the ids of leases lost. */
   renew(leases: readonly Lease[], until: number): Promise<number[]>;
@@ -127,10 +137,10 @@ export interface WebhookStore {
   /** The account's batches in the window, newest first. */
   listBatches(accountId: number, f: BatchFilters): Promise<WebhookBatchRow[]>;
   /**
-   * Retention of the outbox, bounded (returns rows deleted, at most `limit`): events of accounts without an endpoint
-   * once older than `unenrolledBefore`; events whose chain is finished once older than `finishedBefore`; then batch
-   * history older than `finishedBefore`. Events of an outstanding chain and pending events of enrolled accounts are
-   * never deleted.
+   * Retention of the outbox, bounded (returns rows deleted, at most `limit`): pending events no endpoint will
+   * receive (of accounts without one, or from before its enrolment) once older than `unenrolledBefore`; events whose
+   * chain is finished once older than `finishedBefore`; then batch history older than `finishedBefore`. Events of an
+   * outstanding chain and pending events an endpoint waits for are never deleted.
    */
   prune(cutoffs: { unenrolledBefore: number; finishedBefore: number }, limit: number): Promise<number>;
 }

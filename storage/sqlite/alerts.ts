@@ -42,6 +42,14 @@ export function createAlertStore(db: Db) {
       `SELECT * FROM alerts WHERE account_id = @accountId AND (@monitorId IS NULL OR monitor_id = @monitorId)
        ORDER BY fired_at DESC, id DESC LIMIT @limit`,
     ),
+    // One index range per sending account on alerts_sender_account (sender_account_id, fired_at), accounts as the
+    // outer loop: old alerts are found without a scan of the table, which has no index leading with fired_at.
+    prune: db.prepare(
+      `DELETE FROM alerts WHERE id IN (
+         SELECT a.id FROM accounts x CROSS JOIN alerts a INDEXED BY alerts_sender_account
+         WHERE a.sender_account_id = x.id AND a.fired_at < @before AND a.state IN ('delivered', 'failed')
+         LIMIT @limit)`,
+    ),
   };
 
   return {
@@ -54,7 +62,7 @@ export function createAlertStore(db: Db) {
     findMonitor(accountId: number, id: number): MonitorRow | undefined {
       return s.monitor.get(accountId, id) as MonitorRow | undefined;
     },
-    /** False when the account has no such monitor. Its alerts stay (alertcount, history). */
+    /** False when the account has no such monitor. Its alerts stay (alertcount, history) until retention prunes them. */
     deleteMonitor(accountId: number, id: number): boolean {
       return s.deleteMonitor.run(accountId, id).changes > 0;
     },
@@ -103,6 +111,15 @@ export function createAlertStore(db: Db) {
     /** The account's alerts, newest first (`sluice monitors alerts`). */
     listAlerts(f: { accountId: number; monitorId: number | null; limit: number }): AlertRow[] {
       return s.list.all(f) as AlertRow[];
+    },
+
+    /**
+     * Retention (`retention.alert_days`): deletes up to `limit` alerts fired before `before` whose delivery is over
+     * (delivered, or failed for good) — of live monitors and deleted ones alike; an alert still pending or being
+     * delivered stays however old. Returns how many.
+     */
+    prune(before: number, limit: number): number {
+      return s.prune.run({ before, limit }).changes;
     },
 
     /**

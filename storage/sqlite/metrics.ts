@@ -1,5 +1,6 @@
-// Owns the metric_rollups table: hourly counters per account and campaign, added to as events are written.
-import { HOUR_MS, METRICS, type Grain, type Metric, type MetricDelta, type SenderRow } from '../ports/metrics.js';
+// Owns the metric_rollups and metric_seconds tables: counters per account and campaign, hourly and per second,
+// added to as events are written.
+import { HOUR_MS, METRICS, SENDER_FIELDS, type Grain, type Metric, type MetricDelta, type SenderEdgeRow, type SenderRow } from '../ports/metrics.js';
 import type { Db } from './database.js';
 
 /**
@@ -12,8 +13,9 @@ const GRAIN_SQL: Record<Grain, string> = { hour: 'hour', day: 'hour / 24', week:
 const ALL = '';
 
 /**
- * Repository over metric_rollups. `add` runs inside the caller's transaction (the one writing the event), so a
- * counter and its event commit together; reads never touch the events table.
+ * Repository over metric_rollups and metric_seconds. `add` runs inside the caller's transaction (the one writing
+ * the event), so a counter and its event commit together; reads never touch the events table, and the per-second
+ * detail is only read for the (at most two) hours at a window's edges.
  */
 export function createMetricRollup(db: Db) {
   const s = {
@@ -33,18 +35,20 @@ export function createMetricRollup(db: Db) {
        GROUP BY a.id`,
     ),
   };
-  // The upsert names only the counters an event changes (one or a few of the eighteen): one statement per set of
-  // counters, prepared once, with positional parameters — this runs in every event's transaction, up to four times.
-  const addStatements = new Map<string, ReturnType<Db['prepare']>>();
-  function addStatement(names: readonly Metric[]) {
-    const key = names.join(',');
-    let st = addStatements.get(key);
+  // The upsert names only the counters an event changes (one or a few of the twenty): one statement per table and set
+  // of counters, prepared once, with positional parameters — this runs in every event's transaction, up to five times
+  // (the hourly rows: the account's and its parent's, all mail and the campaign; the sending account's second).
+  const upserts = new Map<string, ReturnType<Db['prepare']>>();
+  function upsert(table: 'metric_rollups' | 'metric_seconds', names: readonly Metric[]) {
+    const cols = names.join(',');
+    let st = upserts.get(`${table}:${cols}`);
     if (!st) {
+      const keys = table === 'metric_rollups' ? 'account_id, campaign, hour' : 'account_id, second, campaign';
       st = db.prepare(
-        `INSERT INTO metric_rollups (account_id, campaign, hour, ${key}) VALUES (?, ?, ?${', ?'.repeat(names.length)})
-         ON CONFLICT (account_id, campaign, hour) DO UPDATE SET ${names.map((m) => `${m} = ${m} + excluded.${m}`).join(', ')}`,
+        `INSERT INTO ${table} (${keys}, ${cols}) VALUES (?, ?, ?${', ?'.repeat(names.length)})
+         ON CONFLICT (${keys}) DO UPDATE SET ${names.map((m) => `${m} = ${m} + excluded.${m}`).join(', ')}`,
       );
-      addStatements.set(key, st);
+      upserts.set(`${table}:${cols}`, st);
     }
     return st;
   }
@@ -64,6 +68,38 @@ export function createMetricRollup(db: Db) {
     }
     return st;
   }
+  // An account and its sub-accounts (deleted ones included: their mail was sent), as the hourly rows of a parent count.
+  const TREE = 'account_id IN (SELECT id FROM accounts WHERE id = @account OR parent_id = @account)';
+  const inHour = 'second >= @hourStart AND second < @hourEnd';
+  const inside = (f: string) => `coalesce(SUM(CASE WHEN second >= @from AND second < @to THEN ${f} ELSE 0 END), 0)`;
+  const edgeStatements = new Map<string, ReturnType<Db['prepare']>>();
+  function edgeStatement(fields: readonly Metric[]) {
+    const key = fields.join(',');
+    let st = edgeStatements.get(key);
+    if (!st) {
+      if (!fields.every((f) => (METRICS as readonly string[]).includes(f))) throw new Error('unknown metric');
+      st = db.prepare(
+        `SELECT ${fields.map(inside).join(', ')}, ${fields.map((f) => `coalesce(SUM(${f}), 0)`).join(', ')} FROM metric_seconds
+         WHERE ${TREE} AND ${inHour} AND (@campaign = '' OR campaign = @campaign)`,
+      ).raw();
+      edgeStatements.set(key, st);
+    }
+    return st;
+  }
+  const senderSums = `${SENDER_FIELDS.map((f) => inside(f)).join(', ')}, ${SENDER_FIELDS.map((f) => `SUM(${f})`).join(', ')}`;
+  const senderEdges = {
+    campaigns: db.prepare(`SELECT campaign, ${senderSums} FROM metric_seconds WHERE ${TREE} AND ${inHour} AND campaign <> '' GROUP BY campaign`).raw(),
+    subAccounts: db.prepare(
+      `SELECT a.handle, ${senderSums} FROM accounts a CROSS JOIN metric_seconds r
+       WHERE a.parent_id = @account AND r.account_id = a.id AND ${inHour} GROUP BY a.id`,
+    ).raw(),
+  };
+  const pruneDetail = db.prepare(
+    `DELETE FROM metric_seconds WHERE (account_id, second, campaign) IN (
+       SELECT d.account_id, d.second, d.campaign FROM accounts a CROSS JOIN metric_seconds d
+       WHERE d.account_id = a.id AND d.second < @before LIMIT @limit)`,
+  );
+
   // A sub-account never changes parent: the answer is cached for the life of the process.
   const parents = new Map<number, number | null>();
   function parentOf(accountId: number): number | null {
@@ -85,12 +121,39 @@ export function createMetricRollup(db: Db) {
       if (names.length === 0) return;
       const values = names.map((m) => delta[m] as number);
       const hour = Math.floor(at / HOUR_MS);
-      const st = addStatement(names);
+      const st = upsert('metric_rollups', names);
       const parent = parentOf(accountId);
       for (const account of parent === null ? [accountId] : [accountId, parent]) {
         st.run([account, ALL, hour, ...values]);
         if (campaignId) st.run([account, campaignId, hour, ...values]);
       }
+      // The per-second row is the sending account's own (its tree is summed when read).
+      upsert('metric_seconds', names).run([accountId, Math.floor(at / 1000), campaignId ?? '', ...values]);
+    },
+
+    /**
+     * Per-second detail of one hour (`hour` since the epoch) for the account's figures (a parent: its tree), of one
+     * campaign or all mail: sums of `fields` within the seconds [fromSecond, toSecond) of that hour, and over the
+     * whole hour — equal to the hour's roll-up row exactly when the detail of that hour is complete (not pruned,
+     * not from before migration 15).
+     */
+    edge(accountId: number, campaign: string | null, hour: number, fromSecond: number, toSecond: number, fields: readonly Metric[]): { inside: number[]; whole: number[] } {
+      const row = edgeStatement(fields).get({
+        account: accountId, campaign: campaign ?? ALL, hourStart: hour * 3600, hourEnd: (hour + 1) * 3600, from: fromSecond, to: toSecond,
+      }) as number[];
+      return { inside: row.slice(0, fields.length), whole: row.slice(fields.length) };
+    },
+
+    /** The per-second detail of one hour per campaign of the account's tree, or per sub-account of a parent (see edge). */
+    senderEdge(kind: 'campaigns' | 'subAccounts', accountId: number, hour: number, fromSecond: number, toSecond: number): SenderEdgeRow[] {
+      const rows = senderEdges[kind].all({ account: accountId, hourStart: hour * 3600, hourEnd: (hour + 1) * 3600, from: fromSecond, to: toSecond }) as [string, ...number[]][];
+      const n = SENDER_FIELDS.length;
+      return rows.map(([name, ...sums]) => ({ name, inside: sums.slice(0, n), whole: sums.slice(n) }));
+    },
+
+    /** Retention: deletes up to `limit` per-second rows before `beforeMs` (DETAIL_DAYS); returns how many. */
+    pruneDetail(beforeMs: number, limit: number): number {
+      return pruneDetail.run({ before: Math.floor(beforeMs / 1000), limit }).changes;
     },
 
     /**

@@ -12,7 +12,9 @@ import { TRACKING_DOMAINS } from './migrations/010-tracking-domains.js';
 import { SENDER_ABUSE } from './migrations/011-sender-abuse.js';
 import { ALERTS } from './migrations/012-alerts.js';
 import { CONSOLE } from './migrations/013-console.js';
-import { LEASES } from './migrations/014-leases.js';
+import { WEBHOOK_ENROLMENT } from './migrations/014-webhook-enrolment.js';
+import { METRIC_DETAIL } from './migrations/015-metric-detail.js';
+import { LEASES } from './migrations/016-leases.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -32,5 +34,7 @@ export const MIGRATIONS: readonly string[] = [
   SENDER_ABUSE, // 11
   ALERTS, // 12
   CONSOLE, // 13
-  LEASES, // 14
+  WEBHOOK_ENROLMENT, // 14
+  METRIC_DETAIL, // 15
+  LEASES, // 16
 ];

@@ -150,7 +150,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       sweep: (olderThan) => b.run(() => inline.sweep(olderThan)),
     },
     smtpLog: port(createSmtpLogStore(db), b, { reads: ['search', 'findByDeliveryId', 'senderOfMessage'], writes: [] }),
-    metrics: port(createMetricRollup(db), b, { reads: ['series', 'campaigns', 'subAccounts'], writes: [] }),
+    metrics: port(createMetricRollup(db), b, { reads: ['series', 'campaigns', 'subAccounts', 'edge', 'senderEdge'], writes: ['pruneDetail'] }),
     tracking: port(createTrackingStore(db), b, { reads: ['find'], writes: ['hit', 'prune'] }),
     webhooks: port(createWebhookStore(db), b, {
       reads: ['findWebhook', 'currentKey', 'findKey', 'listKeys', 'readyAccounts', 'pendingCount', 'hasOutstanding', 'dueRetries', 'findBatch', 'listBatches'],
@@ -185,7 +185,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     }),
     alerts: port(createAlertStore(db), b, {
       reads: ['listMonitors', 'findMonitor', 'watching', 'due', 'listAlerts', 'countBuckets'],
-      writes: ['createMonitor', 'deleteMonitor', 'fire', 'claim', 'renew', 'recordResult'],
+      writes: ['createMonitor', 'deleteMonitor', 'fire', 'claim', 'renew', 'recordResult', 'prune'],
     }),
     console: port(createConsoleStore(db), b, {
       reads: ['findToken', 'listTokens', 'findSession'],

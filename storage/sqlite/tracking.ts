@@ -1,5 +1,5 @@
 // Owns the tracked_messages table: what open and click tokens name, and each message's first open, click, delivery.
-import type { NewTrackedMessage, TrackedMessageRow, TrackingHit } from '../ports/tracking.js';
+import type { FirstHits, NewTrackedMessage, TrackedMessageRow, TrackingHit } from '../ports/tracking.js';
 import type { Db } from './database.js';
 import { createEventWriter } from './events.js';
 
@@ -17,6 +17,8 @@ export function createTrackingStore(db: Db) {
     delivered: db.prepare('UPDATE tracked_messages SET delivered_at = ? WHERE key = ? AND delivered_at IS NULL'),
     opened: db.prepare('UPDATE tracked_messages SET opened_at = ? WHERE id = ? AND opened_at IS NULL'),
     clicked: db.prepare('UPDATE tracked_messages SET clicked_at = ? WHERE id = ? AND clicked_at IS NULL'),
+    firstOpen: db.prepare('UPDATE tracked_messages SET first_open_at = ? WHERE id = ? AND first_open_at IS NULL'),
+    firstClick: db.prepare('UPDATE tracked_messages SET first_click_at = ? WHERE id = ? AND first_click_at IS NULL'),
     lastClick: db.prepare('UPDATE tracked_messages SET last_click_at = ?, last_click_link = ? WHERE id = ?'),
     prune: db.prepare(
       'DELETE FROM tracked_messages WHERE id IN (SELECT id FROM tracked_messages WHERE created_at < ? ORDER BY created_at LIMIT ?)',
@@ -36,28 +38,35 @@ export function createTrackingStore(db: Db) {
       return s.delivered.run(at, key).changes > 0;
     },
 
-    /** Notes an open that is not machine traffic; true for the message's first such open (unique_open). */
-    markOpened(id: number, at: number): boolean {
-      return s.opened.run(at, id).changes > 0;
+    /**
+     * Notes an open (`human`: not machine traffic). `first`: the message's first open of any kind (it counts once in
+     * unique_open); `firstHuman`: its first human one (unique_human_open).
+     */
+    markOpened(id: number, at: number, human: boolean): FirstHits {
+      return { first: s.firstOpen.run(at, id).changes > 0, firstHuman: human && s.opened.run(at, id).changes > 0 };
     },
 
     /**
-     * Notes a click on link `link` (every click: the next one is judged against it); `human` clicks set the first
-     * click time. True when this human click is the message's first (unique_click).
+     * Notes a click on link `link` (every click: the next one is judged against it). `first`: the message's first
+     * click of any kind (unique_click); `firstHuman`: its first human one (unique_human_click).
      */
-    markClicked(id: number, link: number, at: number, human: boolean): boolean {
-      const first = human && s.clicked.run(at, id).changes > 0;
+    markClicked(id: number, link: number, at: number, human: boolean): FirstHits {
+      const hits = { first: s.firstClick.run(at, id).changes > 0, firstHuman: human && s.clicked.run(at, id).changes > 0 };
       s.lastClick.run(at, link, id);
-      return first;
+      return hits;
     },
 
-    /** One hit: the first human open / click, the last click, and the event with unique_* and machine_* counters. */
+    /**
+     * One hit: the first open / click (and the first human one), the last click, and the event with its counters —
+     * unique_*: the message's first hit of the kind, machine or not (the specification's "distinct messages with at
+     * least one such event"); unique_human_*: its first hit by a person; machine_*: every flagged hit.
+     */
     hit(h: TrackingHit): void {
-      const first = h.kind === 'open' ? !h.machine && this.markOpened(h.id, h.at) : this.markClicked(h.id, h.link, h.at, !h.machine);
+      const hits = h.kind === 'open' ? this.markOpened(h.id, h.at, !h.machine) : this.markClicked(h.id, h.link, h.at, !h.machine);
       const counters =
         h.kind === 'open'
-          ? { unique_open: first ? 1 : 0, machine_open: h.machine ? 1 : 0 }
-          : { unique_click: first ? 1 : 0, machine_click: h.machine ? 1 : 0 };
+          ? { unique_open: hits.first ? 1 : 0, unique_human_open: hits.firstHuman ? 1 : 0, machine_open: h.machine ? 1 : 0 }
+          : { unique_click: hits.first ? 1 : 0, unique_human_click: hits.firstHuman ? 1 : 0, machine_click: h.machine ? 1 : 0 };
       events.append(h.event, counters);
     },
 

@@ -9,12 +9,19 @@ import { createRenewal, END_LEASE, fence, HELD } from './leases.js';
  *
  * Events (written by the queue into the `events` outbox) move through: pending (batch_id NULL) → claimed by a
  * batch chain (batch_id = the chain's first batch, whose links list them) → delivered or given up (the chain has
- * no outstanding retry). A claim records the batch and its lease before anything is posted (STYLE: record the
- * attempt, then send), so a crash leaves a batch that any worker retries once its lease expires.
+ * no outstanding retry). An endpoint receives the events that happen after its enrolment: pending events up to
+ * `webhooks.events_after` are never claimed (they are pruned like those of an account without an endpoint). A claim
+ * records the batch and its lease before anything is posted (STYLE: record the attempt, then send), so a crash
+ * leaves a batch that any worker retries once its lease expires.
  */
 export function createWebhookStore(db: Db) {
   const s = {
-    insertWebhook: db.prepare('INSERT INTO webhooks (account_id, url, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+    // The account's newest event at enrolment (the events_pending index gives it with one seek).
+    insertWebhook: db.prepare(
+      `INSERT INTO webhooks (account_id, url, created_at, events_after)
+       VALUES (@account, @url, @now, coalesce((SELECT max(id) FROM events WHERE account_id = @account), 0))
+       ON CONFLICT DO NOTHING`,
+    ),
     findWebhook: db.prepare('SELECT * FROM webhooks WHERE account_id = ?'),
     deleteWebhook: db.prepare('DELETE FROM webhooks WHERE account_id = ?'),
 
@@ -30,7 +37,7 @@ export function createWebhookStore(db: Db) {
     // events_pending (account_id, batch_id, id).
     readyAccounts: db.prepare(
       `SELECT w.* FROM webhooks w
-       WHERE EXISTS (SELECT 1 FROM events e WHERE e.account_id = w.account_id AND e.batch_id IS NULL)
+       WHERE EXISTS (SELECT 1 FROM events e WHERE e.account_id = w.account_id AND e.batch_id IS NULL AND e.id > w.events_after)
          AND NOT EXISTS (SELECT 1 FROM webhook_batches b WHERE b.account_id = w.account_id AND b.retry_due_at IS NOT NULL)
        ORDER BY w.account_id`,
     ),
@@ -42,10 +49,11 @@ export function createWebhookStore(db: Db) {
     ),
     // Events waiting for their first POST, of accounts with a webhook (the events_pending index per account).
     pendingCount: db.prepare(
-      'SELECT count(*) AS n FROM webhooks w JOIN events e ON e.account_id = w.account_id AND e.batch_id IS NULL',
+      'SELECT count(*) AS n FROM webhooks w JOIN events e ON e.account_id = w.account_id AND e.batch_id IS NULL AND e.id > w.events_after',
     ),
     pendingEvents: db.prepare(
-      'SELECT id, payload, created_at FROM events WHERE account_id = ? AND batch_id IS NULL ORDER BY id LIMIT ?',
+      `SELECT id, payload, created_at FROM events WHERE account_id = @account AND batch_id IS NULL
+         AND id > (SELECT events_after FROM webhooks WHERE account_id = @account) ORDER BY id LIMIT @limit`,
     ),
     // A new batch is leased to its claimer at once (token 1): the lease of storage/ports/leases.ts.
     insertBatch: db.prepare(
@@ -56,7 +64,7 @@ export function createWebhookStore(db: Db) {
        RETURNING *`,
     ),
     selfLink: db.prepare('UPDATE webhook_batches SET events_of = id WHERE id = ? RETURNING *'),
-    markEvents: db.prepare('UPDATE events SET batch_id = ? WHERE account_id = ? AND batch_id IS NULL AND id <= ?'),
+    markEvents: db.prepare('UPDATE events SET batch_id = @batch WHERE account_id = @account AND batch_id IS NULL AND id BETWEEN @first AND @last'),
     link: db.prepare(
       'INSERT INTO webhook_batch_events (batch_id, event_id) SELECT ?, id FROM events WHERE account_id = ? AND batch_id = ?',
     ),
@@ -66,19 +74,19 @@ export function createWebhookStore(db: Db) {
     ),
     // Ends a batch's chain slot; a lease still on it is taken away (its owner's outcome is fenced out).
     endChain: db.prepare(`UPDATE webhook_batches SET retry_due_at = NULL, ${END_LEASE}, lease_token = lease_token + 1 WHERE id = ?`),
-    releaseEvents: db.prepare('UPDATE events SET batch_id = NULL WHERE account_id = ? AND batch_id = ?'),
     recordResult: db.prepare(
       `UPDATE webhook_batches SET status = @status, status_code = @status_code, duration_ms = @duration_ms,
          retry_due_at = @retry_due_at, ${END_LEASE} WHERE id = @id AND status IS NULL AND ${HELD}`,
     ),
     findBatch: db.prepare('SELECT * FROM webhook_batches WHERE account_id = ? AND id = ?'),
 
-    // Pending events of accounts without an endpoint, older than the cutoff (nobody will ever receive them).
+    // Pending events no endpoint will ever receive, older than the cutoff: of accounts without an endpoint, or from
+    // before the endpoint's enrolment.
     pruneUnenrolled: db.prepare(
       `DELETE FROM events WHERE id IN (
          SELECT e.id FROM accounts a CROSS JOIN events e INDEXED BY events_pending
          WHERE e.account_id = a.id AND e.batch_id IS NULL AND e.created_at < @before
-           AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = a.id)
+           AND e.id <= coalesce((SELECT w.events_after FROM webhooks w WHERE w.account_id = a.id), 9223372036854775807)
          LIMIT @limit)`,
     ),
     // Claimed events whose chain is finished, older than the cutoff. Ids grow with created_at, so the walk stops at
@@ -105,7 +113,7 @@ export function createWebhookStore(db: Db) {
     (accountId: number, url: string, owner: string, now: number, limit: number, leaseUntil: number): ClaimedBatch | undefined => {
       // One chain per account at a time, whichever worker claims (events leave in id order).
       if (s.hasOutstanding.get(accountId) !== undefined) return undefined;
-      const rows = s.pendingEvents.all(accountId, limit) as { id: number; payload: string; created_at: number }[];
+      const rows = s.pendingEvents.all({ account: accountId, limit }) as { id: number; payload: string; created_at: number }[];
       if (rows.length === 0) return undefined;
       const inserted = s.insertBatch.get({
         account_id: accountId,
@@ -120,8 +128,8 @@ export function createWebhookStore(db: Db) {
         owner,
       }) as WebhookBatchRow;
       const batch = s.selfLink.get(inserted.id) as WebhookBatchRow;
-      // Within this transaction the pending rows up to the last one read are exactly `rows`.
-      s.markEvents.run(batch.id, accountId, rows[rows.length - 1]!.id);
+      // Within this transaction the pending rows from the first to the last one read are exactly `rows`.
+      s.markEvents.run({ batch: batch.id, account: accountId, first: rows[0]!.id, last: rows[rows.length - 1]!.id });
       s.link.run(batch.id, accountId, batch.id);
       // Ids grow with created_at: the first row is the oldest event of the batch.
       return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), oldestEventAt: rows[0]!.created_at };
@@ -129,16 +137,17 @@ export function createWebhookStore(db: Db) {
   );
 
   const claimRetryTx = db.transaction(
-    (old: WebhookBatchRow, url: string, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined => {
+    (old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'events_after'>, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined => {
       // Another claimer may have taken it between the SELECT and here: the chain must still be outstanding.
       const fresh = s.findBatch.get(old.account_id, old.id) as WebhookBatchRow | undefined;
       if (!fresh || fresh.retry_due_at === null || fresh.retry_due_at > now) return undefined;
       s.endChain.run(old.id);
       const rows = s.batchEvents.all(old.events_of) as { id: number; payload: string }[];
-      if (rows.length === 0) return undefined;
+      // Events from before the current endpoint's enrolment (it replaced the one the chain was for) are not its.
+      if (rows.length === 0 || rows[0]!.id <= hook.events_after) return undefined;
       const batch = s.insertBatch.get({
         account_id: old.account_id,
-        webhook: url,
+        webhook: hook.url,
         kind: 'dispatch',
         events_of: old.events_of,
         event_count: rows.length,
@@ -151,11 +160,6 @@ export function createWebhookStore(db: Db) {
       return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
     },
   );
-
-  const dropChainTx = db.transaction((old: WebhookBatchRow) => {
-    s.endChain.run(old.id);
-    s.releaseEvents.run(old.account_id, old.events_of);
-  });
 
   const resendTx = db.transaction((accountId: number, batchId: number, url: string, owner: string, now: number): ClaimedBatch | undefined => {
     const old = s.findBatch.get(accountId, batchId) as WebhookBatchRow | undefined;
@@ -178,9 +182,12 @@ export function createWebhookStore(db: Db) {
   });
 
   return {
-    /** Enrolls `url` for the account; false when the account already has an endpoint (one per account). */
+    /**
+     * Enrolls `url` for the account; false when the account already has an endpoint (one per account). The endpoint
+     * receives the events written after this call, never the account's earlier ones.
+     */
     enroll(accountId: number, url: string, now: number): boolean {
-      return s.insertWebhook.run(accountId, url, now).changes === 1;
+      return s.insertWebhook.run({ account: accountId, url, now }).changes === 1;
     },
     /** The account's endpoint, if enrolled. */
     findWebhook(accountId: number): WebhookRow | undefined {
@@ -233,15 +240,20 @@ export function createWebhookStore(db: Db) {
       return claimPendingTx.immediate(accountId, url, owner, now, limit, leaseUntil);
     },
     /**
-     * Claims the retry of a failed (or crashed) batch: ends that batch's chain slot and records a new attempt with
-     * the same events, leased until `leaseUntil`. Undefined when it is no longer due or its events are gone.
+     * Claims the retry of a failed (or crashed) batch for the account's endpoint `hook`: ends that batch's chain slot
+     * (fencing a lapsed owner out) and records a new attempt with the same events, leased to `owner` until
+     * `leaseUntil`. Undefined when it is no longer due, its events are gone, or they are older than `hook`'s
+     * enrolment (the chain's endpoint was replaced: the chain ends there, its batches can be resent).
      */
-    claimRetry(old: WebhookBatchRow, url: string, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined {
-      return claimRetryTx.immediate(old, url, owner, now, leaseUntil);
+    claimRetry(old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'events_after'>, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined {
+      return claimRetryTx.immediate(old, hook, owner, now, leaseUntil);
     },
-    /** Ends a chain whose account no longer has an endpoint; its events become pending again. */
+    /**
+     * Ends a chain whose account no longer has an endpoint. Its events stay with the chain's batches (resendable,
+     * kept like delivered ones); a later endpoint never receives them, being enrolled after they happened.
+     */
     dropChain(old: WebhookBatchRow): void {
-      dropChainTx.immediate(old);
+      s.endChain.run(old.id);
     },
     /** Extends attempts in flight (no status yet) under these leases; their chain slot moves with the lease. */
     renew: createRenewal(db, 'webhook_batches', 'status IS NULL', 'retry_due_at'),
@@ -279,10 +291,10 @@ export function createWebhookStore(db: Db) {
     },
 
     /**
-     * Retention of the outbox, batch-limited (returns rows deleted, at most `limit`): events of accounts without an
-     * endpoint once older than `unenrolledBefore` (so such accounts accumulate at most that window); events whose
+     * Retention of the outbox, batch-limited (returns rows deleted, at most `limit`): pending events no endpoint will
+     * receive (of accounts without one, or from before its enrolment) once older than `unenrolledBefore`; events whose
      * chain is finished (delivered or given up) once older than `finishedBefore`; then batch history older than
-     * `finishedBefore`. Events of an outstanding chain and pending events of enrolled accounts are never deleted.
+     * `finishedBefore`. Events of an outstanding chain and pending events an endpoint waits for are never deleted.
      */
     prune(cutoffs: { unenrolledBefore: number; finishedBefore: number }, limit: number): number {
       let n = s.pruneUnenrolled.run({ before: cutoffs.unenrolledBefore, limit }).changes;

@@ -54,7 +54,7 @@ t.test('tracking-domains and metrics commands', async (t) => {
     '',
   ].join('\n'));
   const engagement = await cli('metrics', 'engagement', '--account', 'acme', '--interval', 'month', '--json');
-  t.match(JSON.parse(engagement.out), { open: 1, click: 0, start_time: '2026-10-23T12:00:00Z', buckets: { open: [{ count: 0 }, { count: 1 }] } });
+  t.match(JSON.parse(engagement.out), { open: 1, click: 0, start_time: '2026-10-22T12:00:00Z', buckets: { open: [{ count: 0 }, { count: 1 }] } });
   t.match((await cli('metrics', 'volume', '--account', 'acme', '--campaign', 'nope')).out, /\ntotal\s+0\s+0\s+0\n$/);
   const senders = await cli('metrics', 'senders', 'campaigns', '--account', 'acme');
   t.equal(senders.out, 'name    processed  delivered  bounced  dropped\nspring  1          1          0        0\n');

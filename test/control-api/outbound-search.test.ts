@@ -275,7 +275,7 @@ t.test('REST sends log the sending identity as sender_id; the service reports ve
   t.match(doc.tags, [{ name: 'outbound', 'x-service-version': '0.7.0' }]);
 });
 
-t.test('date rules: both or neither, yyyy-mm-dd, start not after end; neither means the last 3 days', async (t) => {
+t.test('date rules: both or neither, yyyy-mm-dd, start before the (exclusive) end; neither means the last 3 days', async (t) => {
   const { stack, log, parent } = await world(t);
   const now = stack.clock.now(); // 2026-11-22T12:00Z
   const rows = [
@@ -297,14 +297,18 @@ t.test('date rules: both or neither, yyyy-mm-dd, start not after end; neither me
   stack.clock.advance(2 * DAY);
   t.same(deliveryIds(await search(stack, parent.key, {})), [today], 'the window moves with the clock');
 
-  const range = await search(stack, parent.key, { start_date: '2026-11-01', end_date: '2026-11-05' });
+  const range = await search(stack, parent.key, { start_date: '2026-11-01', end_date: '2026-11-06' });
   t.equal(range.status, 200);
   t.notOk('notice' in range.body, 'no notice when dates are given');
-  t.same(deliveryIds(range), [nov5, nov1], 'start day from 00:00, end day included to 23:59:59');
+  t.same(deliveryIds(range), [nov5, nov1], 'start day from 00:00, up to the end day\'s 00:00 (exclusive)');
   const wide = await search(stack, parent.key, { start_date: '2026-10-01', end_date: '2026-12-31' });
   t.same(deliveryIds(wide), [today, inside, outside, nov6, nov5, nov1]);
-  const oneDay = await search(stack, parent.key, { start_date: '2026-11-06', end_date: '2026-11-06' });
-  t.same(deliveryIds(oneDay), [nov6], 'a one-day range');
+  const oneDay = await search(stack, parent.key, { start_date: '2026-11-06', end_date: '2026-11-07' });
+  t.same(deliveryIds(oneDay), [nov6], 'a one-day range: that day and the next');
+  // The specification: start_date is "before end_date"; the same date twice is an empty range, refused.
+  const same = await search(stack, parent.key, { start_date: '2026-11-06', end_date: '2026-11-06' });
+  t.equal(same.status, 400, 'equal dates');
+  t.match(same.body.errors[0], /^start_date: must be before end_date/);
 
   const bad: [unknown, string][] = [
     [{ start_date: '2026-11-01' }, 'end_date'],

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { LOCKDOWN_CACHE_MS } from '../../mta/outbound/lockdown-check.js';
-import { mail, outboundWorld, type OutboundWorld } from '../helpers/outbound-world.js';
+import { mail, outboundWorld, rawMail, type OutboundWorld } from '../helpers/outbound-world.js';
 import { startReceiver, verifyWebhook } from '../helpers/webhook-receiver.js';
 
 const HOUR = 3_600_000;
@@ -34,8 +34,9 @@ t.test('block threshold → signed alert, blocked, alertcount, remediation, 429 
     condition_description: 'Sender ID is blocked',
     account_id: 'acme',
     timestamp: new Date(w.stack.clock.now()).toISOString(),
-    originator: ID,
-    originator_type: 'sender_id',
+    // A REST send: its API key has no user, so the originator is the envelope sender (api.md §4.5).
+    originator: 'app@sender.test',
+    originator_type: 'x-sender',
     sender_id: ID,
     ip: '127.0.0.1',
     transaction_id: blocking.request_id,
@@ -101,6 +102,21 @@ t.test('block threshold → signed alert, blocked, alertcount, remediation, 429 
 
   const alerts = await w.stack.api('GET', `/tx/v1/monitors/${created.body.id}/alerts`, { key: w.key });
   t.same(alerts.body.map((a: any) => [a.state, a.attempts, a.last_status_code]), [['delivered', 2, 204], ['delivered', 1, 200]], 'every alert is stored');
+});
+
+t.test('an alert of a submitted message names the authenticated user as its originator (x-authuser)', async (t) => {
+  const w = await outboundWorld(t, { env });
+  const receiver = await startReceiver(t, '/alerts');
+  t.equal((await monitor(w, { condition: 'sender_id_sending_spam', interval_hours: 1, delivery: 'webhook', webhook_url: receiver.url })).status, 201);
+  t.match(await w.smtp(rawMail(GTUBE), { from: 'bounces@sender.test' }), /^550 5\.7\.1 /);
+  t.same(await w.stack.alertMonitors.runOnce(), { delivered: 1, failed: 0 });
+  t.match(JSON.parse(receiver.posts[0]!.raw.toString('utf8')), {
+    condition_name: 'sender_id_sending_spam',
+    originator: 'acme',
+    originator_type: 'x-authuser',
+    sender_id: 'acme|x-authuser|acme',
+    envelope_sender: 'bounces@sender.test',
+  });
 });
 
 t.test('an email monitor: the alert arrives at an SMTP sink through the queue', async (t) => {
@@ -223,6 +239,14 @@ t.test('/tx/v1/monitors: validation, tenancy, delete; a parent\'s monitor watche
   t.equal((await w.stack.api('DELETE', `/tx/v1/monitors/${m.id}`, { key: w.key })).status, 204);
   t.same((await w.stack.api('GET', '/tx/v1/monitors', { key: w.key })).body, []);
   t.same((await alertcount(w, range)).body, { '2026-11-22T00:00:00Z': 1 }, 'the alerts of a deleted monitor stay counted');
+
+  // The specification: "delivery type is email (default) or webhook".
+  const byDefault = await monitor(w, { condition: 'sender_id_sending_spam', interval_hours: 2, email: 'ops@alerts.test' });
+  t.equal(byDefault.status, 201, 'a monitor without delivery is an email monitor');
+  t.match(byDefault.body, { delivery: 'email', email: 'ops@alerts.test' });
+  t.same((await w.stack.api('GET', `/tx/v1/monitors/${byDefault.body.id}`, { key: w.key })).body, byDefault.body);
+  await bad({ condition: 'sender_id_blocked', interval_hours: 1 }, /^email: required for delivery "email"$/);
+  await bad({ condition: 'sender_id_blocked', interval_hours: 1, webhook_url: 'https://hooks.test/' }, /^webhook_url: only for delivery "webhook"$/);
 });
 
 t.test('alertcount: validation and week buckets', async (t) => {

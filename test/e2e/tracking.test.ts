@@ -5,8 +5,11 @@ import { MailChannels, Webhooks } from 'mailchannels-sdk';
 import { simpleParser } from 'mailparser';
 import t from 'tap';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
+import { isoTime, monthBefore } from '../../mta/queue/metrics.js';
 import { BROWSER, trackedMail, trackingUrls, world } from '../helpers/tracking-world.js';
 import { verifyWebhook } from '../helpers/webhook-receiver.js';
+
+const HOUR = 3_600_000;
 
 t.test('a send with click and open tracking: rewritten links, a pixel, click and open events, metrics through the SDK', async (t) => {
   const w = await world(t);
@@ -85,14 +88,18 @@ t.test('a send with click and open tracking: rewritten links, a pixel, click and
   t.match(performance, { error: null, data: { processed: 1, delivered: 1, bounced: 0 } });
   const volume = await mc.metrics.volume({ campaignId: 'spring', interval: 'hour' });
   t.match(volume, { error: null, data: { processed: 1, delivered: 1, dropped: 0 } });
-  t.equal(volume.data!.buckets.processed.length, 30 * 24 + 1, 'every hour of the default window (30 days, rounded out to whole hours)');
+  // The default window: one calendar month before now (the real clock: its length varies) up to now's second.
+  const hourly = (await w.stack.api('GET', '/tx/v1/metrics/volume?interval=hour', { key: w.key })).body;
+  const now = w.stack.clock.now();
+  t.match(hourly, { start_time: isoTime(Math.floor(monthBefore(now) / 1000) * 1000), end_time: isoTime(now + 1000) });
+  t.equal(volume.data!.buckets.processed.length, Math.ceil((now + 1000 - Math.floor(monthBefore(now) / HOUR) * HOUR) / HOUR), 'every hour the default window touches');
   t.match(await mc.metrics.recipientBehaviour({ interval: 'week' }), { error: null, data: { unsubscribed: 0, unsubscribeDelivered: 0 } });
   t.match(await mc.metrics.senders('campaigns'), { error: null, data: { total: 1, senders: [{ name: 'spring', processed: 1, delivered: 1, bounced: 0, dropped: 0 }] } });
   t.match(await mc.metrics.senders('sub-accounts'), { error: null, data: { total: 0, senders: [] } });
   t.match(await mc.metrics.usage(), { error: null, data: { total: 1 } });
 });
 
-t.test('machine traffic is flagged and counted apart: every hit counts, unique_* only people', async (t) => {
+t.test('machine traffic is flagged and counted apart: every hit counts, unique_* each message once, unique_human_* people', async (t) => {
   const w = await world(t);
   t.equal((await w.stack.api('POST', '/tx/v1/send', { key: w.key, body: trackedMail(w.site.base) })).status, 202);
   await w.stack.worker.runOnce();
@@ -100,6 +107,10 @@ t.test('machine traffic is flagged and counted apart: every hit counts, unique_*
   // A security gateway fetches every link as the message arrives; Gmail's proxy loads the pixel.
   await fetch(urls.clicks[0]!, { redirect: 'manual', headers: { 'User-Agent': BROWSER } });
   await fetch(urls.pixel!, { headers: { 'User-Agent': 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)' } });
+  // The specification: unique_open / unique_click "count distinct messages with at least one such event" — a message
+  // whose only hits so far are machines' counts there; the machine-discounted figures are unique_human_*.
+  const machinesOnly = (await w.stack.api('GET', '/tx/v1/metrics/engagement', { key: w.key })).body;
+  t.match(machinesOnly, { open: 1, unique_open: 1, unique_human_open: 0, machine_open: 1, click: 1, unique_click: 1, unique_human_click: 0, machine_click: 1 });
   w.stack.clock.advance(60 * 60_000);
   await fetch(urls.clicks[0]!, { redirect: 'manual', headers: { 'User-Agent': BROWSER } });
   await fetch(urls.clicks[0]!, { redirect: 'manual', headers: { 'User-Agent': BROWSER } });
@@ -107,7 +118,7 @@ t.test('machine traffic is flagged and counted apart: every hit counts, unique_*
   t.same(w.events('click').map((e) => [e.machine ?? false, e.machine_reason]), [[true, 'at-delivery'], [false, undefined], [false, undefined]]);
   t.same(w.events('open').map((e) => [e.machine ?? false, e.machine_reason]), [[true, 'image-proxy'], [false, undefined]]);
   const m = (await w.stack.api('GET', '/tx/v1/metrics/engagement', { key: w.key })).body;
-  t.match(m, { click: 3, unique_click: 1, machine_click: 1, open: 2, unique_open: 1, machine_open: 1 });
+  t.match(m, { click: 3, unique_click: 1, unique_human_click: 1, machine_click: 1, open: 2, unique_open: 1, unique_human_open: 1, machine_open: 1 });
 });
 
 t.test('dry run shows the rewritten message; nothing is stored, so its links answer 404', async (t) => {

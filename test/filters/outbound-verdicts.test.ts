@@ -1,7 +1,7 @@
 // Checks the grading of outbound mail into the seed's dispositions, the one policy step and what counts as a strike.
 import t from 'tap';
 import {
-  CLAMD_FAILED, decideOutboundAction, gradeSpam, gradeVirus, RSPAMD_FAILED, senderIdentity, strikeOf,
+  alertOriginator, CLAMD_FAILED, decideOutboundAction, gradeSpam, gradeVirus, RSPAMD_FAILED, senderIdentity, strikeOf,
 } from '../../filters/outbound-verdicts.js';
 
 const builtin = (score: number, names: string[] = []) => ({ score, rules: names.map((name) => ({ name, score })) });
@@ -67,4 +67,12 @@ t.test('strikes and sender identities', async (t) => {
   t.equal(strikeOf('BULK', 'MEDIUM'), 'suspect');
   t.equal(strikeOf('BULK', 'UNKNOWN'), undefined);
   t.equal(senderIdentity('acme', 'App@Sender.Test'), 'acme|x-authuser|app@sender.test');
+});
+
+t.test('an alert\'s originator: the AUTH user of a submission, the envelope sender of a REST send (api.md §4.5)', async (t) => {
+  const id = 'acme|x-authuser|app@sender.test';
+  t.same(alertOriginator('acme|x-authuser|joe', { auth: 'joe', envelopeSender: 'bounce@sender.test' }), { originator: 'joe', originator_type: 'x-authuser' });
+  t.same(alertOriginator(id, { auth: 'api-key:7', envelopeSender: 'bounce@sender.test' }), { originator: 'bounce@sender.test', originator_type: 'x-sender' });
+  t.same(alertOriginator(id, { auth: 'api-key:7', envelopeSender: '' }), { originator: 'app@sender.test', originator_type: 'x-authuser' }, 'no envelope sender: the identity\'s user');
+  t.same(alertOriginator(id, undefined), { originator: 'app@sender.test', originator_type: 'x-authuser' }, 'no message');
 });

@@ -62,6 +62,8 @@ export async function outboundWorld(t: Test, opts: { env?: Record<string, string
   const rec = dkim.body.dkim_dns_records[0];
   dns.zones[rec.name] = { TXT: [rec.value] };
   const today = new Date(stack.clock.now()).toISOString().slice(0, 10);
+  // end_date is exclusive (the specification: start_date before end_date).
+  const tomorrow = new Date(stack.clock.now() + 86_400_000).toISOString().slice(0, 10);
   return {
     stack,
     dns,
@@ -90,7 +92,7 @@ export async function outboundWorld(t: Test, opts: { env?: Record<string, string
       }
     },
     async search(filters, key = acct.key) {
-      const res = await stack.api('POST', '/outbound/v1/search?count=100', { key, body: { start_date: today, end_date: today, ...filters } });
+      const res = await stack.api('POST', '/outbound/v1/search?count=100', { key, body: { start_date: today, end_date: tomorrow, ...filters } });
       if (res.status !== 200) throw new Error(`search: ${res.status} ${res.text}`);
       return res.body.results;
     },

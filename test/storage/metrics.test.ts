@@ -1,4 +1,4 @@
-// Checks the hourly roll-ups: every written event adds to its account's (and parent's) all-mail and campaign rows.
+// Checks the roll-ups: each event adds to its account's (and parent's) hourly rows and to its per-second detail.
 import t from 'tap';
 import { createAccountStore } from '../../storage/sqlite/accounts.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
@@ -52,4 +52,43 @@ t.test('events roll up per account, campaign and hour, in the transaction that w
     throw new Error('rollback');
   })());
   t.same(rollup.series(parent.account.id, null, hour, hour + 1, 'hour', ['delivered']), [[hour, 1]], 'the rolled-back delivery is not counted');
+});
+
+t.test('the per-second detail: the parts of an hour, summed over a tree; whole-hour sums match the hourly row; pruned', async (t) => {
+  const db = openDatabase(tempDir(t));
+  t.teardown(() => db.close());
+  const accounts = createAccountStore(db);
+  const hourStart = Date.UTC(2026, 10, 22, 12, 0);
+  const parent = accounts.createParentWithKey({ handle: 'parent', companyName: null, now: hourStart });
+  if (!parent.ok) throw new Error('parent');
+  const sub = accounts.createAccount({ handle: 'subone', companyName: null, parentId: parent.account.id, now: hourStart });
+  if (!sub.ok) throw new Error('sub');
+  const store = createEventWriter(db);
+  const rollup = createMetricRollup(db);
+  const hour = hourStart / HOUR_MS;
+  const sec = hourStart / 1000;
+  const ev = (account: number, minute: number, campaign?: string) =>
+    db.transaction(() =>
+      store.append({ accountId: account, kind: 'processed', payload: { event: 'processed', recipients: ['a@x.test'], ...(campaign ? { campaign_id: campaign } : {}) }, at: hourStart + minute * 60_000 }),
+    )();
+  ev(parent.account.id, 10);
+  ev(sub.value.id, 20, 'spring');
+  ev(sub.value.id, 40, 'spring');
+  ev(sub.value.id, 40, 'summer');
+
+  const f = ['processed'] as const;
+  t.same(rollup.edge(parent.account.id, null, hour, sec + 15 * 60, sec + 3600, f), { inside: [3], whole: [4] }, 'the parent: its tree, from 12:15');
+  t.same(rollup.edge(parent.account.id, 'spring', hour, sec, sec + 40 * 60, f), { inside: [1], whole: [2] }, 'one campaign, before 12:40');
+  t.same(rollup.edge(sub.value.id, null, hour, sec, sec + 40 * 60 + 1, f), { inside: [3], whole: [3] }, 'the sub-account alone, to 12:40:01');
+  t.same(rollup.series(parent.account.id, null, hour, hour + 1, 'hour', f), [[hour, 4]], 'whole-hour detail = the hourly row');
+  t.same(rollup.senderEdge('campaigns', parent.account.id, hour, sec + 30 * 60, sec + 3600), [
+    { name: 'spring', inside: [1, 0, 0, 0], whole: [2, 0, 0, 0] },
+    { name: 'summer', inside: [1, 0, 0, 0], whole: [1, 0, 0, 0] },
+  ]);
+  t.same(rollup.senderEdge('subAccounts', parent.account.id, hour, sec, sec + 30 * 60), [{ name: 'subone', inside: [1, 0, 0, 0], whole: [3, 0, 0, 0] }]);
+
+  t.equal(rollup.pruneDetail(hourStart + 30 * 60_000, 2), 2, 'LIMIT-ed');
+  t.equal(rollup.pruneDetail(hourStart + 30 * 60_000, 10), 0, 'the 12:10 and 12:20 rows are gone');
+  t.same(rollup.edge(parent.account.id, null, hour, sec, sec + 3600, f), { inside: [2], whole: [2] }, 'the detail no longer adds up to the hour');
+  t.same(rollup.series(parent.account.id, null, hour, hour + 1, 'hour', f), [[hour, 4]], 'the hourly rows stay');
 });

@@ -8,6 +8,8 @@ import type { AcceptedOutbound } from '../../../mta/queue/accepted-message.js';
 import type { AttemptOutcome } from '../../../mta/queue/queue.js';
 import { createRetentionPruner } from '../../../mta/jobs/retention.js';
 import { createSmtpLogStore } from '../../../storage/sqlite/smtp-log.js';
+import { leaseOf } from '../../../storage/ports/leases.js';
+import { DETAIL_DAYS } from '../../../storage/ports/metrics.js';
 import { startStack, tempDir, testEnv, type Stack } from '../../helpers/stack.js';
 
 const DAY = 86_400_000;
@@ -167,8 +169,8 @@ t.test('35 old rows, batches of 10: 4 batches each; a bound per run; the queue c
   const enqueued = stack.queue.accept([mail(account, 'new', ['new@dest.test'])]).then(() => order.push('enqueue'));
   const [run] = await Promise.all([running, enqueued]);
   t.same(run, {
-    logRows: 35, bodies: 35, messages: 35, quarantine: 0, events: 0, tracking: 0,
-    batches: { logRows: 4, bodies: 4, messages: 4, quarantine: 1, events: 0, tracking: 0 },
+    logRows: 35, bodies: 35, messages: 35, quarantine: 0, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
+    batches: { logRows: 4, bodies: 4, messages: 4, quarantine: 1, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0 },
   });
   t.same(order, ['enqueue', 'prune'], 'an enqueue started during the run commits before the run ends');
   t.same(await search(stack, acme.key), ['new@dest.test']);
@@ -198,12 +200,67 @@ t.test('expired quarantine entries are pruned; an unexpired one stays', async (t
   t.ok(await stack.services.quarantine.raw(null, later), 'with its body');
 });
 
+t.test('alerts and sender strikes go after alert_days; an alert being delivered and a strike that still counts stay', async (t) => {
+  const stack = await startStack(t, { env: { SLUICE_RETENTION_ALERT_DAYS: '3', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '96' } });
+  const acme = await stack.createAccount('acme');
+  const alerts = stack.store.alerts;
+  const strikes = stack.store.senderAbuse;
+  const monitor = (condition: string) =>
+    alerts.createMonitor({ accountId: acme.id, condition, intervalHours: 1, delivery: 'email', target: 'ops@acme.test', now: stack.clock.now() });
+  const kept = await monitor('sender_id_blocked');
+  const deleted = await monitor('sender_id_sending_spam');
+  const fire = async (m: typeof kept, sender: string) =>
+    (await alerts.fire(m, { senderAccountId: acme.id, senderId: `acme|x-authuser|${sender}`, payload: '{}', at: stack.clock.now() }))!;
+  const delivered = await fire(kept, 'a@acme.test');
+  const failed = await fire(kept, 'b@acme.test');
+  const pending = await fire(kept, 'c@acme.test');
+  const ofDeleted = await fire(deleted, 'a@acme.test');
+  for (const [a, ok] of [[delivered, true], [failed, false], [ofDeleted, true]] as const) {
+    const claimed = (await alerts.claim(a.id, 'test', stack.clock.now(), stack.clock.now() + 60_000))!;
+    await alerts.recordResult(leaseOf(claimed), { ok, statusCode: ok ? 250 : null, error: ok ? null : 'gave up', retryAt: null, now: stack.clock.now() });
+  }
+  t.ok(await alerts.deleteMonitor(acme.id, deleted.id), 'a deleted monitor\'s alert stays until retention');
+  const strike = (ageDays: number) => strikes.insertStrike(acme.id, 'acme|x-authuser|a@acme.test', 'confirmed', `m${ageDays}@acme.test`, stack.clock.now() - ageDays * DAY);
+  await strike(0);
+  stack.clock.advance(5 * DAY);
+  await strike(2); // inside alert_days
+  await strike(0);
+
+  t.match(await stack.retention.runOnce(), { alerts: 3, strikes: 1 }, 'alerts fired 5 days ago and the 5-day-old strike');
+  const left = stack.db.prepare('SELECT id, state FROM alerts ORDER BY id').all();
+  t.same(left, [{ id: pending.id, state: 'pending' }], 'an alert still to be delivered stays however old');
+  const shown = await stack.api('GET', `/tx/v1/monitors/${kept.id}/alerts`, { key: acme.key });
+  t.same(shown.body.map((a: { id: number }) => a.id), [pending.id]);
+  t.equal((await strikes.countStrikes(acme.id, 'acme|x-authuser|a@acme.test', 0)).confirmed, 2);
+
+  // abuse.block_window_hours (96 h) is longer than alert_days (3 days): a strike that still counts stays.
+  stack.clock.advance(3.5 * DAY);
+  t.match(await stack.retention.runOnce(), { strikes: 1 }, 'the 5.5-day-old strike goes; the 3.5-day-old one is older than alert_days but still counts');
+  t.equal((await strikes.countStrikes(acme.id, 'acme|x-authuser|a@acme.test', 0)).confirmed, 1);
+  stack.clock.advance(DAY);
+  t.match(await stack.retention.runOnce(), { strikes: 1 }, 'out of the block window: it goes');
+  t.equal((await strikes.countStrikes(acme.id, 'acme|x-authuser|a@acme.test', 0)).confirmed, 0);
+});
+
+t.test('the per-second metric detail goes after DETAIL_DAYS; the hourly roll-ups stay', async (t) => {
+  const stack = await startStack(t);
+  const acme = await stack.createAccount('acme');
+  const at = stack.clock.now() + 30 * 60_000;
+  stack.addEvent(acme.id, 'processed', { event: 'processed', recipients: ['a@x.test'] }, at);
+  stack.clock.advance(DETAIL_DAYS * DAY);
+  t.match(await stack.retention.runOnce(), { metricDetail: 0 }, 'kept DETAIL_DAYS');
+  stack.clock.advance(DAY);
+  t.match(await stack.retention.runOnce(), { metricDetail: 1 });
+  const hour = Math.floor(at / 3_600_000);
+  t.same(await stack.services.metrics.series(acme.id, null, hour, hour + 1, 'hour', ['processed']), [[hour, 1]], 'the hour still counts it');
+});
+
 t.test('retention config: defaults 30 and 7 days, whole days 1-3650, errors name the key', async (t) => {
   const dir = tempDir(t);
-  t.same(loadConfig({ env: testEnv(dir), cwd: dir }).config.retention, { logDays: 30, messageDays: 7, trackingDays: 365 });
+  t.same(loadConfig({ env: testEnv(dir), cwd: dir }).config.retention, { logDays: 30, messageDays: 7, trackingDays: 365, alertDays: 90 });
   t.same(
-    loadConfig({ env: testEnv(dir, { SLUICE_RETENTION_LOG_DAYS: '90', SLUICE_RETENTION_MESSAGE_DAYS: '1' }), cwd: dir }).config.retention,
-    { logDays: 90, messageDays: 1, trackingDays: 365 },
+    loadConfig({ env: testEnv(dir, { SLUICE_RETENTION_LOG_DAYS: '90', SLUICE_RETENTION_MESSAGE_DAYS: '1', SLUICE_RETENTION_ALERT_DAYS: '7' }), cwd: dir }).config.retention,
+    { logDays: 90, messageDays: 1, trackingDays: 365, alertDays: 7 },
   );
   for (const [env, value] of [
     ['SLUICE_RETENTION_LOG_DAYS', '0'],

@@ -38,14 +38,19 @@ function addEvents(stack: Stack, accountId: number, n: number, from = 0): void {
 
 const batches = (stack: Stack) => stack.db.prepare('SELECT * FROM webhook_batches ORDER BY id').all() as any[];
 
-t.test('events of a real send arrive signed, and verify with the key from the public-key endpoint', async (t) => {
+/** A stack that delivers mail for rcpt.test to a local sink, an account `acme` and a receiver (not enrolled). */
+async function sending(t: Test) {
   const sink = await startSink(t, { tls: false });
   const dns = await startDnsServer(t, { 'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] }, 'mx.rcpt.test': { A: ['127.0.0.1'] } });
   const receiver = await startReceiver(t);
   const stack = await startStack(t, {
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_LOCKDOWN: 'off' },
   });
-  const acct = await stack.createAccount('acme');
+  return { sink, receiver, stack, acct: await stack.createAccount('acme') };
+}
+
+t.test('events of a real send arrive signed, and verify with the key from the public-key endpoint', async (t) => {
+  const { sink, receiver, stack, acct } = await sending(t);
   t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(receiver.url)}`, { key: acct.key })).status, 201);
   const sent = await stack.api('POST', '/tx/v1/send-async', {
     key: acct.key,
@@ -187,7 +192,7 @@ t.test('an attempt cut short by a crash is retried once its lease expires (at-le
   t.same(await store.dueRetries(stack.clock.now() + 2 * MIN, 10), [], 'and starts no second chain');
 });
 
-t.test('a deleted webhook ends a pending chain; its events wait for the next endpoint', async (t) => {
+t.test('a deleted webhook ends a pending chain; the next endpoint gets later events, the failed batch by resend', async (t) => {
   const { stack, receiver, acct } = await enrolled(t);
   receiver.mode = () => ({ status: 500 });
   addEvents(stack, acct.id, 2);
@@ -198,8 +203,49 @@ t.test('a deleted webhook ends a pending chain; its events wait for the next end
   t.equal(batches(stack)[0].retry_due_at, null);
   const other = await startReceiver(t);
   t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(other.url)}`, { key: acct.key })).status, 201);
+  addEvents(stack, acct.id, 1, 2);
+  t.same(await stack.webhookDispatcher.runOnce(), { batches: 1, delivered: 1, failed: 0 }, 'only the event after the enrolment');
+  t.same(other.posts[0]!.events.map((e) => e.request_id), ['r2']);
+  const resent = await stack.api('POST', `/tx/v1/webhook-batch/${batches(stack)[0].id}/resend`, { key: acct.key });
+  t.equal(resent.status, 200, 'the failed batch is still there to resend');
+  t.same(other.posts[1]!.events.map((e) => e.request_id), ['r0', 'r1']);
+});
+
+t.test('a retry due after the endpoint was replaced is not posted to the new one', async (t) => {
+  const { stack, receiver, acct } = await enrolled(t);
+  receiver.mode = () => ({ status: 500 });
+  addEvents(stack, acct.id, 2);
+  await stack.webhookDispatcher.runOnce();
+  t.equal((await stack.api('DELETE', '/tx/v1/webhook', { key: acct.key })).status, 204);
+  const other = await startReceiver(t);
+  t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(other.url)}`, { key: acct.key })).status, 201);
+  addEvents(stack, acct.id, 1, 2);
+  stack.clock.advance(MIN);
+  t.same(await stack.webhookDispatcher.runOnce(), { batches: 1, delivered: 1, failed: 0 });
+  t.same(other.posts.map((p) => p.events.map((e) => e.request_id)), [['r2']], 'the old chain ended without a POST');
+  t.equal(batches(stack)[0].retry_due_at, null);
+});
+
+t.test('an endpoint receives the events that happen after its enrolment, not the account\'s past', async (t) => {
+  const { sink, receiver, stack, acct } = await sending(t);
+  const send = async (i: number) => {
+    const body = { personalizations: [{ to: [{ email: `a${i}@rcpt.test` }] }], from: { email: 'app@sender.test' }, subject: `m${i}`, content: [{ type: 'text/plain', value: 'hi' }] };
+    const res = await stack.api('POST', '/tx/v1/send-async', { key: acct.key, body });
+    t.equal(res.status, 202);
+    await stack.worker.runOnce();
+    return res.body.request_id as string;
+  };
+  for (const i of [1, 2, 3]) await send(i);
+  t.equal(sink.messages.length, 3, 'three messages delivered before any endpoint');
+  t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(receiver.url)}`, { key: acct.key })).status, 201);
+  t.same(await stack.webhookDispatcher.runOnce(), { batches: 0, delivered: 0, failed: 0 }, 'nothing of the past is posted');
+  t.equal(receiver.posts.length, 0);
+  const fourth = await send(4);
   t.same(await stack.webhookDispatcher.runOnce(), { batches: 1, delivered: 2, failed: 0 });
-  t.equal(other.posts[0]!.events.length, 2);
+  t.same(receiver.posts.flatMap((p) => p.events.map((e) => [e.event, e.request_id])), [['processed', fourth], ['delivered', fourth]]);
+  // The events no endpoint received go after a day, like those of an account without one.
+  stack.clock.advance(DAY + 1);
+  t.equal((await stack.retention.runOnce()).events, 6, 'the three earlier messages\' processed and delivered events');
 });
 
 t.test('retention: an account without a webhook keeps pending events one day; delivered ones go after log_days', async (t) => {

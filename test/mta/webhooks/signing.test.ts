@@ -73,7 +73,7 @@ t.test('alert notifications are signed under label sig1 (api.md §4.5)', async (
     account_id: 'acme',
     timestamp: '2026-01-05T10:00:00.000Z',
     originator: 'joe@example.com',
-    originator_type: 'sender_id',
+    originator_type: 'x-authuser',
     sender_id: 'acme|x-authuser|joe@example.com',
     ip: '192.0.2.1',
     transaction_id: 'abc',

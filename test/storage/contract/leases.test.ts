@@ -22,7 +22,8 @@ contract('webhook batches: claimed under a lease, taken over after expiry, the f
 
   const [expired] = await w2.webhooks.dueRetries(1_000 + 2 * LEASE, 10);
   t.equal(expired?.id, first!.batch.id, 'once expired, any worker sees it due');
-  const taken = await w2.webhooks.claimRetry(expired!, URL, 'w2', 1_000 + 2 * LEASE, 1_000 + 3 * LEASE);
+  const hook = (await w2.webhooks.findWebhook(acct))!;
+  const taken = await w2.webhooks.claimRetry(expired!, hook, 'w2', 1_000 + 2 * LEASE, 1_000 + 3 * LEASE);
   t.same(taken?.eventIds, first!.eventIds, 'the same events, in order');
   t.same(await store.webhooks.renew([first!.lease], 1_000 + 4 * LEASE), [first!.lease.id], 'the first owner learns it lost the lease');
   t.equal(await store.webhooks.recordResult(first!.lease, ok), false, 'its outcome writes nothing');

@@ -1,0 +1,32 @@
+// Owns the keys of the retention job: how long logs, message bodies, tracking tokens, alerts and sender strikes are
+// kept before mta/jobs/retention.ts prunes them (each bounded so a busy instance does not grow without end).
+import { key } from './key-def.js';
+import { parseDays } from './values.js';
+
+/** `retention.log_days`, `message_days`, `tracking_days`, `alert_days` (mta/jobs/retention.ts). */
+export const RETENTION_KEYS = {
+  logDays: key({
+    doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept; rows of mail still queued, deferred or held are never pruned.',
+    defaultText: '30',
+    default: () => 30,
+    parse: parseDays,
+  }),
+  messageDays: key({
+    doc: 'Days message bodies are kept once every recipient is delivered, bounced or dropped; mail still queued, deferred or held is never pruned.',
+    defaultText: '7',
+    default: () => 7,
+    parse: parseDays,
+  }),
+  trackingDays: key({
+    doc: 'Days the open pixel and tracked links of a sent message keep working (what their tokens name is kept that long); later hits answer 404.',
+    defaultText: '365',
+    default: () => 365,
+    parse: parseDays,
+  }),
+  alertDays: key({
+    doc: 'Days fired alerts (a monitor\'s alert history, alertcount; also of deleted monitors) and sender strikes and delistings are kept; an alert still being delivered, or a strike inside abuse.block_window_hours, is never pruned.',
+    defaultText: '90',
+    default: () => 90,
+    parse: parseDays,
+  }),
+};
