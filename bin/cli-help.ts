@@ -43,7 +43,16 @@ Commands:
   quarantine list [--account H] [--domain D] [--json] [--limit N]
                                           list quarantined inbound messages, newest first
   quarantine release ID                   relay a quarantined message to its recipients (once)
-  quarantine delete ID                    delete a quarantined message (it will not be relayed)
+  quarantine delete ID [--as-spam]        delete a quarantined message (it will not be relayed);
+                                          --as-spam: the classifier learns it as spam (release: as ham)
+  filter train --spam PATH --ham PATH [--account H] [--json]
+                                          teach the inbound classifier (PATH: an mbox file, an .eml file
+                                          or a directory of them, e.g. a maildir; repeatable); without
+                                          --account the global model, else that account's own
+  filter stats [--account H] [--json]     messages and tokens the model learned; whether it scores mail
+  filter reset [--account H]              forget everything that model learned
+  arc record [--json]                     the DNS TXT record to publish for the ARC sealing key
+                                          (inbound.arc.*; the key is generated into data_dir/arc/ if needed)
   console token [--label TEXT] [--json]   create an operator token for the web console (/console; shown once)
   console tokens [--json]                 list live operator tokens
   console revoke ID                       revoke an operator token and end its console sessions
@@ -121,6 +130,12 @@ const DETAILS: Record<string, string> = {
     'on it. Every file is written 0600 (directories 0700). Then start sluice serve.',
   'queue delete':
     'Marks the delivery dropped; it is never sent. A delivery being sent right now cannot be deleted.',
+  'filter train':
+    'Reads each PATH: a directory whole (every file below it, hidden ones skipped), a file starting with "From " as\n' +
+    'an mbox, any other file as one message (.eml, a maildir entry). A message is learned once; learned again as the\n' +
+    'other class, it moves. A running server judges its next message with the new counts (every process reads the\n' +
+    'same database). Until the models hold filters.bayes.min_learned spam and as many ham (200), the classifier\n' +
+    'abstains: train it on a few hundred of your own junk and a few hundred of your own wanted mail.',
 };
 
 /** The HELP entries under "Commands:", each its usage and its description (continuation lines joined). */

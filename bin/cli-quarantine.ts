@@ -1,8 +1,11 @@
-// Owns `sluice quarantine`: list, release (through the durable queue) and delete quarantined inbound messages.
+// Owns `sluice quarantine`: list, release (through the durable queue) and delete quarantined inbound messages;
+// releasing and deleting as spam train the message's account's classifier model.
 import { domainToASCII } from 'node:url';
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
-import { releaseQuarantined } from '../mta/inbound/quarantine-release.js';
+import { deleteQuarantined, releaseQuarantined } from '../mta/inbound/quarantine-release.js';
+import type { BayesClassifier } from '../filters/bayes.js';
 import { createInboundRelay } from '../mta/inbound/relay.js';
+import type { ArcSealer } from '../mta/inbound/arc-seal.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
@@ -14,7 +17,7 @@ import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } fro
  * The inbound relay over this store: a release is committed to the durable queue, and a running server's worker
  * sees the commit (the Queue port's `changes`) and delivers it to the domain's downstreams.
  */
-export function queueRelay(store: Store, hostname: string, now: () => number): InboundRelay {
+export function queueRelay(store: Store, hostname: string, now: () => number, arc?: ArcSealer): InboundRelay {
   const queue = createQueue({
     store: store.queue,
     bodies: store.bodies,
@@ -22,7 +25,14 @@ export function queueRelay(store: Store, hostname: string, now: () => number): I
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
   });
-  return createInboundRelay({ queue, hostname });
+  return createInboundRelay({ queue, hostname, arc });
+}
+
+/** What the classifier did with the decision, for the command's one line. */
+function learnedNote(learned: string | undefined, cls: 'spam' | 'ham'): string {
+  if (learned === undefined) return '';
+  if (learned === 'failed') return `; the classifier could not learn it (see the log)`;
+  return learned === 'already' ? `; the classifier knew it as ${cls} already` : `; the classifier learned it as ${cls}`;
 }
 
 export async function quarantineCommand(
@@ -31,7 +41,8 @@ export async function quarantineCommand(
   accounts: AccountStore,
   store: QuarantineStore,
   relay: InboundRelay,
-  opts: Opts,
+  bayes: BayesClassifier,
+  opts: Opts & { 'as-spam'?: boolean },
   io: CliIo,
   now: () => number,
 ): Promise<number> {
@@ -64,7 +75,7 @@ export async function quarantineCommand(
   }
   if (sub === 'release') {
     const id = idArg();
-    const res = await releaseQuarantined({ store, relay, now }, null, id);
+    const res = await releaseQuarantined({ store, relay, now, bayes }, null, id);
     if (!res.ok) {
       const why = {
         'not-found': `no quarantined message ${id}`,
@@ -75,14 +86,14 @@ export async function quarantineCommand(
       }[res.reason];
       throw new Error(why);
     }
-    io.stdout(`released quarantined message ${id} to ${(JSON.parse(res.row.rcpt_to) as string[]).join(', ')}\n`);
+    io.stdout(`released quarantined message ${id} to ${(JSON.parse(res.row.rcpt_to) as string[]).join(', ')}${learnedNote(res.learned, 'ham')}\n`);
     return 0;
   }
   if (sub === 'delete') {
     const id = idArg();
-    if (!await store.find(null, id)) throw new Error(`no quarantined message ${id}`);
-    if (!await store.delete(null, id, now())) throw new Error(`quarantined message ${id} is being released`);
-    io.stdout(`deleted quarantined message ${id}\n`);
+    const res = await deleteQuarantined({ store, relay, now, bayes }, null, id, { asSpam: opts['as-spam'] === true });
+    if (!res.ok) throw new Error(res.reason === 'not-found' ? `no quarantined message ${id}` : `quarantined message ${id} is being released`);
+    io.stdout(`deleted quarantined message ${id}${learnedNote(res.learned, 'spam')}\n`);
     return 0;
   }
   throw new UsageError('usage: sluice quarantine list|release|delete');

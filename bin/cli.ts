@@ -10,6 +10,10 @@ import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
 import { openStore } from '../storage/open.js';
 import type { Store } from '../storage/ports/store.js';
 import { backup, restore } from './backup.js';
+import { createBayesClassifier } from '../filters/bayes.js';
+import { filterCommand } from './cli-filter.js';
+import { arcDnsRecord, arcKey, arcSealerFor } from './wiring-inbound.js';
+import pino from 'pino';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
 import { consoleCommand } from './cli-console.js';
@@ -52,6 +56,9 @@ const OPTIONS = {
   start: { type: 'string' },
   end: { type: 'string' },
   campaign: { type: 'string' },
+  spam: { type: 'string', multiple: true },
+  ham: { type: 'string', multiple: true },
+  'as-spam': { type: 'boolean' },
   subscription: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -146,8 +153,25 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'quarantine': {
         const { config } = loaded();
         return await withStore({ config }, now, (store) => {
-          const relay = io.relayInbound?.(store) ?? queueRelay(store, config.smtp.hostname, now);
-          return quarantineCommand(sub, rest, store.accounts, store.quarantine, relay, opts, io, now);
+          const relay = io.relayInbound?.(store) ?? queueRelay(store, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
+          const bayes = createBayesClassifier({ store: store.bayes, minLearned: config.filters.bayes.minLearned });
+          return quarantineCommand(sub, rest, store.accounts, store.quarantine, relay, bayes, opts, io, now);
+        });
+      }
+      case 'arc': {
+        if (sub !== 'record') throw new UsageError('usage: sluice arc record');
+        const k = arcKey(loaded().config);
+        if (!k) throw new Error('ARC sealing is off: set inbound.arc.domain (and optionally inbound.arc.selector, inbound.arc.key)');
+        const r = arcDnsRecord(k);
+        io.stdout(opts.json ? JSON.stringify(r) + '\n' : `${r.name}. IN TXT "${r.value}"\n`);
+        return 0;
+      }
+      case 'filter': {
+        const { config } = loaded();
+        return await withStore({ config }, now, (store) => {
+          const minLearned = config.filters.bayes.minLearned;
+          const classifier = createBayesClassifier({ store: store.bayes, minLearned });
+          return filterCommand(sub, opts, store.accounts, { classifier, store: store.bayes, minLearned }, io, now);
         });
       }
       default:

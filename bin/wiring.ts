@@ -20,6 +20,7 @@ import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
 import { outboundAbuseRoutes } from '../control-api/routes/outbound-abuse.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
+import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
 import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
 import { suppressionRoutes } from '../control-api/routes/suppressions.js';
@@ -127,9 +128,11 @@ export async function wireCore(opts: CoreOptions) {
     afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
+  const inboundFilters = wireInboundFilters({ config, store, resolver, now, logger });
+  const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname });
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger) });
   const worker = createQueueWorker({
     store: store.queue,
     bodies: store.bodies,
@@ -218,6 +221,7 @@ export async function wireCore(opts: CoreOptions) {
     quarantine,
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
+    bayes,
     webhooks: { store: store.webhooks, dispatcher: webhookDispatcher, signer: webhookSigner },
     targets: guard,
     queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
@@ -285,6 +289,7 @@ export async function wireCore(opts: CoreOptions) {
     now,
     logger,
     metrics,
+    ...inboundFilters,
   });
 
   return {

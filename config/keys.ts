@@ -2,19 +2,22 @@
 import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
-  parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseRate, parseTarget,
+  parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseTarget,
   parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
+import { ABUSE_KEYS } from './abuse.js';
 import { RETENTION_KEYS } from './retention.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
+import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
 export {
   formatHostPort, parseAllowTarget, socketTarget, type AllowTarget, type HostPort, type SocketTarget, type Source,
 } from './values.js';
+export type { DnsListSite } from './keys-inbound-filters.js';
 
 /**
  * Largest message Sluice accepts (ARCHITECTURE.md: up to 30 MB): the default SIZE of both listeners (RFC 1870) and
@@ -277,7 +280,7 @@ export const KEY_TREE = {
   },
   filters: {
     spamThreshold: key({
-      doc: 'Spam score (built-in rules plus rspamd\'s score) at or above which the recipient domain\'s abuse policy applies (inbound) and outbound mail is SUSPECT.',
+      doc: 'Spam score (built-in rules, DNS list weights and the classifier inbound; plus rspamd\'s score outbound) at or above which the recipient domain\'s abuse policy applies (inbound; rspamd\'s own action counts by its own thresholds) and outbound mail is SUSPECT.',
       defaultText: '5',
       default: () => 5,
       parse: parsePositive,
@@ -314,7 +317,7 @@ export const KEY_TREE = {
         parse: integer(1, 600_000, 'milliseconds'),
       }),
       failure: key({
-        doc: 'Inbound, when rspamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan: failed header (outbound: filters.on_scanner_error).',
+        doc: 'Inbound, when rspamd or clamd is down: "tempfail" answers 451 4.7.1 (the sender retries) or "accept-and-tag" accepts with an X-Sluice-Spam-Scan (or X-Sluice-Virus-Scan): failed header (outbound: filters.on_scanner_error).',
         defaultText: 'tempfail',
         default: () => 'tempfail' as const,
         parse: oneOf(['tempfail', 'accept-and-tag'] as const),
@@ -322,7 +325,7 @@ export const KEY_TREE = {
     },
     clamd: {
       address: key({
-        doc: 'ClamAV clamd to scan every outbound message with (INSTREAM): host:port of its TCPSocket or the absolute path of its LocalSocket. Empty: clamd off (the EICAR test string is still caught).',
+        doc: 'ClamAV clamd to scan every inbound and outbound message with (INSTREAM): host:port of its TCPSocket or the absolute path of its LocalSocket. Empty: clamd off (outbound still catches the EICAR test string).',
         defaultText: 'empty (off)',
         default: () => undefined,
         parse: parseOptionalSocket,
@@ -334,45 +337,11 @@ export const KEY_TREE = {
         parse: integer(1, 600_000, 'milliseconds'),
       }),
     },
+    bayes: BAYES_KEYS,
+    dnsbl: DNSBL_KEYS,
   },
-  abuse: {
-    blockConfirmed: key({
-      doc: 'CONFIRMED spam or virus messages from one sender identity within abuse.block_window_hours that block it (further sends refused until delisted).',
-      defaultText: '3',
-      default: () => 3,
-      parse: integer(1, 1_000_000, 'a count'),
-    }),
-    blockSuspect: key({
-      doc: 'SUSPECT spam (or HIGH/MEDIUM virus) messages from one sender identity within abuse.block_window_hours that block it.',
-      defaultText: '10',
-      default: () => 10,
-      parse: integer(1, 1_000_000, 'a count'),
-    }),
-    blockWindowHours: key({
-      doc: 'The window, in hours, over which a sender identity\'s CONFIRMED and SUSPECT messages are counted toward a block.',
-      defaultText: '24',
-      default: () => 24,
-      parse: integer(1, 720, 'hours'),
-    }),
-    delistPerDay: key({
-      doc: 'Delistings of one sender identity through POST /outbound/v1/remediation within 24 hours; the next is refused with 429 and needs the operator (sluice senders unblock).',
-      defaultText: '2',
-      default: () => 2,
-      parse: integer(0, 100, 'a count'),
-    }),
-    invalidRecipientRate: key({
-      doc: 'Hard-bounce rate (recipient-class 5.1.x/5.2.1 among a sender identity\'s finished recipients within a monitor\'s interval) that fires sender_id_sending_to_invalid_recipients.',
-      defaultText: '0.1',
-      default: () => 0.1,
-      parse: parseRate,
-    }),
-    invalidRecipientMin: key({
-      doc: 'Finished recipients a sender identity needs within a monitor\'s interval before its hard-bounce rate is judged.',
-      defaultText: '10',
-      default: () => 10,
-      parse: integer(1, 1_000_000, 'a count'),
-    }),
-  },
+  /** `abuse.*` (config/abuse.ts). */
+  abuse: ABUSE_KEYS,
   inbound: {
     quarantineDays: key({
       doc: 'Days a quarantined message is kept; an unreleased message is never pruned before then.',
@@ -380,6 +349,8 @@ export const KEY_TREE = {
       default: () => 30,
       parse: parseDays,
     }),
+    greylist: GREYLIST_KEYS,
+    arc: ARC_KEYS,
   },
   queue: {
     leaseSeconds: key({

@@ -7,6 +7,7 @@ import type { InboundDomainStore } from '../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../storage/ports/inbound-lists.js';
 import type { InboundReportStore } from '../storage/ports/inbound-reports.js';
 import type { QuarantineStore } from '../storage/ports/quarantine.js';
+import type { BayesClassifier } from '../filters/bayes.js';
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
 import type { SmtpLogStore } from '../storage/ports/smtp-log.js';
 import type { SuppressionStore } from '../storage/ports/suppressions.js';
@@ -57,6 +58,8 @@ export interface Services {
   quarantine: QuarantineStore;
   /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
   relayInbound: InboundRelay;
+  /** The inbound classifier: releases, deletes as spam and reports train the account's model. */
+  bayes: BayesClassifier;
   /**
    * The outbound recipe for a REST send (mta/outbound/send.ts): validate, compose, lockdown, sign, scan, queue
    * durably; its verdict. `perMessage` (POST /send): refused messages are reported per personalization instead of

@@ -1,5 +1,8 @@
-// Owns the verdict records of the inbound steps (recipient, lists, authentication, spam, policy), stored with each
-// message and logged, and the spam detection: built-in score + rspamd's answer + threshold → the spam verdict.
+// Owns the verdict records of the inbound steps (recipient, lists, DNS lists, authentication, spam, virus, policy),
+// stored with each message and logged, and the spam detection: our score against our threshold, rspamd's action
+// by rspamd's own thresholds → the spam verdict.
+import { bayesSymbol, type BayesResult } from './bayes.js';
+import { dnsblSymbols, type DnsblStepVerdict } from './dnsbl.js';
 import type { AuthVerdict } from './inbound-auth.js';
 import type { ListVerdict } from './inbound-lists.js';
 import type { SpamScore } from './spam-rules.js';
@@ -16,12 +19,19 @@ export interface ListStepVerdict {
 export interface SpamStepVerdict {
   step: 'spam';
   verdict: 'spam' | 'ham' | 'skipped';
-  /** `spam-score`, `rspamd-action`, `below-threshold`, `all-safelisted`, or `filter-error:rspamd` (tagged). */
+  /**
+   * `spam-score`, `rspamd-action`, `below-threshold`, `all-safelisted`, `rspamd-soft-reject` (no decision: 451),
+   * `rspamd-greylist` (deferred or passed by greylisting), or `filter-error:rspamd` (tagged).
+   */
   reason: string;
+  /** Our own score: built-in rules, DNS lists, the classifier (rspamd's score is its own, below). */
   score: number;
   threshold: number;
   rules: { name: string; score: number }[];
-  rspamd?: { action: string; score: number; symbols: string[] } | { error: string };
+  /** rspamd's answer: its action (judged by its own thresholds), score, required score and symbols. */
+  rspamd?: { action: string; score: number; requiredScore?: number; symbols: string[] } | { error: string };
+  /** The classifier's judgement (its symbol is in `rules`), or why it abstained; absent when it was not asked. */
+  bayes?: BayesResult;
 }
 
 export interface PolicyStepVerdict {
@@ -29,7 +39,7 @@ export interface PolicyStepVerdict {
   domain: string;
   rcpt: string[];
   verdict: 'relay' | 'flag' | 'quarantine' | 'block';
-  /** `abuse-policy-block|flag|quarantine`, `not-spam`, `safelisted` or `blocklisted`. */
+  /** `abuse-policy-block|flag|quarantine`, `not-spam`, `safelisted`, `blocklisted`, `virus-quarantine` or `virus-refused`. */
   reason: string;
 }
 
@@ -40,7 +50,24 @@ export interface OtherStepVerdict {
   reason: 'domain-not-served';
 }
 
-export type StepVerdict = ListStepVerdict | AuthVerdict | SpamStepVerdict | PolicyStepVerdict | OtherStepVerdict;
+/** The inbound virus scan (clamd): clean, infected (with the signature), or not scanned (the scanner failed). */
+export interface VirusStepVerdict {
+  step: 'virus';
+  verdict: 'clean' | 'infected' | 'skipped';
+  /** `clamd-clean`, `clamd-found`, `filter-error:clamd`. */
+  reason: string;
+  signature?: string;
+  error?: string;
+}
+
+export type StepVerdict =
+  | ListStepVerdict
+  | DnsblStepVerdict
+  | AuthVerdict
+  | SpamStepVerdict
+  | VirusStepVerdict
+  | PolicyStepVerdict
+  | OtherStepVerdict;
 
 /** The record of one recipient's list verdict (level and item only when an entry matched). */
 export function listStepVerdict(rcpt: string, lv: ListVerdict): ListStepVerdict {
@@ -57,7 +84,7 @@ export function listStepVerdict(rcpt: string, lv: ListVerdict): ListStepVerdict 
 export const RSPAMD_SPAM_ACTIONS: ReadonlySet<string> = new Set(['reject', 'add header', 'rewrite subject']);
 
 /** rspamd's answer as the spam step uses it (mta/scanners/rspamd-client.ts asks; a failure is an answer too). */
-export type RspamdAnswer = { ok: true; action: string; score: number; symbols: string[] } | { ok: false; error: string };
+export type RspamdAnswer = { ok: true; action: string; score: number; requiredScore?: number; symbols: string[] } | { ok: false; error: string };
 
 /** The reason of a spam verdict made without rspamd's answer (it failed): tagged, never a silent pass. */
 export const SCANNER_FAILED = 'filter-error:rspamd';
@@ -65,6 +92,15 @@ export const SCANNER_FAILED = 'filter-error:rspamd';
 export interface SpamInput {
   /** The built-in rules' score (filters/spam-rules.ts), computed for every message. */
   builtin: SpamScore;
+  /** The classifier's judgement when it was asked (filters/bayes.ts); its band's symbol joins the rules. */
+  bayes?: BayesResult | undefined;
+  /** The DNS list step (filters/dnsbl.ts); its hits' symbols join the rules. */
+  dnsbl?: DnsblStepVerdict | undefined;
+  /**
+   * rspamd answered `greylist` and greylisting let this attempt through (a retry after the delay): its action counts
+   * as no action. Undefined or false with a `greylist` answer: the caller defers the message.
+   */
+  rspamdGreylistPassed?: boolean;
   /** `filters.spam_threshold`. */
   threshold: number;
   /** False when every accepted recipient safelisted the sender: no spam decision is needed. */
@@ -76,47 +112,51 @@ export interface SpamInput {
 }
 
 /**
- * The spam verdict of one message. Not needed → `skipped` / `all-safelisted`. Otherwise the score is the built-in
- * score plus rspamd's (rounded to 1/100), and the message is spam when it reaches `threshold` or rspamd's action is
- * one of RSPAMD_SPAM_ACTIONS. rspamd failed → with `tempfail` `skipped` / `filter-error:rspamd` (see `spamUndecided`);
- * with `accept-and-tag` spam or ham on the built-in score, reason `filter-error:rspamd` (see `spamScanFailed`).
+ * The spam verdict of one message. Not needed → `skipped` / `all-safelisted`. Otherwise our score (built-in rules,
+ * DNS list weights and the classifier's band, rounded to 1/100) is judged against `threshold`, and rspamd's answer
+ * by rspamd's own thresholds, as rspamd means it: `reject`, `add header`, `rewrite subject` → spam; `soft reject` →
+ * no decision (`skipped` / `rspamd-soft-reject`: the sender retries); `greylist` → the caller greylists (no decision,
+ * `rspamd-greylist`) unless `rspamdGreylistPassed`; `no action` adds nothing. rspamd's score is recorded, never added
+ * to ours: its scale is its own (actions at 4, 6, 15 by default). rspamd failed → with `tempfail` `skipped` /
+ * `filter-error:rspamd` (see `spamUndecided`); with `accept-and-tag` spam or ham on our score, reason
+ * `filter-error:rspamd` (see `spamScanFailed`).
  */
 export function decideSpam(input: SpamInput): SpamStepVerdict {
-  const { builtin, threshold } = input;
-  if (!input.needed) {
-    return { step: 'spam', verdict: 'skipped', reason: 'all-safelisted', score: builtin.score, threshold, rules: builtin.rules };
-  }
-  let score = builtin.score;
-  let rspamdSays = false;
-  let scanFailed = false;
-  let rspamd: SpamStepVerdict['rspamd'];
+  const { threshold } = input;
+  const extra = [
+    ...(input.dnsbl ? dnsblSymbols(input.dnsbl) : []),
+    ...(input.bayes && bayesSymbol(input.bayes) ? [bayesSymbol(input.bayes)!] : []),
+  ];
+  const rules = [...input.builtin.rules, ...extra];
+  const score = Math.round(rules.reduce((n, r) => n + r.score, 0) * 100) / 100;
+  const base = { step: 'spam' as const, score, threshold, rules, ...(input.bayes ? { bayes: input.bayes } : {}) };
+  if (!input.needed) return { ...base, verdict: 'skipped', reason: 'all-safelisted' };
   const r = input.rspamd;
-  if (r?.ok) {
-    rspamd = { action: r.action, score: r.score, symbols: r.symbols };
-    score = Math.round((score + r.score) * 100) / 100;
-    rspamdSays = RSPAMD_SPAM_ACTIONS.has(r.action);
-  } else if (r) {
-    rspamd = { error: r.error };
-    if (input.scannerFailure === 'tempfail') {
-      return { step: 'spam', verdict: 'skipped', reason: SCANNER_FAILED, score, threshold, rules: builtin.rules, rspamd };
-    }
-    scanFailed = true;
+  if (r && !r.ok) {
+    const rspamd = { error: r.error };
+    if (input.scannerFailure === 'tempfail') return { ...base, verdict: 'skipped', reason: SCANNER_FAILED, rspamd };
+    return { ...base, verdict: score >= threshold ? 'spam' : 'ham', reason: SCANNER_FAILED, rspamd };
   }
-  const isSpam = score >= threshold || rspamdSays;
+  const rspamd = r ? { rspamd: { action: r.action, score: r.score, ...(r.requiredScore !== undefined && !Number.isNaN(r.requiredScore) ? { requiredScore: r.requiredScore } : {}), symbols: r.symbols } } : {};
+  if (r?.action === 'soft reject') return { ...base, ...rspamd, verdict: 'skipped', reason: RSPAMD_SOFT_REJECT };
+  if (r?.action === 'greylist' && !input.rspamdGreylistPassed) return { ...base, ...rspamd, verdict: 'skipped', reason: RSPAMD_GREYLIST };
+  const rspamdSays = !!r && RSPAMD_SPAM_ACTIONS.has(r.action);
   return {
-    step: 'spam',
-    verdict: isSpam ? 'spam' : 'ham',
-    reason: scanFailed ? SCANNER_FAILED : score >= threshold ? 'spam-score' : rspamdSays ? 'rspamd-action' : 'below-threshold',
-    score,
-    threshold,
-    rules: builtin.rules,
-    ...(rspamd ? { rspamd } : {}),
+    ...base,
+    ...rspamd,
+    verdict: score >= threshold || rspamdSays ? 'spam' : 'ham',
+    reason: score >= threshold ? 'spam-score' : rspamdSays ? 'rspamd-action' : r?.action === 'greylist' ? RSPAMD_GREYLIST : 'below-threshold',
   };
 }
 
-/** rspamd failed and `filters.rspamd.failure` is `tempfail`: no spam decision was made. */
+/** rspamd answered `soft reject`: the sender is asked to retry later (451 4.7.1), nothing is decided. */
+export const RSPAMD_SOFT_REJECT = 'rspamd-soft-reject';
+/** rspamd answered `greylist`: deferred unless greylisting lets this attempt through. */
+export const RSPAMD_GREYLIST = 'rspamd-greylist';
+
+/** No spam decision was made: rspamd failed under `tempfail`, or asked for a retry (soft reject, greylist). */
 export function spamUndecided(v: SpamStepVerdict): boolean {
-  return v.verdict === 'skipped' && v.reason === SCANNER_FAILED;
+  return v.verdict === 'skipped' && (v.reason === SCANNER_FAILED || v.reason === RSPAMD_SOFT_REJECT || v.reason === RSPAMD_GREYLIST);
 }
 
 /** rspamd failed and the built-in score decided alone (`accept-and-tag`): the message is tagged as not scanned. */

@@ -7,6 +7,8 @@ export interface MimeLeaf {
   contentType: string;
   /** Lower-cased `charset` parameter, when given. */
   charset: string | undefined;
+  /** The part's file name (Content-Disposition `filename`, else Content-Type `name`), when it names one. */
+  filename?: string;
   body: Buffer;
 }
 
@@ -83,7 +85,8 @@ export function mimeLeaves(raw: Buffer, limits: MimeLimits = DEFAULT_LIMITS): Mi
       walk(decoded, depth + 1);
       return;
     }
-    out.push({ contentType, charset: param(typeHeader, 'charset')?.toLowerCase(), body: decoded });
+    const filename = param(headerValues(headers, 'content-disposition')[0] ?? '', 'filename') ?? param(typeHeader, 'name');
+    out.push({ contentType, charset: param(typeHeader, 'charset')?.toLowerCase(), ...(filename ? { filename } : {}), body: decoded });
   };
   walk(raw, 0);
   return out;

@@ -2,6 +2,8 @@
 // authentication state of the From domain predicts at receivers. Detection only: outbound-verdicts.ts grades it.
 import { headerValues, splitMessage, type HeaderField } from './message-headers.js';
 import { mimeLeaves, type MimeLeaf } from './mime-parts.js';
+import { CONTENT_RULES } from './content-rules.js';
+import { findUrls, sameSite, type FoundUrl } from './links.js';
 import { GTUBE, SPAM_RULES, scoreRules, type SpamContext, type SpamRule, type SpamScore } from './spam-rules.js';
 
 /**
@@ -23,11 +25,6 @@ export interface FromAuthState {
   spfAligned: 'pass' | 'fail' | 'unknown';
 }
 
-/** A link found in a text or HTML part: the URL, its host, and for an HTML anchor the visible text. */
-export interface FoundUrl {
-  url: URL;
-  text?: string;
-}
 
 /** What an outbound rule may look at. `auth` is undefined: inbound SPF/DKIM results do not exist for our own mail. */
 export interface OutboundContext extends SpamContext {
@@ -37,58 +34,6 @@ export interface OutboundContext extends SpamContext {
   fromAuth: FromAuthState;
 }
 
-/** Public URL shorteners: a link through one hides its destination (a common spam and phishing trait). */
-export const URL_SHORTENERS: ReadonlySet<string> = new Set([
-  'bit.ly', 'tinyurl.com', 'goo.gl', 't.co', 'ow.ly', 'is.gd', 'buff.ly', 'rebrand.ly', 'cutt.ly', 'shorturl.at', 'tiny.cc', 'rb.gy',
-]);
-
-const MAX_URLS = 500;
-const HREF_RE = /<a\b[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))[^>]*>([\s\S]*?)<\/a\s*>/gi;
-const TEXT_URL_RE = /\bhttps?:\/\/[^\s"'<>()]+/gi;
-const HOST_IN_TEXT_RE = /(?:https?:\/\/)?((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})\b/i;
-
-function parseUrl(text: string): URL | undefined {
-  try {
-    const u = new URL(text.trim());
-    return u.protocol === 'http:' || u.protocol === 'https:' ? u : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Links of the text and HTML parts (HTML anchors with their visible text), at most MAX_URLS. */
-export function findUrls(leaves: readonly MimeLeaf[]): FoundUrl[] {
-  const out: FoundUrl[] = [];
-  for (const leaf of leaves) {
-    if (!leaf.contentType.startsWith('text/')) continue;
-    const text = leaf.body.toString(leaf.charset === 'utf-8' || leaf.charset === 'utf8' ? 'utf8' : 'latin1');
-    if (leaf.contentType === 'text/html') {
-      for (const m of text.matchAll(HREF_RE)) {
-        const url = parseUrl((m[1] ?? m[2] ?? m[3] ?? '').replace(/&amp;/g, '&'));
-        if (url) out.push({ url, text: (m[4] ?? '').replace(/<[^>]*>/g, '').trim() });
-        if (out.length >= MAX_URLS) return out;
-      }
-    } else {
-      for (const m of text.matchAll(TEXT_URL_RE)) {
-        const url = parseUrl(m[0]);
-        if (url) out.push({ url });
-        if (out.length >= MAX_URLS) return out;
-      }
-    }
-  }
-  return out;
-}
-
-const isIpHost = (host: string) => /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.startsWith('[');
-/** One host is the other or a subdomain of it. */
-const sameSite = (a: string, b: string) => a === b || a.endsWith(`.${b}`) || b.endsWith(`.${a}`);
-
-/** An anchor whose visible text names a host that its link does not go to: the phishing look. */
-function textMismatch(u: FoundUrl): boolean {
-  if (!u.text) return false;
-  const shown = HOST_IN_TEXT_RE.exec(u.text)?.[1]?.toLowerCase();
-  return !!shown && !sameSite(shown, u.url.hostname.toLowerCase());
-}
 
 function subjectOf(c: OutboundContext): string {
   return headerValues(c.headers, 'subject')[0] ?? '';
@@ -107,6 +52,9 @@ function fromNameHasAddress(c: OutboundContext): boolean {
 const enforcing = (p: FromAuthState['dmarcPolicy']) => p === 'quarantine' || p === 'reject';
 const inAnyPart = (c: OutboundContext, needle: string) => c.body.includes(needle) || c.leaves.some((l) => l.body.includes(needle));
 
+/** Link and subject rules shared with inbound (filters/content-rules.ts). */
+const SHARED_CONTENT_RULES = new Set(['URL_IP_HOST', 'URL_USERINFO', 'URL_TEXT_MISMATCH', 'URL_SHORTENER', 'SUBJECT_ALL_CAPS']);
+
 /** Header-shape rules shared with inbound (filters/spam-rules.ts; RFC 5322 §3.6 counts). */
 const SHARED_HEADER_RULES = new Set([
   'MISSING_FROM', 'MULTIPLE_FROM', 'FROM_NO_ADDRESS', 'MULTIPLE_UNIQUE_HEADER', 'MISSING_DATE', 'MULTIPLE_DATE',
@@ -122,19 +70,7 @@ const SHARED_HEADER_RULES = new Set([
 export const OUTBOUND_RULES: readonly SpamRule<OutboundContext>[] = [
   { name: 'GTUBE', score: 1000, description: 'the GTUBE test string is in the message', test: (c) => inAnyPart(c, GTUBE) },
   ...SPAM_RULES.filter((r) => SHARED_HEADER_RULES.has(r.name)),
-  { name: 'URL_IP_HOST', score: 2.5, description: 'a link goes to a bare IP address', test: (c) => c.urls.some((u) => isIpHost(u.url.hostname)) },
-  { name: 'URL_USERINFO', score: 3, description: 'a link carries a user name before its host (http://bank.example@other.example/)', test: (c) => c.urls.some((u) => u.url.username !== '') },
-  { name: 'URL_TEXT_MISMATCH', score: 3, description: 'a link shows one host as its text and goes to another', test: (c) => c.urls.some(textMismatch) },
-  { name: 'URL_SHORTENER', score: 1, description: 'a link goes through a public URL shortener', test: (c) => c.urls.some((u) => URL_SHORTENERS.has(u.url.hostname.toLowerCase())) },
-  {
-    name: 'SUBJECT_ALL_CAPS',
-    score: 1,
-    description: 'the subject has 10 or more letters, all upper case',
-    test: (c) => {
-      const letters = subjectOf(c).replace(/[^\p{L}]/gu, '');
-      return letters.length >= 10 && letters === letters.toUpperCase() && letters !== letters.toLowerCase();
-    },
-  },
+  ...CONTENT_RULES.filter((r) => SHARED_CONTENT_RULES.has(r.name)),
   { name: 'SUBJECT_EXCESS_PUNCT', score: 1, description: 'the subject has three or more ! or $ signs', test: (c) => (subjectOf(c).match(/[!$]/g) ?? []).length >= 3 },
   { name: 'FROM_NAME_HAS_ADDRESS', score: 2, description: 'the From display name shows an address on another domain', test: fromNameHasAddress },
   { name: 'FROM_DKIM_UNALIGNED', score: 1, description: 'no DKIM signature aligned with the From domain', test: (c) => !c.fromAuth.dkimAligned },

@@ -1,12 +1,16 @@
-// Owns the console's quarantine view: held inbound messages, one message's headers and verdicts, release and delete
-// — each by calling the /inbound/v1/quarantine routes themselves.
+// Owns the console's quarantine view: held inbound messages, one message's headers and verdicts, release, delete and
+// delete as spam — each by calling the /inbound/v1/quarantine routes themselves.
 import { notFound } from '../errors.js';
 import { href, html, table } from './html.js';
 import { actionButton } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 
 const PAGE = 50;
-const DONE: Record<string, string> = { released: 'Released: relayed to its recipients\' downstream servers.', deleted: 'Deleted; it will never be relayed.' };
+const DONE: Record<string, string> = {
+  released: 'Released: relayed to its recipients\' downstream servers; the classifier learned it as wanted mail.',
+  deleted: 'Deleted; it will never be relayed.',
+  spam: 'Deleted as spam; the classifier learned it.',
+};
 
 interface Quarantined {
   id: number;
@@ -84,7 +88,7 @@ async function detail(c: ViewCtx) {
   return {
     title: `Quarantined message ${id}`,
     body: html`<h1>Quarantined message ${id} · ${m.status}</h1>${flash(c)}
-<p>${m.status === 'held' ? actionButton(action('release'), 'Release', c.csrf, { confirm: `Relay message ${id} to ${m.rcpt_to.join(', ')}?` }) : ''}${m.status !== 'releasing' ? actionButton(action('delete'), 'Delete', c.csrf, { danger: true, confirm: `Delete message ${id}? It will never be relayed.` }) : ''}</p>
+<p>${m.status === 'held' ? actionButton(action('release'), 'Release', c.csrf, { confirm: `Relay message ${id} to ${m.rcpt_to.join(', ')}?` }) : ''}${m.status !== 'releasing' ? actionButton(action('delete'), 'Delete', c.csrf, { danger: true, confirm: `Delete message ${id}? It will never be relayed.` }) : ''}${m.status === 'held' ? actionButton(action('spam'), 'Delete as spam', c.csrf, { danger: true, confirm: `Delete message ${id} and teach the classifier it is spam?` }) : ''}</p>
 <dl><dt>Domain</dt><dd>${m.domain}</dd><dt>Sender</dt><dd>${m.mail_from || '<>'}</dd><dt>Recipients</dt><dd>${m.rcpt_to.join(', ')}</dd>
 <dt>From</dt><dd>${m.from ?? ''}</dd><dt>Subject</dt><dd>${m.subject ?? ''}</dd><dt>Client</dt><dd>${m.client_ip} (${m.helo})</dd>
 <dt>Score</dt><dd>${m.score}</dd><dt>Reason</dt><dd>${m.reason}</dd><dt>Received</dt><dd>${m.created_at}</dd><dt>Expires</dt><dd>${m.expires_at}</dd>
@@ -100,13 +104,13 @@ async function detail(c: ViewCtx) {
   };
 }
 
-function act(verb: 'release' | 'delete') {
+function act(verb: 'release' | 'delete' | 'spam') {
   return async (c: ViewCtx) => {
     const id = idOf(c);
     if (verb === 'release') await c.call('POST', '/inbound/v1/quarantine/{id}/release', c.as(), { params: { id } });
-    else await c.call('DELETE', '/inbound/v1/quarantine/{id}', c.as(), { params: { id } });
+    else await c.call('DELETE', '/inbound/v1/quarantine/{id}', c.as(), { params: { id }, ...(verb === 'spam' ? { query: { as_spam: 'true' } } : {}) });
     const account = c.account?.handle;
-    return { redirect: verb === 'release' ? href(`/console/quarantine/${id}`, { account, done: 'released' }) : href('/console/quarantine', { account, done: 'deleted' }) };
+    return { redirect: verb === 'release' ? href(`/console/quarantine/${id}`, { account, done: 'released' }) : href('/console/quarantine', { account, done: verb === 'spam' ? 'spam' : 'deleted' }) };
   };
 }
 
@@ -115,4 +119,5 @@ export const quarantineViews: ViewRoute[] = [
   { method: 'GET', path: '/console/quarantine/{id}', nav: 'quarantine', view: detail },
   { method: 'POST', path: '/console/quarantine/{id}/release', nav: 'quarantine', view: act('release') },
   { method: 'POST', path: '/console/quarantine/{id}/delete', nav: 'quarantine', view: act('delete') },
+  { method: 'POST', path: '/console/quarantine/{id}/spam', nav: 'quarantine', view: act('spam') },
 ];

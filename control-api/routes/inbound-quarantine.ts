@@ -2,7 +2,7 @@
 // message, release (relays once) and delete.
 import { Type } from '@sinclair/typebox';
 import { normaliseEmail } from '../../filters/inbound-names.js';
-import { releaseQuarantined } from '../../mta/inbound/quarantine-release.js';
+import { deleteQuarantined, releaseQuarantined } from '../../mta/inbound/quarantine-release.js';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
 import { QUARANTINE_LEASE_MS, quarantineStatus, type QuarantineRow } from '../../storage/ports/quarantine.js';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors.js';
@@ -78,6 +78,9 @@ async function ownMessage(s: Services, principal: KeyPrincipal, id: number): Pro
   }
   return row;
 }
+
+/** Releasing and deleting train the classifier of the message's account (mta/inbound/quarantine-release.ts). */
+const actionDeps = (s: Services) => ({ store: s.quarantine, relay: s.relayInbound, now: s.now, bayes: s.bayes });
 
 const authErrors = {
   401: { description: 'missing or unknown API key', schema: CodedError },
@@ -181,7 +184,7 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
     path: '/inbound/v1/quarantine/{id}/release',
-    summary: 'Release a message: relay it to its recipients\' downstream servers, once (a second release → 409)',
+    summary: 'Release a message: relay it to its recipients\' downstream servers, once (a second release → 409); the classifier learns it as ham',
     tags,
     auth: 'inbound',
     rateLimited: true,
@@ -195,7 +198,8 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, params }) => {
       await ownMessage(s, principal, Number(params.id));
-      const res = await releaseQuarantined({ store: s.quarantine, relay: s.relayInbound, now: s.now }, principal.account.id, Number(params.id));
+      const res = await releaseQuarantined(actionDeps(s), principal.account.id, Number(params.id));
+      if (res.ok && res.learned === 'failed') s.logger.warn({ quarantineId: params.id }, 'classifier could not learn a released message as ham');
       if (res.ok) return { status: 200, body: render(s, res.row) };
       switch (res.reason) {
         case 'not-found':
@@ -215,11 +219,14 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
   defineRoute({
     method: 'DELETE',
     path: '/inbound/v1/quarantine/{id}',
-    summary: 'Delete a quarantined message (it will never be relayed)',
+    summary: 'Delete a quarantined message (it will never be relayed); with as_spam=true the classifier learns it as spam',
     tags,
     auth: 'inbound',
     rateLimited: true,
     params: IdParams,
+    query: Type.Object({
+      as_spam: Type.Optional(Type.Boolean({ default: false, description: 'teach the account\'s classifier model that the message is spam' })),
+    }),
     responses: {
       204: { description: 'deleted' },
       400: { description: 'invalid id', schema: CodedError },
@@ -227,11 +234,14 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
       409: { description: 'a release of this message is in progress', schema: CodedError },
       ...authErrors,
     },
-    handler: async (s, { principal, params }) => {
+    handler: async (s, { principal, params, query }) => {
       await ownMessage(s, principal, Number(params.id));
-      if (!await s.quarantine.delete(principal.account.id, Number(params.id), s.now())) {
+      const res = await deleteQuarantined(actionDeps(s), principal.account.id, Number(params.id), { asSpam: query.as_spam === true });
+      if (!res.ok) {
+        if (res.reason === 'not-found') throw notFound(`quarantined message ${params.id} not found`);
         throw conflict(`quarantined message ${params.id} is being released`);
       }
+      if (res.learned === 'failed') s.logger.warn({ quarantineId: params.id }, 'classifier could not learn a deleted message as spam');
       return { status: 204 };
     },
   }),

@@ -51,7 +51,7 @@ export const inboundServiceRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
     path: '/inbound/v1/report',
-    summary: 'Report a false positive or false negative; the message is stored for the operator',
+    summary: 'Report a false positive or false negative; the message is stored for the operator and the account\'s classifier learns it (ham or spam)',
     tags: ['inbound-service'],
     auth: 'inbound',
     rateLimited: true,
@@ -92,6 +92,9 @@ export const inboundServiceRoutes: AnyRoute[] = [
         sending_host: body.sendingHostInformation?.name ?? null,
         created_at: s.now(),
       });
+      // A false positive is mail the customer wanted (ham); a false negative is spam we let through.
+      const cls = query.report_type === 'false_positive' ? 'ham' : 'spam';
+      await s.bayes.learn(principal.account.id, [{ raw: Buffer.from(body.messageContent, 'utf8'), cls }], s.now());
       return { status: 204 };
     },
   }),

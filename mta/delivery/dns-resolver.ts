@@ -17,6 +17,8 @@ export interface MxRecord {
 export interface DnsResolver {
   mx(name: string): Promise<DnsAnswer<MxRecord>>;
   a(name: string): Promise<DnsAnswer<string>>;
+  /** A records with their TTLs in seconds (DNS list answers are cached for as long as the list says). */
+  aTtl(name: string): Promise<DnsAnswer<{ address: string; ttl: number }>>;
   aaaa(name: string): Promise<DnsAnswer<string>>;
   /** TXT records, each as its character-strings (join them for DKIM/SPF values). */
   txt(name: string): Promise<DnsAnswer<string[]>>;
@@ -69,6 +71,7 @@ export function createDnsResolver(opts: ResolverOptions): DnsResolver {
     // Node 22+ adds `type: 'MX'` to each record; the answer keeps the two fields RFC 5321 §5.1 routing reads.
     mx: (name) => run(async () => (await r.resolveMx(name)).map(({ exchange, priority }) => ({ exchange, priority }))),
     a: (name) => run(() => r.resolve4(name)),
+    aTtl: (name) => run(() => r.resolve4(name, { ttl: true })),
     aaaa: (name) => run(() => r.resolve6(name)),
     txt: (name) => run(() => r.resolveTxt(name)),
     cname: (name) => run(() => r.resolveCname(name)),

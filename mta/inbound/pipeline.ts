@@ -2,20 +2,27 @@
 // then the policy step (./policy.ts), then the commit (quarantine rows, relays) and the one SMTP reply to DATA.
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
+import { spf } from 'mailauth/lib/spf/index.js';
+import type { BayesClassifier } from '../../filters/bayes.js';
 import { checkAuthentication, isForgedAuthResults, type AuthResolver } from '../../filters/inbound-auth.js';
-import { decideListVerdict, type ListVerdict } from '../../filters/inbound-lists.js';
-import { decideSpam, listStepVerdict, spamScanFailed, type StepVerdict } from '../../filters/inbound-verdicts.js';
+import { listStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
 import { headerValues, rewriteHeaders, splitMessage } from '../../filters/message-headers.js';
-import { scoreMessage, SPAM_RULES, type SpamRule } from '../../filters/spam-rules.js';
-import type { InboundDomainStore, ServedDomainRow } from '../../storage/ports/inbound-domains.js';
+import { INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
+import type { SpamRule } from '../../filters/spam-rules.js';
+import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
+import type { ClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { Metrics } from '../metrics.js';
-import { decidePolicy, refusalAtRcpt, refusalWithoutRecipients, type DomainRecipients } from './policy.js';
+import { runContentStage } from './content-stage.js';
+import type { DnsListChecker } from './dnsbl.js';
+import type { Greylister } from './greylist.js';
+import { createRcptChecks, type RcptQuery } from './rcpt-checks.js';
+import { decidePolicy, refusalWithoutRecipients, type DomainRecipients } from './policy.js';
 
 /** One message handed to the relay: it must resolve only once the message is durably committed (queue, fsync). */
 export interface RelayMessage {
@@ -61,28 +68,41 @@ export interface InboundPipelineDeps {
   newQueueId?: () => string;
   /** Counts the policy step's actions per recipient. */
   metrics?: Metrics;
-  /** The built-in rules (default SPAM_RULES). */
-  rules?: readonly SpamRule[];
+  /** The built-in rules (default INBOUND_RULES: header, authentication and content rules). */
+  rules?: readonly SpamRule<ContentContext>[];
+  /** The statistical classifier (filters/bayes.ts); absent: not asked. */
+  bayes?: BayesClassifier | undefined;
+  /** clamd, when `filters.clamd.address` is set: every message is scanned for viruses. */
+  clamd?: ClamdClient | undefined;
+  /** The DNS lists (`filters.dnsbl.*`); absent or empty: not asked. */
+  dnsLists?: DnsListChecker | undefined;
+  /** `filters.dnsbl.threshold` (default 3). */
+  dnsblThreshold?: number;
+  /** Greylisting (`inbound.greylist.*`), also used when rspamd answers `greylist`. */
+  greylist?: Greylister | undefined;
 }
 
 export interface InboundPipeline {
   /** Runs every step for one message and returns the reply to DATA. Never throws: errors answer 451 4.3.0. */
   handle(msg: InboundMessage): Promise<SmtpReply>;
   /**
-   * The list decision for one recipient from what is known at RCPT (client IP, envelope sender), so the MX can
-   * refuse a blocklisted sender there — the earliest stage that knows. A reply when refused, undefined otherwise.
+   * The RCPT-time decision for one recipient (./rcpt-checks.ts: lists, DNS lists, greylisting), the earliest stage
+   * that knows. A reply when refused or deferred, undefined otherwise.
    */
-  checkRecipient(q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<SmtpReply | undefined>;
+  checkRecipient(q: RcptQuery): Promise<SmtpReply | undefined>;
 }
 
-/** The header that tags mail accepted while the spam scanner was down (`filters.rspamd.failure = accept-and-tag`). */
-export const SCAN_FAILED_HEADER = 'X-Sluice-Spam-Scan: failed (scanner unavailable)';
+export { SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER } from './content-stage.js';
 
-
-/** The address as recipient-level lists store it: lower case, on the provisioned domain even when mailed via an alias. */
-function listRecipient(rcpt: string, served: ServedDomainRow): string {
-  const local = rcpt.slice(0, rcpt.lastIndexOf('@'));
-  return `${local}@${served.domain}`.toLowerCase();
+/**
+ * The account whose own model joins the global one for this message: the one account of every recipient the spam
+ * verdict is for (not safelisted); null when they span accounts (the spam step runs once per message, so one
+ * account's training must not judge another's mail).
+ */
+function modelAccount(groups: Iterable<DomainRecipients>): number | null {
+  const ids = new Set<number>();
+  for (const g of groups) if (g.rcpt.length > g.safe.length) ids.add(g.served.account_id);
+  return ids.size === 1 ? [...ids][0]! : null;
 }
 
 /** First value of a header field, cut to the RFC 5322 line limit, or null. */
@@ -98,11 +118,12 @@ function firstHeader(headers: ReturnType<typeof splitMessage>['headers'], name: 
  *    sender address or sender domain → that recipient is refused; safelisted → the spam policy is skipped for it;
  * 3. authentication (SPF, DKIM, DMARC, ARC) once per message → one Authentication-Results field with our
  *    authserv-id, forged ones with our id removed (RFC 8601 §5);
- * 4. spam, once per message (filters/inbound-verdicts.ts `decideSpam`): built-in rules + rspamd's score when
- *    configured. rspamd down → `scannerFailure`: `tempfail` makes no decision (451 4.7.1), `accept-and-tag`
- *    continues on the built-in score with SCAN_FAILED_HEADER — never a silent pass;
+ * 4. content (./content-stage.ts), once per message: DNS list weights (client below the RCPT threshold, sender,
+ *    From and link domains), built-in rules, the classifier, rspamd (its action by its own thresholds), clamd.
+ *    A scanner down → `scannerFailure`: `tempfail` makes no decision (451 4.7.1), `accept-and-tag` continues
+ *    without it and tags the message (SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER) — never a silent pass;
  * 5. policy (./policy.ts `decidePolicy`): what the verdicts do per recipient domain — relay, flag, quarantine or
- *    block — and the one reply to DATA when nothing is kept.
+ *    block; a virus is quarantined or refused — and the one reply to DATA when nothing is kept.
  *
  * Then the commit: the domain's header name is removed from the incoming message for every domain (a sender can
  * neither pre-flag nor pre-clear it). Quarantine rows are committed first, then one relay call per distinct
@@ -112,18 +133,21 @@ function firstHeader(headers: ReturnType<typeof splitMessage>['headers'], name: 
 export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipeline {
   const log = deps.logger.child({ component: 'inbound' });
   const newQueueId = deps.newQueueId ?? (() => crypto.randomBytes(6).toString('hex').toUpperCase());
-  const rules = deps.rules ?? SPAM_RULES;
+  const rules = deps.rules ?? INBOUND_RULES;
 
-  async function listVerdict(served: ServedDomainRow, q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<ListVerdict> {
-    const matches = await deps.lists.matchLists({
-      accountId: served.account_id,
-      domain: served.domain,
-      recipient: listRecipient(q.rcpt, served),
-      clientIp: q.clientIp,
-      ...(q.mailFrom ? { senderAddress: q.mailFrom } : {}),
-    });
-    return decideListVerdict(matches, { abusePolicyOverride: !!served.abuse_policy_override });
-  }
+  const rcptChecks = createRcptChecks({
+    domains: deps.domains,
+    lists: deps.lists,
+    dnsLists: deps.dnsLists,
+    dnsblThreshold: deps.dnsblThreshold ?? 3,
+    greylist: deps.greylist,
+    spfPass: async (q) => {
+      if (!q.mailFrom) return false;
+      const r = await spf({ sender: q.mailFrom, ip: q.clientIp, mta: deps.hostname, resolver: deps.resolver }).catch(() => undefined);
+      return r?.status.result === 'pass';
+    },
+    logger: deps.logger,
+  });
 
   async function run(msg: InboundMessage, queueId: string, verdicts: StepVerdict[]): Promise<SmtpReply> {
     // 1. Recipients by provisioned domain, 2. lists.
@@ -135,7 +159,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
         verdicts.push({ step: 'recipient', rcpt, verdict: 'drop', reason: 'domain-not-served' });
         continue;
       }
-      const lv = await listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
+      const lv = await rcptChecks.listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
       verdicts.push(listStepVerdict(rcpt, lv));
       if (lv.action === 'block') continue;
       const g = groups.get(served.id) ?? { served, rcpt: [], safe: [] };
@@ -152,19 +176,22 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     );
     verdicts.push(auth);
 
-    // 4. Spam (not needed when every accepted recipient safelisted the sender; rspamd is only asked when needed).
+    // 4. Content (the spam decision is not needed when every accepted recipient safelisted the sender).
     const split = splitMessage(msg.raw);
     const needed = [...groups.values()].some((g) => g.rcpt.length > g.safe.length);
-    const builtin = scoreMessage({ auth: auth.results, headers: split.headers, body: msg.raw.subarray(split.bodyOffset) }, rules);
-    const rspamd =
-      needed && deps.rspamd
-        ? await deps.rspamd.check({ raw: msg.raw, clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, queueId })
-        : undefined;
-    const spam = decideSpam({ builtin, threshold: deps.spamThreshold, needed, rspamd, scannerFailure: deps.scannerFailure });
+    const stage = await runContentStage(
+      { ...deps, rules, dnsblThreshold: deps.dnsblThreshold ?? 3 },
+      { msg, queueId, auth, split, needed, modelAccount: modelAccount(groups.values()), clientListing: () => rcptChecks.clientListing(msg.clientIp) },
+    );
+    const spam = stage.spam;
+    if (stage.dnsbl) verdicts.push(stage.dnsbl);
     verdicts.push(spam);
+    if (stage.virus) verdicts.push(stage.virus);
+    if (stage.greylisted) return stage.greylisted;
+    if (stage.virus?.verdict === 'skipped' && deps.scannerFailure === 'tempfail') return REPLY.virusScannerDown;
 
     // 5. Policy per domain.
-    const policy = decidePolicy([...groups.values()], spam);
+    const policy = decidePolicy([...groups.values()], spam, stage.virus);
     verdicts.push(...policy.verdicts);
     for (const v of policy.verdicts) deps.metrics?.inboundVerdicts.inc({ action: v.verdict }, v.rcpt.length);
     if (policy.verdicts.length === 0 && policy.refusal) {
@@ -174,7 +201,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     if (policy.refusal) return policy.refusal;
 
     // Commit: quarantine rows first, then each relay; 250 only after every commit.
-    const prepend = [auth.header, ...(spamScanFailed(spam) ? [SCAN_FAILED_HEADER] : [])];
+    const prepend = [auth.header, ...stage.tags];
     const rewrite = (strip: string, flag?: string) =>
       rewriteHeaders(msg.raw, split, {
         prepend: flag ? [...prepend, flag] : prepend,
@@ -199,7 +226,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
         subject,
         messageId,
         score: spam.score,
-        reason: 'abuse-policy-quarantine',
+        reason: stage.virus?.verdict === 'infected' ? 'virus-quarantine' : 'abuse-policy-quarantine',
         verdicts,
         raw: rewrite(q.strip),
         now,
@@ -232,10 +259,6 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       return reply;
     },
 
-    async checkRecipient(q) {
-      const served = await deps.domains.findServedDomain(domainOf(q.rcpt));
-      if (!served) return undefined;
-      return refusalAtRcpt(await listVerdict(served, q));
-    },
+    checkRecipient: (q) => rcptChecks.check(q),
   };
 }

@@ -1,7 +1,9 @@
 // Owns the inbound policy step: what the verdicts do to a message, per recipient domain (relay, flag, quarantine,
 // block), and the one reply to DATA. It decides only; the pipeline commits (maddy keeps checks apart the same way).
 import { effectiveAbusePolicy, type ListVerdict } from '../../filters/inbound-lists.js';
-import { spamUndecided, type PolicyStepVerdict, type SpamStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
+import {
+  SCANNER_FAILED, spamUndecided, type PolicyStepVerdict, type SpamStepVerdict, type StepVerdict, type VirusStepVerdict,
+} from '../../filters/inbound-verdicts.js';
 import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
@@ -49,9 +51,32 @@ export function refusalWithoutRecipients(verdicts: readonly StepVerdict[]): Smtp
   return verdicts.some((v) => v.step === 'lists' && v.verdict === 'block') ? REPLY.senderBlocklisted : REPLY.noRecipientServed;
 }
 
+/** A virus: quarantined where the domain quarantines, refused everywhere else (never relayed). */
+function virusPolicy(groups: readonly DomainRecipients[], virus: VirusStepVerdict): PolicyDecision {
+  const verdicts: PolicyStepVerdict[] = [];
+  const quarantines: QuarantinePlan[] = [];
+  for (const { served, rcpt } of groups) {
+    const policy = effectiveAbusePolicy({
+      domain: { abusePolicy: served.abuse_policy, abusePolicyOverride: !!served.abuse_policy_override },
+      fallback: DEFAULT_DOMAIN_SETTINGS.abusePolicy,
+    });
+    const strip = (served.spam_header_name ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName).toLowerCase();
+    if (policy === 'quarantine') {
+      verdicts.push({ step: 'policy', domain: served.domain, rcpt: [...rcpt], verdict: 'quarantine', reason: 'virus-quarantine' });
+      quarantines.push({ served, rcpt: [...rcpt], strip });
+    } else {
+      verdicts.push({ step: 'policy', domain: served.domain, rcpt: [...rcpt], verdict: 'block', reason: 'virus-refused' });
+    }
+  }
+  return { verdicts, relays: [], quarantines, ...(quarantines.length === 0 ? { refusal: REPLY.virus(virus.signature ?? 'unknown') } : {}) };
+}
+
 /**
  * The policy for the accepted recipients of a scanned message:
- * - no spam decision (rspamd down, `filters.rspamd.failure = tempfail`) → 451 4.7.1, nothing kept;
+ * - no spam decision (rspamd down, `filters.rspamd.failure = tempfail`; rspamd's `soft reject`) → 451 4.7.1,
+ *   nothing kept;
+ * - a virus (clamd) → each domain's recipients, safelisted or not: quarantined under `quarantine`, else refused —
+ *   a virus is never relayed, flagged or not; when nobody keeps it, 554 5.7.1 naming the signature;
  * - safelisted recipients and, when the message is not spam, all others → relayed as they are;
  * - spam → each domain's abuse policy for its non-safelisted recipients: block → nothing kept; flag → relayed with
  *   the domain's `spamHeaderName: spamHeaderValue`; quarantine → stored, not relayed.
@@ -59,8 +84,9 @@ export function refusalWithoutRecipients(verdicts: readonly StepVerdict[]): Smtp
  * no recipient keeps the message, 550 5.7.1 (as spam when a policy blocked it, else blocklisted); otherwise the
  * refused recipients simply get nothing (recorded in the verdicts; no bounce, so no backscatter).
  */
-export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStepVerdict): PolicyDecision {
-  if (spamUndecided(spam)) return { verdicts: [], relays: [], quarantines: [], refusal: REPLY.scannerDown };
+export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStepVerdict, virus?: VirusStepVerdict): PolicyDecision {
+  if (virus?.verdict === 'infected') return virusPolicy(groups, virus);
+  if (spamUndecided(spam)) return { verdicts: [], relays: [], quarantines: [], refusal: spam.reason === SCANNER_FAILED ? REPLY.scannerDown : REPLY.softReject };
   const verdicts: PolicyStepVerdict[] = [];
   const relays = new Map<string, RelayPlan>();
   const quarantines: QuarantinePlan[] = [];

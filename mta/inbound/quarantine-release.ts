@@ -1,24 +1,46 @@
-// Owns releasing a quarantined inbound message: relay it exactly once, however many releases race for it.
+// Owns what an operator or a user does to a quarantined inbound message: release it (relay exactly once, however
+// many releases race for it; the classifier learns it as ham) or delete it (as spam: the classifier learns it).
+import type { BayesClassifier } from '../../filters/bayes.js';
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
+import type { LearnOutcome } from '../../storage/ports/bayes.js';
 import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarantine.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =
-  | { ok: true; row: QuarantineRow }
+  | { ok: true; row: QuarantineRow; learned?: LearnOutcome | 'failed' }
   | { ok: false; reason: 'not-found' | 'released' | 'in-progress' | 'domain-gone' | 'relay-failed' };
+
+/** What releasing and deleting need; `bayes` present: the decision trains the message's account's model. */
+export interface QuarantineActionDeps {
+  store: QuarantineStore;
+  relay: InboundRelay;
+  now: () => number;
+  bayes?: Pick<BayesClassifier, 'learn'> | undefined;
+}
+
+/**
+ * Teaches the account's model what a person decided about a quarantined message. After the decision is committed,
+ * so a failure here never undoes it; reported as 'failed' for the caller to log.
+ */
+async function learnDecision(deps: QuarantineActionDeps, accountId: number, raw: Buffer, cls: 'spam' | 'ham'): Promise<LearnOutcome | 'failed' | undefined> {
+  if (!deps.bayes) return undefined;
+  try {
+    const [outcome] = await deps.bayes.learn(accountId, [{ raw, cls }], deps.now());
+    return outcome;
+  } catch {
+    return 'failed';
+  }
+}
 
 /**
  * Releases quarantined message `id` of `accountId` (null: the operator, any account): takes the release lease,
- * relays the stored message to the recipients it was held for, then marks it released. A second release answers
- * 'released' (the API's 409); one racing the first answers 'in-progress'. When the relay fails (not committed) the
- * lease is given back and the message stays held. A crash between the relay's commit and the mark leaves the lease
- * to expire, after which a new release may relay it again: at-least-once, never zero.
+ * relays the stored message to the recipients it was held for, then marks it released, and the classifier learns
+ * it as ham for the message's account (a release says "this is wanted mail"). A second release answers 'released'
+ * (the API's 409); one racing the first answers 'in-progress'. When the relay fails (not committed) the lease is
+ * given back and the message stays held. A crash between the relay's commit and the mark leaves the lease to
+ * expire, after which a new release may relay it again: at-least-once, never zero.
  */
-export async function releaseQuarantined(
-  deps: { store: Pick<QuarantineStore, 'claimRelease' | 'abortRelease' | 'finishRelease'>; relay: InboundRelay; now: () => number },
-  accountId: number | null,
-  id: number,
-): Promise<ReleaseResult> {
+export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: number | null, id: number): Promise<ReleaseResult> {
   const claim = await deps.store.claimRelease(accountId, id, deps.now());
   if (!claim.ok) return claim;
   const { row, raw } = claim;
@@ -41,5 +63,26 @@ export async function releaseQuarantined(
     return { ok: false, reason: 'relay-failed' };
   }
   await deps.store.finishRelease(row.id, deps.now());
-  return { ok: true, row: { ...row, released_at: deps.now() } };
+  const learned = await learnDecision(deps, row.account_id, raw, 'ham');
+  return { ok: true, row: { ...row, released_at: deps.now() }, ...(learned ? { learned } : {}) };
+}
+
+export type DeleteResult = { ok: true; learned?: LearnOutcome | 'failed' } | { ok: false; reason: 'not-found' | 'in-progress' };
+
+/**
+ * Deletes quarantined message `id` of `accountId` (null: any account); with `asSpam` the classifier first reads
+ * it and, once it is deleted, learns it as spam for the message's account. 'in-progress' while a release holds it.
+ */
+export async function deleteQuarantined(
+  deps: QuarantineActionDeps,
+  accountId: number | null,
+  id: number,
+  opts: { asSpam: boolean },
+): Promise<DeleteResult> {
+  const row = await deps.store.find(accountId, id);
+  if (!row) return { ok: false, reason: 'not-found' };
+  const raw = opts.asSpam ? await deps.store.raw(accountId, id) : undefined;
+  if (!(await deps.store.delete(accountId, id, deps.now()))) return { ok: false, reason: 'in-progress' };
+  const learned = raw ? await learnDecision(deps, row.account_id, raw, 'spam') : undefined;
+  return { ok: true, ...(learned ? { learned } : {}) };
 }

@@ -1,14 +1,18 @@
 // Owns inbound relay: committing accepted MX mail to the durable queue (routing it is delivery's: downstream-route.ts).
 import type { InboundRelay } from './pipeline.js';
 import type { Queue } from '../queue/queue.js';
+import type { ArcSealer } from './arc-seal.js';
 
 /**
  * The pipeline's relay step: one accepted message (kind `relay`: no account, no webhook events) per call, resolved only
  * once committed with synchronous=FULL, so the MX answers 250 only for mail that survives a crash (ARCHITECTURE
  * invariant 1). The worker routes its deliveries to the recipient domain's downstreams (delivery/downstream-route.ts).
+ * With `arc` (inbound.arc.*) every relayed message is ARC-sealed first (./arc-seal.ts).
  */
-export function createInboundRelay(deps: { queue: Pick<Queue, 'accept'>; hostname: string }): InboundRelay {
+export function createInboundRelay(deps: { queue: Pick<Queue, 'accept'>; hostname: string; arc?: ArcSealer | undefined }): InboundRelay {
   return async (msg) => {
+    // Sealed as it leaves, over the final bytes (a quarantine release too: the stored verdicts carry our results).
+    const raw = deps.arc ? await deps.arc.seal(msg.raw, msg.verdicts) : msg.raw;
     await deps.queue.accept([
       {
         kind: 'relay',
@@ -16,7 +20,7 @@ export function createInboundRelay(deps: { queue: Pick<Queue, 'accept'>; hostnam
         sendRequestId: msg.queueId,
         messageId: msg.messageId || `${msg.queueId}@${deps.hostname}`,
         mailFrom: msg.mailFrom,
-        raw: msg.raw,
+        raw,
         recipients: msg.rcptTo,
         verdicts: JSON.stringify(msg.verdicts),
       },

@@ -96,4 +96,9 @@ declare module 'mailauth' {
       seal?: unknown;
     },
   ): Promise<AuthResult>;
+  /** ARC-seals a message (mailauth README "Sealing After Modifications"): the ARC headers to prepend, empty when none may be added. */
+  export function sealMessage(
+    input: Buffer | string | NodeJS.ReadableStream,
+    seal: { signingDomain: string; selector: string; privateKey: string | Buffer; authResults?: string; cv?: string; i?: number },
+  ): Promise<Buffer>;
 }

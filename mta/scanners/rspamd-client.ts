@@ -17,6 +17,8 @@ export interface RspamdMessage {
   queueId?: string;
   /** The authenticated sender of outbound mail: rspamd's `User` header marks the message as outbound (submitted). */
   user?: string;
+  /** Our MTA's name (`MTA-Name`), as rspamd's milter passes the MTA's: rspamd knows whose trace fields are local. */
+  mtaName?: string;
 }
 
 export interface RspamdClient {
@@ -30,7 +32,7 @@ const clean = (s: string) => s.replace(/[\r\n]/g, '');
 /**
  * A client for the rspamd worker at `url` (e.g. `http://127.0.0.1:11333`; `/checkv2` is appended). Each check has a
  * deadline of `timeoutMs` for the whole exchange. The envelope goes in rspamd's request headers: `IP`, `Helo`,
- * `From`, one `Rcpt` per recipient, `Queue-Id`, and for outbound mail `User`.
+ * `From`, one `Rcpt` per recipient, `Queue-Id`, `MTA-Name`, and for outbound mail `User`.
  */
 export function createRspamdClient(opts: { url: string; timeoutMs: number }): RspamdClient {
   const endpoint = new URL(`${opts.url.replace(/\/+$/, '')}/checkv2`);
@@ -54,6 +56,7 @@ export function createRspamdClient(opts: { url: string; timeoutMs: number }): Rs
         };
         if (msg.queueId) headers['Queue-Id'] = clean(msg.queueId);
         if (msg.user) headers.User = clean(msg.user);
+        if (msg.mtaName) headers['MTA-Name'] = clean(msg.mtaName);
         const req = transport.request(endpoint, { method: 'POST', headers }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));

@@ -65,8 +65,9 @@ export interface MxPolicy {
    */
   onMessage?: (msg: MxMessage) => Promise<SmtpReply>;
   /**
-   * Optional RCPT-time check after the relay decision (e.g. inbound-pipeline `checkRecipient`: a blocklisted client
-   * or sender refused at the earliest stage that knows). A reply refuses that recipient.
+   * Optional RCPT-time check after the relay decision (the inbound pipeline's `checkRecipient`: lists, DNS lists,
+   * greylisting, each refused at the earliest stage that knows). A reply refuses (or defers) that recipient; a
+   * rejected promise answers 451 4.3.0.
    */
   checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => Promise<SmtpReply | undefined>;
   /** Clock for the Received date and the minimum DATA rate. */
@@ -193,10 +194,15 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
         const decision = await classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
         if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'relay-denied');
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-        const refused = await policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address });
-        if (refused) return refuse(refused, 'list-refused');
-        normalised.set(address, decision.address);
-        answer(callback);
+        const accept = (refused: SmtpReply | undefined) => {
+          if (refused) return refuse(refused, refused.code === 450 ? 'greylisted' : refused.code === 554 ? 'dnsbl-refused' : 'list-refused');
+          normalised.set(address, decision.address);
+          answer(callback);
+        };
+        Promise.resolve(policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address })).then(accept, (err: unknown) => {
+          log.error({ sessionId: session.id, err }, 'rcpt check failed');
+          answer(callback, REPLY.tempfail);
+        });
       } catch (err) {
         log.error({ sessionId: session.id, err }, 'rcpt check failed');
         answer(callback, REPLY.tempfail);

@@ -81,6 +81,16 @@ export const REPLY = Object.freeze({
   badDestination: (rcpt: string) => reply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`),
   /** The recipient's lists blocklist the client or sender (at RCPT, or at DATA when every recipient does). */
   senderBlocklisted: reply(550, '5.7.1', 'Message refused: the sender is blocklisted by the recipient'),
+  /**
+   * The client's DNS blocklist weight reached `filters.dnsbl.threshold` (Postfix postscreen answers 550 5.7.1; the
+   * issue and most MX operators use 554 5.7.1, "service unavailable" for this client). Names the lists, never more.
+   */
+  dnsblListed: (ip: string, zones: readonly string[]) => reply(554, '5.7.1', `Service unavailable; client [${ip}] blocked using ${zones.join(', ')}`),
+  /**
+   * Greylisting (inbound.greylist): a first attempt of an unknown (client network, sender, recipient) triplet.
+   * RFC 6647 §2.1: a 4xx that a real MTA retries; 4.7.1 as Postfix postgrey and rspamd answer.
+   */
+  greylisted: (retryAfterS: number) => reply(450, '4.7.1', `Greylisted: this is a first attempt, please try again in ${retryAfterS} seconds`),
 
   // --- DATA ---
 
@@ -106,6 +116,12 @@ export const REPLY = Object.freeze({
   noRecipientServed: reply(550, '5.7.1', 'Relay access denied'),
   /** `filters.rspamd.failure = tempfail` and rspamd did not answer. */
   scannerDown: reply(451, '4.7.1', 'Spam scanner unavailable, try again later'),
+  /** The inbound virus scan (clamd) found malware and the domain's policy refuses it (no bounce: no backscatter). */
+  virus: (signature: string) => reply(554, '5.7.1', `Message refused: virus found (${signature})`),
+  /** The inbound virus scanner did not answer and `filters.rspamd.failure = tempfail` applies to it as well. */
+  virusScannerDown: reply(451, '4.7.1', 'Virus scanner unavailable, try again later'),
+  /** rspamd answered `soft reject` (e.g. its rate limits): the sender retries later, as rspamd's proxy answers. */
+  softReject: reply(451, '4.7.1', 'Try again later'),
   /** Submission: the account was suspended or deleted since it authenticated. */
   accountSuspended: reply(550, '5.7.1', 'this account is suspended and cannot send'),
   /** Submission: the account's monthly send limit is used up. */

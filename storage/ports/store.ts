@@ -1,9 +1,11 @@
 // Owns the Store: every port of the storage seam, as one object that storage/open.ts returns and bin/ hands out.
 import type { AccountStore } from './accounts.js';
 import type { AlertStore } from './alerts.js';
+import type { BayesStore } from './bayes.js';
 import type { BodyStore } from './bodies.js';
 import type { ConsoleStore } from './console.js';
 import type { DkimKeyStore } from './dkim-keys.js';
+import type { GreylistStore } from './greylist.js';
 import type { HealthStore } from './health.js';
 import type { InboundDomainStore } from './inbound-domains.js';
 import type { InboundListStore } from './inbound-lists.js';
@@ -57,6 +59,10 @@ export interface Store {
   readonly inboundLists: InboundListStore;
   readonly inboundReports: InboundReportStore;
   readonly quarantine: QuarantineStore;
+  /** The inbound classifier's models (filters/bayes.ts reads and trains them). */
+  readonly bayes: BayesStore;
+  /** Greylisting's memory: triplets and client networks. */
+  readonly greylist: GreylistStore;
   /** Alert monitors and alerts. */
   readonly alerts: AlertStore;
   /** Web console sessions and operator tokens. */

@@ -14,7 +14,8 @@ import { ALERTS } from './migrations/012-alerts.js';
 import { CONSOLE } from './migrations/013-console.js';
 import { WEBHOOK_ENROLMENT } from './migrations/014-webhook-enrolment.js';
 import { METRIC_DETAIL } from './migrations/015-metric-detail.js';
-import { LEASES } from './migrations/016-leases.js';
+import { INBOUND_FILTERING } from './migrations/016-inbound-filtering.js';
+import { LEASES } from './migrations/017-leases.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -36,5 +37,6 @@ export const MIGRATIONS: readonly string[] = [
   CONSOLE, // 13
   WEBHOOK_ENROLMENT, // 14
   METRIC_DETAIL, // 15
-  LEASES, // 16
+  INBOUND_FILTERING, // 16
+  LEASES, // 17
 ];

@@ -7,11 +7,13 @@ import type { AccountStore } from '../ports/accounts.js';
 import type { QueueStore } from '../ports/queue.js';
 import { createAccountStore } from './accounts.js';
 import { createAlertStore } from './alerts.js';
+import { createSqliteBayesStore } from './bayes.js';
 import { createInlineBodies } from './bodies.js';
 import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
 import { createConsoleStore } from './console.js';
 import { backupDatabase, openDatabase, pingDatabase, type Db } from './database.js';
 import { createDkimKeyStore } from './dkim-keys.js';
+import { createSqliteGreylistStore } from './greylist.js';
 import { createInboundDomainStore } from './inbound-domains.js';
 import { createInboundListStore } from './inbound-lists.js';
 import { createInboundReportStore } from './inbound-reports.js';
@@ -183,6 +185,9 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       reads: ['list', 'find', 'raw'],
       writes: ['insert', 'claimRelease', 'finishRelease', 'abortRelease', 'delete', 'prune'],
     }),
+    // Written asynchronous already; their units still go through group commit and the lock waits like every other.
+    bayes: port(createSqliteBayesStore(db), b, { reads: ['counts', 'stats'], writes: ['learn', 'reset'] }),
+    greylist: port(createSqliteGreylistStore(db), b, { reads: ['find', 'client'], writes: ['save', 'countPass', 'prune'] }),
     alerts: port(createAlertStore(db), b, {
       reads: ['listMonitors', 'findMonitor', 'watching', 'due', 'listAlerts', 'countBuckets'],
       writes: ['createMonitor', 'deleteMonitor', 'fire', 'claim', 'renew', 'recordResult', 'prune'],

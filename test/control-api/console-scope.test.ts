@@ -69,6 +69,7 @@ t.test('an api key: no quarantine release, no inbound domains', async (t) => {
   await c.get('/console/queue');
   t.equal((await c.post(`/console/quarantine/${q}/release`, {})).status, 404);
   t.equal((await c.post(`/console/quarantine/${q}/delete`, {})).status, 404);
+  t.equal((await c.post(`/console/quarantine/${q}/spam`, {})).status, 404, 'nor delete as spam');
   const row = stack.db.prepare('SELECT released_at FROM inbound_quarantine WHERE id = ?').get(q) as { released_at: number | null } | undefined;
   t.same(row, { released_at: null }, 'still quarantined, not released, not deleted');
   await stack.worker.runOnce();

@@ -254,3 +254,19 @@ t.test('sender blocks and alerts: the blocked identity with Delist (remediation)
   t.match((await acme.get('/console/senders?done=delisted')).text, /Delisted[\s\S]*No sender identity is blocked/);
   t.equal((await acme.post('/console/senders/delist', { sender_id: ID })).status, 404, 'nothing left to delist');
 });
+
+t.test('Delete as spam in the console deletes the message and teaches the account\'s classifier', async (t) => {
+  const w = await consoleWorld(t);
+  await w.quarantine('carol@acme-corp.test', 'acme spam');
+  const id = (w.stack.db.prepare('SELECT id FROM inbound_quarantine').get() as { id: number }).id;
+  const acme = consoleClient(w.base);
+  await acme.signIn(w.acme.inboundKey);
+  const page = await acme.get(`/console/quarantine/${id}`);
+  t.match(page.text, new RegExp(`action="/console/quarantine/${id}/spam`), 'the detail page offers it');
+  const res = await acme.post(`/console/quarantine/${id}/spam`, {});
+  t.equal(res.status, 302);
+  t.match(res.location, /done=spam/);
+  t.equal((w.stack.db.prepare('SELECT count(*) AS n FROM inbound_quarantine').get() as { n: number }).n, 0);
+  const model = w.stack.db.prepare('SELECT m.spam, m.ham FROM bayes_models m WHERE m.account_id = ?').get(w.acme.id);
+  t.same(model, { spam: 1, ham: 0 });
+});

@@ -222,7 +222,7 @@ t.test('sluice quarantine list|release|delete', async (t) => {
   t.equal(await runCli(['quarantine', 'list', '--account', 'acme', '--domain', 'nope.test'], io), 0);
   t.equal(out.pop(), 'quarantine is empty\n');
   t.equal(await runCli(['quarantine', 'release', String(id1)], io), 0);
-  t.equal(out.pop(), `released quarantined message ${id1} to bob@corp.test\n`);
+  t.equal(out.pop(), `released quarantined message ${id1} to bob@corp.test; the classifier learned it as ham\n`);
   t.equal(relayed.length, 1);
   t.equal(await runCli(['quarantine', 'release', String(id1)], io), 1);
   t.equal(err.pop(), `sluice: quarantined message ${id1} was already released\n`);

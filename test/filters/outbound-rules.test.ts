@@ -3,7 +3,8 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import t from 'tap';
 import { mimeLeaves } from '../../filters/mime-parts.js';
-import { EICAR, findUrls, scanOutboundContent, type FromAuthState } from '../../filters/outbound-rules.js';
+import { findUrls } from '../../filters/links.js';
+import { EICAR, scanOutboundContent, type FromAuthState } from '../../filters/outbound-rules.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 
 const SIGNED: FromAuthState = { dkimAligned: true, dmarcPolicy: 'unknown', spfAligned: 'unknown' };

@@ -9,6 +9,7 @@ import { GTUBE } from '../../../filters/spam-rules.js';
 import { dkimDnsRecord, generateDkimKeyPair } from '../../../mta/outbound/dkim-keys.js';
 import { signMessage } from '../../../mta/outbound/dkim-sign.js';
 import { createDnsResolver, mailauthResolver } from '../../../mta/delivery/dns-resolver.js';
+import { createGreylister } from '../../../mta/inbound/greylist.js';
 import { createInboundPipeline, SCAN_FAILED_HEADER, type InboundPipelineDeps, type RelayMessage } from '../../../mta/inbound/pipeline.js';
 import { createRspamdClient } from '../../../mta/scanners/rspamd-client.js';
 import { createAccountStore } from '../../../storage/sqlite/accounts.js';
@@ -18,6 +19,8 @@ import { type AbusePolicy } from '../../../storage/ports/inbound-domains.js';
 import { createInboundListStore } from '../../../storage/sqlite/inbound-lists.js';
 import { type ListScope } from '../../../storage/ports/inbound-lists.js';
 import { createQuarantineStore } from '../../../storage/sqlite/quarantine.js';
+import { openDatabase } from '../../../storage/sqlite/database.js';
+import { createSqliteGreylistStore } from '../../../storage/sqlite/greylist.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { createClock, tempDir } from '../../helpers/stack.js';
 
@@ -292,11 +295,16 @@ t.test('an alias recipient is decided by its domain, and relayed with the domain
   t.same(relayed[0]!.domainIds, [ids['corp.test']]);
 });
 
+/** What the stand-in rspamd was sent: the request headers and the message. */
+const rspamdSeen: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+
 /** A stand-in rspamd answering every /checkv2 with `body` (status 200), or closing the socket when body is null. */
 async function rspamdStub(t: Test, body: unknown): Promise<string> {
   const server = http.createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      rspamdSeen.push({ headers: req.headers, body: Buffer.concat(chunks).toString('latin1') });
       if (body === null) return res.destroy();
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify(body));
@@ -307,7 +315,7 @@ async function rspamdStub(t: Test, body: unknown): Promise<string> {
   return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
 }
 
-t.test('rspamd verdict: action reject makes a clean-looking message spam (quarantined), its score adds up', async (t) => {
+t.test('rspamd verdict: action reject makes a clean-looking message spam (quarantined); its score is recorded, not added to ours', async (t) => {
   const url = await rspamdStub(t, { action: 'reject', score: 16, required_score: 15, symbols: { BAYES_SPAM: { score: 5 } } });
   const { pipeline, relayed, quarantine, accountId } = await setup(t, {
     policies: { 'corp.test': 'quarantine' },
@@ -316,8 +324,26 @@ t.test('rspamd verdict: action reject makes a clean-looking message spam (quaran
   t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
   t.equal(relayed.length, 0);
   const row = quarantine.list({ accountId, limit: 1, offset: 0 }, 0).rows[0]!;
-  t.equal(row.score, 16);
-  t.match(JSON.parse(row.verdicts), [{}, {}, { step: 'spam', verdict: 'spam', reason: 'spam-score', rspamd: { action: 'reject', score: 16, symbols: ['BAYES_SPAM'] } }, {}]);
+  t.equal(row.score, 0, 'our own score: rspamd judges on its own scale');
+  t.match(JSON.parse(row.verdicts), [{}, {}, { step: 'spam', verdict: 'spam', reason: 'rspamd-action', rspamd: { action: 'reject', score: 16, requiredScore: 15, symbols: ['BAYES_SPAM'] } }, {}]);
+});
+
+t.test('rspamd as rspamd means it: no action under its own thresholds is not spam whatever its score; soft reject defers', async (t) => {
+  // Between our threshold (5) and rspamd's add-header (6): Sluice used to add the two and flag such mail.
+  const calm = await rspamdStub(t, { action: 'no action', score: 5.5, required_score: 15, symbols: { FORGED_SENDER: { score: 0.3 } } });
+  const a = await setup(t, { deps: { rspamd: createRspamdClient({ url: calm, timeoutMs: 2000 }) } });
+  rspamdSeen.length = 0;
+  const raw = Buffer.concat([Buffer.from(`Received: from client.sender.test ([127.0.0.1]) by ${HOST} with ESMTP for <bob@corp.test>; Sun, 22 Nov 2026 12:00:00 +0000\r\n`), await compose()]);
+  t.equal((await a.pipeline.handle({ ...base, raw })).code, 250);
+  t.match(a.relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'ham', reason: 'below-threshold', score: 0, rspamd: { action: 'no action', score: 5.5 } });
+  t.notOk(rspamdSeen[0]!.body.includes(`by ${HOST}`), 'rspamd is not handed our own Received field');
+  t.ok(rspamdSeen[0]!.body.startsWith('Content-Type') || rspamdSeen[0]!.body.includes('From: Alice'), 'the message itself is');
+  t.match(rspamdSeen[0]!.headers, { ip: '127.0.0.1', from: base.mailFrom, rcpt: 'bob@corp.test', 'mta-name': HOST }, 'the envelope and the client travel in the protocol');
+
+  const soft = await rspamdStub(t, { action: 'soft reject', score: 0, required_score: 15, symbols: { RATELIMITED: { score: 0 } } });
+  const b = await setup(t, { deps: { rspamd: createRspamdClient({ url: soft, timeoutMs: 2000 }) } });
+  t.match(await b.pipeline.handle({ ...base, raw: await compose() }), { code: 451, status: '4.7.1' });
+  t.equal(b.relayed.length, 0);
 });
 
 t.test('rspamd "add header" below our threshold still counts as spam', async (t) => {
@@ -326,6 +352,27 @@ t.test('rspamd "add header" below our threshold still counts as spam', async (t)
   t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
   t.match(headerBlock(relayed[0]!.raw), /^X-Spam-Flag: YES$/m);
   t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'spam', reason: 'rspamd-action' });
+});
+
+t.test('rspamd "greylist": a first attempt is deferred 450 4.7.1, the retry after the delay relayed (Sluice\'s triplet memory)', async (t) => {
+  const url = await rspamdStub(t, { action: 'greylist', score: 4.5, required_score: 15, symbols: { HFILTER_HOSTNAME_UNKNOWN: { score: 2.5 } } });
+  const clock = createClock();
+  const db = openDatabase(tempDir(t));
+  t.teardown(() => db.close());
+  const greylist = createGreylister({
+    store: createSqliteGreylistStore(db), domains: [], exemptNetworks: () => false, now: clock.now, logger: pino({ level: 'silent' }),
+    settings: { delayMs: 300_000, retryWindowMs: 48 * 3_600_000, passMs: 35 * 86_400_000, autoAllowAfter: 5 },
+  });
+  // No domain has greylisting on (domains: []): rspamd asked for it, so the triplet memory decides anyway.
+  const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), greylist, now: clock.now } });
+  t.match(await pipeline.handle({ ...base, raw: await compose() }), { code: 450, status: '4.7.1', message: /^Greylisted: .* 300 seconds$/ });
+  t.equal(relayed.length, 0);
+  clock.advance(60_000);
+  t.match(await pipeline.handle({ ...base, raw: await compose() }), { code: 450, status: '4.7.1' }, 'too early a retry is deferred again');
+  clock.advance(300_000);
+  t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250, 'a retry after the delay passes');
+  t.equal(relayed.length, 1);
+  t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'ham', rspamd: { action: 'greylist' } }, 'greylist is rspamd\'s delay, not a spam verdict');
 });
 
 t.test('scanner down: tempfail policy → 451 4.7.1 and nothing relayed; accept-and-tag → relayed with a tag', async (t) => {

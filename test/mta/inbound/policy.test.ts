@@ -53,6 +53,10 @@ t.test('no spam decision (rspamd down, tempfail) → 451 4.7.1 and nothing decid
   const d = decidePolicy([group(served(1, 'a.test', 'flag'), ['x@a.test'])], spam('skipped', 'filter-error:rspamd'));
   t.same(d, { verdicts: [], relays: [], quarantines: [], refusal: { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' } });
   t.same(decidePolicy([group(served(1, 'a.test', 'block'), ['x@a.test'])], spam('skipped', 'all-safelisted')).refusal, undefined);
+  // rspamd asked for a retry: the sender is told to try later, not that a scanner is down.
+  for (const reason of ['rspamd-soft-reject', 'rspamd-greylist']) {
+    t.same(decidePolicy([group(served(1, 'a.test', 'flag'), ['x@a.test'])], spam('skipped', reason)).refusal, { code: 451, status: '4.7.1', message: 'Try again later' }, reason);
+  }
 });
 
 t.test('refusals before the policy: at RCPT by the lists, at DATA without recipients', async (t) => {

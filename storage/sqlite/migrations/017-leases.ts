@@ -1,6 +1,6 @@
-// Owns the SQL of migration 16 (user_version 16): one lease design for deliveries, webhook batches and alerts, and
+// Owns the SQL of migration 17 (user_version 17): one lease design for deliveries, webhook batches and alerts, and
 // the body reference of a message.
-// 16: every leased row carries its owner (locked_by), its expiry (lease_until) and a fencing token (lease_token,
+// 17: every leased row carries its owner (locked_by), its expiry (lease_until) and a fencing token (lease_token,
 // incremented at each claim) that recording the outcome checks (storage/ports/leases.ts). A delivery in flight keeps
 // next_attempt_at = lease_until, so one index finds queued rows that are due and sending rows whose lease expired.
 // messages.body_ref names where the body is: 'inline' (message_bodies), NULL when none is kept (a refused message,

@@ -1,0 +1,144 @@
+// Owns the statistical classifier: Robinson's token probabilities combined with Fisher's chi-square (as SpamBayes,
+// SpamAssassin and rspamd do), its abstention below a minimum of learned messages, and its symbols on the spam scale.
+import crypto from 'node:crypto';
+import type { BayesClass, BayesCounts, BayesScope, BayesStore, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
+import { tokenizeMessage } from './bayes-tokens.js';
+
+/** Robinson's constants as SpamBayes ships them: the strength (s) and the prior (x) of a token seen rarely. */
+const UNKNOWN_STRENGTH = 0.45;
+const UNKNOWN_PROB = 0.5;
+/** Tokens whose probability is within this of 0.5 say nothing and are not counted (SpamBayes minimum_prob_strength). */
+const MIN_STRENGTH = 0.1;
+/**
+ * The most decisive tokens combined. SpamAssassin and SpamBayes take 150 words; with bigrams a message has about
+ * twice the tokens, and 300 caught 92.7 % of spam against 90.0 % with 150 in bench:filter's cross-validation.
+ */
+const MAX_DISCRIMINATORS = 300;
+
+/** ln(e^a + e^b) without overflow. */
+function logAdd(a: number, b: number): number {
+  const hi = Math.max(a, b);
+  return hi === -Infinity ? hi : hi + Math.log(Math.exp(a - hi) + Math.exp(b - hi));
+}
+
+/**
+ * The chi-square survival function for `x2` with `v` (even) degrees of freedom: the series e^-m Σ m^i / i!,
+ * summed in log space so that a hundred decisive tokens do not underflow to 0.
+ */
+export function chi2Q(x2: number, v: number): number {
+  const m = x2 / 2;
+  let term = -m;
+  let sum = term;
+  for (let i = 1; i < v / 2; i++) {
+    term += Math.log(m / i);
+    sum = logAdd(sum, term);
+  }
+  return Math.min(Math.exp(sum), 1);
+}
+
+/** What the classifier judged: a spam probability from the tokens it used, or why it said nothing. */
+export type BayesResult =
+  | { abstained: false; probability: number; tokens: number; learned: { spam: number; ham: number }; scope: 'global' | 'account' }
+  | { abstained: true; reason: 'too-few-learned'; learned: { spam: number; ham: number } };
+
+/**
+ * The spam probability of a message whose tokens have `counts` (Robinson 2003, "A statistical approach to the spam
+ * problem"): each token's f(w) = (s·x + n·p(w)) / (s + n), where p(w) is its spam share normalised by the classes'
+ * sizes and n the messages it was seen in; the MAX_DISCRIMINATORS tokens farthest from 0.5 are combined with
+ * Fisher's method, I = (1 + S − H) / 2 (S, H the chi-square evidences for spam and ham). 0.5 when no token decides.
+ */
+export function combine(tokens: readonly string[], counts: BayesCounts): { probability: number; used: number } {
+  const { spam: nSpam, ham: nHam } = counts.learned;
+  const probs: number[] = [];
+  for (const t of tokens) {
+    const c = counts.tokens.get(t);
+    if (!c || c.spam + c.ham === 0) continue;
+    const ps = nSpam > 0 ? Math.min(c.spam / nSpam, 1) : 0;
+    const ph = nHam > 0 ? Math.min(c.ham / nHam, 1) : 0;
+    if (ps + ph === 0) continue;
+    const n = c.spam + c.ham;
+    const f = (UNKNOWN_STRENGTH * UNKNOWN_PROB + n * (ps / (ps + ph))) / (UNKNOWN_STRENGTH + n);
+    if (Math.abs(f - 0.5) >= MIN_STRENGTH) probs.push(f);
+  }
+  if (probs.length === 0) return { probability: 0.5, used: 0 };
+  probs.sort((a, b) => Math.abs(b - 0.5) - Math.abs(a - 0.5));
+  const used = probs.slice(0, MAX_DISCRIMINATORS);
+  let lnSpam = 0;
+  let lnHam = 0;
+  for (const f of used) {
+    const p = Math.min(Math.max(f, 1e-6), 1 - 1e-6);
+    lnSpam += Math.log(p);
+    lnHam += Math.log(1 - p);
+  }
+  const s = chi2Q(-2 * lnSpam, 2 * used.length);
+  const h = chi2Q(-2 * lnHam, 2 * used.length);
+  return { probability: (1 + s - h) / 2, used: used.length };
+}
+
+/** One band of the classifier's probability and what it adds to the spam score (data, like the other rules). */
+export interface BayesBand {
+  name: string;
+  /** Inclusive lower and exclusive upper bound of the spam probability (the top band includes 1). */
+  from: number;
+  to: number;
+  score: number;
+}
+
+/**
+ * The classifier's symbols on the SpamAssassin scale of `filters.spam_threshold` (5). The bands follow rspamd's
+ * BAYES_SPAM / BAYES_HAM pair split as SpamAssassin's BAYES_nn are: a near-certain spam verdict is spam on its own
+ * (the built-in rules judge authentication and header shape only, so the classifier must be able to decide), a
+ * probable one needs another rule to agree; a ham verdict takes points off, so one stray header rule does not flag
+ * mail the operator's own training says is wanted.
+ */
+export const BAYES_BANDS: readonly BayesBand[] = [
+  { name: 'BAYES_HAM', from: 0, to: 0.01, score: -3 },
+  { name: 'BAYES_PROBABLE_HAM', from: 0.01, to: 0.1, score: -1 },
+  { name: 'BAYES_UNSURE', from: 0.1, to: 0.9, score: 0 },
+  { name: 'BAYES_PROBABLE_SPAM', from: 0.9, to: 0.99, score: 3 },
+  { name: 'BAYES_SPAM', from: 0.99, to: 1.0000001, score: 5.5 },
+];
+
+/** The symbol of a probability (BAYES_BANDS); none for an abstention. */
+export function bayesSymbol(result: BayesResult): { name: string; score: number } | undefined {
+  if (result.abstained) return undefined;
+  const band = BAYES_BANDS.find((b) => result.probability >= b.from && result.probability < b.to);
+  return band ? { name: band.name, score: band.score } : undefined;
+}
+
+/** A message's identity for learning: the digest of its distinct tokens (the same message learns once). */
+export function learnItem(raw: Buffer, cls: BayesClass): LearnItem {
+  const tokens = tokenizeMessage(raw);
+  const digest = crypto.hash('sha256', [...tokens].sort().join('\n'));
+  return { digest, cls, tokens };
+}
+
+export interface BayesClassifier {
+  /**
+   * Judges `raw` with the global model plus, when `accountId` is given, that account's. Abstains while the models
+   * together hold fewer than `minLearned` messages of either class.
+   */
+  classify(raw: Buffer, accountId: number | null): Promise<BayesResult>;
+  /** Learns messages into the model of `scope` (null: global); returns what each did. */
+  learn(scope: BayesScope, messages: readonly { raw: Buffer; cls: BayesClass }[], now: number): Promise<LearnOutcome[]>;
+}
+
+/** The classifier over `store`; `minLearned` is `filters.bayes.min_learned`. */
+export function createBayesClassifier(deps: { store: BayesStore; minLearned: number }): BayesClassifier {
+  return {
+    async classify(raw, accountId) {
+      const tokens = tokenizeMessage(raw);
+      const scopes: BayesScope[] = accountId === null ? [null] : [null, accountId];
+      const counts = await deps.store.counts(scopes, tokens);
+      const { learned } = counts;
+      if (learned.spam < deps.minLearned || learned.ham < deps.minLearned) {
+        return { abstained: true, reason: 'too-few-learned', learned };
+      }
+      const { probability, used } = combine(tokens, counts);
+      return { abstained: false, probability: Math.round(probability * 1e6) / 1e6, tokens: used, learned, scope: accountId === null ? 'global' : 'account' };
+    },
+    learn(scope, messages, now) {
+      return deps.store.learn(scope, messages.map((m) => learnItem(m.raw, m.cls)), now);
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// Owns finding the links of a message's text and HTML parts and judging them (IP literals, shorteners, anchors
+// whose text names another host): shared by the inbound and outbound content rules and the classifier.
+import type { MimeLeaf } from './mime-parts.js';
+
+/** A link found in a text or HTML part: the URL, its host, and for an HTML anchor the visible text. */
+export interface FoundUrl {
+  url: URL;
+  text?: string;
+}
+
+/** Public URL shorteners: a link through one hides its destination (a common spam and phishing trait). */
+export const URL_SHORTENERS: ReadonlySet<string> = new Set([
+  'bit.ly', 'tinyurl.com', 'goo.gl', 't.co', 'ow.ly', 'is.gd', 'buff.ly', 'rebrand.ly', 'cutt.ly', 'shorturl.at', 'tiny.cc', 'rb.gy',
+]);
+
+const MAX_URLS = 500;
+const HREF_RE = /<a\b[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))[^>]*>([\s\S]*?)<\/a\s*>/gi;
+const TEXT_URL_RE = /\bhttps?:\/\/[^\s"'<>()]+/gi;
+const HOST_IN_TEXT_RE = /(?:https?:\/\/)?((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})\b/i;
+
+function parseUrl(text: string): URL | undefined {
+  try {
+    const u = new URL(text.trim());
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Links of the text and HTML parts (HTML anchors with their visible text), at most MAX_URLS. */
+export function findUrls(leaves: readonly MimeLeaf[]): FoundUrl[] {
+  const out: FoundUrl[] = [];
+  for (const leaf of leaves) {
+    if (!leaf.contentType.startsWith('text/')) continue;
+    const text = leaf.body.toString(leaf.charset === 'utf-8' || leaf.charset === 'utf8' ? 'utf8' : 'latin1');
+    if (leaf.contentType === 'text/html') {
+      for (const m of text.matchAll(HREF_RE)) {
+        const url = parseUrl((m[1] ?? m[2] ?? m[3] ?? '').replace(/&amp;/g, '&'));
+        if (url) out.push({ url, text: (m[4] ?? '').replace(/<[^>]*>/g, '').trim() });
+        if (out.length >= MAX_URLS) return out;
+      }
+    } else {
+      for (const m of text.matchAll(TEXT_URL_RE)) {
+        const url = parseUrl(m[0]);
+        if (url) out.push({ url });
+        if (out.length >= MAX_URLS) return out;
+      }
+    }
+  }
+  return out;
+}
+
+/** A host that is an IP literal (dotted IPv4 or a bracketed IPv6), not a name. */
+export const isIpHost = (host: string) => /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.startsWith('[');
+/** One host is the other or a subdomain of it. */
+export const sameSite = (a: string, b: string) => a === b || a.endsWith(`.${b}`) || b.endsWith(`.${a}`);
+
+/** An anchor whose visible text names a host that its link does not go to: the phishing look. */
+export function textMismatch(u: FoundUrl): boolean {
+  if (!u.text) return false;
+  const shown = HOST_IN_TEXT_RE.exec(u.text)?.[1]?.toLowerCase();
+  return !!shown && !sameSite(shown, u.url.hostname.toLowerCase());
+}

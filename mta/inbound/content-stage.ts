@@ -1,0 +1,126 @@
+// Owns the inbound content stage after authentication: the DNS lists' weight, the built-in rules, the classifier,
+// rspamd (asked as its milter protocol would) and clamd, each once per message, into the spam and virus verdicts.
+import { decideDnsbl, type DnsblStepVerdict } from '../../filters/dnsbl.js';
+import type { BayesClassifier } from '../../filters/bayes.js';
+import type { ContentContext } from '../../filters/content-rules.js';
+import type { AuthVerdict } from '../../filters/inbound-auth.js';
+import { decideSpam, type SpamStepVerdict, type VirusStepVerdict } from '../../filters/inbound-verdicts.js';
+import { findUrls } from '../../filters/links.js';
+import { headerValues, type SplitMessage } from '../../filters/message-headers.js';
+import { mimeLeaves } from '../../filters/mime-parts.js';
+import { scoreRules, type SpamRule } from '../../filters/spam-rules.js';
+import type { ClamdClient } from '../scanners/clamd-client.js';
+import type { RspamdClient } from '../scanners/rspamd-client.js';
+import type { SmtpReply } from '../smtp/replies.js';
+import type { DnsListChecker } from './dnsbl.js';
+import type { Greylister } from './greylist.js';
+import type { MxMessage as InboundMessage } from '../smtp/mx-listener.js';
+
+export interface ContentStageDeps {
+  /** `smtp.hostname`: our own Received field is recognised by it and kept from rspamd. */
+  hostname: string;
+  rules: readonly SpamRule<ContentContext>[];
+  bayes?: BayesClassifier | undefined;
+  rspamd?: RspamdClient | undefined;
+  clamd?: ClamdClient | undefined;
+  dnsLists?: DnsListChecker | undefined;
+  dnsblThreshold: number;
+  greylist?: Greylister | undefined;
+  /** `filters.rspamd.failure`: what a scanner that does not answer (rspamd, clamd) makes of the message. */
+  scannerFailure: 'tempfail' | 'accept-and-tag';
+  spamThreshold: number;
+}
+
+export interface ContentInput {
+  msg: InboundMessage;
+  queueId: string;
+  auth: AuthVerdict;
+  split: SplitMessage;
+  /** False when every accepted recipient safelisted the sender (no spam decision needed; viruses are still scanned). */
+  needed: boolean;
+  /** The account whose classifier model joins the global one (null: the global model alone). */
+  modelAccount: number | null;
+  /** The client's DNS list hits as RCPT saw them (cached by TTL, so asked again at no cost). */
+  clientListing: () => Promise<{ hits: DnsblStepVerdict['hits']; errors: string[] }>;
+}
+
+export interface ContentOutcome {
+  dnsbl?: DnsblStepVerdict;
+  spam: SpamStepVerdict;
+  virus?: VirusStepVerdict;
+  /** rspamd answered `greylist` and this attempt is deferred (450 4.7.1). */
+  greylisted?: SmtpReply;
+  /** Header fields to add (a scanner that did not answer, under `accept-and-tag`). */
+  tags: string[];
+}
+
+/** The header that tags mail accepted while the spam scanner was down (`filters.rspamd.failure = accept-and-tag`). */
+export const SCAN_FAILED_HEADER = 'X-Sluice-Spam-Scan: failed (scanner unavailable)';
+/** The header that tags mail accepted while clamd was down (the same rule). */
+export const VIRUS_SCAN_FAILED_HEADER = 'X-Sluice-Virus-Scan: failed (scanner unavailable)';
+
+/**
+ * The message as rspamd's milter and proxy see it: without the Received field our own MX put on top (its
+ * `for <rcpt>` clause would make rspamd judge our trace as the sender's, e.g. FORGED_RECIPIENTS); the envelope and
+ * the client travel in the protocol's headers instead.
+ */
+export function withoutOwnReceived(raw: Buffer, split: SplitMessage, hostname: string): Buffer {
+  const first = split.headers[0];
+  if (!first || first.key !== 'received' || !new RegExp(`\\bby ${hostname.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'i').test(first.value)) return raw;
+  return raw.subarray(Buffer.byteLength(first.raw, 'latin1'));
+}
+
+/** The domains the domain lists are asked about: envelope sender, From, then the hosts of the message's links. */
+function listedDomainsOf(msg: InboundMessage, content: ContentContext): string[] {
+  const from = /@([^>\s]+)>?\s*$/.exec(headerValues(content.headers, 'from')[0] ?? '')?.[1];
+  const envelope = msg.mailFrom.includes('@') ? msg.mailFrom.slice(msg.mailFrom.lastIndexOf('@') + 1) : undefined;
+  return [envelope, from, ...content.urls.map((u) => u.url.hostname)].filter((d): d is string => !!d);
+}
+
+/** Runs the content stage for one message (never throws for a scanner's failure: that is a verdict too). */
+export async function runContentStage(deps: ContentStageDeps, input: ContentInput): Promise<ContentOutcome> {
+  const { msg, split } = input;
+  const leaves = mimeLeaves(msg.raw);
+  const content: ContentContext = { auth: input.auth.results, headers: split.headers, body: msg.raw.subarray(split.bodyOffset), leaves, urls: findUrls(leaves) };
+  const tags: string[] = [];
+
+  let dnsbl: DnsblStepVerdict | undefined;
+  if (deps.dnsLists?.enabled) {
+    const [client, domains] = await Promise.all([input.clientListing(), deps.dnsLists.domains(listedDomainsOf(msg, content))]);
+    dnsbl = decideDnsbl(client.hits, domains.hits, deps.dnsblThreshold, [...client.errors, ...domains.errors]);
+  }
+
+  const virus = deps.clamd ? await scanVirus(deps.clamd, msg.raw) : undefined;
+  if (virus?.verdict === 'skipped' && deps.scannerFailure === 'accept-and-tag') tags.push(VIRUS_SCAN_FAILED_HEADER);
+
+  const builtin = scoreRules(content, deps.rules);
+  const bayes = input.needed && deps.bayes ? await deps.bayes.classify(msg.raw, input.modelAccount) : undefined;
+  const rspamd =
+    input.needed && deps.rspamd
+      ? await deps.rspamd.check({
+          raw: withoutOwnReceived(msg.raw, split, deps.hostname),
+          clientIp: msg.clientIp,
+          helo: msg.helo,
+          mailFrom: msg.mailFrom,
+          rcptTo: msg.rcptTo,
+          queueId: input.queueId,
+          mtaName: deps.hostname,
+        })
+      : undefined;
+  let greylisted: SmtpReply | undefined;
+  if (rspamd?.ok && rspamd.action === 'greylist' && deps.greylist) {
+    greylisted = await deps.greylist.rspamdAsked({ mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcptTo: msg.rcptTo });
+  }
+  const spam = decideSpam({
+    builtin, bayes, dnsbl, threshold: deps.spamThreshold, needed: input.needed, rspamd, scannerFailure: deps.scannerFailure,
+    rspamdGreylistPassed: !!deps.greylist && !greylisted,
+  });
+  if (spam.reason === 'filter-error:rspamd' && spam.verdict !== 'skipped') tags.push(SCAN_FAILED_HEADER);
+  return { ...(dnsbl ? { dnsbl } : {}), spam, ...(virus ? { virus } : {}), ...(greylisted ? { greylisted } : {}), tags };
+}
+
+async function scanVirus(clamd: ClamdClient, raw: Buffer): Promise<VirusStepVerdict> {
+  const r = await clamd.scan(raw);
+  if (!r.ok) return { step: 'virus', verdict: 'skipped', reason: 'filter-error:clamd', error: r.error };
+  return r.infected ? { step: 'virus', verdict: 'infected', reason: 'clamd-found', signature: r.signature } : { step: 'virus', verdict: 'clean', reason: 'clamd-clean' };
+}

@@ -1,0 +1,71 @@
+// Owns greylisting at RCPT for the domains that have it on (inbound.greylist.*): the triplet, the exemptions, the
+// decision (filters/greylist.ts) and remembering it in the store every process shares.
+import type { Logger } from 'pino';
+import { clientNetwork, decideGreylist, type GreylistSettings } from '../../filters/greylist.js';
+import type { GreylistStore } from '../../storage/ports/greylist.js';
+import type { ServedDomainRow } from '../../storage/ports/inbound-domains.js';
+import { REPLY, type SmtpReply } from '../smtp/replies.js';
+
+export interface Greylister {
+  /** Whether recipients of `served` are greylisted at all (`inbound.greylist.domains`). */
+  applies(served: ServedDomainRow): boolean;
+  /**
+   * Decides one RCPT of a served domain: undefined accepts it, a reply (450 4.7.1) defers it. Domains without
+   * greylisting, allowlisted clients (DNSWL) and exempt client networks are accepted untouched.
+   */
+  check(q: { mailFrom: string; clientIp: string; rcpt: string; served: ServedDomainRow; allowlisted: boolean }): Promise<SmtpReply | undefined>;
+  /**
+   * rspamd answered `greylist` for a message: the same triplet memory decides for its recipients, whatever the
+   * domain's own setting (rspamd asked for it). A reply when any triplet is deferred; undefined when all passed.
+   */
+  rspamdAsked(q: { mailFrom: string; clientIp: string; rcptTo: readonly string[] }): Promise<SmtpReply | undefined>;
+}
+
+/** `inbound.greylist.domains`: served domain names, or `*` for every one. */
+export function greylistApplies(domains: readonly string[], served: ServedDomainRow): boolean {
+  return domains.includes('*') || domains.includes(served.domain);
+}
+
+export function createGreylister(deps: {
+  store: GreylistStore;
+  domains: readonly string[];
+  /** Client networks (CIDR) never greylisted, e.g. the domains' own mail servers sending back in. */
+  exemptNetworks: (ip: string) => boolean;
+  settings: GreylistSettings;
+  now: () => number;
+  logger: Logger;
+}): Greylister {
+  const log = deps.logger.child({ component: 'greylist' });
+  // Forgetting what can no longer matter, at most hourly, from whichever process greylists: a triplet unseen for longer
+  // than both the retry window and the pass time, a network whose last pass is older than the pass time.
+  let prunedAt = deps.now();
+  const pruneNow = (now: number) => {
+    if (now - prunedAt < 3_600_000) return;
+    prunedAt = now;
+    const s = deps.settings;
+    deps.store.prune(now - Math.max(s.retryWindowMs, s.passMs), now - s.passMs).catch((err: unknown) => log.warn({ err }, 'greylist prune failed'));
+  };
+  async function attempt(q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<SmtpReply | undefined> {
+    const triplet = { network: clientNetwork(q.clientIp), sender: q.mailFrom.toLowerCase(), recipient: q.rcpt.toLowerCase() };
+    const now = deps.now();
+    pruneNow(now);
+    const [record, client] = await Promise.all([deps.store.find(triplet), deps.store.client(triplet.network)]);
+    const d = decideGreylist(record, client, now, deps.settings);
+    if (d.save) await deps.store.save(triplet, d.save);
+    if (d.countPass) await deps.store.countPass(triplet.network, now);
+    log.info({ ...triplet, clientIp: q.clientIp, outcome: d.outcome }, d.outcome.action === 'defer' ? 'greylisted' : 'greylisting passed');
+    return d.outcome.action === 'defer' ? REPLY.greylisted(d.outcome.retryAfterS) : undefined;
+  }
+  return {
+    applies: (served) => greylistApplies(deps.domains, served),
+    async check(q) {
+      if (!greylistApplies(deps.domains, q.served) || q.allowlisted || deps.exemptNetworks(q.clientIp)) return undefined;
+      return attempt(q);
+    },
+    async rspamdAsked(q) {
+      let deferred: SmtpReply | undefined;
+      for (const rcpt of q.rcptTo) deferred = (await attempt({ ...q, rcpt })) ?? deferred;
+      return deferred;
+    },
+  };
+}

@@ -1,0 +1,31 @@
+// Owns the port of greylisting's memory: triplets and client networks as plain records, whatever backend keeps
+// them (storage/sqlite/greylist.ts today).
+
+/** (client network, envelope sender, recipient): RFC 6647 §4's triplet. */
+export interface Triplet {
+  /** The client's /24 (IPv4) or /64 (IPv6) in text form, e.g. `192.0.2.0/24`. */
+  network: string;
+  /** Lower-case envelope sender, '' for the null sender. */
+  sender: string;
+  /** Lower-case recipient. */
+  recipient: string;
+}
+
+export interface TripletRecord {
+  firstSeen: number;
+  lastSeen: number;
+  /** When a retry after the delay was let through; null while it waits. */
+  passedAt: number | null;
+}
+
+export interface GreylistStore {
+  find(t: Triplet): Promise<TripletRecord | undefined>;
+  /** Writes the triplet's record (insert or replace). */
+  save(t: Triplet, r: TripletRecord): Promise<void>;
+  /** Retries the network passed (each triplet counts once, when it first passes) and the last one's time. */
+  client(network: string): Promise<{ passes: number; lastPassAt: number } | undefined>;
+  /** Counts one more passed triplet for `network`. */
+  countPass(network: string, now: number): Promise<void>;
+  /** Forgets triplets not seen since `before` and networks whose last pass is older than `clientsBefore`. */
+  prune(before: number, clientsBefore: number): Promise<number>;
+}

@@ -1,0 +1,86 @@
+// Checks the classifier's pure parts: the tokenizer (what it reads and what it skips), the chi-square combination,
+// the probability bands, and how the spam step records the judgement.
+import t from 'tap';
+import { bayesSymbol, chi2Q, combine, learnItem, type BayesResult } from '../../filters/bayes.js';
+import { decodeEncodedWords, htmlText, tokenizeMessage } from '../../filters/bayes-tokens.js';
+import { decideSpam } from '../../filters/inbound-verdicts.js';
+
+const crlf = (lines: string[]) => Buffer.from(lines.join('\r\n'));
+
+t.test('the tokenizer reads subject, sender, body words and bigrams, links and attachments, and skips trace fields', async (t) => {
+  const raw = crlf([
+    'Received: from relay.example by mx.example; Sun, 22 Nov 2026 12:00:00 +0000',
+    'X-Spam-Status: Yes, score=12',
+    'Delivered-To: bob@corp.test',
+    'From: "Cheap Deals" <deals@offers.example.co.uk>',
+    'Subject: =?utf-8?B?R3LDvMOfZSBhdXMgWsO8cmljaA==?=',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="b"',
+    '',
+    '--b',
+    'Content-Type: text/html; charset=utf-8',
+    '',
+    '<html><style>.x{color:red}</style><script>var hidden=1</script><p>Buy <b>cheap</b> pills &amp; more</p>',
+    '<a href="http://shop.pills.example/buy">here</a> <a href="http://192.0.2.9/x">ip</a></html>',
+    '--b',
+    'Content-Type: application/octet-stream; name="invoice.pdf.exe"',
+    'Content-Transfer-Encoding: base64',
+    '',
+    'TVqQAAMAAAAEAAAA',
+    '--b--',
+    '',
+  ]);
+  const tokens = new Set(tokenizeMessage(raw));
+  for (const tok of ['S:grüße', 'S:zürich', 'S1:grüße\u0001aus', 'Fa:deals@offers.example.co.uk', 'Fd:example.co.uk', 'F:cheap', 'B:buy',
+    'B:cheap', 'B1:cheap\u0001pills', 'B:more', 'H:p', 'U:shop.pills.example', 'U:site:pills.example', 'U:ip-literal',
+    'A:application/octet-stream', 'A:.exe', 'P:html-only', 'N:from']) {
+    t.ok(tokens.has(tok), tok);
+  }
+  for (const tok of ['N:received', 'N:x-spam-status', 'N:delivered-to', 'B:hidden', 'B:color', 'B:var', 'B:relay.example']) {
+    t.notOk(tokens.has(tok), `no ${tok}`);
+  }
+  t.equal(learnItem(raw, 'spam').digest, learnItem(Buffer.concat([Buffer.from('Received: from elsewhere\r\n'), raw]), 'spam').digest,
+    'a trace field more (our own Received, Authentication-Results) leaves the message the same one to learn');
+});
+
+t.test('encoded words, HTML text and entities', async (t) => {
+  t.equal(decodeEncodedWords('=?iso-8859-1?Q?Caf=E9_cr=E8me?= ok'), 'Café crème ok');
+  t.equal(decodeEncodedWords('=?x-unknown?B?YWJj?='), 'abc', 'an unknown charset reads as latin1');
+  t.equal(htmlText('<p>a&lt;b&#33;&#x41;</p><!-- hid -->').trim(), 'a<b!A');
+});
+
+t.test('chi-square survival and the Fisher combination', async (t) => {
+  t.equal(chi2Q(0, 2), 1);
+  t.ok(Math.abs(chi2Q(4, 2) - Math.exp(-2)) < 1e-12, 'two degrees of freedom: e^(-x/2)');
+  t.ok(chi2Q(2000, 600) > 0 && chi2Q(2000, 600) < 1e-100, 'no underflow to zero with hundreds of tokens');
+  const learned = { spam: 100, ham: 100 };
+  const spammy = new Map(['a', 'b', 'c'].map((x) => [x, { spam: 90, ham: 1 }]));
+  const hammy = new Map(['a', 'b', 'c'].map((x) => [x, { spam: 1, ham: 90 }]));
+  t.ok(combine(['a', 'b', 'c'], { learned, tokens: spammy }).probability > 0.99);
+  t.ok(combine(['a', 'b', 'c'], { learned, tokens: hammy }).probability < 0.01);
+  t.same(combine(['z'], { learned, tokens: spammy }), { probability: 0.5, used: 0 }, 'no known token: no opinion');
+  const neutral = new Map([['n', { spam: 50, ham: 50 }]]);
+  t.equal(combine(['n'], { learned, tokens: neutral }).used, 0, 'a token at 0.5 is not a discriminator');
+});
+
+t.test('bands and the spam step: the symbol joins the rules; an abstention adds nothing but is recorded', async (t) => {
+  const judged = (probability: number): BayesResult => ({ abstained: false, probability, tokens: 10, learned: { spam: 300, ham: 300 }, scope: 'global' });
+  t.same(bayesSymbol(judged(0.999)), { name: 'BAYES_SPAM', score: 5.5 });
+  t.same(bayesSymbol(judged(1)), { name: 'BAYES_SPAM', score: 5.5 });
+  t.same(bayesSymbol(judged(0.95)), { name: 'BAYES_PROBABLE_SPAM', score: 3 });
+  t.same(bayesSymbol(judged(0.5)), { name: 'BAYES_UNSURE', score: 0 });
+  t.same(bayesSymbol(judged(0.05)), { name: 'BAYES_PROBABLE_HAM', score: -1 });
+  t.same(bayesSymbol(judged(0)), { name: 'BAYES_HAM', score: -3 });
+  const abstained: BayesResult = { abstained: true, reason: 'too-few-learned', learned: { spam: 3, ham: 0 } };
+  t.equal(bayesSymbol(abstained), undefined);
+
+  const base = { builtin: { score: 1, rules: [{ name: 'MISSING_DATE', score: 1 }] }, threshold: 5, needed: true, scannerFailure: 'tempfail' as const };
+  const spam = decideSpam({ ...base, bayes: judged(0.9999) });
+  t.match(spam, { verdict: 'spam', reason: 'spam-score', score: 6.5, bayes: { probability: 0.9999 } });
+  t.same(spam.rules.map((r) => r.name), ['MISSING_DATE', 'BAYES_SPAM']);
+  const ham = decideSpam({ ...base, builtin: { score: 4, rules: [{ name: 'SPF_FAIL', score: 3 }, { name: 'MISSING_DATE', score: 1 }] }, bayes: judged(0.001) });
+  t.match(ham, { verdict: 'ham', score: 1 }, 'the owner\'s training takes points off');
+  const none = decideSpam({ ...base, bayes: abstained });
+  t.match(none, { verdict: 'ham', score: 1, bayes: { abstained: true, reason: 'too-few-learned' } });
+  t.same(none.rules.map((r) => r.name), ['MISSING_DATE']);
+});

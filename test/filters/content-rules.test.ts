@@ -1,0 +1,69 @@
+// Checks each inbound content rule (filters/content-rules.ts) on a message that has the trait and on one that does
+// not, and that the table and the outbound table share the link rules rather than copy them.
+import t from 'tap';
+import { CONTENT_RULES, INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
+import { findUrls } from '../../filters/links.js';
+import { splitMessage } from '../../filters/message-headers.js';
+import { mimeLeaves } from '../../filters/mime-parts.js';
+import { OUTBOUND_RULES } from '../../filters/outbound-rules.js';
+import { scoreRules, SPAM_RULES } from '../../filters/spam-rules.js';
+
+function ctx(head: string[], body: string): ContentContext {
+  const raw = Buffer.from([...head, '', body].join('\r\n'));
+  const { headers, bodyOffset } = splitMessage(raw);
+  const leaves = mimeLeaves(raw);
+  return { auth: undefined, headers, body: raw.subarray(bodyOffset), leaves, urls: findUrls(leaves) };
+}
+const hits = (c: ContentContext) => scoreRules(c, CONTENT_RULES).rules.map((r) => r.name);
+const text = (body: string, head: string[] = []) => ctx(['From: a@sender.test', 'Subject: hello', 'Content-Type: text/plain; charset=utf-8', ...head], body);
+const htmlOnly = (body: string) => ctx(['From: a@sender.test', 'Subject: hello', 'Content-Type: text/html; charset=utf-8'], body);
+function withAttachment(name: string): ContentContext {
+  return ctx(['From: a@sender.test', 'Subject: invoice', 'Content-Type: multipart/mixed; boundary="b"'], [
+    '--b', 'Content-Type: text/plain; charset=utf-8', '', 'see attached', '--b',
+    `Content-Type: application/octet-stream; name="${name}"`, `Content-Disposition: attachment; filename="${name}"`, 'Content-Transfer-Encoding: base64', '', 'AAAA', '--b--', '',
+  ].join('\r\n'));
+}
+
+t.test('a plain message with an ordinary link trips nothing', async (t) => {
+  t.same(hits(text('See https://www.example.com/page for details.')), []);
+});
+
+t.test('links: IP literal, user info, text naming another host, shortener', async (t) => {
+  t.same(hits(text('go to http://192.0.2.7/login now')), ['URL_IP_HOST']);
+  t.same(hits(text('go to http://bank.example@evil.example/ now')), ['URL_USERINFO']);
+  t.same(hits(ctx(['From: a@x.test', 'Subject: s', 'Content-Type: multipart/alternative; boundary="b"'], [
+    '--b', 'Content-Type: text/plain', '', 'your bank', '--b', 'Content-Type: text/html', '',
+    '<a href="http://evil.example/">https://www.mybank.example/</a>', '--b--', ''].join('\r\n'))), ['URL_TEXT_MISMATCH']);
+  t.same(hits(text('short: https://bit.ly/3abc')), ['URL_SHORTENER']);
+});
+
+t.test('HTML: only HTML, and text hidden from the reader', async (t) => {
+  t.same(hits(htmlOnly('<p>Hello</p>')), ['HTML_ONLY']);
+  t.same(hits(htmlOnly('<p>Hello</p><div style="display:none">cheap pills</div>')), ['HTML_ONLY', 'HTML_HIDDEN_TEXT']);
+  t.same(hits(htmlOnly('<p>Hi</p><span style="color:#fff; font-size:0px;">filler words</span>')), ['HTML_ONLY', 'HTML_HIDDEN_TEXT']);
+  t.same(hits(htmlOnly('<p style="font-size:10px">Hello</p><div style="display:none"></div>')), ['HTML_ONLY'], 'an empty hidden element hides nothing');
+});
+
+t.test('attachments: executable types and double extensions', async (t) => {
+  t.same(hits(withAttachment('setup.exe')), ['ATTACH_EXECUTABLE']);
+  t.same(hits(withAttachment('invoice.pdf.exe')), ['ATTACH_EXECUTABLE', 'ATTACH_DOUBLE_EXTENSION']);
+  t.same(hits(withAttachment('receipt.pdf.html')), ['ATTACH_DOUBLE_EXTENSION']);
+  t.same(hits(withAttachment('report.pdf')), []);
+  t.same(hits(withAttachment('photos.tar.gz')), [], 'a compound archive name is not a lure');
+});
+
+t.test('subjects: encoded though plain, charset unlike the text, all capitals', async (t) => {
+  t.same(hits(ctx(['From: a@x.test', 'Subject: =?utf-8?B?SGVsbG8gdGhlcmU=?=', 'Content-Type: text/plain; charset=utf-8'], 'hi')), ['SUBJECT_ENCODED_PLAIN']);
+  t.same(hits(ctx(['From: a@x.test', 'Subject: =?utf-8?B?R3LDvMOfZQ==?=', 'Content-Type: text/plain; charset=utf-8'], 'hi')), [], 'encoded because it needs it');
+  t.same(hits(ctx(['From: a@x.test', 'Subject: =?koi8-r?B?8NLJ18XU?=', 'Content-Type: text/plain; charset=utf-8'], 'hi')), ['SUBJECT_CHARSET_MISMATCH']);
+  t.same(hits(ctx(['From: a@x.test', 'Subject: =?iso-8859-1?Q?Caf=E9?=', 'Content-Type: text/plain; charset=windows-1252'], 'hi')), [], 'latin charsets are one family');
+  t.same(hits(ctx(['From: a@x.test', 'Subject: FREE MONEY WAITING', 'Content-Type: text/plain'], 'hi')), ['SUBJECT_ALL_CAPS']);
+});
+
+t.test('one table: inbound = header rules + content rules; outbound shares the link rules', async (t) => {
+  t.same(INBOUND_RULES.map((r) => r.name), [...SPAM_RULES, ...CONTENT_RULES].map((r) => r.name));
+  for (const name of ['URL_IP_HOST', 'URL_USERINFO', 'URL_TEXT_MISMATCH', 'URL_SHORTENER', 'SUBJECT_ALL_CAPS']) {
+    t.equal(OUTBOUND_RULES.find((r) => r.name === name), CONTENT_RULES.find((r) => r.name === name), `${name} is the same rule`);
+  }
+  for (const r of CONTENT_RULES) t.ok(r.score > 0 && r.score < 5 && r.description.length > 10, `${r.name}: scored below the threshold, described`);
+});
