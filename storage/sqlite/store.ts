@@ -185,9 +185,10 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       reads: ['list', 'find', 'raw'],
       writes: ['insert', 'claimRelease', 'finishRelease', 'abortRelease', 'delete', 'prune'],
     }),
-    // Written asynchronous already; their units still go through group commit and the lock waits like every other.
-    bayes: port(createSqliteBayesStore(db), b, { reads: ['counts', 'stats'], writes: ['learn', 'reset'] }),
-    greylist: port(createSqliteGreylistStore(db), b, { reads: ['find', 'client'], writes: ['save', 'countPass', 'prune'] }),
+    // Written asynchronous already (issue 26), each unit its own statement or transaction on this connection: not
+    // through group commit, and with busy_timeout 0 a lock held elsewhere fails them at once (never a frozen loop).
+    bayes: createSqliteBayesStore(db),
+    greylist: createSqliteGreylistStore(db),
     alerts: port(createAlertStore(db), b, {
       reads: ['listMonitors', 'findMonitor', 'watching', 'due', 'listAlerts', 'countBuckets'],
       writes: ['createMonitor', 'deleteMonitor', 'fire', 'claim', 'renew', 'recordResult', 'prune'],
