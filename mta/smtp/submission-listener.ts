@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
 import { createAuthThrottle, type AuthThrottle } from './auth-throttle.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
@@ -44,7 +44,7 @@ export interface SubmissionPolicy {
   hostname: string;
   tls: TlsPair;
   /** The live account a handle + SMTP password authenticates, or undefined (storage accounts.authenticateSmtp). */
-  authenticate: (username: string, password: string) => AccountRow | undefined;
+  authenticate: (username: string, password: string) => Promise<AccountRow | undefined>;
   /** Implicit TLS (port 465 style, RFC 8314 §3.3) rather than STARTTLS. */
   secure?: boolean;
   /**
@@ -188,7 +188,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       sessions.delete(session.id);
     },
 
-    onAuth(auth, session, callback) {
+    async onAuth(auth, session, callback) {
       const refuse = (reply: SmtpReply) => callback(toSmtpServerError(reply));
       try {
         if (!authAllowed(session)) return refuse(REPLY.mustStartTls);
@@ -201,7 +201,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
           // smtp-server closes the connection after any 421.
           return refuse(REPLY.tooManyAuthFailures);
         }
-        const account = auth.username && auth.password ? policy.authenticate(auth.username, auth.password) : undefined;
+        const account = auth.username && auth.password ? await policy.authenticate(auth.username, auth.password) : undefined;
         // RFC 4954 §6: 535 5.7.8 for bad credentials; a suspended sub-account is refused the same way.
         if (!account || account.enabled !== 1) {
           throttle.failed(ip, user);
