@@ -24,11 +24,41 @@ module.exports = {
     upward('outbound-not-inbound', '^mta/outbound/', '^mta/(inbound|jobs)/', 'The inbound and outbound rooms do not import each other.'),
     upward('sources-never-import-tests', '^(config|storage|filters|mta|control-api|bin|bench)/', '^test/', 'Production code never imports test helpers.'),
     {
-      name: 'sqlite-only-in-storage',
+      name: 'sqlite-only-in-storage-sqlite',
       severity: 'error',
-      comment: 'Nothing outside storage/ imports better-sqlite3 (ARCHITECTURE).',
+      comment: 'Only the SQLite implementation (storage/sqlite/) imports better-sqlite3 (ARCHITECTURE: storage seam).',
+      from: { path: '^(config|storage|filters|mta|control-api|bin|bench|test)/', pathNot: '^storage/sqlite/' },
+      to: { path: 'node_modules/better-sqlite3/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'backends-only-through-open',
+      severity: 'error',
+      comment:
+        'Nothing above storage/ reaches a backend: the rest of Sluice sees the ports (storage/ports/) and opens its one ' +
+        'Store through storage/open.ts. Benchmarks and tests may look underneath (they measure and arrange SQLite).',
       from: { path: '^(config|filters|mta|control-api|bin)/' },
-      to: { path: 'node_modules/better-sqlite3/' , dependencyTypesNot: ['type-only'] },
+      to: { path: '^storage/sqlite/' },
+    },
+    {
+      name: 'ports-know-no-backend',
+      severity: 'error',
+      comment: 'The ports are interfaces and plain records: no backend, no driver, not the opener.',
+      from: { path: '^storage/ports/' },
+      to: { path: '^storage/(sqlite/|open\\.ts)|node_modules/better-sqlite3/' },
+    },
+    {
+      name: 'backends-below-open',
+      severity: 'error',
+      comment: 'A backend implements the ports; only storage/open.ts chooses one.',
+      from: { path: '^storage/sqlite/' },
+      to: { path: '^storage/open\\.ts' },
+    },
+    {
+      name: 'storage-seam-through-open',
+      severity: 'error',
+      comment: 'storage/open.ts is for bin/ (the composition root and the CLI) only: every other part receives ports.',
+      from: { path: '^(filters|mta|control-api)/' },
+      to: { path: '^storage/open\\.ts' },
     },
     {
       name: 'koa-only-in-control-api',

@@ -16,6 +16,18 @@ export default tseslint.config(
     },
   },
   {
+    // The storage seam is asynchronous: a promise left unawaited is a write that may not have happened yet (or a
+    // failure nobody hears of), and a promise used as a condition is always true. Typed rules, so they see the ports.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { project: './tsconfig.test.json', tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // tap's t.test() returns a promise tap itself awaits: the one known-safe floating promise.
+      '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: true, allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }] }],
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
+      '@typescript-eslint/await-thenable': 'error',
+    },
+  },
+  {
     // The dependency-cruiser config is CommonJS, as that tool expects.
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },

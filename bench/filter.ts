@@ -12,8 +12,8 @@ import { createInboundPipeline, type RelayMessage } from '../mta/inbound/pipelin
 import { contentOfBuffer } from '../mta/message-content.js';
 import { createRspamdClient, type RspamdResult } from '../mta/scanners/rspamd-client.js';
 import { SPAM_RULES } from '../filters/spam-rules.js';
-import { openDatabase } from '../storage/database.js';
-import type { ServedDomainRow } from '../storage/inbound-domains.js';
+import { openDatabase } from '../storage/sqlite/database.js';
+import type { ServedDomainRow } from '../storage/ports/inbound-domains.js';
 import { bufferSource } from '../storage/scratch.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { groupedFolds, loadCorpus, type CorpusGroup, type CorpusMessage } from './corpus.js';
@@ -75,9 +75,9 @@ async function runFold(test: readonly CorpusMessage[], bayes: BayesClassifier, w
   let last: RelayMessage | undefined;
   const pipeline = createInboundPipeline({
     hostname: 'mx.sluice.bench',
-    domains: { findServedDomain: () => DOMAIN },
-    lists: { matchLists: () => ({ account: [], domain: [], recipient: [] }) },
-    quarantine: { insert: () => 0 },
+    domains: { findServedDomain: async () => DOMAIN },
+    lists: { matchLists: async () => ({ account: [], domain: [], recipient: [] }) },
+    quarantine: { insert: async () => 0 },
     resolver: noDns,
     relay: async (m) => void (last = m),
     rspamd: withRspamd && RSPAMD ? createRspamdClient({ url: RSPAMD, timeoutMs: 30_000 }) : undefined,

@@ -7,10 +7,10 @@ import path from 'node:path';
 import pino from 'pino';
 import { startServer } from '../bin/server.js';
 import { loadConfig } from '../config/load.js';
-import { createAccountStore } from '../storage/accounts.js';
-import { openDatabase } from '../storage/database.js';
-import type { MetricDelta } from '../storage/metrics.js';
-import { createQueueStore } from '../storage/queue.js';
+import { createAccountStore } from '../storage/sqlite/accounts.js';
+import { openDatabase } from '../storage/sqlite/database.js';
+import type { MetricDelta } from '../storage/ports/metrics.js';
+import { createEventWriter } from '../storage/sqlite/events.js';
 import { percentile, prng } from './sampling.js';
 
 const HOUR = 3_600_000;
@@ -39,7 +39,7 @@ interface Sender {
 }
 
 /**
- * Writes EVENTS events in batches of BATCH per transaction through QueueStore.insertEvent — the call every event of
+ * Writes EVENTS events in batches of BATCH per transaction through the SQLite store's event writer — the call every event of
  * the queue, the tracker and unsubscribe goes through, which rolls each one up — with the counters a delivery of
  * tracked mail adds. Per message: processed, then delivered (92 %), hard-bounced (2 %), dropped (2 %) or
  * soft-bounced then delivered (4 %); tracked mail (60 %) is opened (45 %) and clicked (12 %), some of it by
@@ -47,7 +47,7 @@ interface Sender {
  */
 function fill(dir: string, senders: Sender[]): { events: number; messages: number; seconds: number } {
   const db = openDatabase(dir);
-  const store = createQueueStore(db);
+  const store = createEventWriter(db);
   const started = Date.now();
   let events = 0;
   let messages = 0;
@@ -66,7 +66,7 @@ function fill(dir: string, senders: Sender[]): { events: number; messages: numbe
   const flush = () => {
     const units = batch;
     batch = [];
-    store.transaction(() => units.forEach((u) => u()));
+    db.transaction(() => units.forEach((u) => u())).immediate();
   };
   const emit = (s: Sender, kind: string, at: number, campaign: string | null, extra: MetricDelta = {}, more: Record<string, unknown> = {}) => {
     const payload = {
@@ -74,7 +74,7 @@ function fill(dir: string, senders: Sender[]): { events: number; messages: numbe
       request_id: `req-${messages}`, smtp_id: `<${messages}@bench.sluice.test>`,
       ...(campaign ? { campaign_id: campaign } : {}), recipients: [`user${messages % 100_000}@mail.example`], ...more,
     };
-    batch.push(() => store.insertEvent(s.id, kind, payload, at, extra));
+    batch.push(() => void store.append({ accountId: s.id, kind, payload, at }, extra));
     events++;
     if (++pending >= BATCH) {
       pending = 0;

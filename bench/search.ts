@@ -2,15 +2,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createAccountStore } from '../storage/accounts.js';
-import { openDatabase } from '../storage/database.js';
-import {
-  createSmtpLogStore,
-  type NewSmtpLogRow,
-  type SmtpLogFilters,
-  type SmtpLogPage,
-  type SmtpLogStore,
-} from '../storage/smtp-log.js';
+import { createAccountStore } from '../storage/sqlite/accounts.js';
+import { openDatabase } from '../storage/sqlite/database.js';
+import { createSmtpLogStore, type SmtpLogStore } from '../storage/sqlite/smtp-log.js';
+import { type NewSmtpLogRow, type SmtpLogFilters, type SmtpLogPage } from '../storage/ports/smtp-log.js';
 import { percentile, prng } from './sampling.js';
 
 const DAY = 86_400_000;

@@ -10,10 +10,8 @@ import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
 import { createTargetGuard } from '../mta/delivery/target-guard.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
-import { createAccountStore } from '../storage/accounts.js';
-import { openDatabase } from '../storage/database.js';
-import { createQueueStore } from '../storage/queue.js';
-import { createWebhookStore } from '../storage/webhooks.js';
+import { createEventWriter } from '../storage/sqlite/events.js';
+import { openSqliteStore } from '../storage/sqlite/store.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1);
@@ -70,18 +68,17 @@ async function main(): Promise<void> {
     process.exit(130);
   });
   try {
-    const db = openDatabase(dir);
-    const accounts = createAccountStore(db);
-    const queue = createQueueStore(db);
-    const store = createWebhookStore(db);
     const now = Date.now;
-    ensureSigningKey(store, now());
+    const sqlite = openSqliteStore(dir, { now });
+    const { db, accounts, webhooks: store } = sqlite;
+    const queue = createEventWriter(db);
+    await ensureSigningKey(store, now());
     const ids: number[] = [];
     for (let a = 0; a < ACCOUNTS; a++) {
-      const res = accounts.createParentWithKey({ handle: `bench${a}`, companyName: null, now: now() });
+      const res = await accounts.createParentWithKey({ handle: `bench${a}`, companyName: null, now: now() });
       if (!res.ok) throw new Error('account');
       ids.push(res.account.id);
-      store.enroll(res.account.id, `http://127.0.0.1:${receiver.port}/hook/${a}`, now());
+      await store.enroll(res.account.id, `http://127.0.0.1:${receiver.port}/hook/${a}`, now());
     }
     // The outbox as the queue writes it: delivered events with the §4.2 fields (about 300 bytes each).
     const fill = db.transaction(() => {
@@ -93,10 +90,10 @@ async function main(): Promise<void> {
           now(),
           { recipients: [`user${i}@rcpt.example`] },
         );
-        queue.insertEvent(accountId, 'delivered', payload, now());
+        queue.append({ accountId, kind: 'delivered', payload, at: now() });
       }
     });
-    fill();
+    fill.immediate();
 
     const dispatcher = createWebhookDispatcher({
       store,
@@ -119,7 +116,7 @@ async function main(): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     const got = await receiver.stats();
     const durations = (db.prepare('SELECT duration_ms AS d FROM webhook_batches ORDER BY d').all() as { d: number }[]).map((r) => r.d);
-    db.close();
+    await sqlite.close();
 
     const rows: [string, string][] = [
       ['events in the outbox', EVENTS.toLocaleString('en')],

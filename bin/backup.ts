@@ -4,14 +4,14 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { backupDatabase, checkDatabaseFile, databasePath, openDatabase } from '../storage/database.js';
+import { checkStoreFile, openStore, storeFileName } from '../storage/open.js';
 import { PRIVATE_FILE_MODE } from '../storage/private-files.js';
 import { runDir, runningServes } from './pid-registry.js';
 import { VERSION } from './version.js';
 
 const MANIFEST = 'manifest.json';
 const FORMAT = 'sluice-backup/1';
-const DB = path.basename(databasePath('.'));
+const DB = storeFileName();
 
 interface Entry {
   /** Relative to data_dir, `/`-separated. */
@@ -53,17 +53,17 @@ function stateFiles(dataDir: string, rel = ''): string[] {
 export async function backup(dataDir: string, target: string): Promise<Manifest> {
   const dest = path.resolve(target);
   if (fs.existsSync(dest)) throw new Error(`${dest} already exists; a backup never overwrites`);
-  if (!fs.existsSync(databasePath(dataDir))) throw new Error(`data_dir ${dataDir} holds no database to back up`);
+  if (!fs.existsSync(path.join(dataDir, DB))) throw new Error(`data_dir ${dataDir} holds no database to back up`);
   const tmp = `${dest}.partial-${process.pid}`;
   fs.mkdirSync(path.dirname(dest), { recursive: true });
   fs.mkdirSync(tmp, { mode: 0o700 });
   try {
     const files: Entry[] = [];
-    const db = openDatabase(dataDir);
+    const store = openStore({ dataDir }, { now: Date.now });
     try {
-      await backupDatabase(db, path.join(tmp, DB));
+      await store.backup(path.join(tmp, DB));
     } finally {
-      db.close();
+      await store.close();
     }
     fs.chmodSync(path.join(tmp, DB), 0o600);
     files.push({ path: DB, size: fs.statSync(path.join(tmp, DB)).size, sha256: sha256(path.join(tmp, DB)), mode: 0o600 });
@@ -118,7 +118,7 @@ export function verifyBackup(source: string): Manifest {
   if (!listed.has(DB)) throw fail(`${MANIFEST} lists no ${DB}`);
   const extra = filesUnder(dir).filter((f) => f !== MANIFEST && !listed.has(f));
   if (extra.length > 0) throw fail(`${extra.join(', ')} not in ${MANIFEST}`);
-  const problem = checkDatabaseFile(path.join(dir, DB));
+  const problem = checkStoreFile(path.join(dir, DB));
   if (problem) throw fail(`${DB}: ${problem}`);
   return manifest;
 }

@@ -3,9 +3,9 @@ import { ALERT_CONDITION_NAMES, isAlertCondition, MAX_INTERVAL_HOURS, MIN_INTERV
 import { ApiError } from '../control-api/errors.js';
 import { MAX_MONITORS, monitorTarget, renderAlert, renderMonitor } from '../control-api/routes/monitors.js';
 import { SCAN_POLICIES, type ScanPolicy } from '../config/keys.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { AlertStore } from '../storage/alerts.js';
-import type { SenderAbuseStore } from '../storage/sender-abuse.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { AlertStore } from '../storage/ports/alerts.js';
+import type { SenderAbuseStore } from '../storage/ports/sender-abuse.js';
 import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 function limitOf(opts: Opts): number {
@@ -15,7 +15,7 @@ function limitOf(opts: Opts): number {
 }
 
 /** `sluice senders list|unblock`: blocked sender identities; the operator's unblock ignores the API's delisting limit. */
-export function sendersCommand(
+export async function sendersCommand(
   sub: string | undefined,
   rest: string[],
   accounts: AccountStore,
@@ -23,11 +23,14 @@ export function sendersCommand(
   opts: Opts,
   io: CliIo,
   now: () => number,
-): number {
+): Promise<number> {
   if (sub === 'list') {
-    const account = opts.account === undefined ? undefined : requireAccount(accounts, opts.account);
-    const rows = store.listBlocks({ accountId: account?.id ?? null, all: !!opts.all, limit: limitOf(opts) }).map((b) => ({
-      account: accounts.findById(b.account_id)?.handle ?? String(b.account_id),
+    const account = opts.account === undefined ? undefined : await requireAccount(accounts, opts.account);
+    const blocks = await store.listBlocks({ accountId: account?.id ?? null, all: !!opts.all, limit: limitOf(opts) });
+    const handles = new Map<number, string>();
+    for (const b of blocks) if (!handles.has(b.account_id)) handles.set(b.account_id, (await accounts.findById(b.account_id))?.handle ?? String(b.account_id));
+    const rows = blocks.map((b) => ({
+      account: handles.get(b.account_id) as string,
       sender_id: b.sender_id,
       envelope_sender: b.envelope_sender,
       message_id: b.message_id,
@@ -46,10 +49,10 @@ export function sendersCommand(
     return 0;
   }
   if (sub === 'unblock') {
-    const account = requireAccount(accounts, opts.account);
+    const account = await requireAccount(accounts, opts.account);
     const senderId = opts.sender ?? rest[0];
     if (!senderId) throw new UsageError('--sender SENDER_ID (account|x-authuser|user) is required');
-    if (!store.lift(account.id, senderId, 'operator', now())) throw new Error(`${senderId} is not blocked on account "${account.handle}"`);
+    if (!await store.lift(account.id, senderId, 'operator', now())) throw new Error(`${senderId} is not blocked on account "${account.handle}"`);
     io.stdout(`unblocked ${senderId}\n`);
     return 0;
   }
@@ -57,16 +60,16 @@ export function sendersCommand(
 }
 
 /** `sluice accounts scan-policy --account H [--policy enforce|monitor|off|default]`: shows or sets it. */
-export function scanPolicyCommand(accounts: AccountStore, store: SenderAbuseStore, defaultPolicy: ScanPolicy, opts: Opts, io: CliIo, now: () => number): number {
-  const account = requireAccount(accounts, opts.account);
+export async function scanPolicyCommand(accounts: AccountStore, store: SenderAbuseStore, defaultPolicy: ScanPolicy, opts: Opts, io: CliIo, now: () => number): Promise<number> {
+  const account = await requireAccount(accounts, opts.account);
   if (opts.policy !== undefined) {
     if (opts.policy !== 'default' && !(SCAN_POLICIES as readonly string[]).includes(opts.policy)) {
       throw new UsageError(`--policy must be one of ${SCAN_POLICIES.join(', ')}, default`);
     }
-    store.setScanPolicy(account.id, opts.policy === 'default' ? null : (opts.policy as ScanPolicy), now());
+    await store.setScanPolicy(account.id, opts.policy === 'default' ? null : (opts.policy as ScanPolicy), now());
   }
-  const own = store.scanPolicy(account.id);
-  const parent = account.parent_id === null ? undefined : store.scanPolicy(account.parent_id);
+  const own = await store.scanPolicy(account.id);
+  const parent = account.parent_id === null ? undefined : await store.scanPolicy(account.parent_id);
   const effective = own ?? parent ?? defaultPolicy;
   const source = own ? 'own' : parent ? 'parent' : 'filters.outbound_policy';
   io.stdout(opts.json ? JSON.stringify({ account: account.handle, policy: effective, source }) + '\n' : `${account.handle}\t${effective}\t(${source})\n`);
@@ -74,10 +77,10 @@ export function scanPolicyCommand(accounts: AccountStore, store: SenderAbuseStor
 }
 
 /** `sluice monitors list|create|delete|alerts`: an account's alert monitors (what /tx/v1/monitors manages). */
-export function monitorsCommand(sub: string | undefined, accounts: AccountStore, store: AlertStore, opts: Opts, io: CliIo, now: () => number): number {
-  const account = requireAccount(accounts, opts.account);
+export async function monitorsCommand(sub: string | undefined, accounts: AccountStore, store: AlertStore, opts: Opts, io: CliIo, now: () => number): Promise<number> {
+  const account = await requireAccount(accounts, opts.account);
   if (sub === 'list') {
-    const rows = store.listMonitors(account.id).map(renderMonitor);
+    const rows = (await store.listMonitors(account.id)).map(renderMonitor);
     io.stdout(
       opts.json
         ? JSON.stringify(rows) + '\n'
@@ -99,20 +102,20 @@ export function monitorsCommand(sub: string | undefined, accounts: AccountStore,
     } catch (err) {
       throw err instanceof ApiError ? new UsageError(err.errors.join('; ').replace(/^webhook_url/, '--webhook').replace(/^email/, '--email')) : err;
     }
-    if (store.listMonitors(account.id).length >= MAX_MONITORS) throw new Error(`account "${account.handle}" already has ${MAX_MONITORS} monitors`);
-    const m = renderMonitor(store.createMonitor({ accountId: account.id, condition: opts.condition, intervalHours: hours, delivery, target, now: now() }));
+    if ((await store.listMonitors(account.id)).length >= MAX_MONITORS) throw new Error(`account "${account.handle}" already has ${MAX_MONITORS} monitors`);
+    const m = renderMonitor(await store.createMonitor({ accountId: account.id, condition: opts.condition, intervalHours: hours, delivery, target, now: now() }));
     io.stdout(opts.json ? JSON.stringify(m) + '\n' : `created monitor ${m.id}: ${m.condition} every ${m.interval_hours}h by ${m.delivery} to ${target}\n`);
     return 0;
   }
   if (sub === 'delete') {
     const id = requireId(opts.id);
-    if (!store.deleteMonitor(account.id, id)) throw new Error(`no monitor ${id} on account "${account.handle}"`);
+    if (!await store.deleteMonitor(account.id, id)) throw new Error(`no monitor ${id} on account "${account.handle}"`);
     io.stdout(`deleted monitor ${id}\n`);
     return 0;
   }
   if (sub === 'alerts') {
     const monitorId = opts.id === undefined ? null : requireId(opts.id);
-    const rows = store.listAlerts({ accountId: account.id, monitorId, limit: limitOf(opts) }).map(renderAlert);
+    const rows = (await store.listAlerts({ accountId: account.id, monitorId, limit: limitOf(opts) })).map(renderAlert);
     io.stdout(
       opts.json
         ? JSON.stringify(rows) + '\n'

@@ -1,18 +1,19 @@
 // Owns the account commands of the CLI: accounts, API keys, SMTP passwords and operator lockdown authorizations.
 import { domainToASCII } from 'node:url';
 import { HANDLE_PATTERN } from '../control-api/schemas.js';
-import type { AccountStore, KeyScope } from '../storage/accounts.js';
-import type { LockdownAllowStore } from '../storage/lockdown-allow.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { KeyScope } from '../storage/ports/accounts.js';
+import type { LockdownStore } from '../storage/ports/lockdown.js';
 import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
-export function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
+export async function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): Promise<number> {
   if (sub === 'create') {
     const handle = opts.handle ?? `acct${Math.random().toString(36).slice(2, 10)}`;
     if (!new RegExp(HANDLE_PATTERN).test(handle)) throw new UsageError('--handle must be 3-128 lower-case letters or digits');
     if (opts.company !== undefined && (opts.company.length < 3 || opts.company.length > 128)) {
       throw new UsageError('--company must be 3-128 characters');
     }
-    const res = store.createParentWithKey({ handle, companyName: opts.company ?? null, now: now() });
+    const res = await store.createParentWithKey({ handle, companyName: opts.company ?? null, now: now() });
     if (!res.ok) throw new Error(`handle "${handle}" already exists`);
     io.stdout(
       opts.json
@@ -22,7 +23,7 @@ export function accountsCommand(sub: string | undefined, store: AccountStore, op
     return 0;
   }
   if (sub === 'list') {
-    const rows = store.listParents().map((a) => ({
+    const rows = (await store.listParents()).map((a) => ({
       handle: a.handle,
       company_name: a.company_name,
       enabled: a.enabled === 1,
@@ -38,11 +39,11 @@ export function accountsCommand(sub: string | undefined, store: AccountStore, op
   throw new UsageError('usage: sluice accounts create|list');
 }
 
-export function keysCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
-  const account = requireAccount(store, opts.account);
+export async function keysCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): Promise<number> {
+  const account = await requireAccount(store, opts.account);
   if (sub === 'create') {
     if (opts.scope !== 'api' && opts.scope !== 'inbound') throw new UsageError('--scope api|inbound is required');
-    const res = store.createApiKey(account.id, opts.scope as KeyScope, now());
+    const res = await store.createApiKey(account.id, opts.scope as KeyScope, now());
     if (!res.ok) throw new Error(`account "${account.handle}" already has the maximum of 100 API keys`);
     io.stdout(
       opts.json
@@ -52,23 +53,23 @@ export function keysCommand(sub: string | undefined, store: AccountStore, opts: 
     return 0;
   }
   if (sub === 'list') {
-    const rows = store.listApiKeys(account.id).map((k) => ({ id: k.id, key: k.redacted, scope: k.scope }));
+    const rows = (await store.listApiKeys(account.id)).map((k) => ({ id: k.id, key: k.redacted, scope: k.scope }));
     io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.scope}\t${r.key}\n`).join(''));
     return 0;
   }
   if (sub === 'revoke') {
     const id = requireId(opts.id);
-    if (!store.revokeApiKey(account.id, id, now())) throw new Error(`no live API key ${id} on account "${account.handle}"`);
+    if (!await store.revokeApiKey(account.id, id, now())) throw new Error(`no live API key ${id} on account "${account.handle}"`);
     io.stdout(`revoked API key ${id}\n`);
     return 0;
   }
   throw new UsageError('usage: sluice keys create|list|revoke');
 }
 
-export function passwordsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): number {
-  const account = requireAccount(store, opts.account);
+export async function passwordsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): Promise<number> {
+  const account = await requireAccount(store, opts.account);
   if (sub === 'create') {
-    const res = store.createSmtpPassword(account.id, now());
+    const res = await store.createSmtpPassword(account.id, now());
     if (!res.ok) throw new Error(`account "${account.handle}" already has the maximum of 100 SMTP passwords`);
     io.stdout(
       opts.json
@@ -78,32 +79,30 @@ export function passwordsCommand(sub: string | undefined, store: AccountStore, o
     return 0;
   }
   if (sub === 'list') {
-    const rows = store
-      .listSmtpPasswords(account.id)
-      .map((p) => ({ id: p.id, smtp_password: p.redacted, enabled: p.enabled === 1 }));
+    const rows = (await store.listSmtpPasswords(account.id)).map((p) => ({ id: p.id, smtp_password: p.redacted, enabled: p.enabled === 1 }));
     io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.smtp_password}\n`).join(''));
     return 0;
   }
   if (sub === 'delete') {
     const id = requireId(opts.id);
-    if (!store.deleteSmtpPassword(account.id, id, now())) throw new Error(`no SMTP password ${id} on account "${account.handle}"`);
+    if (!await store.deleteSmtpPassword(account.id, id, now())) throw new Error(`no SMTP password ${id} on account "${account.handle}"`);
     io.stdout(`deleted SMTP password ${id}\n`);
     return 0;
   }
   throw new UsageError('usage: sluice smtp-passwords create|list|delete');
 }
 
-export function lockdownCommand(
+export async function lockdownCommand(
   sub: string | undefined,
   store: AccountStore,
-  allow: LockdownAllowStore,
+  allow: LockdownStore,
   opts: Opts,
   io: CliIo,
   now: () => number,
-): number {
-  const account = requireAccount(store, opts.account);
+): Promise<number> {
+  const account = await requireAccount(store, opts.account);
   if (sub === 'list') {
-    const rows = allow.list(account.id).map((r) => ({ domain: r.domain, created_at: iso(r.created_at) }));
+    const rows = (await allow.list(account.id)).map((r) => ({ domain: r.domain, created_at: iso(r.created_at) }));
     io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.domain}\n`).join(''));
     return 0;
   }
@@ -111,10 +110,10 @@ export function lockdownCommand(
   const domain = domainToASCII((opts.domain ?? '').trim().toLowerCase().replace(/\.$/, ''));
   if (!domain) throw new UsageError('--domain D (a domain name) is required');
   if (sub === 'allow') {
-    allow.allow(account.id, domain, now());
+    await allow.allow(account.id, domain, now());
     io.stdout(`${domain} may send for ${account.handle}\n`);
   } else {
-    if (!allow.deny(account.id, domain)) throw new Error(`${domain} was not allowed for ${account.handle}`);
+    if (!await allow.deny(account.id, domain)) throw new Error(`${domain} was not allowed for ${account.handle}`);
     io.stdout(`${domain} no longer allowed for ${account.handle} (DNS authorization still applies)\n`);
   }
   return 0;

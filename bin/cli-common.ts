@@ -1,7 +1,7 @@
 // Owns what every CLI command shares: the I/O seam, the usage error, the parsed options and argument checks.
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { Db } from '../storage/database.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { Store } from '../storage/ports/store.js';
 
 /** Where the CLI writes and what it reads; tests pass their own. */
 export interface CliIo {
@@ -12,8 +12,8 @@ export interface CliIo {
   now?: () => number;
   /** For `serve`: resolves when the process should stop (defaults to SIGINT/SIGTERM). */
   stopSignal?: Promise<void>;
-  /** For `quarantine release`: the queue-backed inbound relay over this database (tests pass a recorder). */
-  relayInbound?: (db: Db) => InboundRelay;
+  /** For `quarantine release`: the queue-backed inbound relay over this store (tests pass a recorder). */
+  relayInbound?: (store: Store) => InboundRelay;
 }
 
 /** A malformed command line: reported with a pointer to `sluice help`, exit code 2. */
@@ -45,9 +45,9 @@ export type Opts = {
 };
 
 /** The account named by --account, or a usage error / "no account" error. */
-export function requireAccount(store: AccountStore, handle: string | undefined) {
+export async function requireAccount(store: Pick<AccountStore, 'findByHandle'>, handle: string | undefined) {
   if (!handle) throw new UsageError('--account H is required');
-  const account = store.findByHandle(handle);
+  const account = await store.findByHandle(handle);
   if (!account) throw new Error(`no account "${handle}"`);
   return account;
 }

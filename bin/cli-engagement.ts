@@ -6,9 +6,9 @@ import {
 } from '../mta/queue/metrics.js';
 import { verificationToken, verifyHostname, VERIFY_LABEL, type TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import { normaliseDomain } from '../filters/inbound-names.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { Metric, MetricRollup } from '../storage/metrics.js';
-import type { TrackingDomainStore } from '../storage/tracking-domains.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { Metric, MetricStore } from '../storage/ports/metrics.js';
+import type { TrackingDomainStore } from '../storage/ports/tracking-domains.js';
 import { requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 /** Rows of cells as left-aligned columns, two spaces apart. */
@@ -27,8 +27,8 @@ export async function trackingDomainsCommand(
   io: CliIo,
 ): Promise<number> {
   if (sub === 'list') {
-    const account = opts.account === undefined ? null : requireAccount(accounts, opts.account).id;
-    const rows = domains.listAll(account).map((d) => ({
+    const account = opts.account === undefined ? null : (await requireAccount(accounts, opts.account)).id;
+    const rows = (await domains.listAll(account)).map((d) => ({
       account: d.handle, name: d.name, hostname: d.hostname, scope: d.scope, status: d.status, created_at: isoTime(d.created_at),
     }));
     if (opts.json) io.stdout(JSON.stringify(rows) + '\n');
@@ -37,15 +37,14 @@ export async function trackingDomainsCommand(
     return 0;
   }
   if (sub === 'verify') {
-    const account = requireAccount(accounts, opts.account);
+    const account = await requireAccount(accounts, opts.account);
     if (!opts.hostname) throw new UsageError('--hostname NAME is required');
     const hostname = normaliseDomain(opts.hostname);
     if (!hostname) throw new UsageError(`--hostname: "${opts.hostname}" is not a host name`);
     const deps = verifyDeps();
     const v = await verifyHostname(deps, account.id, hostname);
     const token = verificationToken(deps.secret, account.id, hostname);
-    const registered = (['click', 'open', 'unsubscribe'] as const)
-      .map((scope) => domains.find(account.id, hostname, scope))
+    const registered = (await Promise.all((['click', 'open', 'unsubscribe'] as const).map((scope) => domains.find(account.id, hostname, scope))))
       .filter((d) => d !== undefined)
       .map((d) => ({ name: d.name, scope: d.scope, status: d.status }));
     const out = {
@@ -89,15 +88,15 @@ function when(name: string, value: string | undefined): number | undefined {
  * [--campaign C] [--json]`: one row per bucket and a total row; `sluice metrics senders campaigns|sub-accounts
  * --account H [--start T] [--end T] [--limit N] [--json]`: the ranking. The same figures as GET /tx/v1/metrics/*.
  */
-export function metricsCommand(
+export async function metricsCommand(
   sub: string | undefined,
   rest: string[],
   accounts: AccountStore,
-  rollup: MetricRollup,
+  rollup: MetricStore,
   opts: Opts,
   io: CliIo,
   now: () => number,
-): number {
+): Promise<number> {
   const account = () => requireAccount(accounts, opts.account);
   const window = () => {
     const w = metricsWindow(now(), when('start', opts.start), when('end', opts.end));
@@ -107,13 +106,13 @@ export function metricsCommand(
   if (sub === 'senders') {
     const type = rest[0];
     if (type !== 'campaigns' && type !== 'sub-accounts') throw new UsageError('usage: sluice metrics senders campaigns|sub-accounts --account H');
-    const a = account();
+    const a = await account();
     const asked = window();
     const limit = opts.limit === undefined ? 10 : Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer from 1 to 1000');
     const { rows, window: w } = type === 'campaigns'
-      ? senderTotals(rollup, 'campaigns', a.id, asked)
-      : a.parent_id === null ? senderTotals(rollup, 'subAccounts', a.id, asked) : { rows: [], window: asked };
+      ? await senderTotals(rollup, 'campaigns', a.id, asked)
+      : a.parent_id === null ? await senderTotals(rollup, 'subAccounts', a.id, asked) : { rows: [], window: asked };
     const ranked = rankSenders(rows, { limit, offset: 0, order: 'desc' });
     if (opts.json) {
       io.stdout(JSON.stringify({ start_time: isoTime(w.start), end_time: isoTime(w.end), ...ranked }) + '\n');
@@ -130,14 +129,14 @@ export function metricsCommand(
   if (sub === undefined || !(sub in REPORTS)) {
     throw new UsageError(`usage: sluice metrics ${Object.keys(REPORTS).join('|')}|senders --account H`);
   }
-  const a = account();
+  const a = await account();
   const interval = (opts.interval ?? 'day') as Interval;
   if (!INTERVALS.includes(interval)) throw new UsageError(`--interval must be one of ${INTERVALS.join(', ')}`);
   const w = window();
   const starts = bucketStarts(w, interval);
   if (!starts.ok) throw new UsageError(starts.error.replace('interval:', '--interval:'));
   const fields: readonly Metric[] = REPORTS[sub as ReportName];
-  const report = buildReport(rollup, { accountId: a.id, campaign: opts.campaign ?? null, window: w, interval, starts: starts.starts, fields });
+  const report = await buildReport(rollup, { accountId: a.id, campaign: opts.campaign ?? null, window: w, interval, starts: starts.starts, fields });
   if (opts.json) {
     io.stdout(JSON.stringify(report) + '\n');
     return 0;

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BayesClassifier } from '../filters/bayes.js';
-import type { AccountStore } from '../storage/accounts.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
 import type { BayesClass, BayesScope, BayesStore, LearnOutcome } from '../storage/ports/bayes.js';
 import { requireAccount, UsageError, type CliIo } from './cli-common.js';
 
@@ -54,7 +54,7 @@ export async function filterCommand(
   io: CliIo,
   now: () => number,
 ): Promise<number> {
-  const scope: BayesScope = opts.account === undefined ? null : requireAccount(accounts, opts.account).id;
+  const scope: BayesScope = opts.account === undefined ? null : (await requireAccount(accounts, opts.account)).id;
   const name = scopeName(scope, opts.account);
   if (sub === 'train') {
     const sources: [BayesClass, string][] = [

@@ -1,8 +1,8 @@
 // Owns the operator's inbound-domain command: provisioning a domain for an account, which (unlike the API) may
 // overlap another customer's domain — the operator decides who receives mail for a subdomain.
 import { normaliseDomain } from '../filters/inbound-names.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { InboundDomainStore, ProvisionResult } from '../storage/inbound-domains.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { InboundDomainStore, ProvisionResult } from '../storage/ports/inbound-domains.js';
 import { requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 const ALREADY = 'is already provisioned by this account';
@@ -22,22 +22,22 @@ const WHY: Record<Extract<ProvisionResult, { ok: false }>['reason'], string> = {
  * refused).
  * The account's inbound keys then manage it over the API (downstream addresses, settings, aliases).
  */
-export function inboundDomainsCommand(
+export async function inboundDomainsCommand(
   sub: string | undefined,
   accounts: AccountStore,
   domains: InboundDomainStore,
   opts: Opts,
   io: CliIo,
   now: () => number,
-): number {
+): Promise<number> {
   if (sub !== 'provision') throw new UsageError('usage: sluice inbound-domains provision --account H --domain D [--subscription S]');
-  const account = requireAccount(accounts, opts.account);
+  const account = await requireAccount(accounts, opts.account);
   const domain = normaliseDomain(opts.domain ?? '');
   if (!domain) throw new UsageError('--domain D (a domain name) is required');
   const handle = opts.subscription ?? 'default';
-  const subscription = domains.findSubscription(account.id, handle);
+  const subscription = await domains.findSubscription(account.id, handle);
   if (!subscription || subscription.active !== 1) throw new Error(`"${handle}" is not an active subscription of account "${account.handle}"`);
-  const res = domains.provision({
+  const res = await domains.provision({
     accountId: account.id,
     callerKeyId: 0,
     bindKeyId: null,

@@ -8,24 +8,20 @@ import { createInboundRelay } from '../mta/inbound/relay.js';
 import type { ArcSealer } from '../mta/inbound/arc-seal.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { Db } from '../storage/database.js';
-import { quarantineStatus, type QuarantineStore } from '../storage/quarantine.js';
-import { createQueueStore } from '../storage/queue.js';
-import { createSmtpLogStore } from '../storage/smtp-log.js';
-import { createSuppressionStore } from '../storage/suppressions.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import { QUARANTINE_LEASE_MS, quarantineStatus, type QuarantineStore } from '../storage/ports/quarantine.js';
+import type { Store } from '../storage/ports/store.js';
 import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 /**
- * The inbound relay over this database: a release is committed to the durable queue, and the running server's
- * worker delivers it to the domain's downstreams on its next pass (at most 30 s later).
+ * The inbound relay over this store: a release is committed to the durable queue, and a running server's worker
+ * sees the commit (the Queue port's `changes`) and delivers it to the domain's downstreams.
  */
-export function queueRelay(db: Db, hostname: string, now: () => number, arc?: ArcSealer): InboundRelay {
+export function queueRelay(store: Store, hostname: string, now: () => number, arc?: ArcSealer): InboundRelay {
   const queue = createQueue({
-    store: createQueueStore(db),
-    smtpLog: createSmtpLogStore(db),
-    suppressions: createSuppressionStore(db),
-    handleOf: () => '',
+    store: store.queue,
+    bodies: store.bodies,
+    handleOf: async () => '',
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
   });
@@ -54,12 +50,12 @@ export async function quarantineCommand(
   if (sub === 'list') {
     const limit = opts.limit === undefined ? 100 : Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
-    const account = opts.account === undefined ? null : requireAccount(accounts, opts.account).id;
+    const account = opts.account === undefined ? null : (await requireAccount(accounts, opts.account)).id;
     const domain = opts.domain === undefined ? undefined : domainToASCII(opts.domain.trim().toLowerCase().replace(/\.$/, ''));
-    const page = store.list({ accountId: account, domain, limit, offset: 0 }, now());
+    const page = await store.list({ accountId: account, domain, limit, offset: 0 }, now());
     const rows = page.rows.map((r) => ({
       id: r.id,
-      status: quarantineStatus(r, now(), store.leaseMs),
+      status: quarantineStatus(r, now(), QUARANTINE_LEASE_MS),
       domain: r.domain,
       sender: r.mail_from,
       rcpt_to: JSON.parse(r.rcpt_to) as string[],

@@ -1,6 +1,8 @@
 // Owns `sluice queue`: list, show, retry and delete outbound deliveries in the durable queue (postqueue's jobs).
 import { createQueueAdmin } from '../mta/queue/queue-admin.js';
-import type { DeliveryRow, MessageRow, QueueStore } from '../storage/queue.js';
+import type { AttemptRow, DeliveryRow, MessageRow } from '../storage/ports/queue.js';
+import type { QueueViewStore } from '../storage/ports/queue-views.js';
+import type { Store } from '../storage/ports/store.js';
 import { iso, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 /** Bytes as a short column value: 812, 1.2K, 3.4M (1024-based, as postqueue's sizes are read). */
@@ -38,10 +40,10 @@ function nextText(d: DeliveryRow, now: number): string {
   return d.next_attempt_at <= now ? 'due' : `in ${formatAge(d.next_attempt_at - now)}`;
 }
 
-function list(store: QueueStore, opts: Opts, io: CliIo, now: number): void {
+async function list(store: QueueViewStore, opts: Opts, io: CliIo, now: number): Promise<void> {
   const limit = opts.limit === undefined ? 100 : Number(opts.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
-  const rows = store.listPending(limit, 0);
+  const rows = await store.listPending(limit, 0);
   if (opts.json) {
     const out = rows.map((d) => ({
       id: d.id,
@@ -80,7 +82,7 @@ function list(store: QueueStore, opts: Opts, io: CliIo, now: number): void {
   }
   const [header, ...lines] = table(cells);
   const body = lines.flatMap((l, i) => [l, notes[i] as string]);
-  const sum = store.pendingSummary();
+  const sum = await store.pendingSummary();
   const more = sum.deliveries > rows.length ? ` (the first ${rows.length} shown; --limit N for more)` : '';
   const summary =
     `-- ${sum.deliveries} ${sum.deliveries === 1 ? 'delivery' : 'deliveries'} in ${sum.messages} ` +
@@ -90,7 +92,7 @@ function list(store: QueueStore, opts: Opts, io: CliIo, now: number): void {
 }
 
 /** The readable view of one delivery: the envelope and message, then one line per attempt. */
-function showText(d: DeliveryRow, m: MessageRow | undefined, attempts: ReturnType<QueueStore['attemptsOf']>, now: number): string {
+function showText(d: DeliveryRow, m: MessageRow | undefined, attempts: AttemptRow[], now: number): string {
   const field = (name: string, value: string) => `  ${name.padEnd(12)} ${value}\n`;
   let out = `delivery ${d.id}: ${d.state}, ${d.attempts} ${d.attempts === 1 ? 'attempt' : 'attempts'}`;
   out += d.state === 'queued' ? `, next ${iso(d.next_attempt_at)} (${nextText(d, now)})\n` : '\n';
@@ -114,16 +116,29 @@ function showText(d: DeliveryRow, m: MessageRow | undefined, attempts: ReturnTyp
   return out;
 }
 
-export function queueCommand(sub: string | undefined, rest: string[], store: QueueStore, opts: Opts, io: CliIo, now: () => number): number {
+/** A message record as `queue show --json` prints it: its body stays inside storage. */
+function withoutBody(m: MessageRow): Omit<MessageRow, 'body'> {
+  const { body: _body, ...rest } = m;
+  return rest;
+}
+
+export async function queueCommand(
+  sub: string | undefined,
+  rest: string[],
+  store: Pick<Store, 'queue' | 'queueViews'>,
+  opts: Opts,
+  io: CliIo,
+  now: () => number,
+): Promise<number> {
   const idArg = () => requireId(rest[0] ?? opts.id);
   // The same queue service as the web console, with the operator's scope (every message).
-  const admin = createQueueAdmin({ store, now });
+  const admin = createQueueAdmin({ store: store.queue, views: store.queueViews, now });
   if (sub === 'list') {
-    list(store, opts, io, now());
+    await list(store.queueViews, opts, io, now());
     return 0;
   }
   if (sub === 'show') {
-    const found = admin.show(null, idArg());
+    const found = await admin.show(null, idArg());
     if (!found) throw new Error(`no delivery ${rest[0] ?? opts.id}`);
     const { delivery, message, attempts } = found;
     if (!opts.json) {
@@ -133,7 +148,7 @@ export function queueCommand(sub: string | undefined, rest: string[], store: Que
     const out = {
       delivery: { ...delivery, next_attempt_at: iso(delivery.next_attempt_at), updated_at: iso(delivery.updated_at) },
       message: message && {
-        ...message,
+        ...withoutBody(message),
         created_at: iso(message.created_at),
         expires_at: iso(message.expires_at),
         verdicts: message.verdicts === null ? null : JSON.parse(message.verdicts),
@@ -144,7 +159,7 @@ export function queueCommand(sub: string | undefined, rest: string[], store: Que
     return 0;
   }
   if (sub === 'retry') {
-    const n = opts.all ? store.retryNow(null, now()) : admin.retry(null, idArg()) === 'ok' ? 1 : 0;
+    const n = opts.all ? await store.queueViews.retryNow(null, now()) : (await admin.retry(null, idArg())) === 'ok' ? 1 : 0;
     if (!opts.all && n === 0) throw new Error(`delivery ${rest[0] ?? opts.id} is not queued`);
     // A running worker sees this commit within 250 ms (PRAGMA data_version, mta/queue/worker.ts).
     io.stdout(`${n} deliver${n === 1 ? 'y' : 'ies'} due now; a running server attempts ${n === 1 ? 'it' : 'them'} within a second\n`);
@@ -152,7 +167,7 @@ export function queueCommand(sub: string | undefined, rest: string[], store: Que
   }
   if (sub === 'delete') {
     const id = idArg();
-    if (admin.remove(null, id, 'operator') !== 'ok') throw new Error(`delivery ${id} is not queued or held`);
+    if ((await admin.remove(null, id, 'operator')) !== 'ok') throw new Error(`delivery ${id} is not queued or held`);
     io.stdout(`dropped delivery ${id}\n`);
     return 0;
   }

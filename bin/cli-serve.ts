@@ -2,7 +2,6 @@
 import pino, { type Logger } from 'pino';
 import { formatHostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
-import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
 import { createLogDestination } from './log-destination.js';
@@ -10,12 +9,12 @@ import { registerServe } from './pid-registry.js';
 import { VERSION } from './version.js';
 
 /** Which From domains may send, so the first start says why a send would be refused and how to allow one. */
-function logLockdown(server: RunningServer, mode: 'dns' | 'off', logger: Logger): void {
+async function logLockdown(server: RunningServer, mode: 'dns' | 'off', logger: Logger): Promise<void> {
   if (mode === 'off') {
     logger.info({ lockdown: 'off' }, 'domain lockdown is off: every account may send as any domain');
     return;
   }
-  const allowed = createLockdownAllowStore(server.db).listAll(100);
+  const allowed = await server.store.lockdown.listAll(100);
   const how = 'an account may send as a domain whose _sluice.<domain> TXT record names it ("v=sluice1 auth=<handle>")';
   if (Object.keys(allowed).length === 0) {
     logger.info(
@@ -79,7 +78,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
     reloading = reloading.then(() => reload(server, load, logger)).catch((err: unknown) => logger.error({ err }, 'reload failed'));
   };
   process.on('SIGHUP', onHup);
-  if (server.roles.includes('api') || server.roles.includes('submission')) logLockdown(server, config.outbound.lockdown, logger);
+  if (server.roles.includes('api') || server.roles.includes('submission')) await logLockdown(server, config.outbound.lockdown, logger);
   logger.info(
     {
       ...(server.http ? { http: formatHostPort(server.http) } : {}),

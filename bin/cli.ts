@@ -7,30 +7,20 @@ import { effectiveValues, renderReference, renderToml } from '../config/render.j
 import { checkTlsFiles } from '../mta/smtp/tls.js';
 import { rotateSigningKey } from '../mta/webhooks/signing.js';
 import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
-import { createMetricRollup } from '../storage/metrics.js';
-import { createTrackingDomainStore } from '../storage/tracking-domains.js';
-import { createAccountStore, type AccountStore } from '../storage/accounts.js';
-import { openDatabase, type Db } from '../storage/database.js';
+import { openStore } from '../storage/open.js';
+import type { Store } from '../storage/ports/store.js';
 import { backup, restore } from './backup.js';
-import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
-import { createQuarantineStore } from '../storage/quarantine.js';
-import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { createBayesClassifier } from '../filters/bayes.js';
 import { filterCommand } from './cli-filter.js';
 import { arcDnsRecord, arcKey, arcSealerFor } from './wiring-inbound.js';
 import pino from 'pino';
-import { createQueueStore } from '../storage/queue.js';
-import { createWebhookStore } from '../storage/webhooks.js';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
 import { UsageError, type CliIo } from './cli-common.js';
 import { consoleCommand } from './cli-console.js';
 import { inboundDomainsCommand } from './cli-inbound.js';
-import { createInboundDomainStore } from '../storage/inbound-domains.js';
 import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
-import { createSenderAbuseStore } from '../storage/sender-abuse.js';
-import { createAlertStore } from '../storage/alerts.js';
 import { queueCommand } from './cli-queue.js';
 import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
 import { serve } from './cli-serve.js';
@@ -120,60 +110,53 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return 0;
       }
       case 'signing-key':
-        return withStore(loaded(), (_, db) => signingKeyCommand(sub, db, !!opts.json, io, now));
+        return await withStore(loaded(), now, (store) => signingKeyCommand(sub, store, !!opts.json, io, now));
       case 'accounts': {
         const cfg = loaded();
         if (sub === 'scan-policy') {
-          return withStore(cfg, (store, db) => scanPolicyCommand(store, createSenderAbuseStore(db), cfg.config.filters.outboundPolicy, opts, io, now));
+          return await withStore(cfg, now, (store) => scanPolicyCommand(store.accounts, store.senderAbuse, cfg.config.filters.outboundPolicy, opts, io, now));
         }
-        return withStore(cfg, (store) => accountsCommand(sub, store, opts, io, now));
+        return await withStore(cfg, now, (store) => accountsCommand(sub, store.accounts, opts, io, now));
       }
       case 'senders':
-        return withStore(loaded(), (store, db) => sendersCommand(sub, rest, store, createSenderAbuseStore(db), opts, io, now));
+        return await withStore(loaded(), now, (store) => sendersCommand(sub, rest, store.accounts, store.senderAbuse, opts, io, now));
       case 'monitors':
-        return withStore(loaded(), (store, db) => monitorsCommand(sub, store, createAlertStore(db), opts, io, now));
+        return await withStore(loaded(), now, (store) => monitorsCommand(sub, store.accounts, store.alerts, opts, io, now));
       case 'keys':
-        return withStore(loaded(), (store) => keysCommand(sub, store, opts, io, now));
+        return await withStore(loaded(), now, (store) => keysCommand(sub, store.accounts, opts, io, now));
       case 'smtp-passwords':
-        return withStore(loaded(), (store) => passwordsCommand(sub, store, opts, io, now));
+        return await withStore(loaded(), now, (store) => passwordsCommand(sub, store.accounts, opts, io, now));
       case 'inbound-domains':
-        return withStore(loaded(), (store, db) => inboundDomainsCommand(sub, store, createInboundDomainStore(db), opts, io, now));
+        return await withStore(loaded(), now, (store) => inboundDomainsCommand(sub, store.accounts, store.inboundDomains, opts, io, now));
       case 'lockdown':
-        return withStore(loaded(), (store, db) => lockdownCommand(sub, store, createLockdownAllowStore(db), opts, io, now));
+        return await withStore(loaded(), now, (store) => lockdownCommand(sub, store.accounts, store.lockdown, opts, io, now));
       case 'console':
-        return withStore(loaded(), (_, db) => consoleCommand(sub, rest, db, opts, io, now));
+        return await withStore(loaded(), now, (store) => consoleCommand(sub, rest, store.console, opts, io, now));
       case 'queue':
-        return withStore(loaded(), (_, db) => queueCommand(sub, rest, createQueueStore(db), opts, io, now));
+        return await withStore(loaded(), now, (store) => queueCommand(sub, rest, store, opts, io, now));
       case 'tracking-domains': {
         const { config } = loaded();
-        const db = openDatabase(config.dataDir);
-        try {
-          const accounts = createAccountStore(db);
-          const store = createTrackingDomainStore(db);
+        return await withStore({ config }, now, async (store) => {
+          const secret = await secretSetting(store.settings, 'tracking_secret');
           const verifyDeps = () => ({
-            store,
+            store: store.trackingDomains,
             resolver: createDnsResolver({ servers: config.dns.servers }),
-            secret: secretSetting(accounts, 'tracking_secret'),
+            secret,
             publicUrl: () => config.http.publicUrl ?? `http://${formatHostPort(config.http.listen)}`,
             now,
           });
-          return await trackingDomainsCommand(sub, accounts, store, verifyDeps, opts, io);
-        } finally {
-          db.close();
-        }
+          return trackingDomainsCommand(sub, store.accounts, store.trackingDomains, verifyDeps, opts, io);
+        });
       }
       case 'metrics':
-        return withStore(loaded(), (store, db) => metricsCommand(sub, rest, store, createMetricRollup(db), opts, io, now));
+        return await withStore(loaded(), now, (store) => metricsCommand(sub, rest, store.accounts, store.metrics, opts, io, now));
       case 'quarantine': {
         const { config } = loaded();
-        const db = openDatabase(config.dataDir);
-        try {
-          const relay = io.relayInbound?.(db) ?? queueRelay(db, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
-          const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: config.filters.bayes.minLearned });
-          return await quarantineCommand(sub, rest, createAccountStore(db), createQuarantineStore(db), relay, bayes, opts, io, now);
-        } finally {
-          db.close();
-        }
+        return await withStore({ config }, now, (store) => {
+          const relay = io.relayInbound?.(store) ?? queueRelay(store, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
+          const bayes = createBayesClassifier({ store: store.bayes, minLearned: config.filters.bayes.minLearned });
+          return quarantineCommand(sub, rest, store.accounts, store.quarantine, relay, bayes, opts, io, now);
+        });
       }
       case 'arc': {
         if (sub !== 'record') throw new UsageError('usage: sluice arc record');
@@ -185,15 +168,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       }
       case 'filter': {
         const { config } = loaded();
-        const db = openDatabase(config.dataDir);
-        try {
-          const store = createSqliteBayesStore(db);
+        return await withStore({ config }, now, (store) => {
           const minLearned = config.filters.bayes.minLearned;
-          const classifier = createBayesClassifier({ store, minLearned });
-          return await filterCommand(sub, opts, createAccountStore(db), { classifier, store, minLearned }, io, now);
-        } finally {
-          db.close();
-        }
+          const classifier = createBayesClassifier({ store: store.bayes, minLearned });
+          return filterCommand(sub, opts, store.accounts, { classifier, store: store.bayes, minLearned }, io, now);
+        });
       }
       default:
         throw new UsageError(`unknown command "${command}"`);
@@ -214,12 +193,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-function withStore<T>(loaded: LoadedConfig, fn: (store: AccountStore, db: ReturnType<typeof openDatabase>) => T): T {
-  const db = openDatabase(loaded.config.dataDir);
+/** Runs `fn` on the configuration's store (storage/open.ts), closed once `fn` settles. */
+async function withStore<T>(loaded: Pick<LoadedConfig, 'config'>, now: () => number, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(loaded.config, { now });
   try {
-    return fn(createAccountStore(db), db);
+    return await fn(store);
   } finally {
-    db.close();
+    await store.close();
   }
 }
 
@@ -243,11 +223,10 @@ function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: 
 }
 
 /** `sluice signing-key rotate`: a new current webhook signing key; a running server signs with it from its next POST. */
-function signingKeyCommand(sub: string | undefined, db: Db, json: boolean, io: CliIo, now: () => number): number {
+async function signingKeyCommand(sub: string | undefined, store: Store, json: boolean, io: CliIo, now: () => number): Promise<number> {
   if (sub !== 'rotate') throw new UsageError('usage: sluice signing-key rotate');
-  const store = createWebhookStore(db);
-  const key = rotateSigningKey(store, now());
-  const previous = store.listKeys().filter((k) => k.key_id !== key.key_id).map((k) => k.key_id);
+  const key = await rotateSigningKey(store.webhooks, now());
+  const previous = (await store.webhooks.listKeys()).filter((k) => k.key_id !== key.key_id).map((k) => k.key_id);
   io.stdout(
     json
       ? JSON.stringify({ id: key.key_id, key: key.public_key, previous }) + '\n'

@@ -3,7 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { AccountStore } from '../storage/accounts.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { SettingStore } from '../storage/ports/settings.js';
 import { writePrivateFile } from '../storage/private-files.js';
 
 /** The one command that makes a new API key for the `default` account. */
@@ -29,12 +30,18 @@ export function initialKeyFile(dataDir: string): string {
  * older Sluice that failed before listening, or a failed write) and no key was made for it since, the one command
  * that makes one. Accounts made with the CLI are left alone (the CLI showed their keys).
  */
-export function handOverFirstKey(accounts: AccountStore, dataDir: string, logger: Logger, now: number): string | undefined {
+export async function handOverFirstKey(
+  store: { accounts: AccountStore; settings: SettingStore },
+  dataDir: string,
+  logger: Logger,
+  now: number,
+): Promise<string | undefined> {
+  const { accounts, settings } = store;
   const file = initialKeyFile(dataDir);
   const fields = { handle: 'default', key_file: file };
-  if (accounts.isEmpty() && accounts.getSetting(BOOTSTRAPPED) === undefined) {
-    const res = accounts.createParentWithKey({ handle: 'default', companyName: 'Default', now });
-    accounts.setSetting(BOOTSTRAPPED, String(now));
+  if ((await accounts.isEmpty()) && (await settings.get(BOOTSTRAPPED)) === undefined) {
+    const res = await accounts.createParentWithKey({ handle: 'default', companyName: 'Default', now });
+    await settings.set(BOOTSTRAPPED, String(now));
     if (!res.ok) return undefined; // another process on this data_dir created it (and hands its key over)
     try {
       writePrivateFile(file, `${res.apiKey}\n`, { flag: 'wx' });
@@ -43,21 +50,21 @@ export function handOverFirstKey(accounts: AccountStore, dataDir: string, logger
       logger.error({ ...fields, err: why, command: NEW_KEY_COMMAND }, `created account "default" but could not write its API key to ${file} (${why}); make a key with: ${NEW_KEY_COMMAND}`);
       return res.apiKey;
     }
-    accounts.setSetting(HANDED_OVER, String(now));
+    await settings.set(HANDED_OVER, String(now));
     logger.info(fields, `created account "default"; its API key is in ${file} (mode 0600): read it, then delete the file`);
     return res.apiKey;
   }
-  const bootstrapped = accounts.getSetting(BOOTSTRAPPED);
+  const bootstrapped = await settings.get(BOOTSTRAPPED);
   if (bootstrapped === undefined) return undefined;
   if (fs.existsSync(file)) {
-    if (accounts.getSetting(HANDED_OVER) === undefined) accounts.setSetting(HANDED_OVER, String(now));
+    if ((await settings.get(HANDED_OVER)) === undefined) await settings.set(HANDED_OVER, String(now));
     logger.info(fields, `the API key of account "default" is in ${file} (mode 0600): read it, then delete the file`);
     return undefined;
   }
-  if (accounts.getSetting(HANDED_OVER) !== undefined) return undefined; // handed over, read and deleted
-  const account = accounts.findByHandle('default');
+  if ((await settings.get(HANDED_OVER)) !== undefined) return undefined; // handed over, read and deleted
+  const account = await accounts.findByHandle('default');
   // A key made after the first start (`sluice keys create`) was shown when it was made.
-  if (!account || accounts.listApiKeys(account.id).some((k) => k.created_at > Number(bootstrapped))) return undefined;
+  if (!account || (await accounts.listApiKeys(account.id)).some((k) => k.created_at > Number(bootstrapped))) return undefined;
   logger.warn(
     { ...fields, command: NEW_KEY_COMMAND },
     `account "default" has no API key that was ever shown (the first start created it but never wrote ${file}); make one with: ${NEW_KEY_COMMAND}`,

@@ -14,9 +14,9 @@ import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { Db } from '../storage/database.js';
-import type { QueueStore } from '../storage/queue.js';
+import type { AccountStore } from '../storage/ports/accounts.js';
+import type { OpenOptions } from '../storage/open.js';
+import type { Store } from '../storage/ports/store.js';
 import { listenHttp, startHttpListeners } from './http-listeners.js';
 import { bind } from './listen-error.js';
 import { planReload, type ReloadResult } from './reload.js';
@@ -53,6 +53,8 @@ export interface ServerOptions {
    * `worker.runOnce()` with their injected clock instead.
    */
   startWorker?: boolean;
+  /** Opens the store to run on (tests hand in their own, and keep it to look underneath); by default storage/open.ts. */
+  openStore?: (o: OpenOptions) => Store;
 }
 
 export interface RunningServer {
@@ -68,13 +70,13 @@ export interface RunningServer {
   metrics: HostPort | undefined;
   /** Base URL of the control plane (http.public_url, else the bound http.listen with its scheme). */
   baseUrl: string;
-  db: Db;
+  /** Every storage port (tests reach storage through it). */
+  store: Store;
   accounts: AccountStore;
-  /** Every service the control plane uses (tests reach stores through it). */
+  /** Every service the control plane uses. */
   services: Services;
-  /** The durable outbound queue, its store and its delivery worker. */
+  /** The durable outbound queue and its delivery worker. */
   queue: Queue;
-  queueStore: QueueStore;
   worker: QueueWorker;
   /** Retention pruning (runs hourly when the worker runs; tests call `retention.runOnce()`). */
   retention: RetentionPruner;
@@ -117,7 +119,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let httpTls: TlsSource | undefined;
   // Sluice's own listeners as bound (ports 0 resolved): never a tenant's target (mta/delivery/target-guard.ts).
   const ownListeners: HostPort[] = [];
-  const core = wireCore({
+  const core = await wireCore({
     config,
     live: () => live,
     logger,
@@ -130,6 +132,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ]),
     certificateInstalled: async () => Promise.all([tls?.refresh(), httpTls?.refresh()]),
     boundListeners: () => ownListeners,
+    ...(opts.openStore ? { openStore: opts.openStore } : {}),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
@@ -206,11 +209,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       submission: byName('submission'),
       submissionTls: byName('submission_tls'),
       baseUrl,
-      db: core.db,
+      store: core.store,
       accounts: core.accounts,
       services: core.services,
       queue: core.queue,
-      queueStore: core.queueStore,
       worker: core.worker,
       retention: core.retention,
       webhookDispatcher: core.webhookDispatcher,
@@ -256,7 +258,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           });
         }
         core.metrics.close();
-        core.db.close();
+        await core.store.close();
       },
     };
   } catch (err) {
@@ -265,7 +267,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     for (const server of httpServers) server.close();
     metricsServer?.close();
     core.metrics.close();
-    core.db.close();
+    await core.store.close();
     throw err;
   }
 }

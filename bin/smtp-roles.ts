@@ -9,7 +9,7 @@ import { createAuthThrottle } from '../mta/smtp/auth-throttle.js';
 import type { SessionLimits } from '../mta/smtp/smtp-server-seam.js';
 import { submissionOptions, type SubmissionPolicy, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
 import type { TlsSource } from '../mta/smtp/tls.js';
-import type { AccountRow } from '../storage/accounts.js';
+import type { AccountRow } from '../storage/ports/accounts.js';
 import { bind } from './listen-error.js';
 import type { Core } from './wiring.js';
 

@@ -13,9 +13,7 @@ import { createArcSealer, type ArcSealer } from '../mta/inbound/arc-seal.js';
 import { createDnsListChecker } from '../mta/inbound/dnsbl.js';
 import { createGreylister } from '../mta/inbound/greylist.js';
 import { createClamdClient } from '../mta/scanners/clamd-client.js';
-import type { Db } from '../storage/database.js';
-import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
-import { createSqliteGreylistStore } from '../storage/sqlite/greylist.js';
+import type { Store } from '../storage/ports/store.js';
 
 /** A matcher for CIDR networks (`inbound.greylist.exempt_networks`), IPv4 also as v4-mapped IPv6. */
 export function networkMatcher(networks: readonly string[]): (ip: string) => boolean {
@@ -32,14 +30,14 @@ export function networkMatcher(networks: readonly string[]): (ip: string) => boo
 }
 
 /** The stateful inbound filters over `db` and `resolver` for `config`. */
-export function wireInboundFilters(opts: { config: Config; db: Db; resolver: DnsResolver; now: () => number; logger: Logger }) {
-  const { config, db, now } = opts;
+export function wireInboundFilters(opts: { config: Config; store: Pick<Store, 'bayes' | 'greylist'>; resolver: DnsResolver; now: () => number; logger: Logger }) {
+  const { config, store, now } = opts;
   const f = config.filters;
   const g = config.inbound.greylist;
   return {
     // The classifier reads its models from the database at every message: a learn by the CLI, the API or another
     // process counts for the next message everywhere (no restart, no cache).
-    bayes: createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: f.bayes.minLearned }),
+    bayes: createBayesClassifier({ store: store.bayes, minLearned: f.bayes.minLearned }),
     dnsLists: createDnsListChecker({
       resolver: opts.resolver,
       clientSites: f.dnsbl.sites,
@@ -50,7 +48,7 @@ export function wireInboundFilters(opts: { config: Config; db: Db; resolver: Dns
     dnsblThreshold: f.dnsbl.threshold,
     // Always wired: rspamd's `greylist` action uses the same memory even when no domain greylists on its own.
     greylist: createGreylister({
-      store: createSqliteGreylistStore(db),
+      store: store.greylist,
       domains: g.domains,
       exemptNetworks: networkMatcher(g.exemptNetworks),
       settings: {

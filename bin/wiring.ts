@@ -1,12 +1,16 @@
-// Owns wiring the parts of Sluice that hold no socket: storage, stores, the queue and its worker, the send and
-// inbound recipes, webhooks, jobs and the control plane's app. bin/server.ts starts the listeners of each role on it.
+// Owns wiring the parts of Sluice that hold no socket on one store (storage/open.ts): the queue and its worker, the
+// send and inbound recipes, webhooks, jobs and the control plane's app. bin/server.ts starts the listeners of each
+// role on it. Each part receives the ports it uses, never the store whole.
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import { createApp } from '../control-api/app.js';
 import { createConsole } from '../control-api/console/router.js';
 import { createQueueAdmin } from '../mta/queue/queue-admin.js';
-import { createConsoleStore } from '../storage/console.js';
+import { openStore, type OpenOptions } from '../storage/open.js';
+import type { SettingStore } from '../storage/ports/settings.js';
+import type { MessageRow } from '../storage/ports/queue.js';
+import type { Store } from '../storage/ports/store.js';
 import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
 import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
 import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
@@ -16,18 +20,8 @@ import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
 import { outboundAbuseRoutes } from '../control-api/routes/outbound-abuse.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
-import { createAccountStore, type AccountStore } from '../storage/accounts.js';
-import { openDatabase, pingDatabase } from '../storage/database.js';
-import { trackWrites } from '../storage/write-health.js';
-import { createInboundDomainStore } from '../storage/inbound-domains.js';
-import { createInboundListStore } from '../storage/inbound-lists.js';
-import { createInboundReportStore } from '../storage/inbound-reports.js';
-import { createQuarantineStore } from '../storage/quarantine.js';
 import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
-import { createSmtpLogStore } from '../storage/smtp-log.js';
-import { createSuppressionStore } from '../storage/suppressions.js';
-import { createDkimKeyStore } from '../storage/dkim-keys.js';
 import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
 import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
@@ -48,8 +42,6 @@ import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createScreening } from '../mta/outbound/screening.js';
 import { createSenderAbuse } from '../mta/outbound/sender-abuse.js';
-import { createSenderAbuseStore } from '../storage/sender-abuse.js';
-import { createAlertStore } from '../storage/alerts.js';
 import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
 import { monitorRoutes } from '../control-api/routes/monitors.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
@@ -62,11 +54,7 @@ import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
 import { runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
-import { createLockdownAllowStore } from '../storage/lockdown-allow.js';
-import { createQueueStore } from '../storage/queue.js';
 import { createRetentionPruner } from '../mta/jobs/retention.js';
-import { createRetentionStore } from '../storage/retention.js';
-import { createWebhookStore } from '../storage/webhooks.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { webhookRoutes } from '../control-api/routes/webhooks.js';
@@ -74,9 +62,6 @@ import { metricsRoutes } from '../control-api/routes/metrics.js';
 import { trackingRoutes } from '../control-api/routes/tracking.js';
 import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
 import { createTracker } from '../mta/outbound/tracker.js';
-import { createMetricRollup } from '../storage/metrics.js';
-import { createTrackingStore } from '../storage/tracking.js';
-import { createTrackingDomainStore } from '../storage/tracking-domains.js';
 import { handOverFirstKey } from './first-key.js';
 import { createMessageSpace } from './message-space.js';
 import { VERSION } from './version.js';
@@ -98,33 +83,29 @@ export interface CoreOptions {
   boundListeners?: () => readonly HostPort[];
   /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
   certificateInstalled?: () => Promise<unknown>;
+  /** Opens the store to run on (tests hand in their own); by default `storage/open.ts` for the configuration. */
+  openStore?: (o: OpenOptions) => Store;
 }
 
 /**
  * A signing secret kept in settings under `name` (unsubscribe tokens, tracking tokens): 32 random bytes made once
  * per data_dir, so every process on it and every restart verifies the links already sent.
  */
-export function secretSetting(accounts: AccountStore, name: string): Buffer {
-  const have = accounts.getSetting(name);
-  if (have) return Buffer.from(have, 'base64');
-  const fresh = crypto.randomBytes(32);
-  accounts.setSetting(name, fresh.toString('base64'));
-  return fresh;
+export async function secretSetting(settings: SettingStore, name: string): Promise<Buffer> {
+  return Buffer.from(await settings.getOrCreate(name, () => crypto.randomBytes(32).toString('base64')), 'base64');
 }
 
-/** Wires every part of Sluice on one open database; nothing listens yet. `close()` releases what it opened. */
-export function wireCore(opts: CoreOptions) {
+/** Wires every part of Sluice on one store; nothing listens yet. The caller closes the store when done. */
+export async function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
   const live = opts.live ?? (() => config);
-  const db = openDatabase(config.dataDir);
-  // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
-  const writes = trackWrites(db, now);
-  const accounts = createAccountStore(db);
+  // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
+  const metrics = createMetrics();
+  const storeOptions: OpenOptions = { now, onCommit: (seconds) => metrics.sqliteCommit.observe(seconds) };
+  const store = opts.openStore?.(storeOptions) ?? openStore(config, storeOptions);
+  const { accounts, dkimKeys: dkim, suppressions, inboundDomains, inboundLists, quarantine, trackingDomains } = store;
   // Before anything listens: a first start that then fails to bind keeps its key file (issue 23).
-  const firstApiKey = handOverFirstKey(accounts, config.dataDir, logger, now());
-  const smtpLog = createSmtpLogStore(db);
-  const suppressions = createSuppressionStore(db);
-  const dkim = createDkimKeyStore(db);
+  const firstApiKey = await handOverFirstKey(store, config.dataDir, logger, now());
   const resolver = createDnsResolver({ servers: config.dns.servers });
   // The outbound-connection policy: every target a tenant chose (webhooks, monitor webhooks, downstreams, MX hosts)
   // is resolved once, judged, and dialled only at an address it allowed. Own listeners: this process's bound ones
@@ -135,27 +116,20 @@ export function wireCore(opts: CoreOptions) {
     listeners: () => [...configuredListeners(config), ...(opts.boundListeners?.() ?? [])],
     localAddresses: () => [...interfaceAddresses(), ...(config.outbound.publicIp ? [config.outbound.publicIp] : [])],
   });
-  const queueStore = createQueueStore(db);
-  // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
-  const metrics = createMetrics();
   const queue = createQueue({
     metrics,
-    store: queueStore,
-    smtpLog,
-    suppressions,
-    handleOf: (id) => accounts.findById(id)?.handle ?? '',
+    store: store.queue,
+    bodies: store.bodies,
+    handleOf: async (id) => (await accounts.findById(id))?.handle ?? '',
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
     // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
-    onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (id) => queueStore.findBody(id), now }),
+    onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (m) => readBody(store, m), now }),
     // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
     afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
-  const inboundDomains = createInboundDomainStore(db);
-  const inboundLists = createInboundListStore(db);
-  const quarantine = createQuarantineStore(db);
-  const inboundFilters = wireInboundFilters({ config, db, resolver, now, logger });
+  const inboundFilters = wireInboundFilters({ config, store, resolver, now, logger });
   const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
@@ -163,7 +137,8 @@ export function wireCore(opts: CoreOptions) {
   const space = createMessageSpace(config, now);
   const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger), budget: space.budget });
   const worker = createQueueWorker({
-    store: queueStore,
+    store: store.queue,
+    bodies: store.bodies,
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
@@ -172,24 +147,16 @@ export function wireCore(opts: CoreOptions) {
     }),
     now,
     logger,
+    leaseMs: config.queue.leaseSeconds * 1000,
   });
-  const lockdown = createLockdownChecker({
-    mode: () => live().outbound.lockdown,
-    resolver,
-    allow: createLockdownAllowStore(db),
-    accounts,
-    now,
-  });
-  const trackingSecret = secretSetting(accounts, 'tracking_secret');
-  const trackingDomains = createTrackingDomainStore(db);
-  const tracking = createTrackingStore(db);
+  const lockdown = createLockdownChecker({ mode: () => live().outbound.lockdown, resolver, allow: store.lockdown, accounts, now });
+  const trackingSecret = await secretSetting(store.settings, 'tracking_secret');
   // One rspamd client for inbound and outbound scanning (filters.rspamd.*); abuse control for outbound (issue 14).
   const rspamd = config.filters.rspamd.url
     ? createRspamdClient({ url: config.filters.rspamd.url, timeoutMs: config.filters.rspamd.timeoutMs })
     : undefined;
-  const senderAbuseStore = createSenderAbuseStore(db);
   const abuse = createSenderAbuse({
-    store: senderAbuseStore, accounts, config, now, logger, senderOfMessage: (ids, id) => smtpLog.senderOfMessage(ids, id),
+    store: store.senderAbuse, accounts, config, now, logger, senderOfMessage: (ids, id) => store.smtpLog.senderOfMessage(ids, id),
   });
   const sendDeps = {
     config,
@@ -199,36 +166,36 @@ export function wireCore(opts: CoreOptions) {
     suppressions,
     queue,
     lockdown,
-    unsubscribeSecret: secretSetting(accounts, 'unsubscribe_secret'),
+    unsubscribeSecret: await secretSetting(store.settings, 'unsubscribe_secret'),
     publicUrl: opts.publicUrl,
     trackingSecret,
     trackingDomains,
     screening: createScreening({ config, resolver, rspamd, abuse, metrics, now }),
     budget: space.budget,
   };
-  const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: queueStore, suppressions, now };
-  // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its database).
-  const webhookStore = createWebhookStore(db);
-  ensureSigningKey(webhookStore, now());
-  const webhookSigner = createWebhookSigner({ store: webhookStore, now });
-  const webhookDispatcher = createWebhookDispatcher({ store: webhookStore, signer: webhookSigner, guard, now, logger, hostname: config.smtp.hostname, metrics });
-  metrics.collectFrom({ queue: () => queueStore.depth(), webhookEventsPending: () => webhookStore.pendingCount(), now });
+  const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: store.queue, suppressions, now };
+  // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its store).
+  await ensureSigningKey(store.webhooks, now());
+  const webhookSigner = createWebhookSigner({ store: store.webhooks, now });
+  const leaseMs = config.queue.leaseSeconds * 1000;
+  const webhookDispatcher = createWebhookDispatcher({ store: store.webhooks, signer: webhookSigner, guard, now, logger, hostname: config.smtp.hostname, metrics, leaseMs });
+  metrics.collectFrom({ queue: () => store.queueViews.depth(), webhookEventsPending: () => store.webhooks.pendingCount(), now });
   // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
-  const alertStore = createAlertStore(db);
   const alertMonitors = createAlertMonitors({
-    store: alertStore,
+    store: store.alerts,
     accounts,
     signer: webhookSigner,
     guard,
     queue,
-    senderOutcomes: (id, sender, since) => queueStore.senderOutcomes(id, sender, since),
+    senderOutcomes: (id, sender, since) => store.queue.senderOutcomes(id, sender, since),
     invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
     lockdown,
     hostname: config.smtp.hostname,
     now,
     logger,
+    leaseMs,
   });
-  abuse.onAlert((t) => void alertMonitors.trigger(t));
+  abuse.onAlert((t) => alertMonitors.trigger(t));
   // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
   const acme = config.acme.directoryUrl
     ? createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
@@ -237,58 +204,54 @@ export function wireCore(opts: CoreOptions) {
     config,
     messageSpace: { budget: space.budget, hasRoom: space.hasRoom },
     accounts,
-    smtpLog,
+    smtpLog: store.smtpLog,
     suppressions,
     dkim,
     abuse,
-    alerts: alertStore,
+    alerts: store.alerts,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     lockdown,
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
     },
-    tracking: createTracker({ secret: trackingSecret, tracking, domains: trackingDomains, accounts, store: queueStore, now }),
+    tracking: createTracker({ secret: trackingSecret, tracking: store.tracking, domains: trackingDomains, accounts, now }),
     trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, now },
-    metrics: createMetricRollup(db),
+    metrics: store.metrics,
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
     inboundDomains,
     inboundLists,
-    inboundReports: createInboundReportStore(db),
+    inboundReports: store.inboundReports,
     quarantine,
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
     bayes,
-    webhooks: { store: webhookStore, dispatcher: webhookDispatcher, signer: webhookSigner },
+    webhooks: { store: store.webhooks, dispatcher: webhookDispatcher, signer: webhookSigner },
     targets: guard,
-    queue: createQueueAdmin({ store: queueStore, now }),
-    console: createConsoleStore(db),
+    queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
+    console: store.console,
     acmeChallenge: (token) => acme?.challenges.get(token),
     now,
     logger,
-    health: (o = {}) => {
-      if (o.probe && writes.lastFailure()) writes.probe();
-      return {
-        storage: pingDatabase(db),
-        writeFailure: writes.lastFailure(),
-        listeners: opts.listening(),
-      };
+    health: async (o = {}) => {
+      const h = await store.health.check(o);
+      return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening() };
     },
   };
   const retention = createRetentionPruner({
-    store: createRetentionStore(db),
+    store: store.retention,
     quarantine,
     config,
     now,
     logger,
     // Events outbox: delivered/given-up events and batch history after log_days; pending events of accounts without
     // a webhook after one day (they would never be sent).
-    pruneEvents: (before, limit) => webhookStore.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
-    pruneTracking: (before, limit) => tracking.prune(before, limit),
-    pruneAlerts: (before, limit) => alertStore.prune(before, limit),
+    pruneEvents: (before, limit) => store.webhooks.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
+    pruneTracking: (before, limit) => store.tracking.prune(before, limit),
+    pruneAlerts: (before, limit) => store.alerts.prune(before, limit),
     pruneStrikes: (before, limit) => abuse.prune(before, limit),
-    pruneMetricDetail: (before, limit) => services.metrics.pruneDetail(before, limit),
+    pruneMetricDetail: (before, limit) => store.metrics.pruneDetail(before, limit),
   });
   const routes = [
     ...subAccountRoutes,
@@ -337,10 +300,22 @@ export function wireCore(opts: CoreOptions) {
 
   return {
     space,
-    db, accounts, firstApiKey, services, metrics, queue, queueStore, worker, retention, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, senderAbuseStore, alertMonitors, alertStore, acme,
-    dkimRetirement: createDkimRetirement({ store: dkim, now }),
+    store, accounts, firstApiKey, services, metrics, queue, worker, retention, webhookDispatcher, smtpClient, app,
+    inbound, lockdown, sendDeps, abuse, alertMonitors, acme,
+    dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }
 
-export type Core = ReturnType<typeof wireCore>;
+/** The stored body of a queued message as one buffer, or undefined when none is kept (the DSN's header block). */
+async function readBody(store: Store, m: MessageRow): Promise<Buffer | undefined> {
+  if (!m.body) return undefined;
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of await store.bodies.open(m.body)) chunks.push(chunk as Buffer);
+  } catch {
+    return undefined;
+  }
+  return Buffer.concat(chunks);
+}
+
+export type Core = Awaited<ReturnType<typeof wireCore>>;

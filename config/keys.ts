@@ -354,7 +354,15 @@ export const KEY_TREE = {
     greylist: GREYLIST_KEYS,
     arc: ARC_KEYS,
   },
-  queue: SPOOL_QUEUE_KEYS,
+  queue: {
+    leaseSeconds: key({
+      doc: 'Seconds a worker holds what it claimed (deliveries, webhook batches, alerts); renewed every third of it while the work is in flight, taken over by any worker once expired (a crashed worker\'s work moves on after this long).',
+      defaultText: '60',
+      default: () => 60,
+      parse: integer(1, 3600, 'seconds'),
+    }),
+    ...SPOOL_QUEUE_KEYS,
+  },
   /** `retention.*` (config/retention.ts; the retention job is mta/jobs/retention.ts). */
   retention: RETENTION_KEYS,
   log: {

@@ -3,9 +3,9 @@ import crypto from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Metrics } from '../mta/metrics.js';
-import type { KeyPrincipal } from '../storage/accounts.js';
+import type { KeyPrincipal } from '../storage/ports/accounts.js';
+import { storageFailure } from '../storage/ports/health.js';
 import { BufferBoundReached } from '../storage/scratch.js';
-import { storageFailure } from '../storage/write-health.js';
 import { ApiError, errorBody, groupOf, noRoom, storageUnavailable } from './errors.js';
 import { htmlSecurityHeaders } from './html-headers.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody, type JsonBody } from './json-body.js';
@@ -23,13 +23,13 @@ function koaPath(path: string): string {
   return path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
 }
 
-function authenticate(route: AnyRoute, services: Services, header: string | string[] | undefined): KeyPrincipal {
+async function authenticate(route: AnyRoute, services: Services, header: string | string[] | undefined): Promise<KeyPrincipal> {
   const group = groupOf(route.path);
   // The tx API answers 403 for every key problem; inbound/outbound answer 401 for a missing or unknown key.
   const unauth = group === 'tx' ? 403 : 401;
   const key = Array.isArray(header) ? header[0] : header;
   if (!key) throw new ApiError(unauth, ['missing X-API-Key header']);
-  const principal = services.accounts.authenticateKey(key.trim());
+  const principal = await services.accounts.authenticateKey(key.trim());
   if (!principal) throw new ApiError(unauth, ['invalid or revoked API key']);
   if (principal.scope !== route.auth) {
     throw new ApiError(403, [`this API key has scope "${principal.scope}"; this endpoint needs scope "${route.auth}"`]);
@@ -124,7 +124,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
       ctx.state.routeTemplate = route.path;
       let principal: KeyPrincipal | undefined;
       if (route.auth !== 'none') {
-        principal = authenticate(route, services, ctx.headers['x-api-key']);
+        principal = await authenticate(route, services, ctx.headers['x-api-key']);
         ctx.state.principal = principal;
         if (route.rateLimited && !limiter.take(`${groupOf(route.path)}:${principal.account.id}`)) {
           throw new ApiError(503, ['rate limit exceeded: at most 100 requests per second'], { 'Retry-After': '1' });

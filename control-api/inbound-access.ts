@@ -1,7 +1,7 @@
 // Owns the tenancy checks of /inbound/v1: which domain a key may manage, and the normalised domain path parameter.
 import { normaliseDomain } from '../filters/inbound-names.js';
-import type { KeyPrincipal } from '../storage/accounts.js';
-import type { InboundDomainRow } from '../storage/inbound-domains.js';
+import type { KeyPrincipal } from '../storage/ports/accounts.js';
+import type { InboundDomainRow } from '../storage/ports/inbound-domains.js';
 import { badRequest, forbidden, notFound } from './errors.js';
 import type { Services } from './services.js';
 
@@ -19,11 +19,11 @@ export function domainOrBadRequest(raw: string, field: string): string {
  * - an alias of one of the caller's domains → 403 (manage it through its domain, OAS-I "alias domain");
  * - bound to another API key of the account (associate-key) → 403 until re-bound.
  */
-export function ownDomain(services: Services, principal: KeyPrincipal, raw: string): InboundDomainRow {
+export async function ownDomain(services: Pick<Services, 'inboundDomains'>, principal: KeyPrincipal, raw: string): Promise<InboundDomainRow> {
   const name = domainOrBadRequest(raw, 'domain');
-  const row = services.inboundDomains.findDomain(name);
+  const row = await services.inboundDomains.findDomain(name);
   if (!row || row.account_id !== principal.account.id) {
-    const alias = row ? undefined : services.inboundDomains.findAlias(name);
+    const alias = row ? undefined : await services.inboundDomains.findAlias(name);
     if (alias && alias.account_id === principal.account.id) {
       throw forbidden(`"${name}" is an alias of "${alias.domain}"; use the domain itself`);
     }

@@ -3,7 +3,7 @@ import { CloneType, Kind, Type, type Static, type TSchema, type TObject, type TN
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { DefaultErrorFunction, SetErrorFunction, ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import { Value } from '@sinclair/typebox/value';
-import type { KeyPrincipal, KeyScope } from '../storage/accounts.js';
+import type { KeyPrincipal, KeyScope } from '../storage/ports/accounts.js';
 import { ApiError } from './errors.js';
 import type { Services } from './services.js';
 

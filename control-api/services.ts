@@ -1,32 +1,32 @@
-// Owns the set of services the control-plane routes receive (wired in bin/, injected here; no globals).
+// Owns the set of services the control-plane routes receive (wired in bin/, injected here; no globals): the storage
+// ports a route reads and writes, and the mta/ services it calls. A route's handler names the members it uses.
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
-import type { AccountStore } from '../storage/accounts.js';
-import type { InboundDomainStore } from '../storage/inbound-domains.js';
-import type { InboundListStore } from '../storage/inbound-lists.js';
-import type { InboundReportStore } from '../storage/inbound-reports.js';
-import type { QuarantineStore } from '../storage/quarantine.js';
+import type { AccountRow, AccountStore } from '../storage/ports/accounts.js';
+import type { InboundDomainStore } from '../storage/ports/inbound-domains.js';
+import type { InboundListStore } from '../storage/ports/inbound-lists.js';
+import type { InboundReportStore } from '../storage/ports/inbound-reports.js';
+import type { QuarantineStore } from '../storage/ports/quarantine.js';
 import type { BayesClassifier } from '../filters/bayes.js';
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
-import type { SmtpLogStore } from '../storage/smtp-log.js';
-import type { SuppressionStore } from '../storage/suppressions.js';
-import type { DkimKeyStore } from '../storage/dkim-keys.js';
-import type { AccountRow } from '../storage/accounts.js';
+import type { SmtpLogStore } from '../storage/ports/smtp-log.js';
+import type { SuppressionStore } from '../storage/ports/suppressions.js';
+import type { DkimKeyStore } from '../storage/ports/dkim-keys.js';
 import type { SendBody } from './send-schema.js';
 import type { OutboundVerdict } from '../mta/outbound/outbound-verdict.js';
 import type { LockdownVerdict } from '../filters/lockdown.js';
 import type { CheckDomainRequest, runCheckDomain } from '../mta/outbound/check-domain.js';
-import type { WebhookStore } from '../storage/webhooks.js';
+import type { WebhookStore } from '../storage/ports/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
-import type { WriteFailure } from '../storage/write-health.js';
+import type { WriteFailure } from '../storage/ports/health.js';
 import type { QueueAdmin } from '../mta/queue/queue-admin.js';
-import type { ConsoleStore } from '../storage/console.js';
-import type { MetricRollup } from '../storage/metrics.js';
+import type { ConsoleStore } from '../storage/ports/console.js';
+import type { MetricStore } from '../storage/ports/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
-import type { AlertStore } from '../storage/alerts.js';
+import type { AlertStore } from '../storage/ports/alerts.js';
 import type { TargetGuard } from '../mta/delivery/target-guard.js';
 import type { ByteBudget } from '../storage/scratch.js';
 
@@ -85,15 +85,15 @@ export interface Services {
   messageSpace?: { budget: ByteBudget; hasRoom(): Promise<boolean> };
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
   unsubscribe: {
-    inspect: (token: string) => { recipient: string } | undefined;
-    run: (token: string, via: 'one-click' | 'link') => boolean;
+    inspect: (token: string) => Promise<{ recipient: string } | undefined>;
+    run: (token: string, via: 'one-click' | 'link') => Promise<boolean>;
   };
   /** Open and click tracking URLs (GET /t/o, /t/c). */
   tracking: Pick<Tracker, 'hit'>;
   /** Custom tracking domains: their store, DNS resolver, verification secret and the public URL they point at. */
   trackingDomains: TrackingDomainDeps;
   /** Hourly metric roll-ups (GET /tx/v1/metrics/*). */
-  metrics: MetricRollup;
+  metrics: MetricStore;
   /** POST /tx/v1/check-domain. */
   checkDomain: (account: AccountRow, req: CheckDomainRequest) => ReturnType<typeof runCheckDomain>;
   /** Signed webhooks: endpoints and batch history, the dispatcher (validate, resend), the signer (public keys, alerts). */
@@ -117,5 +117,5 @@ export interface Services {
   now: () => number;
   logger: Logger;
   /** `probe`: when the last write failed, first try one small write that waits for no lock (for /readyz). */
-  health: (opts?: { probe?: boolean }) => HealthReport;
+  health: (opts?: { probe?: boolean }) => Promise<HealthReport>;
 }

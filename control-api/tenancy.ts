@@ -1,5 +1,5 @@
 // Owns the tenancy checks shared by routes: parent-only operations and "your own sub-account or 404".
-import type { AccountRow, KeyPrincipal } from '../storage/accounts.js';
+import type { AccountRow, KeyPrincipal } from '../storage/ports/accounts.js';
 import { forbidden, notFound } from './errors.js';
 import type { Services } from './services.js';
 
@@ -10,9 +10,9 @@ export function requireParent(principal: KeyPrincipal): AccountRow {
 }
 
 /** The caller's own live sub-account by handle; 404 for unknown handles and other parents' sub-accounts alike. */
-export function ownSubAccount(services: Services, principal: KeyPrincipal, handle: string): AccountRow {
+export async function ownSubAccount(services: Pick<Services, 'accounts'>, principal: KeyPrincipal, handle: string): Promise<AccountRow> {
   const parent = requireParent(principal);
-  const sub = services.accounts.findSubAccount(parent.id, handle);
+  const sub = await services.accounts.findSubAccount(parent.id, handle);
   if (!sub) throw notFound(`sub-account "${handle}" not found`);
   return sub;
 }

@@ -1,6 +1,6 @@
 // Owns the safelist/blocklist decision for one inbound message: which matching entry wins, as a verdict record.
-import type { AbusePolicy } from '../storage/inbound-domains.js';
-import type { ListEntryRow, ListItemType, ListLevel, ListMatches } from '../storage/inbound-lists.js';
+import type { AbusePolicy } from '../storage/ports/inbound-domains.js';
+import type { ListEntryRow, ListItemType, ListLevel, ListMatches } from '../storage/ports/inbound-lists.js';
 
 export type ListReason =
   | 'blocklist-sender'

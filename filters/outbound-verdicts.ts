@@ -1,7 +1,7 @@
 // Owns grading an outbound message (the log search's spam and virus dispositions), the one policy decision over
 // those grades (send, refuse, tempfail) and what counts toward a sender identity's block.
 import type { ScanPolicy } from '../config/keys.js';
-import type { SpamDisposition, VirusDisposition } from '../storage/smtp-log.js';
+import type { SpamDisposition, VirusDisposition } from '../storage/ports/smtp-log.js';
 import type { SpamScore } from './spam-rules.js';
 
 /** rspamd's answer (mta/scanners/rspamd-client.ts), reduced to what grading uses; a failure is an answer too. */

@@ -1,5 +1,5 @@
 // Owns the suppression decision: a matching suppression entry drops the recipient before any delivery attempt.
-import type { SuppressionRow } from '../storage/suppressions.js';
+import type { SuppressionRow } from '../storage/ports/suppressions.js';
 
 export type SuppressionVerdict =
   | { action: 'pass' }

@@ -9,9 +9,9 @@ export interface MetricSources {
    * Deliveries not yet finished, counted by state (queued, sending, held) and message kind (outbound, relay, dsn),
    * and the created_at (ms) of the oldest message with a queued or sending delivery, if any.
    */
-  queue: () => { rows: { state: string; kind: string; count: number }[]; oldestQueuedAt: number | undefined };
+  queue: () => Promise<{ rows: { state: string; kind: string; count: number }[]; oldestQueuedAt: number | undefined }>;
   /** Events waiting for their first POST to an enrolled webhook. */
-  webhookEventsPending: () => number;
+  webhookEventsPending: () => Promise<number>;
   now: () => number;
 }
 
@@ -103,10 +103,10 @@ export function createMetrics() {
       labelNames: ['method', 'route', 'status'] as const,
       registers,
     }),
-    /** Fed by the queue's group commit around its one write transaction (COMMIT includes the fsync). */
+    /** Fed by the SQLite store's group commit around its one write transaction (COMMIT includes the fsync). */
     sqliteCommit: new Histogram({
       name: 'sluice_sqlite_commit_duration_seconds',
-      help: 'Duration of the queue\'s group-commit write transactions, COMMIT and fsync included.',
+      help: 'Duration of the SQLite store\'s group-commit write transactions, COMMIT and fsync included.',
       buckets: LOCAL_BUCKETS,
       registers,
     }),
@@ -115,17 +115,18 @@ export function createMetrics() {
       help: 'Unfinished deliveries in the queue, by state (queued, sending, held) and message kind (outbound, relay, dsn).',
       labelNames: ['state', 'kind'] as const,
       registers,
-      collect() {
+      async collect() {
+        const rows = (await sources?.queue())?.rows ?? [];
         this.reset();
-        for (const r of sources?.queue().rows ?? []) this.set({ state: r.state, kind: r.kind }, r.count);
+        for (const r of rows) this.set({ state: r.state, kind: r.kind }, r.count);
       },
     }),
     queueOldest: new Gauge({
       name: 'sluice_queue_oldest_message_age_seconds',
       help: 'Age of the oldest message with a queued or sending delivery; 0 when the queue is empty.',
       registers,
-      collect() {
-        const at = sources?.queue().oldestQueuedAt;
+      async collect() {
+        const at = (await sources?.queue())?.oldestQueuedAt;
         this.set(at === undefined || !sources ? 0 : Math.max(0, (sources.now() - at) / 1000));
       },
     }),
@@ -133,8 +134,8 @@ export function createMetrics() {
       name: 'sluice_webhook_events_pending',
       help: 'Events waiting for their first POST to an enrolled webhook.',
       registers,
-      collect() {
-        this.set(sources?.webhookEventsPending() ?? 0);
+      async collect() {
+        this.set((await sources?.webhookEventsPending()) ?? 0);
       },
     }),
     eventLoopLag: new Gauge({

@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
+import { asStorageFailure } from './disk-space.js';
 
 /**
  * The process-wide count of message bytes held in memory (mta/buffer-budget.ts implements it): a scratch takes from
@@ -166,7 +167,8 @@ export class ScratchWriter extends Writable {
 
   /** Records a write error, drops what was kept and closes the file; the writer keeps nothing from now on. */
   private fail(err: Error, done: () => void): void {
-    this.failed ??= err;
+    // ENOSPC and kin become the seam's StorageUnavailable: the listeners and the API answer them as a full disk.
+    this.failed ??= asStorageFailure(err) as Error;
     this.chunks = [];
     this.pending = [];
     this.pendingBytes = 0;

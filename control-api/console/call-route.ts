@@ -1,6 +1,6 @@
 // Owns the console's one way to the data: calling a REST route's own handler (its schemas validate the input, its
 // tenancy checks apply), so the console is never a second path to anything the API serves.
-import type { AccountRow, KeyPrincipal, KeyScope } from '../../storage/accounts.js';
+import type { AccountRow, KeyPrincipal, KeyScope } from '../../storage/ports/accounts.js';
 import { ApiError, notFound } from '../errors.js';
 import { coerceQuery, validate, type AnyRoute, type Method, type Reply } from '../route.js';
 import type { Services } from '../services.js';

@@ -1,6 +1,6 @@
 // Owns the console's page chrome: the document head (assets from /console/assets), the account switcher, the
 // navigation (one entry per view, so later views — opens/clicks, sender blocks and alerts — add a line) and sign-out.
-import type { AccountRow, KeyScope } from '../../storage/accounts.js';
+import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
 import { href, html, type Html } from './html.js';
 import type { Viewer } from './session.js';
 

@@ -2,7 +2,7 @@
 // checks every request passes, the account a request is about, and dispatch to the views.
 import crypto from 'node:crypto';
 import type Koa from 'koa';
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
 import { createRateLimiter } from '../rate-limit.js';
 import type { AnyRoute } from '../route.js';
@@ -75,14 +75,14 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     }
     let session;
     try {
-      session = signIn(services, (form.get('secret') ?? '').trim());
+      session = await signIn(services, (form.get('secret') ?? '').trim());
     } catch (err) {
       if (err instanceof ApiError) return render(ctx, err.status, loginPage(fresh(), 'Unknown or revoked key or token.'));
       throw err;
     }
     ctx.append('Set-Cookie', cookie(SESSION_COOKIE, session.id, { secure: secure(ctx), maxAgeSeconds: services.config.http.consoleSessionHours * 3600 }));
     ctx.append('Set-Cookie', cookie(LOGIN_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
-    const viewer = viewerOf(services, session.id);
+    const viewer = await viewerOf(services, session.id);
     ctx.redirect(viewer ? homePath(viewer) : '/console/login');
   }
 
@@ -140,7 +140,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
         const keyId = viewer.kind === 'tenant' && account.id === viewer.home?.id ? (viewer.session.key_id ?? 0) : 0;
         return { account, keyId, scopes: viewer.scopes };
       },
-      scope() {
+      async scope() {
         if (!account) return null;
         return visibleAccounts(services, { account, keyId: 0, scope: 'api' });
       },
@@ -170,7 +170,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     try {
       if (ctx.path === '/console/login') return await login(ctx);
       const sessionId = parseCookies(ctx.headers.cookie)[SESSION_COOKIE];
-      viewer = viewerOf(services, sessionId);
+      viewer = await viewerOf(services, sessionId);
       if (!viewer) {
         ctx.state.routeTemplate = '/console/*';
         if (ctx.method === 'GET') return ctx.redirect('/console/login');
@@ -184,7 +184,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
         ctx.state.routeTemplate = '/console/logout';
         const form = await readForm(ctx.req);
         if (!sameToken(form.get('_csrf'), viewer.session.csrf)) throw forbidden('missing or invalid CSRF token; reload the page');
-        services.console.closeSession(sessionId as string);
+        await services.console.closeSession(sessionId as string);
         ctx.append('Set-Cookie', cookie(SESSION_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
         return ctx.redirect('/console/login');
       }

@@ -2,8 +2,8 @@
 // (HttpOnly, SameSite=Strict, Secure under TLS), the CSRF token every form carries, and who the viewer may see.
 import crypto from 'node:crypto';
 import type http from 'node:http';
-import type { AccountRow, KeyScope } from '../../storage/accounts.js';
-import type { ConsoleSessionRow } from '../../storage/console.js';
+import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
+import type { ConsoleSessionRow } from '../../storage/ports/console.js';
 import { ApiError, forbidden } from '../errors.js';
 import type { Services } from '../services.js';
 
@@ -91,12 +91,12 @@ export async function readForm(req: http.IncomingMessage): Promise<URLSearchPara
 }
 
 /** Every account in the order the switcher lists them: each parent, then its sub-accounts. */
-function withSubs(services: Services, parents: AccountRow[]): AccountRow[] {
+async function withSubs(services: Services, parents: AccountRow[]): Promise<AccountRow[]> {
   const out: AccountRow[] = [];
   for (const p of parents) {
     out.push(p);
     for (let offset = 0; ; offset += 1000) {
-      const subs = services.accounts.listSubAccounts(p.id, 1000, offset);
+      const subs = await services.accounts.listSubAccounts(p.id, 1000, offset);
       out.push(...subs);
       if (subs.length < 1000) break;
     }
@@ -105,17 +105,17 @@ function withSubs(services: Services, parents: AccountRow[]): AccountRow[] {
 }
 
 /** The viewer of a live session (undefined when the cookie names none: expired, signed out, key revoked). */
-export function viewerOf(services: Services, sessionId: string | undefined): Viewer | undefined {
+export async function viewerOf(services: Services, sessionId: string | undefined): Promise<Viewer | undefined> {
   if (!sessionId) return undefined;
-  const session = services.console.findSession(sessionId, services.now());
+  const session = await services.console.findSession(sessionId, services.now());
   if (!session) return undefined;
   if (session.kind === 'operator') {
-    return { kind: 'operator', session, home: undefined, accounts: withSubs(services, services.accounts.listParents()), scopes: EVERY_SCOPE };
+    return { kind: 'operator', session, home: undefined, accounts: await withSubs(services, await services.accounts.listParents()), scopes: EVERY_SCOPE };
   }
-  const home = session.account_id === null ? undefined : services.accounts.findById(session.account_id);
+  const home = session.account_id === null ? undefined : await services.accounts.findById(session.account_id);
   if (!home || home.deleted_at !== null || session.scope === null) return undefined;
   // A sub-account's key sees only the sub-account (ARCHITECTURE invariant 5); a parent's sees its sub-accounts too.
-  const accounts = home.parent_id === null ? withSubs(services, [home]) : [home];
+  const accounts = home.parent_id === null ? await withSubs(services, [home]) : [home];
   return { kind: 'tenant', session, home, accounts, scopes: new Set([session.scope]) };
 }
 
@@ -123,13 +123,13 @@ export function viewerOf(services: Services, sessionId: string | undefined): Vie
  * Signs in with `secret`: an operator token (`op_…`, from `sluice console token`) or an API key of scope api or
  * inbound. Returns the new session's cookie value; 403 for anything else (one message: no hint which part failed).
  */
-export function signIn(services: Services, secret: string): { id: string; kind: 'tenant' | 'operator' } {
+export async function signIn(services: Services, secret: string): Promise<{ id: string; kind: 'tenant' | 'operator' }> {
   const now = services.now();
   const ttlMs = services.config.http.consoleSessionHours * 3_600_000;
-  const token = secret.startsWith('op_') ? services.console.findToken(secret) : undefined;
-  if (token) return { id: services.console.openSession({ kind: 'operator', tokenId: token.id, now, ttlMs }).id, kind: 'operator' };
-  const principal = secret.startsWith('op_') ? undefined : services.accounts.authenticateKey(secret);
+  const token = secret.startsWith('op_') ? await services.console.findToken(secret) : undefined;
+  if (token) return { id: (await services.console.openSession({ kind: 'operator', tokenId: token.id, now, ttlMs })).id, kind: 'operator' };
+  const principal = secret.startsWith('op_') ? undefined : await services.accounts.authenticateKey(secret);
   if (!principal) throw forbidden('unknown or revoked key or token');
-  const s = services.console.openSession({ kind: 'tenant', accountId: principal.account.id, keyId: principal.keyId, now, ttlMs });
+  const s = await services.console.openSession({ kind: 'tenant', accountId: principal.account.id, keyId: principal.keyId, now, ttlMs });
   return { id: s.id, kind: 'tenant' };
 }

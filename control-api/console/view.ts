@@ -1,6 +1,6 @@
 // Owns the contract between the console's router and its views: what a view is given and what it answers.
 import type { AccountScope } from '../../mta/queue/queue-admin.js';
-import type { AccountRow, KeyScope } from '../../storage/accounts.js';
+import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
 import type { Services } from '../services.js';
 import type { RouteCaller } from './call-route.js';
 import type { Html } from './html.js';
@@ -24,7 +24,7 @@ export interface ViewCtx {
    */
   as(): { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope> };
   /** Accounts whose mail the view shows: the selected one and, for a parent, its sub-accounts; null = all. */
-  scope(): AccountScope;
+  scope(): Promise<AccountScope>;
 }
 
 export type ViewResult = { title: string; body: Html; status?: number } | { redirect: string };

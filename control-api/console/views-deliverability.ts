@@ -3,7 +3,7 @@
 // and per sub-account. Every number comes from the metric roll-ups through the metrics API's own code: the senders
 // routes rank the campaigns and sub-accounts, buildReport (what the report routes answer with) gives the figures.
 import { bucketStarts, buildReport, metricsWindow, type Interval } from '../../mta/queue/metrics.js';
-import type { Metric } from '../../storage/metrics.js';
+import type { Metric } from '../../storage/ports/metrics.js';
 import { badRequest } from '../errors.js';
 import { lineChart } from './chart.js';
 import { href, html, table } from './html.js';
@@ -50,7 +50,7 @@ async function view(c: ViewCtx) {
   const campaign = c.query.campaign || null;
   const report = (accountId: number, camp: string | null) =>
     buildReport(c.services.metrics, { accountId, campaign: camp, window: w.window, interval: win.interval, starts: starts.starts, fields: FIELDS });
-  const chart = report(account.id, campaign);
+  const chart = await report(account.id, campaign);
   const labels = starts.starts.map((b) => new Date(b).toISOString().slice(win.interval === 'hour' ? 11 : 5, win.interval === 'hour' ? 16 : 10));
   const series = SERIES.map((s) => ({ ...s, values: (chart.buckets[s.metric] ?? []).map((b) => b.count) }));
 
@@ -60,15 +60,15 @@ async function view(c: ViewCtx) {
     ((await c.call('GET', '/tx/v1/metrics/senders/{sender_type}', as, { params: { sender_type: type }, query: window })).body as { senders: { name: string }[] }).senders.map((x) => x.name);
   const campaigns = await ranked('campaigns');
   const subAccounts = account.parent_id === null ? await ranked('sub-accounts') : [];
-  const figures = (r: ReturnType<typeof report>) => SERIES.map((s) => r[s.metric] as number);
+  const figures = (r: Awaited<ReturnType<typeof report>>) => SERIES.map((s) => r[s.metric] as number);
   // With a campaign chosen, its row only (the sub-account rows are then that campaign's figures too).
   const shown = campaign ? campaigns.filter((x) => x === campaign) : campaigns.slice(0, TABLE_ROWS);
-  const campaignRows = shown.map((name) => [name, ...figures(report(account.id, name))]);
-  const subRows = subAccounts.slice(0, TABLE_ROWS).flatMap((name) => {
+  const campaignRows = await Promise.all(shown.map(async (name) => [name, ...figures(await report(account.id, name))]));
+  const subRows = (await Promise.all(subAccounts.slice(0, TABLE_ROWS).map(async (name) => {
     const sub = c.viewer.accounts.find((a) => a.handle === name && a.parent_id === account.id);
     if (!sub) return [];
-    return [[html`<a href="${href('/console/deliverability', { account: name, days })}">${name}</a>`, ...figures(report(sub.id, campaign))]];
-  });
+    return [[html`<a href="${href('/console/deliverability', { account: name, days })}">${name}</a>`, ...figures(await report(sub.id, campaign))]];
+  }))).flat();
   const scopeText = subAccounts.length > 0 ? `${account.handle} and its sub-accounts` : account.handle;
   return {
     title: 'Deliverability',

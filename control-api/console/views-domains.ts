@@ -52,7 +52,7 @@ ${table(['Domain', 'Abuse policy', 'Spam header', 'Downstream servers', 'Aliases
 
 async function dkim(c: ViewCtx) {
   const as = c.as();
-  const domainList = c.services.dkim.domains(as.account.id);
+  const domainList = await c.services.dkim.domains(as.account.id);
   const keys: KeyWire[] = [];
   for (const domain of domainList) {
     const reply = await c.call('GET', '/tx/v1/domains/{domain}/dkim-keys', as, { params: { domain }, query: { include_dns_record: 'true', limit: '100' } });

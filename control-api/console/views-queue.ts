@@ -24,7 +24,7 @@ function pageNumber(raw: string | undefined): number {
 
 const accountParam = (c: ViewCtx) => c.account?.handle ?? '*';
 
-function list(c: ViewCtx) {
+async function list(c: ViewCtx) {
   const view = (c.query.state || 'waiting') as QueueView;
   if (!QUEUE_VIEWS.includes(view)) throw badRequest(`state: must be one of ${QUEUE_VIEWS.join(', ')}`);
   let rcpt: string | undefined;
@@ -33,7 +33,7 @@ function list(c: ViewCtx) {
     if (!rcpt) throw badRequest(`rcpt: "${c.query.rcpt}" is not an e-mail address`);
   }
   const pageNo = pageNumber(c.query.page);
-  const rows = c.services.queue.list({ scope: c.scope(), view, rcpt, limit: PAGE + 1, offset: (pageNo - 1) * PAGE });
+  const rows = await c.services.queue.list({ scope: await c.scope(), view, rcpt, limit: PAGE + 1, offset: (pageNo - 1) * PAGE });
   const more = rows.length > PAGE;
   const handle = (id: number | null) => (id === null ? '(relay/DSN)' : (c.viewer.accounts.find((a) => a.id === id)?.handle ?? String(id)));
   const link = (p: number) => href('/console/queue', { account: accountParam(c), state: view, rcpt: c.query.rcpt, page: p });
@@ -62,9 +62,9 @@ ${table(
   };
 }
 
-function detail(c: ViewCtx) {
+async function detail(c: ViewCtx) {
   const id = deliveryId(c);
-  const found = c.services.queue.show(c.scope(), id);
+  const found = await c.services.queue.show(await c.scope(), id);
   if (!found) throw notFound(`delivery ${id} not found`);
   const { delivery: d, message: m, attempts } = found;
   const action = (verb: string) => href(`/console/queue/${id}/${verb}`, { account: accountParam(c) });
@@ -88,11 +88,11 @@ ${m.verdicts ? html`<h2>Inbound verdicts</h2><pre>${JSON.stringify(JSON.parse(m.
 }
 
 function act(verb: 'retry' | 'delete') {
-  return (c: ViewCtx) => {
+  return async (c: ViewCtx) => {
     const id = deliveryId(c);
-    const scope = c.scope();
+    const scope = await c.scope();
     const by = c.viewer.kind === 'operator' ? 'operator (console)' : `${c.viewer.home?.handle ?? 'tenant'} (console)`;
-    const res: QueueAction = verb === 'retry' ? c.services.queue.retry(scope, id) : c.services.queue.remove(scope, id, by);
+    const res: QueueAction = verb === 'retry' ? await c.services.queue.retry(scope, id) : await c.services.queue.remove(scope, id, by);
     if (res === 'not-found') throw notFound(`delivery ${id} not found`);
     if (res === 'not-waiting') throw conflict(verb === 'retry' ? `delivery ${id} is not queued` : `delivery ${id} is not queued or held`);
     return { redirect: href(`/console/queue/${id}`, { account: accountParam(c), done: verb === 'retry' ? 'retried' : 'deleted' }) };

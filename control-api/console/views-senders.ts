@@ -33,9 +33,9 @@ const DONE: Record<string, string> = { delisted: 'Delisted: the sender identity 
 async function view(c: ViewCtx) {
   const as = c.as();
   const account = as.account;
-  const scope = c.scope() ?? [];
+  const scope = (await c.scope()) ?? [];
   const handle = (id: number) => c.viewer.accounts.find((a) => a.id === id)?.handle ?? String(id);
-  const blocks = c.services.abuse.activeBlocks(scope);
+  const blocks = await c.services.abuse.activeBlocks(scope);
   const monitors = (await c.call('GET', '/tx/v1/monitors', as)).body as MonitorBody[];
   const alerts: (AlertBody & { monitor: MonitorBody })[] = [];
   for (const m of monitors) {

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { normaliseDomain } from '../../filters/inbound-names.js';
 import { DKIM_KEY_LENGTHS, dkimDnsRecord, generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
-import type { DkimKeyRow, DkimStatus } from '../../storage/dkim-keys.js';
+import type { DkimKeyRow, DkimStatus } from '../../storage/ports/dkim-keys.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Limit, Offset, TxError } from '../schemas.js';
@@ -82,9 +82,9 @@ export const dkimKeyRoutes: AnyRoute[] = [
       if (!(DKIM_KEY_LENGTHS as readonly number[]).includes(bits)) {
         throw badRequest(`key_length: ${KEY_LENGTH_MESSAGE}`);
       }
-      if (s.dkim.find(principal.account.id, domain, body.selector)) throw conflict(`selector ${body.selector} already exists for ${domain}`);
+      if (await s.dkim.find(principal.account.id, domain, body.selector)) throw conflict(`selector ${body.selector} already exists for ${domain}`);
       const pair = await generateDkimKeyPair(bits);
-      const row = s.dkim.insert({
+      const row = await s.dkim.insert({
         accountId: principal.account.id,
         domain,
         selector: body.selector,
@@ -112,8 +112,8 @@ export const dkimKeyRoutes: AnyRoute[] = [
       include_dns_record: Type.Optional(Type.Boolean({ default: false })),
     }),
     responses: { 200: { description: 'keys', schema: Type.Object({ keys: Type.Array(KeyInfo) }) }, ...common },
-    handler: (s, { principal, params, query }) => {
-      const rows = s.dkim.list(principal.account.id, domainParam(params.domain), {
+    handler: async (s, { principal, params, query }) => {
+      const rows = await s.dkim.list(principal.account.id, domainParam(params.domain), {
         selector: query.selector,
         status: query.status as DkimStatus | undefined,
         limit: query.limit ?? 10,
@@ -131,14 +131,14 @@ export const dkimKeyRoutes: AnyRoute[] = [
     params: KeyParams,
     body: Type.Object({ status: Type.String() }),
     responses: { 204: { description: 'updated' }, 404: { description: 'no such key (or not active, for rotated)' }, ...common },
-    handler: (s, { principal, params, body }) => {
+    handler: async (s, { principal, params, body }) => {
       const status = body.status as DkimStatus;
       if (!['revoked', 'retired', 'rotated'].includes(status)) throw badRequest('status: must be one of revoked, retired, rotated');
-      const row = s.dkim.find(principal.account.id, domainParam(params.domain), params.selector);
+      const row = await s.dkim.find(principal.account.id, domainParam(params.domain), params.selector);
       if (!row) throw notFound(`no DKIM key ${params.selector} for ${params.domain}`);
       if (status === 'rotated' && row.status !== 'active') throw notFound(`DKIM key ${params.selector} is not active`);
       if (row.status === 'revoked' && status !== 'revoked') throw badRequest('status: a revoked key cannot change status');
-      if (row.status !== status) s.dkim.updateStatus(row, status, s.now());
+      if (row.status !== status) await s.dkim.updateStatus(row, status, s.now());
       return { status: 204 };
     },
   }),
@@ -158,13 +158,13 @@ export const dkimKeyRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, params, body }) => {
       const domain = domainParam(params.domain);
-      const old = s.dkim.find(principal.account.id, domain, params.selector);
+      const old = await s.dkim.find(principal.account.id, domain, params.selector);
       if (!old || old.status !== 'active') throw notFound(`no active DKIM key ${params.selector} for ${domain}`);
-      if (s.dkim.find(principal.account.id, domain, body.new_key.selector)) {
+      if (await s.dkim.find(principal.account.id, domain, body.new_key.selector)) {
         throw conflict(`selector ${body.new_key.selector} already exists for ${domain}`);
       }
       const pair = await generateDkimKeyPair(old.key_length);
-      const res = s.dkim.rotate(old, { selector: body.new_key.selector, privateKey: pair.privateKeyPem, publicKey: pair.publicKeyBase64 }, s.now());
+      const res = await s.dkim.rotate(old, { selector: body.new_key.selector, privateKey: pair.privateKeyPem, publicKey: pair.publicKeyBase64 }, s.now());
       if (!res.ok) {
         throw res.reason === 'exists' ? conflict(`selector ${body.new_key.selector} already exists for ${domain}`) : new ApiError(404, [`DKIM key ${params.selector} is not active`]);
       }

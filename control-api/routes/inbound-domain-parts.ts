@@ -27,13 +27,13 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       ...missing,
       409: { description: 'the name is already a domain or an alias, or overlaps another customer\'s domain', schema: CodedError },
     },
-    handler: (s, { principal, params }) => {
-      const row = ownDomain(s, principal, params.domain);
+    handler: async (s, { principal, params }) => {
+      const row = await ownDomain(s, principal, params.domain);
       const alias = domainOrBadRequest(params.alias, 'alias');
-      const added = s.inboundDomains.addAlias(row.id, alias, s.now());
+      const added = await s.inboundDomains.addAlias(row.id, alias, s.now());
       if (added === 'taken') throw conflict(`"${alias}" is already provisioned as a domain or an alias`);
       if (added === 'overlap') throw overlapConflict(alias);
-      return { status: 200, body: { domain: render(s, row.id), alias } };
+      return { status: 200, body: { domain: await render(s, row.id), alias } };
     },
   }),
   defineRoute({
@@ -45,10 +45,10 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
     rateLimited: true,
     params: AliasParams,
     responses: { 204: { description: 'removed' }, ...bad, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      const row = ownDomain(s, principal, params.domain);
+    handler: async (s, { principal, params }) => {
+      const row = await ownDomain(s, principal, params.domain);
       const alias = domainOrBadRequest(params.alias, 'alias');
-      if (!s.inboundDomains.removeAlias(row.id, alias)) throw notFound(`"${alias}" is not an alias of "${row.domain}"`);
+      if (!await s.inboundDomains.removeAlias(row.id, alias)) throw notFound(`"${alias}" is not an alias of "${row.domain}"`);
       return { status: 204 };
     },
   }),
@@ -70,11 +70,11 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       ...common,
       ...missing,
     },
-    handler: (s, { principal, params, query }) => {
-      const row = ownDomain(s, principal, params.domain);
+    handler: async (s, { principal, params, query }) => {
+      const row = await ownDomain(s, principal, params.domain);
       return {
         status: 200,
-        body: { records: s.inboundDomains.listDownstreams(row.id, query.limit ?? 10, query.offset ?? 0) },
+        body: { records: await s.inboundDomains.listDownstreams(row.id, query.limit ?? 10, query.offset ?? 0) },
       };
     },
   }),
@@ -94,13 +94,13 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       ...missing,
     },
     handler: async (s, { principal, params, body }) => {
-      const row = ownDomain(s, principal, params.domain);
+      const row = await ownDomain(s, principal, params.domain);
       const errors: string[] = [];
       const records = parseDownstreams(body.records, 'records', errors);
       await screenDownstreams(s, body.records, 'records', errors);
       if (errors.length > 0) throw new ApiError(400, errors);
-      s.inboundDomains.setDownstreams(row.id, records, s.now());
-      return { status: 201, body: { records: s.inboundDomains.listDownstreams(row.id) } };
+      await s.inboundDomains.setDownstreams(row.id, records, s.now());
+      return { status: 201, body: { records: await s.inboundDomains.listDownstreams(row.id) } };
     },
   }),
 ];

@@ -4,15 +4,15 @@ import { Type, type Static } from '@sinclair/typebox';
 import {
   badDownstreamTargetReason, normaliseDomain, normaliseDownstreamTarget, normaliseEmail,
 } from '../../filters/inbound-names.js';
-import type { KeyPrincipal } from '../../storage/accounts.js';
+import type { KeyPrincipal } from '../../storage/ports/accounts.js';
 import type {
   DomainDetails,
   DomainSections,
   DomainSettings,
   DownstreamAddress,
+  InboundSubscriptionRow,
   ProvisionResult,
-} from '../../storage/inbound-domains.js';
-import type { InboundSubscriptionRow } from '../../storage/inbound-subscriptions.js';
+} from '../../storage/ports/inbound-domains.js';
 import { refusalMessage } from '../../mta/delivery/target-guard.js';
 import { ApiError, badRequest, conflict, forbidden } from '../errors.js';
 import { CodedError } from '../schemas.js';
@@ -149,10 +149,10 @@ export function renderDomain(d: DomainDetails): Static<typeof Domain> {
   };
 }
 
-export function render(s: Services, domainId: number): Static<typeof Domain> {
-  const row = s.inboundDomains.findDomainById(domainId);
+export async function render(s: Services, domainId: number): Promise<Static<typeof Domain>> {
+  const row = await s.inboundDomains.findDomainById(domainId);
   if (!row) throw new Error(`domain ${domainId} vanished`);
-  return renderDomain(s.inboundDomains.details(row));
+  return renderDomain(await s.inboundDomains.details(row));
 }
 
 type SectionInput = {
@@ -241,13 +241,13 @@ export async function screenDownstreams(
 }
 
 /** The account's active subscription of this handle; 400 otherwise (api.md decisions table). */
-export function subscriptionOr400(
+export async function subscriptionOr400(
   s: Services,
   principal: KeyPrincipal,
   handle: string,
   field: string,
-): InboundSubscriptionRow {
-  const sub = s.inboundDomains.findSubscription(principal.account.id, handle);
+): Promise<InboundSubscriptionRow> {
+  const sub = await s.inboundDomains.findSubscription(principal.account.id, handle);
   if (!sub || sub.active !== 1) throw badRequest(`${field}: "${handle}" is not an active subscription of this account`);
   return sub;
 }

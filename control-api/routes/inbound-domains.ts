@@ -34,16 +34,16 @@ export const inboundDomainRoutes: AnyRoute[] = [
       ...bad,
       ...common,
     },
-    handler: (s, { principal, query }) => {
+    handler: async (s, { principal, query }) => {
       const names = query.domains?.map((d, i) => domainOrBadRequest(d, `domains[${i}]`)) ?? null;
-      const { rows, total } = s.inboundDomains.listDomains({
+      const { rows, total } = await s.inboundDomains.listDomains({
         accountId: principal.account.id,
         keyId: principal.keyId,
         names,
         limit: query.limit ?? 10,
         offset: query.offset ?? 0,
       });
-      return { status: 200, body: { domains: rows.map((r) => renderDomain(s.inboundDomains.details(r))), total } };
+      return { status: 200, body: { domains: await Promise.all(rows.map(async (r) => renderDomain(await s.inboundDomains.details(r)))), total } };
     },
   }),
   defineRoute({
@@ -67,11 +67,11 @@ export const inboundDomainRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, query, body }) => {
       const domain = domainOrBadRequest(body.domain, 'domain');
-      const sub = subscriptionOr400(s, principal, body.subscriptionHandle, 'subscriptionHandle');
+      const sub = await subscriptionOr400(s, principal, body.subscriptionHandle, 'subscriptionHandle');
       const { sections, errors } = parseSections(body, domain, '');
       await screenDownstreams(s, body.downstreamAddresses, 'downstreamAddresses', errors);
       if (errors.length > 0) throw new ApiError(400, errors);
-      const res = s.inboundDomains.provision({
+      const res = await s.inboundDomains.provision({
         accountId: principal.account.id,
         callerKeyId: principal.keyId,
         bindKeyId: query['associate-key'] ? principal.keyId : null,
@@ -82,7 +82,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
         now: s.now(),
       });
       if (!res.ok) throw provisionFailure(res, domain);
-      return { status: res.created ? 201 : 200, body: render(s, res.domainId) };
+      return { status: res.created ? 201 : 200, body: await render(s, res.domainId) };
     },
   }),
   defineRoute({
@@ -119,14 +119,14 @@ export const inboundDomainRoutes: AnyRoute[] = [
       ...common,
     },
     handler: async (s, { principal, query, body }) => {
-      const sub = subscriptionOr400(s, principal, query.subscriptionHandle, 'subscriptionHandle');
+      const sub = await subscriptionOr400(s, principal, query.subscriptionHandle, 'subscriptionHandle');
       // OAS-I: exceeding the subscription's domain limit provisions none of them (403).
       const newNames = new Set<string>();
       for (const item of body.domains) {
         const name = normaliseDomain(item.domain);
-        if (name && !s.inboundDomains.findDomain(name) && !s.inboundDomains.findAlias(name)) newNames.add(name);
+        if (name && !await s.inboundDomains.findDomain(name) && !await s.inboundDomains.findAlias(name)) newNames.add(name);
       }
-      if (newNames.size > s.inboundDomains.remainingOnSubscription(principal.account.id, sub)) {
+      if (newNames.size > await s.inboundDomains.remainingOnSubscription(principal.account.id, sub)) {
         throw forbidden('provisioning these domains would exceed the subscription\'s domain limit; none provisioned');
       }
       const successes: Static<typeof CommentedDomain>[] = [];
@@ -145,7 +145,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
           errors.push({ domain: stub, code: 400, comment: parsed.errors.join('; ') });
           continue;
         }
-        const res = s.inboundDomains.provision({
+        const res = await s.inboundDomains.provision({
           accountId: principal.account.id,
           callerKeyId: principal.keyId,
           bindKeyId: query['associate-key'] ? principal.keyId : null,
@@ -157,7 +157,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
         });
         if (res.ok) {
           successes.push({
-            domain: render(s, res.domainId),
+            domain: await render(s, res.domainId),
             code: res.created ? 201 : 200,
             ...(res.created ? {} : { comment: 'already provisioned by this account' }),
           });
@@ -178,8 +178,8 @@ export const inboundDomainRoutes: AnyRoute[] = [
     rateLimited: true,
     params: DomainParams,
     responses: { 204: { description: 'removed' }, ...bad, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      s.inboundDomains.deleteDomain(ownDomain(s, principal, params.domain).id);
+    handler: async (s, { principal, params }) => {
+      await s.inboundDomains.deleteDomain((await ownDomain(s, principal, params.domain)).id);
       return { status: 204 };
     },
   }),
@@ -200,7 +200,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
       409: { description: 'an alias is already provisioned elsewhere, or overlaps another customer\'s domain', schema: CodedError },
     },
     handler: async (s, { principal, params, body }) => {
-      const row = ownDomain(s, principal, params.domain);
+      const row = await ownDomain(s, principal, params.domain);
       const { sections, errors } = parseSections(
         {
           settings: {
@@ -218,7 +218,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
       );
       await screenDownstreams(s, body.downstreamAddresses, 'downstreamAddresses', errors);
       if (errors.length > 0) throw new ApiError(400, errors);
-      const res = s.inboundDomains.updateSections(row.id, sections, s.now());
+      const res = await s.inboundDomains.updateSections(row.id, sections, s.now());
       if (!res.ok) throw provisionFailure(res, row.domain);
       return { status: 200 }; // OAS-I: 200 without content (app.ts sends no body and no Content-Type)
     },
@@ -233,13 +233,13 @@ export const inboundDomainRoutes: AnyRoute[] = [
     params: DomainParams,
     body: Type.Object({ apiKey: Type.String({ minLength: 1, maxLength: 512 }) }),
     responses: { 204: { description: 'bound' }, ...bad, ...common, ...missing },
-    handler: (s, { principal, params, body }) => {
-      const row = ownDomain(s, principal, params.domain);
-      const target = s.accounts.authenticateKey(body.apiKey.trim());
+    handler: async (s, { principal, params, body }) => {
+      const row = await ownDomain(s, principal, params.domain);
+      const target = await s.accounts.authenticateKey(body.apiKey.trim());
       if (!target || target.account.id !== principal.account.id || target.scope !== 'inbound') {
         throw badRequest('apiKey: not a live API key of scope "inbound" of this account');
       }
-      s.inboundDomains.bindKey(row.id, target.keyId, s.now());
+      await s.inboundDomains.bindKey(row.id, target.keyId, s.now());
       return { status: 204 };
     },
   }),

@@ -2,14 +2,8 @@
 // (/domains/{domain}/lists/{listname}) and recipient (/users/{email}/lists/{listname}).
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { normaliseDomain, normaliseEmail } from '../../filters/inbound-names.js';
-import type { KeyPrincipal } from '../../storage/accounts.js';
-import {
-  parseIpItem,
-  type ListAction,
-  type ListEntryRow,
-  type ListItemType,
-  type ListScope,
-} from '../../storage/inbound-lists.js';
+import type { KeyPrincipal } from '../../storage/ports/accounts.js';
+import { parseIpItem, type ListAction, type ListEntryRow, type ListItemType, type ListScope } from '../../storage/ports/inbound-lists.js';
 import { badRequest } from '../errors.js';
 import { ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -69,7 +63,7 @@ interface Level {
   name: 'account' | 'domain' | 'recipient';
   prefix: string;
   params: Record<string, ReturnType<typeof Type.String>>;
-  scope: (s: Services, principal: KeyPrincipal, params: Record<string, string>) => ListScope;
+  scope: (s: Services, principal: KeyPrincipal, params: Record<string, string>) => ListScope | Promise<ListScope>;
   errors: Record<number, { description: string; schema: typeof CodedError }>;
 }
 
@@ -91,8 +85,8 @@ const LEVELS: Level[] = [
     name: 'domain',
     prefix: '/inbound/v1/domains/{domain}/lists',
     params: { domain: Type.String({ maxLength: 1024 }) },
-    scope: (s, principal, params) => {
-      const row = ownDomain(s, principal, params.domain ?? '');
+    scope: async (s, principal, params) => {
+      const row = await ownDomain(s, principal, params.domain ?? '');
       return { level: 'domain', accountId: principal.account.id, domainId: row.id, domain: row.domain };
     },
     errors: { 404: { description: 'no such domain of this account', schema: CodedError } },
@@ -102,11 +96,11 @@ const LEVELS: Level[] = [
     prefix: '/inbound/v1/users/{email}/lists',
     params: { email: Type.String({ maxLength: 320 }) },
     // A recipient is any address on one of the caller's provisioned domains (recipients need not be created first).
-    scope: (s, principal, params) => {
+    scope: async (s, principal, params) => {
       const raw = params.email ?? '';
       const email = normaliseEmail(raw);
       if (!email) throw badRequest(`email: "${raw}" is not a valid e-mail address`);
-      const row = ownDomain(s, principal, email.slice(email.lastIndexOf('@') + 1));
+      const row = await ownDomain(s, principal, email.slice(email.lastIndexOf('@') + 1));
       return { level: 'recipient', accountId: principal.account.id, domainId: row.id, recipient: email };
     },
     errors: { 404: { description: 'the address is not on a domain of this account', schema: CodedError } },
@@ -133,10 +127,10 @@ function routesFor(level: Level): AnyRoute[] {
         ...authErrors,
         ...level.errors,
       },
-      handler: (s, { principal, params: p }) => {
-        const scope = level.scope(s, principal, p as Record<string, string>);
+      handler: async (s, { principal, params: p }) => {
+        const scope = await level.scope(s, principal, p as Record<string, string>);
         const action = canonicalList((p as { listname: Static<typeof ListName> }).listname);
-        return { status: 200, body: s.inboundLists.listEntries(scope, action).map(render) };
+        return { status: 200, body: (await s.inboundLists.listEntries(scope, action)).map(render) };
       },
     }),
     defineRoute({
@@ -154,11 +148,11 @@ function routesFor(level: Level): AnyRoute[] {
         ...authErrors,
         ...level.errors,
       },
-      handler: (s, { principal, params: p, body }) => {
-        const scope = level.scope(s, principal, p as Record<string, string>);
+      handler: async (s, { principal, params: p, body }) => {
+        const scope = await level.scope(s, principal, p as Record<string, string>);
         const action = canonicalList((p as { listname: Static<typeof ListName> }).listname);
         const item = itemOr400((body as { item: string }).item, 'item');
-        return { status: 201, body: render(s.inboundLists.addEntry(scope, { ...item, action }, s.now())) };
+        return { status: 201, body: render(await s.inboundLists.addEntry(scope, { ...item, action }, s.now())) };
       },
     }),
     defineRoute({
@@ -171,11 +165,11 @@ function routesFor(level: Level): AnyRoute[] {
       params,
       query: Type.Object({ item: Type.String({ minLength: 1, maxLength: 320 }) }),
       responses: { 204: { description: 'removed' }, ...bad, ...authErrors, ...level.errors },
-      handler: (s, { principal, params: p, query }) => {
-        const scope = level.scope(s, principal, p as Record<string, string>);
+      handler: async (s, { principal, params: p, query }) => {
+        const scope = await level.scope(s, principal, p as Record<string, string>);
         const action = canonicalList((p as { listname: Static<typeof ListName> }).listname);
         const item = itemOr400((query as { item: string }).item, 'item');
-        s.inboundLists.removeEntry(scope, action, item.item);
+        await s.inboundLists.removeEntry(scope, action, item.item);
         return { status: 204 };
       },
     }),

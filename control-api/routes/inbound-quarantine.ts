@@ -3,8 +3,8 @@
 import { Type } from '@sinclair/typebox';
 import { normaliseEmail } from '../../filters/inbound-names.js';
 import { deleteQuarantined, releaseQuarantined } from '../../mta/inbound/quarantine-release.js';
-import type { KeyPrincipal } from '../../storage/accounts.js';
-import { quarantineStatus, type QuarantineRow } from '../../storage/quarantine.js';
+import type { KeyPrincipal } from '../../storage/ports/accounts.js';
+import { QUARANTINE_LEASE_MS, quarantineStatus, type QuarantineRow } from '../../storage/ports/quarantine.js';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { domainOrBadRequest } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -58,7 +58,7 @@ function render(s: Services, row: QuarantineRow) {
     size: row.size,
     score: row.score,
     reason: row.reason,
-    status: quarantineStatus(row, s.now(), s.quarantine.leaseMs),
+    status: quarantineStatus(row, s.now(), QUARANTINE_LEASE_MS),
     created_at: iso(row.created_at) as string,
     expires_at: iso(row.expires_at) as string,
     released_at: iso(row.released_at),
@@ -69,10 +69,10 @@ function render(s: Services, row: QuarantineRow) {
  * The caller's quarantined message `id`: 404 when absent or another account's; 403 when its domain is bound to
  * another API key (associate-key), like every other route on that domain.
  */
-function ownMessage(s: Services, principal: KeyPrincipal, id: number): QuarantineRow {
-  const row = s.quarantine.find(principal.account.id, id);
+async function ownMessage(s: Services, principal: KeyPrincipal, id: number): Promise<QuarantineRow> {
+  const row = await s.quarantine.find(principal.account.id, id);
   if (!row) throw notFound(`quarantined message ${id} not found`);
-  const domain = row.domain_id === null ? undefined : s.inboundDomains.findDomainById(row.domain_id);
+  const domain = row.domain_id === null ? undefined : await s.inboundDomains.findDomainById(row.domain_id);
   if (domain && domain.api_key_id !== null && domain.api_key_id !== principal.keyId) {
     throw forbidden(`domain "${row.domain}" is associated with another API key`);
   }
@@ -111,7 +111,7 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
       400: { description: 'invalid filter', schema: CodedError },
       ...authErrors,
     },
-    handler: (s, { principal, query }) => {
+    handler: async (s, { principal, query }) => {
       const date = (v: string | undefined, field: string) => {
         if (v === undefined) return undefined;
         const ms = Date.parse(v);
@@ -123,7 +123,7 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
         recipient = normaliseEmail(query.recipient) ?? undefined;
         if (!recipient) throw badRequest(`recipient: "${query.recipient}" is not a valid e-mail address`);
       }
-      const page = s.quarantine.list(
+      const page = await s.quarantine.list(
         {
           accountId: principal.account.id,
           keyId: principal.keyId,
@@ -155,8 +155,8 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
       404: { description: 'no such message of this account', schema: CodedError },
       ...authErrors,
     },
-    handler: (s, { principal, params }) => {
-      const row = ownMessage(s, principal, Number(params.id));
+    handler: async (s, { principal, params }) => {
+      const row = await ownMessage(s, principal, Number(params.id));
       return { status: 200, body: { ...render(s, row), verdicts: JSON.parse(row.verdicts) as unknown[] } };
     },
   }),
@@ -174,9 +174,9 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
       404: { description: 'no such message of this account', schema: CodedError },
       ...authErrors,
     },
-    handler: (s, { principal, params }) => {
-      const row = ownMessage(s, principal, Number(params.id));
-      const raw = s.quarantine.raw(principal.account.id, row.id);
+    handler: async (s, { principal, params }) => {
+      const row = await ownMessage(s, principal, Number(params.id));
+      const raw = await s.quarantine.raw(principal.account.id, row.id);
       if (!raw) throw notFound(`quarantined message ${params.id} not found`);
       return { status: 200, body: raw, type: 'message/rfc822' };
     },
@@ -197,7 +197,7 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
       ...authErrors,
     },
     handler: async (s, { principal, params }) => {
-      ownMessage(s, principal, Number(params.id));
+      await ownMessage(s, principal, Number(params.id));
       const res = await releaseQuarantined(actionDeps(s), principal.account.id, Number(params.id));
       if (res.ok && res.learned === 'failed') s.logger.warn({ quarantineId: params.id }, 'classifier could not learn a released message as ham');
       if (res.ok) return { status: 200, body: render(s, res.row) };
@@ -235,7 +235,7 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
       ...authErrors,
     },
     handler: async (s, { principal, params, query }) => {
-      ownMessage(s, principal, Number(params.id));
+      await ownMessage(s, principal, Number(params.id));
       const res = await deleteQuarantined(actionDeps(s), principal.account.id, Number(params.id), { asSpam: query.as_spam === true });
       if (!res.ok) {
         if (res.reason === 'not-found') throw notFound(`quarantined message ${params.id} not found`);

@@ -2,7 +2,7 @@
 // against, and false positive / negative reports stored for the operator.
 import { Type } from '@sinclair/typebox';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
-import { subscriptionLimits } from '../../storage/inbound-subscriptions.js';
+import { subscriptionLimits } from '../../storage/ports/inbound-domains.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError } from '../schemas.js';
@@ -37,9 +37,9 @@ export const inboundServiceRoutes: AnyRoute[] = [
     auth: 'inbound',
     rateLimited: true,
     responses: { 200: { description: 'subscriptions', schema: Type.Array(Subscription) }, ...common },
-    handler: (s, { principal }) => ({
+    handler: async (s, { principal }) => ({
       status: 200,
-      body: s.inboundDomains.listSubscriptions(principal.account.id).map((sub) => ({
+      body: (await s.inboundDomains.listSubscriptions(principal.account.id)).map((sub) => ({
         handle: sub.handle,
         active: sub.active === 1,
         plan: { handle: sub.plan_handle, name: sub.plan_name },
@@ -81,7 +81,7 @@ export const inboundServiceRoutes: AnyRoute[] = [
       if (!FIRST_FIELD.test(body.messageContent)) {
         throw badRequest('messageContent: not an RFC 5322 message (it must start with a header field)');
       }
-      s.inboundReports.insertReport({
+      await s.inboundReports.insertReport({
         account_id: principal.account.id,
         api_key_id: principal.keyId,
         report_type: query.report_type,

@@ -16,8 +16,8 @@ export const inboundStatusRoutes: AnyRoute[] = [
       401: { description: 'missing or unknown API key', schema: CodedError },
       503: { description: 'degraded, or rate limit exceeded', schema: CodedError },
     },
-    handler: (s) => {
-      const health = s.health();
+    handler: async (s) => {
+      const health = await s.health();
       const ok = health.storage && health.listeners.mx !== false;
       if (!ok) throw new ApiError(503, ['the inbound service is degraded']);
       // OAS-I documents 200 without content: no body and no Content-Type (app.ts).

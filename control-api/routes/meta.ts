@@ -17,10 +17,10 @@ const Ready = Type.Object({
 });
 
 /** The facts of health and what is wrong with them, one line each (none when healthy). */
-function diagnose(s: Services, probe: boolean): { storage: boolean; listeners: Record<string, boolean>; reasons: string[] } {
+async function diagnose(s: Services, probe: boolean): Promise<{ storage: boolean; listeners: Record<string, boolean>; reasons: string[] }> {
   let report;
   try {
-    report = s.health({ probe });
+    report = await s.health({ probe });
   } catch {
     return { storage: false, listeners: {}, reasons: ['storage: reads fail'] };
   }
@@ -42,8 +42,8 @@ export function metaRoutes(routes: readonly AnyRoute[], version: string): AnyRou
       tags: ['service'],
       auth: 'none',
       responses: { 200: { description: 'healthy', schema: Health }, 503: { description: 'degraded, with reasons', schema: Health } },
-      handler: (s) => {
-        const d = diagnose(s, false);
+      handler: async (s) => {
+        const d = await diagnose(s, false);
         const ok = d.reasons.length === 0;
         const body = { status: ok ? 'ok' : 'degraded', storage: d.storage, listeners: d.listeners };
         return { status: ok ? 200 : 503, body: ok ? body : { ...body, reasons: d.reasons } };
@@ -57,8 +57,8 @@ export function metaRoutes(routes: readonly AnyRoute[], version: string): AnyRou
       tags: ['service'],
       auth: 'none',
       responses: { 200: { description: 'ready', schema: Ready }, 503: { description: 'not ready, with reasons', schema: Ready } },
-      handler: (s) => {
-        const d = diagnose(s, true);
+      handler: async (s) => {
+        const d = await diagnose(s, true);
         return d.reasons.length === 0
           ? { status: 200, body: { ready: true } }
           : { status: 503, body: { ready: false, reasons: d.reasons } };

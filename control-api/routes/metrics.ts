@@ -1,7 +1,7 @@
 // Owns GET /tx/v1/metrics/* (api.md §2.5): engagement, performance, recipient behaviour, volume and senders.
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { KeyPrincipal } from '../../storage/accounts.js';
-import type { Metric } from '../../storage/metrics.js';
+import type { KeyPrincipal } from '../../storage/ports/accounts.js';
+import type { Metric } from '../../storage/ports/metrics.js';
 import {
   bucketStarts, buildReport, INTERVALS, isoTime, metricsWindow, rankSenders, REPORTS, senderTotals, type Interval, type ReportName,
 } from '../../mta/queue/metrics.js';
@@ -81,10 +81,10 @@ function reportSchema(fields: readonly Metric[]): TSchema {
 }
 
 /** The account whose figures are asked: the caller (a parent: with its sub-accounts), or one sub-account of it. */
-function subject(s: Services, principal: KeyPrincipal, subHandle: string | undefined): number {
+async function subject(s: Services, principal: KeyPrincipal, subHandle: string | undefined): Promise<number> {
   if (subHandle === undefined) return principal.account.id;
   if (principal.account.parent_id !== null) throw forbidden('sub_account: only a parent account key can ask for a sub-account');
-  return ownSubAccount(s, principal, subHandle).id;
+  return (await ownSubAccount(s, principal, subHandle)).id;
 }
 
 function windowOf(s: Services, q: { start_time?: string; end_time?: string }) {
@@ -116,13 +116,13 @@ const reportRoutes: AnyRoute[] = (Object.keys(REPORTS) as ReportName[]).map((nam
     auth: 'api',
     query: MetricsQuery,
     responses: { 200: { description: 'figures of the window, and one bucket per interval period (zeros included)', schema: reportSchema(REPORTS[name]) }, ...errors },
-    handler: (s, { principal, query }) => {
-      const accountId = subject(s, principal, query.sub_account);
+    handler: async (s, { principal, query }) => {
+      const accountId = await subject(s, principal, query.sub_account);
       const w = windowOf(s, query);
       const interval = (query.interval ?? 'day') as Interval;
       const starts = bucketStarts(w, interval);
       if (!starts.ok) throw badRequest(starts.error);
-      const body = buildReport(s.metrics, {
+      const body = await buildReport(s.metrics, {
         accountId,
         campaign: query.campaign_id ?? null,
         window: w,
@@ -175,16 +175,16 @@ export const metricsRoutes: AnyRoute[] = [
       },
       ...errors,
     },
-    handler: (s, { principal, params, query }) => {
+    handler: async (s, { principal, params, query }) => {
       if (params.sender_type === 'sub-accounts' && query.sub_account !== undefined) {
         throw badRequest('sub_account: not with sender_type sub-accounts (it ranks the sub-accounts themselves)');
       }
-      const accountId = subject(s, principal, query.sub_account);
+      const accountId = await subject(s, principal, query.sub_account);
       const asked = windowOf(s, query);
       // A sub-account has no sub-accounts of its own: its ranking is empty.
       const { rows, window: w } = params.sender_type === 'campaigns'
-        ? senderTotals(s.metrics, 'campaigns', accountId, asked)
-        : principal.account.parent_id === null ? senderTotals(s.metrics, 'subAccounts', accountId, asked) : { rows: [], window: asked };
+        ? await senderTotals(s.metrics, 'campaigns', accountId, asked)
+        : principal.account.parent_id === null ? await senderTotals(s.metrics, 'subAccounts', accountId, asked) : { rows: [], window: asked };
       const limit = query.limit ?? 10;
       const offset = query.offset ?? 0;
       const ranked = rankSenders(rows, { limit, offset, order: query.sort_order ?? 'desc' });

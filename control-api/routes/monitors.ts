@@ -4,8 +4,8 @@ import { Type } from '@sinclair/typebox';
 import { ALERT_CONDITION_NAMES, ALERT_CONDITIONS, MAX_INTERVAL_HOURS, MIN_INTERVAL_HOURS, type AlertCondition } from '../../filters/alert-conditions.js';
 import { normalizeAddress } from '../../mta/outbound/mailbox.js';
 import { domainOf } from '../../mta/smtp/address.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { AlertRow, MonitorRow } from '../../storage/alerts.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { AlertRow, MonitorRow } from '../../storage/ports/alerts.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { lockdownError } from '../outbound-answers.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -161,10 +161,10 @@ export const monitorRoutes: AnyRoute[] = [
       const target = monitorTarget({ ...body, delivery });
       if (delivery === 'webhook') await screenEndpoint(s, target, 'webhook_url');
       if (delivery === 'email') await mayAlertByEmail(s, principal.account, target);
-      if (s.alerts.listMonitors(principal.account.id).length >= MAX_MONITORS) {
+      if ((await s.alerts.listMonitors(principal.account.id)).length >= MAX_MONITORS) {
         throw conflict(`an account has at most ${MAX_MONITORS} monitors; delete one first`);
       }
-      const m = s.alerts.createMonitor({
+      const m = await s.alerts.createMonitor({
         accountId: principal.account.id,
         condition: body.condition,
         intervalHours: body.interval_hours,
@@ -182,7 +182,7 @@ export const monitorRoutes: AnyRoute[] = [
     tags,
     auth: 'api',
     responses: { 200: { description: 'monitors, oldest first', schema: Type.Array(Monitor) }, ...keyProblem },
-    handler: (s, { principal }) => ({ status: 200, body: s.alerts.listMonitors(principal.account.id).map(renderMonitor) }),
+    handler: async (s, { principal }) => ({ status: 200, body: (await s.alerts.listMonitors(principal.account.id)).map(renderMonitor) }),
   }),
   defineRoute({
     method: 'GET',
@@ -192,8 +192,8 @@ export const monitorRoutes: AnyRoute[] = [
     auth: 'api',
     params: IdParams,
     responses: { 200: { description: 'the monitor', schema: Monitor }, 400: { description: 'bad id', schema: TxError }, ...keyProblem, ...missing },
-    handler: (s, { principal, params }) => {
-      const m = s.alerts.findMonitor(principal.account.id, monitorId(params.id));
+    handler: async (s, { principal, params }) => {
+      const m = await s.alerts.findMonitor(principal.account.id, monitorId(params.id));
       if (!m) throw notFound(`no monitor ${params.id}`);
       return { status: 200, body: renderMonitor(m) };
     },
@@ -207,10 +207,10 @@ export const monitorRoutes: AnyRoute[] = [
     params: IdParams,
     query: Type.Object({ limit: Limit(1000, 100) }),
     responses: { 200: { description: 'alerts', schema: Type.Array(Alert) }, 400: { description: 'bad id or limit', schema: TxError }, ...keyProblem, ...missing },
-    handler: (s, { principal, params, query }) => {
-      const m = s.alerts.findMonitor(principal.account.id, monitorId(params.id));
+    handler: async (s, { principal, params, query }) => {
+      const m = await s.alerts.findMonitor(principal.account.id, monitorId(params.id));
       if (!m) throw notFound(`no monitor ${params.id}`);
-      const rows = s.alerts.listAlerts({ accountId: principal.account.id, monitorId: m.id, limit: query.limit ?? 100 });
+      const rows = await s.alerts.listAlerts({ accountId: principal.account.id, monitorId: m.id, limit: query.limit ?? 100 });
       return { status: 200, body: rows.map(renderAlert) };
     },
   }),
@@ -222,8 +222,8 @@ export const monitorRoutes: AnyRoute[] = [
     auth: 'api',
     params: IdParams,
     responses: { 204: { description: 'deleted' }, 400: { description: 'bad id', schema: TxError }, ...keyProblem, ...missing },
-    handler: (s, { principal, params }) => {
-      if (!s.alerts.deleteMonitor(principal.account.id, monitorId(params.id))) throw notFound(`no monitor ${params.id}`);
+    handler: async (s, { principal, params }) => {
+      if (!await s.alerts.deleteMonitor(principal.account.id, monitorId(params.id))) throw notFound(`no monitor ${params.id}`);
       return { status: 204 };
     },
   }),

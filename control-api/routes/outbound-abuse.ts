@@ -1,7 +1,7 @@
 // Owns POST /outbound/v1/remediation (api.md §6), lifting the block of a sender identity, and POST
 // /outbound/v1/alertcount, alerts per time bucket; both scoped by key and by the optional X-Customer-Handle header.
 import { Type } from '@sinclair/typebox';
-import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
+import type { AccountRow, KeyPrincipal } from '../../storage/ports/accounts.js';
 import { ApiError, badRequest, forbidden, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError } from '../schemas.js';
@@ -63,12 +63,12 @@ const AlertCountBody = Type.Object(
  * sub-accounts); with it, only the account it names — the key's own, or for a parent key one of its live
  * sub-accounts. Any other handle is 403.
  */
-export function customerScope(s: Services, principal: KeyPrincipal, header: string | string[] | undefined): number[] {
+export async function customerScope(s: Services, principal: KeyPrincipal, header: string | string[] | undefined): Promise<number[]> {
   const handle = (Array.isArray(header) ? header[0] : header)?.trim();
   if (handle === undefined || handle === '') return visibleAccounts(s, principal);
   if (handle === principal.account.handle) return [principal.account.id];
   const sub: AccountRow | undefined =
-    principal.account.parent_id === null ? s.accounts.findSubAccount(principal.account.id, handle) : undefined;
+    principal.account.parent_id === null ? await s.accounts.findSubAccount(principal.account.id, handle) : undefined;
   if (!sub) throw forbidden(`X-Customer-Handle "${handle}" does not match this API key's account`);
   return [sub.id];
 }
@@ -99,22 +99,22 @@ export const outboundAbuseRoutes: AnyRoute[] = [
       403: coded('API key of the wrong scope, or X-Customer-Handle names another account'),
       503: coded('more than 100 requests per second for this customer'),
     },
-    handler: (s, { principal, body, headers }) => {
+    handler: async (s, { principal, body, headers }) => {
       const since = parseInstant('start_date', body.start_date);
       const until = parseInstant('end_date', body.end_date);
       if (until <= since) throw badRequest('end_date: must be after start_date');
       const interval = body.interval ?? 'days';
       const b = alertBuckets(since, until, interval);
       if (b.count > MAX_BUCKETS) throw badRequest(`interval: ${b.count} ${interval} exceed the ${MAX_BUCKETS} buckets one answer may hold`);
-      let accountIds = customerScope(s, principal, headers['x-customer-handle']);
+      let accountIds = await customerScope(s, principal, headers['x-customer-handle']);
       if (body.sub_account_filter !== undefined) {
-        const sub = principal.account.parent_id === null ? s.accounts.findSubAccount(principal.account.id, body.sub_account_filter) : undefined;
+        const sub = principal.account.parent_id === null ? await s.accounts.findSubAccount(principal.account.id, body.sub_account_filter) : undefined;
         const own = principal.account.handle === body.sub_account_filter ? principal.account : undefined;
         const target = sub ?? own;
         if (!target) throw badRequest(`sub_account_filter: no sub-account "${body.sub_account_filter}" of this account`);
         accountIds = accountIds.filter((id) => id === target.id);
       }
-      const counts = s.alerts.countBuckets({ accountIds, senderId: body.sender_id ?? null, origin: b.origin, since, until, sizeMs: b.sizeMs });
+      const counts = await s.alerts.countBuckets({ accountIds, senderId: body.sender_id ?? null, origin: b.origin, since, until, sizeMs: b.sizeMs });
       const out: Record<string, number> = {};
       for (let i = 0; i < b.count; i++) out[bucketKey(b.origin + i * b.sizeMs)] = counts.get(i) ?? 0;
       return { status: 200, body: out };
@@ -138,13 +138,13 @@ export const outboundAbuseRoutes: AnyRoute[] = [
       404: coded('nothing matching is blocked'),
       429: coded('this identity was delisted too often within 24 hours (abuse.delist_per_day); the operator must lift it (sluice senders unblock)'),
     },
-    handler: (s, { principal, query, headers }) => {
+    handler: async (s, { principal, query, headers }) => {
       if (query.message_id === undefined && query.sender === undefined) {
         throw badRequest('message_id or sender is required (query parameters)');
       }
-      const accounts = customerScope(s, principal, headers['x-customer-handle']);
+      const accounts = await customerScope(s, principal, headers['x-customer-handle']);
       const target = query.message_id !== undefined ? { messageId: query.message_id } : { sender: query.sender };
-      const r = s.abuse.remediate(accounts, target);
+      const r = await s.abuse.remediate(accounts, target);
       if (!r.ok && r.reason === 'not-found') {
         throw notFound(
           query.message_id !== undefined

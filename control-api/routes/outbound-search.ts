@@ -1,7 +1,7 @@
 // Owns POST /outbound/v1/search (api.md §6): validates filters, dates and paging, scopes by tenant, renders rows.
 import { Type, type TUnsafe } from '@sinclair/typebox';
-import type { AccountRow, KeyPrincipal } from '../../storage/accounts.js';
-import { SPAM_DISPOSITIONS, VIRUS_DISPOSITIONS, type SmtpLogFilters, type SmtpLogRow } from '../../storage/smtp-log.js';
+import type { AccountRow, KeyPrincipal } from '../../storage/ports/accounts.js';
+import { SPAM_DISPOSITIONS, VIRUS_DISPOSITIONS, type SmtpLogFilters, type SmtpLogRow } from '../../storage/ports/smtp-log.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, CodedError } from '../schemas.js';
@@ -146,13 +146,13 @@ export function searchRange(
  * Accounts whose rows the caller may see (architecture invariant 5): a sub-account key only its own; a parent key
  * its own and its live sub-accounts'.
  */
-export function visibleAccounts(services: Services, principal: KeyPrincipal): number[] {
+export async function visibleAccounts(services: Services, principal: KeyPrincipal): Promise<number[]> {
   const own = principal.account;
   if (own.parent_id !== null) return [own.id];
   const ids = [own.id];
   const pageSize = 1000;
   for (let offset = 0; ; offset += pageSize) {
-    const subs: AccountRow[] = services.accounts.listSubAccounts(own.id, pageSize, offset);
+    const subs: AccountRow[] = await services.accounts.listSubAccounts(own.id, pageSize, offset);
     ids.push(...subs.map((a) => a.id));
     if (subs.length < pageSize) return ids;
   }
@@ -207,7 +207,7 @@ export const outboundSearchRoutes: AnyRoute[] = [
       403: coded('API key of the wrong scope'),
       503: coded('more than 100 searches per second for this customer'),
     },
-    handler: (s, { principal, query, body }) => {
+    handler: async (s, { principal, query, body }) => {
       const startAt = query.start_at ?? 0;
       const count = query.count ?? 20;
       if (startAt + count > MAX_RESULT_DEPTH) {
@@ -235,9 +235,9 @@ export const outboundSearchRoutes: AnyRoute[] = [
         since: range.since,
         until: range.until,
       };
-      const accounts = visibleAccounts(s, principal);
-      const rows = s.smtpLog.search(accounts, filters, { startAt, count });
-      const blocked = rows.length > 0 ? s.abuse.blockedIdentities(accounts) : new Set<string>();
+      const accounts = await visibleAccounts(s, principal);
+      const rows = await s.smtpLog.search(accounts, filters, { startAt, count });
+      const blocked = rows.length > 0 ? await s.abuse.blockedIdentities(accounts) : new Set<string>();
       const results = rows.map((r) => render(r, blocked));
       return { status: 200, body: range.defaulted ? { notice: DEFAULT_WINDOW_NOTICE, results } : { results } };
     },

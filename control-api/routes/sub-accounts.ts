@@ -1,7 +1,7 @@
 // Owns the /tx/v1/sub-account routes (api.md §2.6): lifecycle, API keys, SMTP passwords, limits and usage.
 import crypto from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import { usagePeriod, type AccountRow } from '../../storage/accounts.js';
+import { usagePeriod, type AccountRow } from '../../storage/ports/accounts.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { BoundedInteger, Handle, MAX_INTEGER, Paging, TxError, UsageStats, usageWindow } from '../schemas.js';
@@ -49,9 +49,9 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     query: Type.Object(Paging(1000, 1000)),
     responses: { 200: { description: 'sub-accounts', schema: Type.Array(SubAccount) }, ...common },
-    handler: (s, { principal, query }) => {
+    handler: async (s, { principal, query }) => {
       const parent = requireParent(principal);
-      const rows = s.accounts.listSubAccounts(parent.id, query.limit ?? 1000, query.offset ?? 0);
+      const rows = await s.accounts.listSubAccounts(parent.id, query.limit ?? 1000, query.offset ?? 0);
       return { status: 200, body: rows.map(render) };
     },
   }),
@@ -72,12 +72,12 @@ export const subAccountRoutes: AnyRoute[] = [
       409: { description: 'handle already exists', schema: TxError },
       ...common,
     },
-    handler: (s, { principal, body }) => {
+    handler: async (s, { principal, body }) => {
       const parent = requireParent(principal);
       const explicit = body.handle;
       for (let attempt = 0; attempt < 5; attempt++) {
         const handle = explicit ?? generateHandle();
-        const res = s.accounts.createAccount({
+        const res = await s.accounts.createAccount({
           handle,
           companyName: body.company_name,
           parentId: parent.id,
@@ -97,9 +97,9 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     params: HandleParams,
     responses: { 204: { description: 'deleted' }, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
-      s.accounts.deleteAccount(sub.id, s.now());
+    handler: async (s, { principal, params }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
+      await s.accounts.deleteAccount(sub.id, s.now());
       return { status: 204 };
     },
   }),
@@ -111,8 +111,8 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     params: HandleParams,
     responses: { 204: { description: 'suspended' }, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      s.accounts.setEnabled(ownSubAccount(s, principal, params.handle).id, false);
+    handler: async (s, { principal, params }) => {
+      await s.accounts.setEnabled((await ownSubAccount(s, principal, params.handle)).id, false);
       return { status: 204 };
     },
   }),
@@ -124,8 +124,8 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     params: HandleParams,
     responses: { 204: { description: 'activated' }, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      s.accounts.setEnabled(ownSubAccount(s, principal, params.handle).id, true);
+    handler: async (s, { principal, params }) => {
+      await s.accounts.setEnabled((await ownSubAccount(s, principal, params.handle)).id, true);
       return { status: 204 };
     },
   }),
@@ -142,9 +142,9 @@ export const subAccountRoutes: AnyRoute[] = [
       ...common,
       ...missing,
     },
-    handler: (s, { principal, params }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
-      const res = s.accounts.createApiKey(sub.id, 'api', s.now());
+    handler: async (s, { principal, params }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
+      const res = await s.accounts.createApiKey(sub.id, 'api', s.now());
       if (!res.ok) throw new ApiError(422, ['the sub-account has reached the limit of 100 API keys']);
       return { status: 201, body: { id: res.value.id, key: res.value.key } };
     },
@@ -158,9 +158,9 @@ export const subAccountRoutes: AnyRoute[] = [
     params: HandleParams,
     query: Type.Object(Paging(1000, 100)),
     responses: { 200: { description: 'keys', schema: Type.Array(ApiKeyInfo) }, ...common, ...missing },
-    handler: (s, { principal, params, query }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
-      const rows = s.accounts.listApiKeys(sub.id, query.limit ?? 100, query.offset ?? 0);
+    handler: async (s, { principal, params, query }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
+      const rows = await s.accounts.listApiKeys(sub.id, query.limit ?? 100, query.offset ?? 0);
       return { status: 200, body: rows.map((k) => ({ id: k.id, key: k.redacted })) };
     },
   }),
@@ -177,10 +177,10 @@ export const subAccountRoutes: AnyRoute[] = [
       ...common,
       ...missing,
     },
-    handler: (s, { principal, params }) => {
+    handler: async (s, { principal, params }) => {
       const id = idParam(params.id);
-      const sub = ownSubAccount(s, principal, params.handle);
-      if (!s.accounts.revokeApiKey(sub.id, id, s.now())) throw notFound(`API key ${id} not found`);
+      const sub = await ownSubAccount(s, principal, params.handle);
+      if (!await s.accounts.revokeApiKey(sub.id, id, s.now())) throw notFound(`API key ${id} not found`);
       return { status: 204 };
     },
   }),
@@ -197,9 +197,9 @@ export const subAccountRoutes: AnyRoute[] = [
       ...common,
       ...missing,
     },
-    handler: (s, { principal, params }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
-      const res = s.accounts.createSmtpPassword(sub.id, s.now());
+    handler: async (s, { principal, params }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
+      const res = await s.accounts.createSmtpPassword(sub.id, s.now());
       if (!res.ok) throw new ApiError(422, ['the sub-account has reached the limit of 100 SMTP passwords']);
       return { status: 201, body: { enabled: true, id: res.value.id, smtp_password: res.value.password } };
     },
@@ -212,9 +212,9 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     params: HandleParams,
     responses: { 200: { description: 'passwords', schema: Type.Array(SmtpPasswordInfo) }, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
-      const rows = s.accounts.listSmtpPasswords(sub.id);
+    handler: async (s, { principal, params }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
+      const rows = await s.accounts.listSmtpPasswords(sub.id);
       return {
         status: 200,
         body: rows.map((p) => ({ enabled: p.enabled === 1, id: p.id, smtp_password: p.redacted })),
@@ -234,10 +234,10 @@ export const subAccountRoutes: AnyRoute[] = [
       ...common,
       ...missing,
     },
-    handler: (s, { principal, params }) => {
+    handler: async (s, { principal, params }) => {
       const id = idParam(params.id);
-      const sub = ownSubAccount(s, principal, params.handle);
-      if (!s.accounts.deleteSmtpPassword(sub.id, id, s.now())) throw notFound(`SMTP password ${id} not found`);
+      const sub = await ownSubAccount(s, principal, params.handle);
+      if (!await s.accounts.deleteSmtpPassword(sub.id, id, s.now())) throw notFound(`SMTP password ${id} not found`);
       return { status: 204 };
     },
   }),
@@ -249,8 +249,8 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     params: HandleParams,
     responses: { 200: { description: 'limit', schema: Type.Object({ sends: Type.Integer() }) }, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
+    handler: async (s, { principal, params }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
       return { status: 200, body: { sends: sub.send_limit ?? -1 } };
     },
   }),
@@ -268,9 +268,9 @@ export const subAccountRoutes: AnyRoute[] = [
       ...common,
       ...missing,
     },
-    handler: (s, { principal, params, body }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
-      s.accounts.setSendLimit(sub.id, body.sends);
+    handler: async (s, { principal, params, body }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
+      await s.accounts.setSendLimit(sub.id, body.sends);
       return { status: 200, body: { limit: { sends: body.sends } } };
     },
   }),
@@ -282,8 +282,8 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     params: HandleParams,
     responses: { 204: { description: 'removed' }, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      s.accounts.setSendLimit(ownSubAccount(s, principal, params.handle).id, -1);
+    handler: async (s, { principal, params }) => {
+      await s.accounts.setSendLimit((await ownSubAccount(s, principal, params.handle)).id, -1);
       return { status: 204 };
     },
   }),
@@ -295,10 +295,10 @@ export const subAccountRoutes: AnyRoute[] = [
     auth: 'api',
     params: HandleParams,
     responses: { 200: { description: 'usage', schema: UsageStats }, ...common, ...missing },
-    handler: (s, { principal, params }) => {
-      const sub = ownSubAccount(s, principal, params.handle);
+    handler: async (s, { principal, params }) => {
+      const sub = await ownSubAccount(s, principal, params.handle);
       const now = s.now();
-      return { status: 200, body: { ...usageWindow(now), total_usage: s.accounts.usage(sub.id, usagePeriod(now)) } };
+      return { status: 200, body: { ...usageWindow(now), total_usage: await s.accounts.usage(sub.id, usagePeriod(now)) } };
     },
   }),
   defineRoute({
@@ -308,11 +308,11 @@ export const subAccountRoutes: AnyRoute[] = [
     tags: ['usage'],
     auth: 'api',
     responses: { 200: { description: 'usage', schema: UsageStats }, ...common },
-    handler: (s, { principal }) => {
+    handler: async (s, { principal }) => {
       const now = s.now();
       return {
         status: 200,
-        body: { ...usageWindow(now), total_usage: s.accounts.usage(principal.account.id, usagePeriod(now)) },
+        body: { ...usageWindow(now), total_usage: await s.accounts.usage(principal.account.id, usagePeriod(now)) },
       };
     },
   }),

@@ -1,7 +1,7 @@
 // Owns the suppression-list routes (api.md §2.7) and the seed's alias POST /tx/v1/suppressions.
 import { Type, type Static } from '@sinclair/typebox';
-import type { KeyPrincipal } from '../../storage/accounts.js';
-import type { NewSuppression, SuppressionSource } from '../../storage/suppressions.js';
+import type { KeyPrincipal } from '../../storage/ports/accounts.js';
+import type { NewSuppression, SuppressionSource } from '../../storage/ports/suppressions.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
 import { defineRoute, type AnyRoute, type RequestInfo } from '../route.js';
 import { DateOrDateTime, Limit, Offset, parseWhen, TxError } from '../schemas.js';
@@ -64,7 +64,7 @@ const Listed = Type.Object({
  * suspended ones included: they may be re-activated) in one transaction; 409 stores nothing.
  * A sub-account key asking for add_to_sub_accounts gets 400 (a request problem, like any other invalid field).
  */
-function create(s: Services, principal: KeyPrincipal, body: Static<typeof AliasBody>) {
+async function create(s: Services, principal: KeyPrincipal, body: Static<typeof AliasBody>) {
   // Error messages name the key the client actually sent (the seed alias uses `entries`).
   const key = body.suppression_entries !== undefined ? 'suppression_entries' : 'entries';
   const list = body.suppression_entries ?? body.entries;
@@ -76,7 +76,7 @@ function create(s: Services, principal: KeyPrincipal, body: Static<typeof AliasB
     throw badRequest('add_to_sub_accounts: only a parent account key may copy entries to sub-accounts');
   }
   const targets = [account.id];
-  if (body.add_to_sub_accounts) for (const sub of s.accounts.listSubAccounts(account.id, 1000, 0)) targets.push(sub.id);
+  if (body.add_to_sub_accounts) for (const sub of await s.accounts.listSubAccounts(account.id, 1000, 0)) targets.push(sub.id);
   if (list.length * targets.length > MAX_SUPPRESSION_ENTRIES) {
     throw new ApiError(413, [`at most ${MAX_SUPPRESSION_ENTRIES} entries per request, sub-account copies included`]);
   }
@@ -94,7 +94,7 @@ function create(s: Services, principal: KeyPrincipal, body: Static<typeof AliasB
       };
     }),
   );
-  const res = s.suppressions.insertMany(entries, s.now());
+  const res = await s.suppressions.insertMany(entries, s.now());
   if (!res.ok) throw conflict(`${res.duplicate} is already on the suppression list with this source`);
   return { status: 201 };
 }
@@ -138,8 +138,8 @@ export const suppressionRoutes: AnyRoute[] = [
       200: { description: 'entries', schema: Type.Object({ suppression_list: Type.Array(Listed) }) },
       400: { description: 'invalid filter', schema: TxError },
     },
-    handler: (s, { principal, query }) => {
-      const rows = s.suppressions.list(principal.account.id, {
+    handler: async (s, { principal, query }) => {
+      const rows = await s.suppressions.list(principal.account.id, {
         recipient: query.recipient,
         source: query.source as SuppressionSource | undefined,
         createdBefore: parseWhen('created_before', query.created_before),
@@ -174,9 +174,9 @@ export const suppressionRoutes: AnyRoute[] = [
     params: Type.Object({ recipient: Type.String({ maxLength: 255 }) }),
     query: Type.Object({ source: Type.Optional(Type.Union([...SOURCES, 'all'].map((x) => Type.Literal(x)))) }),
     responses: { 204: { description: 'removed (also when nothing matched)' }, 400: { description: 'bad source', schema: TxError } },
-    handler: (s, { principal, params, query }) => {
+    handler: async (s, { principal, params, query }) => {
       // @koa/router has already percent-decoded the segment; the SDK sends a raw "@", which arrives unchanged.
-      s.suppressions.delete(principal.account.id, params.recipient, (query.source ?? 'api') as SuppressionSource | 'all');
+      await s.suppressions.delete(principal.account.id, params.recipient, (query.source ?? 'api') as SuppressionSource | 'all');
       return { status: 204 };
     },
   }),

@@ -60,8 +60,8 @@ export const trackingDomainRoutes: AnyRoute[] = [
       200: { description: 'one page, and how many match', schema: Type.Object({ custom_tracking_domains: Type.Array(Ctd), total: Type.Integer() }) },
       ...common,
     },
-    handler: (s, { principal, query }) => {
-      const { rows, total } = s.trackingDomains.store.list(
+    handler: async (s, { principal, query }) => {
+      const { rows, total } = await s.trackingDomains.store.list(
         principal.account.id,
         { ...(query.name !== undefined ? { name: query.name } : {}), ...(query.status ? { status: query.status } : {}), ...(query.scope ? { scope: query.scope } : {}) },
         query.limit ?? 100,
@@ -111,9 +111,9 @@ export const trackingDomainRoutes: AnyRoute[] = [
     auth: 'api',
     params: KeyParams,
     responses: { 204: { description: 'deleted' }, 404: { description: 'no such domain in this account', schema: TxError }, ...common },
-    handler: (s, { principal, params }) => {
+    handler: async (s, { principal, params }) => {
       const hostname = normaliseDomain(params.hostname);
-      if (!hostname || !s.trackingDomains.store.remove(principal.account.id, hostname, params.scope)) {
+      if (!hostname || !await s.trackingDomains.store.remove(principal.account.id, hostname, params.scope)) {
         throw notFound(`no custom tracking domain ${params.hostname} for ${params.scope}`);
       }
       return { status: 204 };

@@ -25,8 +25,8 @@ export const unsubscribeRoutes: AnyRoute[] = [
     auth: 'none',
     params: TokenParams,
     responses: { 200: { description: 'confirmation page', contentType: html }, 404: { description: 'invalid link' } },
-    handler: (s, { params }) => {
-      const info = s.unsubscribe.inspect(params.token);
+    handler: async (s, { params }) => {
+      const info = await s.unsubscribe.inspect(params.token);
       if (!info) return invalid;
       const action = `/unsubscribe/${encodeURIComponent(params.token)}?via=link`;
       return {
@@ -49,8 +49,8 @@ export const unsubscribeRoutes: AnyRoute[] = [
     params: TokenParams,
     query: Type.Object({ via: Type.Optional(Type.Literal('link')) }),
     responses: { 200: { description: 'unsubscribed', contentType: html }, 404: { description: 'invalid link' } },
-    handler: (s, { params, query }) => {
-      const ok = s.unsubscribe.run(params.token, query.via === 'link' ? 'link' : 'one-click');
+    handler: async (s, { params, query }) => {
+      const ok = await s.unsubscribe.run(params.token, query.via === 'link' ? 'link' : 'one-click');
       if (!ok) return invalid;
       return { status: 200, type: html, body: page('Unsubscribed', '<p>You will not receive these messages any more.</p>') };
     },

@@ -1,7 +1,7 @@
 // Owns the webhook routes (api.md §2.2): enrollment, validate, batch history and resend, and the public keys.
 import { Type } from '@sinclair/typebox';
 import { refusalMessage } from '../../mta/delivery/target-guard.js';
-import type { BatchStatus, WebhookBatchRow } from '../../storage/webhooks.js';
+import type { BatchStatus, WebhookBatchRow } from '../../storage/ports/webhooks.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -106,8 +106,8 @@ const publicKeyRoute = (path: string, summary: string) =>
       400: { description: 'id missing', schema: TxError },
       404: { description: 'unknown key id', schema: TxError },
     },
-    handler: (s, { query }) => {
-      const key = s.webhooks.signer.publicKey(query.id);
+    handler: async (s, { query }) => {
+      const key = await s.webhooks.signer.publicKey(query.id);
       if (!key) throw notFound(`no signing key "${query.id}"`);
       return { status: 200, body: { id: query.id, key } };
     },
@@ -129,7 +129,7 @@ export const webhookRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, query }) => {
       const url = await screenEndpoint(s, checkEndpoint(query.endpoint), 'webhook endpoint');
-      if (!s.webhooks.store.enroll(principal.account.id, url, s.now())) {
+      if (!await s.webhooks.store.enroll(principal.account.id, url, s.now())) {
         throw conflict('a webhook endpoint is already enrolled for this account; delete it first');
       }
       return { status: 201 };
@@ -142,8 +142,8 @@ export const webhookRoutes: AnyRoute[] = [
     tags,
     auth: 'api',
     responses: { 200: { description: 'endpoints', schema: Type.Array(Type.Object({ webhook: Type.String() })) }, ...keyProblem },
-    handler: (s, { principal }) => {
-      const hook = s.webhooks.store.findWebhook(principal.account.id);
+    handler: async (s, { principal }) => {
+      const hook = await s.webhooks.store.findWebhook(principal.account.id);
       return { status: 200, body: hook ? [{ webhook: hook.url }] : [] };
     },
   }),
@@ -154,8 +154,8 @@ export const webhookRoutes: AnyRoute[] = [
     tags,
     auth: 'api',
     responses: { 204: { description: 'deleted (also when none was enrolled)' }, ...keyProblem },
-    handler: (s, { principal }) => {
-      s.webhooks.store.removeWebhook(principal.account.id);
+    handler: async (s, { principal }) => {
+      await s.webhooks.store.removeWebhook(principal.account.id);
       return { status: 204 };
     },
   }),
@@ -215,7 +215,7 @@ export const webhookRoutes: AnyRoute[] = [
       400: { description: 'invalid filter or window', schema: TxError },
       ...keyProblem,
     },
-    handler: (s, { principal, query }) => {
+    handler: async (s, { principal, query }) => {
       let after = parseWhen('created_after', query.created_after);
       let before = parseWhen('created_before', query.created_before);
       // Missing bounds: up to now (inclusive of this millisecond), and 3 days back from the upper bound.
@@ -225,7 +225,7 @@ export const webhookRoutes: AnyRoute[] = [
       if (before - after > BATCH_MAX_WINDOW_DAYS * DAY_MS) throw badRequest(`the range may span at most ${BATCH_MAX_WINDOW_DAYS} days`);
       const statuses = (query.statuses ?? []).map(parseStatus);
       if (new Set(statuses).size !== statuses.length) throw badRequest('statuses: values must be unique');
-      const rows = s.webhooks.store.listBatches(principal.account.id, {
+      const rows = await s.webhooks.store.listBatches(principal.account.id, {
         createdAfter: after,
         createdBefore: before,
         statuses,

@@ -1,6 +1,6 @@
 // Owns routing relayed inbound mail: a recipient domain's downstream servers, ordered by priority and weight.
 import { RULE_TEXT } from '../../filters/target-policy.js';
-import type { DownstreamAddress, InboundDomainStore } from '../../storage/inbound-domains.js';
+import type { DownstreamAddress, InboundDomainStore } from '../../storage/ports/inbound-domains.js';
 import type { DeliveryHost, RouteResult } from './resolve-route.js';
 import type { TargetGuard } from './target-guard.js';
 
@@ -54,9 +54,9 @@ export interface DownstreamRouterDeps {
 export function createDownstreamRouter(deps: DownstreamRouterDeps) {
   const random = deps.random ?? Math.random;
   return async function routeDownstream(domain: string): Promise<RouteResult> {
-    const served = deps.domains.findServedDomain(domain);
+    const served = await deps.domains.findServedDomain(domain);
     if (!served) return { kind: 'no-hosts', reason: `${domain} is no longer provisioned here` };
-    const ordered = orderDownstreams(deps.domains.listDownstreams(served.id), random);
+    const ordered = orderDownstreams(await deps.domains.listDownstreams(served.id), random);
     if (ordered.length === 0) return { kind: 'no-hosts', reason: `${served.domain} has no downstream address` };
     const hosts: DeliveryHost[] = [];
     let temp = false;

@@ -1,5 +1,5 @@
 // Owns the choice of route by message kind: relayed inbound mail to its domain's downstreams, the rest outbound.
-import type { MessageRow } from '../../storage/queue.js';
+import type { MessageRow } from '../../storage/ports/queue.js';
 import type { RouteResult } from './resolve-route.js';
 
 /** Where mail for one recipient domain goes, for one message. */

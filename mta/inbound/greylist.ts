@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { clientNetwork, decideGreylist, type GreylistSettings } from '../../filters/greylist.js';
 import type { GreylistStore } from '../../storage/ports/greylist.js';
-import type { ServedDomainRow } from '../../storage/inbound-domains.js';
+import type { ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
 export interface Greylister {

@@ -9,9 +9,9 @@ import { listStepVerdict, type StepVerdict } from '../../filters/inbound-verdict
 import { headerValues, rewriteHeaderSection, splitMessage } from '../../filters/message-headers.js';
 import { INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
 import type { SpamRule } from '../../filters/spam-rules.js';
-import type { InboundDomainStore } from '../../storage/inbound-domains.js';
-import type { InboundListStore } from '../../storage/inbound-lists.js';
-import type { QuarantineStore } from '../../storage/quarantine.js';
+import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
+import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
+import type { QuarantineStore } from '../../storage/ports/quarantine.js';
 import { joinSource, readSource, type ByteBudget, type MessageSource } from '../../storage/scratch.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
@@ -158,13 +158,13 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     // 1. Recipients by provisioned domain, 2. lists.
     const groups = new Map<number, DomainRecipients>();
     for (const rcpt of msg.rcptTo) {
-      const served = deps.domains.findServedDomain(domainOf(rcpt));
+      const served = await deps.domains.findServedDomain(domainOf(rcpt));
       if (!served) {
         // The MX refuses these at RCPT; a domain deleted between RCPT and DATA lands here.
         verdicts.push({ step: 'recipient', rcpt, verdict: 'drop', reason: 'domain-not-served' });
         continue;
       }
-      const lv = rcptChecks.listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
+      const lv = await rcptChecks.listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
       verdicts.push(listStepVerdict(rcpt, lv));
       if (lv.action === 'block') continue;
       const g = groups.get(served.id) ?? { served, rcpt: [], safe: [] };
@@ -226,7 +226,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       const copy = rewrite(q.strip);
       const raw = await readSource(copy, deps.budget);
       try {
-        deps.quarantine.insert({
+        await deps.quarantine.insert({
           accountId: q.served.account_id,
           domainId: q.served.id,
           domain: q.served.domain,

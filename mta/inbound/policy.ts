@@ -4,7 +4,7 @@ import { effectiveAbusePolicy, type ListVerdict } from '../../filters/inbound-li
 import {
   SCANNER_FAILED, spamUndecided, type PolicyStepVerdict, type SpamStepVerdict, type StepVerdict, type VirusStepVerdict,
 } from '../../filters/inbound-verdicts.js';
-import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/inbound-domains.js';
+import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
 /** The accepted recipients of one provisioned domain (an alias counts as its domain); `safe` safelisted the sender. */

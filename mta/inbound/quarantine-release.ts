@@ -3,7 +3,7 @@
 import type { BayesClassifier } from '../../filters/bayes.js';
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
 import type { LearnOutcome } from '../../storage/ports/bayes.js';
-import type { QuarantineRow, QuarantineStore } from '../../storage/quarantine.js';
+import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarantine.js';
 import { bufferSource } from '../../storage/scratch.js';
 import type { InboundRelay } from './pipeline.js';
 
@@ -42,11 +42,11 @@ async function learnDecision(deps: QuarantineActionDeps, accountId: number, raw:
  * expire, after which a new release may relay it again: at-least-once, never zero.
  */
 export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: number | null, id: number): Promise<ReleaseResult> {
-  const claim = deps.store.claimRelease(accountId, id, deps.now());
+  const claim = await deps.store.claimRelease(accountId, id, deps.now());
   if (!claim.ok) return claim;
   const { row, raw } = claim;
   if (row.domain_id === null) {
-    deps.store.abortRelease(row.id, row.release_started_at as number);
+    await deps.store.abortRelease(row.id, row.release_started_at as number);
     return { ok: false, reason: 'domain-gone' };
   }
   try {
@@ -60,10 +60,10 @@ export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: 
       verdicts: JSON.parse(row.verdicts) as StepVerdict[],
     });
   } catch {
-    deps.store.abortRelease(row.id, row.release_started_at as number);
+    await deps.store.abortRelease(row.id, row.release_started_at as number);
     return { ok: false, reason: 'relay-failed' };
   }
-  deps.store.finishRelease(row.id, deps.now());
+  await deps.store.finishRelease(row.id, deps.now());
   const learned = await learnDecision(deps, row.account_id, raw, 'ham');
   return { ok: true, row: { ...row, released_at: deps.now() }, ...(learned ? { learned } : {}) };
 }
@@ -80,10 +80,10 @@ export async function deleteQuarantined(
   id: number,
   opts: { asSpam: boolean },
 ): Promise<DeleteResult> {
-  const row = deps.store.find(accountId, id);
+  const row = await deps.store.find(accountId, id);
   if (!row) return { ok: false, reason: 'not-found' };
-  const raw = opts.asSpam ? deps.store.raw(accountId, id) : undefined;
-  if (!deps.store.delete(accountId, id, deps.now())) return { ok: false, reason: 'in-progress' };
+  const raw = opts.asSpam ? await deps.store.raw(accountId, id) : undefined;
+  if (!(await deps.store.delete(accountId, id, deps.now()))) return { ok: false, reason: 'in-progress' };
   const learned = raw ? await learnDecision(deps, row.account_id, raw, 'spam') : undefined;
   return { ok: true, ...(learned ? { learned } : {}) };
 }

@@ -3,8 +3,8 @@
 import type { Logger } from 'pino';
 import { decideListVerdict, type ListVerdict } from '../../filters/inbound-lists.js';
 import { decideDnsbl, type ListHit } from '../../filters/dnsbl.js';
-import type { InboundDomainStore, ServedDomainRow } from '../../storage/inbound-domains.js';
-import type { InboundListStore } from '../../storage/inbound-lists.js';
+import type { InboundDomainStore, ServedDomainRow } from '../../storage/ports/inbound-domains.js';
+import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
 import { domainOf } from '../smtp/address.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 import type { DnsListChecker } from './dnsbl.js';
@@ -37,7 +37,7 @@ export interface RcptCheckDeps {
 
 export interface RcptChecks {
   /** The list verdict of one recipient of `served` (precedence and `abusePolicyOverride`: filters/inbound-lists.ts). */
-  listVerdict(served: ServedDomainRow, q: RcptQuery): ListVerdict;
+  listVerdict(served: ServedDomainRow, q: RcptQuery): Promise<ListVerdict>;
   /** The client lists' hits for `ip` (cached by TTL), empty when no list is configured. */
   clientListing(ip: string): Promise<{ hits: ListHit[]; errors: string[] }>;
   /**
@@ -52,9 +52,9 @@ export interface RcptChecks {
 export function createRcptChecks(deps: RcptCheckDeps): RcptChecks {
   const log = deps.logger.child({ component: 'inbound' });
 
-  function listVerdict(served: ServedDomainRow, q: RcptQuery): ListVerdict {
+  async function listVerdict(served: ServedDomainRow, q: RcptQuery): Promise<ListVerdict> {
     const local = q.rcpt.slice(0, q.rcpt.lastIndexOf('@'));
-    const matches = deps.lists.matchLists({
+    const matches = await deps.lists.matchLists({
       accountId: served.account_id,
       domain: served.domain,
       // The address as recipient-level lists store it: lower case, on the provisioned domain even via an alias.
@@ -71,9 +71,9 @@ export function createRcptChecks(deps: RcptCheckDeps): RcptChecks {
     listVerdict,
     clientListing,
     async check(q) {
-      const served = deps.domains.findServedDomain(domainOf(q.rcpt));
+      const served = await deps.domains.findServedDomain(domainOf(q.rcpt));
       if (!served) return undefined;
-      const lv = listVerdict(served, q);
+      const lv = await listVerdict(served, q);
       const refused = refusalAtRcpt(lv);
       if (refused) return refused;
       if (lv.action === 'safelist') {

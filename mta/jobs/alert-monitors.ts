@@ -1,13 +1,15 @@
 // Owns alert monitors at work: which monitors a condition of a sender identity fires (one alert per monitor, sender
 // and interval), storing every alert, and delivering it — a signed webhook POST (label sig1) with retries, or an
 // email through the durable queue.
+import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import { ALERT_CONDITIONS, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
 import { alertOriginator } from '../../filters/outbound-verdicts.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { AlertRow, AlertStore, MonitorRow } from '../../storage/alerts.js';
-import type { MessageRow } from '../../storage/queue.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { AlertRow, AlertStore, MonitorRow } from '../../storage/ports/alerts.js';
+import { leaseOf, whileLeased } from '../../storage/ports/leases.js';
+import type { MessageRow } from '../../storage/ports/queue.js';
 import type { AlertTrigger } from '../outbound/sender-abuse.js';
 import type { PermanentFailure, Queue } from '../queue/queue.js';
 import type { TargetGuard } from '../delivery/target-guard.js';
@@ -22,13 +24,13 @@ const HOUR_MS = 3_600_000;
 
 export interface AlertMonitorsDeps {
   store: AlertStore;
-  accounts: { findById: (id: number) => AccountRow | undefined };
+  accounts: { findById: (id: number) => Promise<AccountRow | undefined> };
   signer: Pick<WebhookSigner, 'signAlert'>;
   /** The outbound-connection policy: a monitor's webhook_url is tenant-chosen, judged at every POST. */
   guard: Pick<TargetGuard, 'resolve'>;
   queue: Pick<Queue, 'accept'>;
   /** A sender identity's finished and recipient-class-bounced recipients since a time (the queue's). */
-  senderOutcomes: (accountId: number, senderId: string, since: number) => { finished: number; invalid: number };
+  senderOutcomes: (accountId: number, senderId: string, since: number) => Promise<{ finished: number; invalid: number }>;
   /** `abuse.invalid_recipient_rate`, `abuse.invalid_recipient_min`. */
   invalidRecipients: { rate: number; min: number };
   /** Domain Lockdown: an email alert goes only to a domain its monitor's account may send from. */
@@ -41,6 +43,8 @@ export interface AlertMonitorsDeps {
   timeoutMs?: number;
   /** Poll interval of start(), default 1 s. */
   intervalMs?: number;
+  /** How long a claim holds an alert (`queue.lease_seconds`), renewed while it is delivered; default the timeout + 1 min. */
+  leaseMs?: number;
 }
 
 /** The alert notification of api.md §4.5 for one trigger; `handle` is the sending (sub-)account's. */
@@ -65,28 +69,31 @@ const invalidRecipient = (f: PermanentFailure) => f.status !== null && (f.status
 const policyRejection = (f: PermanentFailure) => f.host !== null && f.status !== null && f.status.startsWith('5.7.');
 
 /**
- * Creates the alert monitors. `raise` and `afterPermanentFailures` store alerts synchronously (a crash afterwards
- * loses none); delivery runs in `runOnce` (tests) or on `start()`'s timer, which is also kicked as alerts fire.
+ * Creates the alert monitors. `trigger` and `afterPermanentFailures` resolve once their alerts are stored (a crash
+ * afterwards loses none); delivery runs in `runOnce` (tests) or on `start()`'s timer, which is also kicked as alerts
+ * fire. Each delivery attempt holds a lease (storage/ports/leases.ts), renewed while it is in flight; an alert whose
+ * sender died is taken over once its lease expires, and a sender whose lease was taken over records nothing.
  */
 export function createAlertMonitors(deps: AlertMonitorsDeps) {
   const log = deps.logger.child({ component: 'alerts' });
   const timeoutMs = deps.timeoutMs ?? 10_000;
-  const leaseMs = timeoutMs + 60_000;
+  const leaseMs = deps.leaseMs ?? timeoutMs + 60_000;
+  const owner = `a-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
 
   /**
    * Fires every monitor of the identity's account (and of its parent, for a sub-account) that watches the condition
    * and passes `when`; returns the alerts stored.
    */
-  function raise(t: AlertTrigger, when: (m: MonitorRow) => boolean = () => true): AlertRow[] {
-    const account = deps.accounts.findById(t.accountId);
+  async function raise(t: AlertTrigger, when: (m: MonitorRow) => boolean | Promise<boolean> = () => true): Promise<AlertRow[]> {
+    const account = await deps.accounts.findById(t.accountId);
     if (!account) return [];
     const owners = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
     const payload = JSON.stringify(alertPayload(t, account.handle));
     const fired: AlertRow[] = [];
     for (const owner of owners) {
-      for (const m of deps.store.watching(owner, t.condition)) {
-        if (!when(m)) continue;
-        const a = deps.store.fire(m, { senderAccountId: account.id, senderId: t.senderId, payload, at: t.at });
+      for (const m of await deps.store.watching(owner, t.condition)) {
+        if (!(await when(m))) continue;
+        const a = await deps.store.fire(m, { senderAccountId: account.id, senderId: t.senderId, payload, at: t.at });
         if (a) fired.push(a);
       }
     }
@@ -103,7 +110,7 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
    * made before, by the operator, or whose domain has lost its authorization since). A DNS failure is retried.
    */
   async function mayMail(a: AlertRow): Promise<{ error: string; permanent: boolean } | undefined> {
-    const owner = deps.accounts.findById(a.account_id);
+    const owner = await deps.accounts.findById(a.account_id);
     const domain = domainOf(a.target);
     if (!owner) return { error: 'the monitor\'s account no longer exists', permanent: true };
     const verdict = await deps.lockdown(domain, owner);
@@ -120,7 +127,7 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
     let permanent = false;
     const payload = JSON.parse(a.payload) as Record<string, string>;
     if (a.delivery === 'webhook') {
-      const signed = deps.signer.signAlert(payload);
+      const signed = await deps.signer.signAlert(payload);
       const out = await postJson(deps.guard, a.target, Buffer.from(signed.body, 'utf8'), signed.headers, timeoutMs);
       statusCode = out.statusCode;
       ok = classifyStatus(out.statusCode) === '2xx_response';
@@ -143,7 +150,11 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
     }
     const now = deps.now();
     const retryAt = ok || permanent ? null : decideRetryAt(a.attempts, a.fired_at, now);
-    deps.store.recordResult(a.id, { ok, statusCode, error, retryAt, now });
+    if (!(await deps.store.recordResult(leaseOf(a), { ok, statusCode, error, retryAt, now }))) {
+      // Another worker took the alert over after our lease expired: its attempt stands, ours is dropped.
+      log.warn({ alertId: a.id, ok }, 'alert lease lost; outcome dropped');
+      return ok;
+    }
     if (!ok) log.warn({ alertId: a.id, attempt: a.attempts, statusCode, error, retryAt }, retryAt === null ? 'alert delivery failed; retries exhausted' : 'alert delivery failed');
     return ok;
   }
@@ -151,13 +162,13 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
   async function pass(): Promise<{ delivered: number; failed: number }> {
     const run = { delivered: 0, failed: 0 };
     for (;;) {
-      const due = deps.store.due(deps.now(), 100);
+      const due = await deps.store.due(deps.now(), 100);
       let claimed = 0;
       for (const row of due) {
-        const a = deps.store.claim(row.id, deps.now(), deps.now() + leaseMs);
+        const a = await deps.store.claim(row.id, owner, deps.now(), deps.now() + leaseMs);
         if (!a) continue;
         claimed++;
-        if (await deliver(a)) run.delivered++;
+        if (await whileLeased(() => deliver(a), () => deps.store.renew([leaseOf(a)], deps.now() + leaseMs), leaseMs)) run.delivered++;
         else run.failed++;
       }
       if (claimed === 0 || due.length < 100) return run;
@@ -170,8 +181,8 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
   });
 
   const monitors = {
-    /** A condition of a sender identity occurred (abuse control's sink); never throws into the sender's path. */
-    trigger(t: AlertTrigger): AlertRow[] {
+    /** A condition of a sender identity occurred (abuse control's sink); resolves once its alerts are stored. */
+    trigger(t: AlertTrigger): Promise<AlertRow[]> {
       return raise(t);
     },
 
@@ -180,7 +191,7 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
      * `sender_id_rejected_by_destination`; a recipient-class bounce fires `sender_id_sending_to_invalid_recipients`
      * for each monitor over whose interval the identity's hard-bounce rate crosses `abuse.invalid_recipient_rate`.
      */
-    afterPermanentFailures(failed: { message: MessageRow; failures: PermanentFailure[] }[]): void {
+    async afterPermanentFailures(failed: { message: MessageRow; failures: PermanentFailure[] }[]): Promise<void> {
       for (const { message, failures } of failed) {
         if (message.kind !== 'outbound' || message.account_id === null || message.sender_id === null) continue;
         const accountId = message.account_id;
@@ -194,10 +205,10 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
           at: deps.now(),
         };
         try {
-          if (failures.some(policyRejection)) raise({ ...t, condition: 'sender_id_rejected_by_destination' });
+          if (failures.some(policyRejection)) await raise({ ...t, condition: 'sender_id_rejected_by_destination' });
           if (failures.some(invalidRecipient)) {
-            raise({ ...t, condition: 'sender_id_sending_to_invalid_recipients' }, (m) =>
-              invalidRecipientsExceeded(deps.senderOutcomes(accountId, senderId, t.at - m.interval_hours * HOUR_MS), deps.invalidRecipients),
+            await raise({ ...t, condition: 'sender_id_sending_to_invalid_recipients' }, async (m) =>
+              invalidRecipientsExceeded(await deps.senderOutcomes(accountId, senderId, t.at - m.interval_hours * HOUR_MS), deps.invalidRecipients),
             );
           }
         } catch (err) {

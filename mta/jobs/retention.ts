@@ -1,9 +1,9 @@
 // Owns the retention pruner: runs storage's batch-limited deletes on an hourly timer, yielding between batches.
 import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
-import { DETAIL_DAYS } from '../../storage/metrics.js';
-import type { QuarantineStore } from '../../storage/quarantine.js';
-import type { PruneBatch, RetentionStore } from '../../storage/retention.js';
+import { DETAIL_DAYS } from '../../storage/ports/metrics.js';
+import type { QuarantineStore } from '../../storage/ports/quarantine.js';
+import type { PruneBatch, RetentionStore } from '../../storage/ports/retention.js';
 
 const DAY_MS = 86_400_000;
 
@@ -25,27 +25,27 @@ export interface RetentionDeps {
    * were already delivered and created before `before` (cutoff = `retention.log_days`); return how many. Unset:
    * events are not pruned.
    */
-  pruneEvents?: (before: number, limit: number) => number;
+  pruneEvents?: (before: number, limit: number) => Promise<number>;
   /**
    * Hook for the tracking rows of sent messages (issue 13): delete up to `limit` created before `before` (cutoff =
    * `retention.tracking_days`); return how many. Unset: they are not pruned.
    */
-  pruneTracking?: (before: number, limit: number) => number;
+  pruneTracking?: (before: number, limit: number) => Promise<number>;
   /**
    * Hook for the alerts monitors fired (issue 23): delete up to `limit` whose delivery is over, fired before `before`
    * (cutoff = `retention.alert_days`); return how many. Unset: they are not pruned.
    */
-  pruneAlerts?: (before: number, limit: number) => number;
+  pruneAlerts?: (before: number, limit: number) => Promise<number>;
   /**
    * Hook for sender strikes and delistings (issue 23): delete up to `limit` older than `before` (cutoff =
    * `retention.alert_days`; the hook keeps those that still count); return how many. Unset: they are not pruned.
    */
-  pruneStrikes?: (before: number, limit: number) => number;
+  pruneStrikes?: (before: number, limit: number) => Promise<number>;
   /**
    * Hook for the per-second detail of the metric roll-ups (issue 23): delete up to `limit` rows before `before`
-   * (cutoff = storage/metrics.ts DETAIL_DAYS); return how many. Unset: it is not pruned.
+   * (cutoff = storage/ports/metrics.ts DETAIL_DAYS); return how many. Unset: it is not pruned.
    */
-  pruneMetricDetail?: (before: number, limit: number) => number;
+  pruneMetricDetail?: (before: number, limit: number) => Promise<number>;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -110,12 +110,12 @@ export function createRetentionPruner(deps: RetentionDeps) {
   let every: NodeJS.Timeout | undefined;
 
   /** Repeats `batch` until it reports done, the run's bound is hit or stop() is called; yields between batches. */
-  async function drain(batch: () => { deleted: number; done: boolean }): Promise<[number, number]> {
+  async function drain(batch: () => Promise<{ deleted: number; done: boolean }>): Promise<[number, number]> {
     let deleted = 0;
     let batches = 0;
     while (batches < maxBatches && !stopping) {
       if (batches > 0) await yieldToLoop();
-      const r = batch();
+      const r = await batch();
       batches++;
       deleted += r.deleted;
       if (r.done) break;
@@ -124,18 +124,18 @@ export function createRetentionPruner(deps: RetentionDeps) {
   }
 
   /** A cursor walk (bodies, messages) as a `drain` batch. */
-  function walker(step: (afterId: number) => PruneBatch) {
+  function walker(step: (afterId: number) => Promise<PruneBatch>) {
     let afterId = 0;
-    return () => {
-      const r = step(afterId);
+    return async () => {
+      const r = await step(afterId);
       afterId = r.lastId;
       return r;
     };
   }
 
   /** A LIMIT-ed delete as a `drain` batch: fewer deletions than the limit means nothing is left. */
-  const limited = (del: (limit: number) => number) => () => {
-    const deleted = del(batchSize);
+  const limited = (del: (limit: number) => Promise<number>) => async () => {
+    const deleted = await del(batchSize);
     return { deleted, done: deleted < batchSize };
   };
 
@@ -162,7 +162,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
     const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
     // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
     const alertBefore = now - deps.config.retention.alertDays * DAY_MS;
-    const hooks: [HookKind, number, ((before: number, limit: number) => number) | undefined][] = [
+    const hooks: [HookKind, number, ((before: number, limit: number) => Promise<number>) | undefined][] = [
       ['events', logBefore, deps.pruneEvents],
       ['tracking', now - deps.config.retention.trackingDays * DAY_MS, deps.pruneTracking],
       ['alerts', alertBefore, deps.pruneAlerts],

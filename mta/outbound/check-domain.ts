@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import { spf } from 'mailauth/lib/spf/index.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { DkimKeyStore } from '../../storage/dkim-keys.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { DkimKeyRow, DkimKeyStore } from '../../storage/ports/dkim-keys.js';
 import { mailauthResolver, type DnsResolver } from '../delivery/dns-resolver.js';
 import { normalizePrivateKey } from './dkim-sign.js';
 
@@ -73,13 +73,14 @@ export async function runCheckDomain(deps: CheckDomainDeps, account: AccountRow,
       if (s.dkim_private_key) {
         probes.push({ dkim_domain: d, dkim_selector: selector, expected: publicFromPrivate(s.dkim_private_key), status: 'provided' });
       } else {
-        const row = accountIds.map((id) => deps.dkim.find(id, d, selector)).find(Boolean);
+        let row: DkimKeyRow | undefined;
+        for (const id of accountIds) if ((row = await deps.dkim.find(id, d, selector))) break;
         probes.push({ dkim_domain: d, dkim_selector: selector, expected: row?.public_key, status: row?.status });
       }
     }
   } else {
     for (const id of accountIds) {
-      for (const row of deps.dkim.list(id, domain, { limit: 100, offset: 0 })) {
+      for (const row of await deps.dkim.list(id, domain, { limit: 100, offset: 0 })) {
         if (row.status === 'active' || row.status === 'rotated') {
           probes.push({ dkim_domain: domain, dkim_selector: row.selector, expected: row.public_key, status: row.status });
         }

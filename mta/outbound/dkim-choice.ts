@@ -1,7 +1,7 @@
 // Owns the signing step of the outbound recipe: which DKIM key signs a composed message (the caller's own key, a
 // stored key it names, or the account's active key for its From domain) and the signed bytes.
-import type { AccountRow } from '../../storage/accounts.js';
-import type { DkimKeyStore } from '../../storage/dkim-keys.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
 import { prepend, type MessageContent } from '../message-content.js';
 import { dkimSignatureHead, normalizePrivateKey, type DkimSigningKey } from './dkim-sign.js';
 
@@ -45,7 +45,7 @@ export async function chooseDkimKey(
   } else if (req?.selector) {
     const domain = req.domain ?? m.fromDomain;
     for (const id of accountIds) {
-      const row = deps.dkim.find(id, domain, req.selector);
+      const row = await deps.dkim.find(id, domain, req.selector);
       if (row && (row.status === 'active' || (row.status === 'rotated' && (row.grace_period_expires_at ?? 0) > deps.now()))) {
         key = { domain, selector: row.selector, privateKeyPem: row.private_key };
         break;
@@ -53,7 +53,7 @@ export async function chooseDkimKey(
     }
     if (!key) return { ok: false, problem: `personalizations[${m.index}]: no usable DKIM key ${req.selector} for ${domain}` };
   } else {
-    const row = deps.dkim.findSigningKey(accountIds, m.fromDomain, deps.now());
+    const row = await deps.dkim.findSigningKey(accountIds, m.fromDomain, deps.now());
     if (row) key = { domain: row.domain, selector: row.selector, privateKeyPem: row.private_key };
   }
   if (!key && !m.transactional) {

@@ -4,11 +4,11 @@ import crypto from 'node:crypto';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import { senderIdentity, type OutboundScanVerdict } from '../../filters/outbound-verdicts.js';
 import { decideSuppression } from '../../filters/suppression.js';
-import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/accounts.js';
-import type { DkimKeyStore } from '../../storage/dkim-keys.js';
-import type { SuppressionStore } from '../../storage/suppressions.js';
+import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/ports/accounts.js';
+import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
+import { storageFailure } from '../../storage/ports/health.js';
+import type { SuppressionStore } from '../../storage/ports/suppressions.js';
 import { BufferBoundReached, readSource, type ByteBudget } from '../../storage/scratch.js';
-import { storageFailure } from '../../storage/write-health.js';
 import type { MessageContent } from '../message-content.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
@@ -94,10 +94,10 @@ export function newSendRequestId(): string {
 }
 
 /** The accounts whose monthly limit applies, and that limit (null = unlimited). */
-export async function effectiveLimit(accounts: AccountStore, account: AccountRow): Promise<number | null> {
+export async function effectiveLimit(accounts: Pick<AccountStore, 'findById'>, account: AccountRow): Promise<number | null> {
   if (account.parent_id === null) return account.send_limit;
   if (account.send_limit !== null && account.send_limit >= 0) return account.send_limit;
-  return accounts.findById(account.parent_id)?.send_limit ?? null;
+  return (await accounts.findById(account.parent_id))?.send_limit ?? null;
 }
 
 /** A message signed and ready for the queue's door. */
@@ -167,7 +167,7 @@ function maySend(account: AccountRow | undefined): account is AccountRow {
 async function failIfOverLimit(deps: RecipeDeps, account: AccountRow, count: number): Promise<OutboundRejection | undefined> {
   const limit = await effectiveLimit(deps.accounts, account);
   if (limit === null) return undefined;
-  const used = deps.accounts.usage(account.id, usagePeriod(deps.now()));
+  const used = await deps.accounts.usage(account.id, usagePeriod(deps.now()));
   return used + count > limit ? { action: 'reject', reason: 'send-limit-reached', used, limit } : undefined;
 }
 
@@ -207,7 +207,7 @@ type RecordOf = (s: SignedMessage, decided: Partial<OutboundRecord>) => Outbound
 
 /** failIfBlocked: a blocked sender identity sends nothing until delisted; the attempt is logged, nothing queued. */
 async function failIfBlocked(deps: RecipeDeps, account: AccountRow, signed: readonly SignedMessage[], record: RecordOf): Promise<OutboundVerdict | undefined> {
-  const block = findBlock(deps.screening, account, signed.map((s) => s.senderId));
+  const block = await findBlock(deps.screening, account, signed.map((s) => s.senderId));
   if (!block) return undefined;
   const refusal = blockRefusal(block);
   return (await commitRecords(deps, signed.map((s) => record(s, { refusal })))) ?? { action: 'reject', reason: 'sender-blocked', refusal };
@@ -226,7 +226,7 @@ async function failIfConfirmed(deps: RecipeDeps, scanned: readonly Scanned[], re
   const records = refused.map((s) => ({ record: record(s.message, { refusal: s.refusal, scan: scanRecord(s.verdict) }), verdict: s.verdict }));
   const failed = await commitRecords(deps, records.map((r) => r.record));
   if (failed) return failed;
-  afterCommit(deps.screening, records);
+  await afterCommit(deps.screening, records);
   return { action: 'reject', reason: 'content-refused', refusal: refused[0]!.refusal! };
 }
 
@@ -237,16 +237,18 @@ async function holdIfSuppressed(
   scanned: readonly Scanned[],
   record: RecordOf,
 ): Promise<{ record: OutboundRecord; verdict: OutboundScanVerdict; index: number }[]> {
-  return scanned.map(({ message, verdict, refusal }) => {
-    const scan = scanRecord(verdict);
-    if (refusal) return { record: record(message, { refusal, scan }), verdict, index: message.draft.index };
-    const dropped = new Map<string, { status: string; reason: string }>();
-    for (const rcpt of message.draft.recipients) {
-      const v = decideSuppression(deps.suppressions.isSuppressed([account.id], rcpt, message.draft.transactional));
-      if (v.action === 'drop') dropped.set(rcpt, { status: v.status, reason: v.reason });
-    }
-    return { record: record(message, { dropped, scan }), verdict, index: message.draft.index };
-  });
+  return Promise.all(
+    scanned.map(async ({ message, verdict, refusal }) => {
+      const scan = scanRecord(verdict);
+      if (refusal) return { record: record(message, { refusal, scan }), verdict, index: message.draft.index };
+      const dropped = new Map<string, { status: string; reason: string }>();
+      for (const rcpt of message.draft.recipients) {
+        const v = decideSuppression(await deps.suppressions.isSuppressed([account.id], rcpt, message.draft.transactional));
+        if (v.action === 'drop') dropped.set(rcpt, { status: v.status, reason: v.reason });
+      }
+      return { record: record(message, { dropped, scan }), verdict, index: message.draft.index };
+    }),
+  );
 }
 
 /** commit: durably, before the answer (ARCHITECTURE invariant 1); then the scans count toward blocks and alerts. */
@@ -261,7 +263,7 @@ async function commit(
   } catch (err) {
     return notQueued(err);
   }
-  afterCommit(deps.screening, accepted);
+  await afterCommit(deps.screening, accepted);
   const messages = accepted.map(({ record: r, index }): MessageOutcome => {
     if (r.refusal) return { index, messageId: r.messageId, outcome: 'refused', refusal: r.refusal };
     const suppressed = r.recipients.every((rcpt) => r.dropped?.has(rcpt));
@@ -324,7 +326,7 @@ function acceptedRecord(account: AccountRow, req: OutboundRequest, s: SignedMess
   const d = s.draft;
   return {
     kind: 'outbound',
-    account: { id: account.id },
+    account: { id: account.id, handle: account.handle },
     sendRequestId: req.sendRequestId,
     messageId: d.messageId,
     mailFrom: d.mailFrom,

@@ -6,8 +6,8 @@ import type { DnsResolver } from '../delivery/dns-resolver.js';
 import type { Metrics } from '../metrics.js';
 import { createClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { SenderBlockRow } from '../../storage/sender-abuse.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { SenderBlockRow } from '../../storage/ports/sender-abuse.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import { createFromAuthChecker } from './from-auth.js';
 import { scanOutbound, type OutboundScanDeps, type ScanRequest } from './scan.js';
@@ -45,9 +45,9 @@ export function scanRecord(v: OutboundScanVerdict): NonNullable<AcceptedOutbound
 }
 
 /** The active block of the first blocked identity among `senderIds` of `account`, if any. */
-export function findBlock(deps: ScreeningDeps, account: AccountRow, senderIds: readonly string[]): SenderBlockRow | undefined {
+export async function findBlock(deps: ScreeningDeps, account: AccountRow, senderIds: readonly string[]): Promise<SenderBlockRow | undefined> {
   for (const id of new Set(senderIds)) {
-    const b = deps.abuse.activeBlock(account.id, id);
+    const b = await deps.abuse.activeBlock(account.id, id);
     if (b) return b;
   }
   return undefined;
@@ -62,7 +62,7 @@ export async function screenMessages(
   account: AccountRow,
   requests: Omit<ScanRequest, 'policy'>[],
 ): Promise<{ verdicts: OutboundScanVerdict[]; tempfail: string | undefined }> {
-  const policy = deps.abuse.policyOf(account);
+  const policy = await deps.abuse.policyOf(account);
   const verdicts = await Promise.all(requests.map((r) => scanOutbound(deps.scanning, { ...r, policy })));
   // Every verdict is counted, whatever comes of the message (sent, refused, or tempfailed and sent again later).
   for (const v of verdicts) {
@@ -72,13 +72,13 @@ export async function screenMessages(
   return { verdicts, tempfail: verdicts.find((v) => v.action === 'tempfail')?.reason };
 }
 
-/** After the commit: each scanned message's strikes, block and alerts (mta/outbound/sender-abuse.ts). */
-export function afterCommit(
+/** After the commit: each scanned message's strikes, block and alerts (mta/outbound/sender-abuse.ts), in order. */
+export async function afterCommit(
   deps: ScreeningDeps,
   scanned: { record: Pick<AcceptedOutbound, 'account' | 'messageId' | 'sendRequestId' | 'mailFrom' | 'upstream' | 'auth'>; verdict: OutboundScanVerdict }[],
-): void {
+): Promise<void> {
   for (const { record: r, verdict } of scanned) {
-    deps.abuse.afterScan(
+    await deps.abuse.afterScan(
       { accountId: r.account.id, messageId: r.messageId, sendRequestId: r.sendRequestId, mailFrom: r.mailFrom, upstream: r.upstream, auth: r.auth },
       verdict,
     );

@@ -2,8 +2,8 @@
 // per personalization, tracked and sized), handed to the recipe (outbound-recipe.ts) that decides the verdict.
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type { TrackingDomainStore } from '../../storage/tracking-domains.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
 import { contentOfBuffer } from '../message-content.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, customHeaders, type ComposedMessage } from './compose.js';
@@ -61,7 +61,7 @@ export async function runSend(deps: SendDeps, account: AccountRow, body: SendReq
     prepare: async (acct) => {
       const problems = validateSendRequest(body);
       if (problems.length > 0) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems } };
-      const tracking = planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, acct, body);
+      const tracking = await planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, acct, body);
       if (!tracking.ok) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems: tracking.errors } };
       return { ok: true, compose: () => composeRequest(deps, acct, body, tracking.plan, opts.sendRequestId) };
     },

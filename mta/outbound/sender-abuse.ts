@@ -5,8 +5,10 @@ import type { Config } from '../../config/load.js';
 import type { ScanPolicy } from '../../config/keys.js';
 import { decideBlock, type AlertCondition } from '../../filters/alert-conditions.js';
 import { strikeOf, type OutboundScanVerdict } from '../../filters/outbound-verdicts.js';
-import type { AccountRow, AccountStore } from '../../storage/accounts.js';
-import type { SenderAbuseStore, SenderBlockRow } from '../../storage/sender-abuse.js';
+import type { AccountStore } from '../../storage/ports/accounts.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { SenderAbuseStore } from '../../storage/ports/sender-abuse.js';
+import type { SenderBlockRow } from '../../storage/ports/sender-abuse.js';
 
 const HOUR_MS = 3_600_000;
 /** The window of `abuse.delist_per_day`. */
@@ -26,8 +28,8 @@ export interface AlertTrigger {
   at: number;
 }
 
-/** Receives alert triggers; never throws into the caller (a failed alert must not fail a send). */
-export type AlertSink = (trigger: AlertTrigger) => void;
+/** Receives alert triggers; resolves once they are stored. A failed alert never fails a send (it is logged). */
+export type AlertSink = (trigger: AlertTrigger) => unknown;
 
 /** The message a scan verdict belongs to, as abuse control records it. */
 export interface ScannedMessage {
@@ -52,24 +54,24 @@ export interface SenderAbuseDeps {
   now: () => number;
   logger: Logger;
   /** The sender identity and envelope sender of a logged message of one of `accountIds` (the SMTP log). */
-  senderOfMessage: (accountIds: readonly number[], messageId: string) => { accountId: number; senderId: string; sender: string } | undefined;
+  senderOfMessage: (accountIds: readonly number[], messageId: string) => Promise<{ accountId: number; senderId: string; sender: string } | undefined>;
 }
 
 /** Creates abuse control. `onAlert` is set once the alert monitors are wired (they sit above the send recipe). */
 export function createSenderAbuse(deps: SenderAbuseDeps) {
   const log = deps.logger.child({ component: 'abuse' });
   let sink: AlertSink | undefined;
-  const alert = (t: AlertTrigger) => {
+  const alert = async (t: AlertTrigger): Promise<void> => {
     try {
-      sink?.(t);
+      await sink?.(t);
     } catch (err) {
       log.error({ err, condition: t.condition, senderId: t.senderId }, 'alert trigger failed');
     }
   };
 
   /** The identity's block while it is blocked. */
-  const activeBlock = (accountId: number, senderId: string): SenderBlockRow | undefined => {
-    const b = deps.store.findBlock(accountId, senderId);
+  const activeBlock = async (accountId: number, senderId: string): Promise<SenderBlockRow | undefined> => {
+    const b = await deps.store.findBlock(accountId, senderId);
     return b && b.lifted_at === null ? b : undefined;
   };
 
@@ -79,7 +81,7 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
      * one that still counts — a strike inside `abuse.block_window_hours`, a delisting inside the day the API's
      * delisting limit looks at — whatever `before` says. Returns how many.
      */
-    prune(before: number, limit: number): number {
+    prune(before: number, limit: number): Promise<number> {
       const stillCounting = deps.now() - Math.max(deps.config.abuse.blockWindowHours * HOUR_MS, DELIST_WINDOW_MS);
       return deps.store.prune(Math.min(before, stillCounting), limit);
     },
@@ -92,23 +94,23 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
     alert,
 
     /** The policy for `account`: its own, else its parent's, else `filters.outbound_policy`. */
-    policyOf(account: AccountRow): ScanPolicy {
-      const own = deps.store.scanPolicy(account.id);
+    async policyOf(account: AccountRow): Promise<ScanPolicy> {
+      const own = await deps.store.scanPolicy(account.id);
       if (own) return own;
-      const inherited = account.parent_id === null ? undefined : deps.store.scanPolicy(account.parent_id);
+      const inherited = account.parent_id === null ? undefined : await deps.store.scanPolicy(account.parent_id);
       return inherited ?? deps.config.filters.outboundPolicy;
     },
 
     activeBlock,
 
     /** The blocks in force for `accountIds`, newest first per account (the console's sender blocks view). */
-    activeBlocks(accountIds: readonly number[]): SenderBlockRow[] {
+    activeBlocks(accountIds: readonly number[]): Promise<SenderBlockRow[]> {
       return deps.store.activeBlocks(accountIds);
     },
 
     /** Every blocked identity of `accountIds`, as `<account id>:<sender id>` keys (log search: DELIST). */
-    blockedIdentities(accountIds: readonly number[]): Set<string> {
-      return new Set(deps.store.activeBlocks(accountIds).map((b) => `${b.account_id}:${b.sender_id}`));
+    async blockedIdentities(accountIds: readonly number[]): Promise<Set<string>> {
+      return new Set((await deps.store.activeBlocks(accountIds)).map((b) => `${b.account_id}:${b.sender_id}`));
     },
 
     /**
@@ -116,9 +118,11 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
      * `abuse.block_window_hours` (a delisting forgives the strikes before it); reaching `abuse.block_confirmed` /
      * `abuse.block_suspect` blocks it — except under the `monitor` policy, which blocks nothing. Raises
      * `sender_id_sending_spam` (SUSPECT or CONFIRMED spam), `sender_id_sending_virus` (any virus grade) and
-     * `sender_id_blocked`. Returns whether this message blocked the identity.
+     * `sender_id_blocked`. Resolves, once the strike and any block and alert are stored, with whether this message
+     * blocked the identity. The strike, the count and the block are separate units: two strikes at once both count,
+     * and the block is written once (a block already in force is kept as it is).
      */
-    afterScan(msg: ScannedMessage, verdict: OutboundScanVerdict): { blocked: boolean } {
+    async afterScan(msg: ScannedMessage, verdict: OutboundScanVerdict): Promise<{ blocked: boolean }> {
       if (verdict.policy === 'off') return { blocked: false };
       const at = deps.now();
       const { senderId } = verdict;
@@ -127,27 +131,25 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
       let blocked = false;
       if (kind) {
         const a = deps.config.abuse;
-        blocked = deps.store.transaction(() => {
-          deps.store.insertStrike(msg.accountId, senderId, kind, msg.messageId, at);
-          if (verdict.policy !== 'enforce') return false;
-          if (activeBlock(msg.accountId, senderId)) return false;
-          const decided = decideBlock(deps.store.countStrikes(msg.accountId, senderId, at - a.blockWindowHours * HOUR_MS), {
+        await deps.store.insertStrike(msg.accountId, senderId, kind, msg.messageId, at);
+        if (verdict.policy === 'enforce' && !(await activeBlock(msg.accountId, senderId))) {
+          const decided = decideBlock(await deps.store.countStrikes(msg.accountId, senderId, at - a.blockWindowHours * HOUR_MS), {
             confirmed: a.blockConfirmed,
             suspect: a.blockSuspect,
             windowHours: a.blockWindowHours,
           });
-          return decided.block
-            ? deps.store.insertBlock({ accountId: msg.accountId, senderId, envelopeSender: msg.mailFrom, messageId: msg.messageId, reason: decided.reason, at })
+          blocked = decided.block
+            ? await deps.store.insertBlock({ accountId: msg.accountId, senderId, envelopeSender: msg.mailFrom, messageId: msg.messageId, reason: decided.reason, at })
             : false;
-        });
+        }
       }
       if (verdict.spam.disposition === 'CONFIRMED' || verdict.spam.disposition === 'SUSPECT') {
-        alert({ condition: 'sender_id_sending_spam', accountId: msg.accountId, senderId, message, at });
+        await alert({ condition: 'sender_id_sending_spam', accountId: msg.accountId, senderId, message, at });
       }
-      if (verdict.virus.disposition !== 'UNKNOWN') alert({ condition: 'sender_id_sending_virus', accountId: msg.accountId, senderId, message, at });
+      if (verdict.virus.disposition !== 'UNKNOWN') await alert({ condition: 'sender_id_sending_virus', accountId: msg.accountId, senderId, message, at });
       if (blocked) {
         log.warn({ accountId: msg.accountId, senderId, messageId: msg.messageId }, 'sender identity blocked');
-        alert({ condition: 'sender_id_blocked', accountId: msg.accountId, senderId, message, at });
+        await alert({ condition: 'sender_id_blocked', accountId: msg.accountId, senderId, message, at });
       }
       return { blocked };
     },
@@ -157,30 +159,38 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
      * `sender`, among `accountIds`. `not-found` when nothing matching is blocked; `rate-limited` when the identity was
      * already delisted `abuse.delist_per_day` times through the API within 24 hours (only the operator may then).
      */
-    remediate(accountIds: readonly number[], target: { messageId?: string | undefined; sender?: string | undefined }): RemediationResult {
+    async remediate(accountIds: readonly number[], target: { messageId?: string | undefined; sender?: string | undefined }): Promise<RemediationResult> {
       let candidates: { accountId: number; senderId: string; envelopeSender: string }[];
       if (target.messageId !== undefined) {
-        const found = deps.senderOfMessage(accountIds, target.messageId);
+        const found = await deps.senderOfMessage(accountIds, target.messageId);
         candidates = found ? [{ accountId: found.accountId, senderId: found.senderId, envelopeSender: found.sender }] : [];
       } else {
-        candidates = deps.store
-          .activeBlocksFor(accountIds, target.sender ?? '')
-          .map((b) => ({ accountId: b.account_id, senderId: b.sender_id, envelopeSender: target.sender ?? b.envelope_sender }));
+        candidates = (await deps.store.activeBlocksFor(accountIds, target.sender ?? '')).map((b) => ({
+          accountId: b.account_id,
+          senderId: b.sender_id,
+          envelopeSender: target.sender ?? b.envelope_sender,
+        }));
       }
-      const c = candidates.find((x) => activeBlock(x.accountId, x.senderId));
+      let c: (typeof candidates)[number] | undefined;
+      for (const x of candidates) {
+        if (await activeBlock(x.accountId, x.senderId)) {
+          c = x;
+          break;
+        }
+      }
       if (!c) return { ok: false, reason: 'not-found' };
       const now = deps.now();
-      const used = deps.store.countDelistings(c.accountId, c.senderId, 'api', now - DELIST_WINDOW_MS);
+      const used = await deps.store.countDelistings(c.accountId, c.senderId, 'api', now - DELIST_WINDOW_MS);
       if (used >= deps.config.abuse.delistPerDay) {
         return { ok: false, reason: 'rate-limited', senderId: c.senderId, used };
       }
-      if (!deps.store.lift(c.accountId, c.senderId, 'api', now)) return { ok: false, reason: 'not-found' };
+      if (!(await deps.store.lift(c.accountId, c.senderId, 'api', now))) return { ok: false, reason: 'not-found' };
       log.info({ accountId: c.accountId, senderId: c.senderId }, 'sender identity delisted');
       return { ok: true, ...c };
     },
 
     /** `sluice senders unblock`: the operator lifts a block, whatever the API's delisting count. */
-    unblock(accountId: number, senderId: string): boolean {
+    unblock(accountId: number, senderId: string): Promise<boolean> {
       return deps.store.lift(accountId, senderId, 'operator', deps.now());
     },
   };

@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import type { Config } from '../../config/load.js';
 import { headerValues, splitMessage } from '../../filters/message-headers.js';
-import { storageFailure } from '../../storage/write-health.js';
+import { storageFailure } from '../../storage/ports/health.js';
 import { domainOf } from '../smtp/address.js';
 import { prepend } from '../message-content.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
@@ -33,7 +33,7 @@ export type SubmissionDeps = RecipeDeps & { config: Pick<Config, 'smtp'> };
 export async function runSubmission(deps: SubmissionDeps, msg: SubmittedMessage): Promise<SmtpReply> {
   try {
     const verdict = await runOutbound(deps, {
-      account: deps.accounts.findById(msg.account.id),
+      account: await deps.accounts.findById(msg.account.id),
       sendRequestId: newSendRequestId(),
       origin: { auth: msg.username, upstream: msg.clientIp, upstreamHostname: msg.clientName || null, clientIp: msg.clientIp, helo: msg.clientName },
       messageCount: 1,

@@ -1,10 +1,8 @@
 // Owns the tracker: a hit on an open or click URL → verified token → `open` / `click` event → pixel or redirect.
 import { classifyTrackingHit } from '../../filters/machine-traffic.js';
-import type { AccountStore } from '../../storage/accounts.js';
-import type { QueueStore } from '../../storage/queue.js';
-import { CUSTOM_CLICK_HOST, CUSTOM_OPEN_HOST, type TrackingStore } from '../../storage/tracking.js';
-import type { TrackingDomainStore } from '../../storage/tracking-domains.js';
-import { createCommitBatcher } from '../queue/commit-batcher.js';
+import type { AccountStore } from '../../storage/ports/accounts.js';
+import { CUSTOM_CLICK_HOST, CUSTOM_OPEN_HOST, type TrackingStore } from '../../storage/ports/tracking.js';
+import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
 import { verifyTrackingToken, tokenHost, type TrackKind } from './tracking-token.js';
 
 /** The 43-byte transparent 1×1 GIF89a every open answers with. */
@@ -15,11 +13,9 @@ const MAX_USER_AGENT = 512;
 
 export interface TrackerDeps {
   secret: Buffer;
-  tracking: TrackingStore;
-  domains: TrackingDomainStore;
-  accounts: AccountStore;
-  /** The events outbox (insertEvent rolls each event into the metrics) and its transactions. */
-  store: QueueStore;
+  tracking: Pick<TrackingStore, 'find' | 'hit'>;
+  domains: Pick<TrackingDomainStore, 'findByHost'>;
+  accounts: Pick<AccountStore, 'findById'>;
   now: () => number;
 }
 
@@ -51,25 +47,20 @@ const notFound: TrackerAnswer = { kind: 'not-found' };
  * filters/machine-traffic.ts says a machine made the hit, and answers once that is durable.
  */
 export function createTracker(deps: TrackerDeps) {
-  const batcher = createCommitBatcher({
-    transaction: (fn) => deps.store.transaction(fn),
-    savepoint: (fn) => deps.store.savepoint(fn),
-  });
-
   return {
     async hit(r: TrackerRequest): Promise<TrackerAnswer> {
       const host = tokenHost(r.host);
       if (!host || r.query !== '') return notFound;
       const data = verifyTrackingToken(deps.secret, r.kind, host, r.token);
       if (!data) return notFound;
-      const row = deps.tracking.find(data.messageKey);
+      const row = await deps.tracking.find(data.messageKey);
       if (!row) return notFound;
       if ((r.kind === 'click' ? row.click_host : row.open_host) !== host) return notFound;
       if (row.custom & (r.kind === 'click' ? CUSTOM_CLICK_HOST : CUSTOM_OPEN_HOST)) {
         // Deleting a custom domain breaks its links (api.md §2.4); a disabled one keeps serving mail already sent.
-        const domain = deps.domains.findByHost(host, r.kind);
-        const owner = domain ? deps.accounts.findById(domain.account_id) : undefined;
-        const account = deps.accounts.findById(row.account_id);
+        const domain = await deps.domains.findByHost(host, r.kind);
+        const owner = domain ? await deps.accounts.findById(domain.account_id) : undefined;
+        const account = await deps.accounts.findById(row.account_id);
         if (!domain || !owner || !account || (owner.id !== account.id && owner.id !== account.parent_id)) return notFound;
       }
       const recipients = JSON.parse(row.recipients) as string[];
@@ -94,30 +85,23 @@ export function createTracker(deps: TrackerDeps) {
         lastClick: row.last_click_at === null ? null : { at: row.last_click_at, link: row.last_click_link ?? -1 },
       });
       const machine = verdict.machine;
-      const handle = deps.accounts.findById(row.account_id)?.handle ?? '';
-      await batcher.run(() => {
-        const hits = r.kind === 'open' ? deps.tracking.markOpened(row.id, now, !machine) : deps.tracking.markClicked(row.id, data.link, now, !machine);
-        const payload = {
-          ...(row.from_email ? { email: row.from_email } : {}),
-          customer_handle: handle,
-          timestamp: Math.floor(now / 1000),
-          event: r.kind,
-          request_id: row.request_id,
-          smtp_id: `<${row.message_id}>`,
-          ...(row.campaign_id ? { campaign_id: row.campaign_id } : {}),
-          recipients: Array.isArray(named) ? named : [named],
-          ...(url !== undefined ? { url } : {}),
-          user_agent: userAgent,
-          ip: r.ip,
-          ...(verdict.machine ? { machine: true, machine_reason: verdict.reason } : {}),
-        };
-        // unique_*: the message's first hit of the kind, machine or not (the specification's "distinct messages with at
-        // least one such event"); unique_human_*: its first hit by a person; machine_*: every flagged hit.
-        const counters = r.kind === 'open'
-          ? { unique_open: hits.first ? 1 : 0, unique_human_open: hits.firstHuman ? 1 : 0, machine_open: machine ? 1 : 0 }
-          : { unique_click: hits.first ? 1 : 0, unique_human_click: hits.firstHuman ? 1 : 0, machine_click: machine ? 1 : 0 };
-        deps.store.insertEvent(row.account_id, r.kind, payload, now, counters);
-      });
+      const handle = (await deps.accounts.findById(row.account_id))?.handle ?? '';
+      const payload = {
+        ...(row.from_email ? { email: row.from_email } : {}),
+        customer_handle: handle,
+        timestamp: Math.floor(now / 1000),
+        event: r.kind,
+        request_id: row.request_id,
+        smtp_id: `<${row.message_id}>`,
+        ...(row.campaign_id ? { campaign_id: row.campaign_id } : {}),
+        recipients: Array.isArray(named) ? named : [named],
+        ...(url !== undefined ? { url } : {}),
+        user_agent: userAgent,
+        ip: r.ip,
+        ...(verdict.machine ? { machine: true, machine_reason: verdict.reason } : {}),
+      };
+      // One unit: the first open or click (and the first human one), the last click, the event and its counters.
+      await deps.tracking.hit({ id: row.id, kind: r.kind, link: data.link, at: now, machine, event: { accountId: row.account_id, kind: r.kind, payload, at: now } });
       return answer;
     },
   };

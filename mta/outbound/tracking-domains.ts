@@ -2,10 +2,9 @@
 import crypto from 'node:crypto';
 import { isIP } from 'node:net';
 import { normaliseDomain } from '../../filters/inbound-names.js';
-import type { AccountRow } from '../../storage/accounts.js';
-import type {
-  TrackingDomainRow, TrackingDomainStatus, TrackingDomainStore, TrackingScope,
-} from '../../storage/tracking-domains.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
+import type { TrackingDomainRow, TrackingDomainStatus, TrackingScope } from '../../storage/ports/tracking-domains.js';
 import type { DnsResolver } from '../delivery/dns-resolver.js';
 import { tokenHost } from './tracking-token.js';
 
@@ -123,11 +122,11 @@ export async function registerTrackingDomain(
   const hostname = normaliseDomain(req.hostname);
   if (!hostname) return { outcome: 'refused', reason: 'invalid-hostname', error: `hostname: "${req.hostname}" is not a host name (e.g. click.example.com)` };
   const d = { name: req.name, hostname, scope: req.scope };
-  const taken = deps.store.conflict(account.id, d);
+  const taken = await deps.store.conflict(account.id, d);
   if (taken) return conflict(taken, d);
   const v = await verifyHostname(deps, account.id, hostname);
   if (!v.ok) return { outcome: 'dns-setup-required', setup: v.setup };
-  const res = deps.store.insert(account.id, d, deps.now());
+  const res = await deps.store.insert(account.id, d, deps.now());
   if (!res.ok) return conflict(res.conflict, d);
   return { outcome: 'active', domain: res.row };
 }
@@ -143,14 +142,14 @@ export async function updateTrackingDomain(
   change: { name?: string; status?: TrackingDomainStatus },
 ): Promise<DomainResult> {
   const hostname = normaliseDomain(key.hostname);
-  const row = hostname ? deps.store.find(account.id, hostname, key.scope) : undefined;
+  const row = hostname ? await deps.store.find(account.id, hostname, key.scope) : undefined;
   if (!hostname || !row) return { outcome: 'refused', reason: 'not-found', error: `no custom tracking domain ${key.hostname} for ${key.scope}` };
   const next = { name: change.name ?? row.name, status: change.status ?? row.status };
   if (next.status === 'active' && row.status !== 'active') {
     const v = await verifyHostname(deps, account.id, hostname);
     if (!v.ok) return { outcome: 'dns-setup-required', setup: v.setup };
   }
-  const res = deps.store.update(row, next, deps.now());
+  const res = await deps.store.update(row, next, deps.now());
   if (!res.ok) return conflict('name', { ...row, name: next.name });
   return { outcome: 'active', domain: res.row };
 }

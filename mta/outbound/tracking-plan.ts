@@ -1,9 +1,7 @@
 // Owns what a send's tracking_settings and unsubscribe_settings mean: link hosts, the HTML rewrite, the stored record.
-import type { AccountRow } from '../../storage/accounts.js';
-import {
-  CUSTOM_CLICK_HOST, CUSTOM_OPEN_HOST, TRACK_CLICK, TRACK_LIST_UNSUBSCRIBE, TRACK_OPEN, trackingKey,
-} from '../../storage/tracking.js';
-import type { TrackingDomainStore, TrackingScope } from '../../storage/tracking-domains.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
+import { CUSTOM_CLICK_HOST, CUSTOM_OPEN_HOST, TRACK_CLICK, TRACK_LIST_UNSUBSCRIBE, TRACK_OPEN, trackingKey } from '../../storage/ports/tracking.js';
+import type { TrackingDomainRow, TrackingDomainStore, TrackingScope } from '../../storage/ports/tracking-domains.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { ComposedMessage, ComposeOptions } from './compose.js';
 import { rewriteHtml } from './html-links.js';
@@ -47,18 +45,19 @@ function customLinkHost(publicUrl: string, hostname: string): LinkHost {
  * `enable: true` beside it, and `unsubscribe_settings` needs non-transactional mail (the only mail that gets
  * List-Unsubscribe): a field that would change nothing is refused, never ignored. Errors name the field.
  */
-export function planTracking(
-  deps: { domains: TrackingDomainStore; publicUrl: string },
+export async function planTracking(
+  deps: { domains: Pick<TrackingDomainStore, 'findByName'>; publicUrl: string },
   account: AccountRow,
   body: SendRequest,
-): { ok: true; plan: TrackingPlan } | { ok: false; errors: string[] } {
+): Promise<{ ok: true; plan: TrackingPlan } | { ok: false; errors: string[] }> {
   const errors: string[] = [];
   const owners = account.parent_id === null ? [account.id] : [account.id, account.parent_id];
   // Parsed only when a link needs it: a send without tracking reads http.public_url exactly as before.
   let fallbackHost: LinkHost | undefined;
   const fallback = () => (fallbackHost ??= publicLinkHost(deps.publicUrl));
-  const lookup = (field: string, name: string, scope: TrackingScope): LinkHost | undefined => {
-    const row = owners.map((id) => deps.domains.findByName(id, name)).find((r) => r !== undefined);
+  const lookup = async (field: string, name: string, scope: TrackingScope): Promise<LinkHost | undefined> => {
+    let row: TrackingDomainRow | undefined;
+    for (const id of owners) if ((row = await deps.domains.findByName(id, name))) break;
     if (!row) errors.push(`${field}: no custom tracking domain named "${name}"`);
     else if (row.scope !== scope) errors.push(`${field}: "${name}" is a tracking domain for ${row.scope}, not ${scope}`);
     else if (row.status !== 'active') errors.push(`${field}: custom tracking domain "${name}" is disabled`);
@@ -71,7 +70,7 @@ export function planTracking(
     const setting = ts[key];
     const field = `tracking_settings.${key}.custom_domain_name`;
     if (setting?.enable === true) {
-      plan[kind] = setting.custom_domain_name !== undefined ? lookup(field, setting.custom_domain_name, kind) : fallback();
+      plan[kind] = setting.custom_domain_name !== undefined ? await lookup(field, setting.custom_domain_name, kind) : fallback();
     } else if (setting?.custom_domain_name !== undefined) {
       errors.push(`${field}: requires tracking_settings.${key}.enable: true`);
     }
@@ -81,7 +80,7 @@ export function planTracking(
     if (body.transactional !== false) {
       errors.push('unsubscribe_settings.custom_domain_name: applies to non-transactional mail only ("transactional": false)');
     } else {
-      const host = lookup('unsubscribe_settings.custom_domain_name', unsubscribeName, 'unsubscribe');
+      const host = await lookup('unsubscribe_settings.custom_domain_name', unsubscribeName, 'unsubscribe');
       if (host) plan.unsubscribe = host.base;
     }
   }

@@ -1,14 +1,17 @@
 // Owns the accepted-message record every entry point hands the queue's one door (REST, submission, MX relay, DSN):
 // one variant per message kind, and the one mapping from a record to the stored message row.
-import type { MessageKind, NewMessage } from '../../storage/queue.js';
-import type { NewTrackedMessage } from '../../storage/tracking.js';
-import type { SpamDisposition, VirusDisposition } from '../../storage/smtp-log.js';
+import type { BodyRef } from '../../storage/ports/bodies.js';
+import type { MessageKind, NewMessage } from '../../storage/ports/queue.js';
+import type { NewTrackedMessage } from '../../storage/ports/tracking.js';
+import type { SpamDisposition, VirusDisposition } from '../../storage/ports/smtp-log.js';
 
-/** Row fields the door itself fills in (account id from the record's account, timestamps from its clock). */
-type DoorFields = 'accountId' | 'kind' | 'createdAt' | 'expiresAt' | 'verdicts' | 'tracking' | 'size';
+/** Row fields the door itself fills in (account id from the record's account, timestamps from its clock, the body). */
+type DoorFields = 'accountId' | 'kind' | 'createdAt' | 'expiresAt' | 'verdicts' | 'tracking' | 'size' | 'body';
 
 /** What every accepted message has: the send's request id, its Message-ID, the bytes and the envelope recipients. */
-type Envelope = Pick<NewMessage, 'sendRequestId' | 'messageId' | 'raw'> & {
+type Envelope = Pick<NewMessage, 'sendRequestId' | 'messageId'> & {
+  /** The message as it is sent (the door writes it through the Bodies port). */
+  raw: Buffer;
   /** RFC 5321 RCPT TO: one delivery each. */
   recipients: string[];
 };
@@ -21,11 +24,12 @@ type Envelope = Pick<NewMessage, 'sendRequestId' | 'messageId' | 'raw'> & {
 export type AcceptedOutbound = Omit<NewMessage, DoorFields> &
   Envelope & {
     kind: 'outbound';
-    account: { id: number };
+    /** The sending account; its handle is every event's `customer_handle`. */
+    account: { id: number; handle: string };
     /** Recipients refused before sending (suppression): no delivery attempt, a `dropped` event. */
     dropped?: ReadonlyMap<string, { status: string; reason: string }>;
     /**
-     * Engagement features of a REST send (storage/tracking.ts TRACK_* bits), and what its open and click tokens
+     * Engagement features of a REST send (TRACK_* bits of storage/ports/tracking.ts), and what its open and click tokens
      * name (stored with the message, in the same transaction). Absent: none (SMTP submission).
      */
     engagement?: {
@@ -80,22 +84,24 @@ const SYSTEM_MAIL = {
 } as const satisfies Partial<NewMessage>;
 
 /**
- * The stored row of an accepted message accepted at `now` that expires `lifetimeMs` later: the one place a record
- * becomes a row.
+ * The stored row of an accepted message accepted at `now` that expires `lifetimeMs` later, naming `body` (written
+ * through the Bodies port; null for a refused message, which keeps none): the one place a record becomes a row.
  */
-export function messageRow(m: AcceptedMessage, now: number, lifetimeMs: number): NewMessage {
+export function messageRow(m: AcceptedMessage, now: number, lifetimeMs: number, body: BodyRef | null): NewMessage {
   const times = { createdAt: now, expiresAt: now + lifetimeMs };
-  const envelope = { sendRequestId: m.sendRequestId, messageId: m.messageId, raw: m.raw };
+  const envelope = { sendRequestId: m.sendRequestId, messageId: m.messageId, body, size: m.raw.length };
   switch (m.kind) {
     case 'outbound': {
-      const { account, recipients: _recipients, dropped: _dropped, engagement, scan, refusal, ...row } = m;
-      const kept = refusal ? { raw: Buffer.alloc(0), size: m.raw.length } : {};
-      return { ...row, ...kept, accountId: account.id, verdicts: scan?.verdicts ?? null, tracking: refusal ? 0 : (engagement?.flags ?? 0), ...times };
+      const { account, recipients: _recipients, dropped: _dropped, engagement, scan, refusal, raw: _raw, ...row } = m;
+      return {
+        ...row, body: refusal ? null : body, size: m.raw.length, accountId: account.id, verdicts: scan?.verdicts ?? null,
+        tracking: refusal ? 0 : (engagement?.flags ?? 0), ...times,
+      };
     }
     case 'relay':
-      return { ...SYSTEM_MAIL, ...envelope, kind: 'relay', mailFrom: m.mailFrom, verdicts: m.verdicts, ...times };
+      return { ...SYSTEM_MAIL, ...envelope, kind: 'relay', mailFrom: m.mailFrom, verdicts: m.verdicts, tracking: 0, ...times };
     case 'dsn':
       // RFC 3464 §2 and RFC 5321 §4.5.5: a DSN goes out with the null reverse-path, so it can never bounce back.
-      return { ...SYSTEM_MAIL, ...envelope, kind: 'dsn', mailFrom: '', fromEmail: m.fromEmail, subject: m.subject, ...times };
+      return { ...SYSTEM_MAIL, ...envelope, kind: 'dsn', mailFrom: '', fromEmail: m.fromEmail, subject: m.subject, tracking: 0, ...times };
   }
 }

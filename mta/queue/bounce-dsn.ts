@@ -1,6 +1,6 @@
 // Owns the decision which permanently failed messages get an RFC 3464 DSN, and building that DSN as a queue entry.
 import crypto from 'node:crypto';
-import type { MessageRow } from '../../storage/queue.js';
+import type { MessageRow } from '../../storage/ports/queue.js';
 import { buildDsn, headerBlock } from '../delivery/dsn.js';
 import type { AcceptedDsn } from './accepted-message.js';
 import type { PermanentFailure } from './queue.js';
@@ -8,8 +8,8 @@ import type { PermanentFailure } from './queue.js';
 export interface BounceDsnDeps {
   /** `smtp.hostname`: Reporting-MTA, MAILER-DAEMON domain. */
   hostname: string;
-  /** The stored body of a queued message (for the original header block). */
-  findBody: (messageRowId: number) => Buffer | undefined;
+  /** The stored body of a queued message (for the original header block); undefined when none is kept. */
+  findBody: (message: MessageRow) => Promise<Buffer | undefined>;
   now: () => number;
 }
 
@@ -42,9 +42,9 @@ export function diagnosticOf(f: Pick<PermanentFailure, 'code' | 'status' | 'resp
  * failed in it, addressed to the envelope sender and sent with the null reverse-path `<>`.
  */
 export function createBounceDsnHook(deps: BounceDsnDeps) {
-  return function onPermanentFailure(message: MessageRow, failures: PermanentFailure[]): AcceptedDsn | undefined {
+  return async function onPermanentFailure(message: MessageRow, failures: PermanentFailure[]): Promise<AcceptedDsn | undefined> {
     if (!wantsDsn(message) || failures.length === 0) return undefined;
-    const body = deps.findBody(message.id);
+    const body = await deps.findBody(message);
     const now = deps.now();
     const dsn = buildDsn({
       hostname: deps.hostname,

@@ -1,8 +1,5 @@
 // Owns the shape of delivery events written to the outbox (api.md §4.2), one place for every event kind.
 
-import type { MetricDelta } from '../../storage/metrics.js';
-import { TRACK_CLICK, TRACK_LIST_UNSUBSCRIBE, TRACK_OPEN } from '../../storage/tracking.js';
-
 export type EventKind = 'processed' | 'delivered' | 'soft-bounced' | 'hard-bounced' | 'dropped' | 'unsubscribed' | 'open' | 'click';
 
 export interface EventMessage {
@@ -37,19 +34,4 @@ export function eventPayload(
     ...(extra.status !== undefined ? { status: extra.status } : {}),
     ...(extra.reason !== undefined ? { reason: extra.reason } : {}),
   };
-}
-
-/**
- * The counters a `delivered` event adds besides `delivered`, from the message's tracking bits (api.md §2.5): each
- * delivered recipient of a message with the open pixel counts in open_tracking_delivered, with tracked links in
- * click_tracking_delivered, with List-Unsubscribe in unsubscribe_delivered; the unique_* variants count the
- * message once, at its first delivered recipient (`first`).
- */
-export function deliveredDelta(tracking: number, first: boolean): MetricDelta {
-  const out: MetricDelta = {};
-  const once = first ? 1 : 0;
-  if (tracking & TRACK_OPEN) Object.assign(out, { open_tracking_delivered: 1, unique_open_tracking_delivered: once });
-  if (tracking & TRACK_CLICK) Object.assign(out, { click_tracking_delivered: 1, unique_click_tracking_delivered: once });
-  if (tracking & TRACK_LIST_UNSUBSCRIBE) out.unsubscribe_delivered = 1;
-  return out;
 }

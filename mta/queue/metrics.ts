@@ -1,6 +1,6 @@
 // Owns the metrics reports (api.md §2.5): windows, interval buckets and sender rankings, read from the hourly
 // roll-ups for whole hours and from the per-second detail for a window's edges.
-import { grainStart, HOUR_MS, SENDER_FIELDS, type Metric, type MetricRollup, type SenderRow } from '../../storage/metrics.js';
+import { grainStart, HOUR_MS, SENDER_FIELDS, type Metric, type MetricStore, type SenderRow } from '../../storage/ports/metrics.js';
 
 export const INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -146,8 +146,8 @@ export type Report = Record<string, unknown> & {
  * roll-ups (never from raw events); a part of an hour at either edge from the per-second detail, when that hour's
  * detail is complete (its whole-hour sums equal the hourly row), else the whole hour, widening the window answered.
  */
-export function buildReport(
-  rollup: MetricRollup,
+export async function buildReport(
+  rollup: Pick<MetricStore, 'series' | 'edge'>,
   q: {
     accountId: number;
     campaign: string | null;
@@ -157,7 +157,7 @@ export function buildReport(
     starts: number[];
     fields: readonly Metric[];
   },
-): Report {
+): Promise<Report> {
   const { starts, fields, interval } = q;
   let w = q.window;
   const counts = fields.map(() => new Array<number>(starts.length).fill(0));
@@ -172,14 +172,14 @@ export function buildReport(
   // SQL sums per hour, day or week; months are folded from days (their lengths vary).
   const grain = interval === 'month' ? 'day' : interval;
   if (parts.hours[0] < parts.hours[1]) {
-    for (const [bucket, ...sums] of rollup.series(q.accountId, q.campaign, parts.hours[0], parts.hours[1], grain, fields)) {
+    for (const [bucket, ...sums] of await rollup.series(q.accountId, q.campaign, parts.hours[0], parts.hours[1], grain, fields)) {
       const at = grainStart(grain, bucket as number);
       addTo(interval === 'month' ? periodStart(at, 'month') : at, sums);
     }
   }
   for (const e of parts.edges) {
-    const hourly = rollup.series(q.accountId, q.campaign, e.hour, e.hour + 1, 'hour', fields)[0]?.slice(1) ?? fields.map(() => 0);
-    const detail = rollup.edge(q.accountId, q.campaign, e.hour, e.from, e.to, fields);
+    const hourly = (await rollup.series(q.accountId, q.campaign, e.hour, e.hour + 1, 'hour', fields))[0]?.slice(1) ?? fields.map(() => 0);
+    const detail = await rollup.edge(q.accountId, q.campaign, e.hour, e.from, e.to, fields);
     const exact = same(detail.whole, hourly);
     if (!exact) w = widen(w, e);
     addTo(periodStart(e.hour * HOUR_MS, interval), exact ? detail.inside : hourly);
@@ -199,7 +199,12 @@ export function buildReport(
  * from the hourly roll-ups, the parts of an hour at the edges from the per-second detail (as buildReport), with the
  * window actually counted.
  */
-export function senderTotals(rollup: MetricRollup, kind: 'campaigns' | 'subAccounts', accountId: number, window: MetricsWindow): { rows: SenderRow[]; window: MetricsWindow } {
+export async function senderTotals(
+  rollup: Pick<MetricStore, 'campaigns' | 'subAccounts' | 'senderEdge'>,
+  kind: 'campaigns' | 'subAccounts',
+  accountId: number,
+  window: MetricsWindow,
+): Promise<{ rows: SenderRow[]; window: MetricsWindow }> {
   let w = window;
   const totals = new Map<string, number[]>();
   const add = (name: string, sums: readonly number[]) => {
@@ -209,10 +214,10 @@ export function senderTotals(rollup: MetricRollup, kind: 'campaigns' | 'subAccou
   };
   const values = (r: SenderRow) => SENDER_FIELDS.map((f) => r[f]);
   const parts = windowParts(w);
-  if (parts.hours[0] < parts.hours[1]) for (const r of rollup[kind](accountId, parts.hours[0], parts.hours[1])) add(r.name, values(r));
+  if (parts.hours[0] < parts.hours[1]) for (const r of await rollup[kind](accountId, parts.hours[0], parts.hours[1])) add(r.name, values(r));
   for (const e of parts.edges) {
-    const hourly = rollup[kind](accountId, e.hour, e.hour + 1).filter((r) => values(r).some((n) => n !== 0));
-    const detail = rollup.senderEdge(kind, accountId, e.hour, e.from, e.to).filter((r) => r.whole.some((n) => n !== 0));
+    const hourly = (await rollup[kind](accountId, e.hour, e.hour + 1)).filter((r) => values(r).some((n) => n !== 0));
+    const detail = (await rollup.senderEdge(kind, accountId, e.hour, e.from, e.to)).filter((r) => r.whole.some((n) => n !== 0));
     const byName = new Map(detail.map((r) => [r.name, r.whole]));
     if (hourly.length === detail.length && hourly.every((r) => same(values(r), byName.get(r.name) ?? []))) {
       for (const r of detail) add(r.name, r.inside);

@@ -1,6 +1,7 @@
 // Owns acting on the queue by hand (the web console; the CLI's operations): list, show with every attempt, retry now,
 // delete — each scoped to the accounts the caller may see.
-import type { DeliveryRow, DeliveryState, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { AttemptRow, DeliveryRow, DeliveryState, MessageRow, QueueStore } from '../../storage/ports/queue.js';
+import type { BrowsedDelivery, QueueViewStore } from '../../storage/ports/queue-views.js';
 
 /** The accounts a caller sees: a list of account ids, or `null` for the operator (every message, relayed mail too). */
 export type AccountScope = readonly number[] | null;
@@ -19,35 +20,42 @@ const STATES: Record<QueueView, DeliveryState[]> = {
 
 export type QueueAction = 'ok' | 'not-found' | 'not-waiting';
 
-export function createQueueAdmin(deps: { store: QueueStore; now: () => number }) {
-  const { store } = deps;
+/** One delivery as `show` finds it: with its message and every attempt, oldest first. */
+export interface ShownDelivery {
+  delivery: DeliveryRow;
+  message: MessageRow;
+  attempts: AttemptRow[];
+}
+
+export function createQueueAdmin(deps: { store: Pick<QueueStore, 'findDelivery' | 'findMessage' | 'attemptsOf'>; views: QueueViewStore; now: () => number }) {
+  const { store, views } = deps;
   const inScope = (scope: AccountScope, m: MessageRow | undefined): m is MessageRow =>
     !!m && (scope === null || (m.account_id !== null && scope.includes(m.account_id)));
   /** The delivery and its message when the scope may see it; undefined otherwise (callers answer 404 alike). */
-  const find = (scope: AccountScope, id: number): { delivery: DeliveryRow; message: MessageRow } | undefined => {
-    const delivery = store.findDelivery(id);
-    const message = delivery && store.findMessage(delivery.message_id);
+  const find = async (scope: AccountScope, id: number): Promise<{ delivery: DeliveryRow; message: MessageRow } | undefined> => {
+    const delivery = await store.findDelivery(id);
+    const message = delivery && (await store.findMessage(delivery.message_id));
     return delivery && inScope(scope, message) ? { delivery, message } : undefined;
   };
   return {
-    list(f: { scope: AccountScope; view: QueueView; rcpt?: string; limit: number; offset: number }) {
+    list(f: { scope: AccountScope; view: QueueView; rcpt?: string; limit: number; offset: number }): Promise<BrowsedDelivery[]> {
       const minAttempts = f.view === 'deferred' ? 1 : 0;
-      return store.browse({ accountIds: f.scope, states: STATES[f.view], rcpt: f.rcpt, minAttempts, limit: f.limit, offset: f.offset });
+      return views.browse({ accountIds: f.scope, states: STATES[f.view], rcpt: f.rcpt, minAttempts, limit: f.limit, offset: f.offset });
     },
     /** One delivery with its message and every attempt, oldest first. */
-    show(scope: AccountScope, id: number) {
-      const found = find(scope, id);
-      return found && { ...found, attempts: store.attemptsOf(id) };
+    async show(scope: AccountScope, id: number): Promise<ShownDelivery | undefined> {
+      const found = await find(scope, id);
+      return found && { ...found, attempts: await store.attemptsOf(id) };
     },
     /** Makes a queued delivery due now (the worker picks it up on its next pass). */
-    retry(scope: AccountScope, id: number): QueueAction {
-      if (!find(scope, id)) return 'not-found';
-      return store.retryNow(id, deps.now()) > 0 ? 'ok' : 'not-waiting';
+    async retry(scope: AccountScope, id: number): Promise<QueueAction> {
+      if (!(await find(scope, id))) return 'not-found';
+      return (await views.retryNow(id, deps.now())) > 0 ? 'ok' : 'not-waiting';
     },
     /** Drops a queued or held delivery: it will not be sent. */
-    remove(scope: AccountScope, id: number, by: string): QueueAction {
-      if (!find(scope, id)) return 'not-found';
-      return store.dropDelivery(id, `deleted by ${by}`, deps.now()) ? 'ok' : 'not-waiting';
+    async remove(scope: AccountScope, id: number, by: string): Promise<QueueAction> {
+      if (!(await find(scope, id))) return 'not-found';
+      return (await views.dropDelivery(id, `deleted by ${by}`, deps.now())) ? 'ok' : 'not-waiting';
     },
   };
 }

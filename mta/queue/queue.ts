@@ -1,13 +1,16 @@
 // Owns the durable queue's write paths: the one door for accepted mail (message, deliveries, events, log rows) and
-// attempt outcomes.
-import { usagePeriod } from '../../storage/accounts.js';
-import type { AttemptRecord, DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
-import type { SmtpLogStore } from '../../storage/smtp-log.js';
-import type { SuppressionStore } from '../../storage/suppressions.js';
+// attempt outcomes, each built here as a record and written by the Queue port in one unit.
+import { usagePeriod } from '../../storage/ports/accounts.js';
+import type { BodyRef, BodyStore } from '../../storage/ports/bodies.js';
+import type { NewEvent } from '../../storage/ports/events.js';
+import { leaseOf } from '../../storage/ports/leases.js';
+import {
+  type AcceptedIds, type AcceptRecord, type AttemptRecord, type DeliveryRow, type DsnRecord, type MessageRow,
+  type NewDelivery, type OutcomeRecord, type QueueStore,
+} from '../../storage/ports/queue.js';
 import { bounceClass, type Metrics } from '../metrics.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
-import { createCommitBatcher } from './commit-batcher.js';
-import { deliveredDelta, eventPayload, type EventMessage } from './events.js';
+import { eventPayload, type EventKind, type EventMessage } from './events.js';
 import { nextAttempt } from './retry-schedule.js';
 
 export interface EnqueuedMessage {
@@ -16,7 +19,7 @@ export interface EnqueuedMessage {
   queuedAt: number;
 }
 
-/** The outcome of one attempt at one delivery, as the worker reports it. */
+/** The outcome of one attempt at one delivery, as the worker reports it; the delivery row carries its lease. */
 export interface AttemptOutcome extends Omit<AttemptRecord, 'deliveryId' | 'at'> {
   delivery: DeliveryRow;
   message: MessageRow;
@@ -43,261 +46,220 @@ export interface RecordedAttempt {
   nextAttemptAt: number | null;
   /** The queue lifetime ran out on this attempt (RFC 3463 5.4.7). */
   expired: boolean;
+  /**
+   * The lease was lost before the outcome could be recorded (another worker took the delivery over after it
+   * expired): nothing was written, and the other worker's result stands (storage/ports/leases.ts).
+   */
+  lost: boolean;
 }
 
 /**
- * Called once per message whose deliveries ended in permanent failure within one `record()` call (so a DSN covers
- * every recipient that failed together, as Postfix's bounce daemon does). Runs inside the transaction that records
- * the failures: a returned message (the DSN) is enqueued in that same transaction, so a crash can lose neither.
+ * Called once per message whose deliveries end in permanent failure within one `record()` call (so a DSN covers
+ * every recipient that failed together, as Postfix's bounce daemon does). A returned message (the DSN) is enqueued
+ * in the same unit that records the failures, so a crash can lose neither.
  */
-export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => AcceptedDsn | undefined;
+export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => Promise<AcceptedDsn | undefined>;
 
-/** A delivery the enqueue transaction inserted already leased to the fast path's worker. */
-export interface LeasedDelivery {
-  id: number;
-  rcpt: string;
-  domain: string;
-}
+/** A delivery the accept commit wrote already leased to the fast path's worker. */
+export type LeasedDelivery = AcceptedIds['leased'][number];
 
 /**
  * The fast path (issue 17): a worker in this process that takes freshly accepted deliveries straight from memory.
- * The enqueue transaction writes them already claimed by it (the lease a claim would take), so a message costs the
- * enqueue commit and the outcome commit, not a third one for the claim, and its body is not read back from disk.
+ * The accept unit writes them already claimed by it (the lease a claim would take), so a message costs the accept
+ * commit and the outcome commit, not a third one for the claim, and its body is not read back.
  */
 export interface FastPath {
   /** Reserves room for `n` deliveries; the lease to write, or undefined to leave them queued for a normal claim. */
   reserve(n: number): { worker: string; leaseUntil: number } | undefined;
-  /** Gives back a reservation the commit did not use (the transaction failed). */
+  /** Gives back a reservation the commit did not use (the commit failed, or fewer deliveries were leased). */
   release(n: number): void;
   /** Takes the committed, leased deliveries of one message, with its bytes. */
-  handoff(m: { messageRowId: number; raw: Buffer; deliveries: LeasedDelivery[]; leaseUntil: number; now: number }): void;
+  handoff(m: { messageRowId: number; raw: Buffer; deliveries: LeasedDelivery[]; now: number }): void;
 }
 
 export interface QueueDeps {
   store: QueueStore;
-  smtpLog: SmtpLogStore;
-  suppressions: SuppressionStore;
-  /** Handle of an account id, for `customer_handle` in events. */
-  handleOf: (accountId: number) => string;
+  bodies: BodyStore;
+  /** Handle of an account id, for `customer_handle` in events (handles never change, so it may be remembered). */
+  handleOf: (accountId: number) => Promise<string>;
   now: () => number;
   lifetimeMs: number;
   random?: () => number;
   onPermanentFailure?: PermanentFailureHook;
-  /** Commit latency and attempt outcomes are counted here, where they happen. */
+  /** Attempt outcomes are counted here, where they happen. */
   metrics?: Metrics;
   /**
    * Told, after they are committed, of the messages with permanently failed recipients (alert monitors judge them:
-   * invalid recipients, rejections by destination). Must not throw; it cannot undo the commit.
+   * invalid recipients, rejections by destination); `record` resolves once it has. Must not reject; it cannot undo
+   * the commit.
    */
-  afterPermanentFailures?: (failed: { message: MessageRow; failures: PermanentFailure[] }[]) => void;
+  afterPermanentFailures?: (failed: { message: MessageRow; failures: PermanentFailure[] }[]) => void | Promise<void>;
 }
 
 function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 }
 
-/** The labels of one recorded attempt, counted once its transaction committed. */
-type AttemptLabels = { kind: string; outcome: string; bounce_class: string };
+/** Deliveries of `m` that will be attempted (not refused by scanning or a block, not dropped by suppression). */
+function liveCount(m: AcceptedMessage): number {
+  if (m.kind === 'outbound' && m.refusal) return 0;
+  const dropped = m.kind === 'outbound' ? m.dropped : undefined;
+  return dropped ? m.recipients.filter((r) => !dropped.has(r)).length : m.recipients.length;
+}
 
-/** Creates the queue: accepting mail and recording outcomes both go through one group-commit batcher. */
+/** Creates the queue over the Queue and Bodies ports. */
 export function createQueue(deps: QueueDeps) {
-  const { store, smtpLog } = deps;
-  const batcher = createCommitBatcher({
-    transaction: (fn) => store.transaction(fn),
-    savepoint: (fn) => store.savepoint(fn),
-    onCommit: deps.metrics ? (seconds) => deps.metrics?.sqliteCommit.observe(seconds) : undefined,
-  });
+  const { store } = deps;
   let wakeListener: (() => void) | undefined;
   let fastPath: FastPath | undefined;
+  const handles = new Map<number, string>();
 
-  function eventMessage(m: {
-    accountId: number;
-    fromEmail: string | null;
-    sendRequestId: string;
-    messageId: string;
-    campaignId: string | null;
-  }): EventMessage {
-    return {
-      fromEmail: m.fromEmail,
-      customerHandle: deps.handleOf(m.accountId),
-      sendRequestId: m.sendRequestId,
-      messageId: m.messageId,
-      campaignId: m.campaignId,
-    };
+  async function handleOf(accountId: number): Promise<string> {
+    let h = handles.get(accountId);
+    if (h === undefined) {
+      h = await deps.handleOf(accountId);
+      handles.set(accountId, h);
+    }
+    return h;
+  }
+
+  function eventMessage(m: { fromEmail: string | null; sendRequestId: string; messageId: string; campaignId: string | null }, handle: string): EventMessage {
+    return { fromEmail: m.fromEmail, customerHandle: handle, sendRequestId: m.sendRequestId, messageId: m.messageId, campaignId: m.campaignId };
   }
 
   /**
-   * Stores one accepted message: its row (the record's one mapping, `messageRow`), one delivery per recipient
+   * The record of one accepted message: its row (the record's one mapping, `messageRow`), one delivery per recipient
    * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows (with the scan's dispositions), its
    * `processed` / `dropped` events and one unit of the account's monthly usage. A refused outbound message gets only
-   * its rows: dropped deliveries whose log rows carry the refusal. Call inside the batcher's transaction.
+   * its rows: dropped deliveries whose log rows carry the refusal, and no body.
    */
-  function acceptOne(m: AcceptedMessage, now: number, lease?: Lease): EnqueuedMessage {
-    const row = messageRow(m, now, deps.lifetimeMs);
-    const messageRowId = store.insertMessage(row);
+  async function acceptRecord(m: AcceptedMessage, now: number, lease?: { worker: string; leaseUntil: number }): Promise<AcceptRecord> {
     // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
     const sender = m.kind === 'outbound' ? m : undefined;
-    // A refused message keeps no body, so it stores no tracking tokens either.
-    const tokens = sender?.refusal ? undefined : sender?.engagement?.tokens;
-    if (sender && tokens) {
-      store.insertTracked({
-        ...tokens,
-        accountId: sender.account.id,
-        requestId: row.sendRequestId,
-        messageId: row.messageId,
-        fromEmail: row.fromEmail,
-        campaignId: row.campaignId,
-        recipients: m.recipients,
-        createdAt: now,
-      });
-    }
-    const ev = sender ? eventMessage({ ...row, accountId: sender.account.id }) : undefined;
-    const deliveryIds: number[] = [];
-    const live: string[] = [];
     const refusal = sender?.refusal;
+    const body: BodyRef | null = refusal ? null : await deps.bodies.write(m.raw);
+    const row = messageRow(m, now, deps.lifetimeMs, body);
+    // A refused message keeps no body, so it stores no tracking tokens either.
+    const tokens = refusal ? undefined : sender?.engagement?.tokens;
+    const ev = sender ? eventMessage(row, sender.account.handle) : undefined;
+    const deliveries: NewDelivery[] = [];
+    const events: NewEvent[] = [];
+    const live: string[] = [];
+    const event = (kind: EventKind, extra: Parameters<typeof eventPayload>[3]): NewEvent => ({
+      accountId: (sender as { account: { id: number } }).account.id,
+      kind,
+      payload: eventPayload(kind, ev as EventMessage, now, extra),
+      at: now,
+    });
     for (const rcpt of m.recipients) {
       const drop = refusal ? { status: refusal.status, reason: refusal.reason } : sender?.dropped?.get(rcpt);
-      const leased = !drop && lease !== undefined;
-      const domain = domainOf(rcpt);
-      const id = store.insertDelivery({
-        messageId: messageRowId,
-        rcpt,
-        domain,
-        state: drop ? 'dropped' : leased ? 'sending' : 'queued',
-        nextAttemptAt: leased ? lease.leaseUntil : now,
-        status: drop?.status ?? null,
-        response: drop?.reason ?? null,
-        lockedBy: leased ? lease.worker : null,
-        now,
-      });
-      deliveryIds.push(id);
-      if (leased) lease.deliveries.push({ id, rcpt, domain });
+      const d: NewDelivery = { rcpt, domain: domainOf(rcpt), state: drop ? 'dropped' : 'queued', status: drop?.status ?? null, response: drop?.reason ?? null };
       if (sender) {
-        smtpLog.insertRow({
-          delivery_id: id,
-          account_id: sender.account.id,
-          message_id: row.messageId,
-          request_id: row.sendRequestId,
-          sender: row.mailFrom,
-          rcpt,
-          auth: row.auth,
-          upstream: row.upstream,
-          upstream_hostname: row.upstreamHostname,
-          sender_id: row.senderId,
-          subject: row.subject,
-          size: row.size ?? row.raw.length,
-          spam_disposition: sender.scan?.spam ?? 'UNKNOWN',
-          virus_disposition: sender.scan?.virus ?? 'UNKNOWN',
-          created_at: now,
-        });
+        d.log = {
+          row: {
+            account_id: sender.account.id,
+            message_id: row.messageId,
+            request_id: row.sendRequestId,
+            sender: row.mailFrom,
+            rcpt,
+            auth: row.auth,
+            upstream: row.upstream,
+            upstream_hostname: row.upstreamHostname,
+            sender_id: row.senderId,
+            subject: row.subject,
+            size: row.size,
+            spam_disposition: sender.scan?.spam ?? 'UNKNOWN',
+            virus_disposition: sender.scan?.virus ?? 'UNKNOWN',
+            created_at: now,
+          },
+        };
         if (refusal) {
-          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: refusal.code, rspmsg: `${refusal.status} ${refusal.reason}`, delivered: false, updated_at: now });
+          d.log.attempt = { lastcmd: null, rspcode: refusal.code, rspmsg: `${refusal.status} ${refusal.reason}`, delivered: false, updated_at: now };
         } else if (drop) {
-          smtpLog.updateAttempt(id, { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now });
+          d.log.attempt = { lastcmd: null, rspcode: null, rspmsg: drop.reason, delivered: false, updated_at: now };
         }
       }
+      deliveries.push(d);
       if (refusal) continue;
-      if (drop && ev && sender) {
-        store.insertEvent(sender.account.id, 'dropped', eventPayload('dropped', ev, now, { recipients: [rcpt], ...drop }), now);
-      } else if (!drop) {
-        live.push(rcpt);
-      }
+      if (drop && sender) events.push(event('dropped', { recipients: [rcpt], ...drop }));
+      else if (!drop) live.push(rcpt);
     }
-    if (ev && sender && live.length > 0) {
-      store.insertEvent(sender.account.id, 'processed', eventPayload('processed', ev, now, { recipients: live }), now);
-    }
-    if (sender && !refusal) store.addUsage(sender.account.id, usagePeriod(now), 1);
-    return { messageRowId, deliveryIds, queuedAt: now };
-  }
-
-  type Lease = { worker: string; leaseUntil: number; count: number; deliveries: LeasedDelivery[] };
-
-  /** Deliveries of `m` that will be attempted (not refused by scanning or a block, not dropped by suppression). */
-  function liveCount(m: AcceptedMessage): number {
-    if (m.kind === 'outbound' && m.refusal) return 0;
-    const dropped = m.kind === 'outbound' ? m.dropped : undefined;
-    return dropped ? m.recipients.filter((r) => !dropped.has(r)).length : m.recipients.length;
-  }
-
-  /** Records one outcome; returns what was recorded and the failure when it ended permanently. */
-  function recordOne(o: AttemptOutcome, now: number, tally?: AttemptLabels[]): { recorded: RecordedAttempt; failure?: PermanentFailure } {
-    const { delivery, message } = o;
-    let state: DeliveryRow['state'];
-    let next = delivery.next_attempt_at;
-    let outcome = o.outcome;
-    let status = o.status;
-    let response = o.response;
-    let code = o.code;
-    if (outcome === 'delivered') {
-      state = 'delivered';
-    } else if (outcome === 'bounced') {
-      state = 'bounced';
-    } else {
-      const when = nextAttempt(now, delivery.attempts, message.expires_at, deps.random);
-      if (when === 'expire') {
-        // RFC 3463 4.4.7 / 5.4.7: delivery time expired — now permanent.
-        outcome = 'bounced';
-        state = 'bounced';
-        status = '5.4.7';
-        response = `delivery time expired after ${delivery.attempts} attempts; last error: ${o.response}`;
-        code = code !== null && code >= 500 ? code : 550;
-      } else {
-        state = 'queued';
-        next = when;
-      }
-    }
-    store.recordAttempt(
-      { deliveryId: delivery.id, at: now, outcome, code, status, response, command: o.command, host: o.host },
-      state,
-      next,
-    );
-    tally?.push({ kind: message.kind, outcome, bounce_class: outcome === 'delivered' ? 'none' : bounceClass(status) });
-    if (message.account_id !== null) {
-      smtpLog.updateAttempt(delivery.id, {
-        lastcmd: o.command,
-        rspcode: code,
-        rspmsg: response,
-        delivered: outcome === 'delivered',
-        updated_at: now,
-      });
-    }
-    const wantsEvents = message.account_id !== null && message.kind === 'outbound';
-    if (wantsEvents) {
-      const ev = eventMessage({
-        accountId: message.account_id as number,
-        fromEmail: message.from_email,
-        sendRequestId: message.request_id,
-        messageId: message.message_id,
-        campaignId: message.campaign_id,
-      });
-      const kind = outcome === 'delivered' ? 'delivered' : outcome === 'bounced' ? 'hard-bounced' : 'soft-bounced';
-      const extra =
-        outcome === 'delivered'
-          ? { recipients: [delivery.rcpt] }
-          : { recipients: [delivery.rcpt], status: status ?? String(code ?? ''), reason: response };
-      // A delivery of a tracked message also counts in the *_tracking_delivered figures (api.md §2.5).
-      const counters =
-        outcome === 'delivered' && message.tracking !== 0
-          ? deliveredDelta(message.tracking, store.markTrackedDelivered(message.message_id, now))
-          : {};
-      store.insertEvent(message.account_id as number, kind, eventPayload(kind, ev, now, extra), now, counters);
-    }
-    const recorded: RecordedAttempt = {
-      outcome,
-      code,
-      status,
-      response,
-      nextAttemptAt: state === 'queued' ? next : null,
-      expired: outcome !== o.outcome,
+    if (sender && live.length > 0) events.push(event('processed', { recipients: live }));
+    return {
+      message: row,
+      deliveries,
+      events,
+      ...(sender && !refusal ? { usage: { accountId: sender.account.id, period: usagePeriod(now) } } : {}),
+      ...(sender && tokens
+        ? {
+            tracked: {
+              ...tokens,
+              accountId: sender.account.id,
+              requestId: row.sendRequestId,
+              messageId: row.messageId,
+              fromEmail: row.fromEmail,
+              campaignId: row.campaignId,
+              recipients: m.recipients,
+              createdAt: now,
+            },
+          }
+        : {}),
+      ...(lease ? { lease: { owner: lease.worker, until: lease.leaseUntil } } : {}),
     };
-    if (outcome === 'bounced') {
-      // Only recipient-class failures (5.1.x, 5.2.1) suppress; an expiry or a policy block never does.
-      if (o.suppress && status !== '5.4.7' && message.account_id !== null && message.kind === 'outbound') {
-        deps.suppressions.addFromEvent(message.account_id, delivery.rcpt, 'hard_bounce', message.mail_from || null, now);
-      }
-      return { recorded, failure: { delivery, code, status, response, host: o.host } };
+  }
+
+  /** The final state of one outcome: a deferral past the queue lifetime becomes a bounce (RFC 3463 5.4.7). */
+  function decide(o: AttemptOutcome, now: number) {
+    const { delivery, message } = o;
+    if (o.outcome !== 'deferred') {
+      return { outcome: o.outcome, state: o.outcome, next: delivery.next_attempt_at, code: o.code, status: o.status, response: o.response };
     }
-    return { recorded };
+    const when = nextAttempt(now, delivery.attempts, message.expires_at, deps.random);
+    if (when === 'expire') {
+      // RFC 3463 4.4.7 / 5.4.7: delivery time expired — now permanent.
+      return {
+        outcome: 'bounced' as const,
+        state: 'bounced' as const,
+        next: delivery.next_attempt_at,
+        code: o.code !== null && o.code >= 500 ? o.code : 550,
+        status: '5.4.7',
+        response: `delivery time expired after ${delivery.attempts} attempts; last error: ${o.response}`,
+      };
+    }
+    return { outcome: 'deferred' as const, state: 'queued' as const, next: when, code: o.code, status: o.status, response: o.response };
+  }
+
+  /** The record of one outcome: attempt, new state, log row, event with roll-ups, suppression. */
+  async function outcomeRecord(o: AttemptOutcome, d: ReturnType<typeof decide>, now: number): Promise<OutcomeRecord> {
+    const { delivery, message } = o;
+    const r: OutcomeRecord = {
+      lease: leaseOf(delivery),
+      attempt: { at: now, outcome: d.outcome, code: d.code, status: d.status, response: d.response, command: o.command, host: o.host },
+      state: d.state,
+      nextAttemptAt: d.next,
+    };
+    if (message.account_id !== null) {
+      r.log = { lastcmd: o.command, rspcode: d.code, rspmsg: d.response, delivered: d.outcome === 'delivered', updated_at: now };
+    }
+    if (message.account_id !== null && message.kind === 'outbound') {
+      const ev = eventMessage(
+        { fromEmail: message.from_email, sendRequestId: message.request_id, messageId: message.message_id, campaignId: message.campaign_id },
+        await handleOf(message.account_id),
+      );
+      const kind = d.outcome === 'delivered' ? 'delivered' : d.outcome === 'bounced' ? 'hard-bounced' : 'soft-bounced';
+      const extra =
+        d.outcome === 'delivered'
+          ? { recipients: [delivery.rcpt] }
+          : { recipients: [delivery.rcpt], status: d.status ?? String(d.code ?? ''), reason: d.response };
+      r.event = { accountId: message.account_id, kind, payload: eventPayload(kind, ev, now, extra), at: now };
+      // A delivery of a tracked message also counts in the *_tracking_delivered figures (api.md §2.5).
+      if (d.outcome === 'delivered' && message.tracking !== 0) r.trackedDelivery = { messageId: message.message_id, tracking: message.tracking };
+      // Only recipient-class failures (5.1.x, 5.2.1) suppress; an expiry or a policy block never does.
+      if (d.outcome === 'bounced' && o.suppress && d.status !== '5.4.7') {
+        r.suppress = { accountId: message.account_id, recipient: delivery.rcpt, sender: message.mail_from || null };
+      }
+    }
+    return r;
   }
 
   return {
@@ -309,66 +271,80 @@ export function createQueue(deps: QueueDeps) {
      */
     async accept(messages: AcceptedMessage[]): Promise<EnqueuedMessage[]> {
       const now = deps.now();
-      const leases = messages.map((m): Lease | undefined => {
+      const leases = messages.map((m) => {
         const count = liveCount(m);
         const l = count > 0 ? fastPath?.reserve(count) : undefined;
-        return l ? { ...l, count, deliveries: [] } : undefined;
+        return l ? { ...l, count } : undefined;
       });
-      let out: EnqueuedMessage[];
+      let out: AcceptedIds[];
       try {
-        out = await batcher.run(() => messages.map((m, i) => acceptOne(m, now, leases[i])));
+        const records = await Promise.all(messages.map((m, i) => acceptRecord(m, now, leases[i])));
+        out = await store.accept(records);
       } catch (err) {
         for (const l of leases) if (l) fastPath?.release(l.count);
         throw err;
       }
       let unleased = false;
       leases.forEach((l, i) => {
+        const got = out[i] as AcceptedIds;
         if (!l) {
-          unleased ||= liveCount(messages[i]!) > 0;
+          unleased ||= liveCount(messages[i] as AcceptedMessage) > 0;
           return;
         }
-        const unused = l.count - l.deliveries.length;
+        const unused = l.count - got.leased.length;
         if (unused > 0) fastPath?.release(unused);
-        if (l.deliveries.length > 0) {
-          fastPath?.handoff({ messageRowId: out[i]!.messageRowId, raw: messages[i]!.raw, deliveries: l.deliveries, leaseUntil: l.leaseUntil, now });
-        }
+        if (got.leased.length > 0) fastPath?.handoff({ messageRowId: got.messageRowId, raw: (messages[i] as AcceptedMessage).raw, deliveries: got.leased, now });
       });
       // Only deliveries left queued need the worker to claim them.
       if (unleased) wakeListener?.();
-      return out;
+      return out.map((o) => ({ messageRowId: o.messageRowId, deliveryIds: o.deliveryIds, queuedAt: now }));
     },
 
-    /** Durably records attempt outcomes (one savepoint for the group); resolves with what was recorded, in order. */
+    /**
+     * Durably records attempt outcomes in one unit, each fenced by its lease; resolves with what was recorded, in
+     * order (`lost` for an outcome whose lease another worker took over: nothing of it was written).
+     */
     async record(outcomes: AttemptOutcome[]): Promise<RecordedAttempt[]> {
       const now = deps.now();
-      const tally: AttemptLabels[] = [];
-      const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[] }>();
-      const { queued: queuedDsn, recorded } = await batcher.run(() => {
-        failed.clear();
-        tally.length = 0;
-        const recorded: RecordedAttempt[] = [];
-        for (const o of outcomes) {
-          const r = recordOne(o, now, tally);
-          recorded.push(r.recorded);
-          const f = r.failure;
-          if (!f) continue;
-          const entry = failed.get(o.message.id) ?? { message: o.message, failures: [] };
-          entry.failures.push(f);
-          failed.set(o.message.id, entry);
-        }
-        let queued = 0;
-        for (const { message, failures } of failed.values()) {
-          const dsn = deps.onPermanentFailure?.(message, failures);
-          if (dsn) {
-            acceptOne(dsn, now);
-            queued++;
-          }
-        }
-        return { queued, recorded };
+      const decided = outcomes.map((o) => decide(o, now));
+      const records = await Promise.all(outcomes.map((o, i) => outcomeRecord(o, decided[i] as ReturnType<typeof decide>, now)));
+      // The failures of each message, with the indexes of their outcomes (a DSN covers them together).
+      const failed = new Map<number, { message: MessageRow; failures: PermanentFailure[]; covers: number[] }>();
+      outcomes.forEach((o, i) => {
+        const d = decided[i] as ReturnType<typeof decide>;
+        if (d.outcome !== 'bounced') return;
+        const entry = failed.get(o.message.id) ?? { message: o.message, failures: [], covers: [] };
+        entry.failures.push({ delivery: o.delivery, code: d.code, status: d.status, response: d.response, host: o.host });
+        entry.covers.push(i);
+        failed.set(o.message.id, entry);
       });
-      for (const labels of tally) deps.metrics?.deliveryAttempts.inc(labels);
-      if (queuedDsn > 0) wakeListener?.();
-      if (failed.size > 0) deps.afterPermanentFailures?.([...failed.values()]);
+      const dsns: DsnRecord[] = [];
+      for (const { message, failures, covers } of failed.values()) {
+        const dsn = await deps.onPermanentFailure?.(message, failures);
+        if (dsn) dsns.push({ covers, dsn: await acceptRecord(dsn, now) });
+      }
+      const written = await store.record(records, dsns);
+      const recorded = outcomes.map((o, i): RecordedAttempt => {
+        const d = decided[i] as ReturnType<typeof decide>;
+        return {
+          outcome: d.outcome,
+          code: d.code,
+          status: d.status,
+          response: d.response,
+          nextAttemptAt: d.state === 'queued' ? d.next : null,
+          expired: d.outcome !== o.outcome,
+          lost: !written[i],
+        };
+      });
+      recorded.forEach((r, i) => {
+        if (r.lost) return;
+        deps.metrics?.deliveryAttempts.inc({ kind: (outcomes[i] as AttemptOutcome).message.kind, outcome: r.outcome, bounce_class: r.outcome === 'delivered' ? 'none' : bounceClass(r.status) });
+      });
+      if (dsns.some((d) => d.covers.some((i) => written[i]))) wakeListener?.();
+      const reported = [...failed.values()]
+        .map(({ message, failures, covers }) => ({ message, failures: failures.filter((_, k) => written[covers[k] as number]) }))
+        .filter((f) => f.failures.length > 0);
+      if (reported.length > 0) await deps.afterPermanentFailures?.(reported);
       return recorded;
     },
 

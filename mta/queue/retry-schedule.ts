@@ -4,8 +4,6 @@
 export const RETRY_BASE_MS = 5 * 60_000;
 export const RETRY_MAX_MS = 60 * 60_000;
 export const QUEUE_LIFETIME_MS = 5 * 86_400_000;
-/** How long a claimed delivery stays leased before another claim may take it (crash recovery). */
-export const LEASE_MS = 10 * 60_000;
 
 /**
  * Delay before attempt `attempts + 1`, after `attempts` failed ones: 5 min, 10, 20, 40, then hourly, each ±10 %

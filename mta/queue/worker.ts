@@ -1,27 +1,26 @@
 // Owns the delivery worker: claims due deliveries, routes and dials them, and hands outcomes back to the queue.
 import crypto from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/queue.js';
+import type { BodyStore } from '../../storage/ports/bodies.js';
+import { leaseOf, type Lease } from '../../storage/ports/leases.js';
+import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/ports/queue.js';
 import type { AttemptOutcome, FastPath, Queue, RecordedAttempt } from './queue.js';
 import { classifyRouteFailure, type RouteFailure } from '../delivery/bounce-rules.js';
 import type { Router } from '../delivery/router.js';
 import type { DeliveryResult, SmtpClient } from '../delivery/smtp-client.js';
-import { LEASE_MS } from './retry-schedule.js';
-
-/**
- * How often the running worker looks for commits made by other processes (an API process of its own, the CLI):
- * one `PRAGMA data_version` read, so mail they queue or make due is picked up within this, not at the next timer.
- */
-export const FOREIGN_COMMIT_POLL_MS = 250;
 
 export interface WorkerDeps {
   store: QueueStore;
+  bodies: BodyStore;
   queue: Queue;
   client: SmtpClient;
   /** Where mail for a recipient domain goes (downstreams for relayed mail; transport map, smarthost, MX otherwise). */
   resolveRoute: Router;
   now: () => number;
   logger: Logger;
+  /** How long a claim holds its deliveries (`queue.lease_seconds`); renewed every third of it while in flight. */
+  leaseMs: number;
   /** Deliveries in flight at once (across all destinations). */
   maxInFlight?: number;
 }
@@ -104,9 +103,21 @@ function logAttempt(log: Logger, o: AttemptOutcome, r: RecordedAttempt): void {
   );
 }
 
+/** A body as one buffer (the SMTP client sends buffers; a spool will hand it a stream instead). */
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+}
+
 /**
  * Creates the worker. `runOnce()` (tests and the CLI) claims what is due now, delivers it and resolves when every
  * outcome is durable; `start()` runs the same continuously, sleeping until the next due attempt or a wake-up.
+ *
+ * Leases (storage/ports/leases.ts): a claim leases deliveries to this worker for `leaseMs`; while they are in
+ * flight the worker renews them every third of that, and stops claiming while it cannot renew. Any worker takes
+ * over a lease that expired (its owner died or stalled); an outcome recorded under a lost lease is dropped. A stop
+ * gives back the leases of work never started, so a restart need not wait for them to expire.
  */
 export function createQueueWorker(deps: WorkerDeps) {
   const id = `w-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
@@ -117,19 +128,20 @@ export function createQueueWorker(deps: WorkerDeps) {
   let reserved = 0;
   let running = false;
   let pumping = false;
+  /** The last renewal failed: claim nothing new until one succeeds. */
+  let renewFailing = false;
   let timer: NodeJS.Timeout | undefined;
-  let watcher: NodeJS.Timeout | undefined;
+  let renewer: NodeJS.Timeout | undefined;
+  let watching: AbortController | undefined;
   const active = new Set<Promise<void>>();
+  /** The leases of deliveries in flight, by delivery id. */
+  const held = new Map<number, Lease>();
 
-  function groupClaimed(rows: DeliveryRow[]): Group[] {
+  function groupClaimed(rows: DeliveryRow[], messages: MessageRow[]): Group[] {
+    const byId = new Map(messages.map((m) => [m.id, m]));
     const groups = new Map<string, Group>();
-    const messages = new Map<number, MessageRow>();
     for (const d of rows) {
-      let message = messages.get(d.message_id);
-      if (!message) {
-        message = deps.store.findMessage(d.message_id) as MessageRow;
-        messages.set(d.message_id, message);
-      }
+      const message = byId.get(d.message_id) as MessageRow;
       // RFC 5321 §5: recipients of one message sharing a domain go in one SMTP transaction.
       const key = `${d.message_id}\u0000${d.domain}`;
       const g = groups.get(key) ?? { message, domain: d.domain, deliveries: [] };
@@ -139,6 +151,12 @@ export function createQueueWorker(deps: WorkerDeps) {
     return [...groups.values()];
   }
 
+  async function bodyOf(g: Group): Promise<Buffer> {
+    if (g.raw) return g.raw;
+    if (!g.message.body) throw new Error(`body of message ${g.message.id} is missing`);
+    return readAll(await deps.bodies.open(g.message.body));
+  }
+
   async function deliverGroup(g: Group): Promise<void> {
     let end: AttemptEnd;
     try {
@@ -146,13 +164,11 @@ export function createQueueWorker(deps: WorkerDeps) {
       if (route.kind !== 'hosts') {
         end = { kind: 'no-route', route };
       } else {
-        const raw = g.raw ?? deps.store.findBody(g.message.id);
-        if (!raw) throw new Error(`body of message ${g.message.id} is missing`);
         const result = await deps.client.deliver({
           hosts: route.hosts,
           mailFrom: g.message.mail_from,
           recipients: g.deliveries.map((d) => d.rcpt),
-          raw,
+          raw: await bodyOf(g),
           // Downstreams of one domain are equivalent: any 4xx from one is a reason to try the next (issue 5).
           failoverOnTempfail: route.via === 'downstream',
         });
@@ -164,16 +180,23 @@ export function createQueueWorker(deps: WorkerDeps) {
     }
     const outcomes = outcomesOf(g.message, g.deliveries, end);
     const recorded = await deps.queue.record(outcomes);
-    outcomes.forEach((o, i) => logAttempt(log, o, recorded[i] as RecordedAttempt));
+    outcomes.forEach((o, i) => {
+      const r = recorded[i] as RecordedAttempt;
+      if (!r.lost) return logAttempt(log, o, r);
+      // Another worker took this delivery over after our lease expired: its result stands, ours is dropped.
+      log.warn({ queueId: o.message.request_id, deliveryId: o.delivery.id, rcpt: o.delivery.rcpt, outcome: r.outcome, code: r.code }, 'delivery lease lost; outcome dropped');
+    });
   }
 
   function launch(groups: Group[]): Promise<void>[] {
     return groups.map((g) => {
       inFlight += g.deliveries.length;
+      for (const d of g.deliveries) held.set(d.id, leaseOf(d));
       const p = deliverGroup(g)
         .catch((err) => log.error({ err }, 'recording outcome failed'))
         .finally(() => {
           inFlight -= g.deliveries.length;
+          for (const d of g.deliveries) held.delete(d.id);
           active.delete(p);
           if (running) void pump();
         });
@@ -182,53 +205,78 @@ export function createQueueWorker(deps: WorkerDeps) {
     });
   }
 
-  function claim(limit: number): Group[] {
-    const now = deps.now();
-    const rows = deps.store.claimDue(id, now, now + LEASE_MS, limit);
-    return groupClaimed(rows);
+  async function claim(limit: number): Promise<Group[]> {
+    const batch = await deps.store.claim(id, deps.now(), deps.leaseMs, limit);
+    return groupClaimed(batch.deliveries, batch.messages);
   }
 
   async function pump(): Promise<void> {
     if (!running || pumping) return;
     pumping = true;
     try {
-      while (running && inFlight + reserved < maxInFlight) {
-        const groups = claim(maxInFlight - inFlight - reserved);
+      while (running && !renewFailing && inFlight + reserved < maxInFlight) {
+        const groups = await claim(maxInFlight - inFlight - reserved);
         if (groups.length === 0) break;
-        launch(groups);
+        void launch(groups);
       }
-      if (running && inFlight + reserved === 0) schedule();
+      if (running && inFlight + reserved === 0) await schedule();
     } catch (err) {
       log.error({ err }, 'claiming deliveries failed');
-      schedule(1000);
+      await schedule(1000);
     } finally {
       pumping = false;
     }
   }
 
-  function schedule(delay?: number): void {
+  /** Sleeps until the next due attempt (a delivery deferred, or a lease that will expire), at most 30 s. */
+  async function schedule(delay?: number): Promise<void> {
+    let wait = delay;
+    if (wait === undefined) {
+      const due = await deps.store.nextDueAt().catch(() => undefined);
+      wait = due === undefined ? 30_000 : Math.max(0, Math.min(30_000, due - deps.now()));
+    }
+    if (!running) return;
     if (timer) clearTimeout(timer);
-    const due = deps.store.nextDueAt();
-    const wait = delay ?? (due === undefined ? 30_000 : Math.max(0, Math.min(30_000, due - deps.now())));
     timer = setTimeout(() => void pump(), wait);
     timer.unref();
   }
 
-  /** The queue's fast path into this worker (see FastPath in ./queue.ts): leases taken in the enqueue commit. */
+  /** Extends the leases of every delivery in flight; a lost one is only logged (its outcome will be fenced out). */
+  async function renew(): Promise<void> {
+    if (held.size === 0) return;
+    const leases = [...held.values()];
+    const until = deps.now() + deps.leaseMs;
+    try {
+      const lost = new Set(await deps.store.renew(leases, until));
+      for (const l of leases) {
+        if (lost.has(l.id)) {
+          held.delete(l.id);
+          log.warn({ deliveryId: l.id }, 'delivery lease lost while in flight');
+        } else if (held.has(l.id)) {
+          held.set(l.id, { ...l, until });
+        }
+      }
+      if (renewFailing) log.info('delivery leases renewed again; claiming resumes');
+      renewFailing = false;
+      void pump();
+    } catch (err) {
+      if (!renewFailing) log.error({ err }, 'renewing delivery leases failed; claiming stops until it succeeds');
+      renewFailing = true;
+    }
+  }
+
+  /** The queue's fast path into this worker (see FastPath in ./queue.ts): leases taken in the accept commit. */
   const fastPath: FastPath = {
     reserve(n) {
-      if (!running || inFlight + reserved + n > maxInFlight) return undefined;
+      if (!running || renewFailing || inFlight + reserved + n > maxInFlight) return undefined;
       reserved += n;
-      return { worker: id, leaseUntil: deps.now() + LEASE_MS };
+      return { worker: id, leaseUntil: deps.now() + deps.leaseMs };
     },
     release(n) {
       reserved -= n;
     },
-    handoff({ messageRowId, raw, deliveries, leaseUntil, now }) {
+    handoff({ messageRowId, raw, deliveries, now }) {
       reserved -= deliveries.length;
-      // Stopped meanwhile: the rows stay leased and the next start's releaseStaleLeases makes them due again.
-      if (!running) return;
-      const message = deps.store.findMessage(messageRowId) as MessageRow;
       const rows = deliveries.map(
         (d): DeliveryRow => ({
           id: d.id,
@@ -237,8 +285,10 @@ export function createQueueWorker(deps: WorkerDeps) {
           domain: d.domain,
           state: 'sending',
           attempts: 1,
-          next_attempt_at: leaseUntil,
-          locked_by: id,
+          next_attempt_at: d.until,
+          locked_by: d.owner,
+          lease_until: d.until,
+          lease_token: d.token,
           last_code: null,
           last_status: null,
           last_response: null,
@@ -247,39 +297,63 @@ export function createQueueWorker(deps: WorkerDeps) {
           updated_at: now,
         }),
       );
-      const groups = new Map<string, Group>();
-      for (const d of rows) {
-        const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], raw };
-        g.deliveries.push(d);
-        groups.set(d.domain, g);
-      }
-      launch([...groups.values()]);
+      // In flight (counted, and renewed) from now on, while its message row is read; launch() then takes over.
+      inFlight += rows.length;
+      for (const d of rows) held.set(d.id, leaseOf(d));
+      const started: Promise<void> = (async () => {
+        let message: MessageRow | undefined;
+        try {
+          message = running ? await deps.store.findMessage(messageRowId) : undefined;
+        } finally {
+          inFlight -= rows.length;
+          for (const d of rows) held.delete(d.id);
+        }
+        if (!message) {
+          // Stopped meanwhile: give the leases back, due now, for whoever runs next.
+          await deps.store.release(deliveries, deps.now());
+          return;
+        }
+        const groups = new Map<string, Group>();
+        for (const d of rows) {
+          const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], raw };
+          g.deliveries.push(d);
+          groups.set(d.domain, g);
+        }
+        await Promise.all(launch([...groups.values()]));
+      })()
+        .catch((err) => log.error({ err, messageRowId }, 'fast path handoff failed'))
+        .finally(() => active.delete(started));
+      active.add(started);
     },
   };
 
   return {
     /** Delivers everything due now, in one pass; resolves with the number of deliveries attempted. */
     async runOnce(): Promise<number> {
-      const groups = claim(10_000);
+      const groups = await claim(10_000);
       await Promise.all(launch(groups));
       return groups.reduce((n, g) => n + g.deliveries.length, 0);
     },
-    /** Starts the continuous loop (releases leases a dead process left behind first). */
+    /**
+     * Starts the continuous loop. Nothing is reset: leases other workers hold stay theirs, and the ones a dead
+     * worker left are taken over as they expire.
+     */
     start(): void {
-      const released = deps.store.releaseStaleLeases(deps.now());
-      if (released > 0) log.warn({ released }, 'released stale delivery leases');
       running = true;
       deps.queue.onEnqueued(() => void pump());
       deps.queue.setFastPath(fastPath);
-      let seen = deps.store.dataVersion();
-      watcher = setInterval(() => {
-        const v = deps.store.dataVersion();
-        if (v !== seen) {
-          seen = v;
-          void pump();
+      renewer = setInterval(() => void renew(), Math.max(1, Math.floor(deps.leaseMs / 3)));
+      renewer.unref();
+      // Commits of other processes (an API process of its own, `sluice queue retry`) wake the worker.
+      const watch = new AbortController();
+      watching = watch;
+      void (async () => {
+        try {
+          for await (const _ of deps.store.changes(watch.signal)) void pump();
+        } catch (err) {
+          log.error({ err }, 'watching for foreign commits failed');
         }
-      }, FOREIGN_COMMIT_POLL_MS);
-      watcher.unref();
+      })();
       void pump();
     },
     /** Stops claiming; waits for deliveries in flight to be recorded. */
@@ -287,7 +361,8 @@ export function createQueueWorker(deps: WorkerDeps) {
       running = false;
       deps.queue.setFastPath(undefined);
       if (timer) clearTimeout(timer);
-      if (watcher) clearInterval(watcher);
+      if (renewer) clearInterval(renewer);
+      watching?.abort();
       await Promise.allSettled([...active]);
     },
     wake(): void {

@@ -31,13 +31,13 @@ export interface MxMessage {
 }
 
 /** The served domain for a name (lower-case A-label, no trailing dot), or undefined: relay denied. */
-export type ServedDomainLookup = (name: string) => { id: number } | undefined;
+export type ServedDomainLookup = (name: string) => Promise<{ id: number } | undefined>;
 
 export interface MxPolicy {
   /** `smtp.hostname`: greeting, Received `by`. */
   hostname: string;
   tls: TlsPair;
-  /** storage/inbound-domains.ts `findServedDomain`: a provisioned domain or an alias of one. */
+  /** The inbound domains port's `findServedDomain`: a provisioned domain or an alias of one. */
   findServedDomain: ServedDomainLookup;
   /**
    * `smtp.mx.max_message_bytes`: advertised with SIZE (RFC 1870) and enforced at MAIL and after DATA. This and the
@@ -75,7 +75,7 @@ export interface MxPolicy {
    * greylisting, each refused at the earliest stage that knows). A reply refuses (or defers) that recipient; a
    * rejected promise answers 451 4.3.0.
    */
-  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => SmtpReply | undefined | Promise<SmtpReply | undefined>;
+  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => Promise<SmtpReply | undefined>;
   /**
    * Where DATA is kept while the message is handled (memory up to a bound, then a private file in data_dir/tmp).
    * Default: DEFAULT_SCRATCH (the OS temp directory), for listeners started without a data_dir (tests).
@@ -115,10 +115,10 @@ export type RecipientDecision = { ok: true; address: string; domainId: number } 
  * normalised form handed on. The listener runs smtp-server with lenientAddressParsing, so trailing dots and odd
  * syntax reach this judgement instead of a bare `501` from the library.
  */
-export function classifyRecipient(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup): RecipientDecision {
+export async function classifyRecipient(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup): Promise<RecipientDecision> {
   const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: false });
   if (!mailbox.ok) return { ok: false, reply: mailbox.reason === 'utf8' ? REPLY.needsSmtpUtf8 : REPLY.relayDenied(rcpt) };
-  const served = findServedDomain(mailbox.domain);
+  const served = await findServedDomain(mailbox.domain);
   if (!served) return { ok: false, reply: REPLY.relayDenied(rcpt) };
   return { ok: true, address: `${mailbox.local}@${mailbox.domain}`, domainId: served.id };
 }
@@ -211,7 +211,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
       );
     },
 
-    onRcptTo(address, session, callback) {
+    async onRcptTo(address, session, callback) {
       try {
         const rcpts = session.envelope.rcptTo;
         const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
@@ -221,7 +221,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
           answer(callback, reply);
         };
         if (!repeat && rcpts.length >= limits.maxRecipients) return refuse(REPLY.tooManyRecipients, 'too-many-recipients');
-        const decision = classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
+        const decision = await classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
         if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'relay-denied');
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
         const accept = (refused: SmtpReply | undefined) => {

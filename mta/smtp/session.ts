@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { SMTPServerSession } from 'smtp-server';
 import { BufferBoundReached, createScratchArea, type Scratch, type ScratchArea } from '../../storage/scratch.js';
-import { storageFailure } from '../../storage/write-health.js';
+import { storageFailure } from '../../storage/ports/health.js';
 import type { BufferBudget } from '../buffer-budget.js';
 import { SAMPLE_BODY_BYTES } from '../message-content.js';
 import { dataGuardReply, DataTooSlow, receiveGuarded, type DataGuardOptions } from './data-guard.js';

@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'smtp-server';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
-import type { AccountRow } from '../../storage/accounts.js';
+import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { ScratchArea } from '../../storage/scratch.js';
 import type { BufferBudget } from '../buffer-budget.js';
 import { contentOf, type MessageContent } from '../message-content.js';
@@ -50,7 +50,7 @@ export interface SubmissionPolicy {
   hostname: string;
   tls: TlsPair;
   /** The live account a handle + SMTP password authenticates, or undefined (storage accounts.authenticateSmtp). */
-  authenticate: (username: string, password: string) => AccountRow | undefined;
+  authenticate: (username: string, password: string) => Promise<AccountRow | undefined>;
   /** Implicit TLS (port 465 style, RFC 8314 §3.3) rather than STARTTLS. */
   secure?: boolean;
   /**
@@ -203,7 +203,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       sessions.delete(session.id);
     },
 
-    onAuth(auth, session, callback) {
+    async onAuth(auth, session, callback) {
       const refuse = (reply: SmtpReply) => callback(toSmtpServerError(reply));
       try {
         if (!authAllowed(session)) return refuse(REPLY.mustStartTls);
@@ -216,7 +216,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
           // smtp-server closes the connection after any 421.
           return refuse(REPLY.tooManyAuthFailures);
         }
-        const account = auth.username && auth.password ? policy.authenticate(auth.username, auth.password) : undefined;
+        const account = auth.username && auth.password ? await policy.authenticate(auth.username, auth.password) : undefined;
         // RFC 4954 §6: 535 5.7.8 for bad credentials; a suspended sub-account is refused the same way.
         if (!account || account.enabled !== 1) {
           throttle.failed(ip, user);

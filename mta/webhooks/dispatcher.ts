@@ -1,7 +1,8 @@
 // Owns delivering the events outbox to customer webhooks: batching, signing, POSTing, retries, resend and validate.
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
-import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/webhooks.js';
+import { whileLeased } from '../../storage/ports/leases.js';
+import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/ports/webhooks.js';
 import type { TargetGuard } from '../delivery/target-guard.js';
 import type { Metrics } from '../metrics.js';
 import { createPassLoop } from './pass-loop.js';
@@ -46,6 +47,8 @@ export interface DispatcherDeps {
   timeoutMs?: number;
   /** Poll interval of start(), default 1 s. */
   intervalMs?: number;
+  /** How long a claim holds a batch (`queue.lease_seconds`), renewed while its POST is in flight; default the timeout + 1 min. */
+  leaseMs?: number;
   /** Accounts dispatched in parallel, default 8. */
   concurrency?: number;
   /** Batches one account sends in one pass before yielding to the next pass, default 100. */
@@ -89,12 +92,16 @@ function batchBody(payloads: string[]): Buffer {
  * endpoint gets one request per retry slot, not one per new event).
  *
  * `runOnce()` does every due retry and drains every enrolled account (bounded per account); concurrent calls share
- * the pass in progress. `start()` releases stale leases, then runs a pass every `intervalMs` on an unref'd timer;
- * `stop()` clears it and waits for the pass in progress.
+ * the pass in progress. `start()` runs a pass every `intervalMs` on an unref'd timer; `stop()` clears it and waits
+ * for the pass in progress.
+ *
+ * Each attempt holds a lease (storage/ports/leases.ts), renewed while its POST is in flight: a batch whose owner died
+ * is retried by any dispatcher once its lease expires, and an owner whose lease was taken over records nothing.
  */
 export function createWebhookDispatcher(deps: DispatcherDeps) {
   const timeoutMs = deps.timeoutMs ?? 10_000;
-  const leaseMs = timeoutMs + MIN;
+  const leaseMs = deps.leaseMs ?? timeoutMs + MIN;
+  const owner = `d-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
   const concurrency = deps.concurrency ?? 8;
   const maxBatches = deps.maxBatchesPerPass ?? 100;
   const log = deps.logger.child({ component: 'webhooks' });
@@ -103,12 +110,20 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   /** Signs and posts a claimed batch, then records the outcome (and the retry slot when it failed). */
   async function send(c: ClaimedBatch, retry: boolean): Promise<PostOutcome> {
     const body = batchBody(c.payloads);
-    const out = await postJson(deps.guard, c.batch.webhook, body, deps.signer.sign(body), timeoutMs);
+    const headers = await deps.signer.sign(body);
+    const post = () => postJson(deps.guard, c.batch.webhook, body, headers, timeoutMs);
+    // A resend is never retried: it has no chain slot for a renewal to move.
+    const out = retry ? await whileLeased(post, () => deps.store.renew([c.lease], deps.now() + leaseMs), leaseMs) : await post();
     const status = classifyStatus(out.statusCode);
     const ok = status === '2xx_response';
     const at = deps.now();
     const retryDueAt = ok || !retry ? null : decideRetryAt(c.batch.attempt, c.batch.chain_started_at, at);
-    deps.store.recordResult(c.batch.id, { status, statusCode: out.statusCode, durationMs: out.durationMs, retryDueAt });
+    const recorded = await deps.store.recordResult(c.lease, { status, statusCode: out.statusCode, durationMs: out.durationMs, retryDueAt });
+    if (!recorded) {
+      // Another dispatcher took the batch over after our lease expired: its attempt stands, ours is dropped.
+      log.warn({ batchId: c.batch.id, accountId: c.batch.account_id, status }, 'webhook batch lease lost; outcome dropped');
+      return out;
+    }
     deps.metrics?.webhookBatches.inc({ status });
     if (c.oldestEventAt !== undefined) deps.metrics?.webhookDispatchLag.observe(Math.max(0, at - c.oldestEventAt) / 1000);
     if (!ok) {
@@ -125,21 +140,20 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     if (busy.has(accountId)) return;
     busy.add(accountId);
     try {
-      const hook = deps.store.findWebhook(accountId);
+      const hook = await deps.store.findWebhook(accountId);
       if (due) {
         if (!hook) {
-          deps.store.dropChain(due);
+          await deps.store.dropChain(due);
           return;
         }
         // Undefined: taken by another claimer, or a chain of the endpoint this one replaced (ended): go on to the
         // pending events (the outstanding check below keeps a live chain first).
-        const c = deps.store.claimRetry(due, hook, deps.now(), deps.now() + leaseMs);
+        const c = await deps.store.claimRetry(due, hook, owner, deps.now(), deps.now() + leaseMs);
         if (c && !(await attempt(c, run))) return;
       }
       if (!hook) return;
       for (let i = 0; i < maxBatches; i++) {
-        if (deps.store.hasOutstanding(accountId)) return;
-        const c = deps.store.claimPending(accountId, hook.url, deps.now(), MAX_BATCH_EVENTS, deps.now() + leaseMs);
+        const c = await deps.store.claimPending(accountId, hook.url, owner, deps.now(), MAX_BATCH_EVENTS, deps.now() + leaseMs);
         if (!c) return;
         if (!(await attempt(c, run))) return;
       }
@@ -162,8 +176,8 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   async function pass(): Promise<DispatchRun> {
     const run: DispatchRun = { batches: 0, delivered: 0, failed: 0 };
     const work = new Map<number, WebhookBatchRow | undefined>();
-    for (const b of deps.store.dueRetries(deps.now(), 1000)) if (!work.has(b.account_id)) work.set(b.account_id, b);
-    for (const w of deps.store.readyAccounts()) if (!work.has(w.account_id)) work.set(w.account_id, undefined);
+    for (const b of await deps.store.dueRetries(deps.now(), 1000)) if (!work.has(b.account_id)) work.set(b.account_id, b);
+    for (const w of await deps.store.readyAccounts()) if (!work.has(w.account_id)) work.set(w.account_id, undefined);
     const queue = [...work.entries()];
     const lanes = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
       for (let next = queue.shift(); next; next = queue.shift()) {
@@ -189,11 +203,9 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       return loop.runOnce();
     },
 
-    /** Releases leases a dead process left behind, then polls every `intervalMs`. */
+    /** Polls every `intervalMs` (leases other dispatchers hold stay theirs; expired ones are retried). */
     start(): void {
       if (loop.started) return;
-      const released = deps.store.releaseStale(deps.now());
-      if (released > 0) log.warn({ released }, 'released stale webhook batch leases');
       loop.start();
     },
 
@@ -211,13 +223,13 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       accountId: number,
       batchId: number,
     ): Promise<{ ok: true; batch: WebhookBatchRow } | { ok: false; reason: 'not-found' | 'no-webhook' }> {
-      if (!deps.store.findBatch(accountId, batchId)) return { ok: false, reason: 'not-found' };
-      const hook = deps.store.findWebhook(accountId);
+      if (!(await deps.store.findBatch(accountId, batchId))) return { ok: false, reason: 'not-found' };
+      const hook = await deps.store.findWebhook(accountId);
       if (!hook) return { ok: false, reason: 'no-webhook' };
-      const c = deps.store.claimResend(accountId, batchId, hook.url, deps.now());
+      const c = await deps.store.claimResend(accountId, batchId, hook.url, owner, deps.now());
       if (!c) return { ok: false, reason: 'not-found' };
       await send(c, false);
-      return { ok: true, batch: deps.store.findBatch(accountId, c.batch.id) as WebhookBatchRow };
+      return { ok: true, batch: (await deps.store.findBatch(accountId, c.batch.id)) as WebhookBatchRow };
     },
 
     /**
@@ -225,7 +237,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
      * most one) and reports it; `passed` ⇔ 2xx. Not recorded as a batch. Empty when nothing is enrolled.
      */
     async validate(accountId: number, customerHandle: string, sendRequestId: string | undefined): Promise<ValidateResult[]> {
-      const hook = deps.store.findWebhook(accountId);
+      const hook = await deps.store.findWebhook(accountId);
       if (!hook) return [];
       const event = {
         email: 'test@mailchannels.com',
@@ -236,7 +248,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
         smtp_id: `<${crypto.randomBytes(12).toString('hex')}@${deps.hostname ?? 'sluice'}>`,
       };
       const body = batchBody([JSON.stringify(event)]);
-      const out = await postJson(deps.guard, hook.url, body, deps.signer.sign(body), timeoutMs);
+      const out = await postJson(deps.guard, hook.url, body, await deps.signer.sign(body), timeoutMs);
       const passed = classifyStatus(out.statusCode) === '2xx_response';
       return [
         {

@@ -1,6 +1,6 @@
 // Owns webhook signatures: Ed25519 signing keys, Content-Digest (RFC 9530) and Signature-Input/Signature (RFC 9421).
 import crypto from 'node:crypto';
-import type { SigningKeyRow, WebhookStore } from '../../storage/webhooks.js';
+import type { SigningKeyRow, WebhookStore } from '../../storage/ports/webhooks.js';
 
 /** The label alert notifications are signed under (api.md §4.5). */
 export const ALERT_LABEL = 'sig1';
@@ -75,8 +75,8 @@ export function generateSigningKey(): { keyId: string; privatePem: string; publi
 }
 
 /** Creates the first signing key when there is none (first start of a data_dir); returns the current key row. */
-export function ensureSigningKey(store: Pick<WebhookStore, 'currentKey' | 'insertKey'>, now: number): SigningKeyRow {
-  const have = store.currentKey();
+export async function ensureSigningKey(store: Pick<WebhookStore, 'currentKey' | 'insertKey'>, now: number): Promise<SigningKeyRow> {
+  const have = await store.currentKey();
   if (have) return have;
   const k = generateSigningKey();
   return store.insertKey(k.keyId, k.privatePem, k.publicPem, now);
@@ -86,7 +86,7 @@ export function ensureSigningKey(store: Pick<WebhookStore, 'currentKey' | 'inser
  * `sluice signing-key rotate`: adds a new key that becomes current at once for new signatures (a running server
  * reads the current key for each request); older public keys stay retrievable by id for receivers' caches.
  */
-export function rotateSigningKey(store: Pick<WebhookStore, 'insertKey'>, now: number): SigningKeyRow {
+export function rotateSigningKey(store: Pick<WebhookStore, 'insertKey'>, now: number): Promise<SigningKeyRow> {
   const k = generateSigningKey();
   return store.insertKey(k.keyId, k.privatePem, k.publicPem, now);
 }
@@ -94,14 +94,14 @@ export function rotateSigningKey(store: Pick<WebhookStore, 'insertKey'>, now: nu
 /** The signer the dispatcher and alert senders share: current key from storage, clock injected. */
 export interface WebhookSigner {
   /** Signs a delivery webhook body (label `sig_<created>`). */
-  sign(body: Buffer | string): SignatureHeaders;
+  sign(body: Buffer | string): Promise<SignatureHeaders>;
   /**
    * Signs an alert notification (api.md §4.5): serialises `payload` as JSON and signs it under label `sig1`.
    * Post `body` with `Content-Type: application/json` and the returned headers, byte for byte.
    */
-  signAlert(payload: unknown): { body: string; headers: SignatureHeaders };
+  signAlert(payload: unknown): Promise<{ body: string; headers: SignatureHeaders }>;
   /** The public key (SPKI PEM) for a key id, current or retired; undefined for an unknown id. */
-  publicKey(keyId: string): string | undefined;
+  publicKey(keyId: string): Promise<string | undefined>;
 }
 
 /**
@@ -110,23 +110,25 @@ export interface WebhookSigner {
  */
 export function createWebhookSigner(deps: { store: Pick<WebhookStore, 'currentKey' | 'insertKey' | 'findKey'>; now: () => number }): WebhookSigner {
   let cached: SigningKey | undefined;
-  function current(): SigningKey {
-    const row = ensureSigningKey(deps.store, deps.now());
+  async function current(): Promise<SigningKey> {
+    const row = await ensureSigningKey(deps.store, deps.now());
     if (cached?.keyId !== row.key_id) cached = { keyId: row.key_id, privateKey: crypto.createPrivateKey(row.private_key) };
     return cached;
   }
   const created = () => Math.floor(deps.now() / 1000);
   return {
-    sign(body) {
+    async sign(body) {
+      const key = await current();
       const at = created();
-      return signBody(body, current(), at, webhookLabel(at));
+      return signBody(body, key, at, webhookLabel(at));
     },
-    signAlert(payload) {
+    async signAlert(payload) {
+      const key = await current();
       const body = JSON.stringify(payload);
-      return { body, headers: signBody(body, current(), created(), ALERT_LABEL) };
+      return { body, headers: signBody(body, key, created(), ALERT_LABEL) };
     },
-    publicKey(keyId) {
-      return deps.store.findKey(keyId)?.public_key;
+    async publicKey(keyId) {
+      return (await deps.store.findKey(keyId))?.public_key;
     },
   };
 }

@@ -1,7 +1,7 @@
 // Owns the SQLite implementation of the classifier's models (storage/ports/bayes.ts): bayes_models, bayes_tokens,
 // bayes_learned (migration 16).
 import crypto from 'node:crypto';
-import type { Db } from '../database.js';
+import type { Db } from './database.js';
 import type { BayesCounts, BayesModelStats, BayesScope, BayesStore, BayesTotals, LearnItem, LearnOutcome } from '../ports/bayes.js';
 
 /**

@@ -1,6 +1,6 @@
 // Owns the SQLite implementation of greylisting's memory (storage/ports/greylist.ts): greylist_triplets and
 // greylist_clients (migration 16). Shared by every process on the data_dir, so a retry may reach any of them.
-import type { Db } from '../database.js';
+import type { Db } from './database.js';
 import type { GreylistStore, TripletRecord } from '../ports/greylist.js';
 
 export function createSqliteGreylistStore(db: Db): GreylistStore {

@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { asStorageFailure } from '../disk-space.js';
 
 /** A body stored in the spool: its key names the file (`<2 hex>/<24 hex>`), never a path a caller chose. */
 export interface SpoolRef {
@@ -127,8 +128,8 @@ export function createSpool(opts: SpoolOptions) {
 
     /**
      * Stores a body: written to `<2 hex>/.<id>.tmp`, fsync'd, renamed to `<2 hex>/<id>`, directory fsync'd. A failure
-     * (the source stream erred, the disk is full: `isDiskFull`) removes the temp file and rejects: nothing is
-     * half-stored.
+     * (the source stream erred; the disk is full: a StorageUnavailable whose `code` `isDiskFull` knows) removes the
+     * temp file and rejects: nothing is half-stored.
      */
     async write(body: Buffer | Readable): Promise<SpoolRef> {
       // The source may fail before it is read (the client left while the directory was made): that failure is
@@ -136,9 +137,9 @@ export function createSpool(opts: SpoolOptions) {
       if (!Buffer.isBuffer(body)) body.on('error', () => {});
       const id = crypto.randomBytes(12).toString('hex');
       const sub = id.slice(0, 2);
-      const dir = await ensureDir(sub);
+      const dir = await ensureDir(sub).catch((err: unknown) => Promise.reject(asStorageFailure(err)));
       const temp = path.join(dir, `.${id}.tmp`);
-      const fh = await ops.open(temp, 'wx', FILE_MODE);
+      const fh = await ops.open(temp, 'wx', FILE_MODE).catch((err: unknown) => Promise.reject(asStorageFailure(err)));
       let size: number;
       try {
         size = await writeAll(fh, body);
@@ -147,7 +148,7 @@ export function createSpool(opts: SpoolOptions) {
         await fh.close().catch(() => {});
         await fsp.rm(temp, { force: true });
         if (!Buffer.isBuffer(body)) body.destroy();
-        throw err;
+        throw asStorageFailure(err);
       }
       await fh.close();
       try {
@@ -155,7 +156,7 @@ export function createSpool(opts: SpoolOptions) {
         if (sync) await fsyncDir(dir);
       } catch (err) {
         await fsp.rm(temp, { force: true });
-        throw err;
+        throw asStorageFailure(err);
       }
       return { key: `${sub}/${id}`, size };
     },

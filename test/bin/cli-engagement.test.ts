@@ -9,7 +9,7 @@ const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 t.test('tracking-domains and metrics commands', async (t) => {
   const dns = await startDnsServer(t, {});
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address } });
-  const acme = stack.createAccount('acme');
+  const acme = await stack.createAccount('acme');
   const env = testEnv(stack.dataDir, { SLUICE_DNS_SERVERS: dns.address });
   const cli = async (...argv: string[]) => {
     const out: string[] = [];
@@ -39,7 +39,7 @@ t.test('tracking-domains and metrics commands', async (t) => {
   t.equal((await cli('tracking-domains', 'remove')).code, 2);
 
   const ev = (kind: string, at: number, extra: Record<string, unknown> = {}) =>
-    stack.queueStore.transaction(() => stack.queueStore.insertEvent(acme.id, kind, { event: kind, recipients: ['r@x.test'], ...extra }, at));
+    stack.addEvent(acme.id, kind, { event: kind, recipients: ['r@x.test'], ...extra }, at);
   ev('processed', NOW - 26 * 3_600_000, { campaign_id: 'spring' });
   ev('delivered', NOW - 25 * 3_600_000, { campaign_id: 'spring' });
   ev('open', NOW - 2 * 3_600_000);

@@ -27,7 +27,7 @@ t.test('queue list and show', async (t) => {
   const cli = cliOn(testEnv(stack.dataDir), stack.dataDir, stack.clock.now);
   t.same(await cli('queue', 'list'), { code: 0, out: 'queue is empty\n', err: '' });
 
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   const send = async (to: string) =>
     (await stack.api('POST', '/tx/v1/send-async', {
       key: acct.key,

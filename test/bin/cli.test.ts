@@ -6,8 +6,8 @@ import t from 'tap';
 import { runCli } from '../../bin/cli.js';
 import { startServer } from '../../bin/server.js';
 import { loadConfig } from '../../config/load.js';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase } from '../../storage/database.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
 import { tempDir, testEnv } from '../helpers/stack.js';
 
 t.test('CLI → API round trip', async (t) => {
@@ -57,11 +57,11 @@ t.test('CLI → API round trip', async (t) => {
 
   const pw = JSON.parse((await cli('smtp-passwords', 'create', '--account', 'acme', '--json')).out);
   t.equal(pw.username, 'acme');
-  t.ok(server.accounts.authenticateSmtp('acme', pw.smtp_password));
+  t.ok(await server.accounts.authenticateSmtp('acme', pw.smtp_password));
   const pws = await cli('smtp-passwords', 'list', '--account', 'acme', '--json');
   t.notOk(pws.out.includes(pw.smtp_password));
   t.equal((await cli('smtp-passwords', 'delete', '--account', 'acme', '--id', String(pw.id))).code, 0);
-  t.notOk(server.accounts.authenticateSmtp('acme', pw.smtp_password));
+  t.notOk(await server.accounts.authenticateSmtp('acme', pw.smtp_password));
 
   t.equal((await cli('lockdown', 'allow', '--account', 'acme', '--domain', 'Shop.Example.')).code, 0);
   t.same(JSON.parse((await cli('lockdown', 'list', '--account', 'acme', '--json')).out).map((r: any) => r.domain), ['shop.example']);

@@ -96,7 +96,7 @@ t.test('HTTPS with a pebble-issued certificate: API and console over TLS with HS
   t.equal(stack.httpTls!.current().source, 'acme');
 
   // The API over verified TLS, with HSTS on every answer (a 404 too).
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   const list = await verified({ path: '/tx/v1/sub-account', headers: { 'X-Api-Key': acct.key } });
   t.equal(list.status, 200);
   t.equal(list.fingerprint, leaf.fingerprint256, 'the ACME certificate, without a restart');

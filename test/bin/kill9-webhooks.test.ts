@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { openDatabase } from '../../storage/database.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
 import { exited, firstKey, serveBinary } from '../helpers/serve-binary.js';
@@ -37,7 +37,8 @@ t.test('no event is lost when the server is killed during a webhook POST', async
   t.teardown(() => { receiver.closeAllConnections(); receiver.close(); });
   const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
-  const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_LOCKDOWN: 'off' };
+  // A short lease: what the killed process held is taken over by the restarted one within seconds.
+  const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_QUEUE_LEASE_SECONDS: '2' };
   const dir = tempDir(t);
   const first = serveBinary(t, dir, env);
   const info = await first.listening;

@@ -24,7 +24,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
     'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
-    'queue.min_free_bytes',
+    'queue.lease_seconds', 'queue.min_free_bytes',
     'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
@@ -59,7 +59,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_QUEUE_MIN_FREE_BYTES: '1048576',
     SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
-    SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
+    SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn',
   };
   // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
@@ -129,7 +129,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       },
       arc: { domain: 'seal.example', selector: 'arc1', key: path.join(dir, 'arc.pem') },
     },
-    queue: { minFreeBytes: 1_048_576 },
+    queue: { leaseSeconds: 30, minFreeBytes: 1_048_576 },
     retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60 },
     log: { level: 'warn' },
   });

@@ -5,6 +5,7 @@ import pino from 'pino';
 import t from 'tap';
 import { startServer } from '../../bin/server.js';
 import { loadConfig } from '../../config/load.js';
+import { openSqliteStore, type SqliteStore } from '../../storage/sqlite/store.js';
 import { createClock, tempDir, testEnv } from '../helpers/stack.js';
 
 t.test('a send logs its request_id as sendRequestId beside the httpRequestId of the request', async (t) => {
@@ -18,9 +19,10 @@ t.test('a send logs its request_id as sendRequestId beside the httpRequestId of 
   const dir = tempDir(t);
   const { config } = loadConfig({ env: testEnv(dir, { SLUICE_OUTBOUND_LOCKDOWN: 'off' }), cwd: dir });
   const clock = createClock();
-  const server = await startServer({ config, logger: pino({ level: 'info' }, logs), now: clock.now, startWorker: false });
+  let store!: SqliteStore;
+  const server = await startServer({ config, logger: pino({ level: 'info' }, logs), now: clock.now, startWorker: false, openStore: (o) => (store = openSqliteStore(config.dataDir, o)) });
   t.teardown(() => server.close());
-  const acct = server.accounts.createParentWithKey({ handle: 'acme', companyName: null, now: clock.now() });
+  const acct = await server.accounts.createParentWithKey({ handle: 'acme', companyName: null, now: clock.now() });
   if (!acct.ok) throw new Error('account');
   const base = `http://${server.http!.host}:${server.http!.port}`;
   const call = (method: string, path: string, body?: unknown) =>
@@ -50,9 +52,9 @@ t.test('a send logs its request_id as sendRequestId beside the httpRequestId of 
     t.equal(line.sendRequestId, request_id, `${path}: the line carries the send's request_id`);
     t.not(line.httpRequestId, request_id, 'the two ids are distinct');
     t.notOk('requestId' in line, 'no ambiguous requestId field');
-    const rows = server.db.prepare('SELECT request_id FROM messages WHERE request_id = ?').all(request_id);
+    const rows = store.db.prepare('SELECT request_id FROM messages WHERE request_id = ?').all(request_id);
     t.equal(rows.length, 1, `${path}: the line joins with its queue row`);
-    const log = server.db.prepare('SELECT rcpt FROM smtp_log WHERE request_id = ? ORDER BY rcpt').all(request_id);
+    const log = store.db.prepare('SELECT rcpt FROM smtp_log WHERE request_id = ? ORDER BY rcpt').all(request_id);
     t.same(log, [{ rcpt: 'bob@rcpt.test' }, { rcpt: 'carol@rcpt.test' }], `${path}: and with its SMTP log rows`);
   }
 

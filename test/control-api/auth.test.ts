@@ -5,8 +5,8 @@ import { startStack, testEnv } from '../helpers/stack.js';
 
 t.test('auth matrix', async (t) => {
   const stack = await startStack(t);
-  const acme = stack.createAccount('acme');
-  const inboundKey = stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
+  const acme = await stack.createAccount('acme');
+  const inboundKey = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
   if (!inboundKey.ok) throw new Error('key');
   const routes = {
     tx: ['GET', '/tx/v1/sub-account'] as const,
@@ -56,7 +56,7 @@ t.test('auth matrix', async (t) => {
   });
 
   t.test('a key revoked with the CLI fails on the next request', async (t) => {
-    const k = stack.accounts.createApiKey(acme.id, 'api', stack.clock.now());
+    const k = await stack.accounts.createApiKey(acme.id, 'api', stack.clock.now());
     if (!k.ok) throw new Error('key');
     t.equal((await call('tx', k.value.key)).status, 200);
     const out: string[] = [];
@@ -78,7 +78,7 @@ t.test('auth matrix', async (t) => {
     t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: subKey, body: { company_name: 'Nested' } })).status, 403);
     t.equal((await stack.api('POST', '/tx/v1/sub-account/acmesub/api-key', { key: subKey })).status, 403);
 
-    const rival = stack.createAccount('rival');
+    const rival = await stack.createAccount('rival');
     const paths: [string, string, unknown?][] = [
       ['DELETE', '/tx/v1/sub-account/acmesub'],
       ['POST', '/tx/v1/sub-account/acmesub/suspend'],

@@ -41,7 +41,7 @@ function cookieHeaders(sid: string): string[] {
 
 t.test('no malformed Cookie header makes a console route answer 5xx', async (t) => {
   const stack = await startStack(t);
-  const acme = stack.createAccount('acme');
+  const acme = await stack.createAccount('acme');
   const base = `http://127.0.0.1:${stack.http.port}`;
   const signedIn = async (secret: string) => {
     const c = consoleClient(base);
@@ -52,7 +52,7 @@ t.test('no malformed Cookie header makes a console route answer 5xx', async (t) 
   };
   const sessions = {
     tenant: await signedIn(acme.key),
-    operator: await signedIn(stack.services.console.createToken('cookie test', stack.clock.now()).token),
+    operator: await signedIn((await stack.services.console.createToken('cookie test', stack.clock.now())).token),
   };
 
   const send = (method: string, path: string, cookie: string, form?: Record<string, string>) =>
@@ -97,7 +97,7 @@ t.test('no malformed Cookie header makes a console route answer 5xx', async (t) 
 
 t.test('a console path parameter that is not valid percent-encoding is a 404', async (t) => {
   const stack = await startStack(t);
-  const acme = stack.createAccount('acme');
+  const acme = await stack.createAccount('acme');
   const c = consoleClient(`http://127.0.0.1:${stack.http.port}`);
   t.equal((await c.signIn(acme.key)).status, 302);
   const templated = CONSOLE_VIEWS.filter((v) => v.path.includes('{'));

@@ -62,7 +62,7 @@ t.test('tenancy, CSRF and forged posts', async (t) => {
   t.equal((await acme.post(`/console/quarantine/${theirQ}/delete`, {})).status, 404);
   t.equal((stack.db.prepare('SELECT released_at FROM inbound_quarantine WHERE id = ?').get(theirQ) as { released_at: number | null }).released_at, null);
   t.equal((await acme.post('/console/dkim/create?account=bravo', { domain: 'x.test', selector: 's1', key_length: '1024' })).status, 404);
-  t.equal(stack.services.dkim.domains(w.bravo.id).length, 0);
+  t.equal((await stack.services.dkim.domains(w.bravo.id)).length, 0);
 
   // Missing or wrong CSRF token on acme's own delivery: 403, nothing changed.
   const own = w.deliveryOf('ann@later.test');
@@ -94,8 +94,8 @@ t.test('tenancy, CSRF and forged posts', async (t) => {
   await acme.get('/console/queue');
   t.equal((await acme.post('/console/logout', {})).status, 302);
   t.equal((await acme.get('/console/queue')).status, 302);
-  const keyId = stack.accounts.listApiKeys(w.bravo.id).find((k) => k.scope === 'api')!.id;
-  stack.accounts.revokeApiKey(w.bravo.id, keyId, stack.clock.now());
+  const keyId = (await stack.accounts.listApiKeys(w.bravo.id)).find((k) => k.scope === 'api')!.id;
+  await stack.accounts.revokeApiKey(w.bravo.id, keyId, stack.clock.now());
   t.equal((await bravo.get('/console/queue')).status, 302, 'revoked key: signed out');
 
   // Login CSRF: a sign-in post without the form's token is refused.
@@ -155,7 +155,7 @@ t.test('operator: token from `sluice console token`, every account, revocation',
 
 t.test('Secure cookie when the console is reached over https (http.public_url)', async (t) => {
   const stack = await startStack(t, { env: { SLUICE_HTTP_PUBLIC_URL: 'https://mail.example.test' } });
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   const c = consoleClient(`http://127.0.0.1:${stack.http.port}`);
   const login = await c.get('/console/login');
   t.match(login.headers.getSetCookie()[0], /; HttpOnly; SameSite=Strict; Secure; Max-Age=3600$/);

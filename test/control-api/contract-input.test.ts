@@ -5,7 +5,7 @@ import { startStack } from '../helpers/stack.js';
 
 t.test('suppression source is validated, stored and listed as given', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   const list = async (q = '') => (await stack.api('GET', `/tx/v1/suppression-list${q}`, { key: a.key })).body.suppression_list;
 
   const res = await stack.api('POST', '/tx/v1/suppression-list', {
@@ -51,7 +51,7 @@ t.test('suppression source is validated, stored and listed as given', async (t) 
 
 t.test('MailChannels\' required fields are required: sub-account company_name, suppression_entries', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   const create = (body?: unknown) => stack.api('POST', '/tx/v1/sub-account', { key: a.key, ...(body === undefined ? {} : { body }) });
 
   const noName = await create({ handle: 'shop1' });
@@ -59,7 +59,7 @@ t.test('MailChannels\' required fields are required: sub-account company_name, s
   t.match(noName.body.errors, [/^company_name: /]);
   t.equal((await create()).status, 400, 'no body: no company_name');
   t.equal((await create({ company_name: 'ab' })).status, 400, 'shorter than 3');
-  t.equal(stack.accounts.listSubAccounts(a.id, 10, 0).length, 0, 'nothing created by a 400');
+  t.equal((await stack.accounts.listSubAccounts(a.id, 10, 0)).length, 0, 'nothing created by a 400');
   const ok = await create({ company_name: 'Shop Inc', handle: 'shop1' });
   t.equal(ok.status, 201);
   t.same(ok.body, { company_name: 'Shop Inc', enabled: true, handle: 'shop1' });
@@ -77,8 +77,8 @@ t.test('MailChannels\' required fields are required: sub-account company_name, s
 
 t.test('answers declared without content have no body and no Content-Type', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
-  const inbound = stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
+  const a = await stack.createAccount('acme');
+  const inbound = await stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
   if (!inbound.ok) throw new Error('inbound key');
   const ik = inbound.value.key;
   const provisioned = await stack.api('POST', '/inbound/v1/domains', {
@@ -110,7 +110,7 @@ t.test('answers declared without content have no body and no Content-Type', asyn
 
 t.test('a NUL in a log search filter is a 400 naming the field, never a 500', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   for (const field of ['subject', 'rspmsg', 'message_id', 'sender']) {
     for (const dates of [{}, { start_date: '2026-11-01', end_date: '2026-11-22' }]) {
       const res = await stack.api('POST', '/outbound/v1/search', { key: a.key, body: { [field]: 'a\u0000b', ...dates } });

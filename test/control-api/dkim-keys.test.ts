@@ -8,8 +8,8 @@ const DAY = 86_400_000;
 
 t.test('DKIM keys API', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
-  const b = stack.createAccount('other');
+  const a = await stack.createAccount('acme');
+  const b = await stack.createAccount('other');
   const base = '/tx/v1/domains/Example.COM./dkim-keys';
   const create = (body: unknown, key = a.key) => stack.api('POST', base, { key, body });
 
@@ -30,7 +30,7 @@ t.test('DKIM keys API', async (t) => {
       { name: 's1._domainkey.example.com', type: 'TXT', value: `v=DKIM1; k=rsa; p=${res.body.public_key}` },
     ]);
     t.notMatch(res.text, /PRIVATE KEY/);
-    const stored = stack.services.dkim.find(a.id, 'example.com', 's1');
+    const stored = await stack.services.dkim.find(a.id, 'example.com', 's1');
     const secretLine = stored?.private_key.split('\n')[5] ?? 'missing';
     t.ok(secretLine.length > 40, 'stored key is PEM');
     t.notOk(res.text.includes(secretLine), 'no part of the private key in the response');
@@ -118,11 +118,11 @@ t.test('DKIM keys API', async (t) => {
     t.equal((await rot('s1', 's10')).status, 404, 'no longer active');
 
     const signing = stack.services.dkim;
-    t.equal(signing.findSigningKey([a.id], 'example.com', stack.clock.now())?.selector, 's9');
+    t.equal((await signing.findSigningKey([a.id], 'example.com', stack.clock.now()))?.selector, 's9');
     stack.clock.advance(14 * DAY - 1);
-    t.equal(runDkimRetirement(signing, stack.clock.now()), 0, 'not yet due');
+    t.equal(await runDkimRetirement(signing, stack.clock.now()), 0, 'not yet due');
     stack.clock.advance(1);
-    t.equal(runDkimRetirement(signing, stack.clock.now()), 1);
+    t.equal(await runDkimRetirement(signing, stack.clock.now()), 1);
     const listed = await stack.api('GET', `${base}?selector=s1`, { key: a.key });
     t.equal(listed.body.keys[0].status, 'retired');
   });
@@ -139,17 +139,17 @@ t.test('DKIM keys API', async (t) => {
 
 t.test('sub-accounts, PATCH rotated timers and the signing key choice', async (t) => {
   const stack = await startStack(t);
-  const parent = stack.createAccount('parentco');
+  const parent = await stack.createAccount('parentco');
   const pApi = (method: string, path: string, body?: unknown) => stack.api(method, path, { key: parent.key, body });
   t.equal((await pApi('POST', '/tx/v1/sub-account', { handle: 'shop', company_name: 'Shop' })).status, 201);
   const subKey = (await pApi('POST', '/tx/v1/sub-account/shop/api-key')).body.key as string;
-  const subId = stack.services.accounts.findSubAccount(parent.id, 'shop')!.id;
+  const subId = (await stack.services.accounts.findSubAccount(parent.id, 'shop'))!.id;
   const base = '/tx/v1/domains/shop.test/dkim-keys';
   const store = stack.services.dkim;
 
   t.equal((await pApi('POST', base, { selector: 'p1', key_length: 1024 })).status, 201);
-  t.equal(store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now())?.selector, 'p1', 'parent key as fallback');
-  t.equal(store.findSigningKey([subId, parent.id], 'other.test', stack.clock.now()), undefined, 'no key for another domain');
+  t.equal((await store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now()))?.selector, 'p1', 'parent key as fallback');
+  t.equal(await store.findSigningKey([subId, parent.id], 'other.test', stack.clock.now()), undefined, 'no key for another domain');
 
   const subCreate = await stack.api('POST', base, { key: subKey, body: { selector: 'p1', key_length: 1024 } });
   t.equal(subCreate.status, 201, 'same selector in another account is no conflict');
@@ -158,7 +158,7 @@ t.test('sub-accounts, PATCH rotated timers and the signing key choice', async (t
   const parentList = (await pApi('GET', base)).body.keys;
   t.equal(parentList.length, 1);
   t.not(parentList[0].public_key, subCreate.body.public_key, 'the parent does not see the sub-account key');
-  t.equal(store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now())?.account_id, subId, 'sender first');
+  t.equal((await store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now()))?.account_id, subId, 'sender first');
 
   // PATCH rotated: no new key, but the same 3-day / 14-day timers (api.md §2.3).
   stack.clock.advance(5000);
@@ -172,16 +172,16 @@ t.test('sub-accounts, PATCH rotated timers and the signing key choice', async (t
   t.equal((await stack.api('PATCH', `${base}/p1`, { key: subKey, body: { status: 'rotated' } })).status, 404, 'no longer active');
 
   // An active key anywhere in the chain wins over a key in its grace period.
-  t.equal(store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now())?.account_id, parent.id);
-  t.equal(store.findSigningKey([subId], 'shop.test', stack.clock.now())?.status, 'rotated', 'grace key when nothing is active');
+  t.equal((await store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now()))?.account_id, parent.id);
+  t.equal((await store.findSigningKey([subId], 'shop.test', stack.clock.now()))?.status, 'rotated', 'grace key when nothing is active');
   stack.clock.advance(3 * DAY);
-  t.equal(store.findSigningKey([subId], 'shop.test', stack.clock.now()), undefined, 'grace period over');
+  t.equal(await store.findSigningKey([subId], 'shop.test', stack.clock.now()), undefined, 'grace period over');
 
   t.equal((await pApi('PATCH', `${base}/p1`, { status: 'revoked' })).status, 204);
-  t.equal(store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now()), undefined, 'revoked keys never sign');
+  t.equal(await store.findSigningKey([subId, parent.id], 'shop.test', stack.clock.now()), undefined, 'revoked keys never sign');
   t.equal((await pApi('PATCH', `${base}/p1`, { status: 'retired' })).status, 400, 'a revoked key stays revoked');
   stack.clock.advance(11 * DAY);
-  t.equal(runDkimRetirement(store, stack.clock.now()), 1, 'only the rotated key retires');
+  t.equal(await runDkimRetirement(store, stack.clock.now()), 1, 'only the rotated key retires');
   t.same((await stack.api('GET', `${base}?status=retired`, { key: subKey })).body.keys.map((k: any) => k.selector), ['p1']);
   t.equal((await pApi('GET', `${base}?status=revoked`)).body.keys.length, 1, 'the revoked key is untouched');
 });

@@ -4,8 +4,8 @@ import { startStack } from '../helpers/stack.js';
 
 t.test('error shapes per group', async (t) => {
   const stack = await startStack(t);
-  const acme = stack.createAccount('acme');
-  const inbound = stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
+  const acme = await stack.createAccount('acme');
+  const inbound = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
   if (!inbound.ok) throw new Error('key');
 
   t.test('404 unknown route', async (t) => {

@@ -9,7 +9,7 @@ const HTML = { Accept: 'text/html,application/xhtml+xml' };
 
 t.test('every HTML answer forbids framing', async (t) => {
   const stack = await startStack(t, { env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
-  const acme = stack.createAccount('acme');
+  const acme = await stack.createAccount('acme');
   const base = `http://127.0.0.1:${stack.http.port}`;
   const checked: string[] = [];
   const check = (what: string, res: { status: number; headers: Headers }) => {

@@ -1,20 +1,20 @@
 // Checks /inbound/v1 domain provisioning end to end over HTTP: normalisation, overwrite, key binding, tenancy,
 // batch, aliases, downstream addresses, subscriptions, status, report, auth and rate limit.
 import t from 'tap';
-import { createInboundDomainStore } from '../../storage/inbound-domains.js';
-import { createInboundListStore } from '../../storage/inbound-lists.js';
-import { createInboundReportStore } from '../../storage/inbound-reports.js';
+import { createInboundDomainStore } from '../../storage/sqlite/inbound-domains.js';
+import { createInboundListStore } from '../../storage/sqlite/inbound-lists.js';
+import { createInboundReportStore } from '../../storage/sqlite/inbound-reports.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 /** An account with one inbound key, and a caller that moves the clock so the 100 req/s bucket never runs dry. */
-function tenant(stack: Stack, handle: string) {
-  const acct = stack.createAccount(handle);
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+async function tenant(stack: Stack, handle: string) {
+  const acct = await stack.createAccount(handle);
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   return { ...acct, apiKey: acct.key, key: k.value.key, keyId: k.value.id };
 }
-function newKey(stack: Stack, accountId: number): string {
-  const k = stack.accounts.createApiKey(accountId, 'inbound', stack.clock.now());
+async function newKey(stack: Stack, accountId: number): Promise<string> {
+  const k = await stack.accounts.createApiKey(accountId, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   return k.value.key;
 }
@@ -30,7 +30,7 @@ const err = (code: number, message: string) => ({ code, errors: [message], messa
 
 t.test('auth: missing key 401, unknown key 401, api-scope key 403, all in the inbound error shape', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'authco');
+  const a = await tenant(stack, 'authco');
   const missing = await stack.api('GET', '/inbound/v1/domains');
   t.equal(missing.status, 401);
   t.same(missing.body, err(401, 'missing X-API-Key header'));
@@ -49,7 +49,7 @@ t.test('auth: missing key 401, unknown key 401, api-scope key 403, all in the in
 
 t.test('subscriptions: the default plan exists from the first start; status 200 with no body', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'subsco');
+  const a = await tenant(stack, 'subsco');
   const call = caller(stack);
   const subs = await call('GET', '/inbound/v1/subscriptions', a.key);
   t.equal(subs.status, 200);
@@ -67,7 +67,7 @@ t.test('subscriptions: the default plan exists from the first start; status 200 
 
 t.test('provisioning normalises the name (case, trailing dot, IDN → A-label) and answers 201 then 200', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'provco');
+  const a = await tenant(stack, 'provco');
   const call = caller(stack);
   const created = await call('POST', '/inbound/v1/domains', a.key, {
     domain: 'Bücher.Example.',
@@ -119,7 +119,7 @@ t.test('provisioning normalises the name (case, trailing dot, IDN → A-label) a
 
 t.test('provisioning validation: bad names, subscription, downstreams, admins, header → 400', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'valco');
+  const a = await tenant(stack, 'valco');
   const call = caller(stack);
   const post = (body: unknown, q = '') => call('POST', `/inbound/v1/domains${q}`, a.key, body);
   for (const domain of ['exa_mple.test', 'nodot', '192.0.2.1', 'a..test', '-lead.test', 'sp ace.test', `${'a'.repeat(64)}.test`]) {
@@ -173,7 +173,7 @@ t.test('provisioning validation: bad names, subscription, downstreams, admins, h
 
 t.test('overwrite=true replaces the sections given and keeps the omitted ones', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'overco');
+  const a = await tenant(stack, 'overco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, {
     domain: 'over.test',
@@ -213,8 +213,8 @@ t.test('overwrite=true replaces the sections given and keeps the omitted ones', 
 
 t.test('tenancy: 409 for another account\'s domain or alias, 404 on its reads, invisible in lists', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'ownerco');
-  const b = tenant(stack, 'otherco');
+  const a = await tenant(stack, 'ownerco');
+  const b = await tenant(stack, 'otherco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'taken.test', subscriptionHandle: 'default', aliases: ['taken-alias.test'] });
   const dup = await call('POST', '/inbound/v1/domains?overwrite=true', b.key, { domain: 'TAKEN.test', subscriptionHandle: 'default' });
@@ -250,8 +250,8 @@ t.test('tenancy: 409 for another account\'s domain or alias, 404 on its reads, i
 
 t.test('associate-key binds the domain to one key (403 for others) until PUT api-key re-binds it', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'bindco');
-  const key2 = newKey(stack, a.id);
+  const a = await tenant(stack, 'bindco');
+  const key2 = await newKey(stack, a.id);
   const call = caller(stack);
   const r = await call('POST', '/inbound/v1/domains?associate-key=true', a.key, { domain: 'bound.test', subscriptionHandle: 'default' });
   t.equal(r.status, 201);
@@ -270,7 +270,7 @@ t.test('associate-key binds the domain to one key (403 for others) until PUT api
   t.equal(both.body.total, 2);
 
   // Re-binding needs a live inbound key of the same account.
-  const other = tenant(stack, 'strangerco');
+  const other = await tenant(stack, 'strangerco');
   for (const apiKey of [a.apiKey, other.key, 'garbage']) {
     const bad = await call('PUT', '/inbound/v1/domains/bound.test/api-key', a.key, { apiKey });
     t.equal(bad.status, 400);
@@ -287,8 +287,8 @@ t.test('associate-key binds the domain to one key (403 for others) until PUT api
 
 t.test('batch provisioning reports each domain: 201, 200, 400, 409', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'batchco');
-  const b = tenant(stack, 'rivalco');
+  const a = await tenant(stack, 'batchco');
+  const b = await tenant(stack, 'rivalco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', b.key, { domain: 'rival.test', subscriptionHandle: 'default' });
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'existing.test', subscriptionHandle: 'default' });
@@ -359,7 +359,7 @@ t.test('batch provisioning reports each domain: 201, 200, 400, 409', async (t) =
 
 t.test('a subscription domain limit: 403 on single and batch provisioning, nothing provisioned', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'limitco');
+  const a = await tenant(stack, 'limitco');
   const call = caller(stack);
   createInboundDomainStore(stack.db).createSubscription({
     handle: 'small',
@@ -379,7 +379,7 @@ t.test('a subscription domain limit: 403 on single and batch provisioning, nothi
     activeAccountsCount: 0,
   });
   // Another account cannot use a plan that is not its own.
-  const b = tenant(stack, 'nolimitco');
+  const b = await tenant(stack, 'nolimitco');
   t.equal((await call('POST', '/inbound/v1/domains', b.key, { domain: 'b.test', subscriptionHandle: 'small' })).status, 400);
   const batch = await call('POST', '/inbound/v1/domains/batch?subscriptionHandle=small', a.key, {
     domains: [{ domain: 'l1.test' }, { domain: 'l2.test' }, { domain: 'l3.test' }],
@@ -396,7 +396,7 @@ t.test('a subscription domain limit: 403 on single and batch provisioning, nothi
 
 t.test('GET /domains paging: limit, offset, total; limit over 5000 → 400', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'pageco');
+  const a = await tenant(stack, 'pageco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains/batch?subscriptionHandle=default', a.key, {
     domains: Array.from({ length: 12 }, (_, i) => ({ domain: `p${String(i).padStart(2, '0')}.test` })),
@@ -417,7 +417,7 @@ t.test('GET /domains paging: limit, offset, total; limit over 5000 → 400', asy
 
 t.test('PUT settings updates the fields given; DELETE removes the domain and its lists', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'setco');
+  const a = await tenant(stack, 'setco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'set.test', subscriptionHandle: 'default', aliases: ['set-alias.test'] });
   const put = await call('PUT', '/inbound/v1/domains/SET.test./settings', a.key, {
@@ -455,7 +455,7 @@ t.test('PUT settings updates the fields given; DELETE removes the domain and its
 
 t.test('aliases: add (200 {domain, alias}), conflicts 409, remove 204 then 404', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'aliasco');
+  const a = await tenant(stack, 'aliasco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'main.test', subscriptionHandle: 'default' });
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'second.test', subscriptionHandle: 'default' });
@@ -490,7 +490,7 @@ t.test('aliases: add (200 {domain, alias}), conflicts 409, remove 204 then 404',
 
 t.test('downstream addresses: PUT replaces (201), GET pages, [] deletes all', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'downco');
+  const a = await tenant(stack, 'downco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, {
     domain: 'down.test',
@@ -522,7 +522,7 @@ t.test('downstream addresses: PUT replaces (201), GET pages, [] deletes all', as
 
 t.test('downstream on the same machine: localhost., other single labels ending in ".", IPv4 and IPv6 literals', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'localco');
+  const a = await tenant(stack, 'localco');
   const call = caller(stack);
   const created = await call('POST', '/inbound/v1/domains', a.key, {
     domain: 'local.test',
@@ -549,7 +549,7 @@ t.test('downstream on the same machine: localhost., other single labels ending i
 
 t.test('POST /report stores the report for the operator (204); bad type or message → 400', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'reportco');
+  const a = await tenant(stack, 'reportco');
   const call = caller(stack);
   const message = 'From: a@b.test\r\nSubject: cheap pills\r\n\r\nbuy now\r\n';
   const r = await call('POST', '/inbound/v1/report?report_type=false_negative', a.key, {
@@ -582,7 +582,7 @@ t.test('POST /report stores the report for the operator (204); bad type or messa
 
 t.test('inbound routes share the 100 requests per second bucket of the account (503 beyond)', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'rateco');
+  const a = await tenant(stack, 'rateco');
   for (let i = 0; i < 100; i++) {
     const r = await stack.api('GET', i % 2 ? '/inbound/v1/status' : '/inbound/v1/lists/blocklist', { key: a.key });
     if (r.status !== 200) t.fail(`request ${i}: ${r.status}`);

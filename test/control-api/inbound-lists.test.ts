@@ -2,12 +2,12 @@
 // detection and canonical forms, deprecated list names, tenancy, and what the MX will read back (matchLists).
 import t from 'tap';
 import { decideListVerdict } from '../../filters/inbound-lists.js';
-import { createInboundListStore } from '../../storage/inbound-lists.js';
+import { createInboundListStore } from '../../storage/sqlite/inbound-lists.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
-function tenant(stack: Stack, handle: string) {
-  const acct = stack.createAccount(handle);
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+async function tenant(stack: Stack, handle: string) {
+  const acct = await stack.createAccount(handle);
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   return { ...acct, apiKey: acct.key, key: k.value.key };
 }
@@ -21,7 +21,7 @@ const err = (code: number, message: string) => ({ code, errors: [message], messa
 
 t.test('item type detection and canonical forms (account level)', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'detectco');
+  const a = await tenant(stack, 'detectco');
   const call = caller(stack);
   const cases: [string, string, string][] = [
     ['Spam.Example.', 'spam.example', 'domain'],
@@ -61,7 +61,7 @@ t.test('item type detection and canonical forms (account level)', async (t) => {
 
 t.test('blacklist/whitelist are aliases of blocklist/safelist; an item lives on one list per scope', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'aliasnameco');
+  const a = await tenant(stack, 'aliasnameco');
   const call = caller(stack);
   const added = await call('POST', '/inbound/v1/lists/blacklist', a.key, { item: 'bad.example' });
   t.equal(added.status, 201);
@@ -84,7 +84,7 @@ t.test('blacklist/whitelist are aliases of blocklist/safelist; an item lives on 
 
 t.test('DELETE ?item= removes by canonical form (204, also when absent); missing or invalid item → 400', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'delco');
+  const a = await tenant(stack, 'delco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/lists/blocklist', a.key, { item: '198.51.100.0/24' });
   await call('POST', '/inbound/v1/lists/blocklist', a.key, { item: 'x@spam.example' });
@@ -106,8 +106,8 @@ t.test('DELETE ?item= removes by canonical form (204, also when absent); missing
 
 t.test('three levels are separate lists; domain and recipient levels follow domain tenancy', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'levelco');
-  const b = tenant(stack, 'intruderco');
+  const a = await tenant(stack, 'levelco');
+  const b = await tenant(stack, 'intruderco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'corp.test', subscriptionHandle: 'default', aliases: ['corp-alias.test'] });
   await call('POST', '/inbound/v1/domains?associate-key=true', a.key, { domain: 'locked.test', subscriptionHandle: 'default' });
@@ -141,7 +141,7 @@ t.test('three levels are separate lists; domain and recipient levels follow doma
   const badEmail = await call('GET', '/inbound/v1/users/not-an-address/lists/blocklist', a.key);
   t.same(badEmail.body, err(400, 'email: "not-an-address" is not a valid e-mail address'));
   // A domain bound to another key of the account: 403 for its lists and recipients.
-  const k2 = stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
+  const k2 = await stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
   if (!k2.ok) throw new Error('key');
   t.equal((await call('GET', '/inbound/v1/domains/locked.test/lists/blocklist', k2.value.key)).status, 403);
   t.equal((await call('POST', '/inbound/v1/users/x@locked.test/lists/blocklist', k2.value.key, { item: 'a.example' })).status, 403);
@@ -156,7 +156,7 @@ t.test('three levels are separate lists; domain and recipient levels follow doma
 
 t.test('entries written over the API are what the MX matches, and precedence picks the most specific level', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'matchco');
+  const a = await tenant(stack, 'matchco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'corp.test', subscriptionHandle: 'default' });
   await call('POST', '/inbound/v1/lists/blocklist', a.key, { item: 'spammer.example' });
@@ -185,7 +185,7 @@ t.test('entries written over the API are what the MX matches, and precedence pic
   const clean = lists.matchLists({ accountId: a.id, domain: 'corp.test', clientIp: '198.51.100.1', senderAddress: 'a@b.example' });
   t.same(decideListVerdict(clean), { action: 'none', reason: 'no-list-match' });
   // Another account's lists never match.
-  const other = tenant(stack, 'othermatchco');
+  const other = await tenant(stack, 'othermatchco');
   t.same(lists.matchLists({ accountId: other.id, domain: 'corp.test', senderAddress: 'x@spammer.example' }), {
     account: [],
     domain: [],

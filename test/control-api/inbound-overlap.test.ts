@@ -5,12 +5,11 @@
 import path from 'node:path';
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
-import { createInboundDomainStore } from '../../storage/inbound-domains.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
-function tenant(stack: Stack, handle: string) {
-  const acct = stack.createAccount(handle);
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+async function tenant(stack: Stack, handle: string) {
+  const acct = await stack.createAccount(handle);
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   return { ...acct, apiKey: acct.key, key: k.value.key };
 }
@@ -27,8 +26,8 @@ t.test('sub.b.test and the parent of a served name are refused for another accou
     stack.clock.advance(20); // the 100 req/s bucket never runs dry
     return stack.api(method, p, { key, body });
   };
-  const a = tenant(stack, 'alpha');
-  const b = tenant(stack, 'bravo');
+  const a = await tenant(stack, 'alpha');
+  const b = await tenant(stack, 'bravo');
   const provision = (key: string, domain: string, extra: Record<string, unknown> = {}) =>
     call('POST', '/inbound/v1/domains', key, { domain, subscriptionHandle: 'default', ...extra });
   t.equal((await provision(b.key, 'b.test')).status, 201);
@@ -45,21 +44,21 @@ t.test('sub.b.test and the parent of a served name are refused for another accou
     t.equal(r.status, 409, why);
     t.same(r.body, overlap(name!.toLowerCase().replace(/\.$/, '')), `${why}: the inbound group's error shape`);
   }
-  const served = createInboundDomainStore(stack.db);
-  t.equal(served.findServedDomain('sub.b.test'), undefined, 'mail for sub.b.test is not diverted');
+  const served = stack.store.inboundDomains;
+  t.equal(await served.findServedDomain('sub.b.test'), undefined, 'mail for sub.b.test is not diverted');
 
   // Names that only look alike are free.
   for (const name of ['bb.test', 'b.test.example', 'sub-b.test']) t.equal((await provision(a.key, name)).status, 201, name);
 
   // Aliases: in the provisioning body, by the alias route and by PUT settings; nothing written.
   t.same((await provision(a.key, 'a.test', { aliases: ['www.b.test'] })).body, overlap('www.b.test'));
-  t.equal(served.findDomain('a.test'), undefined);
+  t.equal(await served.findDomain('a.test'), undefined);
   t.equal((await provision(a.key, 'a.test')).status, 201);
   const alias = await call('POST', '/inbound/v1/domains/a.test/alias/mx.b.test', a.key);
   t.equal(alias.status, 409);
   t.same(alias.body, overlap('mx.b.test'));
   t.same((await call('PUT', '/inbound/v1/domains/a.test/settings', a.key, { aliases: ['c.test'] })).body, overlap('c.test'));
-  t.same(served.details(served.findDomain('a.test')!).aliases, []);
+  t.same((await served.details((await served.findDomain('a.test'))!)).aliases, []);
   const over = await provision(a.key, 'f.test', { aliases: ['b.test'] });
   t.equal(over.status, 409, 'the same name as another customer\'s domain, as an alias');
 
@@ -75,8 +74,8 @@ t.test('sub.b.test and the parent of a served name are refused for another accou
   t.equal((await provision(b.key, 'sub.b.test')).status, 201, 'the owner provisions its own subdomain');
   const sub = await stack.api('POST', '/tx/v1/sub-account', { key: b.apiKey, body: { handle: 'bravoshop', company_name: 'Bravo Shop' } });
   t.ok(sub.status === 200 || sub.status === 201, sub.text);
-  const shop = stack.accounts.findByHandle('bravoshop')!;
-  const shopKey = stack.accounts.createApiKey(shop.id, 'inbound', stack.clock.now());
+  const shop = (await stack.accounts.findByHandle('bravoshop'))!;
+  const shopKey = await stack.accounts.createApiKey(shop.id, 'inbound', stack.clock.now());
   if (!shopKey.ok) throw new Error('key');
   t.equal((await provision(shopKey.value.key, 'shop.b.test')).status, 201, 'a sub-account under its parent\'s domain');
   t.equal((await provision(a.key, 'x.shop.b.test')).status, 409, 'still refused to others');
@@ -84,8 +83,8 @@ t.test('sub.b.test and the parent of a served name are refused for another accou
 
 t.test('the operator provisions an overlapping domain with `sluice inbound-domains provision`', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'alpha');
-  const b = tenant(stack, 'bravo');
+  const a = await tenant(stack, 'alpha');
+  const b = await tenant(stack, 'bravo');
   t.equal((await stack.api('POST', '/inbound/v1/domains', { key: b.key, body: { domain: 'b.test', subscriptionHandle: 'default' } })).status, 201);
   const cli = async (...argv: string[]) => {
     const out: string[] = [];
@@ -96,7 +95,7 @@ t.test('the operator provisions an overlapping domain with `sluice inbound-domai
   const made = await cli('inbound-domains', 'provision', '--account', 'alpha', '--domain', 'Sub.B.test');
   t.equal(made.code, 0, made.err);
   t.equal(made.out, 'provisioned sub.b.test for alpha (subscription default); its inbound API keys manage it from now on\n');
-  t.equal(createInboundDomainStore(stack.db).findServedDomain('sub.b.test')?.account_id, a.id);
+  t.equal((await stack.store.inboundDomains.findServedDomain('sub.b.test'))?.account_id, a.id);
   // The tenant manages it over the API from then on.
   const set = await stack.api('PUT', '/inbound/v1/domains/sub.b.test/settings', {
     key: a.key,

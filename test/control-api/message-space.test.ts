@@ -10,7 +10,7 @@ const DISK = 'the mail spool is low on disk space; try again later';
 
 async function world(t: Test, env: Record<string, string>) {
   const stack = await startStack(t, { env: { SLUICE_OUTBOUND_LOCKDOWN: 'off', ...env } });
-  return { stack, key: stack.createAccount('acme').key };
+  return { stack, key: (await stack.createAccount('acme')).key };
 }
 
 const mail = (text: string) => ({

@@ -17,13 +17,13 @@ interface Fixture {
 /** A parent with one sub-account and an unrelated account, and events written through the queue store at set times. */
 async function fixture(t: Test): Promise<Fixture> {
   const stack = await startStack(t);
-  const parent = stack.createAccount('parent');
-  const other = stack.createAccount('other');
+  const parent = await stack.createAccount('parent');
+  const other = await stack.createAccount('other');
   t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: parent.key, body: { handle: 'shop1', company_name: 'Shop' } })).status, 201);
-  const subId = stack.accounts.findByHandle('shop1')!.id;
+  const subId = (await stack.accounts.findByHandle('shop1'))!.id;
   const subKey = (await stack.api('POST', '/tx/v1/sub-account/shop1/api-key', { key: parent.key })).body.key as string;
   const ev = (account: number, kind: string, at: number, extra: Record<string, unknown> = {}) =>
-    stack.queueStore.transaction(() => stack.queueStore.insertEvent(account, kind, { event: kind, recipients: ['r@x.test'], ...extra }, at));
+    stack.addEvent(account, kind, { event: kind, recipients: ['r@x.test'], ...extra }, at);
   ev(parent.id, 'processed', NOW - 2 * DAY, { campaign_id: 'spring', recipients: ['a@x.test', 'b@x.test'] });
   ev(parent.id, 'delivered', NOW - 2 * DAY + HOUR, { campaign_id: 'spring' });
   ev(parent.id, 'hard-bounced', NOW - 2 * DAY + HOUR, { campaign_id: 'spring' });
@@ -96,7 +96,7 @@ t.test('start_time and end_time count to the second: the parts of an hour at the
   const { stack, parent } = await fixture(t);
   const at = (h: number, m: number, sec = 0) => Date.UTC(2026, 10, 21, h, m, sec);
   for (const when of [at(10, 15), at(10, 45), at(11, 30), at(13, 20)]) {
-    stack.queueStore.transaction(() => stack.queueStore.insertEvent(parent.id, 'processed', { event: 'processed', recipients: ['r@x.test'] }, when));
+    stack.addEvent(parent.id, 'processed', { event: 'processed', recipients: ['r@x.test'] }, when);
   }
   const volume = async (q: string) => (await stack.api('GET', `/tx/v1/metrics/volume?${q}`, { key: parent.key })).body;
   const w = await volume('start_time=2026-11-21T10:30:00Z&end_time=2026-11-21T13:20:00Z&interval=hour');
@@ -117,9 +117,9 @@ t.test('start_time and end_time count to the second: the parts of an hour at the
 t.test('the default start is one calendar month back: the same day and time, or the last day of a shorter month', async (t) => {
   const clock = createClock(Date.UTC(2026, 2, 31, 10, 20, 30)); // 31 March 2026 10:20:30
   const stack = await startStack(t, { clock });
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   for (const day of [27, 28]) {
-    stack.queueStore.transaction(() => stack.queueStore.insertEvent(acct.id, 'processed', { event: 'processed', recipients: ['r@x.test'] }, Date.UTC(2026, 1, day, 10, 20, 29)));
+    stack.addEvent(acct.id, 'processed', { event: 'processed', recipients: ['r@x.test'] }, Date.UTC(2026, 1, day, 10, 20, 29));
   }
   const body = (await stack.api('GET', '/tx/v1/metrics/volume', { key: acct.key })).body;
   t.match(body, { start_time: '2026-02-28T10:20:30Z', end_time: '2026-03-31T10:20:31Z', processed: 0 }, '28 February 10:20:30, not 30 days back (1 March)');

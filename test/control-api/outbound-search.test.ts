@@ -1,6 +1,7 @@
 // Checks POST /outbound/v1/search over HTTP: filters, date and paging rules, notice, result shape, tenancy, 503, version.
 import t, { type Test } from 'tap';
-import { createSmtpLogStore, type NewSmtpLogRow } from '../../storage/smtp-log.js';
+import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
+import { type NewSmtpLogRow } from '../../storage/ports/smtp-log.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const DAY = 86_400_000;
@@ -34,14 +35,14 @@ function row(accountId: number, over: Partial<NewSmtpLogRow> = {}): NewSmtpLogRo
 async function world(t: Test, env: Record<string, string> = {}) {
   const stack = await startStack(t, { env });
   const log = createSmtpLogStore(stack.db);
-  const parent = stack.createAccount('parentco');
-  const stranger = stack.createAccount('strangerco');
+  const parent = await stack.createAccount('parentco');
+  const stranger = await stack.createAccount('strangerco');
   const sub = async (handle: string) => {
     const created = await stack.api('POST', '/tx/v1/sub-account', { key: parent.key, body: { handle, company_name: 'Sub' } });
     t.equal(created.status, 201);
     const key = await stack.api('POST', `/tx/v1/sub-account/${handle}/api-key`, { key: parent.key });
     t.equal(key.status, 201);
-    return { handle, key: key.body.key as string, id: (stack.accounts.findByHandle(handle) as { id: number }).id };
+    return { handle, key: key.body.key as string, id: (await stack.accounts.findByHandle(handle) as { id: number }).id };
   };
   const subA = await sub('subalpha');
   const subB = await sub('subbeta');
@@ -390,7 +391,7 @@ t.test('tenancy: a sub-account sees only its rows; a parent sees its own and its
   const none = await stack.api('POST', SEARCH, { body: {} });
   t.equal(none.status, 401);
   t.same(Object.keys(none.body).sort(), ['code', 'errors', 'message']);
-  const inboundKey = stack.accounts.createApiKey(parent.id, 'inbound', now);
+  const inboundKey = await stack.accounts.createApiKey(parent.id, 'inbound', now);
   if (!inboundKey.ok) throw new Error('key');
   const wrongScope = await search(stack, inboundKey.value.key, {});
   t.equal(wrongScope.status, 403);

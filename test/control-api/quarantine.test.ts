@@ -4,16 +4,17 @@
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
 import type { RelayMessage } from '../../mta/inbound/pipeline.js';
-import { openDatabase } from '../../storage/database.js';
-import { createQuarantineStore, type NewQuarantined } from '../../storage/quarantine.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
+import { createQuarantineStore } from '../../storage/sqlite/quarantine.js';
+import { type NewQuarantined } from '../../storage/ports/quarantine.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';
 import { readSource } from '../../storage/scratch.js';
 
 const DAY = 86_400_000;
 
-function tenant(stack: Stack, handle: string) {
-  const acct = stack.createAccount(handle);
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+async function tenant(stack: Stack, handle: string) {
+  const acct = await stack.createAccount(handle);
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   return { ...acct, key: k.value.key, keyId: k.value.id };
 }
@@ -22,12 +23,12 @@ async function provision(stack: Stack, key: string, domain: string, query = '') 
   stack.clock.advance(20);
   const r = await stack.api('POST', `/inbound/v1/domains${query}`, { key, body: { domain, subscriptionHandle: 'default', settings: { abusePolicy: 'quarantine' } } });
   if (r.status !== 201) throw new Error(`provision ${domain}: ${r.status} ${r.text}`);
-  return stack.services.inboundDomains.findDomain(domain)!.id;
+  return (await stack.services.inboundDomains.findDomain(domain))!.id;
 }
 
-function hold(stack: Stack, o: Partial<NewQuarantined> & { accountId: number; domainId: number; domain: string }): number {
+async function hold(stack: Stack, o: Partial<NewQuarantined> & { accountId: number; domainId: number; domain: string }): Promise<number> {
   const now = stack.clock.now();
-  return stack.services.quarantine.insert({
+  return await stack.services.quarantine.insert({
     queueId: 'Q' + now,
     mailFrom: 'x@spam.test',
     rcptTo: [`bob@${o.domain}`],
@@ -54,15 +55,15 @@ function recorder(stack: Stack) {
 
 t.test('list, show, raw, release once, delete', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'acme');
+  const a = await tenant(stack, 'acme');
   const corp = await provision(stack, a.key, 'corp.test');
   const other = await provision(stack, a.key, 'other.test');
   const relayed = recorder(stack);
-  const id1 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const id1 = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
   stack.clock.advance(1000);
-  const id2 = hold(stack, { accountId: a.id, domainId: other, domain: 'other.test', mailFrom: 'y@junk.test', rcptTo: ['Eve@other.test'] });
+  const id2 = await hold(stack, { accountId: a.id, domainId: other, domain: 'other.test', mailFrom: 'y@junk.test', rcptTo: ['Eve@other.test'] });
   stack.clock.advance(1000);
-  const id3 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const id3 = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
 
   const all = await stack.api('GET', '/inbound/v1/quarantine', { key: a.key });
   t.equal(all.status, 200);
@@ -127,9 +128,9 @@ t.test('list, show, raw, release once, delete', async (t) => {
 
 t.test('concurrent releases relay once; a relay that fails leaves the message held', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'acme');
+  const a = await tenant(stack, 'acme');
   const corp = await provision(stack, a.key, 'corp.test');
-  const id = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const id = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
   let calls = 0;
   let fail = true;
   stack.services.relayInbound = async () => {
@@ -150,14 +151,14 @@ t.test('concurrent releases relay once; a relay that fails leaves the message he
 
 t.test('tenancy: another account sees nothing; a domain bound to another key answers 403', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'acme');
-  const b = tenant(stack, 'other');
+  const a = await tenant(stack, 'acme');
+  const b = await tenant(stack, 'other');
   const bound = await provision(stack, a.key, 'bound.test', '?associate-key=true');
   const corp = await provision(stack, a.key, 'corp.test');
   const relayed = recorder(stack);
-  const id = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
-  const boundId = hold(stack, { accountId: a.id, domainId: bound, domain: 'bound.test' });
-  const k2 = stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
+  const id = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const boundId = await hold(stack, { accountId: a.id, domainId: bound, domain: 'bound.test' });
+  const k2 = await stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
   if (!k2.ok) throw new Error('key');
   t.same((await stack.api('GET', '/inbound/v1/quarantine', { key: b.key })).body, { messages: [], total: 0 });
   for (const [m, p] of [['GET', `/${id}`], ['GET', `/${id}/raw`], ['POST', `/${id}/release`], ['DELETE', `/${id}`]] as const) {
@@ -168,43 +169,43 @@ t.test('tenancy: another account sees nothing; a domain bound to another key ans
   t.same(seen.body.messages.map((m: { id: number }) => m.id), [id], 'the bound domain is hidden from the other key');
   t.equal((await stack.api('GET', '/inbound/v1/quarantine', { key: a.key })).body.total, 2);
   t.equal((await stack.api('GET', '/inbound/v1/quarantine')).status, 401);
-  t.equal((await stack.api('GET', '/inbound/v1/quarantine', { key: stack.createAccount('apionly').key })).status, 403, 'api-scope key');
+  t.equal((await stack.api('GET', '/inbound/v1/quarantine', { key: (await stack.createAccount('apionly')).key })).status, 403, 'api-scope key');
   t.equal(relayed.length, 0);
 });
 
 t.test('retention: prune deletes only what expired, never an unreleased message before expiry', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'acme');
+  const a = await tenant(stack, 'acme');
   const corp = await provision(stack, a.key, 'corp.test');
   recorder(stack);
   const q = stack.services.quarantine;
   const now = stack.clock.now();
-  const young = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + DAY });
-  const old = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + 10 });
-  const releasedYoung = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + DAY });
+  const young = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + DAY });
+  const old = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + 10 });
+  const releasedYoung = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: now + DAY });
   t.equal((await stack.api('POST', `/inbound/v1/quarantine/${releasedYoung}/release`, { key: a.key })).status, 200);
-  t.equal(q.prune(now), 0, 'nothing expired yet');
+  t.equal(await q.prune(now), 0, 'nothing expired yet');
   stack.clock.advance(11);
-  t.equal(q.prune(stack.clock.now()), 1);
-  t.notOk(q.find(a.id, old));
-  t.ok(q.find(a.id, young), 'unreleased, not expired: kept');
-  t.ok(q.find(a.id, releasedYoung), 'released rows stay until their expiry too');
+  t.equal(await q.prune(stack.clock.now()), 1);
+  t.notOk(await q.find(a.id, old));
+  t.ok(await q.find(a.id, young), 'unreleased, not expired: kept');
+  t.ok(await q.find(a.id, releasedYoung), 'released rows stay until their expiry too');
   // A message whose release holds a live lease is not pruned even when expired.
-  const leased = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: stack.clock.now() });
-  t.ok(q.claimRelease(a.id, leased, stack.clock.now()).ok);
-  t.equal(q.prune(stack.clock.now()), 0);
+  const leased = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', expiresAt: stack.clock.now() });
+  t.ok((await q.claimRelease(a.id, leased, stack.clock.now())).ok);
+  t.equal(await q.prune(stack.clock.now()), 0);
   stack.clock.advance(DAY);
-  t.equal(q.prune(stack.clock.now()), 3);
-  t.equal(q.list({ accountId: null, limit: 10, offset: 0 }, stack.clock.now()).total, 0);
+  t.equal(await q.prune(stack.clock.now()), 3);
+  t.equal((await q.list({ accountId: null, limit: 10, offset: 0 }, stack.clock.now())).total, 0);
 });
 
 t.test('sluice quarantine list|release|delete', async (t) => {
   const stack = await startStack(t);
-  const a = tenant(stack, 'acme');
+  const a = await tenant(stack, 'acme');
   const corp = await provision(stack, a.key, 'corp.test');
-  const id1 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const id1 = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
   stack.clock.advance(10);
-  const id2 = hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
+  const id2 = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test' });
   const out: string[] = [];
   const err: string[] = [];
   const relayed: RelayMessage[] = [];

@@ -3,9 +3,11 @@
 // domains 100, metric senders 10), DKIM key defaults (rsa, 2048 bits, no DNS records in lists) and the SDK's
 // `dry-run=false`. docs/contract.md lists every default with the test that holds it.
 import t from 'tap';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { createTrackingDomainStore } from '../../storage/sqlite/tracking-domains.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
-/** Runs `fn` `n` times in one transaction (fixtures for page-size defaults: one commit, not n). */
+/** Runs `fn` `n` times in one transaction on the store's connection (fixtures for page-size defaults: one commit, not n). */
 function many(stack: Stack, n: number, fn: (i: number) => void): void {
   stack.db.transaction(() => {
     for (let i = 0; i < n; i++) fn(i);
@@ -14,7 +16,7 @@ function many(stack: Stack, n: number, fn: (i: number) => void): void {
 
 t.test('DKIM keys: algorithm rsa and key_length 2048 by default; lists give 10 keys and no DNS records by default', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   const base = '/tx/v1/domains/sender.test/dkim-keys';
   const created = await stack.api('POST', base, { key: a.key, body: { selector: 'big' } });
   t.equal(created.status, 201);
@@ -30,7 +32,7 @@ t.test('DKIM keys: algorithm rsa and key_length 2048 by default; lists give 10 k
 
 t.test('page sizes: suppressions 1000, sub-accounts 1000, inbound domains 10, webhook batches 500, tracking domains 100', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   const now = stack.clock.now();
 
   const entries = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ recipient: `r${from + i}@example.com` }));
@@ -39,10 +41,11 @@ t.test('page sizes: suppressions 1000, sub-accounts 1000, inbound domains 10, we
   }
   t.equal((await stack.api('GET', '/tx/v1/suppression-list', { key: a.key })).body.suppression_list.length, 1000, 'suppressions: 1000 of 1001');
 
-  many(stack, 1001, (i) => stack.accounts.createAccount({ handle: `sub${i}`, companyName: null, parentId: a.id, now }));
+  const accounts = createAccountStore(stack.db);
+  many(stack, 1001, (i) => accounts.createAccount({ handle: `sub${i}`, companyName: null, parentId: a.id, now }));
   t.equal((await stack.api('GET', '/tx/v1/sub-account', { key: a.key })).body.length, 1000, 'sub-accounts: 1000 of 1001');
 
-  const inboundKey = stack.accounts.createApiKey(a.id, 'inbound', now);
+  const inboundKey = await stack.accounts.createApiKey(a.id, 'inbound', now);
   if (!inboundKey.ok) throw new Error('key');
   for (let i = 0; i < 11; i++) {
     const res = await stack.api('POST', '/inbound/v1/domains', { key: inboundKey.value.key, body: { domain: `d${i}.test`, subscriptionHandle: 'default' } });
@@ -59,7 +62,8 @@ t.test('page sizes: suppressions 1000, sub-accounts 1000, inbound domains 10, we
   many(stack, 501, (i) => batch.run(a.id, now - i * 1000, now - i * 1000));
   t.equal((await stack.api('GET', '/tx/v1/webhook-batch', { key: a.key })).body.webhook_batches.length, 500, 'webhook batches: 500 of 501');
 
-  many(stack, 101, (i) => stack.services.trackingDomains.store.insert(a.id, { name: `n${i}`, hostname: `t${i}.example.com`, scope: 'click' }, now));
+  const trackingDomains = createTrackingDomainStore(stack.db);
+  many(stack, 101, (i) => trackingDomains.insert(a.id, { name: `n${i}`, hostname: `t${i}.example.com`, scope: 'click' }, now));
   const tracking = (await stack.api('GET', '/tx/v1/custom-tracking-domains', { key: a.key })).body;
   t.match(tracking, { total: 101 });
   t.equal(tracking.custom_tracking_domains.length, 100, 'custom tracking domains: 100 of 101');
@@ -67,10 +71,10 @@ t.test('page sizes: suppressions 1000, sub-accounts 1000, inbound domains 10, we
 
 t.test('metric senders: 10 by default, busiest first (desc)', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   many(stack, 11, (i) => {
     for (let n = 0; n <= i; n++) {
-      stack.queueStore.insertEvent(a.id, 'processed', { event: 'processed', recipients: ['r@x.test'], campaign_id: `c${i}` }, stack.clock.now() - 3_600_000);
+      stack.addEvent(a.id, 'processed', { event: 'processed', recipients: ['r@x.test'], campaign_id: `c${i}` }, stack.clock.now() - 3_600_000);
     }
   });
   const body = (await stack.api('GET', '/tx/v1/metrics/senders/campaigns', { key: a.key })).body;
@@ -80,7 +84,7 @@ t.test('metric senders: 10 by default, busiest first (desc)', async (t) => {
 
 t.test('send: dry-run=false (what the SDK always sends) is a real send', async (t) => {
   const stack = await startStack(t, { env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   const body = { personalizations: [{ to: [{ email: 'bob@example.com' }] }], from: { email: 'app@sender.test' }, subject: 'Hi', content: [{ type: 'text/plain', value: 'Hi' }] };
   const res = await stack.api('POST', '/tx/v1/send?dry-run=false', { key: a.key, body });
   t.equal(res.status, 202);

@@ -2,8 +2,8 @@
 // answer 503 with Retry-After in each group's error shape, and that /healthz and /readyz tell the truth about them.
 import fs from 'node:fs';
 import t, { type Test } from 'tap';
-import { databasePath, openDatabase } from '../../storage/database.js';
-import { createSmtpLogStore } from '../../storage/smtp-log.js';
+import { databasePath, openDatabase } from '../../storage/sqlite/database.js';
+import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 const UNAVAILABLE = 'storage is temporarily unavailable; try again later';
@@ -11,8 +11,8 @@ const LISTENERS = { http: true, mx: true, submission: true };
 
 async function world(t: Test, env: Record<string, string> = {}) {
   const stack = await startStack(t, { env });
-  const acme = stack.createAccount('acme');
-  const inbound = stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
+  const acme = await stack.createAccount('acme');
+  const inbound = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
   if (!inbound.ok) throw new Error('inbound key');
   return { stack, key: acme.key, inboundKey: inbound.value.key, id: acme.id };
 }

@@ -4,7 +4,7 @@ import { startStack } from '../helpers/stack.js';
 
 t.test('sub-account API', async (t) => {
   const stack = await startStack(t);
-  const acme = stack.createAccount('acme');
+  const acme = await stack.createAccount('acme');
   const api = (method: string, path: string, body?: unknown, key = acme.key) => stack.api(method, path, { key, ...(body !== undefined ? { body } : {}) });
 
   t.test('create, list, duplicates, generated handles', async (t) => {
@@ -51,8 +51,8 @@ t.test('sub-account API', async (t) => {
     t.equal((await api('GET', '/tx/v1/usage', undefined, created.body.key)).status, 200);
 
     // The parent already holds its first key; fill it to 100: sub-account keys must not count toward it.
-    for (let i = 1; i < 100; i++) stack.accounts.createApiKey(acme.id, 'api', stack.clock.now());
-    t.notOk(stack.accounts.createApiKey(acme.id, 'api', stack.clock.now()).ok, 'parent at its limit');
+    for (let i = 1; i < 100; i++) await stack.accounts.createApiKey(acme.id, 'api', stack.clock.now());
+    t.notOk((await stack.accounts.createApiKey(acme.id, 'api', stack.clock.now())).ok, 'parent at its limit');
     for (let i = 1; i < 100; i++) t.equal((await api('POST', '/tx/v1/sub-account/shop/api-key')).status, 201);
     const over = await api('POST', '/tx/v1/sub-account/shop/api-key');
     t.equal(over.status, 422);
@@ -70,7 +70,7 @@ t.test('sub-account API', async (t) => {
     t.equal(created.status, 201);
     t.same(Object.keys(created.body).sort(), ['enabled', 'id', 'smtp_password']);
     t.equal(created.body.enabled, true);
-    t.ok(stack.accounts.authenticateSmtp('shop', created.body.smtp_password), 'the password authenticates');
+    t.ok(await stack.accounts.authenticateSmtp('shop', created.body.smtp_password), 'the password authenticates');
     const listed = await api('GET', '/tx/v1/sub-account/shop/smtp-password');
     t.equal(listed.body.length, 1);
     t.notOk(listed.text.includes(created.body.smtp_password));
@@ -78,7 +78,7 @@ t.test('sub-account API', async (t) => {
     for (let i = 1; i < 100; i++) await api('POST', '/tx/v1/sub-account/shop/smtp-password');
     t.equal((await api('POST', '/tx/v1/sub-account/shop/smtp-password')).status, 422);
     t.equal((await api('DELETE', `/tx/v1/sub-account/shop/smtp-password/${created.body.id}`)).status, 204);
-    t.notOk(stack.accounts.authenticateSmtp('shop', created.body.smtp_password), 'deleted password fails');
+    t.notOk(await stack.accounts.authenticateSmtp('shop', created.body.smtp_password), 'deleted password fails');
     t.equal((await api('DELETE', '/tx/v1/sub-account/shop/smtp-password/x')).status, 400);
   });
 
@@ -101,7 +101,7 @@ t.test('sub-account API', async (t) => {
     const p = (await api('POST', '/tx/v1/sub-account/temp/smtp-password')).body.smtp_password;
     t.equal((await api('DELETE', '/tx/v1/sub-account/temp')).status, 204);
     t.equal((await api('GET', '/tx/v1/usage', undefined, k)).status, 403);
-    t.notOk(stack.accounts.authenticateSmtp('temp', p));
+    t.notOk(await stack.accounts.authenticateSmtp('temp', p));
     t.notOk((await api('GET', '/tx/v1/sub-account')).body.some((s: any) => s.handle === 'temp'));
     t.equal((await api('DELETE', '/tx/v1/sub-account/temp')).status, 404);
     t.equal((await api('POST', '/tx/v1/sub-account', { handle: 'temp', company_name: 'Temp' })).status, 409, 'handles are never reused');

@@ -5,8 +5,8 @@ import { startStack } from '../helpers/stack.js';
 
 t.test('suppression list API', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
-  const b = stack.createAccount('other');
+  const a = await stack.createAccount('acme');
+  const b = await stack.createAccount('other');
   const post = (body: unknown, key = a.key, path = '/tx/v1/suppression-list') => stack.api('POST', path, { key, body });
   const list = async (q = '', key = a.key) => (await stack.api('GET', `/tx/v1/suppression-list${q}`, { key })).body;
 
@@ -97,7 +97,7 @@ t.test('suppression list API', async (t) => {
   });
 
   t.test('entries added by events list with their source and sender; delete defaults to source api', async (t) => {
-    stack.services.suppressions.addFromEvent(a.id, 'late@example.com', 'hard_bounce', 'billing@acme.test', stack.clock.now());
+    await stack.services.suppressions.addFromEvent(a.id, 'late@example.com', 'hard_bounce', 'billing@acme.test', stack.clock.now());
     const bounced = await list('?source=hard_bounce');
     t.same(bounced.suppression_list, [
       {
@@ -118,7 +118,7 @@ t.test('suppression list API', async (t) => {
     t.same((await list('?recipient=late@example.com')).suppression_list.map((e: any) => e.source), ['hard_bounce'], 'only the api entry went');
     t.equal((await stack.api('DELETE', '/tx/v1/suppression-list/recipients/late@example.com?source=hard_bounce', { key: a.key })).status, 204);
     t.same((await list('?recipient=late@example.com')).suppression_list, []);
-    stack.services.suppressions.addFromEvent(a.id, 'two@example.com', 'unsubscribe_link', null, stack.clock.now());
+    await stack.services.suppressions.addFromEvent(a.id, 'two@example.com', 'unsubscribe_link', null, stack.clock.now());
     t.equal((await stack.api('DELETE', '/tx/v1/suppression-list/recipients/two%40example.com?source=all', { key: a.key })).status, 204);
     t.same((await list('?recipient=two@example.com')).suppression_list, [], 'source=all removed the api and the unsubscribe entry');
     t.equal((await stack.api('DELETE', '/tx/v1/suppression-list/recipients/nobody@example.com', { key: a.key })).status, 204, 'nothing to delete is still 204');
@@ -165,13 +165,13 @@ t.test('suppression list API', async (t) => {
 
   t.test('isSuppressed respects the mail type', async (t) => {
     const store = stack.services.suppressions;
-    t.ok(store.isSuppressed([a.id], 'ONE@example.com', false), 'non-transactional entry blocks bulk mail');
-    t.notOk(store.isSuppressed([a.id], 'one@example.com', true), 'but not transactional mail');
-    t.equal(store.isSuppressed([a.id], 'never@example.com', false), undefined, 'unknown recipient');
-    t.equal(store.isSuppressed([a.id], 'c0@copies.example', false)?.account_id, a.id);
-    t.notOk(store.isSuppressed([b.id], 'c0@copies.example', false), 'other accounts are unaffected');
-    t.ok(store.addFromEvent(a.id, 'gone@example.com', 'hard_bounce', 'sender@acme.test', stack.clock.now()));
-    t.notOk(store.addFromEvent(a.id, 'gone@example.com', 'hard_bounce', null, stack.clock.now()), 'idempotent');
-    t.ok(store.isSuppressed([a.id], 'gone@example.com', true), 'hard bounce blocks transactional mail too');
+    t.ok(await store.isSuppressed([a.id], 'ONE@example.com', false), 'non-transactional entry blocks bulk mail');
+    t.notOk(await store.isSuppressed([a.id], 'one@example.com', true), 'but not transactional mail');
+    t.equal(await store.isSuppressed([a.id], 'never@example.com', false), undefined, 'unknown recipient');
+    t.equal((await store.isSuppressed([a.id], 'c0@copies.example', false))?.account_id, a.id);
+    t.notOk(await store.isSuppressed([b.id], 'c0@copies.example', false), 'other accounts are unaffected');
+    t.ok(await store.addFromEvent(a.id, 'gone@example.com', 'hard_bounce', 'sender@acme.test', stack.clock.now()));
+    t.notOk(await store.addFromEvent(a.id, 'gone@example.com', 'hard_bounce', null, stack.clock.now()), 'idempotent');
+    t.ok(await store.isSuppressed([a.id], 'gone@example.com', true), 'hard bounce blocks transactional mail too');
   });
 });

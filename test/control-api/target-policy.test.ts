@@ -50,8 +50,8 @@ const HOW = /; Sluice does not connect to internal addresses unless the operator
 async function world(t: Test, env: Record<string, string> = STRICT) {
   const dns = await startDnsServer(t, ZONES);
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, ...env } });
-  const acct = stack.createAccount('acme');
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('inbound key');
   const inbound = (method: string, path: string, body?: unknown) => {
     stack.clock.advance(20); // the inbound API's 100 requests per second

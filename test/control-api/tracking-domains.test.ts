@@ -50,7 +50,7 @@ t.test('register: 202 with the records to publish until DNS verifies, then 201; 
   t.equal((await api('POST', CTD, reg)).status, 409, 'the same again');
   t.match((await api('POST', CTD, { ...reg, hostname: 'other.brand.test' })).body, { errors: ['a custom tracking domain named "brand-click" already exists'] });
   t.match((await api('POST', CTD, { ...reg, name: 'second' })).body, { errors: ['click.brand.test is already registered for click tracking'] });
-  const other = w.stack.createAccount('bravo');
+  const other = await w.stack.createAccount('bravo');
   t.equal((await api('POST', CTD, { ...reg, name: 'theirs' }, other.key)).status, 409, 'the hostname+scope belongs to one account');
   t.same((await api('GET', CTD, undefined, other.key)).body, { custom_tracking_domains: [], total: 0 }, 'and is not theirs to see');
   t.equal((await api('POST', CTD, { name: 'brand-open', hostname: 'click.brand.test', scope: 'open' })).status, 201, 'the same host for another scope');
@@ -153,7 +153,7 @@ t.test('a send names its domain: links on that host, served by Host; disabled re
   t.equal((await w.stack.api('PATCH', `${CTD}/links.brand.test/click`, { key: w.key, body: { name: 'pixels' } })).status, 409, 'a name in use');
   t.equal((await w.stack.api('PATCH', `${CTD}/links.brand.test/click`, { key: w.key, body: {} })).status, 400, 'nothing to change');
   t.equal((await w.stack.api('PATCH', `${CTD}/nope.brand.test/click`, { key: w.key, body: { status: 'disabled' } })).status, 404);
-  const bravo = w.stack.createAccount('bravo');
+  const bravo = await w.stack.createAccount('bravo');
   t.equal((await w.stack.api('PATCH', `${CTD}/links.brand.test/click`, { key: bravo.key, body: { status: 'disabled' } })).status, 404, 'another account\'s');
   t.equal((await w.stack.api('DELETE', `${CTD}/links.brand.test/click`, { key: bravo.key })).status, 404);
 
@@ -168,7 +168,7 @@ t.test('a send names its domain: links on that host, served by Host; disabled re
 t.test('a CNAME to the public host verifies; a sub-account may use its parent\'s domain', async (t) => {
   const dns = await startDnsServer(t, { 'track.sluice.test': { A: ['192.0.2.10'] } });
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_HTTP_PUBLIC_URL: 'https://track.sluice.test', SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
-  const acme = stack.createAccount('acme');
+  const acme = await stack.createAccount('acme');
   const body = { name: 'clicks', hostname: 'click.brand.test', scope: 'click' };
   const pending = await stack.api('POST', CTD, { key: acme.key, body });
   t.match(pending.body.instructions, /pointing at track\.sluice\.test/);
@@ -185,6 +185,6 @@ t.test('a CNAME to the public host verifies; a sub-account may use its parent\'s
   t.equal(res.status, 200);
   t.match(res.body.data[0], /https:\/\/click\.brand\.test\/t\/c\//, 'the scheme of http.public_url, the custom host');
   // Another account's token for the same hostname differs: it cannot take over a verified name.
-  const bravo = stack.createAccount('bravo');
+  const bravo = await stack.createAccount('bravo');
   t.equal((await stack.api('POST', CTD, { key: bravo.key, body: { ...body, scope: 'open' } })).status, 202);
 });

@@ -75,7 +75,7 @@ t.test('tampered, misplaced and crafted tracking URLs: 404, and nothing recorded
     t.equal(r.location, undefined);
   }
   // Even a token signed with the real secret gets no further than the links stored at send time.
-  const secret = Buffer.from(w.stack.accounts.getSetting('tracking_secret')!, 'base64');
+  const secret = Buffer.from((await w.stack.store.settings.get('tracking_secret'))!, 'base64');
   const messageKey = Buffer.from(bytes.subarray(1, 17));
   const forged = signTrackingToken(secret, 'click', '127.0.0.1', { messageKey, recipient: 0, link: 5 });
   t.equal((await get(port, `/t/c/${forged}`, host)).status, 404, 'a link index that was never stored');

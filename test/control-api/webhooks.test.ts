@@ -10,14 +10,14 @@ const enroll = (stack: Stack, key: string, url: string) => stack.api('POST', `/t
 
 function addEvents(stack: Stack, accountId: number, n: number): void {
   for (let i = 0; i < n; i++) {
-    stack.queueStore.insertEvent(accountId, 'processed', { customer_handle: 'x', timestamp: 1, event: 'processed', request_id: `q${i}` }, stack.clock.now());
+    stack.addEvent(accountId, 'processed', { customer_handle: 'x', timestamp: 1, event: 'processed', request_id: `q${i}` }, stack.clock.now());
   }
 }
 
 t.test('enroll, list, 409 for a second, URL validation, delete', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
-  const b = stack.createAccount('bravo');
+  const a = await stack.createAccount('acme');
+  const b = await stack.createAccount('bravo');
   const r = await enroll(stack, a.key, 'https://hooks.example.com/in?x=1');
   t.equal(r.status, 201);
   t.equal(r.text, '', 'no body');
@@ -43,7 +43,7 @@ t.test('enroll, list, 409 for a second, URL validation, delete', async (t) => {
 
 t.test('public keys: no API key needed, both paths, 404 for an unknown id, 400 without id', async (t) => {
   const stack = await startStack(t);
-  const id = stack.services.webhooks.store.currentKey()!.key_id;
+  const id = (await stack.services.webhooks.store.currentKey())!.key_id;
   for (const p of ['/tx/v1/webhook/public-key', '/notifications/v1/webhook/public-key']) {
     const res = await stack.api('GET', `${p}?id=${id}`);
     t.equal(res.status, 200, p);
@@ -59,7 +59,7 @@ t.test('public keys: no API key needed, both paths, 404 for an unknown id, 400 w
 
 t.test('validate: a signed test event per endpoint; passed, failed (status, never the body), no answer; 404 without endpoint; request_id ≤ 28', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   t.equal((await stack.api('POST', '/tx/v1/webhook/validate', { key: a.key })).status, 404);
   const receiver = await startReceiver(t);
   t.equal((await enroll(stack, a.key, receiver.url)).status, 201);
@@ -93,8 +93,8 @@ t.test('validate: a signed test event per endpoint; passed, failed (status, neve
 
 t.test('batch listing: window, statuses (CSV and repeated), webhook, limit/offset, tenancy', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
-  const b = stack.createAccount('bravo');
+  const a = await stack.createAccount('acme');
+  const b = await stack.createAccount('bravo');
   const receiver = await startReceiver(t);
   t.equal((await enroll(stack, a.key, receiver.url)).status, 201);
   const start = stack.clock.now();
@@ -160,8 +160,8 @@ t.test('batch listing: window, statuses (CSV and repeated), webhook, limit/offse
 
 t.test('resend: the same events as a new batch; 200 whatever the answer; 404 and 400', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
-  const b = stack.createAccount('bravo');
+  const a = await stack.createAccount('acme');
+  const b = await stack.createAccount('bravo');
   const receiver = await startReceiver(t);
   t.equal((await enroll(stack, a.key, receiver.url)).status, 201);
   addEvents(stack, a.id, 3);
@@ -195,10 +195,10 @@ t.test('resend: the same events as a new batch; 200 whatever the answer; 404 and
 
 t.test('sluice signing-key rotate: new signatures use the new key, the old one stays retrievable', async (t) => {
   const stack = await startStack(t);
-  const a = stack.createAccount('acme');
+  const a = await stack.createAccount('acme');
   const receiver = await startReceiver(t);
   t.equal((await enroll(stack, a.key, receiver.url)).status, 201);
-  const oldId = stack.services.webhooks.store.currentKey()!.key_id;
+  const oldId = (await stack.services.webhooks.store.currentKey())!.key_id;
   const out: string[] = [];
   const env = testEnv(stack.dataDir);
   const code = await runCli(['signing-key', 'rotate', '--json'], { stdout: (s) => out.push(s), stderr: (s) => out.push(s), env, cwd: path.dirname(stack.dataDir) });

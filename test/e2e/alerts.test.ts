@@ -67,7 +67,7 @@ t.test('block threshold → signed alert, blocked, alertcount, remediation, 429 
   t.same(days.body, { '2026-11-19T00:00:00Z': 0, '2026-11-20T00:00:00Z': 0, '2026-11-21T00:00:00Z': 0, '2026-11-22T00:00:00Z': 1 }, 'offset honoured, days by default');
   const other = await alertcount(w, { start_date: '2026-11-22', end_date: '2026-11-23', sender_id: 'acme|x-authuser|nobody@sender.test' });
   t.same(other.body, { '2026-11-22T00:00:00Z': 0 });
-  const stranger = w.stack.createAccount('stranger');
+  const stranger = await w.stack.createAccount('stranger');
   t.same((await alertcount(w, { start_date: '2026-11-22', end_date: '2026-11-23' }, stranger.key)).body, { '2026-11-22T00:00:00Z': 0 }, "another tenant's alerts are not counted");
 
   const delist = await w.stack.api('POST', `/outbound/v1/remediation?message_id=${encodeURIComponent(blocking.message_id)}`, { key: w.key, headers: { 'X-Customer-Handle': 'acme' } });
@@ -219,7 +219,7 @@ t.test('/tx/v1/monitors: validation, tenancy, delete; a parent\'s monitor watche
   const m = (await monitor(w, ok)).body;
   t.same((await w.stack.api('GET', '/tx/v1/monitors', { key: w.key })).body, [m]);
   t.same((await w.stack.api('GET', `/tx/v1/monitors/${m.id}`, { key: w.key })).body, m);
-  const other = w.stack.createAccount('other');
+  const other = await w.stack.createAccount('other');
   t.equal((await w.stack.api('GET', `/tx/v1/monitors/${m.id}`, { key: other.key })).status, 404, "another account's monitor");
   t.equal((await w.stack.api('DELETE', `/tx/v1/monitors/${m.id}`, { key: other.key })).status, 404);
   t.equal((await w.stack.api('GET', '/tx/v1/monitors/abc', { key: w.key })).status, 400);

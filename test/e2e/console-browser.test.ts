@@ -130,7 +130,7 @@ if (!fs.existsSync(CHROMIUM)) {
       await w.engage(`fan${day}@rcpt.test`, { click: day % 2 === 1 });
       stack.clock.advance(24 * HOUR);
     }
-    const made = stack.services.console.createToken('browser test', stack.clock.now());
+    const made = await stack.services.console.createToken('browser test', stack.clock.now());
     const page = await signIn(t, w, made.token);
     t.match(await page.textContent('header'), /Signed in as operator/);
     await page.goto(`${w.base}/console/queue?account=*&state=all&rcpt=b0@rcpt.test`);

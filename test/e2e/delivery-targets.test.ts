@@ -57,8 +57,8 @@ t.test('inbound: a downstream name rebound to 127.0.0.1 after provisioning is de
   const sink = await startSink(t);
   const dns = await startDnsServer(t, { 'mail.corp.test': { A: ['192.0.2.25'] } });
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, ...STRICT } });
-  const acct = stack.createAccount('acme');
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   const provisioned = await stack.api('POST', '/inbound/v1/domains', {
     key: k.value.key,
@@ -89,8 +89,8 @@ t.test('README "A mailbox server on the same machine": refused without its allow
   t.same(records, [{ priority: 10, weight: 1, port: sink.port, target: '127.0.0.1' }]);
 
   const stack = await startStack(t, { env: STRICT });
-  const acct = stack.createAccount('acme');
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   const provision = () =>
     stack.api('POST', '/inbound/v1/domains', { key: k.value.key, body: { domain: 'corp.test', subscriptionHandle: 'default', downstreamAddresses: records } });

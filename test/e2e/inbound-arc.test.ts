@@ -33,8 +33,8 @@ async function world(t: Test) {
   t.same(record, arcDnsRecord(arcKey(stack.config)!));
   t.equal(record.name, 'sluice-arc._domainkey.seal.test');
   dns.zones[record.name] = { TXT: [record.value] };
-  const acct = stack.createAccount('acme');
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   const r = await stack.api('POST', '/inbound/v1/domains', {
     key: k.value.key,

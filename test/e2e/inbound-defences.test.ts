@@ -18,8 +18,8 @@ async function world(t: Test, env: Record<string, string>, zones: Zones = {}, do
   const dns = await startDnsServer(t, { 'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] }, ...zones });
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, ...env } });
   const sink = await startSink(t);
-  const acct = stack.createAccount('acme');
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   for (const [domain, abusePolicy] of Object.entries(domains)) {
     const r = await stack.api('POST', '/inbound/v1/domains', {
@@ -108,9 +108,9 @@ t.test('greylisting exemptions: exempt networks and SPF-pass senders of safelist
   t.equal((await w.send()).code, 250);
   // sender.test's SPF passes for 127.0.0.1; forged.test publishes none, so anyone can claim it.
   const v = await world(t, { SLUICE_INBOUND_GREYLIST_DOMAINS: '*' }, { 'forged.test': { TXT: ['v=spf1 ip4:192.0.2.1 -all'] } });
-  const acme = v.stack.accounts.findByHandle('acme')!;
+  const acme = (await v.stack.accounts.findByHandle('acme'))!;
   for (const item of ['sender.test', 'forged.test']) {
-    v.stack.services.inboundLists.addEntry({ level: 'account', accountId: acme.id }, { item, itemType: 'domain', action: 'safelist' }, v.stack.clock.now());
+    await v.stack.services.inboundLists.addEntry({ level: 'account', accountId: acme.id }, { item, itemType: 'domain', action: 'safelist' }, v.stack.clock.now());
   }
   t.equal((await v.send()).code, 250, 'safelisted and SPF pass');
   const forged = await v.send({ from: 'ceo@forged.test' });

@@ -41,8 +41,8 @@ async function world(t: Test) {
   const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_FILTERS_BAYES_MIN_LEARNED: '5' };
   const stack = await startStack(t, { env });
   const sink = await startSink(t);
-  const acct = stack.createAccount('acme');
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   const r = await stack.api('POST', '/inbound/v1/domains', {
     key: k.value.key,

@@ -38,8 +38,8 @@ async function world(t: Test, env: Record<string, string> = {}): Promise<World> 
     '_dmarc.bank.test': { TXT: ['v=DMARC1; p=reject'] },
   });
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, ...env } });
-  const acct = stack.createAccount('acme');
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   const key = k.value.key;
   return {

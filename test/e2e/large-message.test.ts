@@ -39,7 +39,7 @@ async function world(t: Test) {
       SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true',
     },
   });
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   /** Every delivery row, for the fast path's bookkeeping: one attempt, delivered, lease released. */
   const deliveries = () => stack.db.prepare('SELECT state, attempts, locked_by FROM deliveries ORDER BY id').all();
   return { sink, stack, acct, deliveries };
@@ -79,7 +79,7 @@ t.test('REST: a 12 MB attachment arrives byte for byte, delivered by the fast pa
 
 t.test('submission: a 12 MB message arrives with its body byte for byte', async (t) => {
   const { sink, stack, deliveries } = await world(t);
-  const pass = stack.accounts.createSmtpPassword(stack.accounts.findByHandle('acme')!.id, stack.clock.now());
+  const pass = await stack.accounts.createSmtpPassword((await stack.accounts.findByHandle('acme'))!.id, stack.clock.now());
   if (!pass.ok) throw new Error('password');
   const body = bigBody();
   const raw = `From: <app@sender.test>\r\nTo: <big@rcpt.test>\r\nSubject: large\r\nMessage-ID: <big.1@sender.test>\r\n\r\n${body}`;
@@ -94,8 +94,8 @@ t.test('submission: a 12 MB message arrives with its body byte for byte', async 
 
 t.test('MX: a 12 MB message is relayed downstream with its body byte for byte', async (t) => {
   const { sink, stack } = await world(t);
-  const acct = stack.accounts.findByHandle('acme')!;
-  const k = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = (await stack.accounts.findByHandle('acme'))!;
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
   const r = await stack.api('POST', '/inbound/v1/domains', {
     key: k.value.key,

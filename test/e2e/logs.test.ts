@@ -27,7 +27,7 @@ t.test('delivery attempts: relay host, reply and queue id on each line; warn for
     logger: logs.logger,
     env: { SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.test=127.0.0.1:${sink.port}` },
   });
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   const send = async (to: string) => {
     const res = await stack.api('POST', '/tx/v1/send-async', {
       key: acct.key,
@@ -52,12 +52,12 @@ t.test('delivery attempts: relay host, reply and queue id on each line; warn for
   // The deferred one is delivered next time, at info.
   deferSlow = false;
   stack.clock.advance(QUEUE_LIFETIME_MS / 2);
-  stack.queueStore.retryNow(null, stack.clock.now());
+  await stack.store.queueViews.retryNow(null, stack.clock.now());
   await stack.worker.runOnce();
   t.match(line('slow@rcpt.test'), { level: INFO, outcome: 'delivered', attempt: 2 });
   // A bounce of our own making (the queue lifetime ran out; the remote only ever deferred) is an error.
   stack.clock.advance(QUEUE_LIFETIME_MS);
-  stack.queueStore.retryNow(null, stack.clock.now());
+  await stack.store.queueViews.retryNow(null, stack.clock.now());
   await stack.worker.runOnce();
   t.match(line('never@rcpt.test'), { level: ERROR, outcome: 'bounced', status: '5.4.7', response: /^delivery time expired after 3 attempts; last error: .*still not now/ });
 });
@@ -65,8 +65,8 @@ t.test('delivery attempts: relay host, reply and queue id on each line; warn for
 t.test('refused recipients, submitted messages and AUTH failures are logged', async (t) => {
   const logs = captureLogs();
   const stack = await startStack(t, { logger: logs.logger, env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
-  const acct = stack.createAccount('acme');
-  const pw = stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
   if (!pw.ok) throw new Error('no password');
 
   // MX: a recipient of a domain we do not serve.

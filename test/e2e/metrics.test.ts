@@ -79,8 +79,8 @@ t.test('every family after an end-to-end flow: names, types, labels, non-zero', 
       SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.test=127.0.0.1:${sink.port}`,
     },
   });
-  const acct = stack.createAccount('acme');
-  const inboundKey = stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const inboundKey = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!inboundKey.ok) throw new Error('key');
   const receiver = await startReceiver(t);
   t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(receiver.url)}`, { key: acct.key })).status, 201);

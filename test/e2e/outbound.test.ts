@@ -37,7 +37,7 @@ async function world(t: Test, sinkOpts: SinkOptions = {}, env: Record<string, st
   const stack = await startStack(t, {
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_PUBLIC_IP: '127.0.0.1', ...env },
   });
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   return {
     stack,
     dns,
@@ -176,7 +176,7 @@ t.test('null MX → immediate hard bounce; queue lifetime → hard bounce after 
   t.match(expired?.payload, { status: '5.4.7' });
   const firstSoft = w.events().find((e) => e.event === 'soft-bounced')!;
   t.ok(expired && expired.payload.timestamp - firstSoft.payload.timestamp >= 5 * 86_400 - 3600, 'expired only after the 5-day lifetime');
-  t.equal(w.stack.queueStore.stats().queued, 0);
+  t.equal((await w.stack.store.queueViews.stats()).queued, 0);
 });
 
 t.test('transport map and smarthost (AUTH, required TLS) route before DNS', async (t) => {
@@ -214,7 +214,7 @@ t.test('DKIM rotation: new key signs, old key in grace, retired on its date', as
   await w.stack.worker.runOnce();
   t.match(w.sink.messages[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '), /^DKIM-Signature: .*s=new;/m, 'the new active key signs');
   w.stack.clock.advance(14 * DAY + 1);
-  t.equal(runDkimRetirement(w.stack.services.dkim, w.stack.clock.now()), 1);
+  t.equal(await runDkimRetirement(w.stack.services.dkim, w.stack.clock.now()), 1);
   const after = await w.stack.api('GET', '/tx/v1/domains/sender.test/dkim-keys?selector=old', { key: w.key });
   t.equal(after.body.keys[0].status, 'retired');
 });

@@ -93,7 +93,7 @@ t.test('remediation: errors, delisting by message_id and by sender, the rate lim
   t.equal((await remediate('?sender=app@sender.test')).status, 200, 'a day later the API may delist again');
 
   await blockIt();
-  t.equal(w.stack.services.abuse.unblock(w.accountId, ID), true, 'the operator lifts a block whatever the count');
+  t.equal(await w.stack.services.abuse.unblock(w.accountId, ID), true, 'the operator lifts a block whatever the count');
   t.equal((await w.rest(mail('probe'))).status, 202);
 });
 
@@ -108,7 +108,7 @@ t.test('tenancy: a parent delists its sub-account with X-Customer-Handle; a sub-
   t.equal((await w.rest(mail('x'))).status, 202, "the parent's own identity is not");
   const q = '/outbound/v1/remediation?sender=app@sender.test';
   t.equal((await w.stack.api('POST', q, { key: w.key, headers: { 'X-Customer-Handle': 'acme' } })).status, 404, 'scoped to the parent itself: nothing blocked');
-  const other = w.stack.createAccount('other');
+  const other = await w.stack.createAccount('other');
   t.equal((await w.stack.api('POST', q, { key: other.key })).status, 404, "another tenant's block is invisible");
   t.equal((await w.stack.api('POST', q, { key: subKey, headers: { 'X-Customer-Handle': 'acme' } })).status, 403, 'a sub-account key cannot act as its parent');
   const res = await w.stack.api('POST', q, { key: w.key, headers: { 'X-Customer-Handle': 'shop1' } });

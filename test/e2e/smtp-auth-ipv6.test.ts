@@ -16,7 +16,7 @@ if (process.env[INSIDE] !== '1') {
     t.fail('needs root for unshare -n (a network namespace with IPv6 addresses on loopback)');
   } else {
     const setup = ['ip link set lo up', ...ADDRESSES.map((a) => `ip -6 addr add ${a}/128 dev lo nodad`), 'exec "$0" "$@"'].join(' && ');
-    t.spawn('unshare', ['-n', 'sh', '-c', setup, process.execPath, import.meta.filename], { env: { ...process.env, [INSIDE]: '1' } }, 'in a network namespace');
+    void t.spawn('unshare', ['-n', 'sh', '-c', setup, process.execPath, import.meta.filename], { env: { ...process.env, [INSIDE]: '1' } }, 'in a network namespace');
   }
 } else {
   t.test('two addresses of one /64 share the AUTH failure counter; another /64 does not', async (t) => {
@@ -25,8 +25,8 @@ if (process.env[INSIDE] !== '1') {
       logger: logs.logger,
       env: { SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '[::1]:0', SLUICE_SMTP_SUBMISSION_AUTH_FAILURE_DELAY_MS: '0' },
     });
-    const acct = stack.createAccount('acme');
-    const pw = stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
+    const acct = await stack.createAccount('acme');
+    const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
     if (!pw.ok) throw new Error('password');
     const port = stack.submissionTls!.port;
     const auth = async (from: string, user: string, pass: string) => {

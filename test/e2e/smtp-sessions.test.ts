@@ -23,8 +23,8 @@ async function world(t: Test, env: Record<string, string> = {}) {
       ...env,
     },
   });
-  const acct = stack.createAccount('acme');
-  const pw = stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
   if (!pw.ok) throw new Error('password');
   return { stack, logs, password: pw.value.password };
 }

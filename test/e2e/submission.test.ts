@@ -112,8 +112,8 @@ async function world(t: Test, opts: { sink?: SinkOptions; env?: Record<string, s
       ...opts.env,
     },
   });
-  const acct = stack.createAccount('acme');
-  const pw = stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
   if (!pw.ok) throw new Error('password');
   const dkim = await stack.api('POST', '/tx/v1/domains/sender.test/dkim-keys', { key: acct.key, body: { selector: 's1' } });
   const rec = dkim.body.dkim_dns_records[0];
@@ -242,22 +242,22 @@ t.test('refusals: AUTH before TLS, no AUTH, bad or disabled or deleted password,
   t.equal(plain[3], '530 5.7.0 Must issue a STARTTLS command first');
   const noTls = await w.send({ user: 'acme', pass: w.password, ignoreTLS: true });
   t.match(noTls, { ok: false }, 'nodemailer without TLS cannot log in');
-  t.equal(w.stack.queueStore.stats().queued, 0);
+  t.equal((await w.stack.store.queueViews.stats()).queued, 0);
 
   t.match(await w.send({}), { ok: false, code: 530, response: '530 5.7.0 Authentication required' }, 'MAIL without AUTH');
   t.match(await w.send({ user: 'acme', pass: 'wrong' }), { ok: false, code: 535, response: '535 5.7.8 Authentication credentials invalid' });
   t.match(await w.send({ user: 'nobody', pass: w.password }), { ok: false, code: 535 }, 'unknown handle');
-  const pw2 = w.stack.accounts.createSmtpPassword(w.accountId, w.stack.clock.now());
+  const pw2 = await w.stack.accounts.createSmtpPassword(w.accountId, w.stack.clock.now());
   if (!pw2.ok) throw new Error('pw');
   w.stack.db.prepare('UPDATE smtp_passwords SET enabled = 0 WHERE id = ?').run(pw2.value.id);
   t.match(await w.send({ user: 'acme', pass: pw2.value.password }), { ok: false, code: 535 }, 'disabled password');
-  t.ok(w.stack.accounts.deleteSmtpPassword(w.accountId, pw2.value.id, w.stack.clock.now()));
+  t.ok(await w.stack.accounts.deleteSmtpPassword(w.accountId, pw2.value.id, w.stack.clock.now()));
   t.match(await w.send({ user: 'acme', pass: pw2.value.password }), { ok: false, code: 535 }, 'deleted password');
 
   const sub = await w.stack.api('POST', '/tx/v1/sub-account', { key: w.key, body: { handle: 'acmesub', company_name: 'Acme Sub' } });
   t.equal(sub.status, 201);
-  const subRow = w.stack.accounts.findByHandle('acmesub')!;
-  const subPw = w.stack.accounts.createSmtpPassword(subRow.id, w.stack.clock.now());
+  const subRow = (await w.stack.accounts.findByHandle('acmesub'))!;
+  const subPw = await w.stack.accounts.createSmtpPassword(subRow.id, w.stack.clock.now());
   if (!subPw.ok) throw new Error('pw');
   t.equal((await w.stack.api('POST', '/tx/v1/sub-account/acmesub/suspend', { key: w.key })).status, 204);
   t.match(await w.send({ user: 'acmesub', pass: subPw.value.password }), { ok: false, code: 535 }, 'suspended sub-account');
@@ -280,8 +280,8 @@ t.test(`after ${AUTH_LIMITS.perAddressUser} failures for a user from one address
 
 t.test('failures count per address and per (address, user), never per user alone: no one can lock an owner out', async (t) => {
   const w = await world(t);
-  const beta = w.stack.createAccount('beta');
-  const betaPw = w.stack.accounts.createSmtpPassword(beta.id, w.stack.clock.now());
+  const beta = await w.stack.createAccount('beta');
+  const betaPw = await w.stack.accounts.createSmtpPassword(beta.id, w.stack.clock.now());
   if (!betaPw.ok) throw new Error('pw');
   // Failures for acme from many addresses (the user name is public: webhooks and sender_id carry it)…
   for (let i = 0; i < 2 * AUTH_LIMITS.perAddressUser; i++) {
@@ -318,8 +318,8 @@ t.test('sender authorization: envelope and From domains must pass Domain Lockdow
     'a DNS failure of the lockdown look-up is temporary',
   );
   // Another tenant cannot use acme's domain.
-  const mallory = w.stack.createAccount('mallory');
-  const mPw = w.stack.accounts.createSmtpPassword(mallory.id, w.stack.clock.now());
+  const mallory = await w.stack.createAccount('mallory');
+  const mPw = await w.stack.accounts.createSmtpPassword(mallory.id, w.stack.clock.now());
   if (!mPw.ok) throw new Error('pw');
   t.match(await w.send({ user: 'mallory', pass: mPw.value.password }), { ok: false, code: 550, response: /^550 5\.7\.1 / });
   t.equal(count(w, 'SELECT count(*) AS n FROM deliveries'), 0, 'nothing queued');

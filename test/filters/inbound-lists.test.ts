@@ -1,7 +1,7 @@
 // Checks the pure list precedence decision and the abuse-policy override rule.
 import t from 'tap';
 import { decideListVerdict, effectiveAbusePolicy } from '../../filters/inbound-lists.js';
-import type { ListAction, ListEntryRow, ListItemType, ListLevel, ListMatches } from '../../storage/inbound-lists.js';
+import type { ListAction, ListEntryRow, ListItemType, ListLevel, ListMatches } from '../../storage/ports/inbound-lists.js';
 
 let nextId = 1;
 function entry(level: ListLevel, action: ListAction, itemType: ListItemType, item: string): ListEntryRow {

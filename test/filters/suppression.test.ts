@@ -1,9 +1,10 @@
 // Checks the suppression decision and the lookup it relies on (isSuppressed, addFromEvent) against a real SQLite file.
 import t, { type Test } from 'tap';
 import { decideSuppression } from '../../filters/suppression.js';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase } from '../../storage/database.js';
-import { createSuppressionStore, type NewSuppression } from '../../storage/suppressions.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
+import { createSuppressionStore } from '../../storage/sqlite/suppressions.js';
+import { type NewSuppression } from '../../storage/ports/suppressions.js';
 import { tempDir } from '../helpers/stack.js';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);

@@ -58,8 +58,8 @@ export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {
     },
   });
   const tenant = async (handle: string, domain: string): Promise<Tenant> => {
-    const a = stack.createAccount(handle);
-    const k = stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
+    const a = await stack.createAccount(handle);
+    const k = await stack.accounts.createApiKey(a.id, 'inbound', stack.clock.now());
     if (!k.ok) throw new Error('key');
     const r = await stack.api('POST', '/inbound/v1/domains', {
       key: k.value.key,
@@ -77,8 +77,8 @@ export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {
   const bravo = await tenant('bravo', 'bravo-corp.test');
   const sub = await stack.api('POST', '/tx/v1/sub-account', { key: acme.key, body: { handle: 'acmeshop', company_name: 'Acme Shop' } });
   if (sub.status !== 200 && sub.status !== 201) throw new Error(`sub-account: ${sub.status} ${sub.text}`);
-  const subRow = stack.accounts.findByHandle('acmeshop')!;
-  const subKey = stack.accounts.createApiKey(subRow.id, 'api', stack.clock.now());
+  const subRow = (await stack.accounts.findByHandle('acmeshop'))!;
+  const subKey = await stack.accounts.createApiKey(subRow.id, 'api', stack.clock.now());
   if (!subKey.ok) throw new Error('sub key');
   const base = `http://127.0.0.1:${stack.http.port}`;
   const post = async (who: { key: string }, body: Record<string, unknown>) => {

@@ -192,8 +192,8 @@ export function groupError(path: string, status: number, text: string): { errors
  * a DKIM key `s1` of walk.test, and walk.test provisioned for inbound. Returns acme's api and inbound keys.
  */
 export async function walkFixtures(stack: Stack): Promise<{ api: string; inbound: string }> {
-  const acme = stack.createAccount('acme');
-  const inbound = stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
+  const acme = await stack.createAccount('acme');
+  const inbound = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
   if (!inbound.ok) throw new Error('inbound key');
   const ok = (r: { status: number; text: string }, what: string) => {
     if (r.status >= 300) throw new Error(`${what}: ${r.status} ${r.text}`);

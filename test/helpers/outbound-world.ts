@@ -55,8 +55,8 @@ export async function outboundWorld(t: Test, opts: { env?: Record<string, string
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_PUBLIC_IP: '127.0.0.1', ...opts.env },
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
-  const acct = stack.createAccount('acme');
-  const pw = stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
+  const acct = await stack.createAccount('acme');
+  const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
   if (!pw.ok) throw new Error('password');
   const dkim = await stack.api('POST', '/tx/v1/domains/sender.test/dkim-keys', { key: acct.key, body: { selector: 's1' } });
   const rec = dkim.body.dkim_dns_records[0];

@@ -7,6 +7,10 @@ import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../config/load.js';
 import { startServer, type RunningServer } from '../../bin/server.js';
 import type { HostPort } from '../../config/keys.js';
+import { openSqliteStore, type SqliteStore } from '../../storage/sqlite/store.js';
+import type { Db } from '../../storage/sqlite/database.js';
+import { createEventWriter } from '../../storage/sqlite/events.js';
+import type { MetricDelta } from '../../storage/ports/metrics.js';
 
 /** A settable clock for tests: no sleeps, time moves when the test says so. */
 export interface TestClock {
@@ -28,6 +32,10 @@ export interface Stack extends RunningServer {
   config: Config;
   dataDir: string;
   clock: TestClock;
+  /** The server's store, the SQLite one, so a test can also look underneath the ports. */
+  store: SqliteStore;
+  /** The store's connection: what a test reads or arranges with SQL of its own. */
+  db: Db;
   /** fetch() against the control plane with an optional API key. */
   api: (method: string, urlPath: string, opts?: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> }) => Promise<{
     status: number;
@@ -35,8 +43,13 @@ export interface Stack extends RunningServer {
     headers: Headers;
     text: string;
   }>;
+  /**
+   * Appends one event to the outbox with its roll-ups, as the queue's units do (a fixture: the figures and batches
+   * a test reads come from it).
+   */
+  addEvent: (accountId: number, kind: string, payload: Record<string, unknown>, at: number, counters?: MetricDelta) => void;
   /** Creates a parent account directly in storage; returns its handle and first api key. */
-  createAccount: (handle: string) => { handle: string; key: string; id: number };
+  createAccount: (handle: string) => Promise<{ handle: string; key: string; id: number }>;
 }
 
 /** `security.allow_private_targets` of the test stack: the loopback networks, IPv4 and IPv6. */
@@ -75,13 +88,22 @@ export async function startStack(
   const dataDir = tempDir(t);
   const { config } = loadConfig({ env: testEnv(dataDir, opts.env), cwd: dataDir });
   const clock = opts.clock ?? createClock();
-  const server = await startServer({ config, logger: opts.logger ?? pino({ level: 'silent' }), now: clock.now, startWorker: opts.startWorker ?? false });
+  let store!: SqliteStore;
+  const server = await startServer({
+    config,
+    logger: opts.logger ?? pino({ level: 'silent' }),
+    now: clock.now,
+    startWorker: opts.startWorker ?? false,
+    openStore: (o) => (store = openSqliteStore(config.dataDir, o)),
+  });
   t.teardown(() => server.close());
   const listening = { http: server.http!, mx: server.mx!, submission: server.submission! };
   const base = `http://${listening.http.host}:${listening.http.port}`;
   return {
     ...server,
     ...listening,
+    store,
+    db: store.db,
     config,
     dataDir,
     clock,
@@ -103,8 +125,12 @@ export async function startStack(
       }
       return { status: res.status, body: parsed, headers: res.headers, text };
     },
-    createAccount(handle) {
-      const res = server.accounts.createParentWithKey({ handle, companyName: null, now: clock.now() });
+    addEvent(accountId, kind, payload, at, counters) {
+      const events = createEventWriter(store.db);
+      store.db.transaction(() => events.append({ accountId, kind, payload, at }, counters))();
+    },
+    async createAccount(handle) {
+      const res = await server.accounts.createParentWithKey({ handle, companyName: null, now: clock.now() });
       if (!res.ok) throw new Error(`account ${handle} exists`);
       return { handle, key: res.apiKey, id: res.account.id };
     },

@@ -50,7 +50,7 @@ export async function world(t: Test, env: Record<string, string> = {}): Promise<
     clock: createClock(Math.floor(Date.now() / 1000) * 1000),
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), ...env },
   });
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   const dkim = await stack.api('POST', '/tx/v1/domains/sender.test/dkim-keys', { key: acct.key, body: { selector: 's1', key_length: 1024 } });
   const rec = dkim.body.dkim_dns_records[0];
   dns.zones[rec.name] = { TXT: [rec.value] };

@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase } from '../../storage/database.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
 import { createSqliteBayesStore, tokenHash } from '../../storage/sqlite/bayes.js';
 
 function world(t: Test) {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { openDatabase } from '../../storage/database.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
 import { createSqliteGreylistStore } from '../../storage/sqlite/greylist.js';
 
 t.test('triplets, passes and pruning', async (t) => {

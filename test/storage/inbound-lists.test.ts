@@ -3,10 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase } from '../../storage/database.js';
-import { createInboundDomainStore } from '../../storage/inbound-domains.js';
-import { createInboundListStore, ipKey, parseIpItem, type ListScope } from '../../storage/inbound-lists.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
+import { createInboundDomainStore } from '../../storage/sqlite/inbound-domains.js';
+import { createInboundListStore } from '../../storage/sqlite/inbound-lists.js';
+import { ipKey, parseIpItem, type ListScope } from '../../storage/ports/inbound-lists.js';
 
 t.test('ipKey maps IPv4 into ::ffff:0:0/96 and parses every IPv6 spelling', async (t) => {
   t.equal(ipKey('192.0.2.1')?.toString('hex'), '00000000000000000000ffffc0000201');

@@ -1,9 +1,10 @@
 // Checks the roll-ups: each event adds to its account's (and parent's) hourly rows and to its per-second detail.
 import t from 'tap';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase } from '../../storage/database.js';
-import { createMetricRollup, grainStart, HOUR_MS } from '../../storage/metrics.js';
-import { createQueueStore } from '../../storage/queue.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
+import { createMetricRollup } from '../../storage/sqlite/metrics.js';
+import { grainStart, HOUR_MS } from '../../storage/ports/metrics.js';
+import { createEventWriter } from '../../storage/sqlite/events.js';
 import { tempDir } from '../helpers/stack.js';
 
 t.test('events roll up per account, campaign and hour, in the transaction that writes them', async (t) => {
@@ -15,11 +16,11 @@ t.test('events roll up per account, campaign and hour, in the transaction that w
   if (!parent.ok) throw new Error('parent');
   const sub = accounts.createAccount({ handle: 'subone', companyName: null, parentId: parent.account.id, now });
   if (!sub.ok) throw new Error('sub');
-  const store = createQueueStore(db);
+  const store = createEventWriter(db);
   const rollup = createMetricRollup(db);
   const hour = Math.floor(now / HOUR_MS);
   const ev = (account: number, kind: string, payload: Record<string, unknown>, at = now, extra = {}) =>
-    store.transaction(() => store.insertEvent(account, kind, { event: kind, ...payload }, at, extra));
+    db.transaction(() => store.append({ accountId: account, kind, payload: { event: kind, ...payload }, at }, extra))();
 
   ev(sub.value.id, 'processed', { campaign_id: 'spring', recipients: ['a@x.test', 'b@x.test'] });
   ev(sub.value.id, 'delivered', { campaign_id: 'spring', recipients: ['a@x.test'] }, now, { open_tracking_delivered: 1, unique_open_tracking_delivered: 1 });
@@ -46,10 +47,10 @@ t.test('events roll up per account, campaign and hour, in the transaction that w
   t.same(rollup.subAccounts(parent.account.id, hour, hour + 2), [{ name: 'subone', processed: 2, delivered: 1, bounced: 1, dropped: 0 }]);
 
   // An event whose transaction rolls back leaves no counter behind.
-  t.throws(() => store.transaction(() => {
-    store.insertEvent(parent.account.id, 'delivered', { event: 'delivered' }, now);
+  t.throws(() => db.transaction(() => {
+    store.append({ accountId: parent.account.id, kind: 'delivered', payload: { event: 'delivered' }, at: now });
     throw new Error('rollback');
-  }));
+  })());
   t.same(rollup.series(parent.account.id, null, hour, hour + 1, 'hour', ['delivered']), [[hour, 1]], 'the rolled-back delivery is not counted');
 });
 
@@ -62,12 +63,14 @@ t.test('the per-second detail: the parts of an hour, summed over a tree; whole-h
   if (!parent.ok) throw new Error('parent');
   const sub = accounts.createAccount({ handle: 'subone', companyName: null, parentId: parent.account.id, now: hourStart });
   if (!sub.ok) throw new Error('sub');
-  const store = createQueueStore(db);
+  const store = createEventWriter(db);
   const rollup = createMetricRollup(db);
   const hour = hourStart / HOUR_MS;
   const sec = hourStart / 1000;
   const ev = (account: number, minute: number, campaign?: string) =>
-    store.transaction(() => store.insertEvent(account, 'processed', { event: 'processed', recipients: ['a@x.test'], ...(campaign ? { campaign_id: campaign } : {}) }, hourStart + minute * 60_000));
+    db.transaction(() =>
+      store.append({ accountId: account, kind: 'processed', payload: { event: 'processed', recipients: ['a@x.test'], ...(campaign ? { campaign_id: campaign } : {}) }, at: hourStart + minute * 60_000 }),
+    )();
   ev(parent.account.id, 10);
   ev(sub.value.id, 20, 'spring');
   ev(sub.value.id, 40, 'spring');

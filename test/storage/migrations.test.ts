@@ -1,7 +1,7 @@
 // Checks that released migrations never change: each one's SQL is pinned by its SHA-256, in its numbered place.
 import crypto from 'node:crypto';
 import t from 'tap';
-import { MIGRATIONS } from '../../storage/migrations.js';
+import { MIGRATIONS } from '../../storage/sqlite/migrations.js';
 
 // A database at user_version N has run exactly these texts; editing one would leave it out of step with new ones.
 const RELEASED = [

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { openDatabase } from '../../storage/database.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
 import { exited, firstKey, serveBinary } from '../helpers/serve-binary.js';
 import { tempDir } from '../helpers/stack.js';
 

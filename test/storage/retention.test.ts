@@ -1,10 +1,12 @@
 // Checks the retention deletes against a real SQLite file: what each prune removes, what it never touches, limits.
 import t, { type Test } from 'tap';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase, type Db } from '../../storage/database.js';
-import { createQueueStore, type DeliveryState } from '../../storage/queue.js';
-import { createRetentionStore } from '../../storage/retention.js';
-import { createSmtpLogStore } from '../../storage/smtp-log.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase, type Db } from '../../storage/sqlite/database.js';
+import { createInlineBodies } from '../../storage/sqlite/bodies.js';
+import { createQueueStore } from '../../storage/sqlite/queue.js';
+import { type DeliveryState } from '../../storage/ports/queue.js';
+import { createRetentionStore } from '../../storage/sqlite/retention.js';
+import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
 import { tempDir } from '../helpers/stack.js';
 
 const DAY = 86_400_000;
@@ -16,39 +18,50 @@ function setup(t: Test) {
   const res = createAccountStore(db).createAccount({ handle: 'acme', companyName: null, parentId: null, now: T0 });
   if (!res.ok) throw new Error('account');
   const accountId = res.value.id;
-  const queue = createQueueStore(db);
+  const queue = createQueueStore(db, createInlineBodies(db));
   const log = createSmtpLogStore(db);
   const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  const s = {
+    message: db.prepare(
+      `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, transactional, size,
+         created_at, expires_at, body_ref)
+       VALUES (?, 'outbound', ?, ?, 'a@acme.test', 'a@acme.test', 'hi', 1, ?, ?, ?, 'inline') RETURNING id`,
+    ),
+    body: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
+    delivery: db.prepare(
+      `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, updated_at)
+       VALUES (?, ?, 'dest.test', ?, ?, ?) RETURNING id`,
+    ),
+    attempt: db.prepare(
+      `INSERT INTO delivery_attempts (delivery_id, at, outcome, code, status, response, command, host)
+       VALUES (?, ?, ?, 250, NULL, 'ok', 'DATA', 'mx')`,
+    ),
+  };
 
   /**
    * A message created at `at` with one delivery per entry of `states` (each with one attempt row and a log row);
-   * its deliveries last changed at `finishedAt`.
+   * its deliveries last changed at `finishedAt`. Written with SQL of its own: rows in any state, as retention finds them.
    */
   function message(at: number, states: DeliveryState[], finishedAt = at, size = 100) {
-    return queue.transaction(() => {
-      const id = queue.insertMessage({
-        accountId, kind: 'outbound', sendRequestId: `r${at}`, messageId: `m${at}@acme.test`, mailFrom: 'a@acme.test',
-        fromEmail: 'a@acme.test', subject: 'hi', campaignId: null, transactional: true, raw: Buffer.alloc(size, 'x'),
-        auth: null, upstream: null, upstreamHostname: null, senderId: null, createdAt: at, expiresAt: at + 5 * DAY,
-      });
+    return db.transaction(() => {
+      const { id } = s.message.get(accountId, `r${at}`, `m${at}@acme.test`, size, at, at + 5 * DAY) as { id: number };
+      s.body.run(id, Buffer.alloc(size, 'x'));
       const deliveries = states.map((state, i) => {
-        const d = queue.insertDelivery({ messageId: id, rcpt: `u${i}@dest.test`, domain: 'dest.test', state: 'queued', nextAttemptAt: at, now: at });
+        const { id: d } = s.delivery.get(id, `u${i}@dest.test`, state, finishedAt, finishedAt) as { id: number };
         log.insertRow({ delivery_id: d, account_id: accountId, message_id: `m${at}`, request_id: `r${at}`, sender: 'a@acme.test', rcpt: `u${i}@dest.test`, size, created_at: at });
-        queue.recordAttempt(
-          { deliveryId: d, at: finishedAt, outcome: state === 'delivered' ? 'delivered' : state === 'bounced' ? 'bounced' : 'deferred', code: 250, status: null, response: 'ok', command: 'DATA', host: 'mx' },
-          state,
-          finishedAt,
-        );
+        s.attempt.run(d, finishedAt, state === 'delivered' ? 'delivered' : state === 'bounced' ? 'bounced' : 'deferred');
         return d;
       });
       return { id, deliveries };
-    });
+    })();
   }
-  return { db, queue, log, store: createRetentionStore(db), count, message, accountId };
+  /** The stored body of a message, or undefined. */
+  const findBody = (id: number) => db.prepare('SELECT body FROM message_bodies WHERE message_id = ?').pluck().get(id) as Buffer | undefined;
+  return { db, queue, log, store: createRetentionStore(db), count, message, accountId, findBody };
 }
 
 t.test('bodies and messages: finished and old enough go; anything queued, deferred, sending or held stays', async (t) => {
-  const { store, queue, count, message } = setup(t);
+  const { store, queue, count, message, findBody } = setup(t);
   const delivered = message(T0, ['delivered', 'delivered']);
   const mixedFinal = message(T0 + 1, ['delivered', 'bounced', 'dropped']);
   const queued = message(T0 + 2, ['delivered', 'queued']);
@@ -60,8 +73,8 @@ t.test('bodies and messages: finished and old enough go; anything queued, deferr
 
   const r = store.pruneBodies({ before: cutoff, afterId: 0, limit: 100 });
   t.same(r, { deleted: 2, lastId: lateFinish.id, done: true }, 'the walk stops at the first message too young');
-  for (const m of [delivered, mixedFinal]) t.equal(queue.findBody(m.id), undefined, `body of ${m.id} pruned`);
-  for (const m of [queued, sending, held, lateFinish, young]) t.ok(queue.findBody(m.id), `body of ${m.id} kept`);
+  for (const m of [delivered, mixedFinal]) t.equal(findBody(m.id), undefined, `body of ${m.id} pruned`);
+  for (const m of [queued, sending, held, lateFinish, young]) t.ok(findBody(m.id), `body of ${m.id} kept`);
   t.equal(count('messages'), 7, 'pruneBodies keeps every message row');
   t.equal(queue.attemptsOf(delivered.deliveries[0] as number).length, 1, 'and the attempt history');
 
@@ -82,7 +95,7 @@ t.test('bodies and messages: finished and old enough go; anything queued, deferr
   store.pruneBodies({ before: far, afterId: 0, limit: 100 });
   store.pruneMessages({ before: far, afterId: 0, limit: 100 });
   t.same(
-    [queued, sending, held].map((k) => [Boolean(queue.findMessage(k.id)), Boolean(queue.findBody(k.id))]),
+    [queued, sending, held].map((k) => [Boolean(queue.findMessage(k.id)), Boolean(findBody(k.id))]),
     [[true, true], [true, true], [true, true]],
   );
   t.equal(queue.attemptsOf(queued.deliveries[1] as number).length, 1, 'the deferred delivery kept its attempt history');

@@ -1,8 +1,9 @@
 // Checks the smtp_log repository against a real SQLite file: writes, attempt updates, filters, order, paging, plans.
 import t, { type Test } from 'tap';
-import { createAccountStore } from '../../storage/accounts.js';
-import { openDatabase, type Db } from '../../storage/database.js';
-import { createSmtpLogStore, type NewSmtpLogRow, type SmtpLogFilters } from '../../storage/smtp-log.js';
+import { createAccountStore } from '../../storage/sqlite/accounts.js';
+import { openDatabase, type Db } from '../../storage/sqlite/database.js';
+import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
+import { type NewSmtpLogRow, type SmtpLogFilters } from '../../storage/ports/smtp-log.js';
 import { tempDir } from '../helpers/stack.js';
 
 const T0 = Date.UTC(2026, 10, 20, 0, 0, 0);

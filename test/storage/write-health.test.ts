@@ -1,7 +1,7 @@
 // Checks the write tracker on a real SQLite file: which outcomes count as a failed or a committed write.
 import t from 'tap';
-import { openDatabase } from '../../storage/database.js';
-import { storageFailure, trackWrites } from '../../storage/write-health.js';
+import { openDatabase } from '../../storage/sqlite/database.js';
+import { sqliteFailure as storageFailure, trackWrites } from '../../storage/sqlite/write-health.js';
 import { tempDir } from '../helpers/stack.js';
 
 t.test('storage failures are classified by SQLite or file-system code; other errors are not', async (t) => {

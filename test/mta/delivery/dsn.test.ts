@@ -4,7 +4,7 @@ import t from 'tap';
 import { createBounceDsnHook, diagnosticOf } from '../../../mta/queue/bounce-dsn.js';
 import { buildDsn, headerBlock } from '../../../mta/delivery/dsn.js';
 import { longestLine } from '../../../mta/smtp/header-lines.js';
-import type { DeliveryRow, MessageRow } from '../../../storage/queue.js';
+import type { DeliveryRow, MessageRow } from '../../../storage/ports/queue.js';
 
 t.test('a DSN parses as multipart/report; report-type=delivery-status', async (t) => {
   const original = Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: hi\r\n\r\nbody line\r\n');
@@ -69,10 +69,10 @@ t.test('Diagnostic-Code carries the reply code once: as received from a remote, 
   t.equal(diagnosticOf({ code: 556, status: '5.1.10', response: '5.1.10 null MX' }), '556 5.1.10 null MX');
   t.equal(diagnosticOf({ code: null, status: '5.1.7', response: 'sender address contains characters not allowed in SMTP' }), 'sender address contains characters not allowed in SMTP');
 
-  const hook = createBounceDsnHook({ hostname: 'mx.sluice.test', findBody: () => Buffer.from('Subject: hi\r\n\r\nx\r\n'), now: () => Date.UTC(2026, 10, 22) });
+  const hook = createBounceDsnHook({ hostname: 'mx.sluice.test', findBody: async () => Buffer.from('Subject: hi\r\n\r\nx\r\n'), now: () => Date.UTC(2026, 10, 22) });
   const message = { id: 1, kind: 'relay', mail_from: 'a@sender.test', auth: null, message_id: 'm@sender.test', created_at: 0 } as MessageRow;
   const delivery = (rcpt: string) => ({ rcpt }) as DeliveryRow;
-  const dsn = hook(message, [
+  const dsn = await hook(message, [
     { delivery: delivery('b@rcpt.test'), code: 550, status: '5.1.1', response: '550 5.1.1 no such user', host: 'mx.rcpt.test' },
     { delivery: delivery('c@gone.test'), code: 550, status: '5.1.2', response: 'recipient domain does not exist (NXDOMAIN)', host: null },
   ]);

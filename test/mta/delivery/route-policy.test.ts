@@ -8,7 +8,7 @@ import { createDnsResolver } from '../../../mta/delivery/dns-resolver.js';
 import { createDownstreamRouter } from '../../../mta/delivery/downstream-route.js';
 import { createRouteResolver, type RouteResult } from '../../../mta/delivery/resolve-route.js';
 import { createTargetGuard } from '../../../mta/delivery/target-guard.js';
-import type { DownstreamAddress } from '../../../storage/inbound-domains.js';
+import type { DownstreamAddress } from '../../../storage/ports/inbound-domains.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 
 const MX_PORT = 2525;
@@ -85,8 +85,8 @@ t.test('downstreams: a refused target defers 4.4.4 (mail is kept); our own liste
   const { guard } = await routing(t, []);
   const downstreams: DownstreamAddress[] = [{ priority: 10, weight: 1, port: 2600, target: 'down.corp.test.' }];
   const domains = {
-    findServedDomain: (d: string) => (d === 'corp.test' ? ({ id: 1, domain: 'corp.test' } as never) : undefined),
-    listDownstreams: () => downstreams,
+    findServedDomain: async (d: string) => (d === 'corp.test' ? ({ id: 1, domain: 'corp.test' } as never) : undefined),
+    listDownstreams: async () => downstreams,
   };
   const route = createDownstreamRouter({ domains, guard });
   const refused = await route('corp.test');

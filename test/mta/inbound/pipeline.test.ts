@@ -15,11 +15,14 @@ import {
 } from '../../../mta/inbound/pipeline.js';
 import { contentOfBuffer } from '../../../mta/message-content.js';
 import { createRspamdClient } from '../../../mta/scanners/rspamd-client.js';
-import { createAccountStore } from '../../../storage/accounts.js';
-import { openDatabase } from '../../../storage/database.js';
-import { createInboundDomainStore, type AbusePolicy } from '../../../storage/inbound-domains.js';
-import { createInboundListStore, type ListScope } from '../../../storage/inbound-lists.js';
-import { createQuarantineStore } from '../../../storage/quarantine.js';
+import { createAccountStore } from '../../../storage/sqlite/accounts.js';
+import { openSqliteStore } from '../../../storage/sqlite/store.js';
+import { createInboundDomainStore } from '../../../storage/sqlite/inbound-domains.js';
+import { type AbusePolicy } from '../../../storage/ports/inbound-domains.js';
+import { createInboundListStore } from '../../../storage/sqlite/inbound-lists.js';
+import { type ListScope } from '../../../storage/ports/inbound-lists.js';
+import { createQuarantineStore } from '../../../storage/sqlite/quarantine.js';
+import { openDatabase } from '../../../storage/sqlite/database.js';
 import { readSource } from '../../../storage/scratch.js';
 import { createSqliteGreylistStore } from '../../../storage/sqlite/greylist.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
@@ -33,9 +36,11 @@ async function setup(
   t: Test,
   opts: { policies?: Record<string, AbusePolicy>; override?: Record<string, boolean>; deps?: Partial<InboundPipelineDeps> } = {},
 ) {
-  const db = openDatabase(tempDir(t));
-  t.teardown(() => db.close());
   const clock = createClock();
+  // The pipeline gets the store's ports; the test arranges and reads with the SQLite repositories underneath.
+  const store = openSqliteStore(tempDir(t), { now: clock.now });
+  t.teardown(() => store.close());
+  const { db } = store;
   const accounts = createAccountStore(db);
   const acct = accounts.createParentWithKey({ handle: 'acme', companyName: null, now: clock.now() });
   if (!acct.ok) throw new Error('account');
@@ -76,9 +81,9 @@ async function setup(
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const pipeline = createInboundPipeline({
     hostname: HOST,
-    domains,
-    lists,
-    quarantine,
+    domains: store.inboundDomains,
+    lists: store.inboundLists,
+    quarantine: store.quarantine,
     resolver: mailauthResolver(resolver),
     relay: async (m) => void relayed.push({ ...m, raw: await readSource(m.message) }),
     scannerFailure: 'tempfail',

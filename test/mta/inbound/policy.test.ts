@@ -2,7 +2,7 @@
 import t from 'tap';
 import type { SpamStepVerdict } from '../../../filters/inbound-verdicts.js';
 import { decidePolicy, refusalAtRcpt, refusalWithoutRecipients, type DomainRecipients } from '../../../mta/inbound/policy.js';
-import type { AbusePolicy, ServedDomainRow } from '../../../storage/inbound-domains.js';
+import type { AbusePolicy, ServedDomainRow } from '../../../storage/ports/inbound-domains.js';
 
 function served(id: number, domain: string, abusePolicy: AbusePolicy | null, header?: [string, string]): ServedDomainRow {
   return {

@@ -1,8 +1,10 @@
 // Tests of the queue's fast path (issue 17): the enqueue commit takes the lease and the worker gets the bytes from memory.
+import type { Readable } from 'node:stream';
 import t from 'tap';
 import type { FastPath, LeasedDelivery } from '../../../mta/queue/queue.js';
-import { LEASE_MS } from '../../../mta/queue/retry-schedule.js';
-import { startStack } from '../../helpers/stack.js';
+import { startStack, type Stack } from '../../helpers/stack.js';
+
+const LEASE_MS = 60_000;
 
 const mail = (to: string[]) => ({
   personalizations: [{ to: to.map((email) => ({ email })) }],
@@ -11,8 +13,16 @@ const mail = (to: string[]) => ({
   content: [{ type: 'text/plain', value: 'hello' }],
 });
 
-/** A recording fast path with room for `room` deliveries. */
-function recorder(room: number) {
+/** The body the store holds for a message, as one buffer (through the Bodies port). */
+async function stored(stack: Stack, messageRowId: number): Promise<Buffer> {
+  const message = await stack.store.queue.findMessage(messageRowId);
+  const chunks: Buffer[] = [];
+  for await (const c of (await stack.store.bodies.open(message!.body!)) as Readable) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** A recording fast path with room for `room` deliveries, leasing them until `until`. */
+function recorder(room: number, until: number) {
   const handed: { messageRowId: number; raw: Buffer; deliveries: LeasedDelivery[] }[] = [];
   let reserved = 0;
   let released = 0;
@@ -20,7 +30,7 @@ function recorder(room: number) {
     reserve(n) {
       if (reserved + n > room) return undefined;
       reserved += n;
-      return { worker: 'w-test', leaseUntil: 1_000_000 + LEASE_MS };
+      return { worker: 'w-test', leaseUntil: until };
     },
     release(n) {
       released += n;
@@ -34,35 +44,35 @@ function recorder(room: number) {
 
 t.test('an accepted message is committed already leased and handed over with its stored bytes', async (t) => {
   const stack = await startStack(t, { env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
-  const acct = stack.createAccount('acme');
-  const fast = recorder(10);
+  const acct = await stack.createAccount('acme');
+  const fast = recorder(10, stack.clock.now() + LEASE_MS);
   stack.queue.setFastPath(fast.path);
   const res = await stack.api('POST', '/tx/v1/send-async', { key: acct.key, body: mail(['a@rcpt.test', 'b@other.test']) });
   t.equal(res.status, 202);
   t.equal(fast.handed.length, 1);
   const [h] = fast.handed;
   t.same(h!.deliveries.map((d) => [d.rcpt, d.domain]), [['a@rcpt.test', 'rcpt.test'], ['b@other.test', 'other.test']]);
-  t.same(h!.raw, stack.queueStore.findBody(h!.messageRowId), 'the bytes handed over are the bytes committed');
-  const rows = stack.queueStore.deliveriesOf(h!.messageRowId);
+  t.same(h!.raw, await stored(stack, h!.messageRowId), 'the bytes handed over are the bytes committed');
+  const rows = await stack.store.queue.deliveriesOf(h!.messageRowId);
   t.same(
     rows.map((r) => [r.id, r.state, r.locked_by, r.attempts, r.next_attempt_at]),
-    h!.deliveries.map((d) => [d.id, 'sending', 'w-test', 1, 1_000_000 + LEASE_MS]),
+    h!.deliveries.map((d) => [d.id, 'sending', 'w-test', 1, stack.clock.now() + LEASE_MS]),
     'the rows carry the lease a claim would have written',
   );
-  t.same(stack.queueStore.claimDue('other', stack.clock.now(), stack.clock.now() + LEASE_MS, 10), [], 'nothing is left to claim');
+  t.same((await stack.store.queue.claim('other', stack.clock.now(), LEASE_MS, 10)).deliveries, [], 'nothing is left to claim');
   t.equal(fast.released(), 0);
 });
 
 t.test('without room the message is queued for a normal claim, and a suppressed recipient is never leased', async (t) => {
   const stack = await startStack(t, { env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
-  const acct = stack.createAccount('acme');
-  const fast = recorder(1);
+  const acct = await stack.createAccount('acme');
+  const fast = recorder(1, stack.clock.now() + LEASE_MS);
   stack.queue.setFastPath(fast.path);
   // Two live recipients do not fit in a room of one: both stay queued.
   const res = await stack.api('POST', '/tx/v1/send-async', { key: acct.key, body: mail(['a@rcpt.test', 'b@rcpt.test']) });
   t.equal(res.status, 202);
   t.equal(fast.handed.length, 0);
-  const claimed = stack.queueStore.claimDue('other', stack.clock.now(), stack.clock.now() + LEASE_MS, 10);
+  const claimed = (await stack.store.queue.claim('other', stack.clock.now(), LEASE_MS, 10)).deliveries;
   t.same(claimed.map((r) => [r.rcpt, r.attempts]), [['a@rcpt.test', 1], ['b@rcpt.test', 1]]);
 
   // A suppressed recipient is dropped, not leased: only the live one is reserved and handed over.
@@ -71,6 +81,6 @@ t.test('without room the message is queued for a normal claim, and a suppressed 
   const res2 = await stack.api('POST', '/tx/v1/send-async', { key: acct.key, body: mail(['gone@rcpt.test', 'c@rcpt.test']) });
   t.equal(res2.status, 202);
   t.same(fast.handed.map((h) => h.deliveries.map((d) => d.rcpt)), [['c@rcpt.test']]);
-  const rows = stack.queueStore.deliveriesOf(fast.handed[0]!.messageRowId);
+  const rows = await stack.store.queue.deliveriesOf(fast.handed[0]!.messageRowId);
   t.same(rows.map((r) => [r.rcpt, r.state, r.locked_by]), [['gone@rcpt.test', 'dropped', null], ['c@rcpt.test', 'sending', 'w-test']]);
 });

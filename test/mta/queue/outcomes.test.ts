@@ -1,7 +1,7 @@
 // Checks the worker's one outcome builder: every way an attempt ends gives each delivery exactly one outcome.
 import t from 'tap';
 import { outcomesOf } from '../../../mta/queue/worker.js';
-import type { DeliveryRow, MessageRow } from '../../../storage/queue.js';
+import type { DeliveryRow, MessageRow } from '../../../storage/ports/queue.js';
 
 const message = { id: 1, kind: 'outbound', mail_from: 'app@sender.test' } as MessageRow;
 const deliveries = [{ id: 10, rcpt: 'a@rcpt.test' }, { id: 11, rcpt: 'b@rcpt.test' }] as DeliveryRow[];

@@ -9,7 +9,7 @@ import { startSmtpListener } from '../../../mta/smtp/listener.js';
 import { mxOptions } from '../../../mta/smtp/mx-listener.js';
 import { dataWorkingBytes, STRUCTURE_LIMITS } from '../../../mta/smtp/session.js';
 import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
-import type { AccountRow } from '../../../storage/accounts.js';
+import type { AccountRow } from '../../../storage/ports/accounts.js';
 import { createRoomCheck } from '../../../storage/disk-space.js';
 import { createScratchArea, readSource, type ScratchArea } from '../../../storage/scratch.js';
 import { fillDisk, smallDisk } from '../../helpers/small-disk.js';
@@ -34,9 +34,9 @@ async function listener(t: Test, kind: 'mx' | 'submission', space: Space) {
   const onMessage = async (m: { content: Parameters<typeof readSource>[0] }) => (handed.push(await readSource(m.content)), ok);
   const options =
     kind === 'mx'
-      ? mxOptions({ hostname: 'mx.sluice.test', tls, findServedDomain: () => ({ id: 1 }), maxMessageBytes: 10 << 20, onMessage, ...space })
+      ? mxOptions({ hostname: 'mx.sluice.test', tls, findServedDomain: async () => ({ id: 1 }), maxMessageBytes: 10 << 20, onMessage, ...space })
       : submissionOptions({
-          hostname: 'mx.sluice.test', tls, authenticate: () => account, allowInsecureLoopbackAuth: true, onMessage, ...space,
+          hostname: 'mx.sluice.test', tls, authenticate: async () => account, allowInsecureLoopbackAuth: true, onMessage, ...space,
         });
   const l = await startSmtpListener(kind, { host: '127.0.0.1', port: 0 }, options);
   t.teardown(() => l.close());

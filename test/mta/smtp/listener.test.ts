@@ -17,7 +17,7 @@ import {
 } from '../../../mta/smtp/smtp-server-seam.js';
 import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
 import type { SubmittedMessage } from '../../../mta/smtp/submission-listener.js';
-import type { AccountRow } from '../../../storage/accounts.js';
+import type { AccountRow } from '../../../storage/ports/accounts.js';
 import { startSink } from '../../helpers/smtp-sink.js';
 import { readSource } from '../../../storage/scratch.js';
 
@@ -46,14 +46,14 @@ async function listener(t: Test, kind: 'mx' | 'submission'): Promise<Listener> {
       ? mxOptions({
           hostname: 'mx.sluice.test',
           tls: pair,
-          findServedDomain: (d) => (d === 'corp.test' ? { id: 1 } : undefined),
+          findServedDomain: async (d) => (d === 'corp.test' ? { id: 1 } : undefined),
           maxMessageBytes: 1 << 20,
           onMessage: async (m) => (handed.push({ ...m, raw: await readSource(m.content) }), ok),
         })
       : submissionOptions({
           hostname: 'mx.sluice.test',
           tls: pair,
-          authenticate: (u, p) => (u === 'acme' && p === 'pw' ? account : undefined),
+          authenticate: async (u, p) => (u === 'acme' && p === 'pw' ? account : undefined),
           allowInsecureLoopbackAuth: true,
           onMessage: async (m) => (handed.push({ ...m, raw: await readSource(m.content) }), ok),
         });

@@ -27,7 +27,7 @@ async function listener(t: Test, policy: Partial<Parameters<typeof mxOptions>[0]
   const l = await startSmtpListener(
     'mx',
     { host: '127.0.0.1', port: 0 },
-    mxOptions({ hostname: 'mx.sluice.test', tls, findServedDomain: () => undefined, maxMessageBytes: 1 << 20, ...policy }),
+    mxOptions({ hostname: 'mx.sluice.test', tls, findServedDomain: async () => undefined, maxMessageBytes: 1 << 20, ...policy }),
   );
   t.teardown(() => l.close());
   return l.address().port;
@@ -66,7 +66,7 @@ t.test('a client slower than 500 bytes/s past the 300 s grace is cut off mid-DAT
   let clock = Date.UTC(2026, 10, 22);
   const handed: unknown[] = [];
   const port = await listener(t, {
-    findServedDomain: () => ({ id: 1 }),
+    findServedDomain: async () => ({ id: 1 }),
     now: () => clock,
     onMessage: async (m) => {
       handed.push(m);

@@ -21,7 +21,7 @@ function keyFetcher(stack: Stack) {
 async function enrolled(t: Test): Promise<{ stack: Stack; receiver: Receiver; acct: { key: string; id: number; handle: string } }> {
   const receiver = await startReceiver(t);
   const stack = await startStack(t);
-  const acct = stack.createAccount('acme');
+  const acct = await stack.createAccount('acme');
   const res = await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(receiver.url)}`, { key: acct.key });
   t.equal(res.status, 201);
   return { stack, receiver, acct };
@@ -30,7 +30,7 @@ async function enrolled(t: Test): Promise<{ stack: Stack; receiver: Receiver; ac
 function addEvents(stack: Stack, accountId: number, n: number, from = 0): void {
   const tx = stack.db.transaction(() => {
     for (let i = from; i < from + n; i++) {
-      stack.queueStore.insertEvent(accountId, 'delivered', { customer_handle: 'acme', timestamp: 1, event: 'delivered', request_id: `r${i}` }, stack.clock.now());
+      stack.addEvent(accountId, 'delivered', { customer_handle: 'acme', timestamp: 1, event: 'delivered', request_id: `r${i}` }, stack.clock.now());
     }
   });
   tx();
@@ -46,7 +46,7 @@ async function sending(t: Test) {
   const stack = await startStack(t, {
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_LOCKDOWN: 'off' },
   });
-  return { sink, receiver, stack, acct: stack.createAccount('acme') };
+  return { sink, receiver, stack, acct: await stack.createAccount('acme') };
 }
 
 t.test('events of a real send arrive signed, and verify with the key from the public-key endpoint', async (t) => {
@@ -171,20 +171,25 @@ t.test('1,500 events go out as two POSTs of 1,000 and 500, in id order', async (
   t.same(batches(stack).map((b) => b.event_count), [1000, 500]);
 });
 
-t.test('an attempt cut short by a crash is retried after restart (at-least-once)', async (t) => {
+t.test('an attempt cut short by a crash is retried once its lease expires (at-least-once); its owner is fenced out', async (t) => {
   const { stack, receiver, acct } = await enrolled(t);
   addEvents(stack, acct.id, 4);
   const store = stack.services.webhooks.store;
-  // What a process that died mid-POST leaves behind: a claimed batch with its lease and no status.
-  const claimed = store.claimPending(acct.id, receiver.url, stack.clock.now(), 1000, stack.clock.now() + 10 * MIN);
+  // What a dispatcher that died mid-POST leaves behind: a claimed batch with its lease and no status.
+  const claimed = await store.claimPending(acct.id, receiver.url, 'd-dead', stack.clock.now(), 1000, stack.clock.now() + 10 * MIN);
   t.equal(claimed?.eventIds.length, 4);
   t.same(await stack.webhookDispatcher.runOnce(), { batches: 0, delivered: 0, failed: 0 }, 'leased: not taken again');
   const listed = await stack.api('GET', '/tx/v1/webhook-batch', { key: acct.key });
   t.equal(listed.body.webhook_batches[0].status, 'no_response', 'an unanswered attempt lists as no_response');
-  t.equal(store.releaseStale(stack.clock.now()), 1, 'start-up releases the lease');
-  t.same(await stack.webhookDispatcher.runOnce(), { batches: 1, delivered: 4, failed: 0 });
+  stack.clock.advance(10 * MIN - 1);
+  t.same(await stack.webhookDispatcher.runOnce(), { batches: 0, delivered: 0, failed: 0 }, 'nothing resets a lease before it expires');
+  stack.clock.advance(1);
+  t.same(await stack.webhookDispatcher.runOnce(), { batches: 1, delivered: 4, failed: 0 }, 'the expired lease is taken over');
   t.same(receiver.posts[0]!.events.map((e) => e.request_id), ['r0', 'r1', 'r2', 'r3']);
   t.match(batches(stack)[1], { attempt: 2, status: '2xx_response', events_of: claimed!.batch.id });
+  const late = await store.recordResult(claimed!.lease, { status: '5xx_response', statusCode: 500, durationMs: 1, retryDueAt: stack.clock.now() + MIN });
+  t.equal(late, false, 'the dead owner\'s late outcome writes nothing');
+  t.same(await store.dueRetries(stack.clock.now() + 2 * MIN, 10), [], 'and starts no second chain');
 });
 
 t.test('a deleted webhook ends a pending chain; the next endpoint gets later events, the failed batch by resend', async (t) => {
@@ -245,7 +250,7 @@ t.test('an endpoint receives the events that happen after its enrolment, not the
 
 t.test('retention: an account without a webhook keeps pending events one day; delivered ones go after log_days', async (t) => {
   const { stack, acct } = await enrolled(t);
-  const lonely = stack.createAccount('lonely');
+  const lonely = await stack.createAccount('lonely');
   addEvents(stack, lonely.id, 5);
   addEvents(stack, acct.id, 3);
   await stack.webhookDispatcher.runOnce();

@@ -9,8 +9,7 @@ import {
   rotateSigningKey,
   signBody,
 } from '../../../mta/webhooks/signing.js';
-import { openDatabase } from '../../../storage/database.js';
-import { createWebhookStore } from '../../../storage/webhooks.js';
+import { openSqliteStore } from '../../../storage/sqlite/store.js';
 import { tempDir } from '../../helpers/stack.js';
 import { verifyWebhook } from '../../helpers/webhook-receiver.js';
 
@@ -19,10 +18,10 @@ const INPUT_RE = /^(\w+)=\(([^)]+)\);created=(\d+);alg="([^"]+)";keyid="([^"]+)"
 const SDK_SIG_RE = /sig_\d+=:([^:]+):/;
 
 function setup(t: Test) {
-  const db = openDatabase(tempDir(t));
-  t.teardown(() => db.close());
-  const store = createWebhookStore(db);
   let now = Date.UTC(2026, 0, 5, 10, 0, 0);
+  const sqlite = openSqliteStore(tempDir(t), { now: () => now });
+  t.teardown(() => sqlite.close());
+  const store = sqlite.webhooks;
   const signer = createWebhookSigner({ store, now: () => now });
   return { store, signer, advance: (ms: number) => void (now += ms), nowSec: () => Math.floor(now / 1000) };
 }
@@ -35,8 +34,8 @@ t.test('Content-Digest is sha-256=:<base64>: over the exact bytes (RFC 9530)', a
 t.test('a delivery webhook body is signed in the exact wire format and verifies independently', async (t) => {
   const { store, signer, nowSec } = setup(t);
   const body = '[{"customer_handle":"acme","timestamp":1767607200,"event":"delivered"}]';
-  const h = signer.sign(body);
-  const key = store.currentKey()!;
+  const h = await signer.sign(body);
+  const key = (await store.currentKey())!;
   t.match(key.key_id, /^sluice-[0-9a-f]{12}$/);
   t.equal(h['Content-Digest'], contentDigest(body));
   const m = INPUT_RE.exec(h['Signature-Input']);
@@ -81,9 +80,9 @@ t.test('alert notifications are signed under label sig1 (api.md §4.5)', async (
     envelope_sender: 'joe@example.com',
     message_id: 'm1@example.com',
   };
-  const { body, headers } = signer.signAlert(payload);
+  const { body, headers } = await signer.signAlert(payload);
   t.same(JSON.parse(body), payload);
-  t.equal(headers['Signature-Input'], `sig1=("content-digest");created=${nowSec()};alg="ed25519";keyid="${store.currentKey()!.key_id}"`);
+  t.equal(headers['Signature-Input'], `sig1=("content-digest");created=${nowSec()};alg="ed25519";keyid="${(await store.currentKey())!.key_id}"`);
   t.match(headers.Signature, /^sig1=:[A-Za-z0-9+/]{86}==:$/);
   t.equal(ALERT_LABEL, 'sig1');
   const res = await verifyWebhook(
@@ -92,24 +91,24 @@ t.test('alert notifications are signed under label sig1 (api.md §4.5)', async (
     async (id) => signer.publicKey(id),
     nowSec(),
   );
-  t.same(res, { ok: true, label: 'sig1', keyId: store.currentKey()!.key_id, created: nowSec() });
+  t.same(res, { ok: true, label: 'sig1', keyId: (await store.currentKey())!.key_id, created: nowSec() });
 });
 
 t.test('a key is made once; rotation makes a new current key and keeps the old public key', async (t) => {
   const { store, signer, advance } = setup(t);
-  const first = ensureSigningKey(store, 1);
-  t.equal(ensureSigningKey(store, 2).key_id, first.key_id, 'not re-created');
+  const first = await ensureSigningKey(store, 1);
+  t.equal((await ensureSigningKey(store, 2)).key_id, first.key_id, 'not re-created');
   const k = crypto.createPublicKey(first.public_key);
   t.equal(k.asymmetricKeyType, 'ed25519');
   t.match(first.public_key, /^-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA/, 'SPKI Ed25519 PEM');
-  t.match(signer.sign('x')['Signature-Input'], `keyid="${first.key_id}"`);
-  const second = rotateSigningKey(store, 3);
+  t.match((await signer.sign('x'))['Signature-Input'], `keyid="${first.key_id}"`);
+  const second = await rotateSigningKey(store, 3);
   t.not(second.key_id, first.key_id);
   advance(1000);
-  const h = signer.sign('x');
+  const h = await signer.sign('x');
   t.match(h['Signature-Input'], `keyid="${second.key_id}"`, 'new signatures use the new key');
-  t.equal(signer.publicKey(first.key_id), first.public_key, 'the old public key stays retrievable');
-  t.equal(signer.publicKey('nope'), undefined);
+  t.equal(await signer.publicKey(first.key_id), first.public_key, 'the old public key stays retrievable');
+  t.equal(await signer.publicKey('nope'), undefined);
   // A signature made with a fixed key and time is what signBody promises, byte for byte.
   const fixed = signBody('x', { keyId: 'mckey', privateKey: crypto.createPrivateKey(second.private_key) }, 1738868393, 'sig_1738775282');
   t.equal(fixed['Signature-Input'], 'sig_1738775282=("content-digest");created=1738868393;alg="ed25519";keyid="mckey"');

@@ -1,0 +1,51 @@
+// Owns the DKIM keys port: per-account RSA keys per domain and selector, their status and rotation timers.
+
+export type DkimStatus = 'active' | 'rotated' | 'retired' | 'revoked';
+
+export interface DkimKeyRow {
+  id: number;
+  account_id: number;
+  domain: string;
+  selector: string;
+  algorithm: string;
+  key_length: number;
+  /** PKCS#8 PEM; never leaves the server (ARCHITECTURE invariant 7). */
+  private_key: string;
+  public_key: string;
+  status: DkimStatus;
+  created_at: number;
+  status_modified_at: number;
+  grace_period_expires_at: number | null;
+  retires_at: number | null;
+}
+
+/** api.md §2.3: a rotated key may still sign for 3 days and is retired 2 weeks after rotation. */
+export const DKIM_GRACE_MS = 3 * 86_400_000;
+export const DKIM_RETIRE_MS = 14 * 86_400_000;
+
+/** DKIM keys; every read and change is scoped by account. */
+export interface DkimKeyStore {
+  /** Stores a new active key; undefined when the selector already exists for this account and domain. */
+  insert(k: { accountId: number; domain: string; selector: string; keyLength: number; privateKey: string; publicKey: string; now: number }): Promise<DkimKeyRow | undefined>;
+  /** The domains the account has DKIM keys for (any status), at most 1,000. */
+  domains(accountId: number): Promise<string[]>;
+  find(accountId: number, domain: string, selector: string): Promise<DkimKeyRow | undefined>;
+  list(accountId: number, domain: string, f: { selector?: string; status?: DkimStatus; limit: number; offset: number }): Promise<DkimKeyRow[]>;
+  /** Sets a key's status; `rotated` starts the 3-day grace and 14-day retirement timers. */
+  updateStatus(row: DkimKeyRow, status: DkimStatus, now: number): Promise<DkimKeyRow>;
+  /**
+   * Rotation in one unit: inserts the new active key and marks the old one rotated. 'not-active' when the old key is
+   * not active; 'exists' when the new selector is taken.
+   */
+  rotate(old: DkimKeyRow, next: { selector: string; privateKey: string; publicKey: string }, now: number): Promise<
+    { ok: true; newKey: DkimKeyRow; rotatedKey: DkimKeyRow } | { ok: false; reason: 'not-active' | 'exists' }
+  >;
+  /**
+   * The key to sign mail From `domain` with: the active key of the first account in `accountIds` (sender, then
+   * parent) that has one; only when none of them has an active key, a rotated key still inside its grace period,
+   * again in account order. Undefined when nothing may sign.
+   */
+  findSigningKey(accountIds: readonly number[], domain: string, now: number): Promise<DkimKeyRow | undefined>;
+  /** Rotated keys past retiresAt become retired; returns how many. */
+  retireDue(now: number): Promise<number>;
+}

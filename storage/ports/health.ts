@@ -1,0 +1,42 @@
+// Owns the storage seam's word on failure and health: the one error every backend throws when storage is
+// unavailable, and what /healthz and /readyz read.
+
+/**
+ * Storage is unavailable (locked past the wait, disk full, I/O error, read-only, corrupt…): not a bug and not bad
+ * input, so callers answer a temporary error (451 4.3.0 / 503) and nothing was stored. Every port method rejects
+ * with this for such failures; anything else it rejects with is a bug or a broken invariant.
+ */
+export class StorageUnavailable extends Error {
+  constructor(
+    /** Stable reason: `database-busy`, `disk-full`, `io-error`, `read-only`, `cannot-open`, `out-of-memory`, `corrupt`. */
+    readonly reason: string,
+    /** The backend's own error code (`SQLITE_BUSY`, `ENOSPC`…), for logs and the health report. */
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`storage unavailable: ${reason} (${code})`, options);
+    this.name = 'StorageUnavailable';
+  }
+}
+
+/** The reason when `err` says storage is unavailable (a StorageUnavailable), else undefined. */
+export function storageFailure(err: unknown): string | undefined {
+  return err instanceof StorageUnavailable ? err.reason : undefined;
+}
+
+/** The last write's failure: why, the backend's error code, and when (ms). */
+export interface WriteFailure {
+  reason: string;
+  code: string;
+  at: number;
+}
+
+/** What the health endpoints ask of storage. */
+export interface HealthStore {
+  /**
+   * Whether reads answer, and the failure of the last write (undefined once a write has committed since, or when
+   * none ever failed). `probe`: when the last write failed, first try one small write that waits for no lock, so
+   * health recovers when nothing else writes.
+   */
+  check(opts?: { probe?: boolean }): Promise<{ readable: boolean; writeFailure: WriteFailure | undefined }>;
+}

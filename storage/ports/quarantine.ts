@@ -1,0 +1,117 @@
+// Owns the quarantine port: held inbound messages with their envelope, verdicts and body, and release leases.
+
+/** How long a release may hold its lease before another release may take over (crash recovery). */
+export const QUARANTINE_LEASE_MS = 10 * 60_000;
+
+/** held: waiting for review; releasing: a release is relaying it (lease); released: relayed once, kept until expiry. */
+export type QuarantineStatus = 'held' | 'releasing' | 'released';
+
+export interface QuarantineRow {
+  id: number;
+  account_id: number;
+  /** The provisioned domain the recipients are on (null once that domain was deleted). */
+  domain_id: number | null;
+  domain: string;
+  /** The id the MX gave the message in its 250 reply and logs. */
+  queue_id: string;
+  mail_from: string;
+  /** JSON array of the recipients of this domain. */
+  rcpt_to: string;
+  client_ip: string;
+  helo: string;
+  from_header: string | null;
+  subject: string | null;
+  message_id: string | null;
+  size: number;
+  score: number;
+  /** Reason code of the decision that quarantined it (e.g. `spam-score`). */
+  reason: string;
+  /** JSON array of the verdict records of every filtering step. */
+  verdicts: string;
+  created_at: number;
+  expires_at: number;
+  release_started_at: number | null;
+  released_at: number | null;
+}
+
+export interface NewQuarantined {
+  accountId: number;
+  domainId: number;
+  domain: string;
+  queueId: string;
+  mailFrom: string;
+  rcptTo: string[];
+  clientIp: string;
+  helo: string;
+  fromHeader: string | null;
+  subject: string | null;
+  messageId: string | null;
+  score: number;
+  reason: string;
+  verdicts: unknown[];
+  raw: Buffer;
+  now: number;
+  expiresAt: number;
+}
+
+export interface QuarantineFilter {
+  /** null: every account (operator CLI). */
+  accountId: number | null;
+  /** Hide messages of domains bound (associate-key) to another API key than this one; null: no such filter. */
+  keyId?: number | null | undefined;
+  domain?: string | undefined;
+  /** One recipient address (case-insensitive). */
+  recipient?: string | undefined;
+  /** Envelope sender (case-insensitive). */
+  sender?: string | undefined;
+  status?: QuarantineStatus | undefined;
+  /** created_at window, inclusive start, exclusive end (ms). */
+  since?: number | undefined;
+  until?: number | undefined;
+  limit: number;
+  offset: number;
+}
+
+/** The outcome of trying to start a release. */
+export type ClaimResult =
+  | { ok: true; row: QuarantineRow; raw: Buffer }
+  | { ok: false; reason: 'not-found' | 'released' | 'in-progress' };
+
+/** Status of a row at `now`; a release lease older than `leaseMs` counts as abandoned (crash), i.e. held again. */
+export function quarantineStatus(row: QuarantineRow, now: number, leaseMs: number): QuarantineStatus {
+  if (row.released_at !== null) return 'released';
+  if (row.release_started_at !== null && row.release_started_at > now - leaseMs) return 'releasing';
+  return 'held';
+}
+
+/**
+ * Quarantined messages. Methods taking `accountId` never touch another account's rows; `null` is the operator (CLI)
+ * and sees every account. A release holds a lease of QUARANTINE_LEASE_MS (a crashed release is taken over after it).
+ */
+export interface QuarantineStore {
+  /** Stores a message and its body in one unit; the caller commits before replying 250. */
+  insert(q: NewQuarantined): Promise<number>;
+  /** One page, newest first, with the total number of matches. */
+  list(f: QuarantineFilter, now: number): Promise<{ rows: QuarantineRow[]; total: number }>;
+  find(accountId: number | null, id: number): Promise<QuarantineRow | undefined>;
+  /** The stored message, as it would be relayed (with our Authentication-Results). */
+  raw(accountId: number | null, id: number): Promise<Buffer | undefined>;
+  /**
+   * Starts a release: takes the lease atomically, so of two concurrent releases exactly one gets `ok`; the other gets
+   * 'in-progress', and any release after `finishRelease` gets 'released'. The caller relays, then calls
+   * `finishRelease`, or `abortRelease` when relaying failed.
+   */
+  claimRelease(accountId: number | null, id: number, now: number): Promise<ClaimResult>;
+  /** Marks a claimed message released (relayed once); later releases answer 'released'. */
+  finishRelease(id: number, now: number): Promise<void>;
+  /** Gives a claimed message back to `held` (its relay failed); `startedAt` is the claim's `release_started_at`. */
+  abortRelease(id: number, startedAt: number): Promise<void>;
+  /** Deletes a message and its body; false when absent, another account's, or being released right now. */
+  delete(accountId: number | null, id: number, now: number): Promise<boolean>;
+  /**
+   * Retention: deletes up to `limit` messages whose `expires_at` has passed (set at insert from
+   * `inbound.quarantine_days`). An unreleased message is never deleted before it expires (ARCHITECTURE invariant 6),
+   * nor while a release holds its lease. Returns how many were deleted.
+   */
+  prune(now: number, limit?: number): Promise<number>;
+}

@@ -1,0 +1,229 @@
+// Owns the Queue port: accepted messages and their per-recipient deliveries, claimed under leases, and outcomes.
+import type { BodyRef } from './bodies.js';
+import type { NewEvent } from './events.js';
+import type { Lease } from './leases.js';
+import type { NewSmtpLogRow, SmtpLogAttempt } from './smtp-log.js';
+import type { NewTrackedMessage } from './tracking.js';
+
+export type DeliveryState = 'queued' | 'sending' | 'delivered' | 'bounced' | 'dropped' | 'held';
+export type MessageKind = 'outbound' | 'relay' | 'dsn';
+
+export interface MessageRow {
+  id: number;
+  account_id: number | null;
+  kind: MessageKind;
+  request_id: string;
+  message_id: string;
+  mail_from: string;
+  from_email: string | null;
+  subject: string | null;
+  campaign_id: string | null;
+  transactional: number;
+  size: number;
+  auth: string | null;
+  upstream: string | null;
+  upstream_hostname: string | null;
+  sender_id: string | null;
+  created_at: number;
+  expires_at: number;
+  /** JSON array of the filtering verdicts: inbound steps (relayed mail), the outbound scan (sent mail). */
+  verdicts: string | null;
+  /** TRACK_* bits (storage/ports/tracking.ts): open pixel, tracked links, List-Unsubscribe. */
+  tracking: number;
+  /** The body (the Bodies port opens it); null when none is kept (a refused message, or pruned by retention). */
+  body: BodyRef | null;
+}
+
+export interface DeliveryRow {
+  id: number;
+  message_id: number;
+  rcpt: string;
+  domain: string;
+  state: DeliveryState;
+  attempts: number;
+  /** When a queued delivery is due; for a sending one, its lease's end (so the earliest due time covers both). */
+  next_attempt_at: number;
+  /** The lease owner while `sending` (storage/ports/leases.ts), else null. */
+  locked_by: string | null;
+  /** The lease's end while `sending`, else null. */
+  lease_until: number | null;
+  /** The fencing token of the latest claim (0 before the first). */
+  lease_token: number;
+  last_code: number | null;
+  last_status: string | null;
+  last_response: string | null;
+  last_command: string | null;
+  last_host: string | null;
+  updated_at: number;
+}
+
+/** The stored message of one accepted record (mta/queue/accepted-message.ts makes it). */
+export interface NewMessage {
+  accountId: number | null;
+  kind: MessageKind;
+  /** MailChannels' `request_id` of the send (REST, submission); the queue id for relayed mail; fresh for a DSN. */
+  sendRequestId: string;
+  messageId: string;
+  mailFrom: string;
+  fromEmail: string | null;
+  subject: string | null;
+  campaignId: string | null;
+  transactional: boolean;
+  /** The body written through the Bodies port; null keeps none (a refused message). */
+  body: BodyRef | null;
+  /** Bytes of the message as submitted. */
+  size: number;
+  auth: string | null;
+  upstream: string | null;
+  upstreamHostname: string | null;
+  senderId: string | null;
+  createdAt: number;
+  expiresAt: number;
+  /** JSON array of the filtering verdicts. */
+  verdicts: string | null;
+  /** TRACK_* bits. */
+  tracking: number;
+}
+
+/** One recipient of an accepted message: queued for delivery (due at once), or dropped before any attempt. */
+export interface NewDelivery {
+  rcpt: string;
+  /** Lower-case domain of `rcpt`: deliveries are grouped by it. */
+  domain: string;
+  state: 'queued' | 'dropped';
+  /** Why it was dropped: enhanced status and text. */
+  status?: string | null;
+  response?: string | null;
+  /** Its SMTP log row (mail an account sent), and an attempt to write over it at once (a drop, a refusal). */
+  log?: { row: Omit<NewSmtpLogRow, 'delivery_id'>; attempt?: SmtpLogAttempt };
+}
+
+/** Everything one accepted message stores, written in one unit by `accept`. */
+export interface AcceptRecord {
+  message: NewMessage;
+  deliveries: NewDelivery[];
+  /** Outbox events (`processed`, `dropped`), in order. */
+  events: NewEvent[];
+  /** One unit of the account's monthly usage for this period. */
+  usage?: { accountId: number; period: string };
+  /** What its tracking tokens name. */
+  tracked?: NewTrackedMessage;
+  /**
+   * The fast path: its `queued` deliveries are written already leased to `owner` until `until` (state `sending`, one
+   * attempt counted, a fresh token) — the lease a claim would take, taken in the accept commit.
+   */
+  lease?: { owner: string; until: number };
+}
+
+/** What `accept` stored for one record: row ids, and the leases it took (fast path), with their recipients. */
+export interface AcceptedIds {
+  messageRowId: number;
+  /** One per `deliveries` entry, in order. */
+  deliveryIds: number[];
+  leased: (Lease & { rcpt: string; domain: string })[];
+}
+
+/** One attempt at one delivery, as recorded. */
+export interface AttemptRecord {
+  deliveryId: number;
+  at: number;
+  outcome: 'delivered' | 'deferred' | 'bounced';
+  code: number | null;
+  status: string | null;
+  response: string;
+  command: string | null;
+  host: string | null;
+}
+
+/** One stored attempt (a delivery's history, oldest first). */
+export interface AttemptRow {
+  id: number;
+  delivery_id: number;
+  at: number;
+  outcome: AttemptRecord['outcome'];
+  code: number | null;
+  status: string | null;
+  response: string | null;
+  command: string | null;
+  host: string | null;
+}
+
+/** Everything one attempt's outcome writes, in one unit, fenced by its lease. */
+export interface OutcomeRecord {
+  /** The lease the attempt ran under: nothing is written unless it still holds. */
+  lease: Lease;
+  attempt: Omit<AttemptRecord, 'deliveryId'>;
+  /** The delivery's new state: final, or queued again for `nextAttemptAt`. */
+  state: 'delivered' | 'bounced' | 'queued';
+  nextAttemptAt: number;
+  /** Write over its SMTP log row's attempt columns. */
+  log?: SmtpLogAttempt;
+  /** Its outbox event (`delivered`, `soft-bounced`, `hard-bounced`) with its roll-up. */
+  event?: NewEvent;
+  /**
+   * A delivery of a tracked message (by Message-ID, with the message's TRACK_* bits): the event also counts in the
+   * *_tracking_delivered figures, the unique ones at the message's first delivery (deliveredDelta).
+   */
+  trackedDelivery?: { messageId: string; tracking: number };
+  /** Add the recipient to the account's suppression list (a recipient-class hard bounce). */
+  suppress?: { accountId: number; recipient: string; sender: string | null };
+}
+
+/** A DSN to enqueue with the outcomes it reports (indexes into the outcomes of the same `record` call). */
+export interface DsnRecord {
+  covers: readonly number[];
+  dsn: AcceptRecord;
+}
+
+/** Claimed deliveries with the messages they belong to (each message once). */
+export interface ClaimBatch {
+  deliveries: DeliveryRow[];
+  messages: MessageRow[];
+}
+
+/**
+ * The durable queue: the one door for accepted mail, claims under leases (storage/ports/leases.ts), and outcomes.
+ * Every write method is one atomic unit; none resolves before its unit is durable.
+ */
+export interface QueueStore {
+  /**
+   * Stores the messages of one request, all or nothing: each message row (naming its body), its deliveries, their
+   * log rows, the events with their roll-ups, usage and tracking. Resolves once durable, so the caller may answer
+   * 250 / 202; a rejection means nothing was stored.
+   */
+  accept(records: readonly AcceptRecord[]): Promise<AcceptedIds[]>;
+  /**
+   * Claims up to `limit` deliveries for `owner`: queued ones that are due at `now`, and sending ones whose lease
+   * expired (taken over). Each gets the lease (owner, `now + leaseMs`, a fresh token), one more attempt counted and
+   * its due time pushed to the lease end, before anything is dialled.
+   */
+  claim(owner: string, now: number, leaseMs: number, limit: number): Promise<ClaimBatch>;
+  /** Extends leases still held to `until`; resolves with the ids of those that were lost (taken over or finished). */
+  renew(leases: readonly Lease[], until: number): Promise<number[]>;
+  /** Gives leases still held back, due at `now` (their attempt is not counted); returns how many. */
+  release(leases: readonly Lease[], now: number): Promise<number>;
+  /**
+   * Records outcomes (and the DSNs they cause) in one unit: for each outcome whose lease still holds, the attempt,
+   * the delivery's new state, its log row, its event with roll-ups, and the suppression. An outcome whose lease was
+   * lost writes nothing (`false` in the result, in order); a DSN is enqueued when any outcome it covers was written.
+   */
+  record(outcomes: readonly OutcomeRecord[], dsns?: readonly DsnRecord[]): Promise<boolean[]>;
+  /** Earliest due time of unfinished deliveries (a sending one's lease end included), or undefined when none. */
+  nextDueAt(): Promise<number | undefined>;
+  /**
+   * Yields whenever another process (or node) has committed to the store since the last yield — mail it queued or
+   * made due — until `signal` aborts. This process's own accepts are not reported (the queue wakes its worker).
+   */
+  changes(signal: AbortSignal): AsyncIterable<void>;
+  findMessage(id: number): Promise<MessageRow | undefined>;
+  findDelivery(id: number): Promise<DeliveryRow | undefined>;
+  deliveriesOf(messageId: number): Promise<DeliveryRow[]>;
+  attemptsOf(deliveryId: number): Promise<AttemptRow[]>;
+  /** The message a send (`request_id`) of the account addressed to `rcpt`, while it is stored; else undefined. */
+  findSentTo(accountId: number, sendRequestId: string, rcpt: string): Promise<Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'> | undefined>;
+  /**
+   * Finished recipients (delivered or bounced) of a sender identity's messages accepted since `since`, and how many
+   * of them bounced for a recipient-class reason (RFC 3463 5.1.x, 5.2.1): its hard-bounce rate.
+   */
+  senderOutcomes(accountId: number, senderId: string, since: number): Promise<{ finished: number; invalid: number }>;
+}

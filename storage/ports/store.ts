@@ -1,0 +1,78 @@
+// Owns the Store: every port of the storage seam, as one object that storage/open.ts returns and bin/ hands out.
+import type { AccountStore } from './accounts.js';
+import type { AlertStore } from './alerts.js';
+import type { BayesStore } from './bayes.js';
+import type { BodyStore } from './bodies.js';
+import type { ConsoleStore } from './console.js';
+import type { DkimKeyStore } from './dkim-keys.js';
+import type { GreylistStore } from './greylist.js';
+import type { HealthStore } from './health.js';
+import type { InboundDomainStore } from './inbound-domains.js';
+import type { InboundListStore } from './inbound-lists.js';
+import type { InboundReportStore } from './inbound-reports.js';
+import type { LockdownStore } from './lockdown.js';
+import type { MetricStore } from './metrics.js';
+import type { QuarantineStore } from './quarantine.js';
+import type { QueueStore } from './queue.js';
+import type { QueueViewStore } from './queue-views.js';
+import type { RetentionStore } from './retention.js';
+import type { SenderAbuseStore } from './sender-abuse.js';
+import type { SettingStore } from './settings.js';
+import type { SmtpLogStore } from './smtp-log.js';
+import type { SuppressionStore } from './suppressions.js';
+import type { TrackingStore } from './tracking.js';
+import type { TrackingDomainStore } from './tracking-domains.js';
+import type { WebhookStore } from './webhooks.js';
+
+/**
+ * The storage seam (ARCHITECTURE: one asynchronous seam, two backends). Everything outside storage/ reaches storage
+ * only through these ports; each method returns a promise and is one atomic unit of work. No caller sees a
+ * transaction, SQL, a connection or the order of row ids. A part of Sluice receives the ports it uses, not the Store.
+ */
+export interface Store {
+  /** Accounts, sub-accounts, API keys, SMTP passwords, monthly usage. */
+  readonly accounts: AccountStore;
+  /** Shared named settings and secrets. */
+  readonly settings: SettingStore;
+  /** The durable queue: accept, claim, renew, record (ARCHITECTURE: Queue). */
+  readonly queue: QueueStore;
+  /** The operator's views of the queue and hand actions (retry, drop). */
+  readonly queueViews: QueueViewStore;
+  /** Message bodies (ARCHITECTURE: Bodies). */
+  readonly bodies: BodyStore;
+  /** The SMTP log and its search (ARCHITECTURE: Log). */
+  readonly smtpLog: SmtpLogStore;
+  /** Hourly roll-ups (ARCHITECTURE: Metrics). */
+  readonly metrics: MetricStore;
+  /** Open and click tracking (ARCHITECTURE: Tracking). */
+  readonly tracking: TrackingStore;
+  /** Webhook endpoints, signing keys, outbox batches (ARCHITECTURE: Events). */
+  readonly webhooks: WebhookStore;
+  /** Outbound: suppressions, DKIM keys, lockdown, tracking domains, sender abuse. */
+  readonly suppressions: SuppressionStore;
+  readonly dkimKeys: DkimKeyStore;
+  readonly lockdown: LockdownStore;
+  readonly trackingDomains: TrackingDomainStore;
+  readonly senderAbuse: SenderAbuseStore;
+  /** Inbound: domains (aliases, downstreams, subscriptions), lists, reports, quarantine. */
+  readonly inboundDomains: InboundDomainStore;
+  readonly inboundLists: InboundListStore;
+  readonly inboundReports: InboundReportStore;
+  readonly quarantine: QuarantineStore;
+  /** The inbound classifier's models (filters/bayes.ts reads and trains them). */
+  readonly bayes: BayesStore;
+  /** Greylisting's memory: triplets and client networks. */
+  readonly greylist: GreylistStore;
+  /** Alert monitors and alerts. */
+  readonly alerts: AlertStore;
+  /** Web console sessions and operator tokens. */
+  readonly console: ConsoleStore;
+  /** Retention's bounded deletes. */
+  readonly retention: RetentionStore;
+  /** What /healthz and /readyz read. */
+  readonly health: HealthStore;
+  /** Writes one consistent copy of the whole store to the file `target` (which must not exist), while it is in use. */
+  backup(target: string): Promise<void>;
+  /** Waits for writes in progress, then closes the store; no port may be used afterwards. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,164 @@
+// Owns how the SQLite store runs its units: group commit (write units that arrive together share one durable
+// transaction, one fsync, each isolated), and waiting for a lock held elsewhere without blocking the event loop.
+import { performance } from 'node:perf_hooks';
+import { StorageUnavailable } from '../ports/health.js';
+import type { WriteHealth } from './write-health.js';
+import { sqliteFailure } from './write-health.js';
+
+/**
+ * How long a unit waits for a lock another connection holds (a backup, the `sqlite3` shell, another process)
+ * before it fails as `database-busy`: what busy_timeout was, now spent off the event loop.
+ */
+export const LOCK_WAIT_MS = 5000;
+/** First and longest pause between tries while a lock is held elsewhere. */
+const FIRST_PAUSE_MS = 2;
+const MAX_PAUSE_MS = 50;
+
+/** `err` as the seam's error: a StorageUnavailable for storage failures, itself otherwise. */
+export function asStorageError(err: unknown): unknown {
+  const reason = sqliteFailure(err);
+  return reason ? new StorageUnavailable(reason, String((err as { code: string }).code), { cause: err }) : err;
+}
+
+const isBusy = (err: unknown) => sqliteFailure(err) === 'database-busy';
+
+/**
+ * The connection runs with busy_timeout 0, so a statement that meets a lock held elsewhere fails at once instead of
+ * blocking the whole process (MX greetings, /readyz, /metrics) for busy_timeout; the unit is tried again after a
+ * short pause, off the event loop, until LOCK_WAIT_MS has passed (then it fails as `database-busy`, which callers
+ * answer with 451 4.3.0 / 503).
+ *
+ * Writes: every unit queued in the same event-loop turn runs inside one BEGIN IMMEDIATE transaction, each in its
+ * own savepoint, so one failing unit rolls back alone. A unit's promise settles only after the outer COMMIT returned
+ * — with synchronous=FULL that is after the fsync, so "resolved" means durable (ARCHITECTURE invariant 1). N
+ * concurrent writers cost one fsync instead of N. Reads run at once (WAL readers never wait for a writer) and are
+ * only retried when SQLite reports a lock.
+ */
+export function createCommitBatcher(opts: {
+  /** Runs fn in one write transaction (BEGIN IMMEDIATE). */
+  transaction: (fn: () => void) => void;
+  /** Runs fn in a savepoint inside the current transaction. */
+  savepoint: <T>(fn: () => T) => T;
+  /** Keeps lock waits out of health until they give up. */
+  health: Pick<WriteHealth, 'quietBusy' | 'record'>;
+  /** Most units per transaction. */
+  maxBatch?: number;
+  /** How long a unit may wait for a lock (default LOCK_WAIT_MS). */
+  lockWaitMs?: number;
+  /** Told the seconds each write transaction took, COMMIT (and its fsync) included: the commit-latency metric. */
+  onCommit?: (seconds: number) => void;
+}) {
+  type Unit = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void; deadline: number };
+  const maxBatch = opts.maxBatch ?? 500;
+  const lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
+  const pending: Unit[] = [];
+  let scheduled = false;
+  let pause = 0;
+  let retry: NodeJS.Timeout | undefined;
+  let idle: (() => void)[] = [];
+
+  /** Units whose lock wait is over fail; the others go back to the front of the line for the next try. */
+  function busy(batch: Unit[], err: unknown): void {
+    const now = performance.now();
+    const waiting = batch.filter((u) => u.deadline > now);
+    for (const u of batch) if (u.deadline <= now) u.reject(asStorageError(err));
+    if (waiting.length < batch.length) opts.health.record(err);
+    pending.unshift(...waiting);
+    pause = Math.min(MAX_PAUSE_MS, Math.max(FIRST_PAUSE_MS, pause * 2));
+    schedule();
+  }
+
+  function flush(): void {
+    scheduled = false;
+    retry = undefined;
+    const batch = pending.splice(0, maxBatch);
+    if (batch.length === 0) return settleIdle();
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const started = process.hrtime.bigint();
+    try {
+      opts.health.quietBusy(() =>
+        opts.transaction(() => {
+          for (const unit of batch) {
+            try {
+              outcomes.push({ ok: true, value: opts.savepoint(unit.fn) });
+            } catch (error) {
+              outcomes.push({ ok: false, error });
+            }
+          }
+        }),
+      );
+    } catch (error) {
+      // Nothing of this batch is durable: BEGIN met a lock (try again), the COMMIT failed (disk full, I/O error),
+      // or a unit's storage failure made SQLite roll the whole transaction back (SQLITE_FULL, _IOERR, _BUSY and
+      // _NOMEM may; sqlite.org/lang_transaction.html), so the COMMIT only found "no transaction is active". That
+      // storage failure is the cause every unit reports (a unit that failed on its own keeps its own error).
+      const own = (i: number) => (outcomes[i]?.ok === false ? (outcomes[i] as { error: unknown }).error : undefined);
+      const cause = [error, ...batch.map((_, i) => own(i))].find((e) => sqliteFailure(e) !== undefined) ?? error;
+      if (isBusy(cause)) return busy(batch, cause);
+      batch.forEach((unit, i) => unit.reject(asStorageError(own(i) ?? cause)));
+      schedule();
+      return;
+    }
+    pause = 0;
+    opts.onCommit?.(Number(process.hrtime.bigint() - started) / 1e9);
+    batch.forEach((unit, i) => {
+      const o = outcomes[i] as (typeof outcomes)[number];
+      if (o.ok) unit.resolve(o.value);
+      else unit.reject(asStorageError(o.error));
+    });
+    schedule();
+  }
+
+  function schedule(): void {
+    if (scheduled || pending.length === 0) {
+      if (pending.length === 0 && !scheduled) settleIdle();
+      return;
+    }
+    scheduled = true;
+    if (pause > 0) retry = setTimeout(flush, pause);
+    else setImmediate(flush);
+  }
+
+  function settleIdle(): void {
+    if (pending.length > 0 || scheduled) return;
+    const waiting = idle;
+    idle = [];
+    for (const done of waiting) done();
+  }
+
+  return {
+    /** Queues `fn` for the next group commit; resolves with its result once durable. */
+    run<T>(fn: () => T): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        pending.push({ fn, resolve: resolve as (v: unknown) => void, reject, deadline: performance.now() + lockWaitMs });
+        schedule();
+      });
+    },
+
+    /** Runs the read `fn` now; tries again after a pause while SQLite reports a lock, until the wait is over. */
+    async read<T>(fn: () => T): Promise<T> {
+      const deadline = performance.now() + lockWaitMs;
+      for (let wait = FIRST_PAUSE_MS; ; wait = Math.min(MAX_PAUSE_MS, wait * 2)) {
+        try {
+          return fn();
+        } catch (err) {
+          if (!isBusy(err) || performance.now() >= deadline) throw asStorageError(err);
+        }
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    },
+
+    /** Resolves once every queued unit has settled (closing the store waits for this). */
+    drained(): Promise<void> {
+      if (pending.length === 0 && !scheduled) return Promise.resolve();
+      return new Promise((r) => idle.push(r));
+    },
+
+    /** Stops a pending retry timer (the store is closing and nothing is queued). */
+    stop(): void {
+      if (retry) clearTimeout(retry);
+    },
+  };
+}
+
+export type CommitBatcher = ReturnType<typeof createCommitBatcher>;

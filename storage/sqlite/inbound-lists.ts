@@ -1,0 +1,119 @@
+// Owns the inbound_list_entries table: safelist/blocklist entries at account, domain and recipient level, and
+import { domainAndParents, ipKey, parseIpItem, type ListAction, type ListEntryRow, type ListItemType, type ListMatches, type ListScope } from '../ports/inbound-lists.js';
+// the 16-byte key encoding of IP addresses and CIDR ranges that lets a client address match with one range query.
+import type { Db } from './database.js';
+
+function scopeKey(scope: ListScope): { scope: string; domainId: number | null } {
+  if (scope.level === 'account') return { scope: '', domainId: null };
+  if (scope.level === 'domain') return { scope: scope.domain, domainId: scope.domainId };
+  return { scope: scope.recipient, domainId: scope.domainId };
+}
+
+/**
+ * Repository over list entries. Items must already be canonical (see the list routes: lower-case A-label domains,
+ * lower-cased addresses, `parseIpItem` text for IPs). Every query is scoped by account.
+ */
+export function createInboundListStore(db: Db) {
+  const s = {
+    list: db.prepare(
+      `SELECT * FROM inbound_list_entries WHERE account_id = @account AND level = @level AND scope = @scope
+         AND action = @action ORDER BY id`,
+    ),
+    upsert: db.prepare(
+      `INSERT INTO inbound_list_entries (account_id, level, scope, domain_id, item, item_type, action, ip_start,
+         ip_end, created_at)
+       VALUES (@account, @level, @scope, @domain_id, @item, @item_type, @action, @ip_start, @ip_end, @now)
+       ON CONFLICT (account_id, level, scope, item) DO UPDATE SET action = excluded.action
+       RETURNING *`,
+    ),
+    remove: db.prepare(
+      `DELETE FROM inbound_list_entries WHERE account_id = @account AND level = @level AND scope = @scope
+         AND action = @action AND item = @item`,
+    ),
+    match: db.prepare(
+      `SELECT id, account_id, level, scope, domain_id, item, item_type, action, created_at
+       FROM inbound_list_entries
+       WHERE account_id = @account
+         AND ((level = 'account' AND scope = '') OR (level = 'domain' AND scope = @domain)
+              OR (level = 'recipient' AND scope = @recipient))
+         AND ((item_type = 'email_address' AND item = @sender)
+              OR (item_type = 'domain' AND item IN (SELECT value FROM json_each(@sender_domains)))
+              OR (item_type = 'ip_address' AND ip_start <= @ip AND ip_end >= @ip))
+       ORDER BY id`,
+    ),
+  };
+
+  return {
+    /** The entries of one list (blocklist or safelist) at one scope, oldest first. */
+    listEntries(scope: ListScope, action: ListAction): ListEntryRow[] {
+      const k = scopeKey(scope);
+      return s.list.all({ account: scope.accountId, level: scope.level, scope: k.scope, action }) as ListEntryRow[];
+    },
+
+    /**
+     * Puts `item` on the `action` list at `scope`. An item is on at most one list per scope: adding it to the
+     * safelist takes it off that scope's blocklist and vice versa. Idempotent; returns the stored entry.
+     */
+    addEntry(scope: ListScope, entry: { item: string; itemType: ListItemType; action: ListAction }, now: number):
+      ListEntryRow {
+      const k = scopeKey(scope);
+      const range = entry.itemType === 'ip_address' ? parseIpItem(entry.item) : undefined;
+      if (entry.itemType === 'ip_address' && !range) throw new Error(`not an IP item: ${entry.item}`);
+      const row = s.upsert.get({
+        account: scope.accountId,
+        level: scope.level,
+        scope: k.scope,
+        domain_id: k.domainId,
+        item: entry.item,
+        item_type: entry.itemType,
+        action: entry.action,
+        ip_start: range?.start ?? null,
+        ip_end: range?.end ?? null,
+        now,
+      }) as ListEntryRow & { ip_start?: unknown; ip_end?: unknown };
+      const { ip_start: _s, ip_end: _e, ...clean } = row;
+      return clean;
+    },
+
+    /** Removes `item` from the `action` list at `scope`; false when it was not there. */
+    removeEntry(scope: ListScope, action: ListAction, item: string): boolean {
+      const k = scopeKey(scope);
+      return s.remove.run({ account: scope.accountId, level: scope.level, scope: k.scope, action, item }).changes > 0;
+    },
+
+    /**
+     * Every entry of the domain owner's lists that matches one message, grouped by level: the account's lists, the
+     * domain's (`domain`: the provisioned domain's name, not an alias) and the recipient's (`recipient`: the
+     * address as stored by the recipient-level API, i.e. lower-cased on the provisioned domain). An entry matches
+     * when it is the sender address (case-insensitive), the sender domain or a parent domain of it, or an IP range
+     * holding the client address. Absent facts match nothing, so the MX may call this at connect, MAIL and RCPT.
+     */
+    matchLists(q: {
+      accountId: number;
+      domain: string;
+      recipient?: string;
+      clientIp?: string;
+      senderAddress?: string;
+      senderDomain?: string;
+    }): ListMatches {
+      const sender = q.senderAddress ? q.senderAddress.toLowerCase() : null;
+      const fromAddress = sender && sender.includes('@') ? sender.slice(sender.lastIndexOf('@') + 1) : '';
+      const senderDomain = (q.senderDomain ?? fromAddress).toLowerCase().replace(/\.$/, '');
+      const rows = s.match.all({
+        account: q.accountId,
+        domain: q.domain,
+        recipient: q.recipient ? q.recipient.toLowerCase() : null,
+        sender,
+        sender_domains: JSON.stringify(senderDomain ? domainAndParents(senderDomain) : []),
+        ip: q.clientIp ? (ipKey(q.clientIp) ?? null) : null,
+      }) as ListEntryRow[];
+      return {
+        account: rows.filter((r) => r.level === 'account'),
+        domain: rows.filter((r) => r.level === 'domain'),
+        recipient: rows.filter((r) => r.level === 'recipient'),
+      };
+    },
+  };
+}
+
+export type InboundListStore = ReturnType<typeof createInboundListStore>;

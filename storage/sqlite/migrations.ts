@@ -1,0 +1,42 @@
+// Owns the schema: forward-only numbered migrations; the index + 1 is the PRAGMA user_version it leads to.
+import { ACCOUNTS } from './migrations/001-accounts.js';
+import { OUTBOUND } from './migrations/002-outbound.js';
+import { SMTP_LOG_SEARCH } from './migrations/003-smtp-log-search.js';
+import { LOCKDOWN_ALLOW } from './migrations/004-lockdown-allow.js';
+import { INBOUND } from './migrations/005-inbound.js';
+import { QUARANTINE } from './migrations/006-quarantine.js';
+import { WEBHOOKS } from './migrations/007-webhooks.js';
+import { MESSAGE_VERDICTS } from './migrations/008-message-verdicts.js';
+import { ENGAGEMENT } from './migrations/009-engagement.js';
+import { TRACKING_DOMAINS } from './migrations/010-tracking-domains.js';
+import { SENDER_ABUSE } from './migrations/011-sender-abuse.js';
+import { ALERTS } from './migrations/012-alerts.js';
+import { CONSOLE } from './migrations/013-console.js';
+import { WEBHOOK_ENROLMENT } from './migrations/014-webhook-enrolment.js';
+import { METRIC_DETAIL } from './migrations/015-metric-detail.js';
+import { INBOUND_FILTERING } from './migrations/016-inbound-filtering.js';
+import { LEASES } from './migrations/017-leases.js';
+
+/**
+ * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
+ * INTEGER milliseconds since the epoch.
+ */
+export const MIGRATIONS: readonly string[] = [
+  ACCOUNTS, // 1
+  OUTBOUND, // 2
+  SMTP_LOG_SEARCH, // 3
+  LOCKDOWN_ALLOW, // 4
+  INBOUND, // 5
+  QUARANTINE, // 6
+  WEBHOOKS, // 7
+  MESSAGE_VERDICTS, // 8
+  ENGAGEMENT, // 9
+  TRACKING_DOMAINS, // 10
+  SENDER_ABUSE, // 11
+  ALERTS, // 12
+  CONSOLE, // 13
+  WEBHOOK_ENROLMENT, // 14
+  METRIC_DETAIL, // 15
+  INBOUND_FILTERING, // 16
+  LEASES, // 17
+];

@@ -1,0 +1,182 @@
+// Owns the SMTP log search plan: its filters, the index each filter drives, the trigram subject lookup and the SQL.
+import type { SmtpLogFilters, SmtpLogPage } from '../ports/smtp-log.js';
+
+/**
+ * Above this many accounts the search stops merging per-account ordered scans (one UNION ALL arm each; SQLite caps
+ * a compound SELECT at 500 arms) and falls back to one `account_id IN (…)` scan plus a sort.
+ */
+const MAX_MERGED_ACCOUNTS = 64;
+/**
+ * A subject substring whose trigrams are all held by at most this many rows (all tenants, all time) is searched
+ * through the trigram index: that many primary-key lookups stay within a few milliseconds.
+ */
+export const SUBJECT_CANDIDATE_LIMIT = 5000;
+/** Indexes whose matches are few enough that scanning them beats asking the trigram index. */
+const SELECTIVE_INDEXES = new Set(['smtp_log_message', 'smtp_log_request', 'smtp_log_rcpt']);
+
+/** Every column of an smtp_log row, in table order (the store reads rows with this list too). */
+export const COLUMNS =
+  'delivery_id, account_id, message_id, request_id, sender, rcpt, auth, upstream, upstream_hostname, sender_id, ' +
+  'subject, size, lastcmd, rspcode, rspmsg, delivered, spam_disposition, virus_disposition, created_at, updated_at';
+const SELECTED = COLUMNS.split(', ')
+  .map((c) => `l.${c}`)
+  .join(', ');
+
+/** `%`, `_` and the escape character itself lose their LIKE meaning, so a subject filter is a literal substring. */
+function likeContains(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** An equality filter: its field, column, collation and the migration-3 index that leads with it. */
+interface EqualityFilter {
+  field: keyof SmtpLogFilters;
+  column: string;
+  index: string;
+  nocase?: boolean;
+}
+
+/**
+ * Equality filters in the order they are preferred to drive the scan: roughly most selective first (ids, then
+ * addresses and sources, then low-cardinality outcomes). Without ANALYZE statistics SQLite's planner rates all of
+ * these indexes alike and, when another term needs the table anyway, falls back to (account_id, created_at) and
+ * scans the whole range; so the store names the index itself (INDEXED BY) and the plan never depends on stats.
+ */
+const EQUALITY_FILTERS: readonly EqualityFilter[] = [
+  { field: 'messageId', column: 'message_id', index: 'smtp_log_message' },
+  { field: 'sendRequestId', column: 'request_id', index: 'smtp_log_request' },
+  { field: 'rcpt', column: 'rcpt', index: 'smtp_log_rcpt', nocase: true },
+  { field: 'senderId', column: 'sender_id', index: 'smtp_log_sender_id' },
+  // Host names compare case-insensitively (RFC 4343).
+  { field: 'upstreamHostname', column: 'upstream_hostname', index: 'smtp_log_upstream_hostname', nocase: true },
+  { field: 'upstream', column: 'upstream', index: 'smtp_log_upstream' },
+  { field: 'sender', column: 'sender', index: 'smtp_log_sender', nocase: true },
+  { field: 'auth', column: 'auth', index: 'smtp_log_auth' },
+  { field: 'virusDisposition', column: 'virus_disposition', index: 'smtp_log_virus' },
+  { field: 'spamDisposition', column: 'spam_disposition', index: 'smtp_log_spam' },
+  { field: 'rspcode', column: 'rspcode', index: 'smtp_log_rspcode' },
+];
+
+/** At most this many trigrams of a subject filter go into the index query; more add cost and little precision. */
+const MAX_TRIGRAMS = 8;
+
+/**
+ * An FTS5 query for rows whose subject holds trigrams that tile `text` (case-folded by the tokenizer), or undefined
+ * when `text` is shorter than a trigram. Tiling (every third trigram, plus the last) is nearly as selective as all
+ * of them and intersects a third as many posting lists. Each trigram is a one-token string, the only form a
+ * detail=none table accepts. The result is a superset of the substring matches: the caller re-checks with LIKE.
+ */
+function trigramMatch(text: string): string | undefined {
+  const chars = [...text];
+  if (chars.length < 3) return undefined;
+  const starts: number[] = [];
+  for (let i = 0; i + 3 <= chars.length; i += 3) starts.push(i);
+  if (starts[starts.length - 1] !== chars.length - 3) starts.push(chars.length - 3);
+  let grams = [...new Set(starts.map((i) => chars.slice(i, i + 3).join('')))];
+  if (grams.length > MAX_TRIGRAMS) {
+    // Evenly spaced, first and last kept, so a long filter still constrains its whole length.
+    const all = grams;
+    const step = (all.length - 1) / (MAX_TRIGRAMS - 1);
+    grams = Array.from({ length: MAX_TRIGRAMS }, (_, i) => all[Math.round(i * step)] as string);
+  }
+  return grams.map((g) => `"${g.replace(/"/g, '""')}"`).join(' AND ');
+}
+
+/**
+ * The WHERE terms of one account's scan, their parameters and the index that drives it. Every index has the shape
+ * (account_id, column, created_at) with delivery_id as the implicit last key, so the scan yields rows already in
+ * `created_at, delivery_id` order and stops after start_at + count matches, with no sort; other filters are
+ * checked on the rows it visits.
+ */
+function whereTerms(f: SmtpLogFilters): { sql: string; params: unknown[]; index: string } {
+  const terms = ['created_at >= ?', 'created_at < ?'];
+  const params: unknown[] = [f.since, f.until];
+  let index: string | undefined;
+  for (const e of EQUALITY_FILTERS) {
+    const value = f[e.field];
+    if (value === undefined) continue;
+    // COLLATE NOCASE must match the index column's collation, or the index cannot serve the term.
+    terms.push(`${e.column} = ?${e.nocase ? ' COLLATE NOCASE' : ''}`);
+    params.push(value);
+    index ??= e.index;
+  }
+  if (f.delivered !== undefined) {
+    // A literal, not a parameter: only then can SQLite prove the partial index (WHERE delivered = 0) applies.
+    terms.push(f.delivered ? 'delivered = 1' : 'delivered = 0');
+    if (!f.delivered) index ??= 'smtp_log_undelivered';
+  }
+  if (f.subject !== undefined) {
+    // LIKE is ASCII case-insensitive unless PRAGMA case_sensitive_like is on (it never is here).
+    terms.push("subject LIKE ? ESCAPE '\\'");
+    params.push(likeContains(f.subject));
+  }
+  // No index leads with these (few distinct commands, free-text replies): checked on the rows the index visits.
+  if (f.lastcmd !== undefined) {
+    terms.push('lastcmd = ? COLLATE NOCASE');
+    params.push(f.lastcmd);
+  }
+  if (f.rspmsg !== undefined) {
+    terms.push("rspmsg LIKE ? ESCAPE '\\'");
+    params.push(likeContains(f.rspmsg));
+  }
+  return { sql: terms.join(' AND '), params, index: index ?? 'smtp_log_account_time' };
+}
+
+/**
+ * The trigram-index query for the subject filter when the index should supply the candidate rows: the substring has
+ * at least 3 characters and no near-unique filter (ids, rcpt) already drives the scan. The caller also requires the
+ * match to be rare (at most SUBJECT_CANDIDATE_LIMIT rows); a common substring is found quickly by the ordered scan.
+ */
+export function subjectIndexQuery(f: SmtpLogFilters): string | undefined {
+  if (f.subject === undefined) return undefined;
+  const match = trigramMatch(f.subject);
+  if (match === undefined || SELECTIVE_INDEXES.has(whereTerms(f).index)) return undefined;
+  return match;
+}
+
+/**
+ * The SQL of a search. Two plans:
+ *
+ * - Ordered scan (the usual one). For several accounts each account is scanned in index order by its own arm of a
+ *   UNION ALL; SQLite merges the ordered arms of a compound SELECT with ORDER BY (no temp B-tree) and the LIMIT
+ *   stops the merge early, so a parent with sub-accounts pays about what one account does.
+ * - Subject candidates: when the subject substring is rare, the ids of the rows holding its trigrams come from the
+ *   trigram index (SUBJECT_CANDIDATE_LIMIT at most); those rows are re-checked with LIKE, filtered and sorted.
+ *
+ * Either way the inner query selects only (created_at, delivery_id) and full rows are read for the returned page
+ * alone, so a deep page only steps over index entries.
+ */
+export function searchQuery(
+  accountIds: readonly number[],
+  filters: SmtpLogFilters,
+  page: SmtpLogPage,
+  subjectCandidates: readonly number[] | undefined,
+): { sql: string; params: unknown[] } {
+  const where = whereTerms(filters);
+  const order = 'ORDER BY created_at DESC, delivery_id DESC';
+  const from = `smtp_log INDEXED BY ${where.index}`;
+  const params: unknown[] = [];
+  const accountTerm =
+    accountIds.length === 1 ? 'account_id = ?' : `account_id IN (${accountIds.map(() => '?').join(', ')})`;
+  let keys: string;
+  if (subjectCandidates !== undefined) {
+    // CROSS JOIN fixes the join order: candidates first, then one primary-key lookup each.
+    keys =
+      'SELECT s.created_at, s.delivery_id FROM json_each(?) AS subject_candidates CROSS JOIN smtp_log AS s ' +
+      `ON s.delivery_id = subject_candidates.value WHERE ${accountTerm} AND ${where.sql} ${order}`;
+    params.push(JSON.stringify(subjectCandidates), ...accountIds, ...where.params);
+  } else if (accountIds.length === 1 || accountIds.length > MAX_MERGED_ACCOUNTS) {
+    keys = `SELECT created_at, delivery_id FROM ${from} WHERE ${accountTerm} AND ${where.sql} ${order}`;
+    params.push(...accountIds, ...where.params);
+  } else {
+    const arm = `SELECT created_at, delivery_id FROM ${from} WHERE account_id = ? AND ${where.sql}`;
+    keys = `${accountIds.map(() => arm).join(' UNION ALL ')} ${order}`;
+    for (const id of accountIds) params.push(id, ...where.params);
+  }
+  params.push(page.count, page.startAt);
+  return {
+    sql:
+      `SELECT ${SELECTED} FROM (${keys} LIMIT ? OFFSET ?) AS k JOIN smtp_log AS l ON l.delivery_id = k.delivery_id ` +
+      'ORDER BY l.created_at DESC, l.delivery_id DESC',
+    params,
+  };
+}

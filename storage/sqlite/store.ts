@@ -1,0 +1,222 @@
+// Owns the SQLite store: one connection, its repositories behind the asynchronous ports of storage/ports/, every
+// write through group commit, and waits for locks held elsewhere kept off the event loop.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Readable } from 'node:stream';
+import type { Store } from '../ports/store.js';
+import type { AccountStore } from '../ports/accounts.js';
+import type { QueueStore } from '../ports/queue.js';
+import { createAccountStore } from './accounts.js';
+import { createAlertStore } from './alerts.js';
+import { createSqliteBayesStore } from './bayes.js';
+import { createInlineBodies } from './bodies.js';
+import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
+import { createConsoleStore } from './console.js';
+import { backupDatabase, openDatabase, pingDatabase, type Db } from './database.js';
+import { createDkimKeyStore } from './dkim-keys.js';
+import { createSqliteGreylistStore } from './greylist.js';
+import { createInboundDomainStore } from './inbound-domains.js';
+import { createInboundListStore } from './inbound-lists.js';
+import { createInboundReportStore } from './inbound-reports.js';
+import { createLockdownAllowStore } from './lockdown-allow.js';
+import { createMetricRollup } from './metrics.js';
+import { createQuarantineStore } from './quarantine.js';
+import { createQueueStore } from './queue.js';
+import { createQueueViews } from './queue-views.js';
+import { createRetentionStore } from './retention.js';
+import { createSenderAbuseStore } from './sender-abuse.js';
+import { createSettingStore } from './settings.js';
+import { createSmtpLogStore } from './smtp-log.js';
+import { createSuppressionStore } from './suppressions.js';
+import { createTrackingDomainStore } from './tracking-domains.js';
+import { createTrackingStore } from './tracking.js';
+import { createWebhookStore } from './webhooks.js';
+import { trackWrites } from './write-health.js';
+
+/**
+ * How often `changes()` looks for commits made by other processes (an API process of its own, the CLI): one
+ * `PRAGMA data_version` read, so mail they queue or make due is picked up within this, not at the next timer.
+ */
+export const FOREIGN_COMMIT_POLL_MS = 250;
+
+type Fn = (...args: never[]) => unknown;
+/** A synchronous repository's methods as the port's: each returns a promise of what it returned. */
+type Async<T> = { [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never };
+
+/**
+ * A port over a synchronous repository: `writes` run as units of the group commit (each one atomic: a savepoint of
+ * the shared transaction), `reads` run at once. Only the methods named are exposed.
+ */
+function port<T extends object, R extends keyof T, W extends keyof T>(
+  repo: T,
+  batcher: CommitBatcher,
+  methods: { reads: readonly R[]; writes: readonly W[] },
+): Async<Pick<T, R | W>> {
+  const out: Record<string, unknown> = {};
+  const bind = (name: keyof T) => {
+    const fn = repo[name] as Fn;
+    if (typeof fn !== 'function') throw new Error(`${String(name)} is not a method`);
+    return (...args: never[]) => fn.apply(repo, args);
+  };
+  for (const name of methods.reads) {
+    const fn = bind(name);
+    out[name as string] = (...args: never[]) => batcher.read(() => fn(...args));
+  }
+  for (const name of methods.writes) {
+    const fn = bind(name);
+    out[name as string] = (...args: never[]) => batcher.run(() => fn(...args));
+  }
+  return out as Async<Pick<T, R | W>>;
+}
+
+export interface SqliteStoreOptions {
+  /** The injected clock (health's failure times). */
+  now: () => number;
+  /** Told the seconds each write transaction took (the commit-latency metric). */
+  onCommit?: (seconds: number) => void;
+  /** How long a unit waits for a lock held elsewhere before it fails as database-busy (default 5 s). */
+  lockWaitMs?: number;
+}
+
+/** The SQLite store, with its connection for the tests and benchmarks that look underneath (never for Sluice itself). */
+export interface SqliteStore extends Store {
+  readonly db: Db;
+}
+
+/**
+ * Opens (creating and migrating if needed) the database of `dataDir` and returns the store over it. Everything it
+ * returns is asynchronous; the connection itself stays synchronous inside (better-sqlite3), with busy_timeout 0 so
+ * no statement ever waits on the event loop (see commit-batcher.ts).
+ */
+export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): SqliteStore {
+  const db = openDatabase(dataDir);
+  // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
+  const writes = trackWrites(db, opts.now);
+  db.pragma('busy_timeout = 0');
+  const b = createCommitBatcher({
+    transaction: (fn) => db.transaction(fn).immediate(),
+    savepoint: (fn) => db.transaction(fn)(),
+    health: writes,
+    onCommit: opts.onCommit,
+    lockWaitMs: opts.lockWaitMs,
+  });
+  const inline = createInlineBodies(db);
+  const queueRepo = createQueueStore(db, inline);
+  const closing = new AbortController();
+
+  const queue: QueueStore = {
+    ...port(queueRepo, b, {
+      reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes'],
+      writes: ['accept', 'claim', 'renew', 'release', 'record'],
+    }),
+    async *changes(signal: AbortSignal) {
+      const both = AbortSignal.any([signal, closing.signal]);
+      let seen = queueRepo.dataVersion();
+      while (!both.aborted) {
+        try {
+          await sleep(FOREIGN_COMMIT_POLL_MS, undefined, { signal: both, ref: false });
+        } catch {
+          return;
+        }
+        const v = queueRepo.dataVersion();
+        if (v !== seen) {
+          seen = v;
+          yield;
+        }
+      }
+    },
+  };
+
+  const accounts: AccountStore = port(createAccountStore(db), b, {
+    reads: ['isEmpty', 'findByHandle', 'findById', 'findSubAccount', 'listParents', 'listSubAccounts', 'listApiKeys', 'authenticateKey', 'listSmtpPasswords', 'authenticateSmtp', 'usage'],
+    writes: ['createAccount', 'createParentWithKey', 'setEnabled', 'setSendLimit', 'deleteAccount', 'createApiKey', 'revokeApiKey', 'createSmtpPassword', 'deleteSmtpPassword'],
+  });
+
+  const store: SqliteStore = {
+    db,
+    accounts,
+    settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'getOrCreate'] }),
+    queue,
+    queueViews: port(createQueueViews(db), b, {
+      reads: ['listPending', 'pendingSummary', 'browse', 'depth', 'stats'],
+      writes: ['retryNow', 'dropDelivery'],
+    }),
+    bodies: {
+      write: (body) => inline.write(body),
+      open: (ref) =>
+        b.read(() => {
+          const bytes = inline.bytes(ref);
+          if (!bytes) throw new Error(`no stored body ${ref.key}`);
+          return Readable.from([bytes]);
+        }),
+      release: (ref) => b.run(() => inline.release(ref)),
+      sweep: (olderThan) => b.run(() => inline.sweep(olderThan)),
+    },
+    smtpLog: port(createSmtpLogStore(db), b, { reads: ['search', 'findByDeliveryId', 'senderOfMessage'], writes: [] }),
+    metrics: port(createMetricRollup(db), b, { reads: ['series', 'campaigns', 'subAccounts', 'edge', 'senderEdge'], writes: ['pruneDetail'] }),
+    tracking: port(createTrackingStore(db), b, { reads: ['find'], writes: ['hit', 'prune'] }),
+    webhooks: port(createWebhookStore(db), b, {
+      reads: ['findWebhook', 'currentKey', 'findKey', 'listKeys', 'readyAccounts', 'pendingCount', 'hasOutstanding', 'dueRetries', 'findBatch', 'listBatches'],
+      writes: ['enroll', 'removeWebhook', 'insertKey', 'claimPending', 'claimRetry', 'dropChain', 'renew', 'recordResult', 'claimResend', 'prune'],
+    }),
+    suppressions: port(createSuppressionStore(db), b, {
+      reads: ['exists', 'list', 'isSuppressed'],
+      writes: ['insertMany', 'addFromEvent', 'unsubscribe', 'delete'],
+    }),
+    dkimKeys: port(createDkimKeyStore(db), b, {
+      reads: ['domains', 'find', 'list', 'findSigningKey'],
+      writes: ['insert', 'updateStatus', 'rotate', 'retireDue'],
+    }),
+    lockdown: port(createLockdownAllowStore(db), b, { reads: ['list', 'listAll', 'isAllowed'], writes: ['allow', 'deny'] }),
+    trackingDomains: port(createTrackingDomainStore(db), b, {
+      reads: ['conflict', 'list', 'listAll', 'find', 'findByName', 'findByHost'],
+      writes: ['insert', 'update', 'remove'],
+    }),
+    senderAbuse: port(createSenderAbuseStore(db), b, {
+      reads: ['scanPolicy', 'countStrikes', 'findBlock', 'countDelistings', 'activeBlocks', 'activeBlocksFor', 'listBlocks'],
+      writes: ['setScanPolicy', 'insertStrike', 'insertBlock', 'lift', 'prune'],
+    }),
+    inboundDomains: port(createInboundDomainStore(db), b, {
+      reads: ['findServedDomain', 'findDomain', 'findDomainById', 'findAlias', 'listDomains', 'details', 'remainingOnSubscription', 'listDownstreams', 'listSubscriptions', 'findSubscription'],
+      writes: ['provision', 'updateSections', 'bindKey', 'deleteDomain', 'addAlias', 'removeAlias', 'setDownstreams', 'createSubscription'],
+    }),
+    inboundLists: port(createInboundListStore(db), b, { reads: ['listEntries', 'matchLists'], writes: ['addEntry', 'removeEntry'] }),
+    inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport'] }),
+    quarantine: port(createQuarantineStore(db), b, {
+      reads: ['list', 'find', 'raw'],
+      writes: ['insert', 'claimRelease', 'finishRelease', 'abortRelease', 'delete', 'prune'],
+    }),
+    // Written asynchronous already (issue 26), each unit its own statement or transaction on this connection: not
+    // through group commit, and with busy_timeout 0 a lock held elsewhere fails them at once (never a frozen loop).
+    bayes: createSqliteBayesStore(db),
+    greylist: createSqliteGreylistStore(db),
+    alerts: port(createAlertStore(db), b, {
+      reads: ['listMonitors', 'findMonitor', 'watching', 'due', 'listAlerts', 'countBuckets'],
+      writes: ['createMonitor', 'deleteMonitor', 'fire', 'claim', 'renew', 'recordResult', 'prune'],
+    }),
+    console: port(createConsoleStore(db), b, {
+      reads: ['findToken', 'listTokens', 'findSession'],
+      writes: ['createToken', 'revokeToken', 'openSession', 'closeSession'],
+    }),
+    retention: port(createRetentionStore(db), b, { reads: [], writes: ['pruneBodies', 'pruneMessages', 'pruneLogRows'] }),
+    health: {
+      async check(o = {}) {
+        if (o.probe && writes.lastFailure()) writes.probe();
+        let readable: boolean;
+        try {
+          readable = await b.read(() => pingDatabase(db));
+        } catch {
+          readable = false;
+        }
+        return { readable, writeFailure: writes.lastFailure() };
+      },
+    },
+    backup: (target) => backupDatabase(db, target),
+    async close() {
+      closing.abort();
+      await b.drained();
+      b.stop();
+      if (db.open) db.close();
+    },
+  };
+  return store;
+}

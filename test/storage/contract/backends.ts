@@ -1,0 +1,71 @@
+// Owns the storage contract suite's backends and fixtures: every contract test runs against each Store listed here,
+// through the ports only (storage/ports/), so a later backend joins the list and the suite runs unchanged.
+import type { Test } from 'tap';
+import t from 'tap';
+import { openStore } from '../../../storage/open.js';
+import type { AcceptRecord } from '../../../storage/ports/queue.js';
+import type { Store } from '../../../storage/ports/store.js';
+import { tempDir } from '../../helpers/stack.js';
+
+/** One backend under contract. */
+export interface Backend {
+  name: string;
+  /**
+   * Opens a store on `location` (a fresh temp directory per test). Opening it again on the same location is another
+   * process's view of the same data: a second worker, or a restart.
+   */
+  open(location: string, now: () => number): Store;
+}
+
+/** The backends the contract holds for. */
+export const BACKENDS: readonly Backend[] = [{ name: 'sqlite', open: (dataDir, now) => openStore({ dataDir }, { now }) }];
+
+/** What a contract test is given: a store, and a way to open more views of the same data (closed at teardown). */
+export interface Fixture {
+  store: Store;
+  /** Another view of the same data (another worker process, or the store after a restart). */
+  reopen(): Store;
+}
+
+/** Runs `fn` as one tap subtest per backend, on a fresh location, closing every store it opened afterwards. */
+export function contract(name: string, fn: (t: Test, f: Fixture) => Promise<void>): void {
+  for (const backend of BACKENDS) {
+    t.test(`${backend.name}: ${name}`, async (t) => {
+      const opened: Store[] = [];
+      // Registered before the location's own removal, so every store is closed before its files go.
+      t.teardown(async () => {
+        for (const s of opened.reverse()) await s.close();
+      });
+      const location = tempDir(t);
+      const open = () => {
+        const s = backend.open(location, Date.now);
+        opened.push(s);
+        return s;
+      };
+      await fn(t, { store: open(), reopen: open });
+    });
+  }
+}
+
+/** A parent account (the rows the queue and outbox hang off), by handle. */
+export async function account(store: Store, handle: string, now = 1_000): Promise<number> {
+  const res = await store.accounts.createAccount({ handle, companyName: null, parentId: null, now });
+  if (!res.ok) throw new Error(`account ${handle}: ${res.reason}`);
+  return res.value.id;
+}
+
+/** One accepted outbound message of `accountId` to `rcpts`, body written through the Bodies port, due at `at`. */
+export async function message(store: Store, accountId: number, rcpts: string[], at: number, extra: Partial<AcceptRecord> = {}): Promise<AcceptRecord> {
+  const raw = Buffer.from(`From: a@sender.test\r\nTo: ${rcpts.join(', ')}\r\nSubject: contract\r\n\r\nbody ${at}\r\n`);
+  return {
+    message: {
+      accountId, kind: 'outbound', sendRequestId: `req-${at}`, messageId: `${at}@sender.test`, mailFrom: 'a@sender.test',
+      fromEmail: 'a@sender.test', subject: 'contract', campaignId: null, transactional: true, body: await store.bodies.write(raw),
+      size: raw.length, auth: null, upstream: null, upstreamHostname: null, senderId: null, createdAt: at, expiresAt: at + 5 * 86_400_000,
+      verdicts: null, tracking: 0,
+    },
+    deliveries: rcpts.map((rcpt) => ({ rcpt, domain: rcpt.split('@')[1]!, state: 'queued' as const })),
+    events: [{ accountId, kind: 'processed', payload: { event: 'processed', email: rcpts[0] }, at }],
+    ...extra,
+  };
+}

@@ -1,0 +1,104 @@
+// Holds the Queue port's contract (storage/ports/queue.ts, storage/ports/leases.ts) for every backend: accept
+// stores a message whole, claims lease each delivery to one owner with a fencing token, an expired lease is taken
+// over by any worker, the outcome of a lost lease writes nothing, and a worker's start touches no live lease.
+import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
+import { account, contract, message } from './backends.js';
+
+const LEASE = 60_000;
+
+contract('accept stores the message, its deliveries and its body in one unit; claim reads them back', async (t, { store }) => {
+  const acct = await account(store, 'acme');
+  const rec = await message(store, acct, ['a@one.test', 'b@two.test'], 10_000);
+  const [ids] = await store.queue.accept([rec]);
+  t.equal(ids!.deliveryIds.length, 2);
+  const m = await store.queue.findMessage(ids!.messageRowId);
+  t.equal(m?.message_id, '10000@sender.test');
+  t.equal(await text((await store.bodies.open(m!.body!)) as Readable), `From: a@sender.test\r\nTo: a@one.test, b@two.test\r\nSubject: contract\r\n\r\nbody 10000\r\n`);
+  t.same((await store.queue.deliveriesOf(ids!.messageRowId)).map((d) => [d.rcpt, d.state, d.attempts, d.lease_token]), [
+    ['a@one.test', 'queued', 0, 0],
+    ['b@two.test', 'queued', 0, 0],
+  ]);
+  t.equal(await store.queue.nextDueAt(), 10_000);
+  t.same((await store.queue.claim('w1', 9_999, LEASE, 10)).deliveries, [], 'nothing is due before its time');
+  const batch = await store.queue.claim('w1', 10_000, LEASE, 10);
+  t.same(batch.deliveries.map((d) => d.rcpt).sort(), ['a@one.test', 'b@two.test']);
+  t.same(batch.messages.map((x) => x.id), [ids!.messageRowId], 'each message once');
+});
+
+contract('a claim leases each delivery to its owner with a fresh token; no other worker claims it while it holds', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  await store.queue.accept([await message(store, acct, ['a@one.test'], 0)]);
+  const [d] = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
+  t.match(d, { state: 'sending', locked_by: 'w1', lease_until: 1_000 + LEASE, lease_token: 1, attempts: 1, next_attempt_at: 1_000 + LEASE });
+  const other = reopen();
+  t.same((await other.queue.claim('w2', 1_000 + LEASE - 1, LEASE, 10)).deliveries, [], 'held until it expires');
+  t.same((await store.queue.claim('w1', 2_000, LEASE, 10)).deliveries, [], 'not even its owner claims it twice');
+});
+
+contract('an expired lease is taken over by any worker; the first owner\'s outcome is fenced out, the new one stands', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  await store.queue.accept([await message(store, acct, ['a@one.test'], 0)]);
+  const [first] = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
+  const w2 = reopen();
+  const [taken] = (await w2.queue.claim('w2', 1_000 + LEASE, LEASE, 10)).deliveries;
+  t.match(taken, { id: first!.id, locked_by: 'w2', lease_token: 2, attempts: 2 }, 'taken over with a new token');
+  const outcome = (lease: { id: number; owner: string; token: number; until: number }, response: string) => ({
+    lease,
+    attempt: { at: 70_000, outcome: 'delivered' as const, code: 250, status: '2.0.0', response, command: 'DATA', host: 'mx.one.test' },
+    state: 'delivered' as const,
+    nextAttemptAt: 70_000,
+  });
+  const late = { id: first!.id, owner: 'w1', token: first!.lease_token, until: first!.lease_until! };
+  t.same(await store.queue.renew([late], 200_000), [first!.id], 'the first owner learns at renewal that it lost the lease');
+  t.same(await store.queue.record([outcome(late, '250 first')]), [false], 'the lost lease records nothing');
+  t.same(await store.queue.attemptsOf(first!.id), [], 'no attempt row');
+  const now = { id: taken!.id, owner: 'w2', token: taken!.lease_token, until: taken!.lease_until! };
+  t.same(await w2.queue.record([outcome(now, '250 second')]), [true]);
+  t.match(await store.queue.findDelivery(first!.id), { state: 'delivered', locked_by: null, lease_until: null, last_response: '250 second' });
+  t.same((await store.queue.attemptsOf(first!.id)).map((a) => a.response), ['250 second'], 'exactly one outcome stands');
+});
+
+contract('renewal keeps a held lease from being taken over; release gives it back due now, the attempt uncounted', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  await store.queue.accept([await message(store, acct, ['a@one.test'], 0)]);
+  const [d] = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
+  const lease = { id: d!.id, owner: 'w1', token: d!.lease_token, until: d!.lease_until! };
+  t.same(await store.queue.renew([lease], 1_000 + 2 * LEASE), [], 'still held');
+  const w2 = reopen();
+  t.same((await w2.queue.claim('w2', 1_000 + LEASE, LEASE, 10)).deliveries, [], 'the renewed lease is not expired');
+  t.equal(await store.queue.nextDueAt(), 1_000 + 2 * LEASE, 'due again when the renewed lease would end');
+  t.equal(await w2.queue.release([{ ...lease, owner: 'w2' }], 5_000), 0, 'only the owner gives a lease back');
+  t.equal(await store.queue.release([lease], 5_000), 1);
+  t.match(await store.queue.findDelivery(d!.id), { state: 'queued', locked_by: null, attempts: 0, next_attempt_at: 5_000 });
+  const [again] = (await w2.queue.claim('w2', 5_000, LEASE, 10)).deliveries;
+  t.match(again, { locked_by: 'w2', lease_token: 2, attempts: 1 }, 'a new claim, a new token');
+});
+
+contract('opening the store (a worker\'s start) leaves another live worker\'s leases alone', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  await store.queue.accept([await message(store, acct, ['a@one.test', 'b@one.test'], 0)]);
+  const held = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
+  const restarted = reopen();
+  for (const d of held) t.match(await restarted.queue.findDelivery(d.id), { state: 'sending', locked_by: 'w1', lease_token: 1 });
+  t.same((await restarted.queue.claim('w2', 2_000, LEASE, 10)).deliveries, [], 'nothing to take before expiry');
+  const outcomes = held.map((d) => ({
+    lease: { id: d.id, owner: 'w1', token: d.lease_token, until: d.lease_until! },
+    attempt: { at: 3_000, outcome: 'deferred' as const, code: 451, status: '4.3.0', response: '451 later', command: 'RCPT', host: null },
+    state: 'queued' as const,
+    nextAttemptAt: 600_000,
+  }));
+  t.same(await store.queue.record(outcomes), [true, true], 'the first worker records its outcomes');
+  t.equal(await restarted.queue.nextDueAt(), 600_000);
+});
+
+contract('the fast path: accept may write deliveries already leased, fenced like a claim', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const [ids] = await store.queue.accept([await message(store, acct, ['a@one.test'], 0, { lease: { owner: 'w1', until: LEASE } })]);
+  const [l] = ids!.leased;
+  t.match(l, { owner: 'w1', token: 1, until: LEASE, rcpt: 'a@one.test' });
+  const w2 = reopen();
+  t.same((await w2.queue.claim('w2', LEASE - 1, LEASE, 10)).deliveries, []);
+  const [taken] = (await w2.queue.claim('w2', LEASE, LEASE, 10)).deliveries;
+  t.match(taken, { id: l!.id, lease_token: 2 }, 'taken over once it expired');
+});
