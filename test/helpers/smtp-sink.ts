@@ -27,6 +27,8 @@ export interface SinkOptions {
   smtpUtf8?: boolean;
   /** Loopback address to listen on: '127.0.0.1' (default) or '::1'. */
   host?: string;
+  /** Awaited after a message's body is read and before it is accepted: a test holds senders mid-transaction. */
+  beforeAccept?: () => Promise<void> | void;
 }
 
 export interface Sink {
@@ -76,7 +78,8 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     onData(stream, session, cb) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        await opts.beforeAccept?.();
         const msg = {
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           rcptTo: session.envelope.rcptTo.map((r) => r.address),
