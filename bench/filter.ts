@@ -9,10 +9,12 @@ import { KEYS } from '../config/keys.js';
 import { createBayesClassifier, type BayesClassifier } from '../filters/bayes.js';
 import type { SpamStepVerdict, StepVerdict } from '../filters/inbound-verdicts.js';
 import { createInboundPipeline, type RelayMessage } from '../mta/inbound/pipeline.js';
+import { contentOfBuffer } from '../mta/message-content.js';
 import { createRspamdClient, type RspamdResult } from '../mta/scanners/rspamd-client.js';
 import { SPAM_RULES } from '../filters/spam-rules.js';
 import { openDatabase } from '../storage/sqlite/database.js';
 import type { ServedDomainRow } from '../storage/ports/inbound-domains.js';
+import { bufferSource } from '../storage/scratch.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { groupedFolds, loadCorpus, type CorpusGroup, type CorpusMessage } from './corpus.js';
 import { machineLine } from './cpu.js';
@@ -58,7 +60,7 @@ const HEADER_RULES = new Set(SPAM_RULES.map((r) => r.name));
  */
 async function legacyDecision(raw: Buffer, m: CorpusMessage, v: SpamStepVerdict): Promise<boolean> {
   const r: RspamdResult = await createRspamdClient({ url: RSPAMD!, timeoutMs: 30_000 }).check({
-    raw, clientIp: '203.0.113.7', helo: 'client.example', mailFrom: m.mailFrom, rcptTo: ['user@corp.example'],
+    message: bufferSource(raw), clientIp: '203.0.113.7', helo: 'client.example', mailFrom: m.mailFrom, rcptTo: ['user@corp.example'],
   });
   const header = v.rules.filter((x) => HEADER_RULES.has(x.name)).reduce((n, x) => n + x.score, 0);
   return r.ok && (header + r.score >= 5 || ['reject', 'add header', 'rewrite subject'].includes(r.action));
@@ -94,7 +96,7 @@ async function runFold(test: readonly CorpusMessage[], bayes: BayesClassifier, w
     last = undefined;
     const t0 = performance.now();
     const raw = Buffer.concat([received(m.id), m.raw]);
-    const reply = await pipeline.handle({ mailFrom: m.mailFrom, rcptTo: ['user@corp.example'], clientIp: '203.0.113.7', helo: 'client.example', tls: false, raw });
+    const reply = await pipeline.handle({ mailFrom: m.mailFrom, rcptTo: ['user@corp.example'], clientIp: '203.0.113.7', helo: 'client.example', tls: false, content: contentOfBuffer(raw) });
     const ms = performance.now() - t0;
     if (!last) throw new Error(`${m.id}: not relayed (${reply.code} ${reply.status} ${reply.message})`);
     const v = spamStep((last as RelayMessage).verdicts);

@@ -1,5 +1,6 @@
 // Owns `npm run bench:memory`: one ~30 MB message through REST, submission and the MX of `sluice serve`, each
-// delivered to a local sink; prints the server's peak RSS growth per path as a multiple of the message size.
+// delivered to a local sink; prints the server's peak RSS growth per path as a multiple of the message size, then the
+// peak RSS of 10 and 50 such MX messages at once (BENCH_CONCURRENT).
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -13,6 +14,9 @@ const SIZE = Number(process.env.BENCH_MESSAGE_BYTES ?? 28 * 1024 * 1024);
 /** Each path must have delivered its message within this (house rule: bounded waits). */
 const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 120_000);
 const TARGET = 3;
+/** How many MX messages at once in the concurrency lines (issue 25: 10 and 50, peak RSS ≤ 400 MB for both). */
+const CONCURRENT = (process.env.BENCH_CONCURRENT ?? '10,50').split(',').filter(Boolean).map(Number);
+const CONCURRENT_PEAK_TARGET = 400 * 1024 * 1024;
 
 function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -31,6 +35,8 @@ function resetPeak(pid: number): boolean {
 
 const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A deadline that does not keep the process alive once everything else is done. */
+const deadline = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 /** The downstream of every path: reads each message to the end and reports its size. */
 async function startSink(onMessage: (bytes: number) => void) {
@@ -102,7 +108,13 @@ type Server = Awaited<ReturnType<typeof startServer>>;
 
 async function main(): Promise<void> {
   let waiter: { resolve: (n: number) => void } | undefined;
-  const sink = await startSink((n) => waiter?.resolve(n));
+  let delivered = 0;
+  let onDelivered: (() => void) | undefined;
+  const sink = await startSink((n) => {
+    delivered++;
+    onDelivered?.();
+    waiter?.resolve(n);
+  });
   const hp = (a: string) => ({ host: a.slice(0, a.lastIndexOf(':')), port: Number(a.slice(a.lastIndexOf(':') + 1)) });
 
   const paths: { name: string; send: (srv: Server) => Promise<number> }[] = [
@@ -157,11 +169,11 @@ async function main(): Promise<void> {
     const canReset = resetPeak(pid);
     let sampled = before;
     const sampler = setInterval(() => (sampled = Math.max(sampled, procStatus(pid, 'VmRSS'))), 5);
-    const delivered = new Promise<number>((resolve) => (waiter = { resolve }));
+    const arrived = new Promise<number>((resolve) => (waiter = { resolve }));
     let sent: { size: number; got: number };
     try {
       const size = await p.send(srv);
-      sent = { size, got: await Promise.race([delivered, sleep(DEADLINE_MS).then(() => NaN)]) };
+      sent = { size, got: await Promise.race([arrived, deadline(DEADLINE_MS).then(() => NaN)]) };
     } finally {
       clearInterval(sampler);
     }
@@ -174,6 +186,58 @@ async function main(): Promise<void> {
     idles.push(before);
     await srv.stop();
   }
+  waiter = undefined;
+
+  // N MX messages at once into one fresh server: peak RSS (absolute), and what was accepted or deferred. A message
+  // deferred with 452 4.3.1 (smtp.max_buffered_bytes reached) is the bound at work, never an out-of-memory.
+  const concurrent: string[] = [];
+  const raw = rawMessage('sender@src.test', 'user@example.test', SIZE);
+  for (const n of CONCURRENT) {
+    const srv = await startServer(sink.port);
+    const pid = srv.pid;
+    const before = procStatus(pid, 'VmRSS');
+    const canReset = resetPeak(pid);
+    let sampled = before;
+    const sampler = setInterval(() => (sampled = Math.max(sampled, procStatus(pid, 'VmRSS'))), 5);
+    delivered = 0;
+    const outcomes: string[] = [];
+    let all: boolean;
+    try {
+      const results = await Promise.allSettled(
+        Array.from({ length: n }, async () => {
+          const t = nodemailer.createTransport({ ...hp(srv.info.mx!), secure: false, ignoreTLS: true, name: 'bench-client.test' });
+          try {
+            await t.sendMail({ envelope: { from: 'sender@src.test', to: ['user@example.test'] }, raw });
+          } finally {
+            t.close();
+          }
+        }),
+      );
+      const accepted = results.filter((r) => r.status === 'fulfilled').length;
+      const codes = new Map<string, number>();
+      for (const r of results) {
+        if (r.status === 'rejected') {
+          const code = String((r.reason as { responseCode?: number }).responseCode ?? (r.reason as Error).message);
+          codes.set(code, (codes.get(code) ?? 0) + 1);
+        }
+      }
+      outcomes.push(`${accepted} accepted`, ...[...codes].map(([c, k]) => `${k} answered ${c}`));
+      const late = deadline(DEADLINE_MS * Math.max(1, n / 5)).then(() => false);
+      const done = new Promise<boolean>((resolve) => {
+        onDelivered = () => delivered >= accepted && resolve(true);
+        onDelivered();
+      });
+      all = await Promise.race([done, late]);
+      outcomes.push(all ? `${delivered} delivered` : `only ${delivered} delivered (timeout)`);
+    } finally {
+      clearInterval(sampler);
+      onDelivered = undefined;
+    }
+    const peak = Math.max(sampled, canReset ? procStatus(pid, 'VmHWM') : 0);
+    if (!all || peak > CONCURRENT_PEAK_TARGET) process.exitCode = 1;
+    concurrent.push(`| ${n} × ${mb(raw.length)} MB MX at once | ${outcomes.join(', ')} | ${mb(before)} | ${mb(peak)} |`);
+    await srv.stop();
+  }
   await sink.close();
 
   console.log('\nsluice memory benchmark (npm run bench:memory): one message per path, queued and delivered to a local sink\n');
@@ -181,6 +245,12 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
   console.log(`\nidle RSS (before each path, fresh server): ${idles.map(mb).join(', ')} MB (target ≤ 150 MB); target growth ≤ ${TARGET}× the message; worst ${worst.toFixed(2)}×`);
+  if (concurrent.length > 0) {
+    console.log('\n| concurrent | outcome | RSS before MB | peak RSS MB |');
+    console.log('|---|---|---|---|');
+    for (const r of concurrent) console.log(r);
+    console.log(`\ntarget: peak RSS ≤ ${mb(CONCURRENT_PEAK_TARGET)} MB for each line`);
+  }
 }
 
 main().catch((err) => {

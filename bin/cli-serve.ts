@@ -4,6 +4,7 @@ import { formatHostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
+import { createLogDestination } from './log-destination.js';
 import { registerServe } from './pid-registry.js';
 import { VERSION } from './version.js';
 
@@ -67,7 +68,8 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   // Asynchronous stdout (sonic-boom, flushed at exit by pino): lines logged while a write is in flight go out in one
   // write instead of one blocking write(2) each on the event loop — per message the MX and the worker log lines
   // (issue 17). A kill -9 may lose the last lines in flight; the mail itself is in the queue.
-  const logger = pino({ level: config.log.level, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: false }));
+  // A full disk under the log drops lines (counted) instead of stopping the process (bin/log-destination.ts).
+  const logger = pino({ level: config.log.level, base: { pid: process.pid } }, createLogDestination(1).stream);
   const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
   const unregister = registerServe(config.dataDir, server.roles, now());
   // One reload at a time, in the order the signals came; the handler also keeps SIGHUP from killing the process.

@@ -61,6 +61,9 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       maxMimeDepth: config.smtp.maxMimeDepth,
       onMessage: (msg) => core.inbound.handle(msg),
       checkRecipient: (q) => core.inbound.checkRecipient(q),
+      scratch: core.space.scratch,
+      budget: core.space.budget,
+      hasRoom: core.space.hasRoom,
       now,
       logger,
     };
@@ -89,6 +92,9 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       onMessage: (m: SubmittedMessage) => runSubmission(core.sendDeps, m),
       authThrottle: createAuthThrottle({ now }),
       authFailureDelayMs: config.smtp.submission.authFailureDelayMs,
+      scratch: core.space.scratch,
+      budget: core.space.budget,
+      hasRoom: core.space.hasRoom,
       now,
       logger,
     };

@@ -63,6 +63,7 @@ import { trackingRoutes } from '../control-api/routes/tracking.js';
 import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
 import { createTracker } from '../mta/outbound/tracker.js';
 import { handOverFirstKey } from './first-key.js';
+import { createMessageSpace } from './message-space.js';
 import { VERSION } from './version.js';
 
 export interface CoreOptions {
@@ -132,7 +133,9 @@ export async function wireCore(opts: CoreOptions) {
   const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger) });
+  // Where messages in progress live (scratch under data_dir/tmp) and how much of them memory may hold at once.
+  const space = createMessageSpace(config, now);
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger), budget: space.budget });
   const worker = createQueueWorker({
     store: store.queue,
     bodies: store.bodies,
@@ -168,6 +171,7 @@ export async function wireCore(opts: CoreOptions) {
     trackingSecret,
     trackingDomains,
     screening: createScreening({ config, resolver, rspamd, abuse, metrics, now }),
+    budget: space.budget,
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: store.queue, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its store).
@@ -198,6 +202,7 @@ export async function wireCore(opts: CoreOptions) {
     : undefined;
   const services: Services = {
     config,
+    messageSpace: { budget: space.budget, hasRoom: space.hasRoom },
     accounts,
     smtpLog: store.smtpLog,
     suppressions,
@@ -290,9 +295,11 @@ export async function wireCore(opts: CoreOptions) {
     logger,
     metrics,
     ...inboundFilters,
+    budget: space.budget,
   });
 
   return {
+    space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, webhookDispatcher, smtpClient, app,
     inbound, lockdown, sendDeps, abuse, alertMonitors, acme,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),

@@ -6,6 +6,7 @@ import {
   parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
+import { MAX_BUFFERED_BYTES, SPOOL_QUEUE_KEYS } from './keys-spool.js';
 import { ABUSE_KEYS } from './abuse.js';
 import { RETENTION_KEYS } from './retention.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
@@ -125,6 +126,7 @@ export const KEY_TREE = {
       default: () => 100,
       parse: integer(1, 1000, 'levels'),
     }),
+    maxBufferedBytes: MAX_BUFFERED_BYTES,
     /** `smtp.junk_command_limit`, `smtp.session_deadline_minutes` (config/smtp-session.ts). */
     ...SMTP_SESSION_KEYS,
     submission: {
@@ -359,6 +361,7 @@ export const KEY_TREE = {
       default: () => 60,
       parse: integer(1, 3600, 'seconds'),
     }),
+    ...SPOOL_QUEUE_KEYS,
   },
   /** `retention.*` (config/retention.ts; the retention job is mta/jobs/retention.ts). */
   retention: RETENTION_KEYS,

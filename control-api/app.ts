@@ -5,9 +5,10 @@ import Koa from 'koa';
 import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/ports/accounts.js';
 import { storageFailure } from '../storage/ports/health.js';
-import { ApiError, errorBody, groupOf, storageUnavailable } from './errors.js';
+import { BufferBoundReached } from '../storage/scratch.js';
+import { ApiError, errorBody, groupOf, noRoom, storageUnavailable } from './errors.js';
 import { htmlSecurityHeaders } from './html-headers.js';
-import { DEFAULT_BODY_LIMIT, readJsonBody } from './json-body.js';
+import { DEFAULT_BODY_LIMIT, readJsonBody, type JsonBody } from './json-body.js';
 import { metricsMiddleware } from './metrics-endpoint.js';
 import { SERVICE_VERSION_HEADER, SERVICE_VERSIONS } from './openapi.js';
 import { createRateLimiter } from './rate-limit.js';
@@ -72,6 +73,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         services.logger.warn({ err, httpRequestId, reason: failure }, 'storage unavailable');
         err = storageUnavailable();
       }
+      // A message that met smtp.max_buffered_bytes past the body (the queue's door reads it whole): nothing stored.
+      if (err instanceof BufferBoundReached) err = noRoom('memory');
       if (err instanceof ApiError) {
         ctx.status = err.status;
         ctx.body = errorBody(group, err.status, err.errors);
@@ -132,34 +135,48 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query')
         : {};
       let body: unknown = undefined;
-      if (route.body) {
-        body = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT);
-        if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
-        if (body !== undefined) body = validate(route.body, body, 'body');
-      }
-      const reply = await route.handler(services, {
-        params,
-        query,
-        body,
-        principal: principal as KeyPrincipal,
-        httpRequestId: ctx.state.httpRequestId as string,
-        headers: ctx.headers,
-        ip: ctx.ip,
-        method: ctx.method,
-        querystring: ctx.querystring,
-      });
-      ctx.status = reply.status;
-      if (reply.sendRequestId !== undefined) ctx.state.sendRequestId = reply.sendRequestId;
-      for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
-      if (reply.body !== undefined) {
-        if (reply.type) ctx.type = reply.type;
-        ctx.body = reply.body;
-      } else if (reply.status !== 204 && reply.status !== 304) {
-        // The spec's bodiless answers (201 on POST /webhook and /suppression-list, 200 on GET /inbound/v1/status…)
-        // declare no content: no body and no Content-Type (an empty string would be sent as text/plain). An explicit
-        // null body is how Koa says so; it turns the status into 204 on the way, so the status is set again after.
-        ctx.body = null;
+      let read: JsonBody | undefined;
+      try {
+        if (route.body) {
+          // queue.min_free_bytes (Postfix queue_minfree): refused before a byte of the message is read.
+          // A free-space check that fails (statfs) answers as no room: unknown is temporary.
+          const space = route.queuesMessages ? services.messageSpace : undefined;
+          if (space && !(await space.hasRoom().catch(() => false))) {
+            ctx.req.resume(); // drained, not kept: the connection stays usable for the answer
+            throw noRoom('disk');
+          }
+          read = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT, services.messageSpace?.budget);
+          body = read.value;
+          if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
+          if (body !== undefined) body = validate(route.body, body, 'body');
+        }
+        const reply = await route.handler(services, {
+          params,
+          query,
+          body,
+          principal: principal as KeyPrincipal,
+          httpRequestId: ctx.state.httpRequestId as string,
+          headers: ctx.headers,
+          ip: ctx.ip,
+          method: ctx.method,
+          querystring: ctx.querystring,
+        });
         ctx.status = reply.status;
+        if (reply.sendRequestId !== undefined) ctx.state.sendRequestId = reply.sendRequestId;
+        for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
+        if (reply.body !== undefined) {
+          if (reply.type) ctx.type = reply.type;
+          ctx.body = reply.body;
+        } else if (reply.status !== 204 && reply.status !== 304) {
+          // The spec's bodiless answers (201 on POST /webhook and /suppression-list, 200 on GET /inbound/v1/status…)
+          // declare no content: no body and no Content-Type (an empty string would be sent as text/plain). An explicit
+          // null body is how Koa says so; it turns the status into 204 on the way, so the status is set again after.
+          ctx.body = null;
+          ctx.status = reply.status;
+        }
+      } finally {
+        // The body's bytes count against smtp.max_buffered_bytes until the request is answered.
+        read?.release();
       }
     });
   }

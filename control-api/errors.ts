@@ -58,3 +58,19 @@ export const badRequest = (...errors: string[]) => new ApiError(400, errors);
 export const forbidden = (...errors: string[]) => new ApiError(403, errors);
 export const notFound = (...errors: string[]) => new ApiError(404, errors);
 export const conflict = (...errors: string[]) => new ApiError(409, errors);
+
+/**
+ * Seconds a client should wait when the process has no room for another message (the in-memory bound
+ * `smtp.max_buffered_bytes` is reached, or data_dir's disk is below `queue.min_free_bytes`): messages in progress
+ * finish, or the operator frees disk, within tens of seconds — the SMTP side answers `452 4.3.1` for the same.
+ */
+export const NO_ROOM_RETRY_AFTER_SECONDS = 30;
+
+/**
+ * The answer when there is no room for a message (RFC 3463 4.3.1, mail system full): 503 with Retry-After, given
+ * before the body is read or once the bound is met, never after anything is stored.
+ */
+export function noRoom(why: 'memory' | 'disk'): ApiError {
+  const reason = why === 'memory' ? 'too many messages are in progress' : 'the mail spool is low on disk space';
+  return new ApiError(503, [`${reason}; try again later`], { 'Retry-After': String(NO_ROOM_RETRY_AFTER_SECONDS) });
+}

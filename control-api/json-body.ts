@@ -1,40 +1,102 @@
-// Owns reading a request body as JSON with a size cap, so no route ever buffers without bound.
+// Owns reading a request body as JSON as it arrives: a size cap, and the bytes it keeps taken from the process-wide
+// bound, so no route ever buffers without bound.
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { ApiError } from './errors.js';
+import { BufferBoundReached, type ByteBudget } from '../storage/scratch.js';
+import { ApiError, noRoom } from './errors.js';
+import { JsonStreamParser, MalformedJson, type Diverted, type JsonStreamOptions } from './json-stream.js';
 
 /** Default cap for JSON bodies; routes that carry messages raise it. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+/** Thrown for a body over `limit` bytes (counted as they arrive: nothing past the limit is read). */
+export class JsonTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`request body exceeds ${limit} bytes`);
+    this.name = 'JsonTooLarge';
+  }
+}
+
+
 /**
- * Reads and parses the body. Empty body → undefined. Over `limit` bytes → 413 (declared or actual length);
- * unparseable → 400. Stops reading at the cap instead of buffering the rest.
+ * Parses the JSON body `source` as it arrives (UTF-8). Returns the value (undefined for an empty or blank body),
+ * the strings diverted to scratches (each '' in the value), and the bytes taken from `opts.budget`, to give back
+ * once the request is done. Throws JsonTooLarge past `opts.limit` (reading stops there), MalformedJson for anything
+ * JSON.parse would refuse, BufferBoundReached when the budget is exhausted; diverted scratches are discarded and the
+ * budget given back on any failure.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export async function parseJsonStream(
+  source: AsyncIterable<Buffer>,
+  opts: JsonStreamOptions,
+): Promise<{ value: unknown; diverted: Diverted[]; heldBytes: number }> {
+  const parser = new JsonStreamParser(opts);
+  const decoder = new StringDecoder('utf8');
+  let size = 0;
+  let any = false;
+  try {
+    for await (const chunk of source) {
+      size += chunk.length;
+      if (size > opts.limit) throw new JsonTooLarge(opts.limit);
+      const text = decoder.write(chunk);
+      if (!any && text.trim() !== '') any = true;
+      parser.write(text);
+      await Promise.all(parser.takeWaits());
+    }
+    const tail = decoder.end();
+    if (tail) {
+      any ||= tail.trim() !== '';
+      parser.write(tail);
+    }
+    if (!any) {
+      opts.budget?.give(parser.heldBytes);
+      return { value: undefined, diverted: [], heldBytes: 0 };
+    }
+    const value = parser.end();
+    await Promise.all(parser.takeWaits());
+    return { value, diverted: parser.diverted, heldBytes: parser.heldBytes };
+  } catch (err) {
+    parser.abort();
+    opts.budget?.give(parser.heldBytes);
+    await Promise.allSettled(parser.takeWaits());
+    for (const d of parser.diverted) await d.scratch?.discard().catch(() => {});
+    throw err;
+  }
+}
+
+/** A parsed body, and the release of what it holds of the bound (once the request is answered; idempotent). */
+export interface JsonBody {
+  value: unknown;
+  release(): void;
+}
+
+/**
+ * Reads and parses the body as it arrives (no copy of its text is held). Empty body → undefined. Over `limit` bytes
+ * → 413 (declared or actual length; reading stops at the cap); unparseable → 400; the bytes kept past `budget`
+ * (`smtp.max_buffered_bytes`) → 503 with Retry-After. What the value holds stays taken from `budget` until `release`.
+ */
+export async function readJsonBody(req: IncomingMessage, limit: number, budget?: ByteBudget): Promise<JsonBody> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
     throw new ApiError(413, [`request body exceeds ${limit} bytes`]);
   }
-  // Decoded as it arrives (a multi-byte character split across chunks is kept for the next one): no list of chunks
-  // plus their concatenation plus the text at once — a 40 MB send body would otherwise be held three times.
-  const decoder = new StringDecoder('utf8');
-  let text = '';
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw new ApiError(413, [`request body exceeds ${limit} bytes`]);
-    }
-    text += decoder.write(chunk);
-  }
-  if (size === 0) return undefined;
-  text += decoder.end();
-  if (text.trim() === '') return undefined;
   try {
-    return JSON.parse(text);
-  } catch {
-    throw new ApiError(400, ['malformed JSON body']);
+    const { value, heldBytes } = await parseJsonStream(req as AsyncIterable<Buffer>, { limit, ...(budget ? { budget } : {}) });
+    let held = heldBytes;
+    return {
+      value,
+      release: () => {
+        budget?.give(held);
+        held = 0;
+      },
+    };
+  } catch (err) {
+    if (err instanceof JsonTooLarge) {
+      req.resume();
+      throw new ApiError(413, [err.message]);
+    }
+    if (err instanceof MalformedJson) throw new ApiError(400, ['malformed JSON body']);
+    if (err instanceof BufferBoundReached) throw noRoom('memory');
+    throw err;
   }
 }

@@ -65,6 +65,11 @@ export interface RouteSpec<
   /** Body is optional (absent body passes validation). */
   bodyOptional?: boolean;
   bodyLimit?: number;
+  /**
+   * The body is a message to queue: refused with 503 before it is read while data_dir's disk is below
+   * `queue.min_free_bytes`.
+   */
+  queuesMessages?: boolean;
   responses: Record<number, { description: string; schema?: TSchema; contentType?: string }>;
   handler: (
     services: Services,

@@ -28,6 +28,7 @@ import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
 import type { AlertStore } from '../storage/ports/alerts.js';
 import type { TargetGuard } from '../mta/delivery/target-guard.js';
+import type { ByteBudget } from '../storage/scratch.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -76,6 +77,12 @@ export interface Services {
   abuse: SenderAbuse;
   /** Alert monitors and the alerts they fired (/tx/v1/monitors, /outbound/v1/alertcount). */
   alerts: AlertStore;
+  /**
+   * Room for messages (bin/message-space.ts): the process-wide bound on bytes held in memory
+   * (`smtp.max_buffered_bytes`, which request bodies count against) and the free-space check of data_dir
+   * (`queue.min_free_bytes`). Absent (tests of other parts): neither applies.
+   */
+  messageSpace?: { budget: ByteBudget; hasRoom(): Promise<boolean> };
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
   unsubscribe: {
     inspect: (token: string) => Promise<{ recipient: string } | undefined>;

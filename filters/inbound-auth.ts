@@ -1,6 +1,7 @@
 // Owns the authentication step of inbound mail: SPF, DKIM, DMARC and ARC through mailauth, as one verdict record and
 // one Authentication-Results header field (RFC 8601) carrying our authserv-id.
 import { isUtf8 } from 'node:buffer';
+import type { Readable } from 'node:stream';
 import { domainToASCII } from 'node:url';
 import { authenticate } from 'mailauth';
 import type { HeaderField } from './message-headers.js';
@@ -51,7 +52,8 @@ export interface AuthVerdict {
 }
 
 export interface AuthInput {
-  raw: Buffer;
+  /** The message; a stream is hashed as it is read (DKIM body hashes, ARC), never assembled in memory. */
+  raw: Buffer | Readable;
   clientIp: string;
   helo: string;
   /** Envelope sender; '' for the null sender <>. */

@@ -74,12 +74,13 @@ export function headerValues(headers: readonly HeaderField[], name: string): str
 }
 
 /**
- * Rebuilds the message: `prepend` fields (each a complete `Name: value` text without line break) go on top — the
- * place trace and authentication fields belong (RFC 5321 §4.4, RFC 8601 §4) — then every original field `keep`
- * accepts, then the empty line and the body, byte for byte. The prepended fields are ours, real text, and are
+ * Rebuilds the header section: `prepend` fields (each a complete `Name: value` text without line break) go on top —
+ * the place trace and authentication fields belong (RFC 5321 §4.4, RFC 8601 §4) — then every original field `keep`
+ * accepts, then the empty line; the body (from `split.bodyOffset` of the message) follows it unchanged. `raw` needs
+ * only hold the header section (a sample of the message does). The prepended fields are ours, real text, and are
  * written as UTF-8 (RFC 6532): an SMTPUTF8 sender in `smtp.mailfrom=` must not turn into stray latin1 bytes.
  */
-export function rewriteHeaders(
+export function rewriteHeaderSection(
   raw: Buffer,
   split: SplitMessage,
   opts: { prepend?: readonly string[]; keep?: (h: HeaderField) => boolean },
@@ -91,10 +92,14 @@ export function rewriteHeaders(
   const sepStart = split.headers.reduce((n, h) => n + Buffer.byteLength(h.raw, 'latin1'), 0);
   const separator = split.bodyOffset > sepStart ? raw.subarray(sepStart, split.bodyOffset) : Buffer.from('\r\n');
   const keptText = kept.length > 0 && !kept.endsWith('\n') ? `${kept}\r\n` : kept;
-  return Buffer.concat([
-    Buffer.from(top, 'utf8'),
-    Buffer.from(keptText, 'latin1'),
-    separator,
-    raw.subarray(split.bodyOffset),
-  ]);
+  return Buffer.concat([Buffer.from(top, 'utf8'), Buffer.from(keptText, 'latin1'), separator]);
+}
+
+/** The whole message with its header section rebuilt (`rewriteHeaderSection`) and the body byte for byte. */
+export function rewriteHeaders(
+  raw: Buffer,
+  split: SplitMessage,
+  opts: { prepend?: readonly string[]; keep?: (h: HeaderField) => boolean },
+): Buffer {
+  return Buffer.concat([rewriteHeaderSection(raw, split, opts), raw.subarray(split.bodyOffset)]);
 }

@@ -61,6 +61,7 @@ export const sendRoutes: AnyRoute[] = [
     auth: 'api',
     body: MailSendBody,
     bodyLimit: SEND_BODY_LIMIT,
+    queuesMessages: true,
     responses: {
       202: {
         description: 'queued (committed to disk)',
@@ -88,6 +89,7 @@ export const sendRoutes: AnyRoute[] = [
     query: Type.Object({ 'dry-run': Type.Optional(Type.Boolean({ default: false })) }),
     body: MailSendBody,
     bodyLimit: SEND_BODY_LIMIT,
+    queuesMessages: true,
     responses: {
       200: { description: 'dry run: one rendered RFC 5322 message per personalization', schema: Type.Object({ data: Type.Array(Type.String()) }) },
       202: { description: 'queued (committed to disk); a message refused as CONFIRMED spam or virus is `failed` with its reason', schema: SendResults },

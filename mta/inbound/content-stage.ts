@@ -9,6 +9,7 @@ import { findUrls } from '../../filters/links.js';
 import { headerValues, type SplitMessage } from '../../filters/message-headers.js';
 import { mimeLeaves } from '../../filters/mime-parts.js';
 import { scoreRules, type SpamRule } from '../../filters/spam-rules.js';
+import { joinSource, type MessageSource } from '../../storage/scratch.js';
 import type { ClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { SmtpReply } from '../smtp/replies.js';
@@ -35,6 +36,7 @@ export interface ContentInput {
   msg: InboundMessage;
   queueId: string;
   auth: AuthVerdict;
+  /** The header section split from the message's sample (`msg.content.sample`). */
   split: SplitMessage;
   /** False when every accepted recipient safelisted the sender (no spam decision needed; viruses are still scanned). */
   needed: boolean;
@@ -64,10 +66,10 @@ export const VIRUS_SCAN_FAILED_HEADER = 'X-Sluice-Virus-Scan: failed (scanner un
  * `for <rcpt>` clause would make rspamd judge our trace as the sender's, e.g. FORGED_RECIPIENTS); the envelope and
  * the client travel in the protocol's headers instead.
  */
-export function withoutOwnReceived(raw: Buffer, split: SplitMessage, hostname: string): Buffer {
+export function withoutOwnReceived(message: MessageSource, split: SplitMessage, hostname: string): MessageSource {
   const first = split.headers[0];
-  if (!first || first.key !== 'received' || !new RegExp(`\\bby ${hostname.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'i').test(first.value)) return raw;
-  return raw.subarray(Buffer.byteLength(first.raw, 'latin1'));
+  if (!first || first.key !== 'received' || !new RegExp(`\\bby ${hostname.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'i').test(first.value)) return message;
+  return joinSource([{ source: message, start: Buffer.byteLength(first.raw, 'latin1') }]);
 }
 
 /** The domains the domain lists are asked about: envelope sender, From, then the hosts of the message's links. */
@@ -80,8 +82,11 @@ function listedDomainsOf(msg: InboundMessage, content: ContentContext): string[]
 /** Runs the content stage for one message (never throws for a scanner's failure: that is a verdict too). */
 export async function runContentStage(deps: ContentStageDeps, input: ContentInput): Promise<ContentOutcome> {
   const { msg, split } = input;
-  const leaves = mimeLeaves(msg.raw);
-  const content: ContentContext = { auth: input.auth.results, headers: split.headers, body: msg.raw.subarray(split.bodyOffset), leaves, urls: findUrls(leaves) };
+  // The rules, the MIME walk and the classifier judge the sample (the header section and the first
+  // SAMPLE_BODY_BYTES of the body, as SpamAssassin reads a bounded start); rspamd and clamd read the whole stream.
+  const sample = msg.content.sample;
+  const leaves = mimeLeaves(sample);
+  const content: ContentContext = { auth: input.auth.results, headers: split.headers, body: sample.subarray(split.bodyOffset), leaves, urls: findUrls(leaves) };
   const tags: string[] = [];
 
   let dnsbl: DnsblStepVerdict | undefined;
@@ -90,15 +95,15 @@ export async function runContentStage(deps: ContentStageDeps, input: ContentInpu
     dnsbl = decideDnsbl(client.hits, domains.hits, deps.dnsblThreshold, [...client.errors, ...domains.errors]);
   }
 
-  const virus = deps.clamd ? await scanVirus(deps.clamd, msg.raw) : undefined;
+  const virus = deps.clamd ? await scanVirus(deps.clamd, msg.content) : undefined;
   if (virus?.verdict === 'skipped' && deps.scannerFailure === 'accept-and-tag') tags.push(VIRUS_SCAN_FAILED_HEADER);
 
   const builtin = scoreRules(content, deps.rules);
-  const bayes = input.needed && deps.bayes ? await deps.bayes.classify(msg.raw, input.modelAccount) : undefined;
+  const bayes = input.needed && deps.bayes ? await deps.bayes.classify(sample, input.modelAccount) : undefined;
   const rspamd =
     input.needed && deps.rspamd
       ? await deps.rspamd.check({
-          raw: withoutOwnReceived(msg.raw, split, deps.hostname),
+          message: withoutOwnReceived(msg.content, split, deps.hostname),
           clientIp: msg.clientIp,
           helo: msg.helo,
           mailFrom: msg.mailFrom,
@@ -119,8 +124,9 @@ export async function runContentStage(deps: ContentStageDeps, input: ContentInpu
   return { ...(dnsbl ? { dnsbl } : {}), spam, ...(virus ? { virus } : {}), ...(greylisted ? { greylisted } : {}), tags };
 }
 
-async function scanVirus(clamd: ClamdClient, raw: Buffer): Promise<VirusStepVerdict> {
-  const r = await clamd.scan(raw);
+/** clamd reads the whole message as INSTREAM chunks straight from the scratch (never assembled in memory). */
+async function scanVirus(clamd: ClamdClient, message: MessageSource): Promise<VirusStepVerdict> {
+  const r = await clamd.scan(message);
   if (!r.ok) return { step: 'virus', verdict: 'skipped', reason: 'filter-error:clamd', error: r.error };
   return r.infected ? { step: 'virus', verdict: 'infected', reason: 'clamd-found', signature: r.signature } : { step: 'virus', verdict: 'clean', reason: 'clamd-clean' };
 }

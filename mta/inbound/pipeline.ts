@@ -6,15 +6,17 @@ import { spf } from 'mailauth/lib/spf/index.js';
 import type { BayesClassifier } from '../../filters/bayes.js';
 import { checkAuthentication, isForgedAuthResults, type AuthResolver } from '../../filters/inbound-auth.js';
 import { listStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
-import { headerValues, rewriteHeaders, splitMessage } from '../../filters/message-headers.js';
+import { headerValues, rewriteHeaderSection, splitMessage } from '../../filters/message-headers.js';
 import { INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
 import type { SpamRule } from '../../filters/spam-rules.js';
 import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
+import { joinSource, readSource, type ByteBudget, type MessageSource } from '../../storage/scratch.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
+import { failureReply } from '../smtp/session.js';
 import type { ClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { Metrics } from '../metrics.js';
@@ -28,7 +30,8 @@ import { decidePolicy, refusalWithoutRecipients, type DomainRecipients } from '.
 export interface RelayMessage {
   mailFrom: string;
   rcptTo: string[];
-  raw: Buffer;
+  /** The message as relayed (our header fields on top, the body as received), readable until the relay resolves. */
+  message: MessageSource;
   /** The provisioned domains (inbound_domains.id) the recipients belong to. */
   domainIds: number[];
   /** The id given in the 250 reply and the logs. */
@@ -80,6 +83,8 @@ export interface InboundPipelineDeps {
   dnsblThreshold?: number;
   /** Greylisting (`inbound.greylist.*`), also used when rspamd answers `greylist`. */
   greylist?: Greylister | undefined;
+  /** `smtp.max_buffered_bytes`: a quarantined message is held in memory for its row within this bound. */
+  budget?: ByteBudget | undefined;
 }
 
 export interface InboundPipeline {
@@ -169,15 +174,17 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     }
     if (groups.size === 0) return refusalWithoutRecipients(verdicts);
 
-    // 3. Authentication.
+    // 3. Authentication: mailauth hashes the message as it streams from the scratch.
     const auth = await checkAuthentication(
-      { raw: msg.raw, clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom },
+      { raw: msg.content.open(), clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom },
       { resolver: deps.resolver, authservId: deps.hostname },
     );
     verdicts.push(auth);
 
-    // 4. Content (the spam decision is not needed when every accepted recipient safelisted the sender).
-    const split = splitMessage(msg.raw);
+    // 4. Content (the spam decision is not needed when every accepted recipient safelisted the sender). The rules
+    // and the classifier read the sample (header section and the start of the body); rspamd and clamd the stream.
+    const sample = msg.content.sample;
+    const split = splitMessage(sample);
     const needed = [...groups.values()].some((g) => g.rcpt.length > g.safe.length);
     const stage = await runContentStage(
       { ...deps, rules, dnsblThreshold: deps.dnsblThreshold ?? 3 },
@@ -200,42 +207,51 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     }
     if (policy.refusal) return policy.refusal;
 
-    // Commit: quarantine rows first, then each relay; 250 only after every commit.
+    // Commit: quarantine rows first, then each relay; 250 only after every commit. Each copy is a header section
+    // of its own in front of the body as received, read from the scratch (never a second copy of the body).
     const prepend = [auth.header, ...stage.tags];
-    const rewrite = (strip: string, flag?: string) =>
-      rewriteHeaders(msg.raw, split, {
+    const rewrite = (strip: string, flag?: string): MessageSource => {
+      const head = rewriteHeaderSection(sample, split, {
         prepend: flag ? [...prepend, flag] : prepend,
         keep: (h) => !isForgedAuthResults(h, deps.hostname) && h.key !== strip,
       });
+      return joinSource([head, { source: msg.content, start: split.bodyOffset }]);
+    };
     const now = deps.now();
     const from = firstHeader(split.headers, 'from');
     const subject = firstHeader(split.headers, 'subject');
     const messageIdHeader = firstHeader(split.headers, 'message-id');
     const messageId = messageIdHeader ? messageIdHeader.replace(/^<|>$/g, '') : null;
     for (const q of policy.quarantines) {
-      await deps.quarantine.insert({
-        accountId: q.served.account_id,
-        domainId: q.served.id,
-        domain: q.served.domain,
-        queueId,
-        mailFrom: msg.mailFrom,
-        rcptTo: q.rcpt,
-        clientIp: msg.clientIp,
-        helo: msg.helo,
-        fromHeader: from,
-        subject,
-        messageId,
-        score: spam.score,
-        reason: stage.virus?.verdict === 'infected' ? 'virus-quarantine' : 'abuse-policy-quarantine',
-        verdicts,
-        raw: rewrite(q.strip),
-        now,
-        expiresAt: now + deps.quarantineDays * 86_400_000,
-      });
+      const copy = rewrite(q.strip);
+      const raw = await readSource(copy, deps.budget);
+      try {
+        await deps.quarantine.insert({
+          accountId: q.served.account_id,
+          domainId: q.served.id,
+          domain: q.served.domain,
+          queueId,
+          mailFrom: msg.mailFrom,
+          rcptTo: q.rcpt,
+          clientIp: msg.clientIp,
+          helo: msg.helo,
+          fromHeader: from,
+          subject,
+          messageId,
+          score: spam.score,
+          reason: stage.virus?.verdict === 'infected' ? 'virus-quarantine' : 'abuse-policy-quarantine',
+          verdicts,
+          raw,
+          now,
+          expiresAt: now + deps.quarantineDays * 86_400_000,
+        });
+      } finally {
+        deps.budget?.give(copy.size);
+      }
     }
     for (const r of policy.relays) {
-      const raw = rewrite(r.strip, r.flag);
-      await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, raw, domainIds: r.domainIds, queueId, messageId, verdicts });
+      const message = rewrite(r.strip, r.flag);
+      await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, message, domainIds: r.domainIds, queueId, messageId, verdicts });
     }
     return REPLY.queued(queueId);
   }
@@ -248,12 +264,13 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       try {
         reply = await run(msg, queueId, verdicts);
       } catch (err) {
-        // Unknown means temporary (ARCHITECTURE invariant 3): never 550, never a silent accept.
+        // Unknown means temporary (ARCHITECTURE invariant 3): never 550, never a silent accept. A full disk or the
+        // in-memory bound answer 452 4.3.1 (failureReply).
         log.error({ queueId, err: (err as Error).message }, 'inbound pipeline failed');
-        reply = REPLY.tempfail;
+        reply = failureReply(err);
       }
       log.info(
-        { queueId, mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, clientIp: msg.clientIp, tls: msg.tls, size: msg.raw.length, verdicts, reply: `${reply.code} ${reply.status}` },
+        { queueId, mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, clientIp: msg.clientIp, tls: msg.tls, size: msg.content.size, verdicts, reply: `${reply.code} ${reply.status}` },
         'inbound message',
       );
       return reply;

@@ -4,6 +4,7 @@ import type { BayesClassifier } from '../../filters/bayes.js';
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
 import type { LearnOutcome } from '../../storage/ports/bayes.js';
 import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarantine.js';
+import { bufferSource } from '../../storage/scratch.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =
@@ -52,7 +53,7 @@ export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: 
     await deps.relay({
       mailFrom: row.mail_from,
       rcptTo: JSON.parse(row.rcpt_to) as string[],
-      raw,
+      message: bufferSource(raw),
       domainIds: [row.domain_id],
       queueId: row.queue_id,
       messageId: row.message_id,

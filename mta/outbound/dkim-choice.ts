@@ -2,7 +2,8 @@
 // stored key it names, or the account's active key for its From domain) and the signed bytes.
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
-import { normalizePrivateKey, signMessage, type DkimSigningKey } from './dkim-sign.js';
+import { prepend, type MessageContent } from '../message-content.js';
+import { dkimSignatureHead, normalizePrivateKey, type DkimSigningKey } from './dkim-sign.js';
 
 /** What the signing step needs to know of a composed message. */
 export interface SigningInput {
@@ -13,8 +14,8 @@ export interface SigningInput {
   transactional: boolean;
   /** The caller's DKIM settings (REST `dkim_*`): `domain` an A-label, `privateKey` as supplied. Absent: none. */
   dkim?: { domain?: string; selector?: string; privateKey?: string } | undefined;
-  /** The message, whole or in parts; the parts are joined once, with the signature. */
-  parts: readonly Buffer[];
+  /** The message as composed (REST) or received with the fields a submission server adds (SMTP), not yet signed. */
+  content: MessageContent;
 }
 
 /** The key chosen (undefined: the message goes unsigned), or why the caller's choice cannot be used. */
@@ -62,10 +63,10 @@ export async function chooseDkimKey(
 }
 
 /**
- * The message as it goes on the wire: signed with `key` (RFC 6376, relaxed/relaxed; dkim-sign.ts) or as composed.
- * One part is returned as it is, never copied.
+ * The message as it goes on the wire: with the DKIM-Signature field of `key` in front (RFC 6376, relaxed/relaxed;
+ * dkim-sign.ts: the body is hashed as it streams from its scratch, never copied) or as composed.
  */
-export async function signParts(parts: readonly Buffer[], key: DkimSigningKey | undefined): Promise<Buffer> {
-  if (key) return signMessage(parts.length === 1 ? parts[0]! : parts, key);
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+export async function signContent(content: MessageContent, key: DkimSigningKey | undefined): Promise<MessageContent> {
+  if (!key) return content;
+  return prepend(await dkimSignatureHead(content.open(), key), content);
 }

@@ -1,5 +1,6 @@
 // Owns DKIM signing of outgoing messages (mailauth) and normalising caller-supplied private keys.
 import crypto from 'node:crypto';
+import { Readable } from 'node:stream';
 import { dkimSignatureFields } from './mailauth-seam.js';
 
 /**
@@ -43,29 +44,39 @@ function signAsync(data: Buffer | string, key: crypto.KeyObject): Promise<Buffer
 }
 
 /**
- * Returns `raw` (one buffer, or parts to join) with a DKIM-Signature header prepended (rsa-sha256, relaxed/relaxed, SIGNED_HEADERS). `privateKeyPem`
- * may also be bare base64 DER (a caller-supplied `dkim_private_key`); it goes through `normalizePrivateKey`. Throws
- * when the key cannot sign; the error never contains the key.
+ * The DKIM-Signature field for `message` (one buffer, or a stream hashed as it is read: rsa-sha256,
+ * relaxed/relaxed, SIGNED_HEADERS), CRLF-terminated, to put in front of it. `privateKeyPem` may also be bare base64
+ * DER (a caller-supplied `dkim_private_key`); it goes through `normalizePrivateKey`. Throws when the key cannot
+ * sign; the error never contains the key.
  */
-export async function signMessage(raw: Buffer | readonly Buffer[], key: DkimSigningKey, signTime?: Date): Promise<Buffer> {
+export async function dkimSignatureHead(message: Buffer | readonly Buffer[] | Readable, key: DkimSigningKey, signTime?: Date): Promise<Buffer> {
   const pem = key.privateKeyPem.includes('-----BEGIN') ? key.privateKeyPem : normalizePrivateKey(key.privateKeyPem);
   let keyObj: crypto.KeyObject;
   try {
     keyObj = keyObject(pem);
   } catch {
+    if (message instanceof Readable) message.destroy();
     throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}: unreadable private key`);
   }
-  if (keyObj.asymmetricKeyType !== 'rsa') throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}: not an RSA key`);
+  if (keyObj.asymmetricKeyType !== 'rsa') {
+    if (message instanceof Readable) message.destroy();
+    throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}: not an RSA key`);
+  }
   const { fields: signatures, errors } = await dkimSignatureFields(
-    raw,
+    message,
     { domain: key.domain, selector: key.selector, headerList: SIGNED_HEADERS, signTime },
     (data) => signAsync(data, keyObj),
   );
   if (errors.length > 0 || !signatures.trim()) {
     throw new Error(`DKIM signing failed for ${key.selector}._domainkey.${key.domain}`);
   }
-  // The message may come in parts (submission: trace fields + the client's message): joined once, here.
-  return Buffer.concat([Buffer.from(signatures + '\r\n', 'utf8'), ...(Buffer.isBuffer(raw) ? [raw] : raw)]);
+  return Buffer.from(signatures + '\r\n', 'utf8');
+}
+
+/** Returns `raw` (one buffer, or parts to join) with its DKIM-Signature field (`dkimSignatureHead`) in front. */
+export async function signMessage(raw: Buffer | readonly Buffer[], key: DkimSigningKey, signTime?: Date): Promise<Buffer> {
+  const head = await dkimSignatureHead(raw, key, signTime);
+  return Buffer.concat([head, ...(Buffer.isBuffer(raw) ? [raw] : raw)]);
 }
 
 /**

@@ -77,10 +77,12 @@ let checked = false;
 
 /**
  * The DKIM-Signature field(s) for `raw` (folded, joined with CRLF, no final line break) and mailauth's errors; the
- * RSA step is `sign`. Throws once, on first use, when mailauth's internals changed (`checkMailauthInternals`).
+ * RSA step is `sign`. `raw` may be a stream: the body is hashed (relaxed canonicalisation, chunk by chunk) as it is
+ * read and only the header section is kept, so a message of any size signs in bounded memory; the caller prepends
+ * the field it gets. Throws once, on first use, when mailauth's internals changed (`checkMailauthInternals`).
  */
 export async function dkimSignatureFields(
-  raw: Buffer | readonly Buffer[],
+  raw: Buffer | readonly Buffer[] | Readable,
   req: DkimSignatureRequest,
   sign: RsaSha256Sign,
 ): Promise<{ fields: string; errors: unknown[] }> {
@@ -103,6 +105,7 @@ export async function dkimSignatureFields(
     sign,
   );
   // Parts (a prefix and the message) are streamed one after the other, so they need not be joined first.
-  await writeToStream(signer, Buffer.isBuffer(raw) ? raw : Readable.from(raw, { objectMode: false }));
+  const input = Buffer.isBuffer(raw) || raw instanceof Readable ? raw : Readable.from(raw, { objectMode: false });
+  await writeToStream(signer, input);
   return { fields: signer.signatureHeaders.join('\r\n'), errors: signer.errors };
 }

@@ -8,9 +8,11 @@ import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/p
 import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
 import { storageFailure } from '../../storage/ports/health.js';
 import type { SuppressionStore } from '../../storage/ports/suppressions.js';
+import { BufferBoundReached, readSource, type ByteBudget } from '../../storage/scratch.js';
+import type { MessageContent } from '../message-content.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
-import { chooseDkimKey, signParts, type SigningInput } from './dkim-choice.js';
+import { chooseDkimKey, signContent, type SigningInput } from './dkim-choice.js';
 import type { Identity, MessageOutcome, OutboundRejection, OutboundTempfail, OutboundVerdict, Refusal } from './outbound-verdict.js';
 import { afterCommit, blockRefusal, contentRefusal, findBlock, scanRecord, screenMessages, type ScreeningDeps } from './screening.js';
 
@@ -25,6 +27,11 @@ export interface RecipeDeps {
   lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** Outbound content scanning and abuse control (sender blocks, strikes, alerts). */
   screening: ScreeningDeps;
+  /**
+   * `smtp.max_buffered_bytes`: what must be held in memory whole (a dry run's rendering; the bytes the queue's door
+   * takes) is taken from here; past the bound the request is refused as temporary (nothing queued).
+   */
+  budget?: ByteBudget | undefined;
 }
 
 /** Who handed the messages over: the log row's fields, and what the scanners are told about the client. */
@@ -96,7 +103,8 @@ export async function effectiveLimit(accounts: Pick<AccountStore, 'findById'>, a
 /** A message signed and ready for the queue's door. */
 interface SignedMessage {
   draft: OutboundDraft;
-  raw: Buffer;
+  /** The message as sent: the signature field in front of the draft's content. */
+  content: MessageContent;
   dkimDomain: string | null;
   senderId: string;
 }
@@ -124,10 +132,10 @@ export async function runOutbound(deps: RecipeDeps, req: OutboundRequest): Promi
   if (refusedDomain) return refusedDomain;
   const signed = await sign(deps, account, composed.drafts);
   if (!Array.isArray(signed)) return signed;
-  if (req.dryRun) return { action: 'render', messages: signed.map((s) => s.raw) };
+  if (req.dryRun) return render(deps, signed);
 
   // The accepted record of each message, built once; each step below adds what it decided.
-  const record = (s: SignedMessage, decided: Partial<AcceptedOutbound>): AcceptedOutbound => acceptedRecord(account, req, s, decided);
+  const record = (s: SignedMessage, decided: Partial<OutboundRecord>): OutboundRecord => acceptedRecord(account, req, s, decided);
 
   const blocked = await failIfBlocked(deps, account, signed, record);
   if (blocked) return blocked;
@@ -135,8 +143,8 @@ export async function runOutbound(deps: RecipeDeps, req: OutboundRequest): Promi
   const screened = await screenMessages(
     deps.screening,
     account,
-    signed.map(({ draft: d, raw, dkimDomain, senderId }) => ({
-      raw, senderId, user: d.user, fromDomain: d.fromDomain, dkimDomain, mailFrom: d.mailFrom, rcptTo: d.recipients,
+    signed.map(({ draft: d, content, dkimDomain, senderId }) => ({
+      content, senderId, user: d.user, fromDomain: d.fromDomain, dkimDomain, mailFrom: d.mailFrom, rcptTo: d.recipients,
       clientIp: req.origin.clientIp, helo: req.origin.helo, queueId: d.messageId,
     })),
   );
@@ -188,14 +196,14 @@ async function sign(deps: RecipeDeps, account: AccountRow, drafts: readonly Outb
   for (const draft of drafts) {
     const choice = await chooseDkimKey(deps, account, draft);
     if (!choice.ok) return { action: 'reject', reason: 'dkim-key-unavailable', problem: choice.problem };
-    const raw = await signParts(draft.parts, choice.key);
+    const content = await signContent(draft.content, choice.key);
     // The sending identity (seed: account|x-authuser|user).
-    signed.push({ draft, raw, dkimDomain: choice.key?.domain ?? null, senderId: senderIdentity(account.handle, draft.user) });
+    signed.push({ draft, content, dkimDomain: choice.key?.domain ?? null, senderId: senderIdentity(account.handle, draft.user) });
   }
   return signed;
 }
 
-type RecordOf = (s: SignedMessage, decided: Partial<AcceptedOutbound>) => AcceptedOutbound;
+type RecordOf = (s: SignedMessage, decided: Partial<OutboundRecord>) => OutboundRecord;
 
 /** failIfBlocked: a blocked sender identity sends nothing until delisted; the attempt is logged, nothing queued. */
 async function failIfBlocked(deps: RecipeDeps, account: AccountRow, signed: readonly SignedMessage[], record: RecordOf): Promise<OutboundVerdict | undefined> {
@@ -228,7 +236,7 @@ async function holdIfSuppressed(
   account: AccountRow,
   scanned: readonly Scanned[],
   record: RecordOf,
-): Promise<{ record: AcceptedOutbound; verdict: OutboundScanVerdict; index: number }[]> {
+): Promise<{ record: OutboundRecord; verdict: OutboundScanVerdict; index: number }[]> {
   return Promise.all(
     scanned.map(async ({ message, verdict, refusal }) => {
       const scan = scanRecord(verdict);
@@ -247,11 +255,11 @@ async function holdIfSuppressed(
 async function commit(
   deps: RecipeDeps,
   req: OutboundRequest,
-  accepted: { record: AcceptedOutbound; verdict: OutboundScanVerdict; index: number }[],
+  accepted: { record: OutboundRecord; verdict: OutboundScanVerdict; index: number }[],
 ): Promise<OutboundVerdict> {
   let queued: Awaited<ReturnType<Queue['accept']>>;
   try {
-    queued = await deps.queue.accept(accepted.map((a) => a.record));
+    queued = await accept(deps, accepted.map((a) => a.record));
   } catch (err) {
     return notQueued(err);
   }
@@ -265,23 +273,56 @@ async function commit(
 }
 
 /** Commits the records of refused messages (their log rows); a failure is answered like any failed enqueue. */
-async function commitRecords(deps: RecipeDeps, records: AcceptedOutbound[]): Promise<OutboundTempfail | undefined> {
+async function commitRecords(deps: RecipeDeps, records: OutboundRecord[]): Promise<OutboundTempfail | undefined> {
   try {
-    await deps.queue.accept(records);
+    await accept(deps, records);
     return undefined;
   } catch (err) {
     return notQueued(err);
   }
 }
 
+/**
+ * The queue's door takes each message's bytes whole: read from their streams within the budget (past it the
+ * request is not queued: BufferBoundReached, answered as temporary), given back once committed.
+ */
+async function accept(deps: RecipeDeps, records: OutboundRecord[]): Promise<Awaited<ReturnType<Queue['accept']>>> {
+  const taken: number[] = [];
+  try {
+    const whole: AcceptedOutbound[] = [];
+    for (const { content, ...r } of records) {
+      whole.push({ ...r, raw: await readSource(content, deps.budget) });
+      taken.push(content.size);
+    }
+    return await deps.queue.accept(whole);
+  } finally {
+    for (const n of taken) deps.budget?.give(n);
+  }
+}
+
+/** A dry run: each signed message whole, as the API answers it (held within the budget while it is answered). */
+async function render(deps: RecipeDeps, signed: readonly SignedMessage[]): Promise<OutboundVerdict> {
+  const messages: Buffer[] = [];
+  try {
+    for (const s of signed) messages.push(await readSource(s.content, deps.budget));
+  } finally {
+    // The answer is written from these buffers at once; the bound counts what requests hold at the same time.
+    for (const s of signed.slice(0, messages.length)) deps.budget?.give(s.content.size);
+  }
+  return { action: 'render', messages };
+}
+
 /** Nothing was committed. A storage failure (locked, disk full) is thrown for the adapter to answer as one. */
 function notQueued(err: unknown): OutboundTempfail {
-  if (storageFailure(err)) throw err;
+  if (storageFailure(err) || err instanceof BufferBoundReached) throw err;
   return { action: 'tempfail', reason: 'not-queued' };
 }
 
+/** An accepted record whose bytes are still a stream (read whole at the queue's door). */
+type OutboundRecord = Omit<AcceptedOutbound, 'raw'> & { content: MessageContent };
+
 /** The accepted record of a signed message, as the queue's door takes it: built here only. */
-function acceptedRecord(account: AccountRow, req: OutboundRequest, s: SignedMessage, decided: Partial<AcceptedOutbound>): AcceptedOutbound {
+function acceptedRecord(account: AccountRow, req: OutboundRequest, s: SignedMessage, decided: Partial<OutboundRecord>): OutboundRecord {
   const d = s.draft;
   return {
     kind: 'outbound',
@@ -293,7 +334,7 @@ function acceptedRecord(account: AccountRow, req: OutboundRequest, s: SignedMess
     subject: d.subject,
     campaignId: d.campaignId,
     transactional: d.transactional,
-    raw: s.raw,
+    content: s.content,
     auth: req.origin.auth,
     upstream: req.origin.upstream,
     upstreamHostname: req.origin.upstreamHostname,

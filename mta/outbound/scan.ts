@@ -5,6 +5,7 @@ import { scanOutboundContent } from '../../filters/outbound-rules.js';
 import {
   decideOutboundAction, gradeSpam, gradeVirus, type OutboundScanVerdict,
 } from '../../filters/outbound-verdicts.js';
+import type { MessageContent } from '../message-content.js';
 import type { ClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { FromAuthChecker } from './from-auth.js';
@@ -24,7 +25,8 @@ export interface OutboundScanDeps {
 
 /** One composed (and signed) message as it will be sent, with what the scanners are told about it. */
 export interface ScanRequest {
-  raw: Buffer;
+  /** The message: rspamd and clamd read it whole as a stream; the built-in rules read its sample. */
+  content: MessageContent;
   policy: ScanPolicy;
   senderId: string;
   /** The authenticated user or From address (rspamd's `User`). */
@@ -60,7 +62,7 @@ export async function scanOutbound(deps: OutboundScanDeps, req: ScanRequest): Pr
   }
   const [rspamd, clamd, fromAuth] = await Promise.all([
     deps.rspamd?.check({
-      raw: req.raw,
+      message: req.content,
       clientIp: req.clientIp,
       helo: req.helo,
       mailFrom: req.mailFrom,
@@ -68,10 +70,10 @@ export async function scanOutbound(deps: OutboundScanDeps, req: ScanRequest): Pr
       queueId: req.queueId,
       user: req.user,
     }),
-    deps.clamd?.scan(req.raw),
+    deps.clamd?.scan(req.content),
     deps.fromAuth({ fromDomain: req.fromDomain, dkimDomain: req.dkimDomain, mailFrom: req.mailFrom }),
   ]);
-  const found = scanOutboundContent(req.raw, fromAuth);
+  const found = scanOutboundContent(req.content.sample, fromAuth);
   const spam = gradeSpam({
     builtin: found.spam,
     rspamd,

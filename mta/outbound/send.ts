@@ -4,6 +4,7 @@ import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
+import { contentOfBuffer } from '../message-content.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, customHeaders, type ComposedMessage } from './compose.js';
 import { runOutbound, type Composition, type OutboundDraft, type RecipeDeps } from './outbound-recipe.js';
@@ -104,7 +105,7 @@ function draftOf(m: ComposedMessage, headerIdentities: Identity[], plan: Trackin
     ],
     transactional: m.transactional,
     dkim: m.dkim,
-    parts: [m.raw],
+    content: contentOfBuffer(m.raw),
     subject: m.subject,
     campaignId: m.campaignId ?? null,
     recipients: m.recipients,

@@ -5,7 +5,9 @@ import type { Config } from '../../config/load.js';
 import { headerValues, splitMessage } from '../../filters/message-headers.js';
 import { storageFailure } from '../../storage/ports/health.js';
 import { domainOf } from '../smtp/address.js';
+import { prepend } from '../message-content.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
+import { failureReply } from '../smtp/session.js';
 import type { SubmittedMessage } from '../smtp/submission-listener.js';
 import { asciiDomain } from './mailbox.js';
 import { newSendRequestId, runOutbound, type Composition, type RecipeDeps } from './outbound-recipe.js';
@@ -42,7 +44,10 @@ export async function runSubmission(deps: SubmissionDeps, msg: SubmittedMessage)
     });
     return submissionReply(verdict);
   } catch (err) {
-    // A storage failure (locked, disk full) of the commit: nothing was accepted, the client retries.
+    // A storage failure of the commit: nothing was accepted, the client retries. A full disk or the in-memory
+    // bound is 452 4.3.1 (failureReply); a locked or failing database 451 4.3.0.
+    const reply = failureReply(err);
+    if (reply !== REPLY.tempfail) return reply;
     if (storageFailure(err)) return REPLY.notQueued;
     throw err;
   }
@@ -50,7 +55,8 @@ export async function runSubmission(deps: SubmissionDeps, msg: SubmittedMessage)
 
 /** The composition step of a submission: the one draft of the message, or why it cannot be sent as it is. */
 async function composeSubmitted(deps: SubmissionDeps, msg: SubmittedMessage): Promise<Composition> {
-  const { headers } = splitMessage(msg.raw);
+  // The header section is in the sample (the data guard bounded it by smtp.max_header_bytes).
+  const { headers } = splitMessage(msg.content.sample);
   // Header bytes are kept as latin1; originator fields are read as the UTF-8 they are written in (RFC 6532).
   const utf8 = (value: string) => Buffer.from(value, 'latin1').toString('utf8');
   const originators = readOriginators(headers.map((h) => ({ name: h.name, value: utf8(h.value) })));
@@ -79,8 +85,8 @@ async function composeSubmitted(deps: SubmissionDeps, msg: SubmittedMessage): Pr
         fromDomain: from[0]!.domain,
         identities: [...originators.mailboxes.map(({ field, mailbox }) => ({ field, domain: mailbox.domain })), ...envelope],
         transactional: true,
-        // Signed, the parts are joined once with the signature (a message of up to 30 MB is copied once, not twice).
-        parts: prefix ? [Buffer.from(prefix, 'utf8'), msg.raw] : [msg.raw],
+        // Our fields go in front of the message as received; nothing of it is copied.
+        content: prepend(Buffer.from(prefix, 'utf8'), msg.content),
         subject: headerValues(headers, 'subject')[0]?.trim().slice(0, 998) ?? null,
         campaignId: null,
         recipients: msg.rcptTo,

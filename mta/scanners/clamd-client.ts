@@ -1,6 +1,7 @@
 // Owns talking to ClamAV's clamd over TCP or a unix socket (the INSTREAM command): one message in, its verdict out.
 import net from 'node:net';
 import { socketTarget } from '../../config/keys.js';
+import type { MessageSource } from '../../storage/scratch.js';
 
 /** clamd's answer: clean, or the name of the signature that matched; a failure is an answer too. */
 export type ClamdResult =
@@ -10,7 +11,7 @@ export type ClamdResult =
 
 export interface ClamdClient {
   /** Never throws: connection errors, timeouts, clamd's own errors (size limit…) and garbage come back as `ok: false`. */
-  scan(raw: Buffer): Promise<ClamdResult>;
+  scan(message: MessageSource): Promise<ClamdResult>;
 }
 
 /** INSTREAM chunk size: clamd reads each chunk into memory; 64 KiB keeps both sides' buffers small. */
@@ -40,7 +41,7 @@ export function parseInstreamReply(reply: string): ClamdResult {
 export function createClamdClient(opts: { address: string; timeoutMs: number }): ClamdClient {
   const target = socketTarget(opts.address);
   return {
-    scan(raw) {
+    scan(message) {
       return new Promise<ClamdResult>((resolve) => {
         let settled = false;
         const chunks: Buffer[] = [];
@@ -65,16 +66,35 @@ export function createClamdClient(opts: { address: string; timeoutMs: number }):
         socket.on('end', () => done(parseInstreamReply(Buffer.concat(chunks).toString('utf8'))));
         socket.on('connect', () => {
           socket.write('zINSTREAM\0');
-          for (let at = 0; at < raw.length; at += CHUNK_BYTES) {
-            const part = raw.subarray(at, at + CHUNK_BYTES);
-            const len = Buffer.alloc(4);
-            len.writeUInt32BE(part.length);
-            socket.write(len);
-            socket.write(part);
-          }
-          socket.write(Buffer.alloc(4));
+          sendChunks(socket, message).then(
+            () => socket.write(Buffer.alloc(4)),
+            (err: Error) => done({ ok: false, error: `clamd: reading the message: ${err.message}` }),
+          );
         });
       });
     },
   };
+}
+
+/** Streams `message` to clamd as INSTREAM chunks (4-byte big-endian length, then the bytes), waiting on the socket. */
+async function sendChunks(socket: net.Socket, message: MessageSource): Promise<void> {
+  for await (const piece of message.open() as AsyncIterable<Buffer>) {
+    for (let at = 0; at < piece.length; at += CHUNK_BYTES) {
+      if (socket.destroyed) return;
+      const part = piece.subarray(at, at + CHUNK_BYTES);
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(part.length);
+      socket.write(len);
+      // Backpressure: a slow clamd holds the reading of the message, not its bytes in our memory.
+      if (!socket.write(part)) await new Promise<void>((resolve) => {
+        const go = () => {
+          socket.off('close', go);
+          socket.off('drain', go);
+          resolve();
+        };
+        socket.once('drain', go);
+        socket.once('close', go);
+      });
+    }
+  }
 }

@@ -1,6 +1,7 @@
 // Owns talking to rspamd's normal worker over HTTP (POST /checkv2): one message in, its action, score and symbols out.
 import http from 'node:http';
 import https from 'node:https';
+import type { MessageSource } from '../../storage/scratch.js';
 
 /** rspamd's answer, reduced to what the spam step uses. `action` is rspamd's word (`reject`, `add header`, …). */
 export type RspamdResult =
@@ -9,7 +10,8 @@ export type RspamdResult =
 
 /** The envelope facts rspamd scores with (sent as request headers, rspamd's protocol). */
 export interface RspamdMessage {
-  raw: Buffer;
+  /** The message, streamed to rspamd (a large one is never assembled in memory for it). */
+  message: MessageSource;
   clientIp: string;
   helo: string;
   mailFrom: string;
@@ -48,7 +50,7 @@ export function createRspamdClient(opts: { url: string; timeoutMs: number }): Rs
           resolve(r);
         };
         const headers: http.OutgoingHttpHeaders = {
-          'Content-Length': msg.raw.length,
+          'Content-Length': msg.message.size,
           IP: clean(msg.clientIp.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '')),
           Helo: clean(msg.helo),
           From: clean(msg.mailFrom),
@@ -75,7 +77,13 @@ export function createRspamdClient(opts: { url: string; timeoutMs: number }): Rs
           done({ ok: false, error: `rspamd: no answer within ${opts.timeoutMs} ms` });
         }, opts.timeoutMs);
         req.on('error', (err) => done({ ok: false, error: `rspamd: ${err.message}` }));
-        req.end(msg.raw);
+        const body = msg.message.open();
+        body.on('error', (err) => {
+          req.destroy();
+          done({ ok: false, error: `rspamd: reading the message: ${err.message}` });
+        });
+        // pipe() honours backpressure: the message moves at the pace rspamd reads it.
+        body.pipe(req);
       });
     },
   };

@@ -157,21 +157,27 @@ export function createDataGuard(opts: DataGuardOptions): DataGuard {
 }
 
 /**
- * Reads `source` to its end through a guard. Resolves with the verdict and, when it passed, the whole message;
- * `raw` is empty when refused (nothing refused is kept). Rejects when the source fails or closes before its end
- * (the client went away mid-DATA): the caller must then not act on the message at all.
+ * Reads `source` to its end through a guard into `sink` (a scratch writer: the message is never assembled in
+ * memory here). Resolves with the verdict; when refused, the sink got only the bytes before the refusal and must be
+ * discarded. Rejects when the source fails or closes before its end (the client went away mid-DATA, or DataTooSlow):
+ * the caller must then not act on the message at all.
  */
-export async function readGuarded(
-  source: Readable,
-  opts: DataGuardOptions,
-  prefix?: () => string,
-): Promise<{ verdict: DataGuardVerdict; raw: Buffer }> {
+export async function receiveGuarded(source: Readable, opts: DataGuardOptions, sink: Writable): Promise<DataGuardVerdict> {
   const guard = createDataGuard(opts);
+  await pipeline(source, guard, sink);
+  return guard.verdict();
+}
+
+/**
+ * `receiveGuarded` into memory: resolves with the verdict and, when it passed, the whole message (`raw` is empty
+ * when refused: nothing refused is kept). For tests and small inputs; listeners receive into a scratch.
+ */
+export async function readGuarded(source: Readable, opts: DataGuardOptions): Promise<{ verdict: DataGuardVerdict; raw: Buffer }> {
   const chunks: Buffer[] = [];
   let size = 0;
-  await pipeline(
+  const verdict = await receiveGuarded(
     source,
-    guard,
+    opts,
     new Writable({
       write(chunk: Buffer, _enc, next) {
         chunks.push(chunk);
@@ -180,10 +186,7 @@ export async function readGuarded(
       },
     }),
   );
-  const verdict = guard.verdict();
-  if (!verdict.ok) return { verdict, raw: Buffer.alloc(0) };
-  const head = prefix ? Buffer.from(prefix(), 'utf8') : undefined;
-  return { verdict, raw: head ? Buffer.concat([head, ...chunks], head.length + size) : Buffer.concat(chunks, size) };
+  return { verdict, raw: verdict.ok ? Buffer.concat(chunks, size) : Buffer.alloc(0) };
 }
 
 type GuardLimits = Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMimeDepth'>;

@@ -2,10 +2,13 @@
 // a relay), what DATA must look like (size, bare CR/LF, hop count), the Received field, and handing the message on.
 import pino, { type Logger } from 'pino';
 import type { SMTPServerAddress, SMTPServerOptions } from 'smtp-server';
+import type { ScratchArea } from '../../storage/scratch.js';
+import type { BufferBudget } from '../buffer-budget.js';
+import { contentOf, type MessageContent } from '../message-content.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, senderNeedsSmtpUtf8 } from './address.js';
-import { logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { defaultScratch, logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
 
@@ -20,8 +23,11 @@ export interface MxMessage {
   helo: string;
   /** The session ran over TLS (STARTTLS). */
   tls: boolean;
-  /** The message with our Received field prepended; CRLF line ends only (bare CR/LF were refused). */
-  raw: Buffer;
+  /**
+   * The message with our Received field prepended; CRLF line ends only (bare CR/LF were refused). Readable (and its
+   * sample valid) until the promise `onMessage` returned settles: then its scratch is discarded.
+   */
+  content: MessageContent;
 }
 
 /** The served domain for a name (lower-case A-label, no trailing dot), or undefined: relay denied. */
@@ -70,6 +76,18 @@ export interface MxPolicy {
    * rejected promise answers 451 4.3.0.
    */
   checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => Promise<SmtpReply | undefined>;
+  /**
+   * Where DATA is kept while the message is handled (memory up to a bound, then a private file in data_dir/tmp).
+   * Default: DEFAULT_SCRATCH (the OS temp directory), for listeners started without a data_dir (tests).
+   */
+  scratch?: ScratchArea;
+  /** `smtp.max_buffered_bytes`: each DATA reserves its working memory here or is answered `452 4.3.1`. */
+  budget?: BufferBudget | undefined;
+  /**
+   * `queue.min_free_bytes` (Postfix queue_minfree): false when the spool's disk has too little room left; MAIL FROM
+   * is then answered `452 4.3.1` before anything is received.
+   */
+  hasRoom?: () => Promise<boolean>;
   /** Clock for the Received date and the minimum DATA rate. */
   now?: () => number;
   logger?: Logger;
@@ -105,7 +123,10 @@ export async function classifyRecipient(rcpt: string, smtpUtf8: boolean, findSer
   return { ok: true, address: `${mailbox.local}@${mailbox.domain}`, domainId: served.id };
 }
 
-/** Received fields in the header section of `raw` (CRLF line ends), for loop detection (RFC 5321 §6.3). */
+/**
+ * Received fields in the header section of `raw` (CRLF line ends), for loop detection (RFC 5321 §6.3); `raw` may be
+ * the message's sample (its whole header section and the start of its body).
+ */
 export function countReceived(raw: Buffer): number {
   if (raw.length >= 2 && raw[0] === 0x0d && raw[1] === 0x0a) return 0;
   const end = raw.indexOf('\r\n\r\n');
@@ -178,7 +199,16 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
 
     onMailFrom(address, session, callback) {
       const needsUtf8 = senderNeedsSmtpUtf8(address.address, session.envelope.smtpUtf8 === true);
-      answer(callback, needsUtf8 ? REPLY.needsSmtpUtf8 : undefined);
+      if (needsUtf8) return answer(callback, REPLY.needsSmtpUtf8);
+      if (!policy.hasRoom) return answer(callback);
+      // RFC 3463 4.3.1, before anything is received: Postfix's queue_minfree answers MAIL FROM the same way.
+      policy.hasRoom().then(
+        (room) => answer(callback, room ? undefined : REPLY.insufficientStorage),
+        (err: unknown) => {
+          log.error({ sessionId: session.id, err }, 'free space check failed');
+          answer(callback, REPLY.tempfail);
+        },
+      );
     },
 
     async onRcptTo(address, session, callback) {
@@ -212,12 +242,15 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
       const rcptTo = () => session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
-      // Our Received field (RFC 5321 §4.4) is assembled with the message in one buffer (data-guard's readGuarded).
-      const prefix = () => receivedFor(session, policy.hostname, rcptTo(), now());
-      runDataStage(stream, session, callback, { ...dataLimits(), minRate, prefix, log }, async (raw) => {
+      const limitsNow = dataLimits();
+      const stage = { ...limitsNow, minRate, scratch: policy.scratch ?? defaultScratch(), budget: policy.budget, log };
+      runDataStage(stream, session, callback, stage, async (data) => {
+        // Our Received field (RFC 5321 §4.4) goes on top of the client's bytes; the message is read from the scratch.
+        const trace = Buffer.from(receivedFor(session, policy.hostname, rcptTo(), now()), 'utf8');
+        const content = await contentOf([trace, { scratch: data }], limitsNow.maxHeaderBytes);
         // RFC 5321 §6.3: a message that has passed through too many hosts is looping; 5.4.6 routing loop detected.
-        // Our own Received field is at the top of raw and is not one of the hops the client's message made.
-        const hops = countReceived(raw) - 1;
+        // Our own Received field is at the top and is not one of the hops the client's message made.
+        const hops = countReceived(content.sample) - 1;
         if (hops > limits.maxHops) {
           log.info({ sessionId: session.id, hops }, 'message refused: too many hops');
           return REPLY.tooManyHops(hops);
@@ -232,7 +265,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
           clientIp: session.remoteAddress,
           helo: session.hostNameAppearsAs || '',
           tls: session.secure,
-          raw,
+          content,
         });
       });
     },

@@ -44,6 +44,16 @@ export const REPLY = Object.freeze({
   dataTooSlow: reply(421, '4.4.2', 'Data transfer too slow, closing connection'),
   /** Unknown means temporary (ARCHITECTURE invariant 3): any failure we did not decide on. */
   tempfail: reply(451, '4.3.0', 'Temporary local problem, try again later'),
+  /**
+   * RFC 3463 4.3.1 "mail system full" (Postfix's text for queue_minfree): the spool's disk is below
+   * `queue.min_free_bytes` (at MAIL FROM) or filled up while the message was written (after DATA); nothing kept.
+   */
+  insufficientStorage: reply(452, '4.3.1', 'Insufficient system storage, try again later'),
+  /**
+   * RFC 3463 4.3.1: the message bytes this process may hold in memory (`smtp.max_buffered_bytes`) are taken by
+   * messages in progress; the client retries later, nothing is kept.
+   */
+  tooManyMessagesInProgress: reply(452, '4.3.1', 'Too many messages in progress, try again later'),
 
   // --- AUTH and MAIL (submission: RFC 4954 §6, RFC 3207 §4; RFC 6531 §3.5) ---
 

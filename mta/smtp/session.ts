@@ -1,8 +1,14 @@
 // Owns what the MX and submission listeners share: the Received trace field and the DATA stage.
+import os from 'node:os';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { SMTPServerSession } from 'smtp-server';
-import { dataGuardReply, DataTooSlow, readGuarded, type DataGuardOptions } from './data-guard.js';
+import { BufferBoundReached, createScratchArea, type Scratch, type ScratchArea } from '../../storage/scratch.js';
+import { storageFailure } from '../../storage/ports/health.js';
+import type { BufferBudget } from '../buffer-budget.js';
+import { SAMPLE_BODY_BYTES } from '../message-content.js';
+import { dataGuardReply, DataTooSlow, receiveGuarded, type DataGuardOptions } from './data-guard.js';
 import { foldLine } from './header-lines.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { closeSession } from './smtp-server-seam.js';
@@ -89,27 +95,57 @@ export interface DataStageOptions {
   maxMimeDepth: number;
   /** Minimum DATA rate (DataGuardOptions.minRate); too slow → `421 4.4.2` and the connection is closed. */
   minRate?: DataGuardOptions['minRate'];
+  /** Where the message is kept while it is handled: in memory up to a bound, in a private file beyond. */
+  scratch: ScratchArea;
   /**
-   * Text to put in front of the message (our Received field), asked for once DATA has ended: it goes into the one
-   * buffer the message is assembled in, instead of a second copy of a message of up to 30 MB.
+   * The process-wide bound on message bytes in memory (`smtp.max_buffered_bytes`): each DATA reserves what its
+   * handler reads into memory (the header section and the sample, `dataWorkingBytes`) or is answered `452 4.3.1`.
    */
-  prefix?: () => string;
+  budget?: BufferBudget | undefined;
   log: Logger;
 }
 
+let fallback: ScratchArea | undefined;
+
 /**
- * Runs the DATA stage of one transaction for an smtp-server `onData`: reads the stream through the data guard
- * (552 5.3.4 over the size or a header section over its limit, 550 5.6.0 for a bare CR or LF, 554 5.6.0 for MIME
- * nested too deep), else answers `handle(raw)`'s reply — exactly once.
+ * The scratch area of a listener given none (started without a data_dir: tests, tools): 256 KiB in memory per
+ * message, spilled beyond it to unlinked files in the OS temp directory. `sluice serve` always passes data_dir/tmp.
+ */
+export function defaultScratch(): ScratchArea {
+  fallback ??= createScratchArea({ dir: path.join(os.tmpdir(), 'sluice-scratch'), memoryBytes: 256 * 1024 });
+  return fallback;
+}
+
+/** Bytes one DATA's handler may hold in memory besides its scratch: the header section and the body sample. */
+export function dataWorkingBytes(maxHeaderBytes: number): number {
+  return maxHeaderBytes + 4 + SAMPLE_BODY_BYTES;
+}
+
+/**
+ * The reply for a failure a handler did not decide on: the disk filled up (`452 4.3.1`, insufficient storage), the
+ * in-memory bound was reached (`452 4.3.1`), anything else `451 4.3.0` (unknown means temporary, invariant 3).
+ */
+export function failureReply(err: unknown): SmtpReply {
+  if (err instanceof BufferBoundReached) return REPLY.tooManyMessagesInProgress;
+  if (storageFailure(err) === 'disk-full') return REPLY.insufficientStorage;
+  return REPLY.tempfail;
+}
+
+/**
+ * Runs the DATA stage of one transaction for an smtp-server `onData`: reads the stream through the data guard into
+ * a scratch (552 5.3.4 over the size or a header section over its limit, 550 5.6.0 for a bare CR or LF, 554 5.6.0
+ * for MIME nested too deep), else answers `handle(data)`'s reply — exactly once — and discards the scratch after
+ * it. A DATA that cannot reserve its working memory, or whose scratch could not be written (disk full), is read to
+ * its end and answered `452 4.3.1` without keeping anything.
  * A client that leaves mid-DATA, or is cut off as too slow, makes the stream fail: `handle` never runs and nothing
- * is kept. An error thrown by `handle` is answered `451 4.3.0` (invariant 3).
+ * is kept. An error thrown by `handle` is answered by `failureReply`.
  */
 export function runDataStage(
   stream: Readable,
   session: SMTPServerSession,
   callback: (err?: Error | null, message?: string) => void,
   opts: DataStageOptions,
-  handle: (raw: Buffer) => Promise<SmtpReply>,
+  handle: (data: Scratch) => Promise<SmtpReply>,
 ): void {
   let answered = false;
   const once = (err?: Error | null, message?: string) => {
@@ -117,26 +153,45 @@ export function runDataStage(
     answered = true;
     callback(err, message);
   };
+  const release = opts.budget ? opts.budget.reserve(dataWorkingBytes(opts.maxHeaderBytes)) : () => {};
+  if (!release) {
+    // smtp-server drains the stream it was given before writing this reply (after the client's final dot).
+    opts.log.warn({ sessionId: session.id, held: opts.budget?.used() }, 'DATA refused: smtp.max_buffered_bytes reached');
+    return answer(once, REPLY.tooManyMessagesInProgress);
+  }
+  const writer = opts.scratch.writer();
   const run = async () => {
     const limits = { maxBytes: opts.maxBytes, maxHeaderBytes: opts.maxHeaderBytes, maxMimeDepth: opts.maxMimeDepth };
-    const { verdict, raw } = await readGuarded(stream, { ...limits, minRate: opts.minRate }, opts.prefix);
+    const verdict = await receiveGuarded(stream, { ...limits, minRate: opts.minRate }, writer);
     const refused = dataGuardReply(verdict, limits);
     if (refused) {
       opts.log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
+      if (!writer.failure) await writer.scratch().discard();
       return once(refused);
     }
-    answer(once, await handle(raw));
-  };
-  run().catch((err: unknown) => {
-    if (err instanceof DataTooSlow) {
-      // RFC 5321 §3.8: 421 closes the channel; RFC 3463 4.4.2 "bad connection".
-      opts.log.info({ sessionId: session.id, bytes: err.bytes, elapsedMs: err.elapsedMs }, 'DATA too slow: connection closed');
-      closeSession(session, REPLY.dataTooSlow);
-    } else {
-      opts.log.warn({ sessionId: session.id, err }, 'DATA stage failed');
+    if (writer.failure) {
+      opts.log.error({ sessionId: session.id, err: writer.failure }, 'DATA could not be written to scratch');
+      return answer(once, failureReply(writer.failure));
     }
-    answer(once, REPLY.tempfail);
-  });
+    const data = writer.scratch();
+    try {
+      answer(once, await handle(data));
+    } finally {
+      await data.discard();
+    }
+  };
+  run()
+    .catch((err: unknown) => {
+      if (err instanceof DataTooSlow) {
+        // RFC 5321 §3.8: 421 closes the channel; RFC 3463 4.4.2 "bad connection".
+        opts.log.info({ sessionId: session.id, bytes: err.bytes, elapsedMs: err.elapsedMs }, 'DATA too slow: connection closed');
+        closeSession(session, REPLY.dataTooSlow);
+      } else {
+        opts.log.warn({ sessionId: session.id, err }, 'DATA stage failed');
+      }
+      answer(once, failureReply(err));
+    })
+    .finally(release);
 }
 
 /**

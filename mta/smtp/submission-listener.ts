@@ -4,11 +4,14 @@ import type { SMTPServerAddress, SMTPServerOptions, SMTPServerSession } from 'sm
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { ScratchArea } from '../../storage/scratch.js';
+import type { BufferBudget } from '../buffer-budget.js';
+import { contentOf, type MessageContent } from '../message-content.js';
 import { createAuthThrottle, type AuthThrottle } from './auth-throttle.js';
 import { createConnectionCaps, isLoopback } from './connection-caps.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { checkMailbox, domainOf, senderNeedsSmtpUtf8 } from './address.js';
-import { logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
+import { defaultScratch, logRcptRefused, MIN_DATA_RATE, receivedFor, runDataStage, STRUCTURE_LIMITS } from './session.js';
 import { answer, toSmtpServerError, wireText } from './smtp-server-reply.js';
 import type { TlsPair } from './tls.js';
 
@@ -36,8 +39,11 @@ export interface SubmittedMessage {
   clientName: string;
   /** Our Received field for this hop (RFC 5321 §4.4), CRLF-terminated; prepended above everything else. */
   trace?: string;
-  /** The message as received (CRLF only: bare CR/LF were refused by the data guard). */
-  raw: Buffer;
+  /**
+   * The message as received (CRLF only: bare CR/LF were refused by the data guard), without `trace`. Readable until
+   * the promise `onMessage` returned settles: then its scratch is discarded.
+   */
+  content: MessageContent;
 }
 
 export interface SubmissionPolicy {
@@ -79,6 +85,15 @@ export interface SubmissionPolicy {
   lockdown?: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** The submission recipe (mta/outbound/submission.ts runSubmission); absent → 451 (nothing accepted). */
   onMessage?: (msg: SubmittedMessage) => Promise<SmtpReply>;
+  /**
+   * Where DATA is kept while the message is handled (memory up to a bound, then a private file in data_dir/tmp).
+   * Default: DEFAULT_SCRATCH (the OS temp directory), for listeners started without a data_dir (tests).
+   */
+  scratch?: ScratchArea;
+  /** `smtp.max_buffered_bytes`: each DATA reserves its working memory here or is answered `452 4.3.1`. */
+  budget?: BufferBudget | undefined;
+  /** `queue.min_free_bytes`: false when the spool's disk has too little room; MAIL FROM is answered `452 4.3.1`. */
+  hasRoom?: () => Promise<boolean>;
   now?: () => number;
   logger?: Logger;
   /** Shared AUTH failure counters (mta/smtp/auth-throttle.ts), so the STARTTLS and implicit-TLS listeners count together. */
@@ -229,11 +244,13 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
       }
       const addr = address.address;
       if (senderNeedsSmtpUtf8(addr, session.envelope.smtpUtf8 === true)) return answer(callback, REPLY.needsSmtpUtf8);
-      if (addr === '' || !policy.lockdown) return answer(callback);
       const domain = domainOf(addr);
-      policy
-        .lockdown(domain, account)
-        .then((verdict) => {
+      // RFC 3463 4.3.1 before anything is received when the spool's disk is low (Postfix queue_minfree), then lockdown.
+      (policy.hasRoom ?? (async () => true))()
+        .then(async (room) => {
+          if (!room) return answer(callback, REPLY.insufficientStorage);
+          if (addr === '' || !policy.lockdown) return answer(callback);
+          const verdict = await policy.lockdown(domain, account);
           if (verdict.action === 'pass') return answer(callback);
           log.info({ sessionId: session.id, account: account.handle, domain, reason: verdict.reason }, 'sender refused');
           const dnsError = verdict.reason === 'lockdown-dns-error';
@@ -262,7 +279,9 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
 
     onData(stream, session, callback) {
       const minRate = { ...MIN_DATA_RATE, now };
-      runDataStage(stream, session, callback, { ...dataLimits(), minRate, log }, async (raw) => {
+      const limitsNow = dataLimits();
+      const stage = { ...limitsNow, minRate, scratch: policy.scratch ?? defaultScratch(), budget: policy.budget, log };
+      runDataStage(stream, session, callback, stage, async (data) => {
         const account = sessions.get(session.id);
         if (!account) return REPLY.authRequired;
         if (!policy.onMessage) return REPLY.submissionUnavailable;
@@ -277,11 +296,11 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
           clientIp: session.remoteAddress,
           clientName: session.hostNameAppearsAs || '',
           trace: receivedFor(session, policy.hostname, rcptTo, now()),
-          raw,
+          content: await contentOf([{ scratch: data }], limitsNow.maxHeaderBytes),
         });
         // One line per submitted message, accepted or not (the 250 carries the queue id: `queued as <id>`).
         log.info(
-          { sessionId: session.id, ip: session.remoteAddress, account: account.handle, mailFrom, rcptTo, size: raw.length, reply: `${reply.code} ${reply.status} ${reply.message}` },
+          { sessionId: session.id, ip: session.remoteAddress, account: account.handle, mailFrom, rcptTo, size: data.size, reply: `${reply.code} ${reply.status} ${reply.message}` },
           reply.code < 300 ? 'message submitted' : 'message refused',
         );
         return reply;

@@ -9,7 +9,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
   t.same(KEYS.map((k) => k.key), [
     'data_dir', 'http.listen', 'http.plain_listen', 'http.public_url', 'http.metrics_listen', 'http.console_session_hours',
     'http.tls.enabled', 'http.tls.cert', 'http.tls.key', 'http.tls.hsts_max_age', 'smtp.hostname', 'smtp.mx.listen', 'smtp.mx.max_message_bytes',
-    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.junk_command_limit',
+    'smtp.mx.greet_delay_ms', 'smtp.max_header_bytes', 'smtp.max_mime_depth', 'smtp.max_buffered_bytes', 'smtp.junk_command_limit',
     'smtp.session_deadline_minutes', 'smtp.submission.listen',
     'smtp.submission.tls_listen', 'smtp.submission.max_message_bytes', 'smtp.submission.max_connections_per_ip',
     'smtp.submission.auth_failure_delay_ms', 'smtp.submission.allow_insecure_loopback_auth', 'smtp.tls.cert', 'smtp.tls.key',
@@ -24,7 +24,8 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
     'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
-    'queue.lease_seconds', 'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'log.level',
+    'queue.lease_seconds', 'queue.min_free_bytes',
+    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
   t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
@@ -37,7 +38,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:9', SLUICE_HTTP_CONSOLE_SESSION_HOURS: '2', SLUICE_HTTP_PLAIN_LISTEN: '127.0.0.1:8',
     SLUICE_HTTP_TLS_ENABLED: 'true', SLUICE_HTTP_TLS_CERT: 'hc.pem', SLUICE_HTTP_TLS_KEY: 'hk.pem', SLUICE_HTTP_TLS_HSTS_MAX_AGE: '60',
     SLUICE_SMTP_HOSTNAME: 'mx.example.test', SLUICE_SMTP_MX_LISTEN: '127.0.0.1:2', SLUICE_SMTP_MX_MAX_MESSAGE_BYTES: '2048',
-    SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9',
+    SLUICE_SMTP_MX_GREET_DELAY_MS: '7', SLUICE_SMTP_MAX_HEADER_BYTES: '4096', SLUICE_SMTP_MAX_MIME_DEPTH: '9', SLUICE_SMTP_MAX_BUFFERED_BYTES: '33554432',
     SLUICE_SMTP_JUNK_COMMAND_LIMIT: '20', SLUICE_SMTP_SESSION_DEADLINE_MINUTES: '10', SLUICE_SMTP_SUBMISSION_AUTH_FAILURE_DELAY_MS: '250',
     SLUICE_SMTP_SUBMISSION_LISTEN: '127.0.0.1:3', SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:4',
     SLUICE_SMTP_SUBMISSION_MAX_MESSAGE_BYTES: '3072', SLUICE_SMTP_SUBMISSION_MAX_CONNECTIONS_PER_IP: '5',
@@ -55,6 +56,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_INBOUND_GREYLIST_DOMAINS: 'Corp.Example,*', SLUICE_INBOUND_GREYLIST_DELAY_SECONDS: '60', SLUICE_INBOUND_GREYLIST_RETRY_WINDOW_HOURS: '2',
     SLUICE_INBOUND_GREYLIST_PASS_DAYS: '9', SLUICE_INBOUND_GREYLIST_AUTO_ALLOW_AFTER: '3', SLUICE_INBOUND_GREYLIST_EXEMPT_NETWORKS: '192.0.2.0/24,2001:DB8::1',
     SLUICE_INBOUND_ARC_DOMAIN: 'Seal.Example.', SLUICE_INBOUND_ARC_SELECTOR: 'arc1', SLUICE_INBOUND_ARC_KEY: 'arc.pem',
+    SLUICE_QUEUE_MIN_FREE_BYTES: '1048576',
     SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
@@ -83,6 +85,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       mx: { listen: { host: '127.0.0.1', port: 2 }, maxMessageBytes: 2048, greetDelayMs: 7 },
       maxHeaderBytes: 4096,
       maxMimeDepth: 9,
+      maxBufferedBytes: 33_554_432,
       junkCommandLimit: 20,
       sessionDeadlineMinutes: 10,
       submission: {
@@ -126,7 +129,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       },
       arc: { domain: 'seal.example', selector: 'arc1', key: path.join(dir, 'arc.pem') },
     },
-    queue: { leaseSeconds: 30 },
+    queue: { leaseSeconds: 30, minFreeBytes: 1_048_576 },
     retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60 },
     log: { level: 'warn' },
   });

@@ -8,6 +8,7 @@ import { openDatabase } from '../../storage/sqlite/database.js';
 import { createQuarantineStore } from '../../storage/sqlite/quarantine.js';
 import { type NewQuarantined } from '../../storage/ports/quarantine.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';
+import { readSource } from '../../storage/scratch.js';
 
 const DAY = 86_400_000;
 
@@ -47,8 +48,8 @@ async function hold(stack: Stack, o: Partial<NewQuarantined> & { accountId: numb
 }
 
 function recorder(stack: Stack) {
-  const relayed: RelayMessage[] = [];
-  stack.services.relayInbound = async (m) => void relayed.push(m);
+  const relayed: (RelayMessage & { raw: Buffer })[] = [];
+  stack.services.relayInbound = async (m) => void relayed.push({ ...m, raw: await readSource(m.message) });
   return relayed;
 }
 

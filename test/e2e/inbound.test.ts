@@ -12,6 +12,7 @@ import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
+import { bufferSource } from '../../storage/scratch.js';
 
 const HOUR = 3_600_000;
 const pair = await generateDkimKeyPair(1024);
@@ -290,7 +291,7 @@ t.test('weighted split: 1,000 messages over weights 1:3 land within ±5 points o
   for (let i = 0; i < 1000; i += 100) {
     await Promise.all(
       Array.from({ length: 100 }, (_, j) =>
-        w.stack.services.relayInbound({ mailFrom: 'alice@sender.test', rcptTo: ['bob@corp.test'], raw: Buffer.from(message({ id: `w${i + j}` })), domainIds: [], queueId: `Q${i + j}`, messageId: `w${i + j}@sender.test`, verdicts: [] }),
+        w.stack.services.relayInbound({ mailFrom: 'alice@sender.test', rcptTo: ['bob@corp.test'], message: bufferSource(Buffer.from(message({ id: `w${i + j}` }))), domainIds: [], queueId: `Q${i + j}`, messageId: `w${i + j}@sender.test`, verdicts: [] }),
       ),
     );
   }

@@ -13,6 +13,10 @@ export interface SmtpTalk {
   starttls(servername?: string): Promise<tls.PeerCertificate>;
   /** The certificate of the TLS session, if one is up. */
   peerCertificate(): tls.PeerCertificate | undefined;
+  /** Writes raw bytes (part of a DATA section) without waiting for a reply. */
+  write(bytes: string | Buffer): void;
+  /** Writes raw bytes (the end of a DATA section, final dot included) and resolves with the reply they draw. */
+  finish(bytes: string | Buffer): Promise<string>;
   /** Resolves once the server has closed the connection (at once if it has). */
   closed(): Promise<void>;
   close(): void;
@@ -72,6 +76,12 @@ export async function smtpTalk(t: Test, port: number, o: SmtpTalkOptions = {}): 
       return secure.getPeerCertificate();
     },
     peerCertificate: () => secure?.getPeerCertificate(),
+    write: (bytes) => void socket.write(bytes),
+    finish: (bytes) => {
+      const p = next();
+      socket.write(bytes);
+      return p;
+    },
     closed: () => ended,
     close: () => socket.destroy(),
   };

@@ -10,7 +10,10 @@ import { dkimDnsRecord, generateDkimKeyPair } from '../../../mta/outbound/dkim-k
 import { signMessage } from '../../../mta/outbound/dkim-sign.js';
 import { createDnsResolver, mailauthResolver } from '../../../mta/delivery/dns-resolver.js';
 import { createGreylister } from '../../../mta/inbound/greylist.js';
-import { createInboundPipeline, SCAN_FAILED_HEADER, type InboundPipelineDeps, type RelayMessage } from '../../../mta/inbound/pipeline.js';
+import {
+  createInboundPipeline, SCAN_FAILED_HEADER, type InboundMessage, type InboundPipeline, type InboundPipelineDeps, type RelayMessage,
+} from '../../../mta/inbound/pipeline.js';
+import { contentOfBuffer } from '../../../mta/message-content.js';
 import { createRspamdClient } from '../../../mta/scanners/rspamd-client.js';
 import { createAccountStore } from '../../../storage/sqlite/accounts.js';
 import { openSqliteStore } from '../../../storage/sqlite/store.js';
@@ -20,6 +23,7 @@ import { createInboundListStore } from '../../../storage/sqlite/inbound-lists.js
 import { type ListScope } from '../../../storage/ports/inbound-lists.js';
 import { createQuarantineStore } from '../../../storage/sqlite/quarantine.js';
 import { openDatabase } from '../../../storage/sqlite/database.js';
+import { readSource } from '../../../storage/scratch.js';
 import { createSqliteGreylistStore } from '../../../storage/sqlite/greylist.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { createClock, tempDir } from '../../helpers/stack.js';
@@ -70,7 +74,8 @@ async function setup(
     'spammer.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] },
   });
   const resolver = createDnsResolver({ servers: [{ host: '127.0.0.1', port: dns.port }], timeoutMs: 1000, tries: 1 });
-  const relayed: RelayMessage[] = [];
+  // What the relay was given, its message read whole (the pipeline discards its scratch once DATA is answered).
+  const relayed: (RelayMessage & { raw: Buffer })[] = [];
   // The pipeline's log lines, parsed: every message is logged once with its verdicts.
   const logs: { msg: string; queueId?: string; verdicts?: { step: string; verdict: string; reason: string }[]; reply?: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
@@ -80,7 +85,7 @@ async function setup(
     lists: store.inboundLists,
     quarantine: store.quarantine,
     resolver: mailauthResolver(resolver),
-    relay: async (m) => void relayed.push(m),
+    relay: async (m) => void relayed.push({ ...m, raw: await readSource(m.message) }),
     scannerFailure: 'tempfail',
     spamThreshold: 5,
     quarantineDays: 30,
@@ -115,6 +120,12 @@ async function compose(o: { from?: string; body?: string; sign?: boolean; header
   return o.sign === false ? raw : signMessage(raw, { domain: 'sender.test', selector: 'sel', privateKeyPem: pair.privateKeyPem });
 }
 
+/** Hands a message held in memory to the pipeline, as the MX does with one in its scratch. */
+const handle = (p: InboundPipeline, m: Omit<InboundMessage, 'content'> & { raw: Buffer }) => {
+  const { raw, ...rest } = m;
+  return p.handle({ ...rest, content: contentOfBuffer(raw) });
+};
+
 const base = { mailFrom: 'a@sender.test', rcptTo: ['bob@corp.test'], clientIp: '127.0.0.1', helo: 'mail.sender.test', tls: true };
 const headerBlock = (raw: Buffer) => raw.toString('latin1').split('\r\n\r\n')[0] as string;
 const unfold = (s: string) => s.replace(/\r\n[ \t]+/g, ' ');
@@ -125,7 +136,7 @@ t.test('a clean signed message is relayed with one Authentication-Results (SPF, 
     Buffer.from(`Authentication-Results: ${HOST}; spf=pass; dkim=pass; dmarc=pass\r\nAuthentication-Results: upstream.example; spf=pass\r\n`),
     await compose(),
   ]);
-  const reply = await pipeline.handle({ ...base, raw });
+  const reply = await handle(pipeline, { ...base, raw });
   t.same(reply, { code: 250, status: '2.0.0', message: 'Ok: queued as QID1' });
   t.equal(relayed.length, 1);
   const r = relayed[0]!;
@@ -149,7 +160,7 @@ t.test('a clean signed message is relayed with one Authentication-Results (SPF, 
 
 t.test('SPF fail is recorded and tagged; DKIM keeps DMARC passing, so the message is relayed', async (t) => {
   const { pipeline, relayed } = await setup(t, { policies: { 'corp.test': 'block' } });
-  const reply = await pipeline.handle({ ...base, clientIp: '192.0.2.99', raw: await compose() });
+  const reply = await handle(pipeline, { ...base, clientIp: '192.0.2.99', raw: await compose() });
   t.equal(reply.code, 250);
   const head = unfold(headerBlock(relayed[0]!.raw));
   t.match(head, /spf=fail/);
@@ -162,7 +173,7 @@ t.test('SPF fail is recorded and tagged; DKIM keeps DMARC passing, so the messag
 t.test('DMARC p=reject failure is spam: policy block → 550 5.7.1, nothing relayed or stored', async (t) => {
   const { pipeline, relayed, quarantine, accountId, logs } = await setup(t, { policies: { 'corp.test': 'block' } });
   const raw = await compose({ from: 'CEO <ceo@bank.test>', sign: false });
-  const reply = await pipeline.handle({ ...base, mailFrom: 'x@spammer.test', raw });
+  const reply = await handle(pipeline, { ...base, mailFrom: 'x@spammer.test', raw });
   t.same(reply, { code: 550, status: '5.7.1', message: 'Message refused as spam' });
   t.equal(relayed.length, 0);
   t.equal(quarantine.list({ accountId, limit: 10, offset: 0 }, 0).total, 0);
@@ -177,7 +188,7 @@ t.test('DMARC p=reject failure is spam: policy block → 550 5.7.1, nothing rela
 t.test('GTUBE under flag: relayed with the domain header; a sender-supplied header of that name is dropped', async (t) => {
   const { pipeline, relayed } = await setup(t);
   const raw = await compose({ body: `buy now ${GTUBE}\n`, headers: { 'X-Spam-Flag': 'NO' } });
-  const reply = await pipeline.handle({ ...base, raw });
+  const reply = await handle(pipeline, { ...base, raw });
   t.equal(reply.code, 250);
   t.equal(relayed.length, 1);
   const head = headerBlock(relayed[0]!.raw);
@@ -189,7 +200,7 @@ t.test('GTUBE under flag: relayed with the domain header; a sender-supplied head
 
 t.test('GTUBE under quarantine: 250, kept with its verdicts, not relayed', async (t) => {
   const { pipeline, relayed, quarantine, accountId, clock } = await setup(t, { policies: { 'corp.test': 'quarantine' } });
-  const reply = await pipeline.handle({ ...base, raw: await compose({ body: `${GTUBE}\n` }) });
+  const reply = await handle(pipeline, { ...base, raw: await compose({ body: `${GTUBE}\n` }) });
   t.same(reply, { code: 250, status: '2.0.0', message: 'Ok: queued as QID1' });
   t.equal(relayed.length, 0);
   const page = quarantine.list({ accountId, limit: 10, offset: 0 }, clock.now());
@@ -218,7 +229,7 @@ t.test('blocklisted client IP, sender address and sender domain → 550 5.7.1 at
     await t.test(name, async (t) => {
       const { pipeline, relayed, list, logs } = await setup(t);
       list(level, 'blocklist', item, type);
-      const reply = await pipeline.handle({ ...base, raw: await compose() });
+      const reply = await handle(pipeline, { ...base, raw: await compose() });
       t.same(reply, { code: 550, status: '5.7.1', message: 'Message refused: the sender is blocklisted by the recipient' });
       t.equal(relayed.length, 0);
       const line = logs.find((l) => l.msg === 'inbound message');
@@ -236,7 +247,7 @@ t.test('blocklisted client IP, sender address and sender domain → 550 5.7.1 at
 t.test('a safelisted sender skips the spam policy (GTUBE under block is relayed, unflagged)', async (t) => {
   const { pipeline, relayed, list } = await setup(t, { policies: { 'corp.test': 'block' } });
   list('recipient', 'safelist', 'a@sender.test', 'email_address');
-  const reply = await pipeline.handle({ ...base, raw: await compose({ body: `${GTUBE}\n` }) });
+  const reply = await handle(pipeline, { ...base, raw: await compose({ body: `${GTUBE}\n` }) });
   t.equal(reply.code, 250);
   t.equal(relayed.length, 1);
   t.notMatch(headerBlock(relayed[0]!.raw), /X-Spam-Flag/);
@@ -253,28 +264,28 @@ t.test('list precedence: recipient safelist beats a domain blocklist, unless abu
     const { pipeline, relayed, list } = await setup(t);
     list('domain', 'blocklist', 'sender.test', 'domain');
     list('recipient', 'safelist', 'a@sender.test', 'email_address');
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
     t.equal(relayed.length, 1);
   });
   await t.test('abusePolicyOverride: the domain wins', async (t) => {
     const { pipeline, relayed, list } = await setup(t, { override: { 'corp.test': true } });
     list('domain', 'blocklist', 'sender.test', 'domain');
     list('recipient', 'safelist', 'a@sender.test', 'email_address');
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 550);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 550);
     t.equal(relayed.length, 0);
   });
   await t.test('domain beats account', async (t) => {
     const { pipeline, relayed, list } = await setup(t);
     list('account', 'blocklist', '127.0.0.1', 'ip_address');
     list('domain', 'safelist', 'sender.test', 'domain');
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
     t.equal(relayed.length, 1);
   });
 });
 
 t.test('recipients of several domains: decided per domain (block one, flag the other with its own header)', async (t) => {
   const { pipeline, relayed } = await setup(t, { policies: { 'corp.test': 'block', 'other.test': 'flag' } });
-  const reply = await pipeline.handle({ ...base, rcptTo: ['bob@corp.test', 'eve@other.test'], raw: await compose({ body: `${GTUBE}\n` }) });
+  const reply = await handle(pipeline, { ...base, rcptTo: ['bob@corp.test', 'eve@other.test'], raw: await compose({ body: `${GTUBE}\n` }) });
   t.equal(reply.code, 250);
   t.equal(relayed.length, 1);
   t.same(relayed[0]!.rcptTo, ['eve@other.test']);
@@ -289,7 +300,7 @@ t.test('recipients of several domains: decided per domain (block one, flag the o
 
 t.test('an alias recipient is decided by its domain, and relayed with the domain id', async (t) => {
   const { pipeline, relayed, ids } = await setup(t);
-  t.equal((await pipeline.handle({ ...base, rcptTo: ['bob@corp-alias.test', 'ann@corp.test'], raw: await compose() })).code, 250);
+  t.equal((await handle(pipeline, { ...base, rcptTo: ['bob@corp-alias.test', 'ann@corp.test'], raw: await compose() })).code, 250);
   t.equal(relayed.length, 1, 'one relay for identical copies');
   t.same(relayed[0]!.rcptTo, ['bob@corp-alias.test', 'ann@corp.test']);
   t.same(relayed[0]!.domainIds, [ids['corp.test']]);
@@ -321,7 +332,7 @@ t.test('rspamd verdict: action reject makes a clean-looking message spam (quaran
     policies: { 'corp.test': 'quarantine' },
     deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }) },
   });
-  t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+  t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
   t.equal(relayed.length, 0);
   const row = quarantine.list({ accountId, limit: 1, offset: 0 }, 0).rows[0]!;
   t.equal(row.score, 0, 'our own score: rspamd judges on its own scale');
@@ -334,7 +345,7 @@ t.test('rspamd as rspamd means it: no action under its own thresholds is not spa
   const a = await setup(t, { deps: { rspamd: createRspamdClient({ url: calm, timeoutMs: 2000 }) } });
   rspamdSeen.length = 0;
   const raw = Buffer.concat([Buffer.from(`Received: from client.sender.test ([127.0.0.1]) by ${HOST} with ESMTP for <bob@corp.test>; Sun, 22 Nov 2026 12:00:00 +0000\r\n`), await compose()]);
-  t.equal((await a.pipeline.handle({ ...base, raw })).code, 250);
+  t.equal((await handle(a.pipeline, { ...base, raw })).code, 250);
   t.match(a.relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'ham', reason: 'below-threshold', score: 0, rspamd: { action: 'no action', score: 5.5 } });
   t.notOk(rspamdSeen[0]!.body.includes(`by ${HOST}`), 'rspamd is not handed our own Received field');
   t.ok(rspamdSeen[0]!.body.startsWith('Content-Type') || rspamdSeen[0]!.body.includes('From: Alice'), 'the message itself is');
@@ -342,14 +353,14 @@ t.test('rspamd as rspamd means it: no action under its own thresholds is not spa
 
   const soft = await rspamdStub(t, { action: 'soft reject', score: 0, required_score: 15, symbols: { RATELIMITED: { score: 0 } } });
   const b = await setup(t, { deps: { rspamd: createRspamdClient({ url: soft, timeoutMs: 2000 }) } });
-  t.match(await b.pipeline.handle({ ...base, raw: await compose() }), { code: 451, status: '4.7.1' });
+  t.match(await handle(b.pipeline, { ...base, raw: await compose() }), { code: 451, status: '4.7.1' });
   t.equal(b.relayed.length, 0);
 });
 
 t.test('rspamd "add header" below our threshold still counts as spam', async (t) => {
   const url = await rspamdStub(t, { action: 'add header', score: 2, required_score: 15, symbols: {} });
   const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }) } });
-  t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+  t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
   t.match(headerBlock(relayed[0]!.raw), /^X-Spam-Flag: YES$/m);
   t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'spam', reason: 'rspamd-action' });
 });
@@ -365,12 +376,12 @@ t.test('rspamd "greylist": a first attempt is deferred 450 4.7.1, the retry afte
   });
   // No domain has greylisting on (domains: []): rspamd asked for it, so the triplet memory decides anyway.
   const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), greylist, now: clock.now } });
-  t.match(await pipeline.handle({ ...base, raw: await compose() }), { code: 450, status: '4.7.1', message: /^Greylisted: .* 300 seconds$/ });
+  t.match(await handle(pipeline, { ...base, raw: await compose() }), { code: 450, status: '4.7.1', message: /^Greylisted: .* 300 seconds$/ });
   t.equal(relayed.length, 0);
   clock.advance(60_000);
-  t.match(await pipeline.handle({ ...base, raw: await compose() }), { code: 450, status: '4.7.1' }, 'too early a retry is deferred again');
+  t.match(await handle(pipeline, { ...base, raw: await compose() }), { code: 450, status: '4.7.1' }, 'too early a retry is deferred again');
   clock.advance(300_000);
-  t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250, 'a retry after the delay passes');
+  t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250, 'a retry after the delay passes');
   t.equal(relayed.length, 1);
   t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'ham', rspamd: { action: 'greylist' } }, 'greylist is rspamd\'s delay, not a spam verdict');
 });
@@ -379,30 +390,30 @@ t.test('scanner down: tempfail policy → 451 4.7.1 and nothing relayed; accept-
   const url = await rspamdStub(t, null);
   await t.test('tempfail', async (t) => {
     const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), scannerFailure: 'tempfail' } });
-    t.same(await pipeline.handle({ ...base, raw: await compose() }), { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' });
+    t.same(await handle(pipeline, { ...base, raw: await compose() }), { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' });
     t.equal(relayed.length, 0);
   });
   await t.test('accept-and-tag', async (t) => {
     const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), scannerFailure: 'accept-and-tag' } });
-    t.equal((await pipeline.handle({ ...base, raw: await compose() })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
     t.equal(relayed.length, 1);
     t.ok(headerBlock(relayed[0]!.raw).split('\r\n').includes(SCAN_FAILED_HEADER));
     t.match(relayed[0]!.verdicts.find((v) => v.step === 'spam'), { verdict: 'ham', reason: 'filter-error:rspamd', rspamd: { error: /rspamd/ } });
   });
   await t.test('accept-and-tag still applies the built-in score (GTUBE flagged)', async (t) => {
     const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), scannerFailure: 'accept-and-tag' } });
-    t.equal((await pipeline.handle({ ...base, raw: await compose({ body: `${GTUBE}\n` }) })).code, 250);
+    t.equal((await handle(pipeline, { ...base, raw: await compose({ body: `${GTUBE}\n` }) })).code, 250);
     t.match(headerBlock(relayed[0]!.raw), /^X-Spam-Flag: YES$/m);
   });
 });
 
 t.test('a relay that does not commit answers 451 4.3.0, never 250', async (t) => {
   const { pipeline } = await setup(t, { deps: { relay: async () => { throw new Error('disk full'); } } });
-  t.same(await pipeline.handle({ ...base, raw: await compose() }), { code: 451, status: '4.3.0', message: 'Temporary local problem, try again later' });
+  t.same(await handle(pipeline, { ...base, raw: await compose() }), { code: 451, status: '4.3.0', message: 'Temporary local problem, try again later' });
 });
 
 t.test('recipients whose domain is no longer served are dropped; none left → 550 5.7.1', async (t) => {
   const { pipeline, relayed } = await setup(t);
-  t.same(await pipeline.handle({ ...base, rcptTo: ['x@gone.test'], raw: await compose() }), { code: 550, status: '5.7.1', message: 'Relay access denied' });
+  t.same(await handle(pipeline, { ...base, rcptTo: ['x@gone.test'], raw: await compose() }), { code: 550, status: '5.7.1', message: 'Relay access denied' });
   t.equal(relayed.length, 0);
 });

@@ -3,9 +3,10 @@
 import net from 'node:net';
 import t from 'tap';
 import { createClamdClient, parseInstreamReply } from '../../../mta/scanners/clamd-client.js';
+import { bufferSource } from '../../../storage/scratch.js';
 import { daemonsMissing, startClamd, VIRUS_MARKER } from '../../helpers/daemons.js';
 
-const message = (body: string) => Buffer.from(`From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: x\r\n\r\n${body}\r\n`);
+const message = (body: string) => bufferSource(Buffer.from(`From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: x\r\n\r\n${body}\r\n`));
 
 t.test('parseInstreamReply', async (t) => {
   t.same(parseInstreamReply('stream: OK\0'), { ok: true, infected: false });
@@ -24,7 +25,7 @@ t.test('real clamd with a custom database', { skip: daemonsMissing() }, async (t
   t.match(await tcp.scan(message('SLUICE-TEST-HEURISTIC-MARKER')), { ok: true, infected: true, signature: /^Heuristics\.Sluice\.Test/ });
   t.match(await tcp.scan(message('SLUICE-TEST-PUA-MARKER')), { ok: true, infected: true, signature: /^PUA\.Sluice\.Test/ });
   // Several INSTREAM chunks: the marker straddles the 64 KiB chunk boundary.
-  const big = Buffer.concat([Buffer.alloc(65_530, 'a'), Buffer.from(VIRUS_MARKER), Buffer.alloc(200_000, 'b')]);
+  const big = bufferSource(Buffer.concat([Buffer.alloc(65_530, 'a'), Buffer.from(VIRUS_MARKER), Buffer.alloc(200_000, 'b')]));
   t.match(await tcp.scan(big), { ok: true, infected: true, signature: 'Sluice.Test.Marker.UNOFFICIAL' }, 'found across chunks');
 
   const unix = createClamdClient({ address: clamd.socketPath!, timeoutMs: 10_000 });

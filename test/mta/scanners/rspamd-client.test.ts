@@ -6,6 +6,7 @@ import t, { type Test } from 'tap';
 import { GTUBE } from '../../../filters/spam-rules.js';
 import { createRspamdClient, parseCheckReply } from '../../../mta/scanners/rspamd-client.js';
 import { daemonsMissing, RSPAMD_SUSPECT_MARKER, startRspamd } from '../../helpers/daemons.js';
+import { bufferSource } from '../../../storage/scratch.js';
 
 interface Seen {
   method: string;
@@ -33,7 +34,7 @@ async function fakeRspamd(t: Test, reply: (seen: Seen, res: http.ServerResponse)
 }
 
 const RAW = Buffer.from('From: a@sender.test\r\nTo: b@corp.test\r\nSubject: x\r\n\r\nhello\r\n');
-const MSG = { raw: RAW, clientIp: '::ffff:192.0.2.7', helo: 'mail.sender.test', mailFrom: 'a@sender.test', rcptTo: ['b@corp.test', 'c@corp.test'], queueId: 'Q1' };
+const MSG = { message: bufferSource(RAW), clientIp: '::ffff:192.0.2.7', helo: 'mail.sender.test', mailFrom: 'a@sender.test', rcptTo: ['b@corp.test', 'c@corp.test'], queueId: 'Q1' };
 
 t.test('posts the message to /checkv2 with the envelope in rspamd headers; reads action, score, symbols', async (t) => {
   const rs = await fakeRspamd(t, (_s, res) => {
@@ -96,12 +97,12 @@ t.test('real rspamd (Debian package, minimal config of our own)', { skip: daemon
   t.comment(`rspamd started in ${rspamd.startupMs} ms`);
   const client = createRspamdClient({ url: rspamd.address, timeoutMs: 20_000 });
   const head = 'From: a@sender.test\r\nTo: b@corp.test\r\nSubject: x\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <g@sender.test>\r\n\r\n';
-  const gtube = await client.check({ ...MSG, raw: Buffer.from(`${head}${GTUBE}\r\n`) });
+  const gtube = await client.check({ ...MSG, message: bufferSource(Buffer.from(`${head}${GTUBE}\r\n`)) });
   t.match(gtube, { ok: true, action: 'reject' });
   t.ok(gtube.ok && gtube.symbols.includes('GTUBE'));
-  const suspect = await client.check({ ...MSG, user: 'acme', raw: Buffer.from(`${head}hello ${RSPAMD_SUSPECT_MARKER}\r\n`) });
+  const suspect = await client.check({ ...MSG, user: 'acme', message: bufferSource(Buffer.from(`${head}hello ${RSPAMD_SUSPECT_MARKER}\r\n`)) });
   t.match(suspect, { ok: true, action: 'add header', score: 7, symbols: ['SLUICE_SUSPECT_MARKER'] });
-  const ham = await client.check({ ...MSG, raw: Buffer.from(`${head}See you at noon.\r\n`) });
+  const ham = await client.check({ ...MSG, message: bufferSource(Buffer.from(`${head}See you at noon.\r\n`)) });
   t.match(ham, { ok: true, action: 'no action', score: 0 });
   await rspamd.stop();
   t.match(await client.check(MSG), { ok: false, error: /ECONNREFUSED/ }, 'a stopped rspamd is a failure');

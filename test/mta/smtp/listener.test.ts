@@ -19,6 +19,7 @@ import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
 import type { SubmittedMessage } from '../../../mta/smtp/submission-listener.js';
 import type { AccountRow } from '../../../storage/ports/accounts.js';
 import { startSink } from '../../helpers/smtp-sink.js';
+import { readSource } from '../../../storage/scratch.js';
 
 const pems = await generate([{ name: 'commonName', value: 'mx.sluice.test' }], { keySize: 2048, algorithm: 'sha256' });
 const pair = { cert: pems.cert, key: pems.private, source: 'config' as const };
@@ -29,7 +30,7 @@ interface Listener {
   kind: 'mx' | 'submission';
   port: number;
   /** What the listener handed on (the MX's onMessage / submission's runSubmission). */
-  handed: (MxMessage | SubmittedMessage)[];
+  handed: ((MxMessage | SubmittedMessage) & { raw: Buffer })[];
   /** Commands that bring a fresh session to MAIL (EHLO, and AUTH on submission). */
   login: string[];
   /** A recipient the listener accepts. */
@@ -37,7 +38,8 @@ interface Listener {
 }
 
 async function listener(t: Test, kind: 'mx' | 'submission'): Promise<Listener> {
-  const handed: (MxMessage | SubmittedMessage)[] = [];
+  // Each message is read whole while it is handed on (its scratch is discarded once DATA is answered).
+  const handed: ((MxMessage | SubmittedMessage) & { raw: Buffer })[] = [];
   const ok = { code: 250, status: '2.0.0', message: 'Ok: queued as TEST' };
   const options =
     kind === 'mx'
@@ -46,14 +48,14 @@ async function listener(t: Test, kind: 'mx' | 'submission'): Promise<Listener> {
           tls: pair,
           findServedDomain: async (d) => (d === 'corp.test' ? { id: 1 } : undefined),
           maxMessageBytes: 1 << 20,
-          onMessage: async (m) => (handed.push(m), ok),
+          onMessage: async (m) => (handed.push({ ...m, raw: await readSource(m.content) }), ok),
         })
       : submissionOptions({
           hostname: 'mx.sluice.test',
           tls: pair,
           authenticate: async (u, p) => (u === 'acme' && p === 'pw' ? account : undefined),
           allowInsecureLoopbackAuth: true,
-          onMessage: async (m) => (handed.push(m), ok),
+          onMessage: async (m) => (handed.push({ ...m, raw: await readSource(m.content) }), ok),
         });
   const l = await startSmtpListener(kind, { host: '127.0.0.1', port: 0 }, options);
   t.teardown(() => l.close());

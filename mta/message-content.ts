@@ -1,0 +1,68 @@
+// Owns the one shape every path hands a message on in: its bytes as a stream that can be opened again and again,
+// and a bounded sample (the header section and the start of the body) for whatever judges it without reading all.
+import { joinSource, readPartStart, type MessageSource, type SourcePart } from '../storage/scratch.js';
+
+/**
+ * Bytes of body a content rule reads (SpamAssassin reads 50 kB of each text part, `body_part_scan_size`, and 500 kB
+ * of raw body): built-in rules, the MIME walk for links and EICAR, and header parsing see the sample; rspamd, clamd,
+ * DKIM and delivery read the whole stream.
+ */
+export const SAMPLE_BODY_BYTES = 256 * 1024;
+
+/** A message as it travels between steps: read it whole with `open()`, judge its start with `sample`. */
+export interface MessageContent extends MessageSource {
+  /** The first bytes: the whole header section and up to SAMPLE_BODY_BYTES of the body (everything when `complete`). */
+  readonly sample: Buffer;
+  /** The sample is the whole message. */
+  readonly complete: boolean;
+}
+
+/** The header section's end in `bytes` (offset of the body), or -1 when no empty line is there (RFC 5322 §2.1). */
+export function headerEnd(bytes: Buffer): number {
+  if (bytes.length >= 2 && bytes[0] === 0x0d && bytes[1] === 0x0a) return 2;
+  const at = bytes.indexOf('\r\n\r\n');
+  if (at >= 0) return at + 4;
+  const lf = bytes.indexOf('\n\n');
+  return lf >= 0 ? lf + 2 : -1;
+}
+
+/** The sample of a message whose first bytes are `head` (at most `size` in all): header section + body start. */
+function cut(head: Buffer, size: number): { sample: Buffer; complete: boolean } {
+  const end = headerEnd(head);
+  const limit = end < 0 ? head.length : Math.min(head.length, end + SAMPLE_BODY_BYTES);
+  return { sample: head.subarray(0, limit), complete: limit >= size };
+}
+
+/**
+ * The content of `parts` one after the other (our trace field, then the client's bytes; a signature, then a composed
+ * message), its sample read from their starts. `headerLimit` bounds the header section looked for (the listener's
+ * `smtp.max_header_bytes`, which the data guard enforced).
+ */
+export async function contentOf(parts: readonly SourcePart[], headerLimit: number): Promise<MessageContent> {
+  const source = joinSource(parts);
+  const want = headerLimit + 4 + SAMPLE_BODY_BYTES;
+  const pieces: Buffer[] = [];
+  let got = 0;
+  for (const p of parts) {
+    if (got >= want) break;
+    const piece = await readPartStart(p, want - got);
+    pieces.push(piece);
+    got += piece.length;
+  }
+  // A copy: the sample must not keep a whole in-memory scratch alive after it is discarded.
+  const head = Buffer.from(Buffer.concat(pieces, got));
+  return { ...cut(head, source.size), size: source.size, open: (start) => source.open(start) };
+}
+
+/** The content of a message held in memory (tests, DSNs, small composed messages). */
+export function contentOfBuffer(bytes: Buffer): MessageContent {
+  const source = joinSource([bytes]);
+  return { ...cut(bytes, bytes.length), size: bytes.length, open: (start) => source.open(start) };
+}
+
+/** `content` with `head` (whole header fields, CRLF-terminated) put in front: a trace field, a signature. */
+export function prepend(head: Buffer, content: MessageContent): MessageContent {
+  if (head.length === 0) return content;
+  const source = joinSource([head, { source: content }]);
+  return { sample: Buffer.concat([head, content.sample]), complete: content.complete, size: source.size, open: (start) => source.open(start) };
+}
