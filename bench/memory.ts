@@ -33,6 +33,24 @@ function resetPeak(pid: number): boolean {
   }
 }
 
+/**
+ * Watches pid's RSS from now: `before` is its RSS at the start; `stop()` ends the 5 ms sampling and returns the peak
+ * (the kernel's VmHWM when it could be reset, else the highest sample).
+ */
+function watchPeak(pid: number): { before: number; stop: () => number } {
+  const before = procStatus(pid, 'VmRSS');
+  const canReset = resetPeak(pid);
+  let sampled = before;
+  const sampler = setInterval(() => (sampled = Math.max(sampled, procStatus(pid, 'VmRSS'))), 5);
+  return {
+    before,
+    stop: () => {
+      clearInterval(sampler);
+      return Math.max(sampled, canReset ? procStatus(pid, 'VmHWM') : 0);
+    },
+  };
+}
+
 const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A deadline that does not keep the process alive once everything else is done. */
@@ -164,21 +182,18 @@ async function main(): Promise<void> {
   let worst = 0;
   for (const p of paths) {
     const srv = await startServer(sink.port);
-    const pid = srv.pid;
-    const before = procStatus(pid, 'VmRSS');
-    const canReset = resetPeak(pid);
-    let sampled = before;
-    const sampler = setInterval(() => (sampled = Math.max(sampled, procStatus(pid, 'VmRSS'))), 5);
+    const watch = watchPeak(srv.pid);
+    const before = watch.before;
+    let peak: number;
     const arrived = new Promise<number>((resolve) => (waiter = { resolve }));
     let sent: { size: number; got: number };
     try {
       const size = await p.send(srv);
       sent = { size, got: await Promise.race([arrived, deadline(DEADLINE_MS).then(() => NaN)]) };
     } finally {
-      clearInterval(sampler);
+      peak = watch.stop();
     }
     const { size, got } = sent;
-    const peak = Math.max(sampled, canReset ? procStatus(pid, 'VmHWM') : 0);
     const growth = (peak - before) / size;
     worst = Math.max(worst, growth);
     rows.push(`| ${p.name} | ${mb(size)} | ${Number.isNaN(got) ? 'no (timeout)' : mb(got)} | ${mb(before)} | ${mb(peak)} | ${mb(peak - before)} | ${growth.toFixed(2)}× |`);
@@ -194,11 +209,9 @@ async function main(): Promise<void> {
   const raw = rawMessage('sender@src.test', 'user@example.test', SIZE);
   for (const n of CONCURRENT) {
     const srv = await startServer(sink.port);
-    const pid = srv.pid;
-    const before = procStatus(pid, 'VmRSS');
-    const canReset = resetPeak(pid);
-    let sampled = before;
-    const sampler = setInterval(() => (sampled = Math.max(sampled, procStatus(pid, 'VmRSS'))), 5);
+    const watch = watchPeak(srv.pid);
+    const before = watch.before;
+    let peak: number;
     delivered = 0;
     const outcomes: string[] = [];
     let all: boolean;
@@ -230,10 +243,9 @@ async function main(): Promise<void> {
       all = await Promise.race([done, late]);
       outcomes.push(all ? `${delivered} delivered` : `only ${delivered} delivered (timeout)`);
     } finally {
-      clearInterval(sampler);
+      peak = watch.stop();
       onDelivered = undefined;
     }
-    const peak = Math.max(sampled, canReset ? procStatus(pid, 'VmHWM') : 0);
     if (!all || peak > CONCURRENT_PEAK_TARGET) process.exitCode = 1;
     concurrent.push(`| ${n} × ${mb(raw.length)} MB MX at once | ${outcomes.join(', ')} | ${mb(before)} | ${mb(peak)} |`);
     await srv.stop();

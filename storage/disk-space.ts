@@ -4,8 +4,9 @@
 import fsp from 'node:fs/promises';
 import { StorageUnavailable } from './ports/health.js';
 
-/** File-system error codes that mean "storage is unavailable" (the reasons of storage/ports/health.ts). */
-const FILE_FAILURES: Readonly<Record<string, string>> = { ENOSPC: 'disk-full', EDQUOT: 'disk-full', EIO: 'io-error', EROFS: 'read-only' };
+/** File-system error codes that mean "storage is unavailable" (the reasons of storage/ports/health.ts): message files
+ * and the database's own files (storage/sqlite/write-health.ts) read the same table. */
+export const FILE_FAILURES: Readonly<Record<string, string>> = { ENOSPC: 'disk-full', EDQUOT: 'disk-full', EIO: 'io-error', EROFS: 'read-only' };
 
 /**
  * `err` as the storage seam reports it: a write of a message file that failed because the disk is full (or

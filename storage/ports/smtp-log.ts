@@ -66,23 +66,11 @@ export interface SmtpLogRow {
 }
 
 /** What the queue knows when it creates a delivery; the attempt columns start empty and `delivered` at 0. */
-export interface NewSmtpLogRow {
-  delivery_id: number;
-  account_id: number;
-  message_id: string;
-  request_id: string;
-  sender: string;
-  rcpt: string;
-  auth?: string | null;
-  upstream?: string | null;
-  upstream_hostname?: string | null;
-  sender_id?: string | null;
-  subject?: string | null;
-  size: number;
-  spam_disposition?: SpamDisposition;
-  virus_disposition?: VirusDisposition;
-  created_at: number;
-}
+export type NewSmtpLogRow = Pick<
+  SmtpLogRow,
+  'delivery_id' | 'account_id' | 'message_id' | 'request_id' | 'sender' | 'rcpt' | 'size' | 'created_at'
+> &
+  Partial<Pick<SmtpLogRow, 'auth' | 'upstream' | 'upstream_hostname' | 'sender_id' | 'subject' | 'spam_disposition' | 'virus_disposition'>>;
 
 /** The latest attempt of a delivery, as written over the previous one. */
 export interface SmtpLogAttempt {

@@ -1,4 +1,5 @@
 // Owns the truth about storage writes: which errors are storage failures, and whether the last write failed.
+import { FILE_FAILURES } from '../disk-space.js';
 import type { WriteFailure } from '../ports/health.js';
 import type { Db } from './database.js';
 
@@ -18,10 +19,7 @@ const FAILURE_REASONS: readonly (readonly [string, string])[] = [
   ['SQLITE_NOMEM', 'out-of-memory'],
   ['SQLITE_CORRUPT', 'corrupt'],
   ['SQLITE_NOTADB', 'corrupt'],
-  ['ENOSPC', 'disk-full'],
-  ['EDQUOT', 'disk-full'],
-  ['EIO', 'io-error'],
-  ['EROFS', 'read-only'],
+  ...Object.entries(FILE_FAILURES),
 ];
 
 /**
