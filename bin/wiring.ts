@@ -2,6 +2,7 @@
 // send and inbound recipes, webhooks, jobs and the control plane's app. bin/server.ts starts the listeners of each
 // role on it. Each part receives the ports it uses, never the store whole.
 import crypto from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import { createApp } from '../control-api/app.js';
@@ -124,7 +125,7 @@ export async function wireCore(opts: CoreOptions) {
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
     // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
-    onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, findBody: (m) => readBody(store, m), now }),
+    onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, openBody: (m) => openBody(store, m), now }),
     // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
     afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
@@ -135,7 +136,7 @@ export async function wireCore(opts: CoreOptions) {
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
   // Where messages in progress live (scratch under data_dir/tmp) and how much of them memory may hold at once.
   const space = createMessageSpace(config, now);
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger), budget: space.budget });
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger) });
   const worker = createQueueWorker({
     store: store.queue,
     bodies: store.bodies,
@@ -306,16 +307,9 @@ export async function wireCore(opts: CoreOptions) {
   };
 }
 
-/** The stored body of a queued message as one buffer, or undefined when none is kept (the DSN's header block). */
-async function readBody(store: Store, m: MessageRow): Promise<Buffer | undefined> {
-  if (!m.body) return undefined;
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of await store.bodies.open(m.body)) chunks.push(chunk as Buffer);
-  } catch {
-    return undefined;
-  }
-  return Buffer.concat(chunks);
+/** The stored body of a queued message as a stream, or undefined when none is kept (the DSN reads its header block). */
+async function openBody(store: Store, m: MessageRow): Promise<Readable | undefined> {
+  return m.body ? store.bodies.open(m.body).catch(() => undefined) : undefined;
 }
 
 export type Core = Awaited<ReturnType<typeof wireCore>>;

@@ -1,5 +1,6 @@
 // Owns building RFC 3464 delivery status notifications (bounces) for permanently failed recipients.
 import crypto from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { foldLines } from '../smtp/header-lines.js';
 
 export interface DsnRecipient {
@@ -38,6 +39,30 @@ export function headerBlock(raw: Buffer, max = 64 * 1024): string {
   const end = text.search(/\r?\n\r?\n/);
   const head = end < 0 ? text.slice(0, max) : text.slice(0, end);
   return head.replace(/\r?\n/g, '\r\n');
+}
+
+/**
+ * The header block (`headerBlock`) of a message read from `stream`: no more than `max` + 4 bytes are read — less when
+ * the empty line that ends the header section comes first — and the stream is then destroyed, so a DSN about a
+ * message of any size costs a bounded read, never the body.
+ */
+export async function readHeaderBlock(stream: Readable, max = 64 * 1024): Promise<string> {
+  const chunks: Buffer[] = [];
+  let got = 0;
+  let tail = Buffer.alloc(0);
+  try {
+    for await (const c of stream as AsyncIterable<Buffer>) {
+      chunks.push(c);
+      got += c.length;
+      // The end of the header section may straddle two chunks: look at the previous chunk's last bytes too.
+      const seen = Buffer.concat([tail, c.subarray(0, Math.max(0, max + 4 - (got - c.length)))]);
+      if (got >= max + 4 || /\n\r?\n/.test(seen.toString('latin1'))) break;
+      tail = seen.subarray(-3);
+    }
+  } finally {
+    stream.destroy();
+  }
+  return headerBlock(Buffer.concat(chunks, got), max);
 }
 
 /**

@@ -1,10 +1,20 @@
 // Owns dialling remote SMTP servers: host failover, STARTTLS, AUTH, connection reuse and a per-destination cap.
+import { isAscii } from 'node:buffer';
 import net from 'node:net';
+import type { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { fitsSmtpPath } from '../smtp/address.js';
 import { classifyError, classifyReply, type Category, type Outcome } from './bounce-rules.js';
 import { checkNodemailerInternals, ehloExtensions } from './nodemailer-seam.js';
 import type { DeliveryHost } from './resolve-route.js';
+
+/** A message body the client may read more than once: each `open()` is a fresh stream from its first byte. */
+export interface DeliveryBody {
+  /** Bytes of the body: the SIZE parameter of MAIL FROM (RFC 1870). */
+  readonly size: number;
+  /** The bytes as a stream (from the body store); rejects when the body is gone. */
+  open(): Promise<Readable>;
+}
 
 export interface DeliveryJob {
   /** Addresses to try, in order; the first that completes a transaction decides. */
@@ -13,7 +23,8 @@ export interface DeliveryJob {
   mailFrom: string;
   /** Recipients of one message sharing a destination: one transaction (RFC 5321 §5). */
   recipients: string[];
-  raw: Buffer;
+  /** The message, streamed from the store for each host tried (a stream is read once: every attempt opens its own). */
+  body: DeliveryBody;
   /**
    * Also try the next host when a host answers the whole transaction with a 4xx (not only on connection errors and
    * greeting/EHLO/MAIL FROM tempfails): inbound relay to equivalent downstreams fails over on any 4xx.
@@ -119,6 +130,20 @@ function hostFailure(err: SmtpError): boolean {
   if (!err.responseCode) return true;
   // A temporary refusal of the greeting or of MAIL FROM is about this host, not the message.
   return err.responseCode < 500 && (err.command === 'CONN' || err.command === 'GREETING' || err.command === 'MAIL FROM' || err.command === 'EHLO');
+}
+
+/**
+ * Whether the body has a byte above 0x7f, so MAIL FROM must say BODY=8BITMIME (RFC 6152) — known before dialling.
+ * Read from the store in chunks (the page cache, for a body just written) up to the first such byte, never whole.
+ */
+export async function hasEightBit(body: DeliveryBody): Promise<boolean> {
+  const stream = await body.open();
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) if (!isAscii(chunk)) return true;
+    return false;
+  } finally {
+    stream.destroy();
+  }
 }
 
 /** Creates the client. `close()` ends idle connections; deliveries in flight finish first. */
@@ -241,14 +266,28 @@ export function createSmtpClient(opts: SmtpClientOptions) {
     d.waiters.shift()?.();
   }
 
-  function send(pc: PooledConnection, job: DeliveryJob, recipients: string[]): Promise<{ err?: SmtpError; info?: SMTPConnection.SentMessageInfo }> {
-    // RFC 6152 / RFC 6531: announce 8-bit bodies and UTF-8 addresses where the server supports them.
-    const eightBit = job.raw.some((b) => b >= 0x80);
+  /**
+   * One transaction on `pc`, the body piped from a stream of its own (nodemailer dot-stuffs it as it goes). The
+   * stream is destroyed once the server answered, or the connection failed midway, so no file stays open for it.
+   */
+  async function send(pc: PooledConnection, job: DeliveryJob, recipients: string[], eightBit: boolean): Promise<{ err?: SmtpError; info?: SMTPConnection.SentMessageInfo }> {
+    let body: Readable;
+    try {
+      body = await job.body.open();
+    } catch (err) {
+      // Our failure, not the host's: the connection stays good for the next message.
+      release(pc, true);
+      throw err;
+    }
     return new Promise((resolve) => {
       pc.conn.send(
-        { from: job.mailFrom, to: recipients, use8BitMime: eightBit, size: job.raw.length } as SMTPConnection.Envelope,
-        job.raw,
-        (err, info) => resolve(err ? { err: err as SmtpError } : { info }),
+        // RFC 6152 / RFC 6531: announce 8-bit bodies and UTF-8 addresses where the server supports them.
+        { from: job.mailFrom, to: recipients, use8BitMime: eightBit, size: job.body.size } as SMTPConnection.Envelope,
+        body,
+        (err, info) => {
+          body.destroy();
+          resolve(err ? { err: err as SmtpError } : { info });
+        },
       );
     });
   }
@@ -260,8 +299,9 @@ export function createSmtpClient(opts: SmtpClientOptions) {
 
   return {
     /**
-     * Delivers `job.raw` to `job.recipients`, trying `job.hosts` in order until one gives answers. Every recipient gets
-     * a result; a failure without an answer is `deferred`. Never throws for remote behaviour.
+     * Delivers `job.body` to `job.recipients`, trying `job.hosts` in order until one gives answers; each host tried
+     * reads the body from a stream opened for it. Every recipient gets a result; a failure without an answer is
+     * `deferred`. Never throws for remote behaviour; rejects when the body cannot be read (the caller defers).
      */
     async deliver(job: DeliveryJob): Promise<DeliveryResult> {
       const results: RecipientResult[] = [];
@@ -279,6 +319,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
       }
       if (recipients.length === 0) return { results };
       const smtpUtf8 = [job.mailFrom, ...recipients].some((a) => /[^\x00-\x7f]/.test(a));
+      const eightBit = await hasEightBit(job.body);
 
       let last: SmtpError = Object.assign(new Error('no host to try'), { code: 'ECONNECTION' });
       let lastLabel: string | undefined;
@@ -298,7 +339,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
           for (const r of recipients) results.push({ ...bad(r, '5.6.7', `${pc.label} does not support SMTPUTF8, required for this address`), command: 'MAIL FROM' });
           return { host: pc.label, results };
         }
-        const { err, info } = await send(pc, job, recipients);
+        const { err, info } = await send(pc, job, recipients, eightBit);
         pc.sent++;
         if (!err && info) {
           const rejected = new Map(((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []).map((e) => [e.recipient ?? '', e]));

@@ -1,5 +1,6 @@
 // Owns the email form of an alert notification: a short RFC 5322 text message Sluice queues as its own mail.
 import crypto from 'node:crypto';
+import { bufferSource } from '../../storage/scratch.js';
 import { foldLines } from '../smtp/header-lines.js';
 import type { AcceptedDsn } from '../queue/accepted-message.js';
 
@@ -47,7 +48,7 @@ export function alertEmail(payload: Record<string, string>, to: string, hostname
     messageId,
     fromEmail: `alerts@${hostname}`,
     subject: `Sluice alert: ${payload.condition_name ?? ''}`,
-    raw: Buffer.from(`${foldLines(head)}\r\n\r\n${body}`, 'utf8'),
+    body: bufferSource(Buffer.from(`${foldLines(head)}\r\n\r\n${body}`, 'utf8')),
     recipients: [to],
   };
 }

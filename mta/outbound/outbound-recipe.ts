@@ -28,8 +28,9 @@ export interface RecipeDeps {
   /** Outbound content scanning and abuse control (sender blocks, strikes, alerts). */
   screening: ScreeningDeps;
   /**
-   * `smtp.max_buffered_bytes`: what must be held in memory whole (a dry run's rendering; the bytes the queue's door
-   * takes) is taken from here; past the bound the request is refused as temporary (nothing queued).
+   * `smtp.max_buffered_bytes`: what must be held in memory whole — a dry run's rendering, the one answer that is the
+   * message itself — is taken from here; past the bound the request is refused as temporary. The queue's door takes
+   * nothing from it: it streams each message into the body store.
    */
   budget?: ByteBudget | undefined;
 }
@@ -259,7 +260,7 @@ async function commit(
 ): Promise<OutboundVerdict> {
   let queued: Awaited<ReturnType<Queue['accept']>>;
   try {
-    queued = await accept(deps, accepted.map((a) => a.record));
+    queued = await deps.queue.accept(accepted.map((a) => a.record));
   } catch (err) {
     return notQueued(err);
   }
@@ -275,7 +276,7 @@ async function commit(
 /** Commits the records of refused messages (their log rows); a failure is answered like any failed enqueue. */
 async function commitRecords(deps: RecipeDeps, records: OutboundRecord[]): Promise<OutboundTempfail | undefined> {
   try {
-    await accept(deps, records);
+    await deps.queue.accept(records);
     return undefined;
   } catch (err) {
     return notQueued(err);
@@ -283,24 +284,9 @@ async function commitRecords(deps: RecipeDeps, records: OutboundRecord[]): Promi
 }
 
 /**
- * The queue's door takes each message's bytes whole: read from their streams within the budget (past it the
- * request is not queued: BufferBoundReached, answered as temporary), given back once committed.
+ * A dry run: each signed message whole, as the API answers it (`render` is the one answer that is the message
+ * itself, so it stays held in memory — within the budget, past which the request is refused as temporary).
  */
-async function accept(deps: RecipeDeps, records: OutboundRecord[]): Promise<Awaited<ReturnType<Queue['accept']>>> {
-  const taken: number[] = [];
-  try {
-    const whole: AcceptedOutbound[] = [];
-    for (const { content, ...r } of records) {
-      whole.push({ ...r, raw: await readSource(content, deps.budget) });
-      taken.push(content.size);
-    }
-    return await deps.queue.accept(whole);
-  } finally {
-    for (const n of taken) deps.budget?.give(n);
-  }
-}
-
-/** A dry run: each signed message whole, as the API answers it (held within the budget while it is answered). */
 async function render(deps: RecipeDeps, signed: readonly SignedMessage[]): Promise<OutboundVerdict> {
   const messages: Buffer[] = [];
   try {
@@ -318,8 +304,12 @@ function notQueued(err: unknown): OutboundTempfail {
   return { action: 'tempfail', reason: 'not-queued' };
 }
 
-/** An accepted record whose bytes are still a stream (read whole at the queue's door). */
-type OutboundRecord = Omit<AcceptedOutbound, 'raw'> & { content: MessageContent };
+/**
+ * An accepted record. Its body is the signed message's content — the signature field in front of the content in its
+ * scratch — which the queue's door streams into the body store: the signature was computed by hashing the same
+ * stream, so the message is read twice from its scratch and never held whole in memory.
+ */
+type OutboundRecord = AcceptedOutbound;
 
 /** The accepted record of a signed message, as the queue's door takes it: built here only. */
 function acceptedRecord(account: AccountRow, req: OutboundRequest, s: SignedMessage, decided: Partial<OutboundRecord>): OutboundRecord {
@@ -334,7 +324,7 @@ function acceptedRecord(account: AccountRow, req: OutboundRequest, s: SignedMess
     subject: d.subject,
     campaignId: d.campaignId,
     transactional: d.transactional,
-    content: s.content,
+    body: s.content,
     auth: req.origin.auth,
     upstream: req.origin.upstream,
     upstreamHostname: req.origin.upstreamHostname,

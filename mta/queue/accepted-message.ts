@@ -1,6 +1,7 @@
 // Owns the accepted-message record every entry point hands the queue's one door (REST, submission, MX relay, DSN):
 // one variant per message kind, and the one mapping from a record to the stored message row.
 import type { BodyRef } from '../../storage/ports/bodies.js';
+import type { MessageSource } from '../../storage/scratch.js';
 import type { MessageKind, NewMessage } from '../../storage/ports/queue.js';
 import type { NewTrackedMessage } from '../../storage/ports/tracking.js';
 import type { SpamDisposition, VirusDisposition } from '../../storage/ports/smtp-log.js';
@@ -10,8 +11,11 @@ type DoorFields = 'accountId' | 'kind' | 'createdAt' | 'expiresAt' | 'verdicts' 
 
 /** What every accepted message has: the send's request id, its Message-ID, the bytes and the envelope recipients. */
 type Envelope = Pick<NewMessage, 'sendRequestId' | 'messageId'> & {
-  /** The message as it is sent (the door writes it through the Bodies port). */
-  raw: Buffer;
+  /**
+   * The message as it is sent, readable as a stream (a scratch, a header section joined to one, a buffer): the door
+   * streams it into the Bodies port, so no entry point holds the whole message in memory to queue it.
+   */
+  body: MessageSource;
   /** RFC 5321 RCPT TO: one delivery each. */
   recipients: string[];
 };
@@ -89,12 +93,12 @@ const SYSTEM_MAIL = {
  */
 export function messageRow(m: AcceptedMessage, now: number, lifetimeMs: number, body: BodyRef | null): NewMessage {
   const times = { createdAt: now, expiresAt: now + lifetimeMs };
-  const envelope = { sendRequestId: m.sendRequestId, messageId: m.messageId, body, size: m.raw.length };
+  const envelope = { sendRequestId: m.sendRequestId, messageId: m.messageId, body, size: m.body.size };
   switch (m.kind) {
     case 'outbound': {
-      const { account, recipients: _recipients, dropped: _dropped, engagement, scan, refusal, raw: _raw, ...row } = m;
+      const { account, recipients: _recipients, dropped: _dropped, engagement, scan, refusal, body: _source, ...row } = m;
       return {
-        ...row, body: refusal ? null : body, size: m.raw.length, accountId: account.id, verdicts: scan?.verdicts ?? null,
+        ...row, body: refusal ? null : body, size: m.body.size, accountId: account.id, verdicts: scan?.verdicts ?? null,
         tracking: refusal ? 0 : (engagement?.flags ?? 0), ...times,
       };
     }

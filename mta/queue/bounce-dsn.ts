@@ -1,15 +1,19 @@
 // Owns the decision which permanently failed messages get an RFC 3464 DSN, and building that DSN as a queue entry.
 import crypto from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { MessageRow } from '../../storage/ports/queue.js';
-import { buildDsn, headerBlock } from '../delivery/dsn.js';
+import { bufferSource } from '../../storage/scratch.js';
+import { buildDsn, readHeaderBlock } from '../delivery/dsn.js';
 import type { AcceptedDsn } from './accepted-message.js';
 import type { PermanentFailure } from './queue.js';
 
 export interface BounceDsnDeps {
   /** `smtp.hostname`: Reporting-MTA, MAILER-DAEMON domain. */
   hostname: string;
-  /** The stored body of a queued message (for the original header block); undefined when none is kept. */
-  findBody: (message: MessageRow) => Promise<Buffer | undefined>;
+  /**
+   * The stored body of a queued message as a stream (only its header block is read); undefined when none is kept.
+   */
+  openBody: (message: MessageRow) => Promise<Readable | undefined>;
   now: () => number;
 }
 
@@ -44,7 +48,7 @@ export function diagnosticOf(f: Pick<PermanentFailure, 'code' | 'status' | 'resp
 export function createBounceDsnHook(deps: BounceDsnDeps) {
   return async function onPermanentFailure(message: MessageRow, failures: PermanentFailure[]): Promise<AcceptedDsn | undefined> {
     if (!wantsDsn(message) || failures.length === 0) return undefined;
-    const body = await deps.findBody(message);
+    const body = await deps.openBody(message);
     const now = deps.now();
     const dsn = buildDsn({
       hostname: deps.hostname,
@@ -58,7 +62,8 @@ export function createBounceDsnHook(deps: BounceDsnDeps) {
         diagnostic: diagnosticOf(f),
         remoteMta: f.host,
       })),
-      originalHeaders: body ? headerBlock(body) : '',
+      // A body that fails while read gives a DSN without the original header block, never no DSN at all.
+      originalHeaders: body ? await readHeaderBlock(body).catch(() => '') : '',
     });
     // Sent with the null reverse-path `<>`: the accepted record's one mapping sets it for every DSN.
     return {
@@ -67,7 +72,7 @@ export function createBounceDsnHook(deps: BounceDsnDeps) {
       messageId: dsn.messageId,
       fromEmail: `MAILER-DAEMON@${deps.hostname}`,
       subject: 'Undelivered Mail Returned to Sender',
-      raw: dsn.raw,
+      body: bufferSource(dsn.raw),
       recipients: [message.mail_from],
     };
   };

@@ -73,8 +73,11 @@ export interface FastPath {
   reserve(n: number): { worker: string; leaseUntil: number } | undefined;
   /** Gives back a reservation the commit did not use (the commit failed, or fewer deliveries were leased). */
   release(n: number): void;
-  /** Takes the committed, leased deliveries of one message, with its bytes. */
-  handoff(m: { messageRowId: number; raw: Buffer; deliveries: LeasedDelivery[]; now: number }): void;
+  /**
+   * Takes the committed, leased deliveries of one message, with the reference its body was written under (the worker
+   * opens it per attempt: a stream from the store, never the message held whole in memory while it waits).
+   */
+  handoff(m: { messageRowId: number; body: BodyRef; deliveries: LeasedDelivery[]; now: number }): void;
 }
 
 export interface QueueDeps {
@@ -128,6 +131,20 @@ export function createQueue(deps: QueueDeps) {
   }
 
   /**
+   * Streams the message into the Bodies port (a spool file for a large body): the door never holds it whole. The
+   * stream is destroyed when the write fails, so a scratch or file it reads from is not left half-read and open.
+   */
+  async function writeBody(m: AcceptedMessage): Promise<BodyRef> {
+    const stream = m.body.open();
+    try {
+      return await deps.bodies.write(stream);
+    } catch (err) {
+      stream.destroy();
+      throw err;
+    }
+  }
+
+  /**
    * The record of one accepted message: its row (the record's one mapping, `messageRow`), one delivery per recipient
    * (`dropped` for a suppressed one), and for outbound mail its SMTP log rows (with the scan's dispositions), its
    * `processed` / `dropped` events and one unit of the account's monthly usage. A refused outbound message gets only
@@ -137,7 +154,7 @@ export function createQueue(deps: QueueDeps) {
     // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
     const sender = m.kind === 'outbound' ? m : undefined;
     const refusal = sender?.refusal;
-    const body: BodyRef | null = refusal ? null : await deps.bodies.write(m.raw);
+    const body = refusal ? null : await writeBody(m);
     const row = messageRow(m, now, deps.lifetimeMs, body);
     // A refused message keeps no body, so it stores no tracking tokens either.
     const tokens = refusal ? undefined : sender?.engagement?.tokens;
@@ -277,8 +294,9 @@ export function createQueue(deps: QueueDeps) {
         return l ? { ...l, count } : undefined;
       });
       let out: AcceptedIds[];
+      let records: AcceptRecord[];
       try {
-        const records = await Promise.all(messages.map((m, i) => acceptRecord(m, now, leases[i])));
+        records = await Promise.all(messages.map((m, i) => acceptRecord(m, now, leases[i])));
         out = await store.accept(records);
       } catch (err) {
         for (const l of leases) if (l) fastPath?.release(l.count);
@@ -293,7 +311,8 @@ export function createQueue(deps: QueueDeps) {
         }
         const unused = l.count - got.leased.length;
         if (unused > 0) fastPath?.release(unused);
-        if (got.leased.length > 0) fastPath?.handoff({ messageRowId: got.messageRowId, raw: (messages[i] as AcceptedMessage).raw, deliveries: got.leased, now });
+        const body = (records[i] as AcceptRecord).message.body;
+        if (got.leased.length > 0 && body) fastPath?.handoff({ messageRowId: got.messageRowId, body, deliveries: got.leased, now });
       });
       // Only deliveries left queued need the worker to claim them.
       if (unleased) wakeListener?.();

@@ -1,14 +1,13 @@
 // Owns the delivery worker: claims due deliveries, routes and dials them, and hands outcomes back to the queue.
 import crypto from 'node:crypto';
-import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { BodyStore } from '../../storage/ports/bodies.js';
+import type { BodyRef, BodyStore } from '../../storage/ports/bodies.js';
 import { leaseOf, type Lease } from '../../storage/ports/leases.js';
 import type { DeliveryRow, MessageRow, QueueStore } from '../../storage/ports/queue.js';
 import type { AttemptOutcome, FastPath, Queue, RecordedAttempt } from './queue.js';
 import { classifyRouteFailure, type RouteFailure } from '../delivery/bounce-rules.js';
 import type { Router } from '../delivery/router.js';
-import type { DeliveryResult, SmtpClient } from '../delivery/smtp-client.js';
+import type { DeliveryBody, DeliveryResult, SmtpClient } from '../delivery/smtp-client.js';
 
 export interface WorkerDeps {
   store: QueueStore;
@@ -25,8 +24,11 @@ export interface WorkerDeps {
   maxInFlight?: number;
 }
 
-/** A message's recipients at one domain; `raw` is the message's bytes when the fast path handed them over. */
-type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[]; raw?: Buffer };
+/**
+ * A message's recipients at one domain; `body` is the reference the accept wrote the body under, when the fast path
+ * handed it over (else the message row's).
+ */
+type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[]; body?: BodyRef };
 
 /** How the attempt at one group (a message's recipients at one domain) ended. */
 export type AttemptEnd =
@@ -103,13 +105,6 @@ function logAttempt(log: Logger, o: AttemptOutcome, r: RecordedAttempt): void {
   );
 }
 
-/** A body as one buffer (the SMTP client sends buffers; a spool will hand it a stream instead). */
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-}
-
 /**
  * Creates the worker. `runOnce()` (tests and the CLI) claims what is due now, delivers it and resolves when every
  * outcome is durable; `start()` runs the same continuously, sleeping until the next due attempt or a wake-up.
@@ -151,10 +146,14 @@ export function createQueueWorker(deps: WorkerDeps) {
     return [...groups.values()];
   }
 
-  async function bodyOf(g: Group): Promise<Buffer> {
-    if (g.raw) return g.raw;
-    if (!g.message.body) throw new Error(`body of message ${g.message.id} is missing`);
-    return readAll(await deps.bodies.open(g.message.body));
+  /**
+   * The group's body as the client reads it: opened from the store afresh for each read (a stream is read once; a
+   * failover to the next host, or the 8-bit scan before dialling, opens it again), never collected in memory.
+   */
+  function bodyOf(g: Group): DeliveryBody {
+    const ref = g.body ?? g.message.body;
+    if (!ref) throw new Error(`body of message ${g.message.id} is missing`);
+    return { size: ref.size, open: () => deps.bodies.open(ref) };
   }
 
   async function deliverGroup(g: Group): Promise<void> {
@@ -168,7 +167,7 @@ export function createQueueWorker(deps: WorkerDeps) {
           hosts: route.hosts,
           mailFrom: g.message.mail_from,
           recipients: g.deliveries.map((d) => d.rcpt),
-          raw: await bodyOf(g),
+          body: bodyOf(g),
           // Downstreams of one domain are equivalent: any 4xx from one is a reason to try the next (issue 5).
           failoverOnTempfail: route.via === 'downstream',
         });
@@ -275,7 +274,7 @@ export function createQueueWorker(deps: WorkerDeps) {
     release(n) {
       reserved -= n;
     },
-    handoff({ messageRowId, raw, deliveries, now }) {
+    handoff({ messageRowId, body, deliveries, now }) {
       reserved -= deliveries.length;
       const rows = deliveries.map(
         (d): DeliveryRow => ({
@@ -315,7 +314,7 @@ export function createQueueWorker(deps: WorkerDeps) {
         }
         const groups = new Map<string, Group>();
         for (const d of rows) {
-          const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], raw };
+          const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], body };
           g.deliveries.push(d);
           groups.set(d.domain, g);
         }

@@ -1,8 +1,10 @@
 // Checks that DSNs are RFC 3464 multipart/report messages that parse, carry per-recipient status, and resist injection.
+import { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
 import t from 'tap';
 import { createBounceDsnHook, diagnosticOf } from '../../../mta/queue/bounce-dsn.js';
-import { buildDsn, headerBlock } from '../../../mta/delivery/dsn.js';
+import { buildDsn, headerBlock, readHeaderBlock } from '../../../mta/delivery/dsn.js';
+import { readSource } from '../../../storage/scratch.js';
 import { longestLine } from '../../../mta/smtp/header-lines.js';
 import type { DeliveryRow, MessageRow } from '../../../storage/ports/queue.js';
 
@@ -69,15 +71,47 @@ t.test('Diagnostic-Code carries the reply code once: as received from a remote, 
   t.equal(diagnosticOf({ code: 556, status: '5.1.10', response: '5.1.10 null MX' }), '556 5.1.10 null MX');
   t.equal(diagnosticOf({ code: null, status: '5.1.7', response: 'sender address contains characters not allowed in SMTP' }), 'sender address contains characters not allowed in SMTP');
 
-  const hook = createBounceDsnHook({ hostname: 'mx.sluice.test', findBody: async () => Buffer.from('Subject: hi\r\n\r\nx\r\n'), now: () => Date.UTC(2026, 10, 22) });
+  const hook = createBounceDsnHook({ hostname: 'mx.sluice.test', openBody: async () => Readable.from([Buffer.from('Subject: hi\r\n\r\nx\r\n')]), now: () => Date.UTC(2026, 10, 22) });
   const message = { id: 1, kind: 'relay', mail_from: 'a@sender.test', auth: null, message_id: 'm@sender.test', created_at: 0 } as MessageRow;
   const delivery = (rcpt: string) => ({ rcpt }) as DeliveryRow;
   const dsn = await hook(message, [
     { delivery: delivery('b@rcpt.test'), code: 550, status: '5.1.1', response: '550 5.1.1 no such user', host: 'mx.rcpt.test' },
     { delivery: delivery('c@gone.test'), code: 550, status: '5.1.2', response: 'recipient domain does not exist (NXDOMAIN)', host: null },
   ]);
-  const text = dsn!.raw.toString('utf8');
+  const text = (await readSource(dsn!.body)).toString('utf8');
+  t.match(text, /\r\nContent-Type: text\/rfc822-headers\r\n\r\nSubject: hi\r\n/, 'the original header block, read from the stream');
   t.match(text, /\r\nDiagnostic-Code: smtp; 550 5\.1\.1 no such user\r\n/);
   t.match(text, /\r\nDiagnostic-Code: smtp; 550 5\.1\.2 recipient domain does not exist \(NXDOMAIN\)\r\n/);
   t.notMatch(text, /\b(\d{3}) \1 /, 'no code twice anywhere');
+});
+
+t.test('the original header block is read from the stored stream, bounded: the body is never read', async (t) => {
+  const head = Buffer.from('From: a@sender.test\r\nSubject: big\r\n\r\n');
+  let pulled = 0;
+  // A 28 MB body in 64 KiB chunks, counted as the reader pulls them.
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  function* body(): Generator<Buffer> {
+    pulled++;
+    yield head;
+    for (let i = 0; i < 448; i++) {
+      pulled++;
+      yield chunk;
+    }
+  }
+  const stream = Readable.from(body(), { objectMode: false });
+  t.equal(await readHeaderBlock(stream), 'From: a@sender.test\r\nSubject: big', 'the header block, without the empty line');
+  t.ok(pulled <= 3, `stopped at the end of the header section (${pulled} chunks pulled of 449)`);
+  t.ok(stream.destroyed, 'the stream is closed, not left half-read');
+
+  // A header section with no end in sight: at most max + 4 bytes are read.
+  let read = 0;
+  function* endless(): Generator<Buffer> {
+    for (let i = 0; i < 448; i++) {
+      read += chunk.length;
+      yield Buffer.from('X-Fill: ' + 'y'.repeat(chunk.length - 10) + '\r\n');
+    }
+  }
+  const block = await readHeaderBlock(Readable.from(endless(), { objectMode: false }), 100 * 1024);
+  t.ok(block.length <= 100 * 1024, 'the block is capped');
+  t.ok(read <= 3 * chunk.length, `bounded read (${read} bytes)`);
 });

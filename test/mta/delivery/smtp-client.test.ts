@@ -1,13 +1,16 @@
 // Tests the outbound SMTP client against real smtp-server sinks: results per recipient, failover, TLS, reuse, caps.
 import net from 'node:net';
+import { Readable } from 'node:stream';
 import t from 'tap';
 import { fitsSmtpPath } from '../../../mta/smtp/address.js';
 import { classifyReply, classifyError } from '../../../mta/delivery/bounce-rules.js';
-import { createSmtpClient } from '../../../mta/delivery/smtp-client.js';
+import { createSmtpClient, type DeliveryBody } from '../../../mta/delivery/smtp-client.js';
 import type { DeliveryHost } from '../../../mta/delivery/resolve-route.js';
 import { startSink } from '../../helpers/smtp-sink.js';
 
 const RAW = Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: hi\r\n\r\nline one\n.leading dot\r\n..two dots\r\nend\r\n');
+/** RAW as the store hands it: a fresh stream per open. */
+const BODY: DeliveryBody = { size: RAW.length, open: async () => Readable.from([RAW]) };
 
 function host(port: number, extra: Partial<DeliveryHost> = {}): DeliveryHost {
   return { name: 'mx.rcpt.test', address: '127.0.0.1', port, tls: 'opportunistic', ...extra };
@@ -47,7 +50,7 @@ t.test('delivers over STARTTLS with CRLF line ends and dot-stuffing intact; resu
     hosts: [host(sink.port)],
     mailFrom: 'bounce@sender.test',
     recipients: ['ok@rcpt.test', 'gone@rcpt.test', 'later@rcpt.test'],
-    raw: RAW,
+    body: BODY,
   });
   t.equal(res.host, `mx.rcpt.test[127.0.0.1]:${sink.port}`);
   const by = Object.fromEntries(res.results.map((r) => [r.rcpt, r]));
@@ -71,7 +74,7 @@ t.test('a DATA-stage refusal applies to every recipient; reputation 5xx is defer
   });
   const client = createSmtpClient({ hostname: 'out.sluice.test' });
   t.teardown(() => client.close());
-  const job = { hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['a@rcpt.test', 'b@rcpt.test'], raw: RAW };
+  const job = { hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['a@rcpt.test', 'b@rcpt.test'], body: BODY };
   const spam = await client.deliver(job);
   t.same(spam.results.map((r) => [r.outcome, r.code, r.command]), [['bounced', 554, 'DATA'], ['bounced', 554, 'DATA']]);
   mode = 'listed';
@@ -85,14 +88,14 @@ t.test('fails over to the next host; every host down → deferred with a connect
   const dead = await deadPort();
   const client = createSmtpClient({ hostname: 'out.sluice.test', connectTimeoutMs: 2000 });
   t.teardown(() => client.close());
-  const ok = await client.deliver({ hosts: [host(dead, { name: 'down.test' }), host(sink.port)], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], raw: RAW });
+  const ok = await client.deliver({ hosts: [host(dead, { name: 'down.test' }), host(sink.port)], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], body: BODY });
   t.match(ok.results[0], { outcome: 'delivered', code: 250 });
   t.equal(ok.host, `mx.rcpt.test[127.0.0.1]:${sink.port}`);
-  const down = await client.deliver({ hosts: [host(dead)], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], raw: RAW });
+  const down = await client.deliver({ hosts: [host(dead)], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], body: BODY });
   t.match(down.results[0], { outcome: 'deferred', code: null, status: '4.4.1', category: 'connection' });
   const greet = await startSink(t, { onRcpt: () => undefined });
   await greet.close();
-  const none = await client.deliver({ hosts: [], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], raw: RAW });
+  const none = await client.deliver({ hosts: [], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], body: BODY });
   t.equal(none.results[0]!.outcome, 'deferred', 'no host at all is temporary');
 });
 
@@ -104,18 +107,18 @@ t.test('addresses with controls are never written; SMTPUTF8 needed but missing �
     hosts: [host(sink.port)],
     mailFrom: 's@sender.test',
     recipients: ['x@rcpt.test>\r\nRCPT TO:<evil@else.test', 'ok@rcpt.test'],
-    raw: RAW,
+    body: BODY,
   });
   t.match(inj.results.find((r) => r.rcpt.startsWith('x@')), { outcome: 'bounced', status: '5.1.3' });
   t.match(inj.results.find((r) => r.rcpt === 'ok@rcpt.test'), { outcome: 'delivered' });
   t.same(sink.messages.map((m) => m.rcptTo), [['ok@rcpt.test']], 'the injected recipient never reached the server');
-  const badSender = await client.deliver({ hosts: [host(sink.port)], mailFrom: 'a@b\nRSET', recipients: ['ok@rcpt.test'], raw: RAW });
+  const badSender = await client.deliver({ hosts: [host(sink.port)], mailFrom: 'a@b\nRSET', recipients: ['ok@rcpt.test'], body: BODY });
   t.match(badSender.results[0], { outcome: 'bounced', status: '5.1.7' });
   // A quoted space is legal RFC 5321 but never written by us; the rule is fitsSmtpPath, which REST applies too (400).
-  const quoted = await client.deliver({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['"john doe"@rcpt.test'], raw: RAW });
+  const quoted = await client.deliver({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['"john doe"@rcpt.test'], body: BODY });
   t.match(quoted.results[0], { outcome: 'bounced', status: '5.1.3' });
   t.equal(fitsSmtpPath('"john doe"@rcpt.test'), false, 'the shared rule says the same');
-  const utf8 = await client.deliver({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['josé@rcpt.test'], raw: RAW });
+  const utf8 = await client.deliver({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: ['josé@rcpt.test'], body: BODY });
   t.match(utf8.results[0], { outcome: 'bounced', status: '5.6.7' });
   t.equal(sink.messages.length, 1);
 });
@@ -124,7 +127,7 @@ t.test('connections are reused and capped per destination', async (t) => {
   const sink = await startSink(t);
   const client = createSmtpClient({ hostname: 'out.sluice.test', maxPerDestination: 2 });
   t.teardown(() => client.close());
-  const job = (i: number) => ({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: [`r${i}@rcpt.test`], raw: RAW });
+  const job = (i: number) => ({ hosts: [host(sink.port)], mailFrom: 's@sender.test', recipients: [`r${i}@rcpt.test`], body: BODY });
   for (let i = 0; i < 3; i++) t.equal((await client.deliver(job(i))).results[0]!.outcome, 'delivered');
   t.equal(sink.connections(), 1, 'three sequential messages over one connection');
   const all = await Promise.all(Array.from({ length: 12 }, (_, i) => client.deliver(job(100 + i))));
@@ -139,17 +142,17 @@ t.test('smarthost with AUTH over required STARTTLS; implicit TLS mode', async (t
   t.teardown(() => client.close());
   const ok = await client.deliver({
     hosts: [host(sink.port, { tls: 'required', auth: { user: 'relay', pass: 'secret' } })],
-    mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], raw: RAW,
+    mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], body: BODY,
   });
   t.match(ok.results[0], { outcome: 'delivered' });
   t.same(sink.logins, ['relay']);
   const bad = await client.deliver({
     hosts: [host(sink.port, { tls: 'required', auth: { user: 'relay', pass: 'wrong' } })],
-    mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], raw: RAW,
+    mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], body: BODY,
   });
   t.match(bad.results[0], { outcome: 'deferred', code: 535, status: '4.7.8' }, 'a refused login is our configuration: deferred, not bounced');
   const plain = await startSink(t, { tls: false });
-  const req = await client.deliver({ hosts: [host(plain.port, { tls: 'required' })], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], raw: RAW });
+  const req = await client.deliver({ hosts: [host(plain.port, { tls: 'required' })], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], body: BODY });
   t.match(req.results[0], { outcome: 'deferred', status: '4.7.5' }, 'required TLS not offered → not sent in clear');
   t.equal(plain.messages.length, 0);
 });

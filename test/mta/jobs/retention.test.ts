@@ -9,6 +9,7 @@ import type { AttemptOutcome } from '../../../mta/queue/queue.js';
 import { createRetentionPruner } from '../../../mta/jobs/retention.js';
 import { createSmtpLogStore } from '../../../storage/sqlite/smtp-log.js';
 import { leaseOf } from '../../../storage/ports/leases.js';
+import { bufferSource } from '../../../storage/scratch.js';
 import { DETAIL_DAYS } from '../../../storage/ports/metrics.js';
 import { startStack, tempDir, testEnv, type Stack } from '../../helpers/stack.js';
 
@@ -19,7 +20,7 @@ function mail(account: { id: number; handle: string }, tag: string, recipients: 
   return {
     account, kind: 'outbound', sendRequestId: `req-${tag}`, messageId: `${tag}@acme.test`, mailFrom: 'app@acme.test',
     fromEmail: 'app@acme.test', subject: `Subject ${tag}`, campaignId: null, transactional: true,
-    raw: Buffer.from(`From: app@acme.test\r\nSubject: ${tag}\r\n\r\nbody ${tag}\r\n`), auth: 'api-key:1',
+    body: bufferSource(Buffer.from(`From: app@acme.test\r\nSubject: ${tag}\r\n\r\nbody ${tag}\r\n`)), auth: 'api-key:1',
     upstream: '192.0.2.1', upstreamHostname: null, senderId: null, recipients,
   };
 }

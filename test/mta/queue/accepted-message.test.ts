@@ -1,6 +1,7 @@
 // Checks the accepted-message record's one mapping to the stored row: each kind fills only its own columns.
 import t from 'tap';
 import { messageRow } from '../../../mta/queue/accepted-message.js';
+import { bufferSource } from '../../../storage/scratch.js';
 import { TRACK_CLICK, TRACK_OPEN } from '../../../storage/ports/tracking.js';
 
 const raw = Buffer.from('Subject: x\r\n\r\nbody\r\n');
@@ -12,7 +13,7 @@ t.test('outbound: every sender column is the record\'s own; the account becomes 
   const row = messageRow(
     {
       kind: 'outbound', account: { id: 7, handle: 'acme' }, sendRequestId: 'req-1', messageId: 'm1@acme.test', mailFrom: 'bounce@acme.test',
-      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, raw, auth: 'alice',
+      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, body: bufferSource(raw), auth: 'alice',
       upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', recipients: ['b@rcpt.test'],
       dropped: new Map([['b@rcpt.test', { status: '5.7.1', reason: 'suppressed' }]]),
     },
@@ -32,7 +33,7 @@ t.test('outbound with engagement: its flags become the tracking column, its toke
   const row = messageRow(
     {
       kind: 'outbound', account: { id: 7, handle: 'acme' }, sendRequestId: 'req-2', messageId: 'm2@acme.test', mailFrom: 'bounce@acme.test',
-      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: null, transactional: true, raw, auth: null, upstream: null,
+      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: null, transactional: true, body: bufferSource(raw), auth: null, upstream: null,
       upstreamHostname: null, senderId: null, recipients: ['b@rcpt.test'],
       engagement: { flags: TRACK_OPEN | TRACK_CLICK, tokens: { key: Buffer.alloc(16), links: ['https://shop.test/'], clickHost: 'c.test', openHost: 'o.test', custom: 0 } },
     },
@@ -46,7 +47,7 @@ t.test('outbound with engagement: its flags become the tracking column, its toke
 
 t.test('relay: no account, no sender columns, transactional, verdicts kept', async (t) => {
   const row = messageRow(
-    { kind: 'relay', sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test', raw, recipients: ['bob@corp.test'], verdicts: '[]' },
+    { kind: 'relay', sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test', body: bufferSource(raw), recipients: ['bob@corp.test'], verdicts: '[]' },
     1_000,
     500,
     body,
@@ -62,7 +63,7 @@ t.test('dsn: sent with the null reverse-path, from MAILER-DAEMON', async (t) => 
   const row = messageRow(
     {
       kind: 'dsn', sendRequestId: 'u-1', messageId: 'dsn@mx.sluice.test', fromEmail: 'MAILER-DAEMON@mx.sluice.test',
-      subject: 'Undelivered Mail Returned to Sender', raw, recipients: ['a@sender.test'],
+      subject: 'Undelivered Mail Returned to Sender', body: bufferSource(raw), recipients: ['a@sender.test'],
     },
     1_000,
     500,

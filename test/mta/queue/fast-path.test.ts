@@ -1,7 +1,8 @@
-// Tests of the queue's fast path (issue 17): the enqueue commit takes the lease and the worker gets the bytes from memory.
+// Tests of the queue's fast path (issue 17): the enqueue commit takes the lease and the worker gets the body's reference.
 import type { Readable } from 'node:stream';
 import t from 'tap';
 import type { FastPath, LeasedDelivery } from '../../../mta/queue/queue.js';
+import type { BodyRef } from '../../../storage/ports/bodies.js';
 import { startStack, type Stack } from '../../helpers/stack.js';
 
 const LEASE_MS = 60_000;
@@ -13,17 +14,22 @@ const mail = (to: string[]) => ({
   content: [{ type: 'text/plain', value: 'hello' }],
 });
 
-/** The body the store holds for a message, as one buffer (through the Bodies port). */
+/** The bytes of a body (through the Bodies port), as one buffer. */
+async function bytesOf(stack: Stack, ref: BodyRef): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of (await stack.store.bodies.open(ref)) as Readable) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** The body the store holds for a message, as one buffer. */
 async function stored(stack: Stack, messageRowId: number): Promise<Buffer> {
   const message = await stack.store.queue.findMessage(messageRowId);
-  const chunks: Buffer[] = [];
-  for await (const c of (await stack.store.bodies.open(message!.body!)) as Readable) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
+  return bytesOf(stack, message!.body!);
 }
 
 /** A recording fast path with room for `room` deliveries, leasing them until `until`. */
 function recorder(room: number, until: number) {
-  const handed: { messageRowId: number; raw: Buffer; deliveries: LeasedDelivery[] }[] = [];
+  const handed: { messageRowId: number; body: BodyRef; deliveries: LeasedDelivery[] }[] = [];
   let reserved = 0;
   let released = 0;
   const path: FastPath = {
@@ -42,7 +48,7 @@ function recorder(room: number, until: number) {
   return { path, handed, released: () => released };
 }
 
-t.test('an accepted message is committed already leased and handed over with its stored bytes', async (t) => {
+t.test('an accepted message is committed already leased and handed over with its body\'s reference, not its bytes', async (t) => {
   const stack = await startStack(t, { env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
   const acct = await stack.createAccount('acme');
   const fast = recorder(10, stack.clock.now() + LEASE_MS);
@@ -52,7 +58,9 @@ t.test('an accepted message is committed already leased and handed over with its
   t.equal(fast.handed.length, 1);
   const [h] = fast.handed;
   t.same(h!.deliveries.map((d) => [d.rcpt, d.domain]), [['a@rcpt.test', 'rcpt.test'], ['b@other.test', 'other.test']]);
-  t.same(h!.raw, await stored(stack, h!.messageRowId), 'the bytes handed over are the bytes committed');
+  t.notOk('raw' in h!, 'no buffer of the message is handed over');
+  t.equal(h!.body.size, (await stack.store.queue.findMessage(h!.messageRowId))!.size, 'the reference carries the size');
+  t.same(await bytesOf(stack, h!.body), await stored(stack, h!.messageRowId), 'the reference handed over opens the bytes committed');
   const rows = await stack.store.queue.deliveriesOf(h!.messageRowId);
   t.same(
     rows.map((r) => [r.id, r.state, r.locked_by, r.attempts, r.next_attempt_at]),
