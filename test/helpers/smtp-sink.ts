@@ -1,10 +1,12 @@
 // Owns a real smtp-server on 127.0.0.1:0 that plays a remote MX / downstream: records messages, fails on request.
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import type { Test } from 'tap';
 
 export interface ReceivedMessage {
   mailFrom: string;
+  /** Parameters of MAIL FROM (e.g. BODY=8BITMIME: `{ BODY: '8BITMIME' }`), as the transaction had them. */
+  mailFromArgs: Record<string, unknown>;
   rcptTo: string[];
   raw: Buffer;
   secure: boolean;
@@ -29,6 +31,11 @@ export interface SinkOptions {
   host?: string;
   /** Awaited after a message's body is read and before it is accepted: a test holds senders mid-transaction. */
   beforeAccept?: () => Promise<void> | void;
+  /**
+   * A host that fails midway: once this many bytes of a message's DATA arrived, its TCP connection is cut (no reply,
+   * nothing recorded); `partial` counts the bytes each cut transaction got.
+   */
+  dropAfter?: number;
 }
 
 export interface Sink {
@@ -39,6 +46,8 @@ export interface Sink {
   connections: () => number;
   /** User names that authenticated. */
   logins: string[];
+  /** Bytes of DATA each transaction cut by `dropAfter` received before the cut. */
+  partial: number[];
   /** Resolves once `n` messages have been accepted in total. */
   waitFor(n: number): Promise<ReceivedMessage[]>;
   close(): Promise<void>;
@@ -52,6 +61,8 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
   const messages: ReceivedMessage[] = [];
   const waiters: { n: number; resolve: (m: ReceivedMessage[]) => void }[] = [];
   const logins: string[] = [];
+  const partial: number[] = [];
+  const sockets = new Set<Socket>();
   let connections = 0;
   const disabled = [...(opts.tls === false ? ['STARTTLS'] : []), ...(opts.auth ? [] : ['AUTH'])];
   const server = new SMTPServer({
@@ -77,11 +88,22 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     },
     onData(stream, session, cb) {
       const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
+      let got = 0;
+      stream.on('data', (c: Buffer) => {
+        chunks.push(c);
+        got += c.length;
+        if (opts.dropAfter === undefined || got < opts.dropAfter) return;
+        // Cut this client's connection mid-DATA, as a host that crashes or loses its network would.
+        partial.push(got);
+        for (const s of sockets) if (s.remotePort === session.remotePort) s.destroy();
+        stream.destroy();
+      });
       stream.on('end', async () => {
+        if (opts.dropAfter !== undefined && got >= opts.dropAfter) return;
         await opts.beforeAccept?.();
         const msg = {
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          mailFromArgs: (session.envelope.mailFrom && session.envelope.mailFrom.args) || {},
           rcptTo: session.envelope.rcptTo.map((r) => r.address),
           raw: Buffer.concat(chunks),
           secure: session.secure,
@@ -100,6 +122,10 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     },
   });
   server.on('error', () => {});
+  server.server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     const failed = (err: Error) => reject(err); // e.g. no IPv6 loopback on this machine
@@ -120,6 +146,7 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     messages,
     connections: () => connections,
     logins,
+    partial,
     waitFor(n) {
       if (messages.length >= n) return Promise.resolve(messages.slice());
       return new Promise((resolve) => waiters.push({ n, resolve }));

@@ -1,5 +1,8 @@
 // Tests the outbound SMTP client against real smtp-server sinks: results per recipient, failover, TLS, reuse, caps.
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import t from 'tap';
 import { fitsSmtpPath } from '../../../mta/smtp/address.js';
@@ -62,6 +65,7 @@ t.test('delivers over STARTTLS with CRLF line ends and dot-stuffing intact; resu
   t.equal(got.secure, true, 'STARTTLS used when offered');
   t.same(got.rcptTo, ['ok@rcpt.test'], 'one transaction, only the accepted recipient');
   t.equal(got.mailFrom, 'bounce@sender.test');
+  t.equal(got.mailFromArgs.BODY, undefined, 'a 7-bit body is not announced as 8BITMIME');
   const text = got.raw.toString();
   t.notMatch(text, /[^\r]\n/, 'no bare LF on the wire');
   t.match(text, /\r\n\.leading dot\r\n\.\.two dots\r\n/, 'dot-stuffing undone by the receiver: lines unchanged');
@@ -155,4 +159,44 @@ t.test('smarthost with AUTH over required STARTTLS; implicit TLS mode', async (t
   const req = await client.deliver({ hosts: [host(plain.port, { tls: 'required' })], mailFrom: 's@sender.test', recipients: ['a@rcpt.test'], body: BODY });
   t.match(req.results[0], { outcome: 'deferred', status: '4.7.5' }, 'required TLS not offered → not sent in clear');
   t.equal(plain.messages.length, 0);
+});
+
+t.test('a host that fails midway: the next host gets the whole body, from a stream opened anew for it', async (t) => {
+  const broken = await startSink(t, { tls: false, dropAfter: 1024 * 1024 });
+  const good = await startSink(t, { tls: false });
+  // 4 MB in 78-octet lines, one 8-bit line at the very end (BODY=8BITMIME must be known before MAIL FROM).
+  const big = Buffer.concat([
+    Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: big\r\n\r\n'),
+    Buffer.from(('.' + 'x'.repeat(75) + '\r\n').repeat(54_000)),
+    Buffer.from('déjà vu\r\n', 'utf8'),
+  ]);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-client-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'body');
+  fs.writeFileSync(file, big);
+  let opens = 0;
+  const body: DeliveryBody = {
+    size: big.length,
+    open: async () => {
+      opens++;
+      return fs.createReadStream(file, { highWaterMark: 64 * 1024 });
+    },
+  };
+  const client = createSmtpClient({ hostname: 'out.sluice.test' });
+  t.teardown(() => client.close());
+  const res = await client.deliver({
+    hosts: [host(broken.port, { name: 'broken.rcpt.test' }), host(good.port)],
+    mailFrom: 's@sender.test',
+    recipients: ['a@rcpt.test'],
+    body,
+    failoverOnTempfail: true,
+  });
+  t.equal(res.host, `mx.rcpt.test[127.0.0.1]:${good.port}`, 'the second host answered');
+  t.match(res.results, [{ rcpt: 'a@rcpt.test', outcome: 'delivered', code: 250 }]);
+  t.equal(broken.partial.length, 1, 'the first host was cut mid-DATA');
+  t.ok(broken.partial[0]! >= 1024 * 1024 && broken.partial[0]! < big.length, `it got ${broken.partial[0]} of ${big.length} bytes`);
+  t.equal(good.messages.length, 1);
+  t.ok(good.messages[0]!.raw.equals(big), 'the second host got every byte, identical');
+  t.equal(good.messages[0]!.mailFromArgs.BODY, '8BITMIME', 'BODY=8BITMIME for an 8-bit byte at the very end');
+  t.equal(opens, 3, 'one read for the 8-bit scan, then one stream per host tried');
 });
