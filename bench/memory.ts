@@ -1,6 +1,6 @@
 // Owns `npm run bench:memory`: one ~30 MB message through REST, submission and the MX of `sluice serve`, each
 // delivered to a local sink; prints the server's peak RSS growth per path as a multiple of the message size, then the
-// peak RSS of 10 and 50 such MX messages at once (BENCH_CONCURRENT).
+// peak RSS of 10 and 50 such MX messages at once (BENCH_CONCURRENT). BENCH_PATHS=rest,submission,mx picks the paths.
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -17,6 +17,8 @@ const TARGET = 3;
 /** How many MX messages at once in the concurrency lines (issue 25: 10 and 50, peak RSS ≤ 400 MB for both). */
 const CONCURRENT = (process.env.BENCH_CONCURRENT ?? '10,50').split(',').filter(Boolean).map(Number);
 const CONCURRENT_PEAK_TARGET = 400 * 1024 * 1024;
+/** Which single-message paths to run (default all three): `rest`, `submission`, `mx`, comma-separated. */
+const PATHS = new Set((process.env.BENCH_PATHS ?? 'rest,submission,mx').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
 
 function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -135,8 +137,9 @@ async function main(): Promise<void> {
   });
   const hp = (a: string) => ({ host: a.slice(0, a.lastIndexOf(':')), port: Number(a.slice(a.lastIndexOf(':') + 1)) });
 
-  const paths: { name: string; send: (srv: Server) => Promise<number> }[] = [
+  const paths: { key: string; name: string; send: (srv: Server) => Promise<number> }[] = [
     {
+      key: 'rest',
       name: 'REST /tx/v1/send-async',
       send: async (srv) => {
         const text = 'x'.repeat(76) + '\r\n';
@@ -156,6 +159,7 @@ async function main(): Promise<void> {
       },
     },
     {
+      key: 'submission',
       name: 'submission (AUTH, DATA)',
       send: async (srv) => {
         const raw = rawMessage('app@sender.bench.test', 'big@rcpt.bench.test', SIZE);
@@ -166,6 +170,7 @@ async function main(): Promise<void> {
       },
     },
     {
+      key: 'mx',
       name: 'MX (relay to downstream)',
       send: async (srv) => {
         const raw = rawMessage('sender@src.test', 'user@example.test', SIZE);
@@ -180,7 +185,7 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   const idles: number[] = [];
   let worst = 0;
-  for (const p of paths) {
+  for (const p of paths.filter((x) => PATHS.has(x.key))) {
     const srv = await startServer(sink.port);
     const watch = watchPeak(srv.pid);
     const before = watch.before;
