@@ -14,6 +14,8 @@ export interface DeliveryBody {
   readonly size: number;
   /** The bytes as a stream (from the body store); rejects when the body is gone. */
   open(): Promise<Readable>;
+  /** Whether the body has a byte above 0x7f, when already known (seen as it was written); else scanned before dialling. */
+  readonly eightBit?: boolean;
 }
 
 export interface DeliveryJob {
@@ -134,7 +136,8 @@ function hostFailure(err: SmtpError): boolean {
 
 /**
  * Whether the body has a byte above 0x7f, so MAIL FROM must say BODY=8BITMIME (RFC 6152) — known before dialling.
- * Read from the store in chunks (the page cache, for a body just written) up to the first such byte, never whole.
+ * For a body claimed from the store (a retry, a restart; the fast path's first attempt knows it from the write):
+ * read in chunks up to the first such byte, never whole.
  */
 export async function hasEightBit(body: DeliveryBody): Promise<boolean> {
   const stream = await body.open();
@@ -319,7 +322,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
       }
       if (recipients.length === 0) return { results };
       const smtpUtf8 = [job.mailFrom, ...recipients].some((a) => /[^\x00-\x7f]/.test(a));
-      const eightBit = await hasEightBit(job.body);
+      const eightBit = job.body.eightBit ?? (await hasEightBit(job.body));
 
       let last: SmtpError = Object.assign(new Error('no host to try'), { code: 'ECONNECTION' });
       let lastLabel: string | undefined;

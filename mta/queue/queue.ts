@@ -1,5 +1,7 @@
 // Owns the durable queue's write paths: the one door for accepted mail (message, deliveries, events, log rows) and
 // attempt outcomes, each built here as a record and written by the Queue port in one unit.
+import { isAscii } from 'node:buffer';
+import { pipeline, Transform } from 'node:stream';
 import { usagePeriod } from '../../storage/ports/accounts.js';
 import type { BodyRef, BodyStore } from '../../storage/ports/bodies.js';
 import type { NewEvent } from '../../storage/ports/events.js';
@@ -75,9 +77,10 @@ export interface FastPath {
   release(n: number): void;
   /**
    * Takes the committed, leased deliveries of one message, with the reference its body was written under (the worker
-   * opens it per attempt: a stream from the store, never the message held whole in memory while it waits).
+   * opens it per attempt: a stream from the store, never the message held whole in memory while it waits) and
+   * whether that body has 8-bit bytes (seen as it was written: RFC 6152 BODY=8BITMIME needs it before MAIL FROM).
    */
-  handoff(m: { messageRowId: number; body: BodyRef; deliveries: LeasedDelivery[]; now: number }): void;
+  handoff(m: { messageRowId: number; body: BodyRef; eightBit: boolean | undefined; deliveries: LeasedDelivery[]; now: number }): void;
 }
 
 export interface QueueDeps {
@@ -116,6 +119,8 @@ export function createQueue(deps: QueueDeps) {
   let wakeListener: (() => void) | undefined;
   let fastPath: FastPath | undefined;
   const handles = new Map<number, string>();
+  /** Whether a body this queue just wrote has 8-bit bytes (for the fast path's handoff), by its reference. */
+  const eightBits = new WeakMap<BodyRef, boolean>();
 
   async function handleOf(accountId: number): Promise<string> {
     let h = handles.get(accountId);
@@ -135,11 +140,25 @@ export function createQueue(deps: QueueDeps) {
    * stream is destroyed when the write fails, so a scratch or file it reads from is not left half-read and open.
    */
   async function writeBody(m: AcceptedMessage): Promise<BodyRef> {
-    const stream = m.body.open();
+    const source = m.body.open();
+    // Whether the body has a byte above 0x7f, seen as it passes (no read of its own): the fast path's first attempt
+    // then knows BODY=8BITMIME (RFC 6152) without reading the body once more before MAIL FROM.
+    let eightBit = false;
+    const seen = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        if (!eightBit && !isAscii(chunk)) eightBit = true;
+        done(null, chunk);
+      },
+    });
+    // pipeline, not pipe: a source that fails destroys the writer's stream too, so the write rejects and never hangs.
+    pipeline(source, seen, () => {});
     try {
-      return await deps.bodies.write(stream);
+      const ref = await deps.bodies.write(seen);
+      eightBits.set(ref, eightBit);
+      return ref;
     } catch (err) {
-      stream.destroy();
+      seen.destroy();
+      source.destroy();
       throw err;
     }
   }
@@ -312,7 +331,9 @@ export function createQueue(deps: QueueDeps) {
         const unused = l.count - got.leased.length;
         if (unused > 0) fastPath?.release(unused);
         const body = (records[i] as AcceptRecord).message.body;
-        if (got.leased.length > 0 && body) fastPath?.handoff({ messageRowId: got.messageRowId, body, deliveries: got.leased, now });
+        if (got.leased.length > 0 && body) {
+          fastPath?.handoff({ messageRowId: got.messageRowId, body, eightBit: eightBits.get(body), deliveries: got.leased, now });
+        }
       });
       // Only deliveries left queued need the worker to claim them.
       if (unleased) wakeListener?.();

@@ -29,7 +29,7 @@ async function stored(stack: Stack, messageRowId: number): Promise<Buffer> {
 
 /** A recording fast path with room for `room` deliveries, leasing them until `until`. */
 function recorder(room: number, until: number) {
-  const handed: { messageRowId: number; body: BodyRef; deliveries: LeasedDelivery[] }[] = [];
+  const handed: { messageRowId: number; body: BodyRef; eightBit: boolean | undefined; deliveries: LeasedDelivery[] }[] = [];
   let reserved = 0;
   let released = 0;
   const path: FastPath = {
@@ -59,6 +59,7 @@ t.test('an accepted message is committed already leased and handed over with its
   const [h] = fast.handed;
   t.same(h!.deliveries.map((d) => [d.rcpt, d.domain]), [['a@rcpt.test', 'rcpt.test'], ['b@other.test', 'other.test']]);
   t.notOk('raw' in h!, 'no buffer of the message is handed over');
+  t.equal(h!.eightBit, false, 'a 7-bit body, seen as it was written (no scan before MAIL FROM)');
   t.equal(h!.body.size, (await stack.store.queue.findMessage(h!.messageRowId))!.size, 'the reference carries the size');
   t.same(await bytesOf(stack, h!.body), await stored(stack, h!.messageRowId), 'the reference handed over opens the bytes committed');
   const rows = await stack.store.queue.deliveriesOf(h!.messageRowId);
