@@ -9,9 +9,19 @@ import { runCli } from '../../bin/cli.js';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { startStack, testEnv } from '../helpers/stack.js';
+import { startStack, testEnv, type Stack } from '../helpers/stack.js';
 
 const MB = 1024 * 1024;
+
+/** Provisions corp.test for an account, relayed to `ports` on the loopback in this order (priority 10, 20, …). */
+async function serveCorp(stack: Stack, ports: number[]): Promise<void> {
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  if (!k.ok) throw new Error('key');
+  const downstreamAddresses = ports.map((port, i) => ({ priority: 10 * (i + 1), weight: 1, port, target: '127.0.0.1' }));
+  const r = await stack.api('POST', '/inbound/v1/domains', { key: k.value.key, body: { domain: 'corp.test', subscriptionHandle: 'default', downstreamAddresses } });
+  if (r.status !== 201) throw new Error(`provision: ${r.status} ${r.text}`);
+}
 
 /** A message of about 28 MB: 78-octet lines (some dot-led), and one 8-bit line at the very end. */
 function bigMessage(from: string, to: string): Buffer {
@@ -34,14 +44,7 @@ t.test('MX: a 28 MB message is relayed byte-identical behind our header fields, 
   t.equal(await runCli(['arc', 'record', '--json'], io), 0, out.join(''));
   const record = JSON.parse(out[0]!) as { name: string; value: string };
   dns.zones[record.name] = { TXT: [record.value] };
-  const acct = await stack.createAccount('acme');
-  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
-  if (!k.ok) throw new Error('key');
-  const r = await stack.api('POST', '/inbound/v1/domains', {
-    key: k.value.key,
-    body: { domain: 'corp.test', subscriptionHandle: 'default', downstreamAddresses: [{ priority: 10, weight: 1, port: sink.port, target: '127.0.0.1' }] },
-  });
-  t.equal(r.status, 201, r.text);
+  await serveCorp(stack, [sink.port]);
 
   const raw = bigMessage('alice@sender.test', 'bob@corp.test');
   t.ok(raw.length > 28 * MB, `${raw.length} bytes`);
@@ -108,21 +111,7 @@ t.test('MX: a downstream cut mid-DATA, then the next: it gets the whole body, re
   const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address } });
   const broken = await startSink(t, { tls: false, dropAfter: 2 * MB });
   const good = await startSink(t, { tls: false });
-  const acct = await stack.createAccount('acme');
-  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
-  if (!k.ok) throw new Error('key');
-  const r = await stack.api('POST', '/inbound/v1/domains', {
-    key: k.value.key,
-    body: {
-      domain: 'corp.test',
-      subscriptionHandle: 'default',
-      downstreamAddresses: [
-        { priority: 10, weight: 1, port: broken.port, target: '127.0.0.1' },
-        { priority: 20, weight: 1, port: good.port, target: '127.0.0.1' },
-      ],
-    },
-  });
-  t.equal(r.status, 201, r.text);
+  await serveCorp(stack, [broken.port, good.port]);
   const raw = bigMessage('alice@sender.test', 'bob@corp.test');
   const transport = nodemailer.createTransport({ host: stack.mx.host, port: stack.mx.port, secure: false, name: 'client.sender.test', tls: { rejectUnauthorized: false } });
   await transport.sendMail({ envelope: { from: 'alice@sender.test', to: ['bob@corp.test'] }, raw });
