@@ -73,6 +73,24 @@ contract('provision: created once with the default settings; again not overwritt
   t.equal(await store.inboundDomains.findDomainById(first.domainId + 1_000), undefined);
 });
 
+contract('provision with overwrite moves the domain to the given subscription and binding; without it, neither', async (t, { store }) => {
+  const a = await account(store, 'alpha');
+  const one = await plan(store, 'one', null);
+  const two = await plan(store, 'two', null);
+  const k1 = await key(store, a);
+  const base = { accountId: a, callerKeyId: k1, domain: 'corp.test', sections: {}, now: 1 };
+  const made = await store.inboundDomains.provision({ ...base, bindKeyId: null, subscription: one, overwrite: false });
+  if (!made.ok) throw new Error('provision');
+  await store.inboundDomains.provision({ ...base, bindKeyId: k1, subscription: two, overwrite: false, now: 2 });
+  t.match(await store.inboundDomains.findDomainById(made.domainId), { subscription_id: one.id, api_key_id: null }, 'without overwrite: unchanged');
+  await store.inboundDomains.provision({ ...base, bindKeyId: null, subscription: two, overwrite: true, now: 3 });
+  t.match(await store.inboundDomains.findDomainById(made.domainId), { subscription_id: two.id, api_key_id: null }, 'overwrite: the subscription; bindKeyId null keeps the binding');
+  t.equal((await store.inboundDomains.findServedDomain('corp.test'))?.subscription_handle, 'two');
+  await store.inboundDomains.provision({ ...base, bindKeyId: k1, subscription: two, overwrite: true, now: 4 });
+  t.match(await store.inboundDomains.findDomainById(made.domainId), { api_key_id: k1 }, 'and the binding when bindKeyId is set');
+  t.same((await store.inboundDomains.listSubscriptions(a)).filter((s) => s.domain_count > 0).map((s) => s.handle), ['two'], 'counted on its new subscription');
+});
+
 contract('provision refuses another account\'s domain, an alias, a domain bound to another key, and the limit — writing nothing', async (t, { store }) => {
   const a = await account(store, 'alpha');
   const b = await account(store, 'bravo');
@@ -271,6 +289,7 @@ contract('matchLists: ranges, parent domains, addresses, levels and accounts kep
   t.same(m.domain.map((e) => e.item), ['example.net'], 'a domain entry covers its subdomains');
   t.same(m.recipient.map((e) => [e.item, e.action]), [['friend@mail.example.net', 'safelist']], 'the address, ignoring case');
   t.same(m.account, []);
+  t.same((await lists.matchLists({ accountId: a, domain: 'corp.test', senderAddress: 'friend@mail.example.net' })).recipient, [], 'no recipient given: no recipient-level match');
   t.same((await lists.matchLists({ accountId: a, domain: 'corp.test', recipient: 'alice@corp.test', senderAddress: 'friend@mail.example.net' })).recipient, [], 'another recipient');
   t.same((await lists.matchLists({ accountId: a, domain: 'other.test', senderDomain: 'example.net' })).domain, [], 'another domain');
   t.same((await lists.matchLists({ accountId: a, domain: 'corp.test', senderDomain: 'notexample.net' })).domain, [], 'a suffix must be a label boundary');

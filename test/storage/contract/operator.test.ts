@@ -119,7 +119,7 @@ contract('queue views: pending soonest due first, summary, depth and stats over 
   const depth = await store.queueViews.depth();
   t.same([...depth.rows].sort((x, y) => x.state.localeCompare(y.state)), [{ state: 'queued', kind: 'outbound', count: 3 }, { state: 'sending', kind: 'outbound', count: 1 }]);
   t.equal(depth.oldestQueuedAt, 3_000, 'created_at of the oldest message still waiting');
-  t.match(await store.queueViews.stats(), { queued: 3, sending: 1, delivered: 1, bounced: 1, dropped: 1, held: 0 });
+  t.match(await store.queueViews.stats(), { queued: 3, sending: 1, delivered: 1, bounced: 1, dropped: 1, held: 0, oldestQueuedAt: 3_001 }, 'the oldest queued one\'s last change: the deferral');
 });
 
 contract('queue views: retry and drop act only on waiting deliveries; browse filters newest first', async (t, { store, reopen }) => {
@@ -140,6 +140,10 @@ contract('queue views: retry and drop act only on waiting deliveries; browse fil
   t.equal(await qv.dropDelivery(d.deferred, 'operator: stale', 9_000), true);
   t.equal(await qv.dropDelivery(d.deferred, 'operator: stale', 9_001), false, 'once');
   t.match(await store.queue.findDelivery(d.deferred), { state: 'dropped', locked_by: null });
+  t.equal(await qv.retryNow(d.deferred, 9_002), 0, 'a dropped delivery is not revived');
+  const claimed = (await store.queue.claim('w9', 9_003, 60_000, 100)).deliveries;
+  t.notOk(claimed.some((x) => x.id === d.deferred), 'nor claimed');
+  t.equal(await store.queue.release(claimed.map((x) => ({ id: x.id, owner: 'w9', token: x.lease_token, until: x.lease_until! })), 9_003), claimed.length, 'the others given back, uncounted');
 
   await store.queue.accept([await message(store, other, ['z@one.test'], 10_000)]);
   const browse = async (f: Partial<Parameters<typeof qv.browse>[0]>) =>

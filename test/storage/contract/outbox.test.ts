@@ -80,6 +80,22 @@ contract('webhooks: a failed batch is retried with the same events when due; the
   t.same((await wh.claimPending(acct, URL, 'w1', 6_000, 10, 6_000 + LEASE))?.payloads.length, 1, 'the later event leaves next');
 });
 
+contract('webhooks: due retries oldest due first across accounts, at most `limit`', async (t, { store }) => {
+  const wh = store.webhooks;
+  const due: number[] = [];
+  for (const [handle, at] of [['late', 9_000], ['early', 7_000], ['middle', 8_000]] as const) {
+    const acct = await account(store, handle);
+    await wh.enroll(acct, URL, 0);
+    await events(store, acct, 100);
+    const c = await wh.claimPending(acct, URL, 'w1', 1_000, 10, 1_000 + LEASE);
+    await wh.recordResult(c!.lease, failed(at));
+    due.push(c!.batch.id);
+  }
+  t.same((await wh.dueRetries(10_000, 10)).map((b) => b.retry_due_at), [7_000, 8_000, 9_000]);
+  t.same((await wh.dueRetries(10_000, 2)).map((b) => b.id), [due[1], due[2]]);
+  t.same((await wh.dueRetries(8_000, 10)).map((b) => b.id), [due[1], due[2]], 'due at `now` inclusive');
+});
+
 contract('webhooks: a replaced endpoint ends the chain; a removed one drops it; batches can be resent', async (t, { store }) => {
   const acct = await account(store, 'acme');
   const other = await account(store, 'other');
