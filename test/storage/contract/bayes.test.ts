@@ -30,7 +30,11 @@ contract('bayes: a message is learned once; learned as the other class it moves;
   t.same(c.tokens.get('B:cheap'), { spam: 0, ham: 2 });
   t.same(c.tokens.get('B:pills'), { spam: 0, ham: 1 });
   t.same(await bayes.learn(null, [], 4000), [], 'an empty learn');
-  t.equal((await bayes.stats(null)).version, 2);
+  t.equal((await bayes.stats(null)).version, 2, 'changes nothing');
+  const twice = { digest: 'd9', cls: 'spam' as const, tokens: ['B:twice'] };
+  t.same(await bayes.learn(null, [twice, twice, { ...twice, cls: 'ham' }], 5000), ['learned', 'already', 'relearned'], 'items of one call in order');
+  t.same((await bayes.counts([null], ['B:twice'])).tokens.get('B:twice'), { spam: 0, ham: 1 });
+  t.equal((await bayes.stats(null)).version, 3, 'one learn, one version');
 });
 
 contract('bayes: account models add to the global one and never to another account', async (t, { store }) => {

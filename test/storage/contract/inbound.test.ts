@@ -220,12 +220,18 @@ contract('downstreams keep the order they were set in; replaced whole; delete re
   const lists = store.inboundLists;
   const dom: ListScope = { level: 'domain', accountId: a, domainId: d.domainId, domain: 'one.test' };
   await lists.addEntry(dom, { item: 'spam.test', itemType: 'domain', action: 'blocklist' }, 4);
+  const rcpt: ListScope = { level: 'recipient', accountId: a, domainId: d.domainId, recipient: 'x@one.test' };
+  await lists.addEntry(rcpt, { item: 'pal@ok.test', itemType: 'email_address', action: 'safelist' }, 4);
+  const acctScope: ListScope = { level: 'account', accountId: a };
+  await lists.addEntry(acctScope, { item: 'spam.test', itemType: 'domain', action: 'blocklist' }, 4);
   t.equal(await store.inboundDomains.deleteDomain(d.domainId), true);
   t.equal(await store.inboundDomains.deleteDomain(d.domainId), false, 'already gone');
   t.equal(await store.inboundDomains.findDomain('one.test'), undefined);
   t.equal(await store.inboundDomains.findAlias('al.test'), undefined, 'its aliases go with it');
   t.same(await store.inboundDomains.listDownstreams(d.domainId), [], 'and its downstreams');
   t.same(await lists.listEntries(dom, 'blocklist'), [], 'and its list entries');
+  t.same(await lists.listEntries(rcpt, 'safelist'), [], 'its recipients\' too');
+  t.same((await lists.listEntries(acctScope, 'blocklist')).map((e) => e.item), ['spam.test'], 'the account\'s own list stays');
   await store.inboundDomains.setDownstreams(d.domainId + 1_000, [], 4);
   t.pass('clearing the downstreams of nothing is harmless');
   const again = await store.inboundDomains.provision({ accountId: a, callerKeyId: 0, bindKeyId: null, domain: 'al.test', subscription: sub, sections: {}, overwrite: false, now: 5 });

@@ -82,6 +82,15 @@ contract('DKIM keys: one per selector and domain, rotated keys sign only in thei
   t.equal(await dk.retireDue(T + DKIM_RETIRE_MS + 1), 1);
   t.equal(await dk.retireDue(T + DKIM_RETIRE_MS + 2), 0, 'once');
   t.match(await dk.find(a, 'alpha.test', 's1'), { status: 'retired' });
+
+  const k3 = await key(a, 'third.test', 's1', 0);
+  const rotated = await dk.updateStatus(k3!, 'rotated', 2 * T);
+  t.match(rotated, { status: 'rotated', status_modified_at: 2 * T, grace_period_expires_at: 2 * T + DKIM_GRACE_MS, retires_at: 2 * T + DKIM_RETIRE_MS }, 'rotated by hand starts the same timers');
+  t.match(await dk.updateStatus(rotated, 'revoked', 2 * T + 1), { status: 'revoked', status_modified_at: 2 * T + 1 });
+  t.equal(await dk.retireDue(3 * T), 0, 'only rotated keys retire; a revoked one stays revoked');
+  t.match(await dk.find(a, 'third.test', 's1'), { status: 'revoked' });
+  t.same((await dk.list(a, 'alpha.test', { limit: 1, offset: 1 })).length, 1, 'paged');
+  t.same(await dk.list(b, 'third.test', { limit: 10, offset: 0 }), [], 'scoped by account');
 });
 
 contract('DKIM signing key: the sender\'s active key, then the parent\'s; a rotated key only when no account has an active one', async (t, { store }) => {

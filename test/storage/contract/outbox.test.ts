@@ -50,7 +50,11 @@ contract('webhooks: one endpoint per account; it receives only the events writte
   t.ok(b2!.eventIds[0]! > b1!.eventIds[1]!);
   await wh.recordResult(b2!.lease, ok);
   t.equal(await wh.claimPending(acct, URL, 'w1', 700, 10, 700 + LEASE), undefined, 'nothing pending');
+  await events(store, acct, 800);
+  t.equal(await wh.pendingCount(), 1);
   t.equal(await wh.removeWebhook(acct), true);
+  t.equal(await wh.pendingCount(), 0, 'no endpoint waits for it any more');
+  t.same(await wh.readyAccounts(), []);
   t.equal(await wh.removeWebhook(acct), false);
   t.equal(await wh.findWebhook(acct), undefined);
 });

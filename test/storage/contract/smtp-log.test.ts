@@ -140,4 +140,8 @@ contract('smtp log: the sender of a logged message, newest row, only among the g
   t.equal(await store.smtpLog.senderOfMessage([b], 'shared@x.test'), undefined, 'another account\'s message is not found');
   t.equal(await store.smtpLog.senderOfMessage([a], 'nope@x.test'), undefined);
   t.equal(await store.smtpLog.senderOfMessage([], 'shared@x.test'), undefined);
+  await logged(store, a, T0 + 20, ['z@dest.example'], { message_id: 'anon@x.test' });
+  t.equal(await store.smtpLog.senderOfMessage([a], 'anon@x.test'), undefined, 'a message without a sender identity names none');
+  await logged(store, b, T0 + 5, ['w@dest.example'], { message_id: 'shared@x.test', sender_id: 'bravo|x-authuser|b@bravo.test', sender: 'b@bravo.test' });
+  t.equal((await store.smtpLog.senderOfMessage([b, a], 'shared@x.test'))?.accountId, a, 'the newest row among all the accounts', { todo: 'SQLite returns the newest row of the first account in the list that has one' });
 });
