@@ -222,6 +222,11 @@ contract('alert monitors: scoped by account, watching by condition; deleting one
   t.equal(await al.deleteMonitor(a, m1.id), false, 'gone');
   t.equal(await al.findMonitor(a, m1.id), undefined);
   t.same((await al.listAlerts({ accountId: a, monitorId: null, limit: 10 })).map((x) => x.id), [fired!.id], 'its alert stays');
+  t.same((await al.due(2_000, 10)).map((x) => x.id), [fired!.id], 'and is still delivered');
+  const held = await al.claim(fired!.id, 'w1', 2_000, 2_000 + LEASE);
+  t.equal(await al.recordResult(leaseOf(held!), { ok: true, statusCode: 200, error: null, retryAt: null, now: 2_001 }), true);
+  t.equal(await al.prune(3_000, 10), 1, 'pruned once over, its monitor gone or not');
+  t.same(await al.listAlerts({ accountId: a, monitorId: null, limit: 10 }), []);
 });
 
 contract('alerts: once per sender and interval; retried at retryAt, failed for good, counted in buckets, pruned when over', async (t, { store }) => {

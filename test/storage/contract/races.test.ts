@@ -1,6 +1,8 @@
 // Holds, on every backend, that each port method is one atomic unit (storage/ports/store.ts) where two processes race:
-// the same claim, enrolment, registration or count made from two views at once leaves one winner and no lost update.
-import { account, contract } from './backends.js';
+// the same claim, enrolment, registration or count made from two views at once leaves one winner and no lost update,
+// and a unit that fails leaves nothing of itself while the units beside it stand.
+import { trackingKey } from '../../../storage/ports/tracking.js';
+import { account, contract, message } from './backends.js';
 
 contract('races: a uniqueness promise holds when two processes write at once', async (t, { store, reopen }) => {
   const a = await account(store, 'alpha');
@@ -73,4 +75,30 @@ contract('races: counters and learned messages lose no update when two processes
   t.equal(fired.filter((f) => f !== undefined).length, 1, 'one alert per sender and interval');
   const claims = await Promise.all([store.alerts.claim(fired.find(Boolean)!.id, 'w1', 200, 300), other.alerts.claim(fired.find(Boolean)!.id, 'w2', 200, 300)]);
   t.equal(claims.filter((c) => c !== undefined).length, 1, 'one owner of an alert');
+});
+
+contract('a unit that fails stores nothing of itself and takes no other unit down with it', async (t, { store, reopen }) => {
+  const acct = await account(store, 'alpha');
+  const tracked = (rec: Awaited<ReturnType<typeof message>>, uuid: string) => {
+    const messageId = `${uuid}@alpha.test`;
+    const key = trackingKey(messageId)!;
+    return { ...rec, message: { ...rec.message, messageId }, usage: { accountId: acct, period: '2026-11' }, tracked: { key, accountId: acct, requestId: messageId, messageId, fromEmail: null, campaignId: null, recipients: ['a@one.test'], links: null, clickHost: null, openHost: null, custom: 0, createdAt: 0 } };
+  };
+  const K1 = '11111111-1111-4111-8111-111111111111';
+  const K2 = '22222222-2222-4222-8222-222222222222';
+  await store.queue.accept([tracked(await message(store, acct, ['a@one.test'], 0), K1)]);
+  const before = await store.metrics.series(acct, null, 0, 1, 'hour', ['processed']);
+  const [bad, good] = await Promise.allSettled([
+    // One request of two messages, the second naming a tracking key already stored: all or nothing.
+    store.queue.accept([tracked(await message(store, acct, ['b@one.test'], 1), K2), tracked(await message(store, acct, ['c@one.test'], 2), K1)]),
+    store.lockdown.allow(acct, 'alpha.test', 3),
+  ]);
+  t.equal(bad.status, 'rejected', 'the accept fails');
+  t.same(good, { status: 'fulfilled', value: true }, 'the unit beside it stands');
+  const other = reopen();
+  t.equal(await other.lockdown.isAllowed([acct], 'alpha.test'), true, 'durably');
+  t.equal(await other.tracking.find(trackingKey(`${K2}@alpha.test`)!), undefined, 'nothing of the refused request: not its first message');
+  t.same(await other.metrics.series(acct, null, 0, 1, 'hour', ['processed']), before, 'nor its events\' roll-ups');
+  t.equal(await other.accounts.usage(acct, '2026-11'), 1, 'nor its usage');
+  t.same((await other.queue.claim('w1', 10, 60_000, 10)).deliveries.map((d) => d.rcpt), ['a@one.test'], 'nor its deliveries');
 });
