@@ -160,5 +160,11 @@ contract('queue views: retry and drop act only on waiting deliveries; browse fil
   t.same(await browse({ rcpt: 'fresh@one' }), [], 'exact, not a substring');
   t.same((await browse({ minAttempts: 1 })).sort(), ['b@two.test', 'd@one.test', 'q@one.test', 's@two.test'], 'attempted at least once');
   t.same((await browse({ limit: 2, offset: 1 })), all.slice(1, 3), 'paged');
+  const relay = await message(store, acct, ['rcpt@corp.test'], 11_000);
+  await store.queue.accept([{ ...relay, message: { ...relay.message, accountId: null, kind: 'relay' }, events: [] }]);
+  t.ok((await browse({})).includes('rcpt@corp.test'), 'all accounts (null): mail without an account too');
+  t.notOk((await browse({ accountIds: [acct, other] })).includes('rcpt@corp.test'), 'not when accounts are named');
+  t.match((await qv.browse({ accountIds: null, states: ['queued'], rcpt: 'rcpt@corp.test', limit: 1, offset: 0 }))[0], { account_id: null, kind: 'relay' });
+  t.ok((await qv.depth()).rows.some((r) => r.kind === 'relay' && r.state === 'queued' && r.count === 1), 'depth by message kind');
   t.match((await qv.browse({ accountIds: [other], states: ['queued'], rcpt: 'z@one.test', limit: 1, offset: 0 }))[0], { account_id: other, kind: 'outbound', mail_from: 'a@sender.test', subject: 'contract', header_message_id: '10000@sender.test', message_created_at: 10_000 });
 });
