@@ -128,6 +128,12 @@ contract('smtp log search: each filter matches exactly what it should, and they 
   t.same(await find({ rspcode: 550 }), [o]);
   t.same(await find({ rspcode: 250, sender: 'alerts@shop.example', delivered: true }), [b], 'filters combine with AND');
   t.same(await find({ rspcode: 550, sender: 'alerts@shop.example' }), []);
+  const [w] = await logged(store, acct, T0 + 4_000, ['c@dest.example'], { subject: 'Path C:\\Temp\\x_1 [50%]' });
+  t.same(await find({ subject: 'c:\\temp\\' }), [w], 'a backslash is literal');
+  t.same(await find({ subject: 'c:\\temp\\x_1 [50%]' }), [w]);
+  t.same(await find({ subject: 'c:\\temp\\xx1' }), [], 'and escapes nothing');
+  t.same(await find({ rspmsg: '5.1.1 unknown' }), [o]);
+  t.same(await find({ rspmsg: '5%1' }), [], '% is literal in the reply text too');
 });
 
 contract('smtp log: the sender of a logged message, newest row, only among the given accounts', async (t, { store }) => {
