@@ -134,6 +134,11 @@ contract('smtp log search: each filter matches exactly what it should, and they 
   t.same(await find({ subject: 'c:\\temp\\xx1' }), [], 'and escapes nothing');
   t.same(await find({ rspmsg: '5.1.1 unknown' }), [o]);
   t.same(await find({ rspmsg: '5%1' }), [], '% is literal in the reply text too');
+  const [z] = await logged(store, acct, T0 + 5_000, ['z@dest.example'], { subject: 'Password reset for Zoë', sender: 'Zoë@Shop.example' });
+  t.same(await find({ subject: 'RESET FOR ZOë' }), [z], 'ASCII letters fold');
+  t.same(await find({ subject: 'reset for zoË' }), [], 'other letters do not (ASCII case-insensitive)');
+  t.same(await find({ sender: 'zoë@shop.EXAMPLE' }), [z]);
+  t.same(await find({ sender: 'ZOË@shop.example' }), [], 'nor in exact matches');
 });
 
 contract('smtp log: the sender of a logged message, newest row, only among the given accounts', async (t, { store }) => {
