@@ -104,6 +104,7 @@ contract('provision refuses another account\'s domain, an alias, a domain bound 
   t.equal(await store.inboundDomains.remainingOnSubscription(b, sub), 2, 'counted per account');
   t.same(await store.inboundDomains.provision({ ...base, accountId: b, callerKeyId: 0, bindKeyId: null, domain: 'one.test' }), { ok: false, reason: 'other-account' });
   t.same(await store.inboundDomains.provision({ ...base, domain: 'alias-one.test' }), { ok: false, reason: 'is-alias' });
+  t.same(await store.inboundDomains.provision({ ...base, accountId: b, callerKeyId: 0, bindKeyId: null, domain: 'alias-one.test' }), { ok: false, reason: 'is-alias' }, 'any domain\'s alias');
   t.same(await store.inboundDomains.provision({ ...base, callerKeyId: k2, domain: 'one.test', overwrite: true, sections: { admins: ['x@one.test'] } }), { ok: false, reason: 'bound-to-other-key' });
   t.same((await store.inboundDomains.details((await store.inboundDomains.findDomain('one.test'))!)).admins, [], 'the refused overwrite wrote nothing');
   t.match(await store.inboundDomains.provision({ ...base, domain: 'two.test' }), { ok: true, created: true });
@@ -145,6 +146,10 @@ contract('provision and aliases: another customer\'s name, parent or subdomain o
   t.equal(await store.inboundDomains.addAlias(bDomain.id, 'www.b.test', 2), 'overlap');
   t.equal(await store.inboundDomains.addAlias(bDomain.id, 'b.test', 2), 'taken', 'a domain name is taken');
   t.equal(await store.inboundDomains.findAlias('www.b.test'), undefined);
+  const mine = (await store.inboundDomains.findDomain('shop.b.test'))!;
+  t.equal(await store.inboundDomains.addAlias(mine.id, 'www.shop.b.test', 2), 'ok', 'a name under the customer\'s own domain');
+  t.same(await store.inboundDomains.updateSections(bDomain.id, { aliases: ['b-own.test', 'sub.shop.b.test'], admins: ['x@b.test'] }, 3), { ok: false, reason: 'overlap', name: 'sub.shop.b.test' });
+  t.same((await store.inboundDomains.details(bDomain)).admins, [], 'an overlapping update writes nothing');
 });
 
 contract('aliases: served through the domain, one owner each, removed only by their domain', async (t, { store, reopen }) => {

@@ -28,6 +28,8 @@ contract('console tokens: shown once, stored so that only the token finds itself
   t.equal(await con.findToken(one.token), undefined, 'a revoked token finds nothing');
   t.equal(await con.findSession(s.id, 201), undefined, 'its sessions ended at once');
   t.notOk((await con.listTokens()).some((r) => r.id === one.id && r.revoked_at === null));
+  const late = await con.openSession({ kind: 'operator', tokenId: one.id, now: 300, ttlMs: 1_000 });
+  t.equal(await con.findSession(late.id, 301), undefined, 'a session of a revoked token never lives');
 });
 
 contract('console sessions: live until their expiry, while their API key and account live; closed on request', async (t, { store }) => {

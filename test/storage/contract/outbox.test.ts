@@ -25,6 +25,7 @@ contract('webhooks: one endpoint per account; it receives only the events writte
   await events(store, acct, 100, 2);
   await events(store, other, 100);
   t.equal(await wh.pendingCount(), 0, 'no endpoint: nothing pending');
+  t.equal(await wh.claimPending(acct, URL, 'w1', 150, 10, 150 + LEASE), undefined, 'nor anything to claim');
   t.equal(await wh.enroll(acct, URL, 200), true);
   t.equal(await wh.enroll(acct, 'https://else.test/', 201), false, 'one per account');
   t.match(await reopen().webhooks.findWebhook(acct), { account_id: acct, url: URL, created_at: 200 });
