@@ -102,3 +102,23 @@ contract('a unit that fails stores nothing of itself and takes no other unit dow
   t.equal(await other.accounts.usage(acct, '2026-11'), 1, 'nor its usage');
   t.same((await other.queue.claim('w1', 10, 60_000, 10)).deliveries.map((d) => d.rcpt), ['a@one.test'], 'nor its deliveries');
 });
+
+contract('races: two workers claiming at once never share a delivery or a webhook chain', async (t, { store, reopen }) => {
+  const acct = await account(store, 'alpha');
+  const other = reopen();
+  const rcpts = Array.from({ length: 10 }, (_, i) => `r${i}@one.test`);
+  await store.queue.accept([await message(store, acct, rcpts, 0)]);
+  const [x, y] = await Promise.all([store.queue.claim('w1', 1_000, 60_000, 6), other.queue.claim('w2', 1_000, 60_000, 6)]);
+  const ids = [...x.deliveries, ...y.deliveries].map((d) => d.id);
+  t.equal(ids.length, 10, 'every delivery claimed');
+  t.equal(new Set(ids).size, 10, 'by one worker each');
+  t.ok(x.deliveries.length <= 6 && y.deliveries.length <= 6, 'each within its limit');
+
+  await store.webhooks.enroll(acct, 'https://hooks.test/', 0);
+  await store.queue.accept([await message(store, acct, ['a@one.test'], 1)]);
+  const batches = await Promise.all([
+    store.webhooks.claimPending(acct, 'https://hooks.test/', 'w1', 2_000, 100, 62_000),
+    other.webhooks.claimPending(acct, 'https://hooks.test/', 'w2', 2_000, 100, 62_000),
+  ]);
+  t.equal(batches.filter((b) => b !== undefined).length, 1, 'one chain per account');
+});

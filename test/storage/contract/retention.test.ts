@@ -41,13 +41,14 @@ async function msg(store: Store, acct: number, at: number, states: Final[], fini
       log: { lastcmd: 'DATA', rspcode: null, rspmsg: state, delivered: state === 'delivered', updated_at: finishedAt },
     });
   }
-  t_assert(deliveries.length === states.filter((x) => x !== 'dropped').length, 'every delivery of the new message was due and claimed');
+  check(deliveries.length === states.filter((x) => x !== 'dropped').length, 'every delivery of the new message was due and claimed');
   await store.queue.record(outcomes);
   await store.queue.release(giveBack, FAR + 1);
   return { id: ids!.messageRowId, deliveries: ids!.deliveryIds };
 }
 
-function t_assert(ok: boolean, what: string): void {
+/** Throws when the fixture itself did not come out as meant (not an assertion of the contract). */
+function check(ok: boolean, what: string): void {
   if (!ok) throw new Error(`fixture: ${what}`);
 }
 
