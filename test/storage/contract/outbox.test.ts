@@ -153,6 +153,7 @@ contract('webhooks: batches listed newest first in their window, filtered; signi
   t.same(await list({ statuses: ['5xx_response'] }), [ids[1]]);
   t.same(await list({ statuses: ['2xx_response', '5xx_response'], limit: 1, offset: 1 }), [ids[1]]);
   t.same(await list({ webhook: 'https://else.test/' }), []);
+  t.same(await list({ webhook: URL }), [ids[2], ids[1], ids[0]], 'by endpoint');
   t.same(await wh.listBatches(acct + 100, { createdAfter: 0, createdBefore: 10_000, limit: 10, offset: 0 }), []);
 
   t.equal(await wh.currentKey(), undefined, 'none before the first');

@@ -74,6 +74,9 @@ contract('metrics: events written by accept and record roll up per account, pare
   t.same(await store.metrics.campaigns(sub, HOUR, HOUR + 1), [{ name: 'spring', processed: 2, delivered: 1, bounced: 0, dropped: 0 }]);
   t.same(await store.metrics.subAccounts(parent, HOUR, HOUR + 2), [{ name: 'subone', processed: 2, delivered: 1, bounced: 1, dropped: 0 }]);
   t.same(await store.metrics.subAccounts(sub, HOUR, HOUR + 2), [], 'a sub-account has no sub-accounts');
+  await events(store, parent, [ev(parent, 'dropped', H0 + 13 * HOUR_MS)]); // 01:00 the next day
+  t.same(await store.metrics.series(parent, null, HOUR + 1, HOUR + 14, 'day', ['dropped', 'bounced']), [[day, 0, 1], [day + 1, 1, 0]], 'a day sums only the hours inside the window');
+  t.same(await store.metrics.series(parent, null, HOUR + 2, HOUR + 13, 'day', ['dropped']), [], 'none of them here');
 });
 
 contract('metrics: an outcome fenced out by a lost lease adds no counter; the one that stands does', async (t, { store, reopen }) => {
