@@ -20,11 +20,17 @@ export interface Backend {
 /** The backends the contract holds for. */
 export const BACKENDS: readonly Backend[] = [{ name: 'sqlite', open: (dataDir, now) => openStore({ dataDir }, { now }) }];
 
-/** What a contract test is given: a store, and a way to open more views of the same data (closed at teardown). */
+/**
+ * What a contract test is given: a store, a way to open more views of the same data (closed at teardown), and the
+ * clock every view was opened with. Port methods take their times as arguments; the clock is what a backend reads
+ * by itself (the time of a failed write, for health), so a test sets it rather than sleeping.
+ */
 export interface Fixture {
   store: Store;
   /** Another view of the same data (another worker process, or the store after a restart). */
   reopen(): Store;
+  /** The injected clock (ms) of every view of this test; starts at 0, set it to move time. */
+  clock: { now: number };
 }
 
 /** Runs `fn` as one tap subtest per backend, on a fresh location, closing every store it opened afterwards. */
@@ -37,12 +43,13 @@ export function contract(name: string, fn: (t: Test, f: Fixture) => Promise<void
         for (const s of opened.reverse()) await s.close();
       });
       const location = tempDir(t);
+      const clock = { now: 0 };
       const open = () => {
-        const s = backend.open(location, Date.now);
+        const s = backend.open(location, () => clock.now);
         opened.push(s);
         return s;
       };
-      await fn(t, { store: open(), reopen: open });
+      await fn(t, { store: open(), reopen: open, clock });
     });
   }
 }

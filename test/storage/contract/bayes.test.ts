@@ -1,0 +1,61 @@
+// Holds the classifier's model port (storage/ports/bayes.ts) on every backend: learning once, relearning as the other
+// class, global and account models summed but accounts kept apart, the shared version, reset.
+import { account, contract } from './backends.js';
+
+contract('bayes: a message is learned once; learned as the other class it moves; totals and version follow', async (t, { store, reopen }) => {
+  const bayes = store.bayes;
+  t.same(await bayes.stats(null), { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null }, 'global model starts empty');
+  const m1 = { digest: 'd1', cls: 'spam' as const, tokens: ['B:cheap', 'B:pills', 'S:offer'] };
+  const m2 = { digest: 'd2', cls: 'ham' as const, tokens: ['B:meeting', 'B:cheap'] };
+  t.same(await bayes.learn(null, [m1, m2], 1000), ['learned', 'learned']);
+  t.same(await bayes.learn(null, [m1], 2000), ['already'], 'the same message as the same class is not counted twice');
+  const other = reopen().bayes;
+  let stats = await other.stats(null);
+  t.same(stats.learned, { spam: 1, ham: 1 }, 'another process sees the learn at once');
+  t.equal(stats.tokens, 4);
+  t.equal(stats.version, 1, 'a learn that changed nothing leaves the version');
+  t.equal(stats.updatedAt, 1000);
+  let c = await other.counts([null], ['B:cheap', 'B:pills', 'B:unknown']);
+  t.same(c.learned, { spam: 1, ham: 1 });
+  t.same(c.tokens.get('B:cheap'), { spam: 1, ham: 1 });
+  t.same(c.tokens.get('B:pills'), { spam: 1, ham: 0 });
+  t.notOk(c.tokens.has('B:unknown'), 'unseen tokens are absent');
+
+  t.same(await other.learn(null, [{ ...m1, cls: 'ham' }], 3000), ['relearned'], 'a false positive reported later moves it');
+  stats = await bayes.stats(null);
+  t.same(stats.learned, { spam: 0, ham: 2 });
+  t.equal(stats.version, 2, 'one version shared by every process');
+  t.equal(stats.updatedAt, 3000);
+  c = await bayes.counts([null], ['B:cheap', 'B:pills']);
+  t.same(c.tokens.get('B:cheap'), { spam: 0, ham: 2 });
+  t.same(c.tokens.get('B:pills'), { spam: 0, ham: 1 });
+  t.same(await bayes.learn(null, [], 4000), [], 'an empty learn');
+  t.equal((await bayes.stats(null)).version, 2, 'changes nothing');
+  const twice = { digest: 'd9', cls: 'spam' as const, tokens: ['B:twice'] };
+  t.same(await bayes.learn(null, [twice, twice, { ...twice, cls: 'ham' }], 5000), ['learned', 'already', 'relearned'], 'items of one call in order');
+  t.same((await bayes.counts([null], ['B:twice'])).tokens.get('B:twice'), { spam: 0, ham: 1 });
+  t.equal((await bayes.stats(null)).version, 3, 'one learn, one version');
+});
+
+contract('bayes: account models add to the global one and never to another account', async (t, { store }) => {
+  const acme = await account(store, 'acme');
+  const other = await account(store, 'other');
+  const bayes = store.bayes;
+  await bayes.learn(null, [{ digest: 'g', cls: 'spam', tokens: ['B:win'] }], 1);
+  await bayes.learn(acme, [{ digest: 'a', cls: 'ham', tokens: ['B:win', 'B:invoice'] }], 2);
+  const both = await bayes.counts([null, acme], ['B:win', 'B:invoice']);
+  t.same(both.learned, { spam: 1, ham: 1 });
+  t.same(both.tokens.get('B:win'), { spam: 1, ham: 1 });
+  const theirs = await bayes.counts([null, other], ['B:win', 'B:invoice']);
+  t.same(theirs.learned, { spam: 1, ham: 0 }, 'another account sees the global model only');
+  t.notOk(theirs.tokens.has('B:invoice'));
+  t.same((await bayes.stats(acme)).learned, { spam: 0, ham: 1 });
+  t.same((await bayes.stats(other)).learned, { spam: 0, ham: 0 }, 'an account that never learned has an empty model');
+  t.same(await bayes.learn(acme, [{ digest: 'g', cls: 'ham', tokens: ['B:win'] }], 3), ['learned'], 'digests are per model');
+
+  await bayes.reset(acme, 5);
+  t.same((await bayes.counts([null, acme], ['B:win'])).tokens.get('B:win'), { spam: 1, ham: 0 }, 'reset forgets the account model only');
+  t.same((await bayes.stats(acme)).learned, { spam: 0, ham: 0 });
+  t.same(await bayes.learn(acme, [{ digest: 'a', cls: 'ham', tokens: ['B:win'] }], 6), ['learned'], 'and its learned digests');
+  t.same((await bayes.stats(null)).learned, { spam: 1, ham: 0 }, 'the global model is untouched');
+});
