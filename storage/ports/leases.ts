@@ -4,9 +4,11 @@
 /**
  * A worker's hold on one row of leased work. The rules, the same for every kind of work:
  *
- * - A claim takes rows that are due, or whose lease has expired (`until` passed: its owner died or stalled), and
- *   writes owner, `until` and a fresh `token` (the row's previous token + 1) in the same unit that records the
- *   attempt, before any work starts (STYLE: record the attempt, then send).
+ * - A claim takes rows that are due, or whose lease has expired (its owner died or stalled), and writes owner,
+ *   `until` and a fresh `token` (the row's previous token + 1) in the same unit that records the attempt, before any
+ *   work starts (STYLE: record the attempt, then send).
+ * - A lease ending at `until` is held before `until` and expired from `until` on (now >= until), for every kind of
+ *   work alike.
  * - The owner renews its leases while the work is in flight; a lease it failed to renew may be taken over.
  * - The outcome is recorded only while `token` is still the row's token (the fence): when another worker has taken
  *   the row over meanwhile, recording writes nothing and reports the lease lost; the owner logs its result and
@@ -14,7 +16,8 @@
  * - Nothing resets leases at start-up: a new worker never touches another live worker's leases; a dead worker's
  *   leases move once they expire. An owner may give its own unstarted leases back (a graceful stop).
  *
- * Times are the caller's injected clock (one machine on SQLite).
+ * Times are the caller's injected clock in ms; workers sharing a store must share that clock, since one worker's
+ * `now` is compared with another's `until`.
  */
 export interface Lease {
   /** The row's id (a delivery, a webhook batch, an alert). */

@@ -2,7 +2,7 @@
 import type { AlertDelivery, AlertRow, AlertState, MonitorRow } from '../ports/alerts.js';
 import type { Lease } from '../ports/leases.js';
 import type { Db } from './database.js';
-import { createRenewal, END_LEASE, fence, HELD, TAKE_LEASE } from './leases.js';
+import { createRenewal, END_LEASE, EXPIRED, fence, HELD, TAKE_LEASE } from './leases.js';
 
 /** Repository of monitors and alerts. Every monitor read or write is scoped by account id. */
 export function createAlertStore(db: Db) {
@@ -26,12 +26,12 @@ export function createAlertStore(db: Db) {
     ),
     due: db.prepare(
       `SELECT * FROM alerts WHERE state IN ('pending', 'sending') AND next_attempt_at <= @now
-         AND (state = 'pending' OR lease_until < @now) ORDER BY next_attempt_at, id LIMIT @limit`,
+         AND (state = 'pending' OR ${EXPIRED}) ORDER BY next_attempt_at, id LIMIT @limit`,
     ),
     // The lease of storage/ports/leases.ts: pending, or sending under an expired lease (its owner died).
     claim: db.prepare(
       `UPDATE alerts SET state = 'sending', attempts = attempts + 1, ${TAKE_LEASE}
-       WHERE id = @id AND (state = 'pending' OR (state = 'sending' AND lease_until < @now)) RETURNING *`,
+       WHERE id = @id AND (state = 'pending' OR (state = 'sending' AND ${EXPIRED})) RETURNING *`,
     ),
     result: db.prepare(
       `UPDATE alerts SET state = @state, ${END_LEASE}, last_status_code = @statusCode, last_error = @error,

@@ -9,6 +9,13 @@ export const TAKE_LEASE = 'locked_by = @owner, lease_until = @until, lease_token
 /** WHERE clause of the fence: the row is still held under the caller's lease (@owner, @token). */
 export const HELD = 'locked_by = @owner AND lease_token = @token';
 
+/**
+ * WHERE clause of an expired lease at @now: a lease ending at `until` may be taken over at `until` (the port's one
+ * boundary for every kind of leased work; deliveries and webhook batches express it as next_attempt_at /
+ * retry_due_at <= @now, the column that mirrors lease_until).
+ */
+export const EXPIRED = 'lease_until <= @now';
+
 /** SET clause ending a lease (the outcome is recorded, or the lease given back). */
 export const END_LEASE = 'locked_by = NULL, lease_until = NULL';
 

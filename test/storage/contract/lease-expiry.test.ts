@@ -24,12 +24,8 @@ contract('a lease ending at `until` is taken over at `until`: deliveries, webhoo
   const fired = await store.alerts.fire(monitor, { senderAccountId: acct, senderId: 's', payload: '{}', at: 0 });
   const held = await store.alerts.claim(fired!.id, 'w1', 1_000, 1_000 + LEASE);
   t.same(await w2.alerts.due(1_000 + LEASE - 1, 10), [], 'alert: held until then');
-  // The SQLite store expires an alert's lease only after `until` (its due and claim compare lease_until < now) where
-  // deliveries and webhook batches expire at it (<= now): the one lease design's boundary differs by kind. Kept
-  // visible as a todo, not failing the run.
-  const todo = { todo: 'alerts expire a lease one tick after `until` on SQLite' };
-  t.same((await w2.alerts.due(1_000 + LEASE, 10)).map((a) => a.id), [fired!.id], 'alert: due at `until`', todo);
+  t.same((await w2.alerts.due(1_000 + LEASE, 10)).map((a) => a.id), [fired!.id], 'alert: due at `until`');
   t.same((await w2.alerts.due(1_000 + LEASE + 1, 10)).map((a) => a.id), [fired!.id], 'alert: due once `until` has passed');
-  t.ok(await w2.alerts.claim(fired!.id, 'w2', 1_000 + LEASE, 1_000 + 2 * LEASE), 'alert: taken at `until`', todo);
+  t.ok(await w2.alerts.claim(fired!.id, 'w2', 1_000 + LEASE, 1_000 + 2 * LEASE), 'alert: taken at `until`');
   t.equal(leaseOf(held!).until, 1_000 + LEASE, 'the first owner\'s lease ended there');
 });
