@@ -93,6 +93,9 @@ export interface SmtpLogStore {
   search(accountIds: readonly number[], filters: SmtpLogFilters, page: SmtpLogPage): Promise<SmtpLogRow[]>;
   /** One row by delivery id, unscoped: for the queue and tests, never for a tenant-facing route. */
   findByDeliveryId(deliveryId: number): Promise<SmtpLogRow | undefined>;
-  /** The sender identity and envelope sender of a logged message of one of `accountIds` (newest row), if any. */
+  /**
+   * The sender identity and envelope sender of a logged message of one of `accountIds`, if any: of the newest row
+   * (created_at, then delivery_id) among all those accounts' rows with a sender identity, whatever the list's order.
+   */
   senderOfMessage(accountIds: readonly number[], messageId: string): Promise<{ accountId: number; senderId: string; sender: string } | undefined>;
 }

@@ -7,6 +7,15 @@ import type { NewSmtpLogRow, SmtpLogAttempt, SmtpLogFilters, SmtpLogPage, SmtpLo
 /** Prepared search statements are cached by SQL text; the set of shapes is finite but large, so keep it bounded. */
 const STATEMENT_CACHE_SIZE = 256;
 
+/** A candidate row of `senderOfMessage`, with what orders it (created_at, then delivery_id). */
+interface SenderRow {
+  account_id: number;
+  sender_id: string;
+  sender: string;
+  created_at: number;
+  delivery_id: number;
+}
+
 /** Repository over the SMTP log. Every search is scoped to the account ids the caller passes (tenancy). */
 export function createSmtpLogStore(db: Db) {
   const s = {
@@ -23,10 +32,12 @@ export function createSmtpLogStore(db: Db) {
        WHERE delivery_id = @delivery_id`,
     ),
     byId: db.prepare(`SELECT ${COLUMNS} FROM smtp_log WHERE delivery_id = ?`),
-    // smtp_log_message (account_id, message_id, created_at): one index seek per account.
+    // smtp_log_message (account_id, message_id, created_at, then the rowid delivery_id): one index seek per account,
+    // the newest row of that account first.
     senderOf: db.prepare(
-      `SELECT account_id, sender_id, sender FROM smtp_log WHERE account_id = ? AND message_id = ? AND sender_id IS NOT NULL
-       ORDER BY created_at DESC LIMIT 1`,
+      `SELECT account_id, sender_id, sender, created_at, delivery_id FROM smtp_log
+       WHERE account_id = ? AND message_id = ? AND sender_id IS NOT NULL
+       ORDER BY created_at DESC, delivery_id DESC LIMIT 1`,
     ),
     subjectCandidates: db
       .prepare('SELECT rowid FROM smtp_log_subject WHERE smtp_log_subject MATCH ? LIMIT ?')
@@ -125,13 +136,18 @@ export function createSmtpLogStore(db: Db) {
       return s.byId.get(deliveryId) as SmtpLogRow | undefined;
     },
 
-    /** The sender identity and envelope sender of a logged message of one of `accountIds` (newest row), if any. */
+    /**
+     * The sender identity and envelope sender of a logged message of one of `accountIds`, if any: of the newest row
+     * (created_at, then delivery_id) among all those accounts' rows with a sender identity, whatever the list's order.
+     */
     senderOfMessage(accountIds: readonly number[], messageId: string): { accountId: number; senderId: string; sender: string } | undefined {
+      // Each account's newest row, then the newest of those: the newest across all the accounts, whatever their order.
+      let best: SenderRow | undefined;
       for (const id of accountIds) {
-        const r = s.senderOf.get(id, messageId) as { account_id: number; sender_id: string; sender: string } | undefined;
-        if (r) return { accountId: r.account_id, senderId: r.sender_id, sender: r.sender };
+        const r = s.senderOf.get(id, messageId) as SenderRow | undefined;
+        if (r && (!best || r.created_at > best.created_at || (r.created_at === best.created_at && r.delivery_id > best.delivery_id))) best = r;
       }
-      return undefined;
+      return best && { accountId: best.account_id, senderId: best.sender_id, sender: best.sender };
     },
 
     /**
