@@ -12,11 +12,11 @@ export const SPOOLED = 'spool:';
 
 /**
  * Bodies up to this many bytes stay inline in the accept commit; larger ones are spooled. Measured with
- * `node dist/bench/bodies.js` (accept of one message, store on a temp dir, fsync on; median of 200 each):
- * inline 4 KiB 1.6 ms, 16 KiB 1.7 ms, 64 KiB 2.3 ms, 256 KiB 4.4 ms; spooled 4 KiB 3.8 ms, 16 KiB 3.9 ms, 64 KiB
- * 4.3 ms, 256 KiB 5.6 ms. A spooled body pays two more fsyncs (file, directory) which dominate below ~64 KiB;
- * above it, the blob's overflow pages in the WAL (written twice: WAL then checkpoint) cost as much, and an inline
- * body is held whole in memory until its commit. 64 KiB bounds that memory per message in flight.
+ * `npm run bench:bodies` (one accept: body write + queue commit, fsync on; median of 300; 2 shared cores, load ~7,
+ * two runs): inline 4 KiB 4.0/4.2 ms, 16 KiB 4.0/4.0, 64 KiB 3.7/4.6, 256 KiB 5.3/11.1; spooled 4 KiB 9.6/7.0,
+ * 16 KiB 6.6/9.8, 64 KiB 3.9/7.9, 256 KiB 11.8/11.2. Up to 64 KiB inline is cheaper (a spooled body pays two more
+ * fsyncs: the file and its directory); by 256 KiB the blob's pages in the WAL (written twice: WAL, then checkpoint)
+ * cost as much, and an inline body is held whole in memory until its commit. 64 KiB bounds that memory.
  */
 export const INLINE_MAX_BYTES = 64 * 1024;
 
@@ -51,7 +51,8 @@ function toBuffer(chunk: unknown): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
 }
 
-export function createBodies(db: Db, spool: Spool) {
+/** `inlineMaxBytes` moves the threshold (bench/bodies.ts measures both sides of it); default INLINE_MAX_BYTES. */
+export function createBodies(db: Db, spool: Spool, inlineMaxBytes = INLINE_MAX_BYTES) {
   const s = {
     insert: db.prepare('INSERT INTO message_bodies (message_id, body) VALUES (?, ?)'),
     copy: db.prepare('INSERT INTO message_bodies (message_id, body) SELECT ?, body FROM message_bodies WHERE message_id = ?'),
@@ -63,10 +64,10 @@ export function createBodies(db: Db, spool: Spool) {
     forgetSpooled: db.prepare('UPDATE messages SET body_ref = NULL WHERE body_ref = ?'),
     // Both on partial indexes of migration 18 (messages_spooled, inbound_quarantine_spooled).
     namedByMessages: db
-      .prepare(`SELECT body_ref FROM messages WHERE body_ref LIKE 'spool:%' AND body_ref IN (SELECT value FROM json_each(?))`)
+      .prepare(`SELECT body_ref FROM messages WHERE body_ref GLOB 'spool:*' AND body_ref IN (SELECT value FROM json_each(?))`)
       .pluck(),
     namedByQuarantine: db
-      .prepare(`SELECT body_ref FROM inbound_quarantine WHERE body_ref LIKE 'spool:%' AND body_ref IN (SELECT value FROM json_each(?))`)
+      .prepare(`SELECT body_ref FROM inbound_quarantine WHERE body_ref GLOB 'spool:*' AND body_ref IN (SELECT value FROM json_each(?))`)
       .pluck(),
     // A body whose message no longer names it (cannot happen while both are written in one unit; kept as a guard).
     orphans: db.prepare(
@@ -109,14 +110,14 @@ export function createBodies(db: Db, spool: Spool) {
      */
     async write(body: Buffer | Readable): Promise<BodyRef> {
       if (Buffer.isBuffer(body)) {
-        if (body.length <= INLINE_MAX_BYTES) return new PendingBody(body);
+        if (body.length <= inlineMaxBytes) return new PendingBody(body);
         const ref = await spool.write(body);
         return { key: `${SPOOLED}${ref.key}`, size: ref.size };
       }
       const it = body[Symbol.asyncIterator]();
       const head: Buffer[] = [];
       let size = 0;
-      while (size <= INLINE_MAX_BYTES) {
+      while (size <= inlineMaxBytes) {
         const r = await it.next();
         if (r.done) return new PendingBody(head.length === 1 ? head[0]! : Buffer.concat(head, size));
         const chunk = toBuffer(r.value);

@@ -81,6 +81,8 @@ export interface SqliteStoreOptions {
   lockWaitMs?: number;
   /** The spool's file operations (tests inject a full disk); default node:fs. */
   spoolOps?: SpoolFileOps;
+  /** Bodies up to this many bytes stay inline (default INLINE_MAX_BYTES); only bench/bodies.ts moves it. */
+  inlineMaxBytes?: number;
 }
 
 /** The SQLite store, with its connection for the tests and benchmarks that look underneath (never for Sluice itself). */
@@ -108,7 +110,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const spool = createSpool({ dir: path.join(dataDir, 'spool'), ...(opts.spoolOps ? { ops: opts.spoolOps } : {}) });
   // Bodies a version without the spool kept in the tables move out before anything reads them (migration 18's step).
   moveLargeBodies(db, INLINE_MAX_BYTES, (bytes) => spool.writeSync(bytes).key);
-  const bodies = createBodies(db, spool);
+  const bodies = createBodies(db, spool, opts.inlineMaxBytes);
   const queueRepo = createQueueStore(db, bodies);
   const quarantineRepo = createQuarantineStore(db, bodies);
   const retentionRepo = createRetentionStore(db, bodies);

@@ -1,6 +1,9 @@
 // Owns migration 18 (user_version 18): quarantined bodies named by a body_ref like messages' bodies, the indexes the
 // spool's sweep and retention read, and the step that moves large bodies out of the tables into the spool.
-import type { Db } from '../database.js';
+import type Database from 'better-sqlite3';
+
+/** The connection (database.ts's Db, named here without importing it: database.ts imports the migrations). */
+type Db = Database.Database;
 
 // 18: inbound_quarantine.body_ref names a quarantined message's body as messages.body_ref does ('inline': in
 // inbound_quarantine_bodies; 'spool:<2 hex>/<24 hex>': a file under data_dir/spool; NULL: none). Partial indexes:
