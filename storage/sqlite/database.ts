@@ -77,6 +77,25 @@ export function migrate(db: Db, upTo = MIGRATIONS.length): void {
   }
 }
 
+/**
+ * The spool files (relative to data_dir: `spool/<2 hex>/<24 hex>`) that a database file no one else uses names: a
+ * backup's snapshot, whose bodies the backup must carry.
+ */
+export function spooledFilesOf(file: string): string[] {
+  // Not readonly: a read-only connection to a WAL database leaves -wal/-shm files beside it; the last read-write
+  // connection removes them when it closes. Only reads are made.
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const refs = db
+      .prepare(`SELECT body_ref FROM messages WHERE body_ref GLOB 'spool:*' UNION SELECT body_ref FROM inbound_quarantine WHERE body_ref GLOB 'spool:*'`)
+      .pluck()
+      .all() as string[];
+    return refs.map((r) => `spool/${r.slice('spool:'.length)}`).sort();
+  } finally {
+    db.close();
+  }
+}
+
 /** Liveness probe for /healthz: a trivial read. */
 export function pingDatabase(db: Db): boolean {
   return (db.prepare('SELECT 1 AS ok').get() as { ok: number }).ok === 1;
