@@ -5,16 +5,21 @@ import type Database from 'better-sqlite3';
 /** The connection (database.ts's Db, named here without importing it: database.ts imports the migrations). */
 type Db = Database.Database;
 
+/** The settings row that says large bodies may still be in the tables (set by migration 18, cleared by the move). */
+export const MOVE_PENDING = 'storage.bodies_to_spool';
+
 // 18: inbound_quarantine.body_ref names a quarantined message's body as messages.body_ref does ('inline': in
 // inbound_quarantine_bodies; 'spool:<2 hex>/<24 hex>': a file under data_dir/spool; NULL: none). Partial indexes:
 // which rows name a given spool file (the sweep asks), and the messages that still keep a body (retention walks
-// them in id order without reading the rows whose body is gone).
+// them in id order without reading the rows whose body is gone). The settings row marks the move of large bodies
+// out of the tables as pending; the move's last transaction deletes it (a later start does not scan the tables).
 export const SPOOL = `
   ALTER TABLE inbound_quarantine ADD COLUMN body_ref TEXT;
   UPDATE inbound_quarantine SET body_ref = 'inline' WHERE id IN (SELECT quarantine_id FROM inbound_quarantine_bodies);
   CREATE INDEX messages_spooled ON messages(body_ref) WHERE body_ref GLOB 'spool:*';
   CREATE INDEX inbound_quarantine_spooled ON inbound_quarantine(body_ref) WHERE body_ref GLOB 'spool:*';
   CREATE INDEX messages_with_body ON messages(id) WHERE body_ref IS NOT NULL;
+  INSERT INTO settings (name, value) VALUES ('${MOVE_PENDING}', '1');
   `;
 
 /** How many bodies one transaction of the move re-points (each file is durable before its row changes). */
@@ -25,10 +30,12 @@ const MOVE_BATCH = 50;
  * version without the spool, or restored from its backup) into the spool: for each, the file is written, fsync'd,
  * renamed and its directory fsync'd (`writeFile`) BEFORE the transaction that points the row at it and deletes the
  * blob. Killed at any point, it leaves rows that name their inline body or a durable file, never a missing one;
- * a file written whose row was not yet changed is an orphan the sweep removes. Runs at every open until nothing is
- * left to move (idempotent). Returns how many bodies moved.
+ * a file written whose row was not yet changed is an orphan the sweep removes. Runs at every open while migration
+ * 18's MOVE_PENDING row is there (idempotent), which it deletes once nothing is left to move; returns how many moved.
  */
 export function moveLargeBodies(db: Db, maxInline: number, writeFile: (bytes: Buffer) => string): number {
+  const pending = db.prepare('SELECT 1 FROM settings WHERE name = ?').pluck();
+  if (!pending.get(MOVE_PENDING)) return 0;
   const tables = [
     {
       pick: db.prepare(`SELECT message_id AS id FROM message_bodies WHERE length(body) > ? LIMIT ${MOVE_BATCH}`).pluck(),
@@ -59,5 +66,6 @@ export function moveLargeBodies(db: Db, maxInline: number, writeFile: (bytes: Bu
       moved += written.length;
     }
   }
+  db.prepare('DELETE FROM settings WHERE name = ?').run(MOVE_PENDING);
   return moved;
 }

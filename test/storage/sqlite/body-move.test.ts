@@ -5,7 +5,7 @@ import path from 'node:path';
 import t from 'tap';
 import { INLINE_MAX_BYTES } from '../../../storage/sqlite/bodies.js';
 import { openDatabase } from '../../../storage/sqlite/database.js';
-import { moveLargeBodies } from '../../../storage/sqlite/migrations/018-spool.js';
+import { MOVE_PENDING, moveLargeBodies } from '../../../storage/sqlite/migrations/018-spool.js';
 import { createSpool } from '../../../storage/sqlite/spool.js';
 import { openSqliteStore } from '../../../storage/sqlite/store.js';
 import { mimeOfSize, oldDataDir, spoolFiles } from '../../helpers/old-data-dir.js';
@@ -33,6 +33,7 @@ t.test('a move killed after some files were written changes no row; the next ope
   const store = openSqliteStore(dir, { now: Date.now });
   t.teardown(() => store.close());
   t.equal(spoolFiles(dir).length, 6, 'the open moved the three large bodies and the quarantined one (beside the two strays)');
+  t.equal(store.db.prepare('SELECT count(*) FROM settings WHERE name = ?').pluck().get(MOVE_PENDING), 0, 'the move is done: later starts skip it');
   t.equal(await store.bodies.sweep(Date.now() + 1000), 2, 'the sweep removes the two strays of the killed move');
   t.equal(spoolFiles(dir).length, 4);
   for (const [i, body] of bodies.entries()) {
