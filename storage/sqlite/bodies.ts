@@ -99,8 +99,14 @@ export function createBodies(db: Db, spool: Spool, inlineMaxBytes = INLINE_MAX_B
         if (!finished) await rest.return?.();
       }
     }
-    const ref = await spool.write(Readable.from(chunks(), { objectMode: false }));
-    return { key: `${SPOOLED}${ref.key}`, size: ref.size };
+    try {
+      const ref = await spool.write(Readable.from(chunks(), { objectMode: false }));
+      return { key: `${SPOOLED}${ref.key}`, size: ref.size };
+    } catch (err) {
+      // The spool may fail before it reads anything (no room for its directory): the source is ended here then.
+      if (!finished) await rest.return?.().catch(() => {});
+      throw err;
+    }
   }
 
   return {
