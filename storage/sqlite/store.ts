@@ -25,7 +25,7 @@ import { createQuarantineStore } from './quarantine.js';
 import { createQueueStore } from './queue.js';
 import { createQueueViews } from './queue-views.js';
 import { createRetentionStore } from './retention.js';
-import { createSpool, type SpoolFileOps } from './spool.js';
+import { createSpool } from './spool.js';
 import { moveLargeBodies } from './migrations/018-spool.js';
 import { createSenderAbuseStore } from './sender-abuse.js';
 import { createSettingStore } from './settings.js';
@@ -79,8 +79,6 @@ export interface SqliteStoreOptions {
   onCommit?: (seconds: number) => void;
   /** How long a unit waits for a lock held elsewhere before it fails as database-busy (default 5 s). */
   lockWaitMs?: number;
-  /** The spool's file operations (tests inject a full disk); default node:fs. */
-  spoolOps?: SpoolFileOps;
   /** Bodies up to this many bytes stay inline (default INLINE_MAX_BYTES); only bench/bodies.ts moves it. */
   inlineMaxBytes?: number;
 }
@@ -107,7 +105,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     onCommit: opts.onCommit,
     lockWaitMs: opts.lockWaitMs,
   });
-  const spool = createSpool({ dir: path.join(dataDir, 'spool'), ...(opts.spoolOps ? { ops: opts.spoolOps } : {}) });
+  const spool = createSpool({ dir: path.join(dataDir, 'spool') });
   // Bodies a version without the spool kept in the tables move out before anything reads them (migration 18's step).
   moveLargeBodies(db, INLINE_MAX_BYTES, (bytes) => spool.writeSync(bytes).key);
   const bodies = createBodies(db, spool, opts.inlineMaxBytes);
