@@ -1,10 +1,10 @@
 // Owns `sluice backup` and `sluice restore`: a backup is one directory (0700, every file 0600) holding the database
-// (SQLite online backup), every other file of data_dir (TLS pair, ACME state, the first key) and a manifest of
-// sizes, SHA-256 digests and modes; restore verifies all of it before it writes anything.
+// (SQLite online backup), the spooled bodies that snapshot names, every other file of data_dir (TLS pair, ACME
+// state, the first key) and a manifest of sizes, SHA-256 digests and modes; restore verifies all of it first.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { checkStoreFile, openStore, storeFileName } from '../storage/open.js';
+import { checkStoreFile, openStore, storeBodyFiles, storeFileName } from '../storage/open.js';
 import { PRIVATE_FILE_MODE } from '../storage/private-files.js';
 import { runDir, runningServes } from './pid-registry.js';
 import { VERSION } from './version.js';
@@ -29,17 +29,37 @@ interface Manifest {
   files: Entry[];
 }
 
-const sha256 = (file: string) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+/** The SHA-256 of a file, read in chunks (a spooled body may be tens of megabytes). */
+function sha256(file: string): string {
+  const hash = crypto.createHash('sha256');
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1 << 20);
+    for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) hash.update(buf.subarray(0, n));
+  } finally {
+    fs.closeSync(fd);
+  }
+  return hash.digest('hex');
+}
 
 /**
- * The files of data_dir a backup carries: all regular files except the database and its WAL/SHM/journal (copied
- * through SQLite instead) and run/ (which processes run now is no state).
+ * Top-level entries of data_dir that are no state: the database and its WAL/SHM/journal (copied through the store),
+ * run/ (which processes run now), tmp/ (messages being received) and spool/ (its bodies are copied by name, those
+ * the database snapshot names: not an orphan, not the body of a message accepted after the snapshot).
  */
+function skipped(dataDir: string, name: string): boolean {
+  return name.startsWith(DB) || path.join(dataDir, name) === runDir(dataDir) || name === 'tmp' || name === 'spool';
+}
+
+/** How many times a backup starts over when a body its snapshot names was removed before it was copied. */
+const ATTEMPTS = 3;
+
+/** The files of data_dir a backup carries besides the database and its bodies (see `skipped`). */
 function stateFiles(dataDir: string, rel = ''): string[] {
   const out: string[] = [];
   for (const d of fs.readdirSync(path.join(dataDir, rel), { withFileTypes: true })) {
     const name = rel ? `${rel}/${d.name}` : d.name;
-    if (!rel && (d.name.startsWith(`${DB}`) || path.join(dataDir, d.name) === runDir(dataDir))) continue;
+    if (!rel && skipped(dataDir, d.name)) continue;
     if (d.isDirectory()) out.push(...stateFiles(dataDir, name));
     else if (d.isFile()) out.push(name);
   }
@@ -54,6 +74,20 @@ export async function backup(dataDir: string, target: string): Promise<Manifest>
   const dest = path.resolve(target);
   if (fs.existsSync(dest)) throw new Error(`${dest} already exists; a backup never overwrites`);
   if (!fs.existsSync(path.join(dataDir, DB))) throw new Error(`data_dir ${dataDir} holds no database to back up`);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await backupOnce(dataDir, dest);
+    } catch (err) {
+      if (!(err instanceof BodyGone) || attempt >= ATTEMPTS) throw err;
+    }
+  }
+}
+
+/** A body the snapshot names was removed (released, pruned) before the backup copied it: the backup starts over. */
+class BodyGone extends Error {}
+
+/** One attempt of `backup` (`dest` resolved, checked absent). */
+async function backupOnce(dataDir: string, dest: string): Promise<Manifest> {
   const tmp = `${dest}.partial-${process.pid}`;
   fs.mkdirSync(path.dirname(dest), { recursive: true });
   fs.mkdirSync(tmp, { mode: 0o700 });
@@ -66,12 +100,19 @@ export async function backup(dataDir: string, target: string): Promise<Manifest>
       await store.close();
     }
     fs.chmodSync(path.join(tmp, DB), 0o600);
+    // The bodies the snapshot names, each with its digest (restore checks them like every file).
+    const bodies = storeBodyFiles(path.join(tmp, DB));
     files.push({ path: DB, size: fs.statSync(path.join(tmp, DB)).size, sha256: sha256(path.join(tmp, DB)), mode: 0o600 });
-    for (const rel of stateFiles(dataDir)) {
+    for (const rel of [...bodies, ...stateFiles(dataDir)]) {
       const from = path.join(dataDir, rel);
       const to = path.join(tmp, rel);
       fs.mkdirSync(path.dirname(to), { recursive: true, mode: 0o700 });
-      fs.copyFileSync(from, to);
+      try {
+        fs.copyFileSync(from, to);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT' && rel.startsWith('spool/')) throw new BodyGone(`${rel} was removed during the backup`);
+        throw err;
+      }
       fs.chmodSync(to, 0o600);
       files.push({ path: rel, size: fs.statSync(to).size, sha256: sha256(to), mode: fs.statSync(from).mode & 0o777 });
     }

@@ -9,6 +9,7 @@ import type { Services } from '../control-api/services.js';
 import type { SmtpListener } from '../mta/smtp/listener.js';
 import { createTlsSource, type TlsSource } from '../mta/smtp/tls.js';
 import type { RetentionPruner } from '../mta/jobs/retention.js';
+import type { BodySweep } from '../mta/jobs/body-sweep.js';
 import type { AcmeManager } from '../mta/jobs/acme.js';
 import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
@@ -80,6 +81,8 @@ export interface RunningServer {
   worker: QueueWorker;
   /** Retention pruning (runs hourly when the worker runs; tests call `retention.runOnce()`). */
   retention: RetentionPruner;
+  /** The orphaned-body sweep (at start and hourly when the worker runs; tests call `bodySweep.runOnce()`). */
+  bodySweep: BodySweep;
   /** Signed webhook delivery (polls every second when the worker runs; tests call `webhookDispatcher.runOnce()`). */
   webhookDispatcher: WebhookDispatcher;
   /** Alert monitors: fire and deliver alerts (polls every second when the worker runs; tests call `runOnce()`). */
@@ -195,6 +198,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (runsWorker) {
       core.worker.start();
       core.retention.start();
+      core.bodySweep.start();
       core.webhookDispatcher.start();
       core.alertMonitors.start();
       core.dkimRetirement.start();
@@ -215,6 +219,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       queue: core.queue,
       worker: core.worker,
       retention: core.retention,
+      bodySweep: core.bodySweep,
       webhookDispatcher: core.webhookDispatcher,
       alertMonitors: core.alertMonitors,
       firstApiKey: core.firstApiKey,
@@ -247,6 +252,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await Promise.all(listeners.map((l) => l.close()));
         await core.worker.stop();
         await core.retention.stop();
+        await core.bodySweep.stop();
         await core.webhookDispatcher.stop();
         await core.alertMonitors.stop();
         await core.smtpClient.close();

@@ -56,6 +56,7 @@ import { runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
 import { createRetentionPruner } from '../mta/jobs/retention.js';
+import { createBodySweep } from '../mta/jobs/body-sweep.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { webhookRoutes } from '../control-api/routes/webhooks.js';
@@ -240,6 +241,7 @@ export async function wireCore(opts: CoreOptions) {
       return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening() };
     },
   };
+  const bodySweep = createBodySweep({ bodies: store.bodies, logger });
   const retention = createRetentionPruner({
     store: store.retention,
     quarantine,
@@ -301,7 +303,7 @@ export async function wireCore(opts: CoreOptions) {
 
   return {
     space,
-    store, accounts, firstApiKey, services, metrics, queue, worker, retention, webhookDispatcher, smtpClient, app,
+    store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
     inbound, lockdown, sendDeps, abuse, alertMonitors, acme,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };

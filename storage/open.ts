@@ -1,7 +1,7 @@
 // Owns choosing the storage backend: `sluice` opens its one Store here (bin/ wiring, the CLI), never a backend directly.
 import type { Config } from '../config/load.js';
 import type { Store } from './ports/store.js';
-import { checkDatabaseFile, databasePath } from './sqlite/database.js';
+import { checkDatabaseFile, databasePath, spooledFilesOf } from './sqlite/database.js';
 import { openSqliteStore } from './sqlite/store.js';
 
 export interface OpenOptions {
@@ -26,6 +26,14 @@ export function openStore(config: Pick<Config, 'dataDir'>, opts: OpenOptions): S
  */
 export function storeFileName(): string {
   return databasePath('');
+}
+
+/**
+ * The body files (relative to data_dir, `/`-separated) a store file no one writes names: what a backup made of that
+ * snapshot must carry besides it. Files the snapshot does not name (orphans, bodies of later messages) are not state.
+ */
+export function storeBodyFiles(file: string): string[] {
+  return spooledFilesOf(file);
 }
 
 /**

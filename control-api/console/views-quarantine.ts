@@ -1,5 +1,6 @@
 // Owns the console's quarantine view: held inbound messages, one message's headers and verdicts, release, delete and
 // delete as spam — each by calling the /inbound/v1/quarantine routes themselves.
+import { Readable } from 'node:stream';
 import { notFound } from '../errors.js';
 import { href, html, table } from './html.js';
 import { actionButton } from './layout.js';
@@ -72,9 +73,32 @@ ${table(
   };
 }
 
-/** The header section of a stored message (up to the first empty line), as text. */
-function headerSection(raw: unknown): string {
-  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : String(raw);
+/** Bytes of a stored message read for display: a header section longer than this is shown cut. */
+const HEADER_DISPLAY_BYTES = 64 * 1024;
+
+/**
+ * The header section of a stored message (up to the first empty line), as text. The raw route streams the message
+ * from storage; only its start is read (never a large quarantined message whole), then the stream is closed.
+ */
+async function headerSection(raw: unknown): Promise<string> {
+  let bytes: Buffer;
+  if (raw instanceof Readable) {
+    const chunks: Buffer[] = [];
+    let got = 0;
+    try {
+      for await (const c of raw as AsyncIterable<Buffer>) {
+        chunks.push(c);
+        got += c.length;
+        if (got >= HEADER_DISPLAY_BYTES || c.includes('\r\n\r\n') || c.includes('\n\n')) break;
+      }
+    } finally {
+      raw.destroy();
+    }
+    bytes = Buffer.concat(chunks, got).subarray(0, HEADER_DISPLAY_BYTES);
+  } else {
+    bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw));
+  }
+  const text = bytes.toString('utf8');
   const end = text.search(/\r?\n\r?\n/);
   return (end < 0 ? text : text.slice(0, end)).replace(/\r\n/g, '\n');
 }
@@ -82,7 +106,7 @@ function headerSection(raw: unknown): string {
 async function detail(c: ViewCtx) {
   const id = idOf(c);
   const m = (await c.call('GET', '/inbound/v1/quarantine/{id}', c.as(), { params: { id } })).body as Quarantined;
-  const raw = (await c.call('GET', '/inbound/v1/quarantine/{id}/raw', c.as(), { params: { id } })).body;
+  const headers = await headerSection((await c.call('GET', '/inbound/v1/quarantine/{id}/raw', c.as(), { params: { id } })).body);
   const account = c.account?.handle;
   const action = (verb: string) => href(`/console/quarantine/${id}/${verb}`, { account });
   return {
@@ -100,7 +124,7 @@ async function detail(c: ViewCtx) {
     return [String(step ?? ''), String(verdict ?? ''), String(reason ?? ''), JSON.stringify(rest)];
   }),
 )}
-<h2>Headers</h2><pre>${headerSection(raw)}</pre>`,
+<h2>Headers</h2><pre>${headers}</pre>`,
   };
 }
 

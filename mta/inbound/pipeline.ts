@@ -12,7 +12,7 @@ import type { SpamRule } from '../../filters/spam-rules.js';
 import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
-import { joinSource, readSource, type ByteBudget, type MessageSource } from '../../storage/scratch.js';
+import { joinSource, type ByteBudget, type MessageSource } from '../../storage/scratch.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
@@ -223,31 +223,26 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     const messageIdHeader = firstHeader(split.headers, 'message-id');
     const messageId = messageIdHeader ? messageIdHeader.replace(/^<|>$/g, '') : null;
     for (const q of policy.quarantines) {
-      const copy = rewrite(q.strip);
-      const raw = await readSource(copy, deps.budget);
-      try {
-        await deps.quarantine.insert({
-          accountId: q.served.account_id,
-          domainId: q.served.id,
-          domain: q.served.domain,
-          queueId,
-          mailFrom: msg.mailFrom,
-          rcptTo: q.rcpt,
-          clientIp: msg.clientIp,
-          helo: msg.helo,
-          fromHeader: from,
-          subject,
-          messageId,
-          score: spam.score,
-          reason: stage.virus?.verdict === 'infected' ? 'virus-quarantine' : 'abuse-policy-quarantine',
-          verdicts,
-          raw,
-          now,
-          expiresAt: now + deps.quarantineDays * 86_400_000,
-        });
-      } finally {
-        deps.budget?.give(copy.size);
-      }
+      // Streamed into storage (a large body is spooled), never held whole: no share of the buffering bound.
+      await deps.quarantine.insert({
+        accountId: q.served.account_id,
+        domainId: q.served.id,
+        domain: q.served.domain,
+        queueId,
+        mailFrom: msg.mailFrom,
+        rcptTo: q.rcpt,
+        clientIp: msg.clientIp,
+        helo: msg.helo,
+        fromHeader: from,
+        subject,
+        messageId,
+        score: spam.score,
+        reason: stage.virus?.verdict === 'infected' ? 'virus-quarantine' : 'abuse-policy-quarantine',
+        verdicts,
+        body: rewrite(q.strip).open(),
+        now,
+        expiresAt: now + deps.quarantineDays * 86_400_000,
+      });
     }
     for (const r of policy.relays) {
       const message = rewrite(r.strip, r.flag);

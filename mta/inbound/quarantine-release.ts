@@ -4,7 +4,8 @@ import type { BayesClassifier } from '../../filters/bayes.js';
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
 import type { LearnOutcome } from '../../storage/ports/bayes.js';
 import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarantine.js';
-import { bufferSource } from '../../storage/scratch.js';
+import { bufferSource, readPartStart, type MessageSource } from '../../storage/scratch.js';
+import { SAMPLE_BODY_BYTES } from '../message-content.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =
@@ -19,13 +20,19 @@ export interface QuarantineActionDeps {
   bayes?: Pick<BayesClassifier, 'learn'> | undefined;
 }
 
+/** Bytes of a stored message the classifier learns from: the sample it classified (a header section of up to 64 KiB). */
+const LEARN_BYTES = SAMPLE_BODY_BYTES + 64 * 1024;
+
 /**
  * Teaches the account's model what a person decided about a quarantined message. After the decision is committed,
  * so a failure here never undoes it; reported as 'failed' for the caller to log.
  */
-async function learnDecision(deps: QuarantineActionDeps, accountId: number, raw: Buffer, cls: 'spam' | 'ham'): Promise<LearnOutcome | 'failed' | undefined> {
+async function learnDecision(deps: QuarantineActionDeps, accountId: number, body: MessageSource, cls: 'spam' | 'ham'): Promise<LearnOutcome | 'failed' | undefined> {
   if (!deps.bayes) return undefined;
   try {
+    // The classifier judged a sample (header section + SAMPLE_BODY_BYTES of body); it learns from as much, read
+    // from storage, never the whole of a large quarantined message in memory.
+    const raw = await readPartStart({ source: body }, LEARN_BYTES);
     const [outcome] = await deps.bayes.learn(accountId, [{ raw, cls }], deps.now());
     return outcome;
   } catch {
@@ -44,7 +51,7 @@ async function learnDecision(deps: QuarantineActionDeps, accountId: number, raw:
 export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: number | null, id: number): Promise<ReleaseResult> {
   const claim = await deps.store.claimRelease(accountId, id, deps.now());
   if (!claim.ok) return claim;
-  const { row, raw } = claim;
+  const { row, body } = claim;
   if (row.domain_id === null) {
     await deps.store.abortRelease(row.id, row.release_started_at as number);
     return { ok: false, reason: 'domain-gone' };
@@ -53,7 +60,7 @@ export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: 
     await deps.relay({
       mailFrom: row.mail_from,
       rcptTo: JSON.parse(row.rcpt_to) as string[],
-      message: bufferSource(raw),
+      message: body,
       domainIds: [row.domain_id],
       queueId: row.queue_id,
       messageId: row.message_id,
@@ -64,7 +71,7 @@ export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: 
     return { ok: false, reason: 'relay-failed' };
   }
   await deps.store.finishRelease(row.id, deps.now());
-  const learned = await learnDecision(deps, row.account_id, raw, 'ham');
+  const learned = await learnDecision(deps, row.account_id, body, 'ham');
   return { ok: true, row: { ...row, released_at: deps.now() }, ...(learned ? { learned } : {}) };
 }
 
@@ -82,8 +89,10 @@ export async function deleteQuarantined(
 ): Promise<DeleteResult> {
   const row = await deps.store.find(accountId, id);
   if (!row) return { ok: false, reason: 'not-found' };
-  const raw = opts.asSpam ? await deps.store.raw(accountId, id) : undefined;
+  // Read before the delete (which removes the body); bounded as learnDecision reads it.
+  const body = opts.asSpam ? await deps.store.body(accountId, id) : undefined;
+  const raw = body ? await readPartStart({ source: body }, LEARN_BYTES) : undefined;
   if (!(await deps.store.delete(accountId, id, deps.now()))) return { ok: false, reason: 'in-progress' };
-  const learned = raw ? await learnDecision(deps, row.account_id, raw, 'spam') : undefined;
+  const learned = raw ? await learnDecision(deps, row.account_id, bufferSource(raw), 'spam') : undefined;
   return { ok: true, ...(learned ? { learned } : {}) };
 }

@@ -1,5 +1,5 @@
 // Owns the Bodies port: where message bytes live, written before the message that names them commits.
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 
 /**
  * A message body, stored or about to be. Opaque outside storage: only the backend that made it reads it (inline
@@ -24,10 +24,36 @@ export interface BodyStore {
    * accepted message names is an orphan; `sweep` removes those.
    */
   write(body: Buffer | Readable): Promise<BodyRef>;
-  /** The body's bytes as a stream; rejects when no such body is stored (released or never accepted). */
-  open(ref: BodyRef): Promise<Readable>;
-  /** Frees a stored body no delivery needs any more (its last delivery ended); unknown references are ignored. */
+  /**
+   * The body's bytes from byte `start` (default 0) as a stream; rejects when no such body is stored (released or
+   * never accepted).
+   */
+  open(ref: BodyRef, start?: number): Promise<Readable>;
+  /**
+   * Frees a stored message body: the message stops naming it (its record then reads `body: null`), and its bytes go
+   * once nothing names them; unknown references are ignored.
+   */
   release(ref: BodyRef): Promise<void>;
-  /** Removes bodies written before `olderThan` (ms) that no stored message names; returns how many. */
+  /**
+   * Removes bodies written before `olderThan` (ms, wall clock: the age of what was written) that no stored message
+   * or quarantined message names, and what writes a crash interrupted left; returns how many. A body written and
+   * not yet named by its commit is younger than any sensible grace period, so it is never taken.
+   */
   sweep(olderThan: number): Promise<number>;
+}
+
+/**
+ * A stored body as a MessageSource-like object (`size`, `open(start)` returning a stream at once): the store is
+ * opened when the stream is first read, so relaying or returning a stored body never holds it whole.
+ */
+export function storedSource(size: number, open: (start: number) => Promise<Readable>): { size: number; open(start?: number): Readable } {
+  return {
+    size,
+    open(start = 0): Readable {
+      async function* chunks(): AsyncGenerator<Buffer> {
+        yield* (await open(start)) as AsyncIterable<Buffer>;
+      }
+      return Readable.from(chunks(), { objectMode: false });
+    },
+  };
 }

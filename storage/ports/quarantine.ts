@@ -1,4 +1,6 @@
 // Owns the quarantine port: held inbound messages with their envelope, verdicts and body, and release leases.
+import type { Readable } from 'node:stream';
+import type { MessageSource } from '../scratch.js';
 
 /** How long a release may hold its lease before another release may take over (crash recovery). */
 export const QUARANTINE_LEASE_MS = 10 * 60_000;
@@ -49,7 +51,11 @@ export interface NewQuarantined {
   score: number;
   reason: string;
   verdicts: unknown[];
-  raw: Buffer;
+  /**
+   * The message as it would be relayed. A stream is never held whole: a large body is spooled (durably) before
+   * the row that names it commits, like a queued message's (storage/ports/bodies.ts).
+   */
+  body: Buffer | Readable;
   now: number;
   expiresAt: number;
 }
@@ -74,7 +80,7 @@ export interface QuarantineFilter {
 
 /** The outcome of trying to start a release. */
 export type ClaimResult =
-  | { ok: true; row: QuarantineRow; raw: Buffer }
+  | { ok: true; row: QuarantineRow; body: MessageSource }
   | { ok: false; reason: 'not-found' | 'released' | 'in-progress' };
 
 /** Status of a row at `now`; a release lease older than `leaseMs` counts as abandoned (crash), i.e. held again. */
@@ -89,13 +95,16 @@ export function quarantineStatus(row: QuarantineRow, now: number, leaseMs: numbe
  * and sees every account. A release holds a lease of QUARANTINE_LEASE_MS (a crashed release is taken over after it).
  */
 export interface QuarantineStore {
-  /** Stores a message and its body in one unit; the caller commits before replying 250. */
+  /** Stores a message and its body (written first, durably), in one unit; the caller commits before replying 250. */
   insert(q: NewQuarantined): Promise<number>;
   /** One page, newest first, with the total number of matches. */
   list(f: QuarantineFilter, now: number): Promise<{ rows: QuarantineRow[]; total: number }>;
   find(accountId: number | null, id: number): Promise<QuarantineRow | undefined>;
-  /** The stored message, as it would be relayed (with our Authentication-Results). */
-  raw(accountId: number | null, id: number): Promise<Buffer | undefined>;
+  /**
+   * The stored message, as it would be relayed (with our Authentication-Results), as a source read from storage
+   * when opened (never held whole); undefined when absent or another account's.
+   */
+  body(accountId: number | null, id: number): Promise<MessageSource | undefined>;
   /**
    * Starts a release: takes the lease atomically, so of two concurrent releases exactly one gets `ok`; the other gets
    * 'in-progress', and any release after `finishRelease` gets 'released'. The caller relays, then calls

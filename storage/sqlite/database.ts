@@ -15,12 +15,12 @@ export function databasePath(dataDir: string): string {
 }
 
 /**
- * Opens (creating if needed) the database in `dataDir` and applies pending migrations.
+ * Opens (creating if needed) the database in `dataDir` and applies pending migrations (up to `opts.upTo`: tests).
  * WAL lets the CLI and a running server share the file; busy_timeout makes a writer wait for the other instead of
  * failing; synchronous=FULL makes every commit durable before we answer 250/202 (a WAL commit with NORMAL may be
  * rolled back by a power cut, see sqlite.org/pragma.html#pragma_synchronous).
  */
-export function openDatabase(dataDir: string): Db {
+export function openDatabase(dataDir: string, opts: { upTo?: number } = {}): Db {
   let db: Db | undefined;
   try {
     fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -35,7 +35,7 @@ export function openDatabase(dataDir: string): Db {
     db?.close();
     throw dataDirError(dataDir, err as NodeJS.ErrnoException);
   }
-  migrate(db);
+  migrate(db, opts.upTo);
   return db;
 }
 
@@ -60,9 +60,12 @@ export function dataDirError(dataDir: string, err: NodeJS.ErrnoException): Confi
   return new ConfigError(`data_dir ${dataDir}`, why[code] ?? `${err.message} (${code})`);
 }
 
-/** Applies every migration newer than PRAGMA user_version, each in its own immediate transaction. */
-export function migrate(db: Db): void {
-  for (let i = 0; i < MIGRATIONS.length; i++) {
+/**
+ * Applies every migration newer than PRAGMA user_version, each in its own immediate transaction; `upTo` stops at
+ * that version (only the upgrade tests, which build a data_dir of an older schema, pass it).
+ */
+export function migrate(db: Db, upTo = MIGRATIONS.length): void {
+  for (let i = 0; i < Math.min(upTo, MIGRATIONS.length); i++) {
     const target = i + 1;
     // IMMEDIATE takes the write lock first, so two processes starting at once never apply the same step twice.
     db.transaction(() => {
@@ -71,6 +74,25 @@ export function migrate(db: Db): void {
       db.exec(MIGRATIONS[i] as string);
       db.pragma(`user_version = ${target}`);
     }).immediate();
+  }
+}
+
+/**
+ * The spool files (relative to data_dir: `spool/<2 hex>/<24 hex>`) that a database file no one else uses names: a
+ * backup's snapshot, whose bodies the backup must carry.
+ */
+export function spooledFilesOf(file: string): string[] {
+  // Not readonly: a read-only connection to a WAL database leaves -wal/-shm files beside it; the last read-write
+  // connection removes them when it closes. Only reads are made.
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const refs = db
+      .prepare(`SELECT body_ref FROM messages WHERE body_ref GLOB 'spool:*' UNION SELECT body_ref FROM inbound_quarantine WHERE body_ref GLOB 'spool:*'`)
+      .pluck()
+      .all() as string[];
+    return refs.map((r) => `spool/${r.slice('spool:'.length)}`).sort();
+  } finally {
+    db.close();
   }
 }
 

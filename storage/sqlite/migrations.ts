@@ -16,6 +16,7 @@ import { WEBHOOK_ENROLMENT } from './migrations/014-webhook-enrolment.js';
 import { METRIC_DETAIL } from './migrations/015-metric-detail.js';
 import { INBOUND_FILTERING } from './migrations/016-inbound-filtering.js';
 import { LEASES } from './migrations/017-leases.js';
+import { SPOOL } from './migrations/018-spool.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -39,4 +40,5 @@ export const MIGRATIONS: readonly string[] = [
   METRIC_DETAIL, // 15
   INBOUND_FILTERING, // 16
   LEASES, // 17
+  SPOOL, // 18
 ];

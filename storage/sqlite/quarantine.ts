@@ -1,12 +1,28 @@
 // Owns the inbound quarantine tables: held messages with their envelope, verdicts and body; release leases; pruning.
-import { QUARANTINE_LEASE_MS, type ClaimResult, type NewQuarantined, type QuarantineFilter, type QuarantineRow } from '../ports/quarantine.js';
+import type { BodyRef } from '../ports/bodies.js';
+import { QUARANTINE_LEASE_MS, type NewQuarantined, type QuarantineFilter, type QuarantineRow } from '../ports/quarantine.js';
+import { quarantinedBody, type Bodies } from './bodies.js';
 import type { Db } from './database.js';
+
+/** A quarantine table row: the port's row plus where its body is. */
+type QuarantineTableRow = QuarantineRow & { body_ref: string | null };
+
+/** The port's row of a table row (body_ref stays inside storage). */
+function toRow(r: QuarantineTableRow): QuarantineRow {
+  const { body_ref: _ref, ...row } = r;
+  return row;
+}
+
+/** The repository's claim: the port's ClaimResult with the body's reference, which the store turns into a source. */
+export type RepoClaim =
+  | { ok: true; row: QuarantineRow; body: BodyRef | null }
+  | { ok: false; reason: 'not-found' | 'released' | 'in-progress' };
 
 /**
  * Repository over quarantined messages. Methods taking `accountId` never touch another account's rows; `null` is
  * the operator (CLI) and sees every account.
  */
-export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
+export function createQuarantineStore(db: Db, bodies: Bodies, opts: { leaseMs?: number } = {}) {
   const leaseMs = opts.leaseMs ?? QUARANTINE_LEASE_MS;
   const where = `(@account IS NULL OR q.account_id = @account)
      AND (@domain IS NULL OR q.domain = @domain)
@@ -29,14 +45,10 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
          @subject, @message_id, @size, @score, @reason, @verdicts, @now, @expires_at)
        RETURNING id`,
     ),
-    insertBody: db.prepare('INSERT INTO inbound_quarantine_bodies (quarantine_id, body) VALUES (?, ?)'),
+    setBodyRef: db.prepare('UPDATE inbound_quarantine SET body_ref = ? WHERE id = ?'),
     page: db.prepare(`SELECT q.* FROM inbound_quarantine q WHERE ${where} ORDER BY q.created_at DESC, q.id DESC LIMIT @limit OFFSET @offset`),
     count: db.prepare(`SELECT count(*) AS n FROM inbound_quarantine q WHERE ${where}`),
     find: db.prepare('SELECT * FROM inbound_quarantine WHERE id = @id AND (@account IS NULL OR account_id = @account)'),
-    body: db.prepare(
-      `SELECT b.body FROM inbound_quarantine_bodies b JOIN inbound_quarantine q ON q.id = b.quarantine_id
-       WHERE q.id = @id AND (@account IS NULL OR q.account_id = @account)`,
-    ),
     claim: db.prepare(
       `UPDATE inbound_quarantine SET release_started_at = @now
        WHERE id = @id AND (@account IS NULL OR account_id = @account) AND released_at IS NULL
@@ -49,13 +61,15 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
     ),
     delete: db.prepare(
       `DELETE FROM inbound_quarantine WHERE id = @id AND (@account IS NULL OR account_id = @account)
-         AND (released_at IS NOT NULL OR release_started_at IS NULL OR release_started_at <= @stale)`,
+         AND (released_at IS NOT NULL OR release_started_at IS NULL OR release_started_at <= @stale)
+       RETURNING body_ref`,
     ),
     prune: db.prepare(
       `DELETE FROM inbound_quarantine WHERE id IN (
          SELECT id FROM inbound_quarantine WHERE expires_at <= @now
            AND (released_at IS NOT NULL OR release_started_at IS NULL OR release_started_at <= @stale)
-         LIMIT @limit)`,
+         LIMIT @limit)
+       RETURNING body_ref`,
     ),
   };
 
@@ -72,8 +86,8 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
   });
 
   return {
-    /** Stores a message and its body in one transaction; the caller commits before replying 250. */
-    insert(q: NewQuarantined): number {
+    /** Stores a message naming its body (`ref`, written before) in one transaction; the caller commits before 250. */
+    insert(q: Omit<NewQuarantined, 'body'>, ref: BodyRef): number {
       return db.transaction(() => {
         const { id } = s.insert.get({
           account: q.accountId,
@@ -87,14 +101,14 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
           from_header: q.fromHeader,
           subject: q.subject,
           message_id: q.messageId,
-          size: q.raw.length,
+          size: ref.size,
           score: q.score,
           reason: q.reason,
           verdicts: JSON.stringify(q.verdicts),
           now: q.now,
           expires_at: q.expiresAt,
         }) as { id: number };
-        s.insertBody.run(id, q.raw);
+        s.setBodyRef.run(bodies.storeQuarantined(id, ref), id);
         return id;
       }).immediate();
     },
@@ -102,18 +116,20 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
     /** One page, newest first, with the total number of matches. */
     list(f: QuarantineFilter, now: number): { rows: QuarantineRow[]; total: number } {
       const p = filterParams(f, now);
-      const rows = s.page.all({ ...p, limit: f.limit, offset: f.offset }) as QuarantineRow[];
+      const rows = (s.page.all({ ...p, limit: f.limit, offset: f.offset }) as QuarantineTableRow[]).map(toRow);
       const { n } = s.count.get(p) as { n: number };
       return { rows, total: n };
     },
 
     find(accountId: number | null, id: number): QuarantineRow | undefined {
-      return s.find.get({ id, account: accountId }) as QuarantineRow | undefined;
+      const row = s.find.get({ id, account: accountId }) as QuarantineTableRow | undefined;
+      return row && toRow(row);
     },
 
-    /** The stored message, as it would be relayed (with our Authentication-Results). */
-    raw(accountId: number | null, id: number): Buffer | undefined {
-      return (s.body.get({ id, account: accountId }) as { body: Buffer } | undefined)?.body;
+    /** The reference of the stored message's body; undefined when absent, another account's, or it has none. */
+    bodyOf(accountId: number | null, id: number): BodyRef | undefined {
+      const row = s.find.get({ id, account: accountId }) as QuarantineTableRow | undefined;
+      return (row && quarantinedBody(row)) ?? undefined;
     },
 
     /**
@@ -121,16 +137,15 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
      * gets 'in-progress', and any release after `finishRelease` gets 'released'. The caller relays, then calls
      * `finishRelease`, or `abortRelease` when relaying failed.
      */
-    claimRelease(accountId: number | null, id: number, now: number): ClaimResult {
-      return db.transaction((): ClaimResult => {
-        const row = s.claim.get({ id, account: accountId, now, stale: now - leaseMs }) as QuarantineRow | undefined;
+    claimRelease(accountId: number | null, id: number, now: number): RepoClaim {
+      return db.transaction((): RepoClaim => {
+        const row = s.claim.get({ id, account: accountId, now, stale: now - leaseMs }) as QuarantineTableRow | undefined;
         if (!row) {
           const existing = s.find.get({ id, account: accountId }) as QuarantineRow | undefined;
           if (!existing) return { ok: false, reason: 'not-found' };
           return { ok: false, reason: existing.released_at !== null ? 'released' : 'in-progress' };
         }
-        const body = (s.body.get({ id, account: accountId }) as { body: Buffer }).body;
-        return { ok: true, row, raw: body };
+        return { ok: true, row: toRow(row), body: quarantinedBody(row) };
       }).immediate();
     },
 
@@ -144,18 +159,23 @@ export function createQuarantineStore(db: Db, opts: { leaseMs?: number } = {}) {
       s.abort.run({ id, started: startedAt });
     },
 
-    /** Deletes a message and its body; false when absent, another account's, or being released right now. */
-    delete(accountId: number | null, id: number, now: number): boolean {
-      return s.delete.run({ id, account: accountId, stale: now - leaseMs }).changes > 0;
+    /**
+     * Deletes a message and its inline body; false when absent, another account's, or being released right now.
+     * `freed`: spool files no row names any more, for the caller to remove once this unit committed.
+     */
+    delete(accountId: number | null, id: number, now: number): { deleted: boolean; freed: string[] } {
+      const gone = s.delete.all({ id, account: accountId, stale: now - leaseMs }) as { body_ref: string | null }[];
+      return { deleted: gone.length > 0, freed: bodies.unnamed(gone.map((g) => g.body_ref)) };
     },
 
     /**
      * Retention: deletes up to `limit` messages whose `expires_at` has passed (set at insert from
      * `inbound.quarantine_days`). An unreleased message is never deleted before it expires (ARCHITECTURE invariant 6),
-     * nor while a release holds its lease. Returns how many were deleted.
+     * nor while a release holds its lease. Returns how many were deleted, and the spool files freed (as `delete`).
      */
-    prune(now: number, limit = 1000): number {
-      return s.prune.run({ now, stale: now - leaseMs, limit }).changes;
+    prune(now: number, limit = 1000): { deleted: number; freed: string[] } {
+      const gone = s.prune.all({ now, stale: now - leaseMs, limit }) as { body_ref: string | null }[];
+      return { deleted: gone.length, freed: bodies.unnamed(gone.map((g) => g.body_ref)) };
     },
   };
 }

@@ -6,7 +6,7 @@ import type {
 } from '../ports/queue.js';
 import { eventSuppression } from '../ports/suppressions.js';
 import { deliveredDelta, trackingKey } from '../ports/tracking.js';
-import { storedBody, type InlineBodies } from './bodies.js';
+import { storedBody, type Bodies } from './bodies.js';
 import type { Db } from './database.js';
 import { createEventWriter } from './events.js';
 import { createRenewal, END_LEASE, fence, HELD } from './leases.js';
@@ -24,7 +24,7 @@ export function toMessage(row: MessageTableRow): MessageRow {
 }
 
 /** Repository over the queue tables; each method is synchronous and runs inside the unit the store gives it. */
-export function createQueueStore(db: Db, bodies: InlineBodies) {
+export function createQueueStore(db: Db, bodies: Bodies) {
   /** A claim of rows in `state` that are due (queued) or whose lease expired (sending), by due time. */
   const claimStatement = (state: 'queued' | 'sending') =>
     db.prepare(

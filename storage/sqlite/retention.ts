@@ -1,6 +1,10 @@
 // Owns the retention deletes: batch-limited pruning of old SMTP log rows, message bodies and finished queue rows.
 import type { PruneBatch, WalkArgs } from '../ports/retention.js';
+import type { Bodies } from './bodies.js';
 import type { Db } from './database.js';
+
+/** A batch and the spool files it freed: removed by the store once the batch's unit committed, never before. */
+export type FreeingBatch = PruneBatch & { freed: string[] };
 
 /**
  * Delivery states that still need the message: waiting (queued, also when deferred: queued with attempts), in
@@ -14,6 +18,7 @@ interface WindowRow {
   created_at: number;
   size: number;
   busy: number;
+  body_ref: string | null;
 }
 
 /**
@@ -24,22 +29,23 @@ interface WindowRow {
  * none): ids are handed out in commit order, so created_at grows with the id, and a walk stops at the first row
  * that is too young. Should the clock ever step back, rows behind such a row are only pruned later, never early.
  */
-export function createRetentionStore(db: Db) {
+export function createRetentionStore(db: Db, bodies: Bodies) {
   // busy: a delivery still needs the message, or one finished too recently (updated_at is when it became final).
   const busy = `EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id
                   AND (d.state IN ${UNFINISHED} OR d.updated_at >= @before))`;
   const s = {
-    // The window of bodies after the cursor, oldest first; rowid order on message_bodies never reads the blobs.
+    // The window of messages that keep a body (inline or spooled) after the cursor, oldest first, on the partial
+    // index messages_with_body (migration 18): messages whose body went are never read again.
     bodyWindow: db.prepare(
-      `SELECT b.message_id AS id, m.created_at, m.size, ${busy} AS busy
-       FROM message_bodies b JOIN messages m ON m.id = b.message_id
-       WHERE b.message_id > @afterId ORDER BY b.message_id LIMIT @limit`,
+      `SELECT m.id, m.created_at, m.size, m.body_ref, ${busy} AS busy
+       FROM messages m INDEXED BY messages_with_body
+       WHERE m.id > @afterId AND m.body_ref IS NOT NULL ORDER BY m.id LIMIT @limit`,
     ),
     deleteBody: db.prepare('DELETE FROM message_bodies WHERE message_id = ?'),
     // The message no longer names a body (its record reads body: null).
     forgetBody: db.prepare('UPDATE messages SET body_ref = NULL WHERE id = ?'),
     messageWindow: db.prepare(
-      `SELECT m.id, m.created_at, m.size, ${busy} AS busy
+      `SELECT m.id, m.created_at, m.size, m.body_ref, ${busy} AS busy
        FROM messages m WHERE m.id > @afterId ORDER BY m.id LIMIT @limit`,
     ),
     // ON DELETE CASCADE takes the body (if still there), the deliveries and their delivery_attempts with it.
@@ -64,35 +70,37 @@ export function createRetentionStore(db: Db) {
     a: WalkArgs,
     del: (id: number) => number,
     maxBytes: number,
-  ): PruneBatch {
+  ): FreeingBatch {
     let deleted = 0;
     let bytes = 0;
     let lastId = a.afterId;
+    const released: (string | null)[] = [];
+    const end = (done: boolean): FreeingBatch => ({ deleted, lastId, done, freed: bodies.unnamed(released) });
     for (const r of window) {
       // Too young: so is (nearly) everything after it, because ids follow commit order.
-      if (r.created_at >= a.before) return { deleted, lastId, done: true };
+      if (r.created_at >= a.before) return end(true);
       lastId = r.id;
       if (r.busy) continue;
       deleted += del(r.id);
+      released.push(r.body_ref);
       bytes += r.size;
       // Freeing a body walks its overflow pages; bound the bytes one transaction frees, not just the rows.
-      if (bytes >= maxBytes) return { deleted, lastId, done: false };
+      if (bytes >= maxBytes) return end(false);
     }
-    return { deleted, lastId, done: window.length < a.limit };
+    return end(window.length < a.limit);
   }
 
   return {
     /**
      * Deletes the bodies of messages created before `before` whose every delivery is final (delivered, bounced or
      * dropped) and became final before `before`. Looks at up to `limit` bodies after `afterId`, and stops early
-     * once it has freed `maxBytes` (default 64 MiB) of bodies. Message and delivery rows stay.
+     * once it has freed `maxBytes` (default 64 MiB) of bodies. Message and delivery rows stay. `freed`: the spool
+     * files no row names any more, which the store removes once this transaction committed.
      */
-    pruneBodies(a: WalkArgs & { maxBytes?: number }): PruneBatch {
-      return db
-        .transaction(() =>
-          walk(s.bodyWindow.all(windowParams(a)) as WindowRow[], a, (id) => (s.forgetBody.run(id), s.deleteBody.run(id).changes), a.maxBytes ?? 64 * 1024 * 1024),
-        )
-        .immediate();
+    pruneBodies(a: WalkArgs & { maxBytes?: number }): FreeingBatch {
+      // A spooled body counts as deleted when its row stops naming it; its file goes after the commit (`freed`).
+      const del = (id: number) => (s.deleteBody.run(id), s.forgetBody.run(id).changes);
+      return db.transaction(() => walk(s.bodyWindow.all(windowParams(a)) as WindowRow[], a, del, a.maxBytes ?? 64 * 1024 * 1024)).immediate();
     },
 
     /**
@@ -100,7 +108,7 @@ export function createRetentionStore(db: Db) {
      * with their body, deliveries and delivery attempts (cascade). Looks at up to `limit` messages after `afterId`.
      * Log rows (smtp_log) are not touched: they have their own retention (`pruneLogRows`).
      */
-    pruneMessages(a: WalkArgs): PruneBatch {
+    pruneMessages(a: WalkArgs): FreeingBatch {
       return db
         .transaction(() => walk(s.messageWindow.all(windowParams(a)) as WindowRow[], a, (id) => s.deleteMessage.run(id).changes, Infinity))
         .immediate();

@@ -1,6 +1,7 @@
 // Owns the message spool: large bodies as files under data_dir/spool/<2 hex>/<id>, each durable before its message
 // commits (temp name, fsync, rename, directory fsync), read back as streams, removed when released, orphans swept.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -159,6 +160,40 @@ export function createSpool(opts: SpoolOptions) {
         throw asStorageFailure(err);
       }
       return { key: `${sub}/${id}`, size };
+    },
+
+    /**
+     * `write` for bytes in memory, synchronously, with the same discipline (temp, fsync, rename, directory fsync):
+     * for the start-up step that moves bodies out of the tables (migrations/018-spool.ts), where nothing else runs.
+     */
+    writeSync(bytes: Buffer): SpoolRef {
+      const id = crypto.randomBytes(12).toString('hex');
+      const sub = id.slice(0, 2);
+      const dir = path.join(root, sub);
+      fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+      const temp = path.join(dir, `.${id}.tmp`);
+      const fd = fs.openSync(temp, 'wx', FILE_MODE);
+      try {
+        for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at);
+        if (sync) fs.fsyncSync(fd);
+      } catch (err) {
+        fs.closeSync(fd);
+        fs.rmSync(temp, { force: true });
+        throw asStorageFailure(err);
+      }
+      fs.closeSync(fd);
+      fs.renameSync(temp, path.join(dir, id));
+      if (sync) {
+        for (const d of [dir, root]) {
+          const dfd = fs.openSync(d, 'r');
+          try {
+            fs.fsyncSync(dfd);
+          } finally {
+            fs.closeSync(dfd);
+          }
+        }
+      }
+      return { key: `${sub}/${id}`, size: bytes.length };
     },
 
     /** The body as a stream from byte `start` (default 0); rejects (ENOENT) when it is not stored. */

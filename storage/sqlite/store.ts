@@ -1,14 +1,16 @@
 // Owns the SQLite store: one connection, its repositories behind the asynchronous ports of storage/ports/, every
 // write through group commit, and waits for locks held elsewhere kept off the event loop.
 import { setTimeout as sleep } from 'node:timers/promises';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import { storedSource } from '../ports/bodies.js';
 import type { Store } from '../ports/store.js';
 import type { AccountStore } from '../ports/accounts.js';
 import type { QueueStore } from '../ports/queue.js';
 import { createAccountStore } from './accounts.js';
 import { createAlertStore } from './alerts.js';
 import { createSqliteBayesStore } from './bayes.js';
-import { createInlineBodies } from './bodies.js';
+import { createBodies, INLINE_MAX_BYTES } from './bodies.js';
 import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
 import { createConsoleStore } from './console.js';
 import { backupDatabase, openDatabase, pingDatabase, type Db } from './database.js';
@@ -23,6 +25,8 @@ import { createQuarantineStore } from './quarantine.js';
 import { createQueueStore } from './queue.js';
 import { createQueueViews } from './queue-views.js';
 import { createRetentionStore } from './retention.js';
+import { createSpool } from './spool.js';
+import { moveLargeBodies } from './migrations/018-spool.js';
 import { createSenderAbuseStore } from './sender-abuse.js';
 import { createSettingStore } from './settings.js';
 import { createSmtpLogStore } from './smtp-log.js';
@@ -75,6 +79,8 @@ export interface SqliteStoreOptions {
   onCommit?: (seconds: number) => void;
   /** How long a unit waits for a lock held elsewhere before it fails as database-busy (default 5 s). */
   lockWaitMs?: number;
+  /** Bodies up to this many bytes stay inline (default INLINE_MAX_BYTES); only bench/bodies.ts moves it. */
+  inlineMaxBytes?: number;
 }
 
 /** The SQLite store, with its connection for the tests and benchmarks that look underneath (never for Sluice itself). */
@@ -99,8 +105,24 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     onCommit: opts.onCommit,
     lockWaitMs: opts.lockWaitMs,
   });
-  const inline = createInlineBodies(db);
-  const queueRepo = createQueueStore(db, inline);
+  const spool = createSpool({ dir: path.join(dataDir, 'spool') });
+  // Bodies a version without the spool kept in the tables move out before anything reads them (migration 18's step).
+  moveLargeBodies(db, INLINE_MAX_BYTES, (bytes) => spool.writeSync(bytes).key);
+  const bodies = createBodies(db, spool, opts.inlineMaxBytes);
+  const queueRepo = createQueueStore(db, bodies);
+  const quarantineRepo = createQuarantineStore(db, bodies);
+  const retentionRepo = createRetentionStore(db, bodies);
+  /** Runs a unit that stops naming spool files, then removes them: after its commit, never before. */
+  async function freeing<R extends { freed: string[] }>(fn: () => R): Promise<Omit<R, 'freed'>> {
+    const { freed, ...rest } = await b.run(fn);
+    await bodies.removeFiles(freed);
+    return rest;
+  }
+  const openBody = async (ref: { key: string; size: number }, start = 0): Promise<Readable> => {
+    const bytes = await b.read(() => bodies.inlineBytes(ref));
+    if (bytes === undefined) throw new Error(`no stored body ${ref.key}`);
+    return bytes === null ? bodies.openSpooled(ref, start) : Readable.from([bytes.subarray(start)], { objectMode: false });
+  };
   const closing = new AbortController();
 
   const queue: QueueStore = {
@@ -141,15 +163,13 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       writes: ['retryNow', 'dropDelivery'],
     }),
     bodies: {
-      write: (body) => inline.write(body),
-      open: (ref) =>
-        b.read(() => {
-          const bytes = inline.bytes(ref);
-          if (!bytes) throw new Error(`no stored body ${ref.key}`);
-          return Readable.from([bytes]);
-        }),
-      release: (ref) => b.run(() => inline.release(ref)),
-      sweep: (olderThan) => b.run(() => inline.sweep(olderThan)),
+      write: (body) => bodies.write(body),
+      open: openBody,
+      release: async (ref) => void (await freeing(() => ({ freed: bodies.release(ref) }))),
+      async sweep(olderThan) {
+        const inline = await b.run(() => bodies.sweepInline(olderThan));
+        return inline + (await bodies.sweepSpool(olderThan, (fn) => b.read(fn)));
+      },
     },
     smtpLog: port(createSmtpLogStore(db), b, { reads: ['search', 'findByDeliveryId', 'senderOfMessage'], writes: [] }),
     metrics: port(createMetricRollup(db), b, { reads: ['series', 'campaigns', 'subAccounts', 'edge', 'senderEdge'], writes: ['pruneDetail'] }),
@@ -181,10 +201,26 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     }),
     inboundLists: port(createInboundListStore(db), b, { reads: ['listEntries', 'matchLists'], writes: ['addEntry', 'removeEntry'] }),
     inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport'] }),
-    quarantine: port(createQuarantineStore(db), b, {
-      reads: ['list', 'find', 'raw'],
-      writes: ['insert', 'claimRelease', 'finishRelease', 'abortRelease', 'delete', 'prune'],
-    }),
+    quarantine: {
+      ...port(quarantineRepo, b, { reads: ['list', 'find'], writes: ['finishRelease', 'abortRelease'] }),
+      async insert(q) {
+        const { body, ...rest } = q;
+        const ref = await bodies.write(body);
+        return b.run(() => quarantineRepo.insert(rest, ref));
+      },
+      async body(accountId, id) {
+        const ref = await b.read(() => quarantineRepo.bodyOf(accountId, id));
+        return ref && storedSource(ref.size, (start) => openBody(ref, start));
+      },
+      async claimRelease(accountId, id, now) {
+        const c = await b.run(() => quarantineRepo.claimRelease(accountId, id, now));
+        if (!c.ok) return c;
+        const ref = c.body ?? { key: 'none', size: 0 };
+        return { ok: true, row: c.row, body: storedSource(ref.size, (start) => openBody(ref, start)) };
+      },
+      delete: async (accountId, id, now) => (await freeing(() => quarantineRepo.delete(accountId, id, now))).deleted,
+      prune: async (now, limit) => (await freeing(() => quarantineRepo.prune(now, limit))).deleted,
+    },
     // Written asynchronous already (issue 26), each unit its own statement or transaction on this connection: not
     // through group commit, and with busy_timeout 0 a lock held elsewhere fails them at once (never a frozen loop).
     bayes: createSqliteBayesStore(db),
@@ -197,7 +233,11 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       reads: ['findToken', 'listTokens', 'findSession'],
       writes: ['createToken', 'revokeToken', 'openSession', 'closeSession'],
     }),
-    retention: port(createRetentionStore(db), b, { reads: [], writes: ['pruneBodies', 'pruneMessages', 'pruneLogRows'] }),
+    retention: {
+      ...port(retentionRepo, b, { reads: [], writes: ['pruneLogRows'] }),
+      pruneBodies: (a) => freeing(() => retentionRepo.pruneBodies(a)),
+      pruneMessages: (a) => freeing(() => retentionRepo.pruneMessages(a)),
+    },
     health: {
       async check(o = {}) {
         if (o.probe && writes.lastFailure()) writes.probe();

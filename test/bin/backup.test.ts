@@ -6,7 +6,11 @@ import net from 'node:net';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import t from 'tap';
+import { Readable } from 'node:stream';
 import { runCli } from '../../bin/cli.js';
+import { openSqliteStore } from '../../storage/sqlite/store.js';
+import { message } from '../storage/contract/backends.js';
+import { mimeOfSize, oldDataDir, spoolFiles } from '../helpers/old-data-dir.js';
 import { exited, firstKey, serveBinary } from '../helpers/serve-binary.js';
 import { smtpTalk } from '../helpers/smtp-talk.js';
 import { tempDir, testEnv } from '../helpers/stack.js';
@@ -114,4 +118,65 @@ t.test('backup while serving → new data_dir → restore → serve: nothing los
   second.child.kill('SIGTERM');
   await exited(second.child);
   t.equal(second.child.exitCode, 0);
+});
+
+t.test('a backup carries the spooled bodies its snapshot names, with their digests; restore checks them and reads them back', async (t) => {
+  const dir = tempDir(t);
+  const [a, c, b] = ['a', 'c', 'b1'].map((n) => path.join(dir, n)) as [string, string, string];
+  const run = (dataDir: string, ...argv: string[]) => runCli(argv, { stdout: () => {}, stderr: () => {}, env: testEnv(dataDir), cwd: dir });
+  const large = mimeOfSize('large', 2 * 1024 * 1024);
+  const store = openSqliteStore(a, { now: Date.now });
+  const res = await store.accounts.createAccount({ handle: 'acme', companyName: null, parentId: null, now: 1 });
+  if (!res.ok) throw new Error('account');
+  const rec = await message(store, res.value.id, ['u@rcpt.test'], Date.now());
+  rec.message.body = await store.bodies.write(Readable.from([large]));
+  await store.queue.accept([rec]);
+  const orphan = await store.bodies.write(Readable.from([mimeOfSize('orphan', 200 * 1024)])); // written, never committed
+  await store.close();
+  t.equal(spoolFiles(a).length, 2);
+
+  t.equal(await run(a, 'backup', b), 0);
+  const manifest = JSON.parse(fs.readFileSync(path.join(b, 'manifest.json'), 'utf8')) as { files: { path: string; sha256: string }[] };
+  const bodies = manifest.files.filter((f) => f.path.startsWith('spool/'));
+  t.equal(bodies.length, 1, 'the named body, not the orphan');
+  t.notOk(bodies.some((f) => f.path.endsWith(orphan.key.slice(-24))), 'never the orphan');
+  t.equal(bodies[0]!.sha256, crypto.createHash('sha256').update(large).digest('hex'), 'with its SHA-256');
+
+  const damaged = path.join(dir, 'damaged');
+  fs.cpSync(b, damaged, { recursive: true });
+  fs.appendFileSync(path.join(damaged, bodies[0]!.path), 'x');
+  t.equal(await run(path.join(dir, 'never'), 'restore', damaged), 1, 'a damaged body refuses the restore');
+  t.notOk(fs.existsSync(path.join(dir, 'never')), 'nothing written');
+
+  t.equal(await run(c, 'restore', b), 0);
+  t.equal(mode(path.join(c, bodies[0]!.path)), 0o600);
+  const restored = openSqliteStore(c, { now: Date.now });
+  t.teardown(() => restored.close());
+  const m = (await restored.queue.findMessage(1))!;
+  t.ok(Buffer.concat(await (await restored.bodies.open(m.body!)).toArray()).equals(large), 'the body, byte-identical');
+});
+
+t.test('a backup made by the previous version (schema 17, bodies in the table, no spool) restores; its large bodies move to the spool', async (t) => {
+  const dir = tempDir(t);
+  const [old, b, c] = ['old', 'b-old', 'c'].map((n) => path.join(dir, n)) as [string, string, string];
+  const bodies = [mimeOfSize('old-0', 1000), mimeOfSize('old-1', 1024 * 1024)];
+  const held = mimeOfSize('held', 300 * 1024);
+  oldDataDir(old, bodies, held);
+  // The previous version's backup: the same format, the database alone (it had no spool).
+  fs.mkdirSync(b, { mode: 0o700 });
+  fs.copyFileSync(path.join(old, 'sluice.db'), path.join(b, 'sluice.db'));
+  const db = fs.readFileSync(path.join(b, 'sluice.db'));
+  const files = [{ path: 'sluice.db', size: db.length, sha256: crypto.createHash('sha256').update(db).digest('hex'), mode: 0o600 }];
+  fs.writeFileSync(path.join(b, 'manifest.json'), JSON.stringify({ format: 'sluice-backup/1', sluice: '0.1.0', created_at: new Date().toISOString(), files }));
+
+  t.equal(await runCli(['restore', b], { stdout: () => {}, stderr: () => {}, env: testEnv(c), cwd: dir }), 0);
+  const store = openSqliteStore(c, { now: Date.now });
+  t.teardown(() => store.close());
+  t.equal(spoolFiles(c).length, 2, 'the large queued body and the quarantined one moved into the spool');
+  for (const [i, body] of bodies.entries()) {
+    const m = (await store.queue.findMessage(i + 1))!;
+    t.ok(Buffer.concat(await (await store.bodies.open(m.body!)).toArray()).equals(body), `old-${i} byte-identical`);
+  }
+  const q = (await store.quarantine.list({ accountId: null, limit: 1, offset: 0 }, Date.now())).rows[0]!;
+  t.ok(Buffer.concat(await (await store.quarantine.body(null, q.id))!.open().toArray()).equals(held), 'the quarantined body');
 });

@@ -1,11 +1,15 @@
 // Checks the quarantine API (/inbound/v1/quarantine, Sluice extension) over HTTP and `sluice quarantine`: list with
 // filters and paging, raw message, release exactly once (409 after), relay failure keeps it held, delete, tenancy,
 // key binding, and retention that never prunes an unreleased message before it expires.
+import path from 'node:path';
+import { Readable } from 'node:stream';
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
 import type { RelayMessage } from '../../mta/inbound/pipeline.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
+import { createBodies } from '../../storage/sqlite/bodies.js';
 import { createQuarantineStore } from '../../storage/sqlite/quarantine.js';
+import { createSpool } from '../../storage/sqlite/spool.js';
 import { type NewQuarantined } from '../../storage/ports/quarantine.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';
 import { readSource } from '../../storage/scratch.js';
@@ -40,7 +44,7 @@ async function hold(stack: Stack, o: Partial<NewQuarantined> & { accountId: numb
     score: 12.5,
     reason: 'abuse-policy-quarantine',
     verdicts: [{ step: 'spam', verdict: 'spam', reason: 'spam-score' }],
-    raw: Buffer.from(`Authentication-Results: mx.sluice.test; spf=fail\r\nFrom: X <x@spam.test>\r\nSubject: Buy now\r\n\r\nhello ${now}\r\n`),
+    body: Buffer.from(`Authentication-Results: mx.sluice.test; spf=fail\r\nFrom: X <x@spam.test>\r\nSubject: Buy now\r\n\r\nhello ${now}\r\n`),
     now,
     expiresAt: now + 30 * DAY,
     ...o,
@@ -235,5 +239,20 @@ t.test('sluice quarantine list|release|delete', async (t) => {
   // The CLI's store sees the server's rows (same data_dir).
   const db = openDatabase(stack.dataDir);
   t.teardown(() => db.close());
-  t.ok(createQuarantineStore(db).find(null, id1)?.released_at);
+  t.ok(createQuarantineStore(db, createBodies(db, createSpool({ dir: path.join(stack.dataDir, 'spool') }))).find(null, id1)?.released_at);
+});
+
+t.test('a large quarantined message (spooled) is served whole by /raw and relayed whole by a release', async (t) => {
+  const stack = await startStack(t);
+  const a = await tenant(stack, 'acme');
+  const corp = await provision(stack, a.key, 'corp.test');
+  const relayed = recorder(stack);
+  const big = Buffer.concat([Buffer.from('From: X <x@spam.test>\r\nSubject: big\r\n\r\n'), Buffer.alloc(3 * 1024 * 1024, 'y'), Buffer.from('\r\n')]);
+  const id = await hold(stack, { accountId: a.id, domainId: corp, domain: 'corp.test', body: Readable.from([big]) });
+  const raw = await fetch(`${stack.baseUrl}/inbound/v1/quarantine/${id}/raw`, { headers: { 'X-Api-Key': a.key } });
+  t.equal(raw.status, 200);
+  t.equal(raw.headers.get('content-length'), String(big.length));
+  t.ok(Buffer.from(await raw.arrayBuffer()).equals(big), 'byte-identical');
+  t.equal((await stack.api('POST', `/inbound/v1/quarantine/${id}/release`, { key: a.key })).status, 200);
+  t.ok(relayed[0]!.raw.equals(big), 'the release relayed every byte');
 });

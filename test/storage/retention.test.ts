@@ -2,7 +2,8 @@
 import t, { type Test } from 'tap';
 import { createAccountStore } from '../../storage/sqlite/accounts.js';
 import { openDatabase, type Db } from '../../storage/sqlite/database.js';
-import { createInlineBodies } from '../../storage/sqlite/bodies.js';
+import { createBodies } from '../../storage/sqlite/bodies.js';
+import { createSpool } from '../../storage/sqlite/spool.js';
 import { createQueueStore } from '../../storage/sqlite/queue.js';
 import { type DeliveryState } from '../../storage/ports/queue.js';
 import { createRetentionStore } from '../../storage/sqlite/retention.js';
@@ -13,12 +14,14 @@ const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 0, 1);
 
 function setup(t: Test) {
-  const db: Db = openDatabase(tempDir(t));
+  const dir = tempDir(t);
+  const db: Db = openDatabase(dir);
+  const bodies = createBodies(db, createSpool({ dir: `${dir}/spool` }));
   t.teardown(() => db.close());
   const res = createAccountStore(db).createAccount({ handle: 'acme', companyName: null, parentId: null, now: T0 });
   if (!res.ok) throw new Error('account');
   const accountId = res.value.id;
-  const queue = createQueueStore(db, createInlineBodies(db));
+  const queue = createQueueStore(db, bodies);
   const log = createSmtpLogStore(db);
   const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
   const s = {
@@ -57,7 +60,7 @@ function setup(t: Test) {
   }
   /** The stored body of a message, or undefined. */
   const findBody = (id: number) => db.prepare('SELECT body FROM message_bodies WHERE message_id = ?').pluck().get(id) as Buffer | undefined;
-  return { db, queue, log, store: createRetentionStore(db), count, message, accountId, findBody };
+  return { db, queue, log, store: createRetentionStore(db, bodies), count, message, accountId, findBody };
 }
 
 t.test('bodies and messages: finished and old enough go; anything queued, deferred, sending or held stays', async (t) => {
@@ -72,14 +75,14 @@ t.test('bodies and messages: finished and old enough go; anything queued, deferr
   const cutoff = T0 + 8 * DAY;
 
   const r = store.pruneBodies({ before: cutoff, afterId: 0, limit: 100 });
-  t.same(r, { deleted: 2, lastId: lateFinish.id, done: true }, 'the walk stops at the first message too young');
+  t.same(r, { deleted: 2, lastId: lateFinish.id, done: true, freed: [] }, 'the walk stops at the first message too young');
   for (const m of [delivered, mixedFinal]) t.equal(findBody(m.id), undefined, `body of ${m.id} pruned`);
   for (const m of [queued, sending, held, lateFinish, young]) t.ok(findBody(m.id), `body of ${m.id} kept`);
   t.equal(count('messages'), 7, 'pruneBodies keeps every message row');
   t.equal(queue.attemptsOf(delivered.deliveries[0] as number).length, 1, 'and the attempt history');
 
   const m = store.pruneMessages({ before: cutoff, afterId: 0, limit: 100 });
-  t.same(m, { deleted: 2, lastId: lateFinish.id, done: true });
+  t.same(m, { deleted: 2, lastId: lateFinish.id, done: true, freed: [] });
   t.equal(queue.findMessage(delivered.id), undefined);
   t.equal(queue.findMessage(mixedFinal.id), undefined);
   t.same(queue.deliveriesOf(delivered.id), [], 'deliveries went with the message');
@@ -109,17 +112,17 @@ t.test('a batch looks at `limit` rows and continues after `lastId`; bodies also 
   const before = T0 + DAY;
 
   const b1 = store.pruneBodies({ before, afterId: 0, limit: 3 });
-  t.same(b1, { deleted: 3, lastId: ids[2], done: false });
+  t.same(b1, { deleted: 3, lastId: ids[2], done: false, freed: [] });
   const b2 = store.pruneBodies({ before, afterId: b1.lastId, limit: 3, maxBytes: 1500 });
-  t.same(b2, { deleted: 2, lastId: ids[4], done: false }, 'stops once 1500 bytes are freed');
+  t.same(b2, { deleted: 2, lastId: ids[4], done: false, freed: [] }, 'stops once 1500 bytes are freed');
   const b3 = store.pruneBodies({ before, afterId: b2.lastId, limit: 4 });
-  t.same(b3, { deleted: 2, lastId: ids[6] as number + 1, done: true }, 'a short window ends the walk');
+  t.same(b3, { deleted: 2, lastId: ids[6] as number + 1, done: true, freed: [] }, 'a short window ends the walk');
   t.equal(count('message_bodies'), 1, 'only the queued message keeps its body');
 
   const m1 = store.pruneMessages({ before, afterId: 0, limit: 5 });
-  t.same(m1, { deleted: 5, lastId: ids[4], done: false });
+  t.same(m1, { deleted: 5, lastId: ids[4], done: false, freed: [] });
   const m2 = store.pruneMessages({ before, afterId: m1.lastId, limit: 5 });
-  t.same(m2, { deleted: 2, lastId: ids[6] as number + 1, done: true });
+  t.same(m2, { deleted: 2, lastId: ids[6] as number + 1, done: true, freed: [] });
   t.equal(count('messages'), 1);
 });
 

@@ -21,7 +21,6 @@ import { createInboundDomainStore } from '../../../storage/sqlite/inbound-domain
 import { type AbusePolicy } from '../../../storage/ports/inbound-domains.js';
 import { createInboundListStore } from '../../../storage/sqlite/inbound-lists.js';
 import { type ListScope } from '../../../storage/ports/inbound-lists.js';
-import { createQuarantineStore } from '../../../storage/sqlite/quarantine.js';
 import { openDatabase } from '../../../storage/sqlite/database.js';
 import { readSource } from '../../../storage/scratch.js';
 import { createSqliteGreylistStore } from '../../../storage/sqlite/greylist.js';
@@ -64,7 +63,7 @@ async function setup(
     ids[name] = res.domainId;
   }
   const lists = createInboundListStore(db);
-  const quarantine = createQuarantineStore(db);
+  const quarantine = store.quarantine;
   const dns = await startDnsServer(t, {
     'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] },
     [dkim.name]: { TXT: [dkim.value] },
@@ -176,7 +175,7 @@ t.test('DMARC p=reject failure is spam: policy block → 550 5.7.1, nothing rela
   const reply = await handle(pipeline, { ...base, mailFrom: 'x@spammer.test', raw });
   t.same(reply, { code: 550, status: '5.7.1', message: 'Message refused as spam' });
   t.equal(relayed.length, 0);
-  t.equal(quarantine.list({ accountId, limit: 10, offset: 0 }, 0).total, 0);
+  t.equal((await quarantine.list({ accountId, limit: 10, offset: 0 }, 0)).total, 0);
   t.match(logs.find((l) => l.msg === 'inbound message')?.verdicts, [
     { step: 'lists' },
     { step: 'auth', verdict: 'fail', reason: 'dmarc-fail-reject' },
@@ -203,7 +202,7 @@ t.test('GTUBE under quarantine: 250, kept with its verdicts, not relayed', async
   const reply = await handle(pipeline, { ...base, raw: await compose({ body: `${GTUBE}\n` }) });
   t.same(reply, { code: 250, status: '2.0.0', message: 'Ok: queued as QID1' });
   t.equal(relayed.length, 0);
-  const page = quarantine.list({ accountId, limit: 10, offset: 0 }, clock.now());
+  const page = await quarantine.list({ accountId, limit: 10, offset: 0 }, clock.now());
   t.equal(page.total, 1);
   const row = page.rows[0]!;
   t.same(JSON.parse(row.rcpt_to), ['bob@corp.test']);
@@ -216,7 +215,7 @@ t.test('GTUBE under quarantine: 250, kept with its verdicts, not relayed', async
   t.ok(row.score >= 1000);
   const verdicts = JSON.parse(row.verdicts) as { step: string; verdict: string }[];
   t.same(verdicts.map((v) => v.step), ['lists', 'auth', 'spam', 'policy']);
-  t.match(unfold(headerBlock(quarantine.raw(accountId, row.id)!)), new RegExp(`^Authentication-Results: ${HOST.replace(/\./g, '\\.')};.*dkim=pass`));
+  t.match(unfold(headerBlock(await readSource((await quarantine.body(accountId, row.id))!))), new RegExp(`^Authentication-Results: ${HOST.replace(/\./g, '\\.')};.*dkim=pass`));
 });
 
 t.test('blocklisted client IP, sender address and sender domain → 550 5.7.1 at DATA and at RCPT', async (t) => {
@@ -334,7 +333,7 @@ t.test('rspamd verdict: action reject makes a clean-looking message spam (quaran
   });
   t.equal((await handle(pipeline, { ...base, raw: await compose() })).code, 250);
   t.equal(relayed.length, 0);
-  const row = quarantine.list({ accountId, limit: 1, offset: 0 }, 0).rows[0]!;
+  const row = (await quarantine.list({ accountId, limit: 1, offset: 0 }, 0)).rows[0]!;
   t.equal(row.score, 0, 'our own score: rspamd judges on its own scale');
   t.match(JSON.parse(row.verdicts), [{}, {}, { step: 'spam', verdict: 'spam', reason: 'rspamd-action', rspamd: { action: 'reject', score: 16, requiredScore: 15, symbols: ['BAYES_SPAM'] } }, {}]);
 });

@@ -189,7 +189,7 @@ t.test('expired quarantine entries are pruned; an unexpired one stays', async (t
     stack.services.quarantine.insert({
       accountId: acct.id, domainId, domain: 'corp.test', queueId: `Q${expiresIn}`, mailFrom: 'x@spam.test',
       rcptTo: ['bob@corp.test'], clientIp: '192.0.2.1', helo: 'spam.test', fromHeader: null, subject: 'Buy',
-      messageId: null, score: 12, reason: 'abuse-policy-quarantine', verdicts: [], raw: Buffer.from('Subject: Buy\r\n\r\nx\r\n'),
+      messageId: null, score: 12, reason: 'abuse-policy-quarantine', verdicts: [], body: Buffer.from('Subject: Buy\r\n\r\nx\r\n'),
       now: stack.clock.now(), expiresAt: stack.clock.now() + expiresIn,
     });
   const soon = await hold(DAY);
@@ -198,7 +198,7 @@ t.test('expired quarantine entries are pruned; an unexpired one stays', async (t
   t.match(await stack.retention.runOnce(), { quarantine: 1 });
   t.equal(await stack.services.quarantine.find(null, soon), undefined, 'expired entry pruned');
   t.ok(await stack.services.quarantine.find(null, later), 'unexpired entry kept');
-  t.ok(await stack.services.quarantine.raw(null, later), 'with its body');
+  t.ok(await stack.services.quarantine.body(null, later), 'with its body');
 });
 
 t.test('alerts and sender strikes go after alert_days; an alert being delivered and a strike that still counts stay', async (t) => {
