@@ -142,7 +142,10 @@ export function domainAndParents(domain: string): string[] {
  * lower-cased addresses, `parseIpItem` text for IPs). Every query is scoped by account.
  */
 export interface InboundListStore {
-  /** The entries of one list (blocklist or safelist) at one scope, oldest first. */
+  /**
+   * The entries of one list (blocklist or safelist) at one scope, oldest first: by created_at (the `now` the entry
+   * was added at; moving it to the other list keeps it), then id.
+   */
   listEntries(scope: ListScope, action: ListAction): Promise<ListEntryRow[]>;
   /**
    * Puts `item` on the `action` list at `scope`. An item is on at most one list per scope: adding it to the

@@ -18,6 +18,6 @@ export interface InboundReportRow {
 export interface InboundReportStore {
   /** Stores one report; returns its id. */
   insertReport(row: Omit<InboundReportRow, 'id'>): Promise<number>;
-  /** Operator view: newest first, all accounts or one. */
+  /** Operator view: newest first by created_at (ties: the later id first), all accounts or one. */
   listReports(opts?: { accountId?: number; limit?: number; offset?: number }): Promise<InboundReportRow[]>;
 }

@@ -52,8 +52,9 @@ export interface QueueViewStore {
   /** Drops a queued or held delivery by operator action; false if it is not waiting. */
   dropDelivery(id: number, reason: string, now: number): Promise<boolean>;
   /**
-   * Deliveries with their message's account, kind and sender, newest first: those of `accountIds` (null: all, mail
-   * without an account too) in one of `states`, optionally to one recipient (exact, ignoring case).
+   * Deliveries with their message's account, kind and sender, newest message first (the message's created_at, ties
+   * by the later message id, then the later delivery id): those of `accountIds` (null: all, mail without an account
+   * too) in one of `states`, optionally to one recipient (exact, ignoring case).
    */
   browse(f: { accountIds: readonly number[] | null; states: readonly DeliveryState[]; rcpt?: string; minAttempts?: number; limit: number; offset: number }): Promise<BrowsedDelivery[]>;
   /** Unfinished deliveries by state and message kind, and the created_at of the oldest message still waiting. */

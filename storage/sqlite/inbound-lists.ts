@@ -15,9 +15,10 @@ function scopeKey(scope: ListScope): { scope: string; domainId: number | null } 
  */
 export function createInboundListStore(db: Db) {
   const s = {
+    // inbound_list_entries_listed (migration 19) walks one list in this order: no sort.
     list: db.prepare(
       `SELECT * FROM inbound_list_entries WHERE account_id = @account AND level = @level AND scope = @scope
-         AND action = @action ORDER BY id`,
+         AND action = @action ORDER BY created_at, id`,
     ),
     upsert: db.prepare(
       `INSERT INTO inbound_list_entries (account_id, level, scope, domain_id, item, item_type, action, ip_start,
@@ -44,7 +45,7 @@ export function createInboundListStore(db: Db) {
   };
 
   return {
-    /** The entries of one list (blocklist or safelist) at one scope, oldest first. */
+    /** The entries of one list (blocklist or safelist) at one scope, oldest first (created_at, then id). */
     listEntries(scope: ListScope, action: ListAction): ListEntryRow[] {
       const k = scopeKey(scope);
       return s.list.all({ account: scope.accountId, level: scope.level, scope: k.scope, action }) as ListEntryRow[];

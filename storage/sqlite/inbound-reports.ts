@@ -10,15 +10,19 @@ export function createInboundReportStore(db: Db) {
        VALUES (@account_id, @api_key_id, @report_type, @message_content, @ehlo, @mail_from, @rcpt_to, @sending_host,
          @created_at) RETURNING id`,
     ),
-    list: db.prepare('SELECT * FROM inbound_reports ORDER BY id DESC LIMIT ? OFFSET ?'),
-    listAccount: db.prepare('SELECT * FROM inbound_reports WHERE account_id = ? ORDER BY id DESC LIMIT ? OFFSET ?'),
+    // inbound_reports_created (created_at, then the rowid id) and inbound_reports_account (migration 19) read these
+    // in order: no sort.
+    list: db.prepare('SELECT * FROM inbound_reports ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?'),
+    listAccount: db.prepare(
+      'SELECT * FROM inbound_reports WHERE account_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?',
+    ),
   };
   return {
     /** Stores one report; returns its id. */
     insertReport(row: Omit<InboundReportRow, 'id'>): number {
       return (s.insert.get(row) as { id: number }).id;
     },
-    /** Operator view: newest first, all accounts or one. */
+    /** Operator view: newest first (created_at, then id), all accounts or one. */
     listReports(opts: { accountId?: number; limit?: number; offset?: number } = {}): InboundReportRow[] {
       const limit = opts.limit ?? 100;
       const offset = opts.offset ?? 0;

@@ -17,6 +17,7 @@ import { METRIC_DETAIL } from './migrations/015-metric-detail.js';
 import { INBOUND_FILTERING } from './migrations/016-inbound-filtering.js';
 import { LEASES } from './migrations/017-leases.js';
 import { SPOOL } from './migrations/018-spool.js';
+import { READ_INDEXES } from './migrations/019-read-indexes.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -41,4 +42,5 @@ export const MIGRATIONS: readonly string[] = [
   INBOUND_FILTERING, // 16
   LEASES, // 17
   SPOOL, // 18
+  READ_INDEXES, // 19
 ];

@@ -31,14 +31,16 @@ export function createQueueViews(db: Db) {
       `SELECT state, count(*) AS n, MIN(CASE WHEN state = 'queued' THEN updated_at END) AS oldest
        FROM deliveries GROUP BY state`,
     ),
-    // The console's queue list: by account (NULL = every message, relayed mail and DSNs too), state and recipient.
+    // The console's queue list: by account (NULL = every message, relayed mail and DSNs too), state and recipient,
+    // newest message first. Rows are found by state on deliveries_due and the page sorted (as when it was ordered by
+    // delivery id: that index gives neither order).
     browse: db.prepare(
       `SELECT d.*, m.account_id, m.kind, m.mail_from, m.subject, m.message_id AS header_message_id, m.created_at AS message_created_at
        FROM deliveries d JOIN messages m ON m.id = d.message_id
        WHERE (@ids IS NULL OR m.account_id IN (SELECT value FROM json_each(@ids)))
          AND d.state IN (SELECT value FROM json_each(@states))
          AND (@rcpt IS NULL OR d.rcpt = @rcpt COLLATE NOCASE) AND d.attempts >= @minAttempts
-       ORDER BY d.id DESC LIMIT @limit OFFSET @offset`,
+       ORDER BY m.created_at DESC, d.message_id DESC, d.id DESC LIMIT @limit OFFSET @offset`,
     ),
     // Unfinished deliveries only (the deliveries_due index by state): the metrics gauges read this at each scrape.
     depth: db.prepare(
@@ -70,8 +72,9 @@ export function createQueueViews(db: Db) {
     },
 
     /**
-     * Deliveries with their message's account, kind and sender, newest first: those of `accountIds` (null: all, mail
-     * without an account too) in one of `states`, optionally to one recipient (exact, ignoring case).
+     * Deliveries with their message's account, kind and sender, newest message first (the message's created_at, ties
+     * by the later message id, then the later delivery id): those of `accountIds` (null: all, mail without an account
+     * too) in one of `states`, optionally to one recipient (exact, ignoring case).
      */
     browse(f: { accountIds: readonly number[] | null; states: readonly DeliveryState[]; rcpt?: string; minAttempts?: number; limit: number; offset: number }) {
       return s.browse.all({

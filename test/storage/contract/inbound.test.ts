@@ -265,11 +265,11 @@ contract('lists: one list per item and scope, idempotent adds, oldest first, rem
   t.equal(await lists.removeEntry(acct, 'blocklist', 'x@two.test'), true);
   t.equal(await lists.removeEntry(acct, 'blocklist', 'x@two.test'), false);
 
-  // "Oldest first" by the time the caller gave, not by the order rows were written (SQLite orders by row id).
+  // "Oldest first" by the time the caller gave, not by the order rows were written.
   const late = { level: 'account' as const, accountId: b };
   await lists.addEntry(late, { item: 'later.test', itemType: 'domain', action: 'blocklist' }, 500);
   await lists.addEntry(late, { item: 'earlier.test', itemType: 'domain', action: 'blocklist' }, 100);
-  t.same((await lists.listEntries(late, 'blocklist')).map((e) => e.item), ['earlier.test', 'later.test'], 'oldest first by created_at', { todo: 'SQLite lists entries in row-id order' });
+  t.same((await lists.listEntries(late, 'blocklist')).map((e) => e.item), ['earlier.test', 'later.test'], 'oldest first by created_at');
 });
 
 contract('matchLists: ranges, parent domains, addresses, levels and accounts kept apart', async (t, { store }) => {
@@ -329,5 +329,5 @@ contract('inbound reports: stored with their fields, listed newest first, per ac
   t.same((await store.inboundReports.listReports({ limit: 1, offset: 1 })).map((r) => r.id), [ids[1]]);
   t.same(await store.inboundReports.listReports({ accountId: a + b + 100 }), []);
   const older = await store.inboundReports.insertReport(report(b, 5));
-  t.equal((await store.inboundReports.listReports()).at(-1)?.id, older, 'newest first by created_at, whatever the order of writing', { todo: 'SQLite lists reports in row-id order' });
+  t.equal((await store.inboundReports.listReports()).at(-1)?.id, older, 'newest first by created_at, whatever the order of writing');
 });
