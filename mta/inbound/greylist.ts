@@ -21,6 +21,10 @@ export interface Greylister {
   rspamdAsked(q: { mailFrom: string; clientIp: string; rcptTo: readonly string[] }): Promise<SmtpReply | undefined>;
 }
 
+/** Rows one greylist prune batch deletes, and batches per hourly run (the retention job's defaults). */
+const PRUNE_BATCH = 500;
+const PRUNE_MAX_BATCHES = 200;
+
 /** `inbound.greylist.domains`: served domain names, or `*` for every one. */
 export function greylistApplies(domains: readonly string[], served: ServedDomainRow): boolean {
   return domains.includes('*') || domains.includes(served.domain);
@@ -37,13 +41,21 @@ export function createGreylister(deps: {
 }): Greylister {
   const log = deps.logger.child({ component: 'greylist' });
   // Forgetting what can no longer matter, at most hourly, from whichever process greylists: a triplet unseen for longer
-  // than both the retry window and the pass time, a network whose last pass is older than the pass time.
+  // than both the retry window and the pass time, a network whose last pass is older than the pass time. In batches
+  // of PRUNE_BATCH rows (each its own short write), a turn of the event loop between two, at most PRUNE_MAX_BATCHES
+  // per run (the rest waits for the next run): one run never holds the write lock long nor stalls the listener.
   let prunedAt = deps.now();
+  const pruneBatches = async (before: number, clientsBefore: number) => {
+    for (let batch = 0; batch < PRUNE_MAX_BATCHES; batch++) {
+      if (batch > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if ((await deps.store.prune(before, clientsBefore, PRUNE_BATCH)) < PRUNE_BATCH) return;
+    }
+  };
   const pruneNow = (now: number) => {
     if (now - prunedAt < 3_600_000) return;
     prunedAt = now;
     const s = deps.settings;
-    deps.store.prune(now - Math.max(s.retryWindowMs, s.passMs), now - s.passMs).catch((err: unknown) => log.warn({ err }, 'greylist prune failed'));
+    pruneBatches(now - Math.max(s.retryWindowMs, s.passMs), now - s.passMs).catch((err: unknown) => log.warn({ err }, 'greylist prune failed'));
   };
   async function attempt(q: { mailFrom: string; clientIp: string; rcpt: string }): Promise<SmtpReply | undefined> {
     const triplet = { network: clientNetwork(q.clientIp), sender: q.mailFrom.toLowerCase(), recipient: q.rcpt.toLowerCase() };

@@ -26,6 +26,10 @@ export interface GreylistStore {
   client(network: string): Promise<{ passes: number; lastPassAt: number } | undefined>;
   /** Counts one more passed triplet for `network`. */
   countPass(network: string, now: number): Promise<void>;
-  /** Forgets triplets not seen since `before` and networks whose last pass is older than `clientsBefore`. */
-  prune(before: number, clientsBefore: number): Promise<number>;
+  /**
+   * Forgets up to `limit` rows in one short unit: triplets not seen since `before` first, then networks whose last
+   * pass is older than `clientsBefore`. Returns how many; fewer than `limit` means nothing old is left (the caller
+   * repeats, a batch at a time, as retention's prunes do).
+   */
+  prune(before: number, clientsBefore: number, limit: number): Promise<number>;
 }

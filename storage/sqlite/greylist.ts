@@ -17,8 +17,15 @@ export function createSqliteGreylistStore(db: Db): GreylistStore {
       `INSERT INTO greylist_clients (network, passes, last_pass_at) VALUES (?, 1, ?)
        ON CONFLICT (network) DO UPDATE SET passes = passes + 1, last_pass_at = excluded.last_pass_at`,
     ),
-    pruneTriplets: db.prepare('DELETE FROM greylist_triplets WHERE last_seen < ?'),
-    pruneClients: db.prepare('DELETE FROM greylist_clients WHERE last_pass_at < ?'),
+    // Bounded deletes: greylist_triplets_seen (migration 16) and greylist_clients_last_pass (migration 19) find the
+    // old rows without a scan; the primary keys delete them (WITHOUT ROWID tables: no rowid to name them by).
+    pruneTriplets: db.prepare(
+      `DELETE FROM greylist_triplets WHERE (network, sender, recipient) IN
+         (SELECT network, sender, recipient FROM greylist_triplets WHERE last_seen < ? LIMIT ?)`,
+    ),
+    pruneClients: db.prepare(
+      'DELETE FROM greylist_clients WHERE network IN (SELECT network FROM greylist_clients WHERE last_pass_at < ? LIMIT ?)',
+    ),
   };
   return {
     async find(t) {
@@ -35,8 +42,11 @@ export function createSqliteGreylistStore(db: Db): GreylistStore {
     async countPass(network, now) {
       s.countPass.run(network, now);
     },
-    async prune(before, clientsBefore) {
-      return db.transaction(() => s.pruneTriplets.run(before).changes + s.pruneClients.run(clientsBefore).changes).immediate();
+    async prune(before, clientsBefore, limit) {
+      return db.transaction(() => {
+        const triplets = s.pruneTriplets.run(before, limit).changes;
+        return triplets < limit ? triplets + s.pruneClients.run(clientsBefore, limit - triplets).changes : triplets;
+      }).immediate();
     },
   };
 }
