@@ -40,11 +40,12 @@ export interface AlertRow {
 /** Monitors and alerts. Every monitor read or write is scoped by account id. */
 export interface AlertStore {
   createMonitor(m: { accountId: number; condition: string; intervalHours: number; delivery: AlertDelivery; target: string; now: number }): Promise<MonitorRow>;
+  /** The account's monitors, in the order they were created (first created first). */
   listMonitors(accountId: number): Promise<MonitorRow[]>;
   findMonitor(accountId: number, id: number): Promise<MonitorRow | undefined>;
   /** False when the account has no such monitor. Its alerts stay (alertcount, history) until retention prunes them. */
   deleteMonitor(accountId: number, id: number): Promise<boolean>;
-  /** Monitors of `accountId` that watch `condition`. */
+  /** Monitors of `accountId` that watch `condition`, in the order they were created. */
   watching(accountId: number, condition: string): Promise<MonitorRow[]>;
   /**
    * Fires `monitor` for a sender identity unless it already fired for that identity within its interval (one

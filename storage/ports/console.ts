@@ -27,6 +27,7 @@ export interface ConsoleStore {
   /** A new operator token for `sluice console token`: returned once, stored as a hash. */
   createToken(label: string | null, now: number): Promise<{ id: number; token: string }>;
   findToken(token: string): Promise<ConsoleTokenRow | undefined>;
+  /** The live (unrevoked) operator tokens, in the order they were created (first created first). */
   listTokens(): Promise<ConsoleTokenRow[]>;
   /** Revokes a token and ends its sessions at once; false when no live token has that id. */
   revokeToken(id: number, now: number): Promise<boolean>;

@@ -27,9 +27,10 @@ export const DKIM_RETIRE_MS = 14 * 86_400_000;
 export interface DkimKeyStore {
   /** Stores a new active key; undefined when the selector already exists for this account and domain. */
   insert(k: { accountId: number; domain: string; selector: string; keyLength: number; privateKey: string; publicKey: string; now: number }): Promise<DkimKeyRow | undefined>;
-  /** The domains the account has DKIM keys for (any status), at most 1,000. */
+  /** The domains the account has DKIM keys for (any status), by name, at most 1,000. */
   domains(accountId: number): Promise<string[]>;
   find(accountId: number, domain: string, selector: string): Promise<DkimKeyRow | undefined>;
+  /** The domain's keys matching `f`, newest first (created_at, ties: the later created first), `limit` from `offset`. */
   list(accountId: number, domain: string, f: { selector?: string; status?: DkimStatus; limit: number; offset: number }): Promise<DkimKeyRow[]>;
   /** Sets a key's status; `rotated` starts the 3-day grace and 14-day retirement timers. */
   updateStatus(row: DkimKeyRow, status: DkimStatus, now: number): Promise<DkimKeyRow>;

@@ -203,7 +203,10 @@ export interface InboundDomainStore {
   listDownstreams(domainId: number, limit?: number, offset?: number): Promise<DownstreamAddress[]>;
   /** Replaces every downstream address of the domain (an empty list deletes them all). */
   setDownstreams(domainId: number, records: readonly DownstreamAddress[], now: number): Promise<void>;
-  /** Subscriptions the account may provision against (shared plans and its own), with its domain count each. */
+  /**
+   * Subscriptions the account may provision against (shared plans and its own), with its domain count each, in the
+   * order they were created (first created first, shared and own alike).
+   */
   listSubscriptions(accountId: number): Promise<(InboundSubscriptionRow & { domain_count: number })[]>;
   /** The subscription of this handle if the account may use it (shared or its own), else undefined. */
   findSubscription(accountId: number, handle: string): Promise<InboundSubscriptionRow | undefined>;

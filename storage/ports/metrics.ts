@@ -8,7 +8,8 @@ export const METRICS = [
   'click', 'unique_click', 'machine_click', 'click_tracking_delivered', 'unique_click_tracking_delivered',
   // Deferred attempts (soft bounces), for the console's deliverability chart; no API report shows it.
   'deferred',
-  // Messages with a human open / click (what unique_open / unique_click counted before migration 15).
+  // Messages with at least one human open / click; unique_open / unique_click count machine ones too. (Hours recorded
+  // before the two were told apart hold the human-only count under unique_open / unique_click as well.)
   'unique_human_open', 'unique_human_click',
 ] as const;
 
@@ -104,8 +105,8 @@ export interface MetricStore {
   /**
    * Per-second detail of one hour (`hour` since the epoch) for the account's figures (a parent: its tree), of one
    * campaign or all mail: sums of `fields` within the seconds [fromSecond, toSecond) of that hour, and over the
-   * whole hour — equal to the hour's roll-up exactly when the detail of that hour is complete (kept DETAIL_DAYS,
-   * and written since migration 15).
+   * whole hour — equal to the hour's roll-up exactly when the detail of that hour is complete (kept DETAIL_DAYS;
+   * a store upgraded from a version without per-second detail has none for the hours before the upgrade).
    */
   edge(accountId: number, campaign: string | null, hour: number, fromSecond: number, toSecond: number, fields: readonly Metric[]): Promise<{ inside: number[]; whole: number[] }>;
   /** The per-second detail of one hour per campaign of the account's tree, or per sub-account of a parent (see edge). */

@@ -31,8 +31,15 @@ export interface TrackingDomainStore {
   >;
   /** What a registration of `d` by the account would collide with, if anything. */
   conflict(accountId: number, d: { name: string; hostname: string; scope: TrackingScope }): Promise<TrackingDomainConflict | undefined>;
+  /**
+   * The account's domains matching `f`, in the order they were registered (first registered first, whatever their
+   * created_at), `limit` from `offset`; `total` counts every match, not just the page.
+   */
   list(accountId: number, f: TrackingDomainFilter, limit: number, offset: number): Promise<{ rows: TrackingDomainRow[]; total: number }>;
-  /** Every account's domains (or one account's), with the owner's handle: `sluice tracking-domains list`. */
+  /**
+   * Every account's domains (or one account's), with the owner's handle: `sluice tracking-domains list`; in the
+   * order they were registered.
+   */
   listAll(accountId: number | null): Promise<(TrackingDomainRow & { handle: string })[]>;
   find(accountId: number, hostname: string, scope: TrackingScope): Promise<TrackingDomainRow | undefined>;
   findByName(accountId: number, name: string): Promise<TrackingDomainRow | undefined>;

@@ -41,6 +41,11 @@ contract('inbound subscriptions: shared plans and the account\'s own, never anot
   t.equal(listed.find((s) => s.handle === 'shared')?.domain_count, 0);
   t.notOk((await store.inboundDomains.listSubscriptions(b)).some((s) => s.handle === 'alpha-only'));
   t.equal(await store.inboundDomains.remainingOnSubscription(a, shared), Infinity, 'no limit');
+  await plan(store, 'later-shared', null);
+  // The store's own 'default' plan, created with it, comes before all of these.
+  const order = async (acct: number) => (await store.inboundDomains.listSubscriptions(acct)).map((s) => s.handle);
+  t.same(await order(a), ['default', 'shared', 'alpha-only', 'later-shared'], 'first created first, shared and own alike');
+  t.same(await order(b), ['default', 'shared', 'later-shared']);
 });
 
 contract('provision: created once with the default settings; again not overwritten unless asked', async (t, { store, reopen }) => {

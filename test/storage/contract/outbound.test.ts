@@ -47,6 +47,14 @@ contract('tracking domains: a name is unique per account, a hostname+scope acros
   t.equal(await td.remove(a, 'click.alpha.test', 'click'), true);
   t.equal(await td.remove(a, 'click.alpha.test', 'click'), false);
   t.match(await td.insert(b, { name: 'theirs', hostname: 'click.alpha.test', scope: 'click' }, 60), { ok: true }, 'a removed hostname is free again');
+
+  const c = await account(store, 'charlie');
+  await td.insert(c, { name: 'first', hostname: 'a.charlie.test', scope: 'click' }, 100);
+  await td.insert(c, { name: 'second', hostname: 'b.charlie.test', scope: 'click' }, 50);
+  await td.insert(c, { name: 'third', hostname: 'c.charlie.test', scope: 'click' }, 75);
+  t.same((await td.list(c, {}, 10, 0)).rows.map((r) => r.name), ['first', 'second', 'third'], 'in the order registered, whatever the time given');
+  t.same((await td.list(c, {}, 2, 1)).rows.map((r) => r.name), ['second', 'third'], 'pages follow that order');
+  t.same((await td.listAll(c)).map((r) => r.name), ['first', 'second', 'third']);
 });
 
 contract('DKIM keys: one per selector and domain, rotated keys sign only in their grace, retired after two weeks', async (t, { store }) => {
@@ -60,7 +68,7 @@ contract('DKIM keys: one per selector and domain, rotated keys sign only in thei
   t.equal(await key(a, 'alpha.test', 's1', 5), undefined, 'a taken selector');
   t.ok(await key(b, 'alpha.test', 's1'), 'the same selector in another account');
   t.ok(await key(a, 'other.test', 's1'), 'or for another domain');
-  t.same((await dk.domains(a)).sort(), ['alpha.test', 'other.test']);
+  t.same(await dk.domains(a), ['alpha.test', 'other.test'], 'by name');
   t.equal(await dk.find(b, 'other.test', 's1'), undefined, 'scoped by account');
 
   const T = 100 * DAY;
@@ -70,7 +78,7 @@ contract('DKIM keys: one per selector and domain, rotated keys sign only in thei
   t.match(rot, { ok: true, newKey: { selector: 's2', status: 'active', created_at: T }, rotatedKey: { id: k1!.id, status: 'rotated', status_modified_at: T, grace_period_expires_at: T + DKIM_GRACE_MS, retires_at: T + DKIM_RETIRE_MS } });
   t.same(await dk.rotate(k1!, { selector: 's3', privateKey: 'p', publicKey: 'q' }, T + 1), { ok: false, reason: 'not-active' }, 'a stale row: the stored key decides');
   t.equal(await dk.find(a, 'alpha.test', 's3'), undefined);
-  t.same((await dk.list(a, 'alpha.test', { limit: 10, offset: 0 })).map((k) => k.selector).sort(), ['s1', 's2']);
+  t.same((await dk.list(a, 'alpha.test', { limit: 10, offset: 0 })).map((k) => k.selector), ['s2', 's1'], 'newest first');
   t.same((await dk.list(a, 'alpha.test', { status: 'rotated', limit: 10, offset: 0 })).map((k) => k.selector), ['s1']);
   t.same((await dk.list(a, 'alpha.test', { selector: 's2', limit: 10, offset: 0 })).map((k) => k.status), ['active']);
 
@@ -133,6 +141,9 @@ contract('lockdown: allow and deny answer whether they changed anything; the sen
   t.equal(await ld.deny(a, 'alpha.test'), true);
   t.equal(await ld.deny(a, 'alpha.test'), false);
   t.equal(await ld.isAllowed([a], 'alpha.test'), false);
+  await ld.allow(a, 'aardvark.test', 50);
+  t.same((await ld.list(a)).map((r) => r.domain), ['aardvark.test', 'beta.test'], 'by name, whatever the order allowed');
+  t.same(await ld.listAll(2), { alpha: ['aardvark.test', 'beta.test'] }, 'the first pairs by handle, then domain');
 });
 
 contract('scan policy: the account\'s own until removed', async (t, { store }) => {

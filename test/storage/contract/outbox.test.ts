@@ -212,7 +212,7 @@ contract('alert monitors: scoped by account, watching by condition; deleting one
   const m1 = await al.createMonitor({ accountId: a, condition: 'sender_id_blocked', intervalHours: 2, delivery: 'email', target: 'ops@alpha.test', now: 10 });
   const m2 = await al.createMonitor({ accountId: a, condition: 'other_condition', intervalHours: 1, delivery: 'webhook', target: URL, now: 11 });
   t.match(m1, { account_id: a, condition: 'sender_id_blocked', interval_hours: 2, delivery: 'email', target: 'ops@alpha.test', created_at: 10 });
-  t.same((await al.listMonitors(a)).map((m) => m.id).sort(), [m1.id, m2.id].sort());
+  t.same((await al.listMonitors(a)).map((m) => m.id), [m1.id, m2.id], 'first created first');
   t.same(await al.listMonitors(b), []);
   t.equal(await al.findMonitor(b, m1.id), undefined, 'another account\'s monitor');
   t.same((await al.watching(a, 'sender_id_blocked')).map((m) => m.id), [m1.id]);
