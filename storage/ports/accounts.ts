@@ -75,6 +75,7 @@ export interface AccountStore {
   deleteAccount(accountId: number, now: number): Promise<boolean>;
   /** New API key; 'limit' when the account already has CREDENTIAL_LIMIT live keys. */
   createApiKey(accountId: number, scope: KeyScope, now: number): Promise<CreateResult<{ id: number; key: string }>>;
+  /** The account's live (unrevoked) API keys, in the order they were created, `limit` from `offset`. */
   listApiKeys(accountId: number, limit?: number, offset?: number): Promise<ApiKeyRow[]>;
   /** Revokes one live key of this account; false when there is none with that id. */
   revokeApiKey(accountId: number, keyId: number, now: number): Promise<boolean>;
@@ -82,6 +83,7 @@ export interface AccountStore {
   authenticateKey(key: string): Promise<KeyPrincipal | undefined>;
   /** New SMTP password; 'limit' when the account already has CREDENTIAL_LIMIT live ones. */
   createSmtpPassword(accountId: number, now: number): Promise<CreateResult<{ id: number; password: string }>>;
+  /** The account's live (not deleted) SMTP passwords, in the order they were created. */
   listSmtpPasswords(accountId: number): Promise<SmtpPasswordRow[]>;
   deleteSmtpPassword(accountId: number, id: number, now: number): Promise<boolean>;
   /** The account a handle + SMTP password pair authenticates, or undefined. */

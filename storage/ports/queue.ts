@@ -217,7 +217,9 @@ export interface QueueStore {
   changes(signal: AbortSignal): AsyncIterable<void>;
   findMessage(id: number): Promise<MessageRow | undefined>;
   findDelivery(id: number): Promise<DeliveryRow | undefined>;
+  /** The message's deliveries, in the order they were stored (its recipients' order). */
   deliveriesOf(messageId: number): Promise<DeliveryRow[]>;
+  /** The delivery's recorded attempts, oldest first (in the order recorded). */
   attemptsOf(deliveryId: number): Promise<AttemptRow[]>;
   /** The message a send (`request_id`) of the account addressed to `rcpt`, while it is stored; else undefined. */
   findSentTo(accountId: number, sendRequestId: string, rcpt: string): Promise<Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'> | undefined>;

@@ -43,7 +43,7 @@ export interface SenderAbuseStore {
    * ignored), the identity itself, or the identity whose user is that address.
    */
   activeBlocksFor(accountIds: readonly number[], sender: string): Promise<SenderBlockRow[]>;
-  /** Blocks for `sluice senders list`: one account or all, active only unless `all`. */
+  /** Blocks for `sluice senders list`: one account or all, active only unless `all`, the latest blocked_at first. */
   listBlocks(f: { accountId: number | null; all: boolean; limit: number }): Promise<SenderBlockRow[]>;
   /** Retention: strikes and delistings older than `before`, at most `limit` rows; returns how many. */
   prune(before: number, limit: number): Promise<number>;
