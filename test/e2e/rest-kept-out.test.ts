@@ -72,6 +72,20 @@ t.test('invalid base64 in the middle of a large attachment: 400 naming it, nothi
   t.equal(ok.status, 202, ok.text.slice(0, 200));
 });
 
+t.test('kept-out values do not count against smtp.max_buffered_bytes: 3 MB of attachment under a 1 MiB bound is read and judged', async (t) => {
+  const w = await outboundWorld(t, { env: { SLUICE_SMTP_MAX_BUFFERED_BYTES: '1048576' } });
+  const content = crypto.randomBytes(3 * 1024 * 1024).toString('base64');
+  // Read whole into memory (before: the JSON string) this body would be a 503 for memory; kept out, it reaches
+  // the send rules, which refuse it for what it is.
+  const bad = await w.rest(mail('x', { from: { email: 'not an address' }, attachments: [{ content, filename: 'big.bin' }] }), '/tx/v1/send');
+  t.equal(bad.status, 400, bad.text.slice(0, 200));
+  t.same(bad.body.errors, ['from.email: invalid email address: "<", ">", white space and control characters cannot be sent over SMTP']);
+  const invalid = await w.rest(mail('x', { attachments: [{ content: `${content.slice(0, -4)}!!!!`, filename: 'big.bin' }] }), '/tx/v1/send');
+  t.equal(invalid.status, 400, invalid.text.slice(0, 200));
+  t.same(invalid.body.errors, ['attachments[0].content: must be valid base64']);
+  t.equal(queued(w), 0);
+});
+
 t.test('a dry run answers the rendered message: kept-out text and attachment, template and placeholder read back', async (t) => {
   const w = await outboundWorld(t);
   // Each value is past the 64 Ki characters the parser keeps in memory, with escapes and non-ASCII across chunks.
