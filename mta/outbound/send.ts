@@ -66,6 +66,7 @@ export async function runSend(deps: SendDeps, account: AccountRow, body: SendReq
   }
 }
 
+/** The recipe run of `runSend`: what it reads back is added to `held`, the scratches it composes into to `scratches`. */
 async function outbound(
   deps: SendDeps,
   account: AccountRow,
