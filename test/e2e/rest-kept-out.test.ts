@@ -89,7 +89,8 @@ t.test('kept-out values do not count against smtp.max_buffered_bytes: 3 MB of at
 t.test('a dry run answers the rendered message: kept-out text and attachment, template and placeholder read back', async (t) => {
   const w = await outboundWorld(t);
   // Each value is past the 64 Ki characters the parser keeps in memory, with escapes and non-ASCII across chunks.
-  const line = (i: number) => `line ${i} "quoted" \\ grüße ✓ 😀\n`;
+  // CRLF, lone CR and LF: each becomes one CRLF on the wire (RFC 5322 §2.3), across chunk boundaries too.
+  const line = (i: number) => `line ${i} "quoted" \\ grüße ✓ 😀${['\r\n', '\r', '\n'][i % 3]}`;
   const text = Array.from({ length: 4000 }, (_, i) => line(i)).join('');
   const html = `<p>${'café '.repeat(20_000)}</p>`;
   const template = `Hello {{name}}, ${'tëmplate '.repeat(10_000)} bye {{name}}`;
@@ -101,7 +102,8 @@ t.test('a dry run answers the rendered message: kept-out text and attachment, te
   );
   t.equal(plain.status, 200, plain.text.slice(0, 200));
   const one = await simpleParser(Buffer.from(plain.body.data[0], 'utf8'));
-  t.equal(one.text, text, 'text as given (escapes, surrogate pairs, line ends)');
+  t.equal(one.text, text.replace(/\r\n?/g, '\n'), 'text as given (escapes, surrogate pairs), every line end one line break');
+  t.notMatch(plain.body.data[0], /\r(?!\n)|(?<!\r)\n/, 'only CRLF on the wire');
   t.equal(one.html, html);
   t.equal(sha(one.attachments[0]!.content), sha(attachment));
 

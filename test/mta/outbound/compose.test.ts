@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { composeMessages as composeInScratch, messageSize, type ComposeOptions } from '../../../mta/outbound/compose.js';
-import type { SendRequest as SendBody } from '../../../mta/outbound/send-request.js';
+import type { KeptValues, SendRequest as SendBody } from '../../../mta/outbound/send-request.js';
 import { createScratchArea, readSource } from '../../../storage/scratch.js';
 
 const NOW = Date.UTC(2025, 0, 2, 3, 4, 5);
@@ -15,9 +15,18 @@ t.teardown(() => fs.rmSync(scratchDir, { recursive: true, force: true }));
 // A small in-memory part: messages with a large attachment go through a scratch file, as in the server.
 const opts: ComposeOptions = { hostname: 'mta.sluice.test', now: () => NOW, scratch: createScratchArea({ dir: scratchDir, memoryBytes: 64 * 1024 }) };
 
-/** The composed messages, each with its bytes read back (`raw`). */
-async function composeMessages(b: SendBody, o: ComposeOptions) {
-  return Promise.all((await composeInScratch(b, o)).map(async (m) => ({ ...m, raw: await readSource(m.content) })));
+/**
+ * The composed messages, each with its bytes read back (`raw`) and its scratch discarded (as the send does once the
+ * message is queued; an open scratch file left to the garbage collector is an error in Node 26).
+ */
+async function composeMessages(b: SendBody, o: ComposeOptions, kept?: KeptValues) {
+  return Promise.all(
+    (await composeInScratch(b, o, kept)).map(async (m) => {
+      const raw = await readSource(m.content);
+      await m.scratch.discard();
+      return { ...m, raw };
+    }),
+  );
 }
 
 function body(extra: Partial<SendBody> = {}): SendBody {
@@ -303,6 +312,38 @@ t.test('only CRLF line endings, even from LF and CR in content', async (t) => {
   t.notMatch(text, /[^\r]\n/, 'no bare LF');
   t.notMatch(text, /\r(?!\n)/, 'no bare CR');
   t.ok(text.endsWith('\r\n'));
+});
+
+t.test('kept-out text and attachment stream from their scratches: line ends made CRLF across read chunks', async (t) => {
+  // A CRLF split between two 64 KiB reads of the scratch file is one line break; a lone CR at a read's end too.
+  const text = `${'a'.repeat(65_535)}\r\nb\rc${'d'.repeat(65_531)}\r${'e'.repeat(10)}\n`;
+  const attachment = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7) % 256));
+  const spill = async (bytes: Buffer) => {
+    const w = opts.scratch.writer();
+    w.end(bytes);
+    await new Promise((r) => w.once('finish', r));
+    return w.scratch();
+  };
+  const scratches = [await spill(Buffer.from(text, 'utf8')), await spill(attachment)];
+  t.teardown(() => Promise.all(scratches.map((x) => x.discard())));
+  t.equal(scratches[0]!.bytes, undefined, 'the text was spilled to a file (read in 64 KiB chunks)');
+  const kept: KeptValues = { content: new Map([[0, { source: scratches[0]! }]]), attachments: new Map([[0, { source: scratches[1]! }]]) };
+  const b = body({ content: [{ type: 'text/plain', value: '' }], attachments: [{ content: '', filename: 'a.bin' }] });
+  const [m] = await composeMessages(b, opts, kept);
+  const mail = await simpleParser(m!.raw);
+  t.equal(mail.text, text.replace(/\r\n?/g, '\n'));
+  t.ok(mail.attachments[0]!.content.equals(attachment), 'attachment decoded as kept');
+  t.notMatch(m!.raw.toString('latin1'), /\r(?!\n)|(?<!\r)\n/, 'only CRLF');
+  const again = await composeMessages(b, opts, kept);
+  t.equal((await simpleParser(again[0]!.raw)).text, mail.text, 'a scratch is read afresh for each message');
+});
+
+t.test('a kept-out text that must be rendered is refused (it is read back first)', async (t) => {
+  const source = opts.scratch.of(Buffer.from('{{name}}'));
+  const kept: KeptValues = { content: new Map([[0, { source }]]), attachments: new Map() };
+  await t.rejects(composeInScratch(body({ content: [{ type: 'text/plain', value: '', template_type: 'mustache' }] }), opts, kept), /read it back first/);
+  const placeholder: KeptValues = { content: new Map([[0, { source, placeholder: true }]]), attachments: new Map() };
+  await t.rejects(composeInScratch(body(), opts, placeholder), /read it back first/);
 });
 
 t.test('defence in depth: unvalidated CR/LF cannot inject a header', async (t) => {
