@@ -174,6 +174,7 @@ export async function wireCore(opts: CoreOptions) {
     trackingDomains,
     screening: createScreening({ config, resolver, rspamd, abuse, metrics, now }),
     budget: space.budget,
+    scratch: space.scratch,
   };
   const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: store.queue, suppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its store).
@@ -204,7 +205,7 @@ export async function wireCore(opts: CoreOptions) {
     : undefined;
   const services: Services = {
     config,
-    messageSpace: { budget: space.budget, hasRoom: space.hasRoom },
+    messageSpace: { budget: space.budget, hasRoom: space.hasRoom, scratch: space.scratch },
     accounts,
     smtpLog: store.smtpLog,
     suppressions,

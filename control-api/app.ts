@@ -145,7 +145,9 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
             ctx.req.resume(); // drained, not kept: the connection stays usable for the answer
             throw noRoom('disk');
           }
-          read = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT, services.messageSpace?.budget);
+          const scratch = services.messageSpace?.scratch;
+          const keepOut = route.keepOut && scratch ? { ...route.keepOut, scratch } : undefined;
+          read = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT, services.messageSpace?.budget, keepOut);
           body = read.value;
           if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
           if (body !== undefined) body = validate(route.body, body, 'body');
@@ -154,6 +156,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
           params,
           query,
           body,
+          diverted: read?.diverted ?? [],
           principal: principal as KeyPrincipal,
           httpRequestId: ctx.state.httpRequestId as string,
           headers: ctx.headers,
@@ -175,8 +178,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
           ctx.status = reply.status;
         }
       } finally {
-        // The body's bytes count against smtp.max_buffered_bytes until the request is answered.
-        read?.release();
+        // The body's bytes count against smtp.max_buffered_bytes until the request is answered; its scratches go too.
+        await read?.release();
       }
     });
   }

@@ -7,7 +7,8 @@ import type { ScratchWriter } from '../storage/scratch.js';
  */
 export class Base64Sink {
   private rest = '';
-  private padded = false;
+  /** `=` seen so far: nothing but `=` may follow the first, at most two in all (split anywhere between writes). */
+  private pads = 0;
   invalid = false;
   constructor(private readonly out: ScratchWriter) {}
 
@@ -15,11 +16,11 @@ export class Base64Sink {
     if (this.invalid) return;
     const compact = text.replace(/[\r\n \t]/g, '');
     if (compact.length === 0) return;
-    if (this.padded || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) {
+    const m = /^([A-Za-z0-9+/]*)(=*)$/.exec(compact);
+    if (!m || (this.pads > 0 && m[1] !== '') || (this.pads += m[2]!.length) > 2) {
       this.invalid = true;
       return;
     }
-    if (compact.includes('=')) this.padded = true;
     const all = this.rest + compact;
     const whole = all.length - (all.length % 4);
     this.rest = all.slice(whole);

@@ -2,9 +2,9 @@
 // bound, so no route ever buffers without bound.
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { BufferBoundReached, type ByteBudget } from '../storage/scratch.js';
+import { BufferBoundReached, type ByteBudget, type ScratchArea } from '../storage/scratch.js';
 import { ApiError, noRoom } from './errors.js';
-import { JsonStreamParser, MalformedJson, type Diverted, type JsonStreamOptions } from './json-stream.js';
+import { JsonStreamParser, MalformedJson, type Diverted, type DivertKind, type JsonPath, type JsonStreamOptions } from './json-stream.js';
 
 /** Default cap for JSON bodies; routes that carry messages raise it. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -53,41 +53,67 @@ export async function parseJsonStream(
     }
     const value = parser.end();
     await Promise.all(parser.takeWaits());
+    await discard(parser.superseded);
     return { value, diverted: parser.diverted, heldBytes: parser.heldBytes };
   } catch (err) {
     parser.abort();
     opts.budget?.give(parser.heldBytes);
     await Promise.allSettled(parser.takeWaits());
-    for (const d of parser.diverted) await d.scratch?.discard().catch(() => {});
+    await discard([...parser.diverted, ...parser.superseded]);
     throw err;
   }
 }
 
-/** A parsed body, and the release of what it holds of the bound (once the request is answered; idempotent). */
+/** Frees the scratches of diverted strings (a failed one may have none). */
+async function discard(list: readonly Diverted[]): Promise<void> {
+  for (const d of list) await d.scratch?.discard().catch(() => {});
+}
+
+/**
+ * A parsed body: its value, the strings kept out of it (each '' in the value, its bytes in a scratch), and the release
+ * of what it holds — bytes of the bound and the scratches — once the request is answered (idempotent).
+ */
 export interface JsonBody {
   value: unknown;
-  release(): void;
+  diverted: readonly Diverted[];
+  release(): Promise<void>;
+}
+
+/** Which strings of a route's body are kept out of memory (RouteSpec.keepOut), and where. */
+export interface KeepOut {
+  /** Called at each string's start: divert it (as text or as the bytes its base64 stands for) once it is long. */
+  divert: (path: JsonPath) => DivertKind | undefined;
+  /** A substring whose presence in a diverted text is reported (`Diverted.watched`). */
+  watch?: string;
+  scratch: ScratchArea;
 }
 
 /**
  * Reads and parses the body as it arrives (no copy of its text is held). Empty body → undefined. Over `limit` bytes
  * → 413 (declared or actual length; reading stops at the cap); unparseable → 400; the bytes kept past `budget`
  * (`smtp.max_buffered_bytes`) → 503 with Retry-After. What the value holds stays taken from `budget` until `release`.
+ * Strings `keepOut` names are written to its scratch area once longer than 64 Ki characters (a full disk there is
+ * the seam's storage failure: 503); they stay there until `release`.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number, budget?: ByteBudget): Promise<JsonBody> {
+export async function readJsonBody(req: IncomingMessage, limit: number, budget?: ByteBudget, keepOut?: KeepOut): Promise<JsonBody> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
     throw new ApiError(413, [`request body exceeds ${limit} bytes`]);
   }
   try {
-    const { value, heldBytes } = await parseJsonStream(req as AsyncIterable<Buffer>, { limit, ...(budget ? { budget } : {}) });
+    const { value, diverted, heldBytes } = await parseJsonStream(req as AsyncIterable<Buffer>, { limit, ...(budget ? { budget } : {}), ...(keepOut ?? {}) });
     let held = heldBytes;
+    let kept = diverted;
     return {
       value,
-      release: () => {
+      diverted,
+      release: async () => {
         budget?.give(held);
         held = 0;
+        const gone = kept;
+        kept = [];
+        await discard(gone);
       },
     };
   } catch (err) {

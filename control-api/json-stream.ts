@@ -59,6 +59,10 @@ class StringState {
   escape: 'none' | 'backslash' | 'unicode' = 'none';
   hex = '';
   writer: ScratchWriter | undefined;
+  /** Text for the writer not yet written: batched, since a string arrives in runs between escapes. */
+  out = '';
+  /** A drain of the writer is already awaited. */
+  draining = false;
   base64: Base64Sink | undefined;
   watchTail = '';
   watched = false;
@@ -82,6 +86,8 @@ export class JsonStreamParser {
   private scalar = '';
   private held = 0;
   readonly diverted: Diverted[] = [];
+  /** Diverted strings a later duplicate key replaced (JSON.parse keeps the last): discarded once written. */
+  readonly superseded: Diverted[] = [];
   private readonly waits: Promise<void>[] = [];
 
   constructor(private readonly opts: JsonStreamOptions) {}
@@ -221,13 +227,23 @@ export class JsonStreamParser {
       return;
     }
     if (top.kind === 'object') {
-      // JSON.parse keeps the last of duplicate keys; defineProperty also keeps "__proto__" an own data property.
+      // JSON.parse keeps the last of duplicate keys: what was diverted under the replaced value is no longer in it.
+      if (this.diverted.length > 0 && Object.hasOwn(top.value, top.key ?? '')) this.supersede(this.path());
+      // defineProperty also keeps "__proto__" an own data property.
       Object.defineProperty(top.value, top.key ?? '', { value: v, enumerable: true, writable: true, configurable: true });
       top.key = undefined;
     } else {
       top.value.push(v);
     }
     top.state = 'comma-or-end';
+  }
+
+  /** Moves the diverted strings at or under `at` (a value a duplicate key replaced) to `superseded`. */
+  private supersede(at: JsonPath): void {
+    for (let i = this.diverted.length - 1; i >= 0; i--) {
+      const d = this.diverted[i]!;
+      if (at.every((k, j) => d.path[j] === k)) this.superseded.push(...this.diverted.splice(i, 1));
+    }
   }
 
   /** Reads string characters from `i`; returns where it stopped (the string may go on in the next chunk). */
@@ -304,8 +320,18 @@ export class JsonStreamParser {
     this.hold(text.length);
   }
 
+  /** Text of the diverted string being read, for its writer (batched into SINK_BATCH characters). */
   private sink(text: string): void {
     const s = this.str!;
+    s.out += text;
+    if (s.out.length >= SINK_BATCH) this.flush(s);
+  }
+
+  /** Writes the batched text of `s` (decoded first when it is base64); a full writer is awaited between chunks. */
+  private flush(s: StringState): void {
+    const text = s.out;
+    s.out = '';
+    if (text.length === 0) return;
     if (this.opts.watch && s.divert === 'text' && !s.watched) {
       const look = s.watchTail + text;
       if (look.includes(this.opts.watch)) s.watched = true;
@@ -313,12 +339,13 @@ export class JsonStreamParser {
     }
     if (s.base64) s.base64.write(text);
     else s.writer!.write(Buffer.from(text, 'utf8'));
-    if (s.writer!.writableNeedDrain) {
+    if (s.writer!.writableNeedDrain && !s.draining) {
       const w = s.writer!;
+      s.draining = true;
       this.waits.push(
         new Promise<void>((resolve) => {
-          w.once('drain', resolve);
-          w.once('close', resolve);
+          const done = () => (w.off('drain', done).off('close', done), (s.draining = false), resolve());
+          w.on('drain', done).on('close', done);
         }),
       );
     }
@@ -339,6 +366,7 @@ export class JsonStreamParser {
     }
     if (s.writer) {
       const writer = s.writer;
+      this.flush(s);
       if (s.base64) s.base64.end();
       else writer.end();
       const entry: Diverted = { path: s.path, kind: s.divert!, scratch: undefined as unknown as Scratch, invalid: s.base64?.invalid ?? false, watched: s.watched };
@@ -365,3 +393,5 @@ export class JsonStreamParser {
 }
 
 const SPECIAL = /["\\\u0000-\u001f]/g;
+/** Characters of a diverted string written at once. */
+const SINK_BATCH = 64 * 1024;

@@ -5,6 +5,8 @@ import { DefaultErrorFunction, SetErrorFunction, ValueErrorType, type ValueError
 import { Value } from '@sinclair/typebox/value';
 import type { KeyPrincipal, KeyScope } from '../storage/ports/accounts.js';
 import { ApiError } from './errors.js';
+import type { KeepOut } from './json-body.js';
+import type { Diverted } from './json-stream.js';
 import type { Services } from './services.js';
 
 // Schemas may carry `errorMessage` for a friendlier text than TypeBox's default.
@@ -29,6 +31,11 @@ export interface RequestInfo<P, Q, B> {
   params: P;
   query: Q;
   body: B;
+  /**
+   * The body's strings the route's `keepOut` kept out of memory: each reads '' in `body` (which passed the schema
+   * so), its bytes in a scratch that lives until the request is answered. Empty for other routes.
+   */
+  diverted: readonly Diverted[];
   /** Present on every authenticated route. */
   principal: KeyPrincipal;
   /** This HTTP request's own id (the `X-Request-Id` header, the access log's `httpRequestId`); not a send's `request_id`. */
@@ -65,6 +72,11 @@ export interface RouteSpec<
   /** Body is optional (absent body passes validation). */
   bodyOptional?: boolean;
   bodyLimit?: number;
+  /**
+   * Strings of the body that may be long (a message's content, base64 attachments): kept in a scratch, not in
+   * memory, once long (the scratch area is the app's message space; without one everything stays in memory).
+   */
+  keepOut?: Omit<KeepOut, 'scratch'>;
   /**
    * The body is a message to queue: refused with 503 before it is read while data_dir's disk is below
    * `queue.min_free_bytes`.

@@ -26,9 +26,10 @@ import type { MetricStore } from '../storage/ports/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
 import type { SenderAbuse } from '../mta/outbound/sender-abuse.js';
+import type { KeptValues } from '../mta/outbound/send-request.js';
 import type { AlertStore } from '../storage/ports/alerts.js';
 import type { TargetGuard } from '../mta/delivery/target-guard.js';
-import type { ByteBudget } from '../storage/scratch.js';
+import type { ByteBudget, ScratchArea } from '../storage/scratch.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -69,7 +70,7 @@ export interface Services {
   send: (
     account: AccountRow,
     body: SendBody,
-    opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean },
+    opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean; kept?: KeptValues },
   ) => Promise<OutboundVerdict>;
   /** Domain Lockdown (mta/outbound/lockdown-check.ts): may this account send as this domain now? */
   lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
@@ -80,9 +81,10 @@ export interface Services {
   /**
    * Room for messages (bin/message-space.ts): the process-wide bound on bytes held in memory
    * (`smtp.max_buffered_bytes`, which request bodies count against) and the free-space check of data_dir
-   * (`queue.min_free_bytes`). Absent (tests of other parts): neither applies.
+   * (`queue.min_free_bytes`), and the scratch area (data_dir/tmp) where a send's long strings and composed
+   * messages are kept instead of memory. Absent (tests of other parts): neither applies, everything stays in memory.
    */
-  messageSpace?: { budget: ByteBudget; hasRoom(): Promise<boolean> };
+  messageSpace?: { budget: ByteBudget; hasRoom(): Promise<boolean>; scratch?: ScratchArea };
   /** RFC 8058 unsubscribe links: what a token names, and acting on it. */
   unsubscribe: {
     inspect: (token: string) => Promise<{ recipient: string } | undefined>;

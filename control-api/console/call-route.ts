@@ -35,7 +35,8 @@ export function createRouteCaller(services: Services, routes: readonly AnyRoute[
     if (route.body && body !== undefined) body = validate(route.body, body, 'body');
     if (route.body && body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
     const querystring = new URLSearchParams(rawQuery).toString();
-    return route.handler(services, { params, query, body, principal, httpRequestId: 'console', headers: {}, ip: '', method, querystring });
+    // The console's bodies are small forms already in memory: nothing is kept out of them.
+    return route.handler(services, { params, query, body, diverted: [], principal, httpRequestId: 'console', headers: {}, ip: '', method, querystring });
   };
 }
 

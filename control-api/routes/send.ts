@@ -3,6 +3,8 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { MessageOutcome } from '../../mta/outbound/outbound-verdict.js';
+import type { KeptValue, KeptValues } from '../../mta/outbound/send-request.js';
+import type { Diverted, JsonPath } from '../json-stream.js';
 import { refusalError } from '../outbound-answers.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { TxError } from '../schemas.js';
@@ -52,6 +54,34 @@ function results(messages: MessageOutcome[]) {
 
 const tags = ['sending'];
 
+/**
+ * The strings of a send body that may be long: text content (kept as UTF-8; whether it names the unsubscribe
+ * placeholder is noted, it is then read back to be replaced) and attachments (their base64 decoded as it arrives,
+ * RFC 4648 §4, its validity noted). Only array members by index: anything else is not where the schema allows them.
+ */
+const keepOut = {
+  divert: (path: JsonPath) => {
+    if (path.length !== 3 || typeof path[1] !== 'number') return undefined;
+    if (path[0] === 'content' && path[2] === 'value') return 'text' as const;
+    if (path[0] === 'attachments' && path[2] === 'content') return 'base64' as const;
+    return undefined;
+  },
+  watch: 'mc-unsubscribe-url',
+};
+
+/** The diverted strings of a body that passed the schema, as the send request's kept values (index → scratch). */
+function keptValues(diverted: readonly Diverted[]): KeptValues | undefined {
+  if (diverted.length === 0) return undefined;
+  const content = new Map<number, KeptValue>();
+  const attachments = new Map<number, KeptValue>();
+  for (const d of diverted) {
+    const i = d.path[1] as number;
+    if (d.kind === 'text') content.set(i, { source: d.scratch, placeholder: d.watched });
+    else attachments.set(i, { source: d.scratch, invalid: d.invalid });
+  }
+  return { content, attachments };
+}
+
 export const sendRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
@@ -61,6 +91,7 @@ export const sendRoutes: AnyRoute[] = [
     auth: 'api',
     body: MailSendBody,
     bodyLimit: SEND_BODY_LIMIT,
+    keepOut,
     queuesMessages: true,
     responses: {
       202: {
@@ -69,8 +100,9 @@ export const sendRoutes: AnyRoute[] = [
       },
       ...errors,
     },
-    handler: async (s, { principal, body, ip }) => {
-      const v = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}` });
+    handler: async (s, { principal, body, diverted, ip }) => {
+      const kept = keptValues(diverted);
+      const v = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}`, ...(kept ? { kept } : {}) });
       if (v.action === 'render') throw new Error('unreachable: not a dry run');
       if (v.action !== 'accept') throw refusalError(v, principal.account.handle);
       return {
@@ -89,15 +121,17 @@ export const sendRoutes: AnyRoute[] = [
     query: Type.Object({ 'dry-run': Type.Optional(Type.Boolean({ default: false })) }),
     body: MailSendBody,
     bodyLimit: SEND_BODY_LIMIT,
+    keepOut,
     queuesMessages: true,
     responses: {
       200: { description: 'dry run: one rendered RFC 5322 message per personalization', schema: Type.Object({ data: Type.Array(Type.String()) }) },
       202: { description: 'queued (committed to disk); a message refused as CONFIRMED spam or virus is `failed` with its reason', schema: SendResults },
       ...errors,
     },
-    handler: async (s, { principal, body, query, ip }) => {
+    handler: async (s, { principal, body, diverted, query, ip }) => {
       const dryRun = query['dry-run'] === true;
-      const v = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}`, perMessage: true });
+      const kept = keptValues(diverted);
+      const v = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}`, perMessage: true, ...(kept ? { kept } : {}) });
       if (v.action === 'render') return { status: 200, body: { data: v.messages.map((raw) => raw.toString('utf8')) } };
       if (v.action !== 'accept') throw refusalError(v, principal.account.handle);
       return { status: 202, body: { request_id: v.sendRequestId, results: results(v.messages) }, sendRequestId: v.sendRequestId };

@@ -1,12 +1,17 @@
 // Owns turning a validated send body into one RFC 5322 message per personalization (MailComposer, mustache, RFC 8058).
 import crypto from 'node:crypto';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import Mustache from 'mustache';
 import type Mail from 'nodemailer/lib/mailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import MimeNode from 'nodemailer/lib/mime-node';
+import type { MessageSource, Scratch, ScratchArea } from '../../storage/scratch.js';
+import { contentOf, type MessageContent } from '../message-content.js';
 import { encodedPhrase, encodeLongWords, foldLine, isUnstructuredField, MAX_WORD } from '../smtp/header-lines.js';
 import { asciiDomain, normalizeAddress } from './mailbox.js';
-import { isTemplated, type DkimFields, type SendRequest } from './send-request.js';
+import { STRUCTURE_LIMITS } from '../smtp/session.js';
+import { isTemplated, type DkimFields, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
 import { renderTemplate } from './template.js';
 
 /** The one value RFC 8058 §3.1 defines for List-Unsubscribe-Post. */
@@ -56,6 +61,8 @@ export interface ComposeOptions {
    * URL (never click-tracked).
    */
   trackHtml?: (html: string, m: { messageId: string; recipients: string[]; unsubscribeUrl: string | undefined }) => HtmlTracking;
+  /** Where each message is written as MailComposer streams it (data_dir/tmp): never assembled in one buffer. */
+  scratch: ScratchArea;
 }
 
 /** What tracking did to one message's HTML part. */
@@ -82,8 +89,10 @@ export interface ComposedMessage {
   recipients: string[];
   /** The subject as written (after mustache rendering). */
   subject: string;
-  /** The whole message, CRLF line endings, not yet DKIM-signed. */
-  raw: Buffer;
+  /** The whole message, CRLF line endings, not yet DKIM-signed: read from `scratch`. */
+  content: MessageContent;
+  /** Holds the message's bytes: discard it once the message is stored (or refused). */
+  scratch: Scratch;
   transactional: boolean;
   campaignId?: string;
   /** The message carries List-Unsubscribe (ours, RFC 8058, or the caller's own header). */
@@ -138,135 +147,205 @@ function escapeAttr(s: string): string {
  * dynamic_template_data: HTML-escaped in text/html only. Non-transactional messages get `List-Unsubscribe: <URL>` and
  * `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058) unless the caller supplied List-Unsubscribe, and
  * `{{mc-unsubscribe-url}}` in content becomes that URL (empty when there is none). Never reads files or URLs.
+ * Values in `kept` (kept out of memory by the body parser) are streamed from their scratches: attachments as decoded,
+ * text as written; a kept text that is a template, names the unsubscribe placeholder or is tracked HTML must have
+ * been read back into the request first (send.ts), else this throws. Each message streams into a scratch of
+ * `opts.scratch`; on failure the scratches made so far are discarded.
  */
-export async function composeMessages(body: SendRequest, opts: ComposeOptions): Promise<ComposedMessage[]> {
+export async function composeMessages(body: SendRequest, opts: ComposeOptions, kept?: KeptValues): Promise<ComposedMessage[]> {
+  const out: ComposedMessage[] = [];
+  try {
+    for (const [index, p] of body.personalizations.entries()) out.push(await composeOne(body, opts, kept, index, p));
+    return out;
+  } catch (err) {
+    for (const m of out) await m.scratch.discard();
+    throw err;
+  }
+}
+
+/** The message of personalization `index`. */
+async function composeOne(
+  body: SendRequest,
+  opts: ComposeOptions,
+  kept: KeptValues | undefined,
+  index: number,
+  p: SendRequest['personalizations'][number],
+): Promise<ComposedMessage> {
   const writer = new Mustache.Writer();
   const templated = isTemplated(body);
   const transactional = body.transactional !== false;
-  const plain = body.content.find((c) => c.type === 'text/plain');
-  const html = body.content.find((c) => c.type === 'text/html');
-  const attachments: Mail.Attachment[] = (body.attachments ?? []).map((a) => ({
+  const plainAt = body.content.findIndex((c) => c.type === 'text/plain');
+  const htmlAt = body.content.findIndex((c) => c.type === 'text/html');
+  const plain = body.content[plainAt];
+  const html = body.content[htmlAt];
+  const plainKept = keptText(kept, body, plainAt, false);
+  const htmlKept = keptText(kept, body, htmlAt, opts.trackHtml !== undefined);
+  const from = p.from ?? body.from;
+  const fromNorm = normalizeAddress(from.email);
+  if (!fromNorm) throw new Error(`personalizations[${index}]: invalid from address (validate the body first)`);
+  const replyTo = p.reply_to ?? body.reply_to;
+  const envelopeSource = p.envelope_from ?? body.envelope_from ?? from;
+  const envelopeFrom = normalizeAddress(envelopeSource.email)?.address ?? fromNorm.address;
+
+  const recipients: string[] = [];
+  const seen = new Set<string>();
+  for (const a of [...p.to, ...(p.cc ?? []), ...(p.bcc ?? [])]) {
+    const r = normalizeAddress(a.email)?.address ?? a.email;
+    if (seen.has(r.toLowerCase())) continue;
+    seen.add(r.toLowerCase());
+    recipients.push(r);
+  }
+
+  const url = !transactional && opts.unsubscribeUrl ? opts.unsubscribeUrl({ index, recipient: recipients[0] as string }) : undefined;
+
+  // Headers: root, then personalization (customHeaders). List-Unsubscribe-Post is ours alone (reserved, see
+  // send-request.ts): dropped here too, behind validation.
+  const headers = new Map<string, { key: string; value: string }>();
+  for (const { name: key, value } of customHeaders(body, p)) {
+    if (key.toLowerCase() === 'list-unsubscribe-post') continue;
+    // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
+    // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
+    // value was refused by validateSendRequest).
+    const text = clean(value);
+    headers.set(key.toLowerCase(), { key, value: isUnstructuredField(key) ? encodeLongWords(text, MAX_WORD) : text });
+  }
+  if (url !== undefined && !headers.has('list-unsubscribe')) {
+    // RFC 8058 §3.1: both fields; the POST target is the same HTTPS URI.
+    headers.set('list-unsubscribe', { key: 'List-Unsubscribe', value: `<${clean(url)}>` });
+    headers.set('list-unsubscribe-post', { key: 'List-Unsubscribe-Post', value: ONE_CLICK });
+  }
+
+  const data = p.dynamic_template_data ?? {};
+  const render = (value: string, isHtml: boolean, templ: boolean) => {
+    const withUrl = value.replace(UNSUBSCRIBE_PLACEHOLDER, url === undefined ? '' : isHtml ? escapeAttr(url) : url);
+    // RFC 5322 §2.3: CR and LF only as CRLF; MailComposer turns each LF into CRLF but leaves a lone CR.
+    return (templ ? renderTemplate(writer, withUrl, data, isHtml) : withUrl).replace(/\r\n?/g, '\n');
+  };
+  const rawSubject = p.subject ?? body.subject;
+  const subject = clean(templated ? renderTemplate(writer, rawSubject, data, false) : rawSubject);
+
+  const id = `${crypto.randomUUID()}@${opts.hostname}`;
+  let htmlBody = html && !htmlKept ? render(html.value, true, html.template_type === 'mustache') : undefined;
+  let tracking: ComposedMessage['tracking'];
+  if (htmlBody !== undefined && opts.trackHtml) {
+    const t = opts.trackHtml(htmlBody, { messageId: id, recipients, unsubscribeUrl: url });
+    htmlBody = t.html;
+    if (t.open || t.links.length > 0) tracking = { open: t.open, links: t.links };
+  }
+  // Address fields. One with a display name too long to fold is written by us (addressField) and put above
+  // MailComposer's header block: RFC 5322 §3.6 lets fields come in any order.
+  const addresses: Pick<Mail.Options, 'from' | 'to' | 'cc' | 'replyTo'> = {};
+  const ownFields: string[] = [];
+  const lists: ['from' | 'to' | 'cc' | 'replyTo', string, Mail.Address[]][] = [
+    ['from', 'From', [addr(from)]],
+    ['to', 'To', p.to.map(addr)],
+    ['cc', 'Cc', (p.cc ?? []).map(addr)],
+    ['replyTo', 'Reply-To', replyTo ? [addr(replyTo)] : []],
+  ];
+  for (const [option, key, list] of lists) {
+    const field = list.length > 0 ? addressField(key, list) : undefined;
+    if (field !== undefined) ownFields.push(`${field}\r\n`);
+    else if (list.length > 0) addresses[option] = list;
+  }
+  // Fresh objects (and streams) per message: MailComposer normalises attachment objects in place, a stream is read once.
+  const attachments: Mail.Attachment[] = (body.attachments ?? []).map((a, i) => ({
     filename: clean(a.filename),
-    content: Buffer.from(a.content.replace(/\s+/g, ''), 'base64'),
+    content: kept?.attachments.get(i)?.source.open() ?? Buffer.from(a.content.replace(/\s+/g, ''), 'base64'),
     ...(a.type !== undefined ? { contentType: clean(a.type) } : {}),
     ...(a.content_id !== undefined ? { cid: a.content_id, contentDisposition: 'inline' as const } : { contentDisposition: 'attachment' as const }),
   }));
-
-  const out: ComposedMessage[] = [];
-  for (const [index, p] of body.personalizations.entries()) {
-    const from = p.from ?? body.from;
-    const fromNorm = normalizeAddress(from.email);
-    if (!fromNorm) throw new Error(`personalizations[${index}]: invalid from address (validate the body first)`);
-    const replyTo = p.reply_to ?? body.reply_to;
-    const envelopeSource = p.envelope_from ?? body.envelope_from ?? from;
-    const envelopeFrom = normalizeAddress(envelopeSource.email)?.address ?? fromNorm.address;
-
-    const recipients: string[] = [];
-    const seen = new Set<string>();
-    for (const a of [...p.to, ...(p.cc ?? []), ...(p.bcc ?? [])]) {
-      const r = normalizeAddress(a.email)?.address ?? a.email;
-      if (seen.has(r.toLowerCase())) continue;
-      seen.add(r.toLowerCase());
-      recipients.push(r);
-    }
-
-    const url = !transactional && opts.unsubscribeUrl ? opts.unsubscribeUrl({ index, recipient: recipients[0] as string }) : undefined;
-
-    // Headers: root, then personalization (customHeaders). List-Unsubscribe-Post is ours alone (reserved, see
-    // send-request.ts): dropped here too, behind validation.
-    const headers = new Map<string, { key: string; value: string }>();
-    for (const { name: key, value } of customHeaders(body, p)) {
-      if (key.toLowerCase() === 'list-unsubscribe-post') continue;
-      // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
-      // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
-      // value was refused by validateSendRequest).
-      const text = clean(value);
-      headers.set(key.toLowerCase(), { key, value: isUnstructuredField(key) ? encodeLongWords(text, MAX_WORD) : text });
-    }
-    if (url !== undefined && !headers.has('list-unsubscribe')) {
-      // RFC 8058 §3.1: both fields; the POST target is the same HTTPS URI.
-      headers.set('list-unsubscribe', { key: 'List-Unsubscribe', value: `<${clean(url)}>` });
-      headers.set('list-unsubscribe-post', { key: 'List-Unsubscribe-Post', value: ONE_CLICK });
-    }
-
-    const data = p.dynamic_template_data ?? {};
-    const render = (value: string, isHtml: boolean, templ: boolean) => {
-      const withUrl = value.replace(UNSUBSCRIBE_PLACEHOLDER, url === undefined ? '' : isHtml ? escapeAttr(url) : url);
-      // RFC 5322 §2.3: CR and LF only as CRLF; MailComposer turns each LF into CRLF but leaves a lone CR.
-      return (templ ? renderTemplate(writer, withUrl, data, isHtml) : withUrl).replace(/\r\n?/g, '\n');
-    };
-    const rawSubject = p.subject ?? body.subject;
-    const subject = clean(templated ? renderTemplate(writer, rawSubject, data, false) : rawSubject);
-
-    const id = `${crypto.randomUUID()}@${opts.hostname}`;
-    let htmlBody = html ? render(html.value, true, html.template_type === 'mustache') : undefined;
-    let tracking: ComposedMessage['tracking'];
-    if (htmlBody !== undefined && opts.trackHtml) {
-      const t = opts.trackHtml(htmlBody, { messageId: id, recipients, unsubscribeUrl: url });
-      htmlBody = t.html;
-      if (t.open || t.links.length > 0) tracking = { open: t.open, links: t.links };
-    }
-    // Address fields. One with a display name too long to fold is written by us (addressField) and put above
-    // MailComposer's header block: RFC 5322 §3.6 lets fields come in any order.
-    const addresses: Pick<Mail.Options, 'from' | 'to' | 'cc' | 'replyTo'> = {};
-    const ownFields: string[] = [];
-    const lists: ['from' | 'to' | 'cc' | 'replyTo', string, Mail.Address[]][] = [
-      ['from', 'From', [addr(from)]],
-      ['to', 'To', p.to.map(addr)],
-      ['cc', 'Cc', (p.cc ?? []).map(addr)],
-      ['replyTo', 'Reply-To', replyTo ? [addr(replyTo)] : []],
-    ];
-    for (const [option, key, list] of lists) {
-      const field = list.length > 0 ? addressField(key, list) : undefined;
-      if (field !== undefined) ownFields.push(`${field}\r\n`);
-      else if (list.length > 0) addresses[option] = list;
-    }
-    const mail: Mail.Options = {
-      // Bcc is deliberately not given to MailComposer: it appears in the envelope (recipients) only.
-      ...addresses,
-      // RFC 5322 §2.1.1: a word too long to fold becomes RFC 2047 encoded-words (the subject is unstructured).
-      subject: encodeLongWords(subject),
-      ...(plain ? { text: render(plain.value, false, plain.template_type === 'mustache') } : {}),
-      ...(htmlBody !== undefined ? { html: htmlBody } : {}),
-      // fresh objects per message: MailComposer normalises attachment objects in place
-      attachments: attachments.map((a) => ({ ...a })),
-      headers: [...headers.values()],
-      messageId: `<${id}>`,
-      date: new Date(opts.now()),
-      newline: '\r\n',
-      disableFileAccess: true,
-      disableUrlAccess: true,
-    };
-    const built = await new MailComposer(mail).compile().build();
-    const raw = ownFields.length > 0 ? Buffer.concat([Buffer.from(ownFields.join(''), 'utf8'), built]) : built;
-
-    const group = dkimGroup(body, p);
-    const dkim: ComposedMessage['dkim'] = {};
-    if (group.dkim_domain !== undefined) dkim.domain = asciiDomain(group.dkim_domain) ?? group.dkim_domain.toLowerCase();
-    else if (group.dkim_selector !== undefined) dkim.domain = fromNorm.domain; // selector alone: domain of From (OAS-E)
-    if (group.dkim_selector !== undefined) dkim.selector = group.dkim_selector;
-    if (group.dkim_private_key !== undefined) dkim.privateKey = group.dkim_private_key;
-
-    out.push({
-      index,
-      messageId: id,
-      envelopeFrom,
-      fromEmail: fromNorm.address,
-      fromDomain: fromNorm.domain,
-      recipients,
-      subject,
-      raw,
-      transactional,
-      listUnsubscribe: headers.has('list-unsubscribe'),
-      ...(tracking ? { tracking } : {}),
-      ...(body.campaign_id !== undefined ? { campaignId: body.campaign_id } : {}),
-      ...(Object.keys(dkim).length > 0 ? { dkim } : {}),
-    });
+  const mail: Mail.Options = {
+    // Bcc is deliberately not given to MailComposer: it appears in the envelope (recipients) only.
+    ...addresses,
+    // RFC 5322 §2.1.1: a word too long to fold becomes RFC 2047 encoded-words (the subject is unstructured).
+    subject: encodeLongWords(subject),
+    ...(plainKept ? { text: lines(plainKept) } : plain ? { text: render(plain.value, false, plain.template_type === 'mustache') } : {}),
+    ...(htmlKept ? { html: lines(htmlKept) } : htmlBody !== undefined ? { html: htmlBody } : {}),
+    attachments,
+    headers: [...headers.values()],
+    messageId: `<${id}>`,
+    date: new Date(opts.now()),
+    newline: '\r\n',
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  };
+  // MailComposer streams the message (parts encoded as they are read) into a scratch: no whole copy in memory.
+  const out = opts.scratch.writer();
+  await pipeline(new MailComposer(mail).compile().createReadStream(), out);
+  const scratch = out.scratch();
+  const own = Buffer.from(ownFields.join(''), 'utf8');
+  let content: MessageContent;
+  try {
+    content = await contentOf([own, { scratch }], STRUCTURE_LIMITS.maxHeaderBytes);
+  } catch (err) {
+    await scratch.discard();
+    throw err;
   }
-  return out;
+
+  const group = dkimGroup(body, p);
+  const dkim: ComposedMessage['dkim'] = {};
+  if (group.dkim_domain !== undefined) dkim.domain = asciiDomain(group.dkim_domain) ?? group.dkim_domain.toLowerCase();
+  else if (group.dkim_selector !== undefined) dkim.domain = fromNorm.domain; // selector alone: domain of From (OAS-E)
+  if (group.dkim_selector !== undefined) dkim.selector = group.dkim_selector;
+  if (group.dkim_private_key !== undefined) dkim.privateKey = group.dkim_private_key;
+
+  return {
+    index,
+    messageId: id,
+    envelopeFrom,
+    fromEmail: fromNorm.address,
+    fromDomain: fromNorm.domain,
+    recipients,
+    subject,
+    content,
+    scratch,
+    transactional,
+    listUnsubscribe: headers.has('list-unsubscribe'),
+    ...(tracking ? { tracking } : {}),
+    ...(body.campaign_id !== undefined ? { campaignId: body.campaign_id } : {}),
+    ...(Object.keys(dkim).length > 0 ? { dkim } : {}),
+  };
+}
+
+/**
+ * The kept-out text of content item `at`, to be streamed as it is; throws when it needed reading back first (a
+ * template, the unsubscribe placeholder, tracked HTML: send.ts reads those into the request within the bound).
+ */
+function keptText(kept: KeptValues | undefined, body: SendRequest, at: number, tracked: boolean): MessageSource | undefined {
+  const k: KeptValue | undefined = at < 0 ? undefined : kept?.content.get(at);
+  if (!k) return undefined;
+  if (k.placeholder === true || tracked || body.content[at]?.template_type === 'mustache') throw new Error(`content[${at}] is kept out of memory but must be rendered: read it back first`);
+  return k.source;
+}
+
+/**
+ * RFC 5322 §2.3: CR and LF only as CRLF. MailComposer turns each LF into CRLF but leaves a lone CR, so every CRLF
+ * and lone CR becomes LF first, as `render` does for strings — here chunk by chunk (a CR at a chunk's end waits).
+ */
+class LineEnds extends Transform {
+  private cr = false;
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    // latin1 maps bytes 1:1, and CR and LF never occur inside a UTF-8 sequence.
+    let text = (this.cr ? '\r' : '') + chunk.toString('latin1');
+    this.cr = text.endsWith('\r');
+    if (this.cr) text = text.slice(0, -1);
+    done(null, Buffer.from(text.replace(/\r\n?/g, '\n'), 'latin1'));
+  }
+  override _flush(done: TransformCallback): void {
+    done(null, this.cr ? Buffer.from('\n') : undefined);
+  }
+}
+
+/** Kept-out text as MailComposer reads it: a fresh stream per message, line ends as `render` leaves them. */
+function lines(source: MessageSource): Readable {
+  const text = source.open();
+  const out = new LineEnds();
+  // A failed read fails the composition (MailComposer reports the error of the stream it reads).
+  text.once('error', (err) => out.destroy(err));
+  return text.pipe(out);
 }
 
 /** Size in octets of a composed (or signed) message, as compared with MAX_MESSAGE_BYTES. */
-export function messageSize(raw: Buffer): number {
-  return raw.length;
+export function messageSize(content: MessageSource): number {
+  return content.size;
 }

@@ -1,5 +1,6 @@
 // Owns the send request: its domain type (wire field names) and the cross-field rules a schema cannot say.
 import Mustache from 'mustache';
+import type { MessageSource } from '../../storage/scratch.js';
 import { fitsSmtpPath } from '../smtp/address.js';
 import { FOLDABLE_WORD, isUnstructuredField, longestWord, MAX_LINE_OCTETS, MAX_WORD } from '../smtp/header-lines.js';
 import { normalizePrivateKey } from './dkim-sign.js';
@@ -97,6 +98,25 @@ export interface SendRequest extends DkimFields {
   transactional?: boolean | null;
 }
 
+/**
+ * A long value of a send request that the body parser kept out of memory (control-api routes/send.ts): it reads ''
+ * in the request, its bytes are in `source` (a scratch, read as often as needed while the request lasts).
+ */
+export interface KeptValue {
+  /** `content[i].value`: the text as UTF-8. `attachments[i].content`: the bytes its base64 stands for. */
+  source: MessageSource;
+  /** Attachments: the text was not valid base64 (RFC 4648 §4; `source` is then incomplete, never sent). */
+  invalid?: boolean;
+  /** Content: the unsubscribe placeholder's name occurs in the text (it is then read back to be replaced). */
+  placeholder?: boolean;
+}
+
+/** The values of a request kept out of memory, by index: `content[i].value`, `attachments[i].content`. */
+export interface KeptValues {
+  content: ReadonlyMap<number, KeptValue>;
+  attachments: ReadonlyMap<number, KeptValue>;
+}
+
 /** True when any content item is a mustache template; the subject is then rendered too. */
 export function isTemplated(body: SendRequest): boolean {
   return body.content.some((c) => c.template_type === 'mustache');
@@ -135,10 +155,11 @@ export function isBase64(s: string): boolean {
  * reserved headers refused case-insensitively; Resent-From and Resent-Sender in strict RFC 5322 address syntax
  * (their domains then pass Domain Lockdown with From's); DKIM: domain ⇒ selector, private key ⇒ domain and selector, the
  * key must be a usable RSA key; text/plain and text/html each at most once; mustache templates parse;
- * attachments: valid base64, unique content_id, safe filename and type; campaign_id ≤ 48 characters without
- * whitespace; `transactional: false` ⇒ exactly one recipient (to+cc+bcc) per personalization.
+ * attachments: valid base64 (a value in `kept`: as its decoder found it), unique content_id, safe filename and type;
+ * campaign_id ≤ 48 characters without whitespace; `transactional: false` ⇒ exactly one recipient (to+cc+bcc) per
+ * personalization.
  */
-export function validateSendRequest(body: SendRequest): string[] {
+export function validateSendRequest(body: SendRequest, kept?: KeptValues): string[] {
   const errors: string[] = [];
   const add = (field: string, message: string) => {
     const text = `${field}: ${message}`;
@@ -236,7 +257,8 @@ export function validateSendRequest(body: SendRequest): string[] {
   const cids = new Set<string>();
   (body.attachments ?? []).forEach((a, i) => {
     const f = `attachments[${i}]`;
-    if (!isBase64(a.content)) add(`${f}.content`, 'must be valid base64');
+    // A value kept out of memory was checked as it was decoded (control-api base64-sink.ts), by the same rule.
+    if (kept?.attachments.get(i)?.invalid === true || !isBase64(a.content)) add(`${f}.content`, 'must be valid base64');
     if (CONTROL.test(a.filename)) add(`${f}.filename`, 'must not contain CR, LF or control characters');
     if (a.type !== undefined && !MIME_TYPE.test(a.type)) add(`${f}.type`, 'must be a MIME type such as image/png');
     if (a.content_id !== undefined) {

@@ -4,13 +4,13 @@ import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
-import { contentOfBuffer } from '../message-content.js';
+import { readSource, type Scratch, type ScratchArea } from '../../storage/scratch.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, customHeaders, type ComposedMessage } from './compose.js';
 import { runOutbound, type Composition, type OutboundDraft, type RecipeDeps } from './outbound-recipe.js';
 import type { Identity, OutboundVerdict } from './outbound-verdict.js';
 import { readOriginators } from './originators.js';
-import { validateSendRequest, type SendRequest } from './send-request.js';
+import { validateSendRequest, type ContentItem, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
 import { htmlTracker, planTracking, trackingRecord, type TrackingPlan } from './tracking-plan.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 
@@ -25,6 +25,8 @@ export interface SendDeps extends RecipeDeps {
   trackingSecret: Buffer;
   /** Custom tracking domains a send may name (api.md §2.4). */
   trackingDomains: TrackingDomainStore;
+  /** Where composed messages are written (data_dir/tmp): each is streamed there, never held whole. */
+  scratch: ScratchArea;
 }
 
 /** How a REST send was asked for. */
@@ -37,6 +39,8 @@ export interface SendOptions {
   auth: string | null;
   /** POST /send: a message refused as CONFIRMED spam or virus is reported per personalization, the rest queued. */
   perMessage?: boolean;
+  /** The request's values the body parser kept out of memory (each '' in the body); the caller discards them after. */
+  kept?: KeptValues;
 }
 
 /**
@@ -46,41 +50,114 @@ export interface SendOptions {
  * dry run), refuses one over MAX_MESSAGE_BYTES, and names the identities Domain Lockdown checks: the From domain,
  * the envelope sender's (`envelope_from`, the bounce address), the `dkim_domain` the caller signs as, and the
  * Resent-From / Resent-Sender headers the caller set (Sender is reserved). Returns the verdict; never throws for
- * a client error.
+ * a client error. A kept-out text (`opts.kept`) that must be rendered — a mustache template, one naming the
+ * unsubscribe placeholder, tracked HTML — is read back into a string within `deps.budget` (past it: BufferBoundReached,
+ * nothing queued); every other kept value streams from its scratch into the composed message. The composed messages'
+ * scratches are discarded when the verdict is reached (the queue holds its own copy by then).
  */
 export async function runSend(deps: SendDeps, account: AccountRow, body: SendRequest, opts: SendOptions): Promise<OutboundVerdict> {
+  const held = { bytes: 0 };
+  const scratches: Scratch[] = [];
+  try {
+    return await outbound(deps, account, body, opts, held, scratches);
+  } finally {
+    deps.budget?.give(held.bytes);
+    for (const s of scratches) await s.discard();
+  }
+}
+
+/** The recipe run of `runSend`: what it reads back is added to `held`, the scratches it composes into to `scratches`. */
+async function outbound(
+  deps: SendDeps,
+  account: AccountRow,
+  request: SendRequest,
+  opts: SendOptions,
+  held: { bytes: number },
+  scratches: Scratch[],
+): Promise<OutboundVerdict> {
   return runOutbound(deps, {
     account,
     sendRequestId: opts.sendRequestId,
     // rspamd hears of a REST client as a client of our own host (no EHLO); the log keeps its IP.
     origin: { auth: opts.auth, upstream: opts.upstream, upstreamHostname: null, clientIp: opts.upstream ?? '127.0.0.1', helo: deps.config.smtp.hostname },
     // Each personalization is one message against the monthly limit.
-    messageCount: body.personalizations.length,
+    messageCount: request.personalizations.length,
     dryRun: opts.dryRun,
     perMessage: opts.perMessage === true,
     prepare: async (acct) => {
-      const problems = validateSendRequest(body);
+      // Templates are parsed by validation: read back first.
+      let req = await readBack(deps, { body: request, kept: opts.kept }, (c) => c.template_type === 'mustache', held);
+      const problems = validateSendRequest(req.body, req.kept);
       if (problems.length > 0) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems } };
-      const tracking = await planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, acct, body);
+      const tracking = await planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, acct, req.body);
       if (!tracking.ok) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems: tracking.errors } };
-      return { ok: true, compose: () => composeRequest(deps, acct, body, tracking.plan, opts.sendRequestId) };
+      const tracked = htmlTracker(deps.trackingSecret, tracking.plan) !== undefined;
+      req = await readBack(deps, req, (c, k) => k.placeholder === true || (c.type === 'text/html' && tracked), held);
+      return { ok: true, compose: () => composeRequest(deps, acct, req, tracking.plan, opts.sendRequestId, scratches) };
     },
   });
 }
 
+/** A request and the values kept out of it. */
+interface KeptRequest {
+  body: SendRequest;
+  kept: KeptValues | undefined;
+}
+
+/**
+ * The request with each kept-out text that `must` be a string read back into its content item (the bytes taken from
+ * `deps.budget`, added to `held`, given back when the send is done).
+ */
+async function readBack(
+  deps: SendDeps,
+  req: KeptRequest,
+  must: (c: ContentItem, k: KeptValue) => boolean,
+  held: { bytes: number },
+): Promise<KeptRequest> {
+  const kept = req.kept;
+  if (!kept || kept.content.size === 0) return req;
+  const content = [...req.body.content];
+  const still = new Map(kept.content);
+  for (const [i, k] of kept.content) {
+    const c = content[i];
+    if (!c || !must(c, k)) continue;
+    const bytes = await readSource(k.source, deps.budget);
+    held.bytes += k.source.size;
+    content[i] = { ...c, value: bytes.toString('utf8') };
+    still.delete(i);
+  }
+  if (still.size === kept.content.size) return req;
+  return { body: { ...req.body, content }, kept: { ...kept, content: still } };
+}
+
 /** The composition step of a REST send: one draft per personalization, or the first over the size limit. */
-async function composeRequest(deps: SendDeps, account: AccountRow, body: SendRequest, plan: TrackingPlan, sendRequestId: string): Promise<Composition> {
-  const composed = await composeMessages(body, {
-    hostname: deps.config.smtp.hostname,
-    now: deps.now,
-    trackHtml: htmlTracker(deps.trackingSecret, plan),
-    unsubscribeUrl: ({ recipient }) =>
-      `${plan.unsubscribe}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, { accountId: account.id, recipient, messageId: sendRequestId })}`,
-  });
+async function composeRequest(
+  deps: SendDeps,
+  account: AccountRow,
+  req: KeptRequest,
+  plan: TrackingPlan,
+  sendRequestId: string,
+  scratches: Scratch[],
+): Promise<Composition> {
+  const body = req.body;
+  const composed = await composeMessages(
+    body,
+    {
+      hostname: deps.config.smtp.hostname,
+      now: deps.now,
+      trackHtml: htmlTracker(deps.trackingSecret, plan),
+      unsubscribeUrl: ({ recipient }) =>
+        `${plan.unsubscribe}/unsubscribe/${signUnsubscribeToken(deps.unsubscribeSecret, { accountId: account.id, recipient, messageId: sendRequestId })}`,
+      scratch: deps.scratch,
+    },
+    req.kept,
+  );
+  // Discarded when the send is done (runSend), whatever the verdict.
+  scratches.push(...composed.map((m) => m.scratch));
   const drafts: OutboundDraft[] = [];
   for (const m of composed) {
-    if (m.raw.length > MAX_MESSAGE_BYTES) {
-      return { ok: false, verdict: { action: 'reject', reason: 'message-too-large', index: m.index, size: m.raw.length, limit: MAX_MESSAGE_BYTES } };
+    if (m.content.size > MAX_MESSAGE_BYTES) {
+      return { ok: false, verdict: { action: 'reject', reason: 'message-too-large', index: m.index, size: m.content.size, limit: MAX_MESSAGE_BYTES } };
     }
     const headers = readOriginators(customHeaders(body, body.personalizations[m.index]!));
     // validateSendRequest refused any originator header that does not parse; this is the same rule, kept.
@@ -105,7 +182,7 @@ function draftOf(m: ComposedMessage, headerIdentities: Identity[], plan: Trackin
     ],
     transactional: m.transactional,
     dkim: m.dkim,
-    content: contentOfBuffer(m.raw),
+    content: m.content,
     subject: m.subject,
     campaignId: m.campaignId ?? null,
     recipients: m.recipients,

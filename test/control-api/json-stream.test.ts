@@ -2,9 +2,11 @@
 // what it adds: large named strings diverted to scratch (text as UTF-8, base64 decoded), the byte limit, the bound.
 import { Readable } from 'node:stream';
 import t from 'tap';
+import { Base64Sink } from '../../control-api/base64-sink.js';
 import { JsonTooLarge, parseJsonStream } from '../../control-api/json-body.js';
 import { MalformedJson, type JsonPath } from '../../control-api/json-stream.js';
 import { createBufferBudget } from '../../mta/buffer-budget.js';
+import { isBase64 } from '../../mta/outbound/send-request.js';
 import { BufferBoundReached, createScratchArea } from '../../storage/scratch.js';
 import { tempDir } from '../helpers/stack.js';
 
@@ -100,6 +102,37 @@ t.test('a diverted base64 string that is not base64 is reported, not kept', asyn
     const { diverted } = await parseJsonStream(chunked(JSON.stringify({ a: bad }), 100), { limit: 1 << 20, divert: () => 'base64', threshold: 100, scratch });
     t.equal(diverted[0]!.invalid, true, bad.slice(-6));
   }
+});
+
+t.test('base64 decoded piece by piece judges a value as isBase64 does the whole, wherever the pieces split', async (t) => {
+  const scratch = createScratchArea({ dir: tempDir(t), memoryBytes: 1 << 20 });
+  const values = ['QUJD', 'QUI=', 'QQ==', 'QQ=\r\n=', 'QU JD\nRA==', 'QQ=a', 'Q===', 'QQ', '====', '=', 'QUJD*', 'Q-==', 'QUJDRA=='];
+  for (const value of values) {
+    for (let cut = 0; cut <= value.length; cut++) {
+      for (let cut2 = cut; cut2 <= value.length; cut2++) {
+        const w = scratch.writer();
+        const sink = new Base64Sink(w);
+        for (const piece of [value.slice(0, cut), value.slice(cut, cut2), value.slice(cut2)]) sink.write(piece);
+        sink.end();
+        await new Promise((r) => w.once('finish', r));
+        const got = w.scratch();
+        if (sink.invalid !== !isBase64(value)) t.fail(`${JSON.stringify(value)} cut at ${cut}, ${cut2}: invalid=${sink.invalid}`);
+        else if (!sink.invalid && !(await collect(got.open())).equals(Buffer.from(value, 'base64'))) t.fail(`${JSON.stringify(value)} decoded wrong`);
+        await got.discard();
+      }
+    }
+    t.pass(`${JSON.stringify(value)}: ${isBase64(value) ? 'valid' : 'invalid'} at every split`);
+  }
+});
+
+t.test('a duplicate key keeps the last value: a string diverted under the one it replaced is dropped', async (t) => {
+  const scratch = createScratchArea({ dir: tempDir(t), memoryBytes: 1 << 20 });
+  const big = 'QUJD'.repeat(1000);
+  const body = `{"attachments":[{"content":"${big}","content":"aGk="}],"content":[{"value":"${'x'.repeat(5000)}"}],"content":[]}`;
+  const divert = (p: JsonPath) => (p[0] === 'attachments' ? ('base64' as const) : ('text' as const));
+  const { value, diverted } = await parseJsonStream(chunked(body, 333), { limit: 1 << 20, divert, threshold: 100, scratch });
+  t.same(value, JSON.parse(body), 'the value JSON.parse gives');
+  t.same(diverted, [], 'nothing diverted remains: each was replaced');
 });
 
 t.test('past the bound: BufferBoundReached, and what was taken is given back', async (t) => {

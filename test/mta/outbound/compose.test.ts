@@ -2,11 +2,32 @@
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import t from 'tap';
 import { MAX_MESSAGE_BYTES } from '../../../config/keys.js';
-import { composeMessages, messageSize, type ComposeOptions } from '../../../mta/outbound/compose.js';
-import type { SendRequest as SendBody } from '../../../mta/outbound/send-request.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { composeMessages as composeInScratch, messageSize, type ComposeOptions } from '../../../mta/outbound/compose.js';
+import type { KeptValues, SendRequest as SendBody } from '../../../mta/outbound/send-request.js';
+import { createScratchArea, readSource } from '../../../storage/scratch.js';
 
 const NOW = Date.UTC(2025, 0, 2, 3, 4, 5);
-const opts: ComposeOptions = { hostname: 'mta.sluice.test', now: () => NOW };
+const scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-compose-'));
+t.teardown(() => fs.rmSync(scratchDir, { recursive: true, force: true }));
+// A small in-memory part: messages with a large attachment go through a scratch file, as in the server.
+const opts: ComposeOptions = { hostname: 'mta.sluice.test', now: () => NOW, scratch: createScratchArea({ dir: scratchDir, memoryBytes: 64 * 1024 }) };
+
+/**
+ * The composed messages, each with its bytes read back (`raw`) and its scratch discarded (as the send does once the
+ * message is queued; an open scratch file left to the garbage collector is an error in Node 26).
+ */
+async function composeMessages(b: SendBody, o: ComposeOptions, kept?: KeptValues) {
+  return Promise.all(
+    (await composeInScratch(b, o, kept)).map(async (m) => {
+      const raw = await readSource(m.content);
+      await m.scratch.discard();
+      return { ...m, raw };
+    }),
+  );
+}
 
 function body(extra: Partial<SendBody> = {}): SendBody {
   return {
@@ -293,6 +314,38 @@ t.test('only CRLF line endings, even from LF and CR in content', async (t) => {
   t.ok(text.endsWith('\r\n'));
 });
 
+t.test('kept-out text and attachment stream from their scratches: line ends made CRLF across read chunks', async (t) => {
+  // A CRLF split between two 64 KiB reads of the scratch file is one line break; a lone CR at a read's end too.
+  const text = `${'a'.repeat(65_535)}\r\nb\rc${'d'.repeat(65_531)}\r${'e'.repeat(10)}\n`;
+  const attachment = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7) % 256));
+  const spill = async (bytes: Buffer) => {
+    const w = opts.scratch.writer();
+    w.end(bytes);
+    await new Promise((r) => w.once('finish', r));
+    return w.scratch();
+  };
+  const scratches = [await spill(Buffer.from(text, 'utf8')), await spill(attachment)];
+  t.teardown(() => Promise.all(scratches.map((x) => x.discard())));
+  t.equal(scratches[0]!.bytes, undefined, 'the text was spilled to a file (read in 64 KiB chunks)');
+  const kept: KeptValues = { content: new Map([[0, { source: scratches[0]! }]]), attachments: new Map([[0, { source: scratches[1]! }]]) };
+  const b = body({ content: [{ type: 'text/plain', value: '' }], attachments: [{ content: '', filename: 'a.bin' }] });
+  const [m] = await composeMessages(b, opts, kept);
+  const mail = await simpleParser(m!.raw);
+  t.equal(mail.text, text.replace(/\r\n?/g, '\n'));
+  t.ok(mail.attachments[0]!.content.equals(attachment), 'attachment decoded as kept');
+  t.notMatch(m!.raw.toString('latin1'), /\r(?!\n)|(?<!\r)\n/, 'only CRLF');
+  const again = await composeMessages(b, opts, kept);
+  t.equal((await simpleParser(again[0]!.raw)).text, mail.text, 'a scratch is read afresh for each message');
+});
+
+t.test('a kept-out text that must be rendered is refused (it is read back first)', async (t) => {
+  const source = opts.scratch.of(Buffer.from('{{name}}'));
+  const kept: KeptValues = { content: new Map([[0, { source }]]), attachments: new Map() };
+  await t.rejects(composeInScratch(body({ content: [{ type: 'text/plain', value: '', template_type: 'mustache' }] }), opts, kept), /read it back first/);
+  const placeholder: KeptValues = { content: new Map([[0, { source, placeholder: true }]]), attachments: new Map() };
+  await t.rejects(composeInScratch(body(), opts, placeholder), /read it back first/);
+});
+
 t.test('defence in depth: unvalidated CR/LF cannot inject a header', async (t) => {
   // validateSendBody refuses these; composition must still never write them as line breaks.
   const { m, mail } = await one(
@@ -314,8 +367,8 @@ t.test('defence in depth: unvalidated CR/LF cannot inject a header', async (t) =
 t.test('messageSize and the 30 MB limit', async (t) => {
   t.equal(MAX_MESSAGE_BYTES, 30 * 1024 * 1024);
   const { m } = await one(body({ attachments: [{ content: Buffer.alloc(300_000, 7).toString('base64'), filename: 'big.bin' }] }));
-  t.equal(messageSize(m.raw), m.raw.length);
-  t.ok(messageSize(m.raw) > 400_000, 'base64 attachment counts encoded');
+  t.equal(messageSize(m.content), m.raw.length);
+  t.ok(messageSize(m.content) > 400_000, 'base64 attachment counts encoded');
 });
 
 // Exercise the parse path against a typed ParsedMail so a mailparser API change breaks compilation, not silently.
