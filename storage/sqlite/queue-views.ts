@@ -32,8 +32,8 @@ export function createQueueViews(db: Db) {
        FROM deliveries GROUP BY state`,
     ),
     // The console's queue list: by account (NULL = every message, relayed mail and DSNs too), state and recipient,
-    // newest message first. Rows are found by state on deliveries_due and the page sorted (as when it was ordered by
-    // delivery id: that index gives neither order).
+    // newest message first. The plan finds rows by state on deliveries_due and sorts the matches (top LIMIT + OFFSET
+    // kept) — the same plan as when this was ordered by delivery id, an order that index does not give either.
     browse: db.prepare(
       `SELECT d.*, m.account_id, m.kind, m.mail_from, m.subject, m.message_id AS header_message_id, m.created_at AS message_created_at
        FROM deliveries d JOIN messages m ON m.id = d.message_id
