@@ -3,18 +3,22 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
+import { SERVE_NODE_FLAGS } from '../bin/node-flags.js';
 
 export const BIN = path.resolve(import.meta.dirname, '../bin/sluice.js');
 
 /**
  * Spawns `sluice serve` with `env`; resolves with the child and the fields of its `listening` log line (http, mx, …).
- * BENCH_PROFILE=<dir> writes a V8 CPU profile of the server there (open it in Chrome DevTools), unless `profile: false`.
+ * Node runs with SERVE_NODE_FLAGS (bin/node-flags.ts). BENCH_PROFILE=<dir> writes a V8 CPU profile of the server there (open it in Chrome DevTools), unless `profile: false`.
  */
 export async function spawnServe(env: NodeJS.ProcessEnv, o: { profile?: boolean } = {}): Promise<{ child: ChildProcess; info: Record<string, string> }> {
   const prof = process.env.BENCH_PROFILE && o.profile !== false ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   // The metrics listener on a port of its own choosing: the default 127.0.0.1:9464 is taken by whatever else runs
   // sluice on this machine (another bench, a test, a service), and the bench would refuse to start.
-  const child = spawn(process.execPath, [...prof, BIN, 'serve'], {
+  // As operators run it (npm start, the systemd unit); BENCH_SERVE_NODE_FLAGS (space-separated, may be empty) replaces
+  // them to measure what they change.
+  const flags = process.env.BENCH_SERVE_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? SERVE_NODE_FLAGS;
+  const child = spawn(process.execPath, [...flags, ...prof, BIN, 'serve'], {
     env: { SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:0', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -5,6 +5,7 @@ import type { LoadedConfig } from '../config/load.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
 import { createLogDestination } from './log-destination.js';
+import { missingNodeFlags, SERVE_NODE_FLAGS } from './node-flags.js';
 import { registerServe } from './pid-registry.js';
 import { VERSION } from './version.js';
 
@@ -92,6 +93,10 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
     },
     'listening',
   );
+  const missing = missingNodeFlags();
+  if (missing.length > 0) {
+    logger.warn({ missing, expected: SERVE_NODE_FLAGS }, 'node was started without the flags sluice serve runs with: a large message takes up to 3× its size in memory instead of under 1× (README: Room for messages)');
+  }
   const stop =
     io.stopSignal ??
     new Promise<void>((resolve) => {

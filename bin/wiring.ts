@@ -299,7 +299,6 @@ export async function wireCore(opts: CoreOptions) {
     logger,
     metrics,
     ...inboundFilters,
-    budget: space.budget,
   });
 
   return {
