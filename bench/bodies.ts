@@ -1,5 +1,6 @@
 // Owns the body-threshold benchmark: the accept of one message (body write + queue commit, fsync on) with its body
-// inline in the commit vs spooled to a file first, for 4/16/64/256 KiB; prints medians (INLINE_MAX_BYTES's figures).
+// inline in the commit vs spooled to a file first, for 4 KiB to 1 MiB (BENCH_SIZES_KIB, comma-separated KiB); prints
+// medians (INLINE_MAX_BYTES's figures).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +9,7 @@ import type { AcceptRecord } from '../storage/ports/queue.js';
 import { openSqliteStore } from '../storage/sqlite/store.js';
 import { machineLine } from './cpu.js';
 
-const SIZES_KIB = [4, 16, 64, 256];
+const SIZES_KIB = (process.env.BENCH_SIZES_KIB ?? '4,16,64,128,256,512,1024').split(',').map(Number);
 /** Accepts measured per size and mode (a bounded loop), after WARMUP unmeasured ones. */
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
 const WARMUP = 20;

@@ -12,13 +12,16 @@ export const SPOOLED = 'spool:';
 
 /**
  * Bodies up to this many bytes stay inline in the accept commit; larger ones are spooled. Measured with
- * `npm run bench:bodies` (one accept: body write + queue commit, fsync on; median of 300; 2 shared cores, load ~7,
- * two runs): inline 4 KiB 4.0/4.2 ms, 16 KiB 4.0/4.0, 64 KiB 3.7/4.6, 256 KiB 5.3/11.1; spooled 4 KiB 9.6/7.0,
- * 16 KiB 6.6/9.8, 64 KiB 3.9/7.9, 256 KiB 11.8/11.2. Up to 64 KiB inline is cheaper (a spooled body pays two more
- * fsyncs: the file and its directory); by 256 KiB the blob's pages in the WAL (written twice: WAL, then checkpoint)
- * cost as much, and an inline body is held whole in memory until its commit. 64 KiB bounds that memory.
+ * `npm run bench:bodies` (one accept: body write + queue commit, fsync on, data_dir on /tmp; 2 shared cores, load
+ * ~5, median of 150–200, two runs each): inline 64 KiB 1.39/1.45 ms, 100 KiB 0.80/0.81, 128 KiB 1.07/1.21,
+ * 256 KiB 2.33/2.40 (2.60/2.74), 512 KiB 2.32/2.63, 1 MiB 16.66/8.85; spooled 64 KiB 3.25/3.62, 100 KiB 3.68/3.60,
+ * 128 KiB 3.47/5.02, 256 KiB 4.74/4.87 (4.59/6.14), 512 KiB 5.35/6.27, 1 MiB 8.52/8.86. A spooled body pays two
+ * more fsyncs (its file and its directory); an inline one has its pages written twice (WAL, then checkpoint) and is
+ * held whole in memory until its commit. Inline stays about half the cost up to 512 KiB and loses by 1 MiB; 256 KiB
+ * keeps most of that gain (bench:relay's 100 KB case pays no extra fsync) and bounds what a message in flight
+ * holds to what a DATA keeps in memory before it spills (256 KiB).
  */
-export const INLINE_MAX_BYTES = 64 * 1024;
+export const INLINE_MAX_BYTES = 256 * 1024;
 
 /** A body written but not yet stored: its bytes travel to the commit that names it. */
 class PendingBody implements BodyRef {

@@ -131,7 +131,7 @@ t.test('a backup carries the spooled bodies its snapshot names, with their diges
   const rec = await message(store, res.value.id, ['u@rcpt.test'], Date.now());
   rec.message.body = await store.bodies.write(Readable.from([large]));
   await store.queue.accept([rec]);
-  const orphan = await store.bodies.write(Readable.from([mimeOfSize('orphan', 200 * 1024)])); // written, never committed
+  const orphan = await store.bodies.write(Readable.from([mimeOfSize('orphan', 512 * 1024)])); // written, never committed
   await store.close();
   t.equal(spoolFiles(a).length, 2);
 

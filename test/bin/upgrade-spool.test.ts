@@ -2,6 +2,7 @@
 // inbound_quarantine_bodies) with queued messages → `sluice serve` of this version moves the large bodies into the
 // spool and delivers every message byte-identical to a real smtp-server sink.
 import t from 'tap';
+import { INLINE_MAX_BYTES } from '../../storage/sqlite/bodies.js';
 import { openSqliteStore } from '../../storage/sqlite/store.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { mimeOfSize, oldDataDir, spoolFiles } from '../helpers/old-data-dir.js';
@@ -12,7 +13,7 @@ import { tempDir } from '../helpers/stack.js';
 t.test('a data_dir of schema 17 with queued large and small bodies: serve moves them to the spool and delivers all byte-identical', async (t) => {
   t.setTimeout(120_000);
   const dir = tempDir(t);
-  const bodies = [mimeOfSize('old-0', 200), mimeOfSize('old-1', 3 * 1024 * 1024), mimeOfSize('old-2', 70 * 1024), mimeOfSize('old-3', 10 * 1024)];
+  const bodies = [mimeOfSize('old-0', 200), mimeOfSize('old-1', 3 * 1024 * 1024), mimeOfSize('old-2', INLINE_MAX_BYTES + 6 * 1024), mimeOfSize('old-3', 10 * 1024)];
   const quarantined = mimeOfSize('held', 1024 * 1024);
   oldDataDir(dir, bodies, quarantined);
 
@@ -34,6 +35,6 @@ t.test('a data_dir of schema 17 with queued large and small bodies: serve moves 
   const q = (await store.quarantine.list({ accountId: null, limit: 10, offset: 0 }, Date.now())).rows[0]!;
   const source = (await store.quarantine.body(null, q.id))!;
   t.ok(Buffer.concat(await source.open().toArray()).equals(quarantined), 'the quarantined body, byte-identical');
-  const left = store.db.prepare('SELECT count(*) AS n FROM message_bodies WHERE length(body) > 65536').get() as { n: number };
+  const left = store.db.prepare('SELECT count(*) AS n FROM message_bodies WHERE length(body) > ?').get(INLINE_MAX_BYTES) as { n: number };
   t.equal(left.n, 0, 'no large body left in the table');
 });

@@ -14,9 +14,9 @@ t.test('start sweeps at once: an orphan past the grace goes, a stored body stays
   const store = openSqliteStore(tempDir(t), { now: Date.now });
   t.teardown(() => store.close());
   const rec = await message(store, await account(store, 'acme'), ['a@one.test'], Date.now());
-  rec.message.body = await store.bodies.write(Readable.from([Buffer.alloc(200_000, 'k')]));
+  rec.message.body = await store.bodies.write(Readable.from([Buffer.alloc(600_000, 'k')]));
   await store.queue.accept([rec]);
-  const orphan = await store.bodies.write(Readable.from([Buffer.alloc(200_000, 'o')]));
+  const orphan = await store.bodies.write(Readable.from([Buffer.alloc(600_000, 'o')]));
   const lines: { msg: string; removed?: number }[] = [];
   const logger = pino({ level: 'info' }, new Writable({ write: (c: Buffer, _e, done) => (lines.push(JSON.parse(c.toString())), done()) }));
 
@@ -30,6 +30,6 @@ t.test('start sweeps at once: an orphan past the grace goes, a stored body stays
   await sweep.stop();
   await t.rejects(store.bodies.open(orphan));
   const kept = (await store.queue.findMessage(1))!.body!;
-  t.equal(Buffer.concat(await (await store.bodies.open(kept)).toArray()).length, 200_000, 'the stored message keeps its body');
+  t.equal(Buffer.concat(await (await store.bodies.open(kept)).toArray()).length, 600_000, 'the stored message keeps its body');
   t.same(lines.filter((l) => l.msg === 'body sweep removed orphaned bodies').map((l) => l.removed), [0, 1]);
 });

@@ -11,8 +11,8 @@ import { readSource } from '../../../storage/scratch.js';
 import { fillDisk, smallDisk } from '../../helpers/small-disk.js';
 import { account, BACKENDS, contract, message } from './backends.js';
 
-/** Sizes on both sides of any sensible inline threshold: a few bytes, 60 KiB, 64 KiB + 1, 3 MiB. */
-const SIZES = [5, 60 * 1024, 64 * 1024 + 1, 3 * 1024 * 1024];
+/** Sizes on both sides of any sensible inline threshold: a few bytes, 60 KiB, 64 KiB + 1, 256 KiB ± 1, 3 MiB. */
+const SIZES = [5, 60 * 1024, 64 * 1024 + 1, 256 * 1024, 256 * 1024 + 1, 3 * 1024 * 1024];
 const HOUR = 3_600_000;
 
 const random = (n: number) => crypto.randomBytes(n);

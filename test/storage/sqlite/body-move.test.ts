@@ -13,7 +13,7 @@ import { tempDir } from '../../helpers/stack.js';
 
 t.test('a move killed after some files were written changes no row; the next open moves all, the sweep takes the strays', async (t) => {
   const dir = tempDir(t);
-  const bodies = Array.from({ length: 6 }, (_, i) => mimeOfSize(`old-${i}`, i % 2 ? 200 * 1024 : 1000));
+  const bodies = Array.from({ length: 6 }, (_, i) => mimeOfSize(`old-${i}`, i % 2 ? 512 * 1024 : 1000));
   oldDataDir(dir, bodies, mimeOfSize('held', 300 * 1024));
   const db = openDatabase(dir);
   const spool = createSpool({ dir: path.join(dir, 'spool') });
