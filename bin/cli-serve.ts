@@ -95,7 +95,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   );
   const missing = missingNodeFlags();
   if (missing.length > 0) {
-    logger.warn({ missing, expected: SERVE_NODE_FLAGS }, 'node was started without the flags sluice serve runs with: a large message takes up to 3× its size in memory instead of under 1× (README: Room for messages)');
+    logger.warn({ missing, expected: SERVE_NODE_FLAGS }, 'node was started without the flags sluice serve runs with: a large message takes up to 3.5× its size in memory instead of under 2× (README: Room for messages)');
   }
   const stop =
     io.stopSignal ??

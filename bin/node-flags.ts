@@ -2,13 +2,15 @@
 // benches) and the warning a server started without them logs.
 
 /**
- * V8's young generation capped at 2 MB per semi-space. A message passes through the server as a stream of short-lived
+ * V8's young generation capped at 8 MB per semi-space. A message passes through the server as a stream of short-lived
  * 16–64 KiB buffers (DATA, the verifiers, the spool, delivery); their memory is given back when the young generation
- * is collected, so its size is how much dead message data can sit in RSS at once. With V8's default (up to 32 MB per
- * semi-space on a large machine) a 28 MB message raised peak RSS by 2–3.5× its size; with 2 MB by 0.6× (bench:memory,
- * issue 25). Idle RSS falls too (142 → 119 MB).
+ * is collected, so its size bounds how much dead message data sits in RSS at once. Measured with bench:memory (28 MB
+ * message, peak RSS growth ÷ message) and bench:outbound (alternating, one run): V8's default here (up to 32 MB per
+ * semi-space) gave MX 3.23–3.47×, submission 2.02–2.57×; 8 MB gave MX 1.28–1.79×, submission 0.84–1.72×, idle RSS
+ * 142 → 129 MB, and the same outbound acceptance (236/203 req/s vs 236/177 without); 2 MB gave 0.55–0.74× but held
+ * outbound acceptance at 203–204 req/s in 6 runs of 6 (more scavenges on the REST path).
  */
-export const SERVE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
+export const SERVE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
 
 /**
  * The flags of SERVE_NODE_FLAGS this process was started without (on the command line or in NODE_OPTIONS), by name:
