@@ -1,7 +1,5 @@
 // Owns the durable queue's write paths: the one door for accepted mail (message, deliveries, events, log rows) and
 // attempt outcomes, each built here as a record and written by the Queue port in one unit.
-import { isAscii } from 'node:buffer';
-import { pipeline, Transform } from 'node:stream';
 import { usagePeriod } from '../../storage/ports/accounts.js';
 import type { BodyRef, BodyStore } from '../../storage/ports/bodies.js';
 import type { NewEvent } from '../../storage/ports/events.js';
@@ -11,6 +9,7 @@ import {
   type NewDelivery, type OutcomeRecord, type QueueStore,
 } from '../../storage/ports/queue.js';
 import { bounceClass, type Metrics } from '../metrics.js';
+import { writeBodyStream } from './body-intake.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { eventPayload, type EventKind, type EventMessage } from './events.js';
 import { nextAttempt } from './retry-schedule.js';
@@ -135,32 +134,11 @@ export function createQueue(deps: QueueDeps) {
     return { fromEmail: m.fromEmail, customerHandle: handle, sendRequestId: m.sendRequestId, messageId: m.messageId, campaignId: m.campaignId };
   }
 
-  /**
-   * Streams the message into the Bodies port (a spool file for a large body): the door never holds it whole. The
-   * stream is destroyed when the write fails, so a scratch or file it reads from is not left half-read and open.
-   */
+  /** Streams the message into the Bodies port (./body-intake.ts), keeping its 8-bit flag for the fast path. */
   async function writeBody(m: AcceptedMessage): Promise<BodyRef> {
-    const source = m.body.open();
-    // Whether the body has a byte above 0x7f, seen as it passes (no read of its own): the fast path's first attempt
-    // then knows BODY=8BITMIME (RFC 6152) without reading the body once more before MAIL FROM.
-    let eightBit = false;
-    const seen = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        if (!eightBit && !isAscii(chunk)) eightBit = true;
-        done(null, chunk);
-      },
-    });
-    // pipeline, not pipe: a source that fails destroys the writer's stream too, so the write rejects and never hangs.
-    pipeline(source, seen, () => {});
-    try {
-      const ref = await deps.bodies.write(seen);
-      eightBits.set(ref, eightBit);
-      return ref;
-    } catch (err) {
-      seen.destroy();
-      source.destroy();
-      throw err;
-    }
+    const { ref, eightBit } = await writeBodyStream(deps.bodies, m.body);
+    eightBits.set(ref, eightBit);
+    return ref;
   }
 
   /**
