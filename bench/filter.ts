@@ -14,7 +14,7 @@ import { createRspamdClient, type RspamdResult } from '../mta/scanners/rspamd-cl
 import { SPAM_RULES } from '../filters/spam-rules.js';
 import { openDatabase } from '../storage/sqlite/database.js';
 import type { ServedDomainRow } from '../storage/ports/inbound-domains.js';
-import { bufferSource } from '../storage/scratch.js';
+import { bufferSource } from '../storage/message-source.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { groupedFolds, loadCorpus, type CorpusGroup, type CorpusMessage } from './corpus.js';
 import { machineLine } from './cpu.js';

@@ -5,7 +5,7 @@ import Koa from 'koa';
 import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/ports/accounts.js';
 import { storageFailure } from '../storage/ports/health.js';
-import { BufferBoundReached } from '../storage/scratch.js';
+import { BufferBoundReached } from '../storage/message-source.js';
 import { ApiError, errorBody, groupOf, noRoom, storageUnavailable } from './errors.js';
 import { htmlSecurityHeaders } from './html-headers.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody, type JsonBody } from './json-body.js';

@@ -2,7 +2,8 @@
 // bound, so no route ever buffers without bound.
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { BufferBoundReached, type ByteBudget, type ScratchArea } from '../storage/scratch.js';
+import type { ByteBudget, ScratchArea } from '../storage/scratch.js';
+import { BufferBoundReached } from '../storage/message-source.js';
 import { ApiError, noRoom } from './errors.js';
 import { JsonStreamParser, MalformedJson, type Diverted, type DivertKind, type JsonPath, type JsonStreamOptions } from './json-stream.js';
 

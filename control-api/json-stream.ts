@@ -1,6 +1,7 @@
 // Owns the incremental JSON parser (RFC 8259) fed a request body's text as it arrives: large strings that a route
 // names (message content, base64 attachments) go straight into a scratch, and what is kept counts against a bound.
-import { BufferBoundReached, type ByteBudget, type Scratch, type ScratchArea, type ScratchWriter } from '../storage/scratch.js';
+import type { ByteBudget, Scratch, ScratchArea, ScratchWriter } from '../storage/scratch.js';
+import { BufferBoundReached } from '../storage/message-source.js';
 import { Base64Sink } from './base64-sink.js';
 
 /** Where a value sits in the document: keys and array indexes from the root. */

@@ -1,6 +1,6 @@
 // Owns the one shape every path hands a message on in: its bytes as a stream that can be opened again and again,
 // and a bounded sample (the header section and the start of the body) for whatever judges it without reading all.
-import { joinSource, readPartStart, type MessageSource, type SourcePart } from '../storage/scratch.js';
+import { joinSource, readPartStart, type MessageSource, type SourcePart } from '../storage/message-source.js';
 
 /**
  * Bytes of body a content rule reads (SpamAssassin reads 50 kB of each text part, `body_part_scan_size`, and 500 kB
@@ -51,18 +51,24 @@ export async function contentOf(parts: readonly SourcePart[], headerLimit: numbe
   }
   // A copy: the sample must not keep a whole in-memory scratch alive after it is discarded.
   const head = Buffer.from(Buffer.concat(pieces, got));
-  return { ...cut(head, source.size), size: source.size, open: (start) => source.open(start) };
+  return { ...cut(head, source.size), size: source.size, open: (start) => source.open(start), inMemory: () => source.inMemory?.() };
 }
 
 /** The content of a message held in memory (tests, DSNs, small composed messages). */
 export function contentOfBuffer(bytes: Buffer): MessageContent {
   const source = joinSource([bytes]);
-  return { ...cut(bytes, bytes.length), size: bytes.length, open: (start) => source.open(start) };
+  return { ...cut(bytes, bytes.length), size: bytes.length, open: (start) => source.open(start), inMemory: () => [bytes] };
 }
 
 /** `content` with `head` (whole header fields, CRLF-terminated) put in front: a trace field, a signature. */
 export function prepend(head: Buffer, content: MessageContent): MessageContent {
   if (head.length === 0) return content;
   const source = joinSource([head, { source: content }]);
-  return { sample: Buffer.concat([head, content.sample]), complete: content.complete, size: source.size, open: (start) => source.open(start) };
+  return {
+    sample: Buffer.concat([head, content.sample]),
+    complete: content.complete,
+    size: source.size,
+    open: (start) => source.open(start),
+    inMemory: () => source.inMemory?.(),
+  };
 }

@@ -4,7 +4,7 @@ import { sealMessage } from 'mailauth';
 import type { Logger } from 'pino';
 import type { AuthVerdict } from '../../filters/inbound-auth.js';
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
-import { joinSource, type MessageSource } from '../../storage/scratch.js';
+import { joinSource, type MessageSource } from '../../storage/message-source.js';
 
 export interface ArcSealer {
   /**

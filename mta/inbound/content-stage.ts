@@ -9,7 +9,7 @@ import { findUrls } from '../../filters/links.js';
 import { headerValues, type SplitMessage } from '../../filters/message-headers.js';
 import { mimeLeaves } from '../../filters/mime-parts.js';
 import { scoreRules, type SpamRule } from '../../filters/spam-rules.js';
-import { joinSource, type MessageSource } from '../../storage/scratch.js';
+import { joinSource, type MessageSource } from '../../storage/message-source.js';
 import type { ClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { SmtpReply } from '../smtp/replies.js';

@@ -12,7 +12,7 @@ import type { SpamRule } from '../../filters/spam-rules.js';
 import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
-import { joinSource, type MessageSource } from '../../storage/scratch.js';
+import { joinSource, type MessageSource } from '../../storage/message-source.js';
 import { domainOf } from '../smtp/address.js';
 import type { MxMessage } from '../smtp/mx-listener.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';

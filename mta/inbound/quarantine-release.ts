@@ -4,7 +4,7 @@ import type { BayesClassifier } from '../../filters/bayes.js';
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';
 import type { LearnOutcome } from '../../storage/ports/bayes.js';
 import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarantine.js';
-import { bufferSource, readPartStart, type MessageSource } from '../../storage/scratch.js';
+import { bufferSource, readPartStart, type MessageSource } from '../../storage/message-source.js';
 import { SAMPLE_BODY_BYTES } from '../message-content.js';
 import type { InboundRelay } from './pipeline.js';
 

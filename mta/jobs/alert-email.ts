@@ -1,6 +1,6 @@
 // Owns the email form of an alert notification: a short RFC 5322 text message Sluice queues as its own mail.
 import crypto from 'node:crypto';
-import { bufferSource } from '../../storage/scratch.js';
+import { bufferSource } from '../../storage/message-source.js';
 import { foldLines } from '../smtp/header-lines.js';
 import type { AcceptedDsn } from '../queue/accepted-message.js';
 

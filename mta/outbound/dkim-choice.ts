@@ -64,9 +64,10 @@ export async function chooseDkimKey(
 
 /**
  * The message as it goes on the wire: with the DKIM-Signature field of `key` in front (RFC 6376, relaxed/relaxed;
- * dkim-sign.ts: the body is hashed as it streams from its scratch, never copied) or as composed.
+ * dkim-sign.ts: the body is hashed from its buffers or as it streams from its scratch, never copied) or as composed.
  */
 export async function signContent(content: MessageContent, key: DkimSigningKey | undefined): Promise<MessageContent> {
   if (!key) return content;
-  return prepend(await dkimSignatureHead(content.open(), key), content);
+  // A message in memory is hashed from its buffers; a spilled one as it streams from its scratch.
+  return prepend(await dkimSignatureHead(content.inMemory?.() ?? content.open(), key), content);
 }

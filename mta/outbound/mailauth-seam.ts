@@ -104,8 +104,9 @@ export async function dkimSignatureFields(
     },
     sign,
   );
-  // Parts (a prefix and the message) are streamed one after the other, so they need not be joined first.
-  const input = Buffer.isBuffer(raw) || raw instanceof Readable ? raw : Readable.from(raw, { objectMode: false });
+  // Parts in memory (a small message: a prefix and the message) are joined and written as one buffer, which mailauth
+  // writes without a stream of its own; a stream is hashed as it is read.
+  const input = raw instanceof Readable || Buffer.isBuffer(raw) ? raw : raw.length === 1 ? raw[0]! : Buffer.concat(raw);
   await writeToStream(signer, input);
   return { fields: signer.signatureHeaders.join('\r\n'), errors: signer.errors };
 }

@@ -8,7 +8,8 @@ import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/p
 import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
 import { storageFailure } from '../../storage/ports/health.js';
 import type { SuppressionStore } from '../../storage/ports/suppressions.js';
-import { BufferBoundReached, readSource, type ByteBudget } from '../../storage/scratch.js';
+import type { ByteBudget } from '../../storage/scratch.js';
+import { BufferBoundReached, readSource } from '../../storage/message-source.js';
 import type { MessageContent } from '../message-content.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';

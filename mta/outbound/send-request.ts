@@ -1,6 +1,6 @@
 // Owns the send request: its domain type (wire field names) and the cross-field rules a schema cannot say.
 import Mustache from 'mustache';
-import type { MessageSource } from '../../storage/scratch.js';
+import type { MessageSource } from '../../storage/message-source.js';
 import { fitsSmtpPath } from '../smtp/address.js';
 import { FOLDABLE_WORD, isUnstructuredField, longestWord, MAX_LINE_OCTETS, MAX_WORD } from '../smtp/header-lines.js';
 import { normalizePrivateKey } from './dkim-sign.js';

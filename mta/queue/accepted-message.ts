@@ -1,7 +1,7 @@
 // Owns the accepted-message record every entry point hands the queue's one door (REST, submission, MX relay, DSN):
 // one variant per message kind, and the one mapping from a record to the stored message row.
 import type { BodyRef } from '../../storage/ports/bodies.js';
-import type { MessageSource } from '../../storage/scratch.js';
+import type { MessageSource } from '../../storage/message-source.js';
 import type { MessageKind, NewMessage } from '../../storage/ports/queue.js';
 import type { NewTrackedMessage } from '../../storage/ports/tracking.js';
 import type { SpamDisposition, VirusDisposition } from '../../storage/ports/smtp-log.js';

@@ -3,7 +3,7 @@
 import { isAscii } from 'node:buffer';
 import { pipeline, Transform } from 'node:stream';
 import type { BodyRef, BodyStore } from '../../storage/ports/bodies.js';
-import type { MessageSource } from '../../storage/scratch.js';
+import type { MessageSource } from '../../storage/message-source.js';
 
 /**
  * Streams `body` into `bodies` (a spool file for a large body): the door never holds it whole. Resolves with the
@@ -12,6 +12,12 @@ import type { MessageSource } from '../../storage/scratch.js';
  * fails the streams are destroyed, so a scratch or file it reads from is not left half-read and open.
  */
 export async function writeBodyStream(bodies: BodyStore, body: MessageSource): Promise<{ ref: BodyRef; eightBit: boolean }> {
+  // A body already in memory (a small message) is handed over as one buffer: no stream to build and pipe.
+  const held = body.inMemory?.();
+  if (held) {
+    const bytes = held.length === 1 ? held[0]! : Buffer.concat(held, body.size);
+    return { ref: await bodies.write(bytes), eightBit: !isAscii(bytes) };
+  }
   const source = body.open();
   let eightBit = false;
   const seen = new Transform({

@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { MessageRow } from '../../storage/ports/queue.js';
-import { bufferSource } from '../../storage/scratch.js';
+import { bufferSource } from '../../storage/message-source.js';
 import { buildDsn, readHeaderBlock } from '../delivery/dsn.js';
 import type { AcceptedDsn } from './accepted-message.js';
 import type { PermanentFailure } from './queue.js';

@@ -1,7 +1,7 @@
 // Owns talking to ClamAV's clamd over TCP or a unix socket (the INSTREAM command): one message in, its verdict out.
 import net from 'node:net';
 import { socketTarget } from '../../config/keys.js';
-import type { MessageSource } from '../../storage/scratch.js';
+import type { MessageSource } from '../../storage/message-source.js';
 
 /** clamd's answer: clean, or the name of the signature that matched; a failure is an answer too. */
 export type ClamdResult =

@@ -1,7 +1,7 @@
 // Owns talking to rspamd's normal worker over HTTP (POST /checkv2): one message in, its action, score and symbols out.
 import http from 'node:http';
 import https from 'node:https';
-import type { MessageSource } from '../../storage/scratch.js';
+import type { MessageSource } from '../../storage/message-source.js';
 
 /** rspamd's answer, reduced to what the spam step uses. `action` is rspamd's word (`reject`, `add header`, …). */
 export type RspamdResult =

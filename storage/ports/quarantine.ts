@@ -1,6 +1,6 @@
 // Owns the quarantine port: held inbound messages with their envelope, verdicts and body, and release leases.
 import type { Readable } from 'node:stream';
-import type { MessageSource } from '../scratch.js';
+import type { MessageSource } from '../message-source.js';
 
 /** How long a release may hold its lease before another release may take over (crash recovery). */
 export const QUARANTINE_LEASE_MS = 10 * 60_000;

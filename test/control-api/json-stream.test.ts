@@ -7,7 +7,8 @@ import { JsonTooLarge, parseJsonStream } from '../../control-api/json-body.js';
 import { MalformedJson, type JsonPath } from '../../control-api/json-stream.js';
 import { createBufferBudget } from '../../mta/buffer-budget.js';
 import { isBase64 } from '../../mta/outbound/send-request.js';
-import { BufferBoundReached, createScratchArea } from '../../storage/scratch.js';
+import { createScratchArea } from '../../storage/scratch.js';
+import { BufferBoundReached } from '../../storage/message-source.js';
 import { tempDir } from '../helpers/stack.js';
 
 /** `text` as UTF-8 bytes cut every `size` bytes (splitting multi-byte characters and escapes). */

@@ -12,7 +12,7 @@ import { createQuarantineStore } from '../../storage/sqlite/quarantine.js';
 import { createSpool } from '../../storage/sqlite/spool.js';
 import { type NewQuarantined } from '../../storage/ports/quarantine.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';
-import { readSource } from '../../storage/scratch.js';
+import { readSource } from '../../storage/message-source.js';
 
 const DAY = 86_400_000;
 

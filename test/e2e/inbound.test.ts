@@ -12,7 +12,7 @@ import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink } from '../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { bufferSource } from '../../storage/scratch.js';
+import { bufferSource } from '../../storage/message-source.js';
 
 const HOUR = 3_600_000;
 const pair = await generateDkimKeyPair(1024);

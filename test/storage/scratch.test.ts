@@ -5,7 +5,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import t from 'tap';
 import { createBufferBudget } from '../../mta/buffer-budget.js';
-import { BufferBoundReached, createScratchArea, joinSource, readSource } from '../../storage/scratch.js';
+import { createScratchArea } from '../../storage/scratch.js';
+import { BufferBoundReached, joinSource, readSource } from '../../storage/message-source.js';
 import { fillDisk, smallDisk } from '../helpers/small-disk.js';
 import { tempDir } from '../helpers/stack.js';
 

@@ -4,7 +4,7 @@ import { simpleParser } from 'mailparser';
 import t from 'tap';
 import { createBounceDsnHook, diagnosticOf } from '../../../mta/queue/bounce-dsn.js';
 import { buildDsn, headerBlock, readHeaderBlock } from '../../../mta/delivery/dsn.js';
-import { readSource } from '../../../storage/scratch.js';
+import { readSource } from '../../../storage/message-source.js';
 import { longestLine } from '../../../mta/smtp/header-lines.js';
 import type { DeliveryRow, MessageRow } from '../../../storage/ports/queue.js';
 

@@ -22,7 +22,7 @@ import { type AbusePolicy } from '../../../storage/ports/inbound-domains.js';
 import { createInboundListStore } from '../../../storage/sqlite/inbound-lists.js';
 import { type ListScope } from '../../../storage/ports/inbound-lists.js';
 import { openDatabase } from '../../../storage/sqlite/database.js';
-import { readSource } from '../../../storage/scratch.js';
+import { readSource } from '../../../storage/message-source.js';
 import { createSqliteGreylistStore } from '../../../storage/sqlite/greylist.js';
 import { startDnsServer } from '../../helpers/dns-server.js';
 import { createClock, tempDir } from '../../helpers/stack.js';

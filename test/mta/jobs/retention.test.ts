@@ -9,7 +9,7 @@ import type { AttemptOutcome } from '../../../mta/queue/queue.js';
 import { createRetentionPruner } from '../../../mta/jobs/retention.js';
 import { createSmtpLogStore } from '../../../storage/sqlite/smtp-log.js';
 import { leaseOf } from '../../../storage/ports/leases.js';
-import { bufferSource } from '../../../storage/scratch.js';
+import { bufferSource } from '../../../storage/message-source.js';
 import { DETAIL_DAYS } from '../../../storage/ports/metrics.js';
 import { startStack, tempDir, testEnv, type Stack } from '../../helpers/stack.js';
 

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { composeMessages as composeInScratch, messageSize, type ComposeOptions } from '../../../mta/outbound/compose.js';
 import type { KeptValues, SendRequest as SendBody } from '../../../mta/outbound/send-request.js';
-import { createScratchArea, readSource } from '../../../storage/scratch.js';
+import { createScratchArea } from '../../../storage/scratch.js';
+import { readSource } from '../../../storage/message-source.js';
 
 const NOW = Date.UTC(2025, 0, 2, 3, 4, 5);
 const scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-compose-'));

@@ -1,7 +1,7 @@
 // Checks the accepted-message record's one mapping to the stored row: each kind fills only its own columns.
 import t from 'tap';
 import { messageRow } from '../../../mta/queue/accepted-message.js';
-import { bufferSource } from '../../../storage/scratch.js';
+import { bufferSource } from '../../../storage/message-source.js';
 import { TRACK_CLICK, TRACK_OPEN } from '../../../storage/ports/tracking.js';
 
 const raw = Buffer.from('Subject: x\r\n\r\nbody\r\n');

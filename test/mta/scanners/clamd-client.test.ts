@@ -3,7 +3,7 @@
 import net from 'node:net';
 import t from 'tap';
 import { createClamdClient, parseInstreamReply } from '../../../mta/scanners/clamd-client.js';
-import { bufferSource } from '../../../storage/scratch.js';
+import { bufferSource } from '../../../storage/message-source.js';
 import { daemonsMissing, startClamd, VIRUS_MARKER } from '../../helpers/daemons.js';
 
 const message = (body: string) => bufferSource(Buffer.from(`From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: x\r\n\r\n${body}\r\n`));

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import { GTUBE } from '../../../filters/spam-rules.js';
 import { createRspamdClient, parseCheckReply } from '../../../mta/scanners/rspamd-client.js';
 import { daemonsMissing, RSPAMD_SUSPECT_MARKER, startRspamd } from '../../helpers/daemons.js';
-import { bufferSource } from '../../../storage/scratch.js';
+import { bufferSource } from '../../../storage/message-source.js';
 
 interface Seen {
   method: string;

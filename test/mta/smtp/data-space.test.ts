@@ -11,7 +11,8 @@ import { dataWorkingBytes, STRUCTURE_LIMITS } from '../../../mta/smtp/session.js
 import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
 import type { AccountRow } from '../../../storage/ports/accounts.js';
 import { createRoomCheck } from '../../../storage/disk-space.js';
-import { createScratchArea, readSource, type ScratchArea } from '../../../storage/scratch.js';
+import { createScratchArea, type ScratchArea } from '../../../storage/scratch.js';
+import { readSource } from '../../../storage/message-source.js';
 import { fillDisk, smallDisk } from '../../helpers/small-disk.js';
 import { smtpTalk } from '../../helpers/smtp-talk.js';
 import { tempDir } from '../../helpers/stack.js';

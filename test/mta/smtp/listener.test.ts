@@ -19,7 +19,7 @@ import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
 import type { SubmittedMessage } from '../../../mta/smtp/submission-listener.js';
 import type { AccountRow } from '../../../storage/ports/accounts.js';
 import { startSink } from '../../helpers/smtp-sink.js';
-import { readSource } from '../../../storage/scratch.js';
+import { readSource } from '../../../storage/message-source.js';
 
 const pems = await generate([{ name: 'commonName', value: 'mx.sluice.test' }], { keySize: 2048, algorithm: 'sha256' });
 const pair = { cert: pems.cert, key: pems.private, source: 'config' as const };

@@ -7,7 +7,7 @@ import t from 'tap';
 import { storageFailure } from '../../../storage/ports/health.js';
 import type { NewQuarantined } from '../../../storage/ports/quarantine.js';
 import type { Store } from '../../../storage/ports/store.js';
-import { readSource } from '../../../storage/scratch.js';
+import { readSource } from '../../../storage/message-source.js';
 import { fillDisk, smallDisk } from '../../helpers/small-disk.js';
 import { account, BACKENDS, contract, message } from './backends.js';
 
