@@ -1,4 +1,4 @@
-// Owns the type declarations of the parts of mailauth 4.x (plain JavaScript, no bundled types) that Sluice calls.
+// Owns the type declarations of the parts of mailauth 7.x (plain JavaScript, no bundled types) that Sluice calls.
 // Public (mailauth's README): `mailauth`, lib/dkim/sign, lib/spf. Private: the rest, imported only by ./mailauth-seam.ts.
 declare module 'mailauth/lib/dkim/sign.js' {
   export function dkimSign(
@@ -32,7 +32,17 @@ declare module 'mailauth/lib/dkim/dkim-signer.js' {
     bodyHashes: Map<string, { hash: string | null }>;
     signatureHeaders: string[];
     errors: unknown[];
+    /** 'header' until the empty line that ends the header section was seen, then 'body' (MessageParser). */
+    state: 'header' | 'body';
+    /** Header bytes kept until the header section ends (MessageParser). */
+    headerChunks: Buffer[];
     finalize(): Promise<void>;
+    /** Splits header from body (MessageParser): header chunks are kept, then emitHeaders, then nextChunk per body chunk. */
+    processChunk(chunk: Buffer): Promise<void>;
+    /** Parses the kept header chunks (and `chunk`, the header's last piece) and moves to the body. */
+    emitHeaders(chunk?: Buffer): Promise<void>;
+    /** Hashes a chunk of the body. */
+    nextChunk(chunk: Buffer): Promise<void>;
   }
 }
 

@@ -8,6 +8,7 @@ import t from 'tap';
 import { runCli } from '../../bin/cli.js';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
 import { startDnsServer } from '../helpers/dns-server.js';
+import { outboundWorld } from '../helpers/outbound-world.js';
 import { startSink } from '../helpers/smtp-sink.js';
 import { startStack, testEnv, type Stack } from '../helpers/stack.js';
 
@@ -66,26 +67,12 @@ t.test('MX: a 28 MB message is relayed byte-identical behind our header fields, 
 });
 
 t.test('submission: a 28 MB message is delivered byte-identical behind our fields, its DKIM signature verifying at the MX', async (t) => {
-  const sink = await startSink(t, { tls: false });
-  const dns = await startDnsServer(t, {
-    'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] },
-    'mx.rcpt.test': { A: ['127.0.0.1'] },
-    'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] },
-    '_sluice.sender.test': { TXT: ['v=sluice1 auth=acme'] },
-  });
-  const stack = await startStack(t, {
-    env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true' },
-  });
-  const acct = await stack.createAccount('acme');
-  const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
-  if (!pw.ok) throw new Error('password');
-  const dkim = await stack.api('POST', '/tx/v1/domains/sender.test/dkim-keys', { key: acct.key, body: { selector: 's1' } });
-  const rec = dkim.body.dkim_dns_records[0];
-  dns.zones[rec.name] = { TXT: [rec.value] };
+  // Account acme with an SMTP password and a published DKIM key for sender.test (test/helpers/outbound-world.ts).
+  const { stack, sink, dns, password } = await outboundWorld(t, { sink: { tls: false }, env: { SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true' } });
 
   const raw = bigMessage('app@sender.test', 'bob@rcpt.test');
   const transport = nodemailer.createTransport({
-    host: stack.submission.host, port: stack.submission.port, secure: false, ignoreTLS: true, name: 'app.client.test', auth: { user: 'acme', pass: pw.value.password },
+    host: stack.submission.host, port: stack.submission.port, secure: false, ignoreTLS: true, name: 'app.client.test', auth: { user: 'acme', pass: password },
   });
   const info = await transport.sendMail({ envelope: { from: 'app@sender.test', to: ['bob@rcpt.test'] }, raw });
   transport.close();
