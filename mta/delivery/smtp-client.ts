@@ -12,8 +12,8 @@ import type { DeliveryHost } from './resolve-route.js';
 export interface DeliveryBody {
   /** Bytes of the body: the SIZE parameter of MAIL FROM (RFC 1870). */
   readonly size: number;
-  /** The bytes as a stream (from the body store); rejects when the body is gone. */
-  open(): Promise<Readable>;
+  /** The bytes as a stream (from the body store), or in one buffer (a small body in memory); rejects when gone. */
+  open(): Promise<Readable | Buffer>;
   /** Whether the body has a byte above 0x7f, when already known (seen as it was written); else scanned before dialling. */
   readonly eightBit?: boolean;
 }
@@ -141,6 +141,7 @@ function hostFailure(err: SmtpError): boolean {
  */
 export async function hasEightBit(body: DeliveryBody): Promise<boolean> {
   const stream = await body.open();
+  if (Buffer.isBuffer(stream)) return !isAscii(stream);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) if (!isAscii(chunk)) return true;
     return false;
@@ -270,11 +271,12 @@ export function createSmtpClient(opts: SmtpClientOptions) {
   }
 
   /**
-   * One transaction on `pc`, the body piped from a stream of its own (nodemailer dot-stuffs it as it goes). The
-   * stream is destroyed once the server answered, or the connection failed midway, so no file stays open for it.
+   * One transaction on `pc`, the body piped from a stream of its own (nodemailer dot-stuffs it as it goes) or written
+   * from one buffer (a small body the fast path brought). A stream is destroyed once the server answered, or the
+   * connection failed midway, so no file stays open for it.
    */
   async function send(pc: PooledConnection, job: DeliveryJob, recipients: string[], eightBit: boolean): Promise<{ err?: SmtpError; info?: SMTPConnection.SentMessageInfo }> {
-    let body: Readable;
+    let body: Readable | Buffer;
     try {
       body = await job.body.open();
     } catch (err) {
@@ -288,7 +290,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
         { from: job.mailFrom, to: recipients, use8BitMime: eightBit, size: job.body.size } as SMTPConnection.Envelope,
         body,
         (err, info) => {
-          body.destroy();
+          if (!Buffer.isBuffer(body)) body.destroy();
           resolve(err ? { err: err as SmtpError } : { info });
         },
       );

@@ -20,6 +20,12 @@ export interface EnqueuedMessage {
   queuedAt: number;
 }
 
+
+/**
+ * A body up to this size that was in memory when it was accepted travels with the fast path's handoff (at most
+ * the worker's in-flight deliveries × this, held until the first attempt ends); a larger one is read from the store.
+ */
+export const HANDOFF_BYTES_MAX = 64 * 1024;
 /** The outcome of one attempt at one delivery, as the worker reports it; the delivery row carries its lease. */
 export interface AttemptOutcome extends Omit<AttemptRecord, 'deliveryId' | 'at'> {
   delivery: DeliveryRow;
@@ -78,8 +84,10 @@ export interface FastPath {
    * Takes the committed, leased deliveries of one message, with the reference its body was written under (the worker
    * opens it per attempt: a stream from the store, never the message held whole in memory while it waits) and
    * whether that body has 8-bit bytes (seen as it was written: RFC 6152 BODY=8BITMIME needs it before MAIL FROM).
+   * A small body (≤ HANDOFF_BYTES_MAX) that was in memory comes with its `bytes`, sent as they are on the first
+   * attempt: no read back from the store, one write to the socket.
    */
-  handoff(m: { messageRowId: number; body: BodyRef; eightBit: boolean | undefined; deliveries: LeasedDelivery[]; now: number }): void;
+  handoff(m: { messageRowId: number; body: BodyRef; eightBit: boolean | undefined; bytes?: Buffer; deliveries: LeasedDelivery[]; now: number }): void;
 }
 
 export interface QueueDeps {
@@ -120,6 +128,8 @@ export function createQueue(deps: QueueDeps) {
   const handles = new Map<number, string>();
   /** Whether a body this queue just wrote has 8-bit bytes (for the fast path's handoff), by its reference. */
   const eightBits = new WeakMap<BodyRef, boolean>();
+  /** The bytes of a small body this queue just wrote from memory (for the fast path's first attempt), by reference. */
+  const smallBodies = new WeakMap<BodyRef, Buffer>();
 
   async function handleOf(accountId: number): Promise<string> {
     let h = handles.get(accountId);
@@ -136,8 +146,9 @@ export function createQueue(deps: QueueDeps) {
 
   /** Streams the message into the Bodies port (./body-intake.ts), keeping its 8-bit flag for the fast path. */
   async function writeBody(m: AcceptedMessage): Promise<BodyRef> {
-    const { ref, eightBit } = await writeBodyStream(deps.bodies, m.body);
+    const { ref, eightBit, bytes } = await writeBodyStream(deps.bodies, m.body);
     eightBits.set(ref, eightBit);
+    if (bytes && bytes.length <= HANDOFF_BYTES_MAX) smallBodies.set(ref, bytes);
     return ref;
   }
 
@@ -310,7 +321,8 @@ export function createQueue(deps: QueueDeps) {
         if (unused > 0) fastPath?.release(unused);
         const body = (records[i] as AcceptRecord).message.body;
         if (got.leased.length > 0 && body) {
-          fastPath?.handoff({ messageRowId: got.messageRowId, body, eightBit: eightBits.get(body), deliveries: got.leased, now });
+          const bytes = smallBodies.get(body);
+          fastPath?.handoff({ messageRowId: got.messageRowId, body, eightBit: eightBits.get(body), ...(bytes ? { bytes } : {}), deliveries: got.leased, now });
         }
       });
       // Only deliveries left queued need the worker to claim them.

@@ -28,7 +28,7 @@ export interface WorkerDeps {
  * A message's recipients at one domain; `body` is the reference the accept wrote the body under, when the fast path
  * handed it over (else the message row's).
  */
-type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[]; body?: BodyRef; eightBit?: boolean };
+type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[]; body?: BodyRef; eightBit?: boolean; bytes?: Buffer };
 
 /** How the attempt at one group (a message's recipients at one domain) ended. */
 export type AttemptEnd =
@@ -153,7 +153,10 @@ export function createQueueWorker(deps: WorkerDeps) {
   function bodyOf(g: Group): DeliveryBody {
     const ref = g.body ?? g.message.body;
     if (!ref) throw new Error(`body of message ${g.message.id} is missing`);
-    return { size: ref.size, open: () => deps.bodies.open(ref), ...(g.eightBit !== undefined ? { eightBit: g.eightBit } : {}) };
+    // The fast path's small body is sent from the bytes it came with (as received, the same the store holds).
+    const bytes = g.bytes;
+    const open = bytes ? () => Promise.resolve(bytes) : () => deps.bodies.open(ref);
+    return { size: ref.size, open, ...(g.eightBit !== undefined ? { eightBit: g.eightBit } : {}) };
   }
 
   async function deliverGroup(g: Group): Promise<void> {
@@ -274,7 +277,7 @@ export function createQueueWorker(deps: WorkerDeps) {
     release(n) {
       reserved -= n;
     },
-    handoff({ messageRowId, body, eightBit, deliveries, now }) {
+    handoff({ messageRowId, body, eightBit, bytes, deliveries, now }) {
       reserved -= deliveries.length;
       const rows = deliveries.map(
         (d): DeliveryRow => ({
@@ -314,7 +317,7 @@ export function createQueueWorker(deps: WorkerDeps) {
         }
         const groups = new Map<string, Group>();
         for (const d of rows) {
-          const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], body, eightBit };
+          const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], body, eightBit, ...(bytes ? { bytes } : {}) };
           g.deliveries.push(d);
           groups.set(d.domain, g);
         }
