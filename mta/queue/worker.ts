@@ -148,7 +148,8 @@ export function createQueueWorker(deps: WorkerDeps) {
 
   /**
    * The group's body as the client reads it: opened from the store afresh for each read (a stream is read once; a
-   * failover to the next host, or the 8-bit scan before dialling, opens it again), never collected in memory.
+   * failover to the next host, or the 8-bit scan before dialling, opens it again), never collected in memory — except
+   * a small body the fast path brought in memory (≤ HANDOFF_BYTES_MAX), sent from those bytes.
    */
   function bodyOf(g: Group): DeliveryBody {
     const ref = g.body ?? g.message.body;
