@@ -126,10 +126,11 @@ export function createQueue(deps: QueueDeps) {
   let wakeListener: (() => void) | undefined;
   let fastPath: FastPath | undefined;
   const handles = new Map<number, string>();
-  /** Whether a body this queue just wrote has 8-bit bytes (for the fast path's handoff), by its reference. */
-  const eightBits = new WeakMap<BodyRef, boolean>();
-  /** The bytes of a small body this queue just wrote from memory (for the fast path's first attempt), by reference. */
-  const smallBodies = new WeakMap<BodyRef, Buffer>();
+  /**
+   * What the door saw of a body this queue just wrote, by its reference, for the fast path's handoff: whether it has
+   * 8-bit bytes, and the bytes of a small one written from memory.
+   */
+  const written = new WeakMap<BodyRef, { eightBit: boolean; bytes?: Buffer }>();
 
   async function handleOf(accountId: number): Promise<string> {
     let h = handles.get(accountId);
@@ -144,11 +145,10 @@ export function createQueue(deps: QueueDeps) {
     return { fromEmail: m.fromEmail, customerHandle: handle, sendRequestId: m.sendRequestId, messageId: m.messageId, campaignId: m.campaignId };
   }
 
-  /** Streams the message into the Bodies port (./body-intake.ts), keeping its 8-bit flag for the fast path. */
+  /** Streams the message into the Bodies port (./body-intake.ts), keeping what the fast path hands over. */
   async function writeBody(m: AcceptedMessage): Promise<BodyRef> {
     const { ref, eightBit, bytes } = await writeBodyStream(deps.bodies, m.body);
-    eightBits.set(ref, eightBit);
-    if (bytes && bytes.length <= HANDOFF_BYTES_MAX) smallBodies.set(ref, bytes);
+    written.set(ref, bytes && bytes.length <= HANDOFF_BYTES_MAX ? { eightBit, bytes } : { eightBit });
     return ref;
   }
 
@@ -321,8 +321,8 @@ export function createQueue(deps: QueueDeps) {
         if (unused > 0) fastPath?.release(unused);
         const body = (records[i] as AcceptRecord).message.body;
         if (got.leased.length > 0 && body) {
-          const bytes = smallBodies.get(body);
-          fastPath?.handoff({ messageRowId: got.messageRowId, body, eightBit: eightBits.get(body), ...(bytes ? { bytes } : {}), deliveries: got.leased, now });
+          const seen = written.get(body);
+          fastPath?.handoff({ messageRowId: got.messageRowId, body, eightBit: seen?.eightBit, ...(seen?.bytes ? { bytes: seen.bytes } : {}), deliveries: got.leased, now });
         }
       });
       // Only deliveries left queued need the worker to claim them.
