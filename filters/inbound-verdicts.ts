@@ -32,6 +32,11 @@ export interface SpamStepVerdict {
   rspamd?: { action: string; score: number; requiredScore?: number; symbols: string[] } | { error: string };
   /** The classifier's judgement (its symbol is in `rules`), or why it abstained; absent when it was not asked. */
   bayes?: BayesResult;
+  /**
+   * The account this verdict judged for, present only when the recipients spanned accounts (one verdict each, with
+   * that account's model); each account's copy stores its own.
+   */
+  account?: number;
 }
 
 export interface PolicyStepVerdict {

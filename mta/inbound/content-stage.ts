@@ -1,5 +1,6 @@
-// Owns the inbound content stage after authentication: the DNS lists' weight, the built-in rules, the classifier,
-// rspamd (asked as its milter protocol would) and clamd, each once per message, into the spam and virus verdicts.
+// Owns the inbound content stage after authentication: the DNS lists' weight, the built-in rules, rspamd (asked as
+// its milter protocol would) and clamd, each once per message, and the classifier once per recipient account, into
+// one spam verdict per account and one virus verdict.
 import { decideDnsbl, type DnsblStepVerdict } from '../../filters/dnsbl.js';
 import type { BayesClassifier } from '../../filters/bayes.js';
 import type { ContentContext } from '../../filters/content-rules.js';
@@ -38,17 +39,20 @@ export interface ContentInput {
   auth: AuthVerdict;
   /** The header section split from the message's sample (`msg.content.sample`). */
   split: SplitMessage;
-  /** False when every accepted recipient safelisted the sender (no spam decision needed; viruses are still scanned). */
-  needed: boolean;
-  /** The account whose classifier model joins the global one (null: the global model alone). */
-  modelAccount: number | null;
+  /**
+   * The accounts of the accepted recipients, each judged with its own classifier model joined to the global one (an
+   * account with none: the global model alone). `needed` is false when every recipient of that account safelisted
+   * the sender: no spam decision for it (viruses are still scanned).
+   */
+  accounts: readonly { id: number; needed: boolean }[];
   /** The client's DNS list hits as RCPT saw them (cached by TTL, so asked again at no cost). */
   clientListing: () => Promise<{ hits: DnsblStepVerdict['hits']; errors: string[] }>;
 }
 
 export interface ContentOutcome {
   dnsbl?: DnsblStepVerdict;
-  spam: SpamStepVerdict;
+  /** The spam verdict per account of `ContentInput.accounts` (account id → verdict), in that order. */
+  spam: Map<number, SpamStepVerdict>;
   virus?: VirusStepVerdict;
   /** rspamd answered `greylist` and this attempt is deferred (450 4.7.1). */
   greylisted?: SmtpReply;
@@ -99,9 +103,9 @@ export async function runContentStage(deps: ContentStageDeps, input: ContentInpu
   if (virus?.verdict === 'skipped' && deps.scannerFailure === 'accept-and-tag') tags.push(VIRUS_SCAN_FAILED_HEADER);
 
   const builtin = scoreRules(content, deps.rules);
-  const bayes = input.needed && deps.bayes ? await deps.bayes.classify(sample, input.modelAccount) : undefined;
+  const needed = input.accounts.some((a) => a.needed);
   const rspamd =
-    input.needed && deps.rspamd
+    needed && deps.rspamd
       ? await deps.rspamd.check({
           message: withoutOwnReceived(msg.content, split, deps.hostname),
           clientIp: msg.clientIp,
@@ -116,11 +120,20 @@ export async function runContentStage(deps: ContentStageDeps, input: ContentInpu
   if (rspamd?.ok && rspamd.action === 'greylist' && deps.greylist) {
     greylisted = await deps.greylist.rspamdAsked({ mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcptTo: msg.rcptTo });
   }
-  const spam = decideSpam({
-    builtin, bayes, dnsbl, threshold: deps.spamThreshold, needed: input.needed, rspamd, scannerFailure: deps.scannerFailure,
-    rspamdGreylistPassed: !!deps.greylist && !greylisted,
-  });
-  if (spam.reason === 'filter-error:rspamd' && spam.verdict !== 'skipped') tags.push(SCAN_FAILED_HEADER);
+  // Everything above judges the message; the classifier judges it for a reader. One extra recipient of another
+  // tenant must not switch an account's trained model off (issue 31, finding 3), nor may one tenant's training
+  // judge another's mail: each account gets its own classification and its own verdict. The common case (one
+  // account) asks the classifier once, as before.
+  const spam = new Map<number, SpamStepVerdict>();
+  for (const account of input.accounts) {
+    const bayes = account.needed && deps.bayes ? await deps.bayes.classify(sample, account.id) : undefined;
+    const verdict = decideSpam({
+      builtin, bayes, dnsbl, threshold: deps.spamThreshold, needed: account.needed, rspamd, scannerFailure: deps.scannerFailure,
+      rspamdGreylistPassed: !!deps.greylist && !greylisted,
+    });
+    spam.set(account.id, verdict);
+    if (verdict.reason === 'filter-error:rspamd' && verdict.verdict !== 'skipped' && !tags.includes(SCAN_FAILED_HEADER)) tags.push(SCAN_FAILED_HEADER);
+  }
   return { ...(dnsbl ? { dnsbl } : {}), spam, ...(virus ? { virus } : {}), ...(greylisted ? { greylisted } : {}), tags };
 }
 

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { spf } from 'mailauth/lib/spf/index.js';
 import type { BayesClassifier } from '../../filters/bayes.js';
 import { checkAuthentication, isForgedAuthResults, type AuthResolver } from '../../filters/inbound-auth.js';
-import { listStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
+import { listStepVerdict, type SpamStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
 import { headerValues, rewriteHeaderSection, splitMessage } from '../../filters/message-headers.js';
 import { INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
 import type { SpamRule } from '../../filters/spam-rules.js';
@@ -24,7 +24,7 @@ import { runContentStage } from './content-stage.js';
 import type { DnsListChecker } from './dnsbl.js';
 import type { Greylister } from './greylist.js';
 import { createRcptChecks, type RcptQuery } from './rcpt-checks.js';
-import { decidePolicy, refusalWithoutRecipients, type DomainRecipients } from './policy.js';
+import { decideAccountPolicies, refusalWithoutRecipients, type DomainRecipients } from './policy.js';
 
 /** One message handed to the relay: it must resolve only once the message is durably committed (queue, fsync). */
 export interface RelayMessage {
@@ -98,14 +98,32 @@ export interface InboundPipeline {
 export { SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER } from './content-stage.js';
 
 /**
- * The account whose own model joins the global one for this message: the one account of every recipient the spam
- * verdict is for (not safelisted); null when they span accounts (the spam step runs once per message, so one
- * account's training must not judge another's mail).
+ * The accepted recipients' accounts, in order, each with its domain groups; `needed` is false when every recipient
+ * of that account safelisted the sender (no spam decision for it).
  */
-function modelAccount(groups: Iterable<DomainRecipients>): number | null {
-  const ids = new Set<number>();
-  for (const g of groups) if (g.rcpt.length > g.safe.length) ids.add(g.served.account_id);
-  return ids.size === 1 ? [...ids][0]! : null;
+function byAccount(groups: Iterable<DomainRecipients>): Map<number, { groups: DomainRecipients[]; needed: boolean }> {
+  const accounts = new Map<number, { groups: DomainRecipients[]; needed: boolean }>();
+  for (const g of groups) {
+    const a = accounts.get(g.served.account_id) ?? { groups: [], needed: false };
+    a.groups.push(g);
+    a.needed ||= g.rcpt.length > g.safe.length;
+    accounts.set(g.served.account_id, a);
+  }
+  return accounts;
+}
+
+/**
+ * The verdicts stored with one account's copy when the recipients span accounts: the message's own (authentication,
+ * DNS lists, virus), and of the per-recipient ones only this account's — another tenant's recipients, list entries
+ * and classifier judgement are not its to read (ARCHITECTURE invariant 5).
+ */
+function copyVerdicts(all: readonly StepVerdict[], accountOf: ReadonlyMap<string, number>, accountId: number, spam: SpamStepVerdict): StepVerdict[] {
+  return all.filter((v) => {
+    if (v.step === 'lists' || v.step === 'recipient') return accountOf.get(v.rcpt) === accountId;
+    if (v.step === 'policy') return v.rcpt.some((r) => accountOf.get(r) === accountId);
+    if (v.step === 'spam') return v === spam;
+    return true;
+  });
 }
 
 /** First value of a header field, cut to the RFC 5322 line limit, or null. */
@@ -122,16 +140,20 @@ function firstHeader(headers: ReturnType<typeof splitMessage>['headers'], name: 
  * 3. authentication (SPF, DKIM, DMARC, ARC) once per message → one Authentication-Results field with our
  *    authserv-id, forged ones with our id removed (RFC 8601 §5);
  * 4. content (./content-stage.ts), once per message: DNS list weights (client below the RCPT threshold, sender,
- *    From and link domains), built-in rules, the classifier, rspamd (its action by its own thresholds), clamd.
- *    A scanner down → `scannerFailure`: `tempfail` makes no decision (451 4.7.1), `accept-and-tag` continues
- *    without it and tags the message (SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER) — never a silent pass;
- * 5. policy (./policy.ts `decidePolicy`): what the verdicts do per recipient domain — relay, flag, quarantine or
- *    block; a virus is quarantined or refused — and the one reply to DATA when nothing is kept.
+ *    From and link domains), built-in rules, rspamd (its action by its own thresholds), clamd; the classifier once
+ *    per recipient account, with that account's model (the global one where it has none), so each account gets a
+ *    spam verdict of its own. A scanner down → `scannerFailure`: `tempfail` makes no decision (451 4.7.1),
+ *    `accept-and-tag` continues without it and tags the message (SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER) —
+ *    never a silent pass;
+ * 5. policy (./policy.ts `decideAccountPolicies`): what each account's verdicts do per recipient domain — relay,
+ *    flag, quarantine or block; a virus is quarantined or refused — and the one reply to DATA (a mixed outcome
+ *    across accounts is accepted and the refusing account's recipients get nothing).
  *
  * Then the commit: the domain's header name is removed from the incoming message for every domain (a sender can
  * neither pre-flag nor pre-clear it). Quarantine rows are committed first, then one relay call per distinct
- * rewritten message; 250 only after all committed. A failure in between answers 451 and the client's retry may
- * duplicate what was already committed (at-least-once, never zero).
+ * rewritten message of each account (never shared across accounts: each stores its own verdicts); 250 only after
+ * all committed. A failure in between answers 451 and the client's retry may duplicate what was already committed
+ * (at-least-once, never zero).
  */
 export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipeline {
   const log = deps.logger.child({ component: 'inbound' });
@@ -155,6 +177,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
   async function run(msg: InboundMessage, queueId: string, verdicts: StepVerdict[]): Promise<SmtpReply> {
     // 1. Recipients by provisioned domain, 2. lists.
     const groups = new Map<number, DomainRecipients>();
+    const accountOf = new Map<string, number>();
     for (const rcpt of msg.rcptTo) {
       const served = await deps.domains.findServedDomain(domainOf(rcpt));
       if (!served) {
@@ -162,6 +185,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
         verdicts.push({ step: 'recipient', rcpt, verdict: 'drop', reason: 'domain-not-served' });
         continue;
       }
+      accountOf.set(rcpt, served.account_id);
       const lv = await rcptChecks.listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
       verdicts.push(listStepVerdict(rcpt, lv));
       if (lv.action === 'block') continue;
@@ -179,34 +203,41 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     );
     verdicts.push(auth);
 
-    // 4. Content (the spam decision is not needed when every accepted recipient safelisted the sender). The rules
-    // and the classifier read the sample (header section and the start of the body); rspamd and clamd the stream.
+    // 4. Content, with one spam verdict per recipient account (not needed for an account whose every recipient
+    // safelisted the sender). The rules and the classifier read the sample (header section and the start of the
+    // body); rspamd and clamd the stream.
     const sample = msg.content.sample;
     const split = splitMessage(sample);
-    const needed = [...groups.values()].some((g) => g.rcpt.length > g.safe.length);
+    const accounts = byAccount(groups.values());
     const stage = await runContentStage(
       { ...deps, rules, dnsblThreshold: deps.dnsblThreshold ?? 3 },
-      { msg, queueId, auth, split, needed, modelAccount: modelAccount(groups.values()), clientListing: () => rcptChecks.clientListing(msg.clientIp) },
+      { msg, queueId, auth, split, accounts: [...accounts].map(([id, a]) => ({ id, needed: a.needed })), clientListing: () => rcptChecks.clientListing(msg.clientIp) },
     );
-    const spam = stage.spam;
+    const spanning = accounts.size > 1;
     if (stage.dnsbl) verdicts.push(stage.dnsbl);
-    verdicts.push(spam);
+    for (const [id, spam] of stage.spam) verdicts.push(spanning ? Object.assign(spam, { account: id }) : spam);
     if (stage.virus) verdicts.push(stage.virus);
     if (stage.greylisted) return stage.greylisted;
     if (stage.virus?.verdict === 'skipped' && deps.scannerFailure === 'tempfail') return REPLY.virusScannerDown;
 
-    // 5. Policy per domain.
-    const policy = decidePolicy([...groups.values()], spam, stage.virus);
-    verdicts.push(...policy.verdicts);
-    for (const v of policy.verdicts) deps.metrics?.inboundVerdicts.inc({ action: v.verdict }, v.rcpt.length);
-    if (policy.verdicts.length === 0 && policy.refusal) {
-      // No decision at all (the spam scanner is down and `failure = tempfail`): every recipient waits for a retry.
-      deps.metrics?.inboundVerdicts.inc({ action: 'tempfail' }, [...groups.values()].reduce((n, g) => n + g.rcpt.length, 0));
+    // 5. Policy per account (its spam verdict), per domain (its abuse policy), and the one reply to DATA.
+    const policy = decideAccountPolicies(
+      [...accounts].map(([id, a]) => ({ accountId: id, groups: a.groups, spam: stage.spam.get(id)! })),
+      stage.virus,
+    );
+    // A temporary refusal (no spam decision: the spam scanner is down under `failure = tempfail`) defers every
+    // recipient, whatever another account decided: each waits for the retry.
+    const deferred = !!policy.refusal && policy.refusal.code < 500;
+    for (const d of policy.decisions) {
+      verdicts.push(...d.verdicts);
+      if (!deferred) for (const v of d.verdicts) deps.metrics?.inboundVerdicts.inc({ action: v.verdict }, v.rcpt.length);
     }
+    if (deferred) deps.metrics?.inboundVerdicts.inc({ action: 'tempfail' }, [...groups.values()].reduce((n, g) => n + g.rcpt.length, 0));
     if (policy.refusal) return policy.refusal;
 
     // Commit: quarantine rows first, then each relay; 250 only after every commit. Each copy is a header section
-    // of its own in front of the body as received, read from the scratch (never a second copy of the body).
+    // of its own in front of the body as received, read from the scratch (never a second copy of the body). Each
+    // account's copies are its own (never one relay across accounts): its header, its verdicts, its rows.
     const prepend = [auth.header, ...stage.tags];
     const rewrite = (strip: string, flag?: string): MessageSource => {
       const head = rewriteHeaderSection(sample, split, {
@@ -220,7 +251,9 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     const subject = firstHeader(split.headers, 'subject');
     const messageIdHeader = firstHeader(split.headers, 'message-id');
     const messageId = messageIdHeader ? messageIdHeader.replace(/^<|>$/g, '') : null;
-    for (const q of policy.quarantines) {
+    const quarantines = policy.decisions.flatMap((d) => d.quarantines.map((q) => ({ accountId: d.accountId, q })));
+    for (const { accountId, q } of quarantines) {
+      const spam = stage.spam.get(accountId)!;
       // Streamed into storage (a large body is spooled), never held whole: no share of the buffering bound.
       await deps.quarantine.insert({
         accountId: q.served.account_id,
@@ -236,15 +269,20 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
         messageId,
         score: spam.score,
         reason: stage.virus?.verdict === 'infected' ? 'virus-quarantine' : 'abuse-policy-quarantine',
-        verdicts,
+        verdicts: spanning ? copyVerdicts(verdicts, accountOf, accountId, spam) : verdicts,
         body: rewrite(q.strip).open(),
         now,
         expiresAt: now + deps.quarantineDays * 86_400_000,
       });
     }
-    for (const r of policy.relays) {
-      const message = rewrite(r.strip, r.flag);
-      await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, message, domainIds: r.domainIds, queueId, messageId, verdicts });
+    for (const d of policy.decisions) {
+      const copy = spanning ? copyVerdicts(verdicts, accountOf, d.accountId, stage.spam.get(d.accountId)!) : verdicts;
+      for (const r of d.relays) {
+        const message = rewrite(r.strip, r.flag);
+        await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, message, domainIds: r.domainIds, queueId, messageId, verdicts: copy });
+      }
+      // The transaction's log line (handle) holds every verdict; each account's copy is logged on its own line too.
+      if (spanning) log.info({ queueId, accountId: d.accountId, rcptTo: d.verdicts.flatMap((v) => v.rcpt), verdicts: copy }, 'inbound copy');
     }
     return REPLY.queued(queueId);
   }

@@ -130,3 +130,43 @@ export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStep
   if (relays.size === 0 && quarantines.length === 0) decision.refusal = blockedByPolicy > 0 ? REPLY.spam : REPLY.senderBlocklisted;
   return decision;
 }
+
+/** The accepted recipients of one account and the spam verdict judged for it (its own classifier model). */
+export interface AccountRecipients {
+  accountId: number;
+  groups: DomainRecipients[];
+  spam: SpamStepVerdict;
+}
+
+/** One account's policy decision (its copy: own verdicts, own headers, own quarantine rows). */
+export interface AccountDecision extends PolicyDecision {
+  accountId: number;
+}
+
+/**
+ * The policy of a message whose recipients may span accounts: `decidePolicy` per account, with that account's spam
+ * verdict, and the one reply to DATA. SMTP answers DATA once for the whole transaction (RFC 5321 §4.1.1.4; per
+ * recipient replies after DATA exist only in LMTP, RFC 2033 §4.2), so:
+ * - one account: its decision as it is (the reply is what it always was);
+ * - any account's refusal is temporary (4xx: no spam decision, rspamd soft reject): that reply for all, nothing is
+ *   committed, and the sender's retry is judged again for everybody — accepting the others would lose nothing but
+ *   the deferred account's mail could then only be bounced or dropped;
+ * - some account keeps the message (relay, flag or quarantine): 250; an account whose policy refused it gets
+ *   nothing — silently dropped, recorded in its policy verdict and logged, no bounce (no backscatter to a forged
+ *   sender), as Postfix with amavis does for a per-recipient outcome that cannot be said after DATA. A drop, not a
+ *   quarantine: `block` means "do not take it", and keeping it would hold mail the tenant asked to refuse;
+ * - every account refused: 550 5.7.1 as spam when any policy blocked it as spam, else the first refusal (a virus,
+ *   a blocklist).
+ */
+export function decideAccountPolicies(
+  accounts: readonly AccountRecipients[],
+  virus?: VirusStepVerdict,
+): { decisions: AccountDecision[]; refusal?: SmtpReply } {
+  const decisions = accounts.map((a) => ({ accountId: a.accountId, ...decidePolicy(a.groups, a.spam, virus) }));
+  if (decisions.length === 1) return { decisions, ...(decisions[0]!.refusal ? { refusal: decisions[0]!.refusal } : {}) };
+  const refusals = decisions.flatMap((d) => (d.refusal ? [d.refusal] : []));
+  const temporary = refusals.find((r) => r.code < 500);
+  if (temporary) return { decisions, refusal: temporary };
+  if (refusals.length < decisions.length) return { decisions };
+  return { decisions, refusal: refusals.find((r) => r === REPLY.spam) ?? refusals[0]! };
+}

@@ -1,7 +1,7 @@
 // Checks the inbound policy step (mta/inbound/policy.ts): what a spam verdict does per domain, and the one reply.
 import t from 'tap';
 import type { SpamStepVerdict } from '../../../filters/inbound-verdicts.js';
-import { decidePolicy, refusalAtRcpt, refusalWithoutRecipients, type DomainRecipients } from '../../../mta/inbound/policy.js';
+import { decideAccountPolicies, decidePolicy, refusalAtRcpt, refusalWithoutRecipients, type DomainRecipients } from '../../../mta/inbound/policy.js';
 import type { AbusePolicy, ServedDomainRow } from '../../../storage/ports/inbound-domains.js';
 
 function served(id: number, domain: string, abusePolicy: AbusePolicy | null, header?: [string, string]): ServedDomainRow {
@@ -67,4 +67,36 @@ t.test('refusals before the policy: at RCPT by the lists, at DATA without recipi
   t.same(refusalWithoutRecipients([{ step: 'recipient', rcpt: 'x@gone.test', verdict: 'drop', reason: 'domain-not-served' }]), {
     code: 550, status: '5.7.1', message: 'Relay access denied',
   });
+});
+
+t.test('recipients spanning accounts: each account its own verdict and decision; one reply to DATA', async (t) => {
+  const of = (accountId: number, s: ServedDomainRow): ServedDomainRow => ({ ...s, account_id: accountId });
+  const victim = of(1, served(1, 'victim.test', 'block'));
+  const attacker = of(2, served(2, 'attacker.test', 'flag'));
+  const both = (v: SpamStepVerdict, a: SpamStepVerdict) => decideAccountPolicies([
+    { accountId: 1, groups: [group(victim, ['bob@victim.test'])], spam: v },
+    { accountId: 2, groups: [group(attacker, ['eve@attacker.test'])], spam: a },
+  ]);
+
+  const mixed = both(spam('spam'), spam('ham', 'below-threshold'));
+  t.equal(mixed.refusal, undefined, 'one account blocks, the other keeps it: 250');
+  t.same(mixed.decisions.map((d) => [d.accountId, d.verdicts.map((v) => [v.rcpt, v.verdict])]), [
+    [1, [[['bob@victim.test'], 'block']]],
+    [2, [[['eve@attacker.test'], 'relay']]],
+  ], 'the blocked recipient is recorded as such (dropped, no bounce)');
+  t.same(mixed.decisions.map((d) => d.relays.map((r) => r.rcpt)), [[], [['eve@attacker.test']]], 'relays are never shared across accounts');
+
+  t.equal(both(spam('spam'), spam('spam')).refusal, undefined, 'spam for both: the attacker flags it, so it is kept');
+  const attackerBlocks = decideAccountPolicies([
+    { accountId: 1, groups: [group(victim, ['bob@victim.test'])], spam: spam('spam') },
+    { accountId: 2, groups: [group(of(2, served(3, 'b.test', 'block')), ['x@b.test'])], spam: spam('spam') },
+  ]);
+  t.same(attackerBlocks.refusal, { code: 550, status: '5.7.1', message: 'Message refused as spam' }, 'every account refuses: 550 as spam');
+
+  const undecided = both(spam('skipped', 'filter-error:rspamd'), spam('skipped', 'all-safelisted'));
+  t.same(undecided.refusal, { code: 451, status: '4.7.1', message: 'Spam scanner unavailable, try again later' },
+    'a temporary refusal for one account defers the whole transaction (nothing committed)');
+
+  const one = decideAccountPolicies([{ accountId: 1, groups: [group(victim, ['bob@victim.test'])], spam: spam('spam') }]);
+  t.same(one, { decisions: [{ accountId: 1, ...decidePolicy([group(victim, ['bob@victim.test'])], spam('spam')) }], refusal: decidePolicy([group(victim, ['bob@victim.test'])], spam('spam')).refusal }, 'one account: its decision as it was');
 });
