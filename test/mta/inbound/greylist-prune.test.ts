@@ -97,3 +97,46 @@ t.test('a client network adds at most new_triplets_per_network_hour waiting trip
   t.equal(await kept(9, '2001:db8:1:2::/64'), undefined);
   t.match(await kept(0), { passedAt: clock.now() - 50 * HOUR }, 'the retried triplet keeps its pass_days lifetime');
 });
+
+t.test('a run that stops at 200 batches with old rows left is followed by the next a minute later, not an hour', async (t) => {
+  const clock = createClock();
+  const db = openDatabase(tempDir(t));
+  t.teardown(() => db.close());
+  const real = createSqliteGreylistStore(db);
+  const runs: number[] = [0];
+  let settled: () => void = () => undefined;
+  const store: GreylistStore = {
+    ...real,
+    async prune(c, limit) {
+      const n = await real.prune(c, limit);
+      runs[runs.length - 1]! += n;
+      if (n < limit || runs.at(-1)! >= 100_000) settled();
+      return n;
+    },
+  };
+  // 100,500 never-retried triplets of 40 days ago: one run's worth (200 × 500) and 500 more.
+  const old = clock.now() - 40 * DAY;
+  const insert = db.prepare('INSERT INTO greylist_triplets (network, sender, recipient, first_seen, last_seen) VALUES (?, ?, ?, ?, ?)');
+  db.transaction(() => {
+    for (let i = 0; i < 100_500; i++) insert.run(`10.${i >> 16}.${(i >> 8) & 255}.0/24`, `s${i}@old.test`, 'r@corp.test', old, old);
+  })();
+  const settings = { delayMs: 300_000, retryWindowMs: 48 * HOUR, passMs: 35 * DAY, autoAllowAfter: 5, newPerNetworkHour: 1000 };
+  const greylist = createGreylister({ store, domains: ['*'], exemptNetworks: () => false, settings, now: clock.now, logger: pino({ level: 'silent' }) });
+  const attempt = () => greylist.rspamdAsked({ mailFrom: 'a@x.test', clientIp: '203.0.113.9', rcptTo: ['b@corp.test'] });
+
+  clock.advance(HOUR);
+  let done = new Promise<void>((resolve) => (settled = resolve));
+  await attempt();
+  await done;
+  t.equal(runs[0], 100_000, 'the first run stops at its bound');
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  runs.push(0);
+  clock.advance(59_999);
+  await attempt();
+  t.equal(runs[1], 0, 'not before a minute');
+  clock.advance(1);
+  done = new Promise<void>((resolve) => (settled = resolve));
+  await attempt();
+  await done;
+  t.equal(runs[1], 500, 'a minute later the next run takes the rest');
+});
