@@ -2,15 +2,20 @@
 // maildir folders), its statistics and its reset.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { BayesClassifier } from '../filters/bayes.js';
+import { learnItem } from '../filters/bayes.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
-import type { BayesClass, BayesScope, BayesStore, LearnOutcome } from '../storage/ports/bayes.js';
+import type { BayesClass, BayesScope, BayesStore, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
 import { requireAccount, UsageError, type CliIo } from './cli-common.js';
 
-/** Messages per learn commit: one fsync per batch, and a running server waits at most one batch for the lock. */
+/**
+ * Messages per learn commit: one fsync per batch, and a running server waits at most one batch for the lock. A batch
+ * holds each message's tokens only: the message itself is dropped once tokenized, so a maildir of any size is read
+ * one message at a time (issue 31 finding 8).
+ */
 const BATCH = 200;
 /** Files larger than this are not read (a mailbox export that large is better split). */
 const MAX_FILE_BYTES = 2 * 1024 * 1024 * 1024;
+const LF = 0x0a;
 
 /**
  * The messages of an mbox (RFC 4155): split at each line starting `From ` that opens the file or follows an empty
@@ -27,30 +32,76 @@ export function splitMbox(data: Buffer): Buffer[] {
   });
 }
 
-/** The messages under `p`: a file (mbox when it starts with `From `, else one message) or every file of a tree. */
-export function readMessages(p: string): Buffer[] {
-  const stat = fs.statSync(p);
-  if (stat.isDirectory()) {
-    return fs
-      .readdirSync(p)
-      .filter((n) => !n.startsWith('.'))
-      .sort()
-      .flatMap((n) => readMessages(path.join(p, n)));
+/** The lines of `file`, each with its line ending (the last may have none), holding one chunk and one line at a time. */
+async function* linesOf(file: string): AsyncGenerator<Buffer> {
+  let rest = Buffer.alloc(0);
+  for await (const chunk of fs.createReadStream(file)) {
+    let data = rest.length > 0 ? Buffer.concat([rest, chunk as Buffer]) : (chunk as Buffer);
+    for (let nl = data.indexOf(LF); nl >= 0; nl = data.indexOf(LF)) {
+      yield data.subarray(0, nl + 1);
+      data = data.subarray(nl + 1);
+    }
+    rest = Buffer.from(data);
   }
-  if (!stat.isFile() || stat.size === 0) return [];
+  if (rest.length > 0) yield rest;
+}
+
+const isBlank = (line: Buffer) => line.length === 1 || (line.length === 2 && line[0] === 0x0d);
+const MBOX_FROM = Buffer.from('From ', 'latin1');
+const QUOTED_FROM = /^>+From /;
+
+/** The messages of the mbox `file` as `splitMbox` cuts them, one at a time: a mailbox is never held whole. */
+async function* streamMbox(file: string): AsyncGenerator<Buffer> {
+  let message: Buffer[] | undefined;
+  let afterBlank = true; // the file's first line may open a message (RFC 4155)
+  for await (const line of linesOf(file)) {
+    if (afterBlank && line.subarray(0, 5).equals(MBOX_FROM)) {
+      if (message) yield Buffer.concat(message);
+      message = [];
+    } else if (message) {
+      message.push(line[0] === 0x3e && QUOTED_FROM.test(line.subarray(0, 64).toString('latin1')) ? line.subarray(1) : line);
+    }
+    afterBlank = isBlank(line);
+  }
+  if (message) yield Buffer.concat(message);
+}
+
+/**
+ * The messages under `p`, one at a time: a file (mbox when it starts with `From `, else one message) or every file of
+ * a tree, its listing streamed (fs.opendir) in the order the file system gives it. Dot files are skipped.
+ */
+export async function* readMessages(p: string): AsyncGenerator<Buffer> {
+  const stat = await fs.promises.stat(p);
+  if (stat.isDirectory()) {
+    for await (const entry of await fs.promises.opendir(p)) {
+      if (!entry.name.startsWith('.')) yield* readMessages(path.join(p, entry.name));
+    }
+    return;
+  }
+  if (!stat.isFile() || stat.size === 0) return;
   if (stat.size > MAX_FILE_BYTES) throw new Error(`${p}: larger than 2 GB; split it`);
-  const data = fs.readFileSync(p);
-  return data.subarray(0, 5).toString('latin1') === 'From ' ? splitMbox(data) : [data];
+  const head = Buffer.alloc(5);
+  const fh = await fs.promises.open(p);
+  try {
+    await fh.read(head, 0, 5, 0);
+  } finally {
+    await fh.close();
+  }
+  if (head.equals(MBOX_FROM)) yield* streamMbox(p);
+  else yield await fs.promises.readFile(p);
 }
 
 const scopeName = (scope: BayesScope, handle?: string) => (scope === null ? 'the global model' : `the model of account ${handle}`);
 
-/** `sluice filter train|stats|reset`. */
+/**
+ * `sluice filter train|stats|reset`. Training learns into `deps.store` directly, with filters/bayes.ts's learnItem as
+ * the classifier does, so that a batch holds tokens, not messages.
+ */
 export async function filterCommand(
   sub: string | undefined,
   opts: { spam?: string[]; ham?: string[]; account?: string; json?: boolean },
   accounts: AccountStore,
-  deps: { classifier: BayesClassifier; store: BayesStore; minLearned: number },
+  deps: { store: BayesStore; minLearned: number },
   io: CliIo,
   now: () => number,
 ): Promise<number> {
@@ -67,11 +118,16 @@ export async function filterCommand(
       ham: { learned: 0, relearned: 0, already: 0 },
     };
     for (const [cls, p] of sources) {
-      const messages = readMessages(path.resolve(io.cwd, p));
-      for (let i = 0; i < messages.length; i += BATCH) {
-        const outcomes = await deps.classifier.learn(scope, messages.slice(i, i + BATCH).map((raw) => ({ raw, cls })), now());
-        for (const o of outcomes) tally[cls][o]++;
+      let batch: LearnItem[] = [];
+      const flush = async () => {
+        for (const o of await deps.store.learn(scope, batch, now())) tally[cls][o]++;
+        batch = [];
+      };
+      for await (const raw of readMessages(path.resolve(io.cwd, p))) {
+        batch.push(learnItem(raw, cls));
+        if (batch.length >= BATCH) await flush();
       }
+      if (batch.length > 0) await flush();
     }
     const stats = await deps.store.stats(scope);
     if (opts.json) {

@@ -169,9 +169,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'filter': {
         const { config } = loaded();
         return await withStore({ config }, now, (store) => {
-          const minLearned = config.filters.bayes.minLearned;
-          const classifier = createBayesClassifier({ store: store.bayes, minLearned });
-          return filterCommand(sub, opts, store.accounts, { classifier, store: store.bayes, minLearned }, io, now);
+          return filterCommand(sub, opts, store.accounts, { store: store.bayes, minLearned: config.filters.bayes.minLearned }, io, now);
         });
       }
       default:

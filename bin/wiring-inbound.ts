@@ -56,6 +56,7 @@ export function wireInboundFilters(opts: { config: Config; store: Pick<Store, 'b
         retryWindowMs: g.retryWindowHours * 3_600_000,
         passMs: g.passDays * 86_400_000,
         autoAllowAfter: g.autoAllowAfter,
+        newPerNetworkHour: g.newTripletsPerNetworkHour,
       },
       now,
       logger: opts.logger,

@@ -234,6 +234,7 @@ export async function wireCore(opts: CoreOptions) {
     targets: guard,
     queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
     console: store.console,
+    consoleSecret: await secretSetting(store.settings, 'console_secret'),
     acmeChallenge: (token) => acme?.challenges.get(token),
     now,
     logger,

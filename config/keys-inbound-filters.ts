@@ -130,6 +130,15 @@ export const GREYLIST_KEYS = {
     default: () => 48,
     parse: integer(1, 720, 'hours'),
   }),
+  newTripletsPerNetworkHour: key({
+    doc: 'New triplets one client network (/24 or /64) may add per hour while they wait for their retry; over it a first attempt gets the same 450 4.7.1 and is not remembered (logged once per network per hour).',
+    defaultText: '1000',
+    // 1,000: a network that retries passes (its triplets leave the count) and after auto_allow_after passes is not
+    // greylisted at all, so only never-retried attempts fill it; at ~175 B a triplet kept retry_window_hours (48),
+    // at most ~8 MB of rows (and their index entries) per network, where one network added 28,508 in 10 s uncapped.
+    default: () => 1000,
+    parse: integer(1, 1_000_000, 'a count'),
+  }),
   passDays: key({
     doc: 'Days a triplet that passed is let through without delay while it keeps being seen (and a client network stays auto-allowed).',
     defaultText: '35',

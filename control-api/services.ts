@@ -113,6 +113,8 @@ export interface Services {
   queue: QueueAdmin;
   /** Web console sessions and operator tokens. */
   console: ConsoleStore;
+  /** HMAC key of the console's sign-in CSRF tokens (created on first start, kept in the store as console_secret). */
+  consoleSecret: Buffer;
   /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3), undefined for any other. */
   acmeChallenge: (token: string) => string | undefined;
   /** Injected clock (ms since epoch). */

@@ -25,6 +25,11 @@ export interface GreylistSettings {
   passMs: number;
   /** Client networks with this many passed triplets skip greylisting (postgrey's auto-whitelist-clients). */
   autoAllowAfter: number;
+  /**
+   * New triplets one client network may add per hour while they wait for their retry; a first attempt over it is
+   * deferred alike but not remembered (`inbound.greylist.new_triplets_per_network_hour`).
+   */
+  newPerNetworkHour: number;
 }
 
 export type GreylistOutcome =

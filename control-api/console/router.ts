@@ -1,6 +1,5 @@
 // Owns the /console HTTP surface: security headers (strict CSP), assets, sign-in and sign-out, the session and CSRF
 // checks every request passes, the account a request is about, and dispatch to the views.
-import crypto from 'node:crypto';
 import type Koa from 'koa';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
@@ -14,7 +13,8 @@ import { html, type Html } from './html.js';
 import { ALL_ACCOUNTS, homePath, mayView, NAV, page } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 import { CONSOLE_VIEWS } from './views.js';
-import { cookie, LOGIN_COOKIE, parseCookies, readForm, sameToken, SESSION_COOKIE, signIn, viewerOf, type Viewer } from './session.js';
+import { mintLoginToken, validLoginToken } from './login-token.js';
+import { cookie, cookieNames, parseCookies, readForm, sameToken, signIn, viewerOf, type Viewer } from './session.js';
 
 // 'self' only: no inline script or style, no CDN; inline SVG needs no source. Forms post to ourselves only.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -61,16 +61,20 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
 
   async function login(ctx: Koa.Context): Promise<void> {
     ctx.state.routeTemplate = '/console/login';
+    const names = cookieNames(secure(ctx));
     const fresh = () => {
-      const csrf = crypto.randomUUID();
-      ctx.append('Set-Cookie', cookie(LOGIN_COOKIE, csrf, { secure: secure(ctx), maxAgeSeconds: 3600 }));
+      const csrf = mintLoginToken(services.consoleSecret, services.now());
+      ctx.append('Set-Cookie', cookie(names.login, csrf, { secure: secure(ctx), maxAgeSeconds: 3600 }));
       return csrf;
     };
     if (ctx.method === 'GET') return render(ctx, 200, loginPage(fresh()));
     if (ctx.method !== 'POST') throw new ApiError(405, ['method not allowed'], { Allow: 'GET, POST' });
     if (!logins.take(ctx.ip)) throw new ApiError(429, ['too many sign-in attempts; wait a moment'], { 'Retry-After': '1' });
     const form = await readForm(ctx.req);
-    if (!sameToken(form.get('_csrf'), parseCookies(ctx.headers.cookie)[LOGIN_COOKIE] ?? '')) {
+    // Double submit (the field equals the cookie, which another site cannot read) of a token this server minted
+    // within the hour: a pair made up and planted by whoever can set a cookie for the host does not verify.
+    const token = parseCookies(ctx.headers.cookie)[names.login] ?? '';
+    if (!sameToken(form.get('_csrf'), token) || !validLoginToken(services.consoleSecret, token, services.now())) {
       return render(ctx, 403, loginPage(fresh(), 'The sign-in form expired; try again.'));
     }
     let session;
@@ -80,8 +84,8 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
       if (err instanceof ApiError) return render(ctx, err.status, loginPage(fresh(), 'Unknown or revoked key or token.'));
       throw err;
     }
-    ctx.append('Set-Cookie', cookie(SESSION_COOKIE, session.id, { secure: secure(ctx), maxAgeSeconds: services.config.http.consoleSessionHours * 3600 }));
-    ctx.append('Set-Cookie', cookie(LOGIN_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
+    ctx.append('Set-Cookie', cookie(names.session, session.id, { secure: secure(ctx), maxAgeSeconds: services.config.http.consoleSessionHours * 3600 }));
+    ctx.append('Set-Cookie', cookie(names.login, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
     const viewer = await viewerOf(services, session.id);
     ctx.redirect(viewer ? homePath(viewer) : '/console/login');
   }
@@ -169,7 +173,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     let viewer: Viewer | undefined;
     try {
       if (ctx.path === '/console/login') return await login(ctx);
-      const sessionId = parseCookies(ctx.headers.cookie)[SESSION_COOKIE];
+      const sessionId = parseCookies(ctx.headers.cookie)[cookieNames(secure(ctx)).session];
       viewer = await viewerOf(services, sessionId);
       if (!viewer) {
         ctx.state.routeTemplate = '/console/*';
@@ -185,7 +189,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
         const form = await readForm(ctx.req);
         if (!sameToken(form.get('_csrf'), viewer.session.csrf)) throw forbidden('missing or invalid CSRF token; reload the page');
         await services.console.closeSession(sessionId as string);
-        ctx.append('Set-Cookie', cookie(SESSION_COOKIE, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
+        ctx.append('Set-Cookie', cookie(cookieNames(secure(ctx)).session, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
         return ctx.redirect('/console/login');
       }
       await dispatch(ctx, viewer);

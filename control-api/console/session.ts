@@ -1,5 +1,6 @@
 // Owns console sign-in and sessions: an API key (tenant) or an operator token exchanged for a session cookie
-// (HttpOnly, SameSite=Strict, Secure under TLS), the CSRF token every form carries, and who the viewer may see.
+// (HttpOnly, SameSite=Strict, Secure and `__Host-` named under TLS), the CSRF token every form carries, and who the
+// viewer may see.
 import crypto from 'node:crypto';
 import type http from 'node:http';
 import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
@@ -8,8 +9,18 @@ import { ApiError, forbidden } from '../errors.js';
 import type { Services } from '../services.js';
 
 export const SESSION_COOKIE = 'sluice_console';
-/** Double-submit token of the sign-in form (there is no session yet to hold one). */
+/** Double-submit token of the sign-in form (there is no session yet to hold one); minted by the server (login-token.ts). */
 export const LOGIN_COOKIE = 'sluice_console_login';
+/**
+ * RFC 6265bis §4.1.3.2: a browser keeps a `__Host-` cookie only when it is Secure, has Path=/ and no Domain, and set
+ * from a secure origin; so no sibling subdomain and no plain-HTTP answer can plant or overwrite one (cookie tossing).
+ */
+const HOST_PREFIX = '__Host-';
+
+/** The console's cookie names: `__Host-` prefixed under HTTPS, today's names over plain HTTP (no prefix is possible). */
+export function cookieNames(secure: boolean): { session: string; login: string } {
+  return secure ? { session: HOST_PREFIX + SESSION_COOKIE, login: HOST_PREFIX + LOGIN_COOKIE } : { session: SESSION_COOKIE, login: LOGIN_COOKIE };
+}
 /** Largest form body the console reads. */
 export const FORM_LIMIT = 64 * 1024;
 
@@ -34,7 +45,8 @@ const EVERY_SCOPE: ReadonlySet<KeyScope> = new Set<KeyScope>(['api', 'inbound'])
  * The request's cookies by name (RFC 6265 §5.4). Total — any header a client sends gives an answer, never a throw:
  * a pair without a name is skipped, a value that is not valid percent-encoding (`a=%zz`) is kept as sent (it then
  * names no session), and of a repeated name the first wins, as browsers list the cookie of the longest path first
- * (§5.4 step 2), which is the console's own (Path=/console).
+ * (§5.4 step 2), which is the console's own over plain HTTP (Path=/console); under HTTPS its `__Host-` names are its
+ * own alone.
  */
 export function parseCookies(header: string | undefined): Record<string, string> {
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
@@ -56,11 +68,14 @@ function decodeCookieValue(value: string): string {
   }
 }
 
-/** A Set-Cookie value for the console: Path=/console, HttpOnly, SameSite=Strict, Secure when `secure`. */
+/**
+ * A Set-Cookie value for the console: HttpOnly, SameSite=Strict; under HTTPS (`secure`) Secure and Path=/ as a
+ * `__Host-` name needs (cookieNames), else Path=/console.
+ */
 export function cookie(name: string, value: string, o: { secure: boolean; maxAgeSeconds?: number }): string {
   return [
     `${name}=${encodeURIComponent(value)}`,
-    'Path=/console',
+    o.secure ? 'Path=/' : 'Path=/console',
     'HttpOnly',
     'SameSite=Strict',
     ...(o.secure ? ['Secure'] : []),

@@ -27,9 +27,26 @@ export interface GreylistStore {
   /** Counts one more passed triplet for `network`. */
   countPass(network: string, now: number): Promise<void>;
   /**
-   * Forgets up to `limit` rows in one short unit: triplets not seen since `before` first, then networks whose last
-   * pass is older than `clientsBefore`. Returns how many; fewer than `limit` means nothing old is left (the caller
-   * repeats, a batch at a time, as retention's prunes do).
+   * Writes a first attempt's record (insert or replace) unless `t.network` already has `cap.max` triplets first seen
+   * since `cap.since` that still wait for their retry; returns whether it was written. One unit of work: two processes
+   * never both take the network's last place.
    */
-  prune(before: number, clientsBefore: number, limit: number): Promise<number>;
+  saveFirst(t: Triplet, r: TripletRecord, cap: { max: number; since: number }): Promise<boolean>;
+  /**
+   * Forgets up to `limit` rows in one short unit: triplets never retried that were first seen before
+   * `c.unretriedBefore` first, then triplets not seen since `c.seenBefore`, then networks whose last pass is older
+   * than `c.clientsBefore`. Returns how many; fewer than `limit` means nothing old is left (the caller repeats, a
+   * batch at a time, as retention's prunes do).
+   */
+  prune(c: PruneCutoffs, limit: number): Promise<number>;
+}
+
+/** What a prune forgets: times before which each kind of row can no longer matter. */
+export interface PruneCutoffs {
+  /** A triplet never retried and first seen before this is past its retry window. */
+  unretriedBefore: number;
+  /** A triplet (passed or not) not seen since this. */
+  seenBefore: number;
+  /** A client network whose last pass is older than this. */
+  clientsBefore: number;
 }

@@ -1,5 +1,6 @@
 // Owns the SQLite implementation of greylisting's memory (storage/ports/greylist.ts): greylist_triplets and
-// greylist_clients (migration 16). Shared by every process on the data_dir, so a retry may reach any of them.
+// greylist_clients (migration 16), and the indexes its bounds read (migration 21). Shared by every process on the
+// data_dir, so a retry may reach any of them.
 import type { Db } from './database.js';
 import type { GreylistStore, TripletRecord } from '../ports/greylist.js';
 
@@ -23,6 +24,16 @@ export function createSqliteGreylistStore(db: Db): GreylistStore {
       `DELETE FROM greylist_triplets WHERE (network, sender, recipient) IN
          (SELECT network, sender, recipient FROM greylist_triplets WHERE last_seen < ? LIMIT ?)`,
     ),
+    // greylist_triplets_unretried (migration 21): the oldest waiting triplets, without reading passed ones.
+    pruneUnretried: db.prepare(
+      `DELETE FROM greylist_triplets WHERE (network, sender, recipient) IN
+         (SELECT network, sender, recipient FROM greylist_triplets WHERE passed_at IS NULL AND first_seen < ? LIMIT ?)`,
+    ),
+    // greylist_triplets_network_new (migration 21): reads at most `max` index entries of one network.
+    countNew: db.prepare(
+      `SELECT count(*) AS n FROM (SELECT 1 FROM greylist_triplets
+         WHERE network = ? AND passed_at IS NULL AND first_seen >= ? LIMIT ?)`,
+    ),
     pruneClients: db.prepare(
       'DELETE FROM greylist_clients WHERE network IN (SELECT network FROM greylist_clients WHERE last_pass_at < ? LIMIT ?)',
     ),
@@ -42,10 +53,19 @@ export function createSqliteGreylistStore(db: Db): GreylistStore {
     async countPass(network, now) {
       s.countPass.run(network, now);
     },
-    async prune(before, clientsBefore, limit) {
+    async saveFirst(t, r, cap) {
       return db.transaction(() => {
-        const triplets = s.pruneTriplets.run(before, limit).changes;
-        return triplets < limit ? triplets + s.pruneClients.run(clientsBefore, limit - triplets).changes : triplets;
+        if ((s.countNew.get(t.network, cap.since, cap.max) as { n: number }).n >= cap.max) return false;
+        s.save.run({ ...t, ...r });
+        return true;
+      }).immediate();
+    },
+    async prune(c, limit) {
+      return db.transaction(() => {
+        let n = s.pruneUnretried.run(c.unretriedBefore, limit).changes;
+        if (n < limit) n += s.pruneTriplets.run(c.seenBefore, limit - n).changes;
+        if (n < limit) n += s.pruneClients.run(c.clientsBefore, limit - n).changes;
+        return n;
       }).immediate();
     },
   };

@@ -105,12 +105,12 @@ t.test('HTTPS with a pebble-issued certificate: API and console over TLS with HS
   t.equal(missing.status, 404);
   t.equal(missing.headers.get('strict-transport-security'), HSTS);
 
-  // The console: cookies Secure over TLS, pages with HSTS.
+  // The console: cookies Secure and __Host- named over TLS (RFC 6265bis §4.1.3.2), pages with HSTS.
   const console = consoleClient(stack.baseUrl, httpsFetch(port, root, 'mail.sluice.test'));
   const signIn = await console.signIn(acct.key);
   t.equal(signIn.status, 302);
-  const session = signIn.headers.getSetCookie().find((c) => c.startsWith('sluice_console='));
-  t.match(session, /; Path=\/console; HttpOnly; SameSite=Strict; Secure; Max-Age=43200$/);
+  const session = signIn.headers.getSetCookie().find((c) => c.startsWith('__Host-sluice_console='));
+  t.match(session, /; Path=\/; HttpOnly; SameSite=Strict; Secure; Max-Age=43200$/);
   const queue = await console.get('/console/queue');
   t.equal(queue.status, 200);
   t.equal(queue.headers.get('strict-transport-security'), HSTS);

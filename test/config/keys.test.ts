@@ -22,7 +22,8 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
     'filters.dnsbl.domain_sites', 'filters.dnsbl.cache_max_entries', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
-    'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours', 'inbound.greylist.pass_days',
+    'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours',
+    'inbound.greylist.new_triplets_per_network_hour', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
     'queue.lease_seconds', 'queue.min_free_bytes',
     'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'log.level',
@@ -54,6 +55,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_FILTERS_BAYES_MIN_LEARNED: '7', SLUICE_FILTERS_DNSBL_SITES: 'zen.example=127.0.0.[2..11]*3,wl.example*-2',
     SLUICE_FILTERS_DNSBL_THRESHOLD: '4', SLUICE_FILTERS_DNSBL_DOMAIN_SITES: 'dbl.example', SLUICE_FILTERS_DNSBL_CACHE_MAX_ENTRIES: '50',
     SLUICE_INBOUND_GREYLIST_DOMAINS: 'Corp.Example,*', SLUICE_INBOUND_GREYLIST_DELAY_SECONDS: '60', SLUICE_INBOUND_GREYLIST_RETRY_WINDOW_HOURS: '2',
+    SLUICE_INBOUND_GREYLIST_NEW_TRIPLETS_PER_NETWORK_HOUR: '50',
     SLUICE_INBOUND_GREYLIST_PASS_DAYS: '9', SLUICE_INBOUND_GREYLIST_AUTO_ALLOW_AFTER: '3', SLUICE_INBOUND_GREYLIST_EXEMPT_NETWORKS: '192.0.2.0/24,2001:DB8::1',
     SLUICE_INBOUND_ARC_DOMAIN: 'Seal.Example.', SLUICE_INBOUND_ARC_SELECTOR: 'arc1', SLUICE_INBOUND_ARC_KEY: 'arc.pem',
     SLUICE_QUEUE_MIN_FREE_BYTES: '1048576',
@@ -124,7 +126,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     inbound: {
       quarantineDays: 3,
       greylist: {
-        domains: ['corp.example', '*'], delaySeconds: 60, retryWindowHours: 2, passDays: 9, autoAllowAfter: 3,
+        domains: ['corp.example', '*'], delaySeconds: 60, retryWindowHours: 2, newTripletsPerNetworkHour: 50, passDays: 9, autoAllowAfter: 3,
         exemptNetworks: ['192.0.2.0/24', '2001:db8::1/128'],
       },
       arc: { domain: 'seal.example', selector: 'arc1', key: path.join(dir, 'arc.pem') },

@@ -160,7 +160,7 @@ t.test('Secure cookie when the console is reached over https (http.public_url)',
   const login = await c.get('/console/login');
   t.match(login.headers.getSetCookie()[0], /; HttpOnly; SameSite=Strict; Secure; Max-Age=3600$/);
   const ok = await c.signIn(a.key);
-  t.match(ok.headers.getSetCookie().find((x) => x.startsWith('sluice_console='))!, /; Secure; /);
+  t.match(ok.headers.getSetCookie().find((x) => x.startsWith('__Host-sluice_console='))!, /; Path=\/; HttpOnly; SameSite=Strict; Secure; /);
   const form = await c.post('/console/queue/1/retry', {}, { csrf: null });
   t.equal(form.status, 403);
   const json = await stack.api('POST', '/console/queue/1/retry', { raw: '{}', headers: { 'content-type': 'application/json' } });

@@ -44,7 +44,7 @@ t.test('greylisting: /24 and /64 networks; first, early, retried, known, expired
   t.equal(clientNetwork('::ffff:192.0.2.77'), '192.0.2.0/24');
   t.equal(clientNetwork('2001:db8:0:12:abcd::1'), '2001:db8:0:12::/64');
   t.equal(clientNetwork('2001:db8::1'), '2001:db8:0:0::/64');
-  const s = { delayMs: 300_000, retryWindowMs: 3_600_000, passMs: 86_400_000, autoAllowAfter: 3 };
+  const s = { delayMs: 300_000, retryWindowMs: 3_600_000, passMs: 86_400_000, autoAllowAfter: 3, newPerNetworkHour: 1000 };
   const first = decideGreylist(undefined, undefined, 1_000, s);
   t.match(first, { outcome: { action: 'defer', reason: 'greylist-first', retryAfterS: 300 }, save: { firstSeen: 1_000, passedAt: null } });
   t.match(decideGreylist(first.save, undefined, 61_000, s), { outcome: { action: 'defer', reason: 'greylist-early', retryAfterS: 240 } });

@@ -371,7 +371,7 @@ t.test('rspamd "greylist": a first attempt is deferred 450 4.7.1, the retry afte
   t.teardown(() => db.close());
   const greylist = createGreylister({
     store: createSqliteGreylistStore(db), domains: [], exemptNetworks: () => false, now: clock.now, logger: pino({ level: 'silent' }),
-    settings: { delayMs: 300_000, retryWindowMs: 48 * 3_600_000, passMs: 35 * 86_400_000, autoAllowAfter: 5 },
+    settings: { delayMs: 300_000, retryWindowMs: 48 * 3_600_000, passMs: 35 * 86_400_000, autoAllowAfter: 5, newPerNetworkHour: 1000 },
   });
   // No domain has greylisting on (domains: []): rspamd asked for it, so the triplet memory decides anyway.
   const { pipeline, relayed } = await setup(t, { deps: { rspamd: createRspamdClient({ url, timeoutMs: 2000 }), greylist, now: clock.now } });
