@@ -14,6 +14,7 @@ import type { AcmeManager } from '../mta/jobs/acme.js';
 import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
+import type { ListenerLookup } from '../mta/delivery/target-guard.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { OpenOptions } from '../storage/open.js';
@@ -56,6 +57,8 @@ export interface ServerOptions {
   startWorker?: boolean;
   /** Opens the store to run on (tests hand in their own, and keep it to look underneath); by default storage/open.ts. */
   openStore?: (o: OpenOptions) => Store;
+  /** Resolves the host names of configured listeners for the outbound-connection policy (default: the OS resolver). */
+  lookupListenerHost?: ListenerLookup;
 }
 
 export interface RunningServer {
@@ -136,6 +139,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     certificateInstalled: async () => Promise.all([tls?.refresh(), httpTls?.refresh()]),
     boundListeners: () => ownListeners,
     ...(opts.openStore ? { openStore: opts.openStore } : {}),
+    ...(opts.lookupListenerHost ? { lookupListenerHost: opts.lookupListenerHost } : {}),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
