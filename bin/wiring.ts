@@ -123,6 +123,7 @@ export async function wireCore(opts: CoreOptions) {
     allow: () => live().security.allowPrivateTargets,
     listeners: () => [...configuredListeners, ...(opts.boundListeners?.() ?? [])],
     localAddresses: () => [...interfaceAddresses(), ...(config.outbound.publicIp ? [config.outbound.publicIp] : [])],
+    logger,
   });
   const queue = createQueue({
     metrics,

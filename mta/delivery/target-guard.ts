@@ -4,6 +4,7 @@ import dns from 'node:dns/promises';
 import net from 'node:net';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../../config/keys.js';
 import {
   compileAllowList, decideTarget, ipv4FromLiteral, RULE_SHORT, RULE_TEXT, type AllowList, type RefusalRule, type TargetDecision,
@@ -43,6 +44,8 @@ export interface TargetGuardDeps {
   localAddresses?: () => readonly string[];
   /** Deadline of a save-time look-up (default 5 s): past it the target is saved and judged when dialled. */
   screenTimeoutMs?: number;
+  /** Where a save-time refusal is logged with its detail (address and rule), which the tenant is not told. */
+  logger?: Pick<Logger, 'info'>;
 }
 
 /**
@@ -132,7 +135,11 @@ export function createTargetGuard(deps: TargetGuardDeps) {
         if (!found?.ok) return undefined;
         for (const address of found.addresses) {
           const d = decide(address, port);
-          if (!d.ok) return { rule: d.rule, address: d.address, literal: found.literal, port };
+          if (!d.ok) {
+            // The operator's log keeps what the tenant's 400 leaves out for a name: the address and its class.
+            deps.logger?.info({ component: 'target-policy', host, port, address: d.address, rule: d.rule }, 'target refused when saved');
+            return { rule: d.rule, address: d.address, literal: found.literal, port };
+          }
         }
         return undefined;
       } finally {
@@ -145,13 +152,18 @@ export function createTargetGuard(deps: TargetGuardDeps) {
 export type TargetGuard = ReturnType<typeof createTargetGuard>;
 
 /**
- * The 400 text for a target refused when saved, naming the rule: `webhook endpoint resolves to 10.0.0.1, a private
- * address (RFC 1918); …`. The address is named only when the tenant wrote one: what a name resolves to inside the
- * operator's network is not the tenant's to learn.
+ * The 400 text for a target refused when saved. For an address the tenant wrote, it names the address and the rule:
+ * `webhook endpoint resolves to 10.0.0.1, a private address (RFC 1918); …`. For a name, only that it resolves to an
+ * internal address: what a name resolves to inside the operator's network (loopback, private, link-local, Sluice
+ * itself) is not the tenant's to learn, or a tenant could map the internal DNS by saving names; the screening logs
+ * the detail for the operator.
  */
 export function refusalMessage(what: string, host: string, s: Screening): string {
+  if (!s.literal) {
+    return `${what} host ${bareHost(host)} resolves to an internal address; Sluice does not connect to internal addresses unless the operator allows them in security.allow_private_targets`;
+  }
   const own = s.rule === 'own-listener';
-  const where = s.literal ? `${what} resolves to ${own ? formatHostPort({ host: s.address, port: s.port }) : s.address}, ` : `${what} host ${bareHost(host)} resolves to `;
+  const where = `${what} resolves to ${own ? formatHostPort({ host: s.address, port: s.port }) : s.address}, `;
   const how = own
     ? 'Sluice does not connect to itself for a tenant unless the operator names that address:port in security.allow_private_targets'
     : 'Sluice does not connect to internal addresses unless the operator allows them in security.allow_private_targets';
