@@ -33,6 +33,8 @@ export interface HttpListenerOptions {
   acmeChallenge: (token: string) => string | undefined;
   /** The https base URL redirects point at (known once http.listen is bound). */
   httpsBase: () => string;
+  /** Whether Sluice serves a host name over https (the plain listener's redirects keep only such a name). */
+  servesHost: (host: string) => Promise<boolean>;
   logger: Logger;
   /** Each server as soon as it is bound, so a failure of the next one can close it. */
   started: (server: http.Server) => void;
@@ -69,7 +71,7 @@ export async function startHttpListeners(o: HttpListenerOptions): Promise<HttpLi
   let plain: HostPort | undefined;
   const plainListen = config.http.plainListen;
   if (tls && plainListen) {
-    const redirect = http.createServer(plainListenerHandler({ acmeChallenge: o.acmeChallenge, httpsBase: o.httpsBase, logger: o.logger }));
+    const redirect = http.createServer(plainListenerHandler({ acmeChallenge: o.acmeChallenge, httpsBase: o.httpsBase, servesHost: o.servesHost, logger: o.logger }));
     configureHttpServer(redirect);
     plain = await bind('http.plain_listen', plainListen, () => listenHttp(redirect, plainListen));
     o.started(redirect);

@@ -14,6 +14,8 @@ import type { AcmeManager } from '../mta/jobs/acme.js';
 import type { Queue } from '../mta/queue/queue.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
+import type { ListenerLookup } from '../mta/delivery/target-guard.js';
+import type { TrackingScope } from '../storage/ports/tracking-domains.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { OpenOptions } from '../storage/open.js';
@@ -31,6 +33,9 @@ import { wireCore } from './wiring.js';
  */
 export const ROLES = ['api', 'mx', 'submission', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
+
+/** Every scope a custom tracking domain serves (a plain request to any of them keeps its name on redirect). */
+const TRACKING_SCOPES: readonly TrackingScope[] = ['click', 'open', 'unsubscribe'];
 
 /** Parses `--only api,worker`: known roles, each once, at least one. Throws a message naming the bad one. */
 export function parseRoles(text: string): Role[] {
@@ -56,6 +61,8 @@ export interface ServerOptions {
   startWorker?: boolean;
   /** Opens the store to run on (tests hand in their own, and keep it to look underneath); by default storage/open.ts. */
   openStore?: (o: OpenOptions) => Store;
+  /** Resolves the host names of configured listeners for the outbound-connection policy (default: the OS resolver). */
+  lookupListenerHost?: ListenerLookup;
 }
 
 export interface RunningServer {
@@ -136,6 +143,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     certificateInstalled: async () => Promise.all([tls?.refresh(), httpTls?.refresh()]),
     boundListeners: () => ownListeners,
     ...(opts.openStore ? { openStore: opts.openStore } : {}),
+    ...(opts.lookupListenerHost ? { lookupListenerHost: opts.lookupListenerHost } : {}),
   });
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
@@ -154,6 +162,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         tls: httpTls,
         acmeChallenge: core.services.acmeChallenge,
         httpsBase: () => publicUrl,
+        // Names Sluice answers for besides the base URL's host: its own, its certificate's, active tracking domains.
+        servesHost: async (host) =>
+          [live.smtp.hostname, ...live.acme.hostnames].some((n) => n.toLowerCase().replace(/\.$/, '') === host) ||
+          (await Promise.all(TRACKING_SCOPES.map((scope) => core.services.trackingDomains.store.findByHost(host, scope)))).some(Boolean),
         logger,
         started: (s) => void httpServers.push(s),
       });

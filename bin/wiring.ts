@@ -37,7 +37,9 @@ import { createDnsResolver, mailauthResolver } from '../mta/delivery/dns-resolve
 import { createInboundPipeline } from '../mta/inbound/pipeline.js';
 import { createInboundRelay } from '../mta/inbound/relay.js';
 import { createDownstreamRouter } from '../mta/delivery/downstream-route.js';
-import { configuredListeners, createTargetGuard, interfaceAddresses } from '../mta/delivery/target-guard.js';
+import {
+  createTargetGuard, interfaceAddresses, resolveConfiguredListeners, type ListenerLookup,
+} from '../mta/delivery/target-guard.js';
 import type { HostPort } from '../config/keys.js';
 import { createRouter } from '../mta/delivery/router.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
@@ -87,6 +89,8 @@ export interface CoreOptions {
   certificateInstalled?: () => Promise<unknown>;
   /** Opens the store to run on (tests hand in their own); by default `storage/open.ts` for the configuration. */
   openStore?: (o: OpenOptions) => Store;
+  /** Resolves the host names of configured listeners (default: the OS resolver, as listen() uses). */
+  lookupListenerHost?: ListenerLookup;
 }
 
 /**
@@ -101,6 +105,8 @@ export async function secretSetting(settings: SettingStore, name: string): Promi
 export async function wireCore(opts: CoreOptions) {
   const { config, logger, now } = opts;
   const live = opts.live ?? (() => config);
+  // Before the store opens: a listener name that does not resolve refuses the start with nothing to close.
+  const configuredListeners = await resolveConfiguredListeners(config, opts.lookupListenerHost);
   // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
   const metrics = createMetrics();
   const storeOptions: OpenOptions = { now, onCommit: (seconds) => metrics.sqliteCommit.observe(seconds) };
@@ -111,12 +117,13 @@ export async function wireCore(opts: CoreOptions) {
   const resolver = createDnsResolver({ servers: config.dns.servers });
   // The outbound-connection policy: every target a tenant chose (webhooks, monitor webhooks, downstreams, MX hosts)
   // is resolved once, judged, and dialled only at an address it allowed. Own listeners: this process's bound ones
-  // and every role's configured ones (another process on this data_dir may run them).
+  // and every role's configured ones (another process on this data_dir may run them), names resolved to addresses.
   const guard = createTargetGuard({
     resolver,
     allow: () => live().security.allowPrivateTargets,
-    listeners: () => [...configuredListeners(config), ...(opts.boundListeners?.() ?? [])],
+    listeners: () => [...configuredListeners, ...(opts.boundListeners?.() ?? [])],
     localAddresses: () => [...interfaceAddresses(), ...(config.outbound.publicIp ? [config.outbound.publicIp] : [])],
+    logger,
   });
   const queue = createQueue({
     metrics,

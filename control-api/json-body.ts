@@ -103,7 +103,11 @@ export async function readJsonBody(req: IncomingMessage, limit: number, budget?:
     throw new ApiError(413, [`request body exceeds ${limit} bytes`]);
   }
   try {
-    const { value, diverted, heldBytes } = await parseJsonStream(req as AsyncIterable<Buffer>, { limit, ...(budget ? { budget } : {}), ...(keepOut ?? {}) });
+    // destroyOnReturn false: a parse that stops mid-body (malformed, too large) leaves the request alive, so the rest
+    // of the body can be drained or the connection closed after the answer (http-server.ts); a destroyed request
+    // left Node's parser paused on the socket, and the next request on it was never answered.
+    const body = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
+    const { value, diverted, heldBytes } = await parseJsonStream(body, { limit, ...(budget ? { budget } : {}), ...(keepOut ?? {}) });
     let held = heldBytes;
     let kept = diverted;
     return {

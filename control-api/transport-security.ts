@@ -22,21 +22,45 @@ export function withHsts(handler: http.RequestListener, maxAge: () => number): h
 
 /** A Host header's name part, when it is a DNS name or an IP literal (anything else is not echoed into Location). */
 function requestHost(header: string | undefined): string | undefined {
-  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?)(?::\d{1,5})?$/i.exec(header?.trim() ?? '');
-  return m?.[1]?.toLowerCase();
+  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?\.?)(?::\d{1,5})?$/i.exec(header?.trim() ?? '');
+  return m?.[1]?.toLowerCase().replace(/\.$/, '');
 }
 
 /**
- * The https URL a plain request is sent to: the same host the client asked for (so a tracking link bound to a custom
- * tracking domain's name keeps its name), on the port of the https base URL, with the same path and query. A
- * missing or malformed Host falls back to the base URL's host.
+ * A request target's host (absolute-form only) and its path with query: origin-form (`/a?b`) is itself;
+ * absolute-form (`http://host/a?b`, RFC 9112 §3.2.2) gives its host — which wins over Host there — and its path and
+ * query; asterisk-form, authority-form or anything unparseable goes to the root.
  */
-export function httpsLocation(hostHeader: string | undefined, target: string | undefined, httpsBase: string): string {
+function splitTarget(target: string | undefined): { host: string | undefined; path: string } {
+  if (target?.startsWith('/') && !target.startsWith('//')) return { host: undefined, path: target };
+  if (target && /^https?:\/\//i.test(target)) {
+    try {
+      const u = new URL(target);
+      return { host: u.host, path: `${u.pathname}${u.search}` };
+    } catch {
+      // not a URL: the root below
+    }
+  }
+  return { host: undefined, path: '/' };
+}
+
+/** The host name a plain request asked for (absolute-form target first, then Host), when it is well formed. */
+export function askedHost(hostHeader: string | undefined, target: string | undefined): string | undefined {
+  const fromTarget = splitTarget(target).host;
+  return requestHost(fromTarget ?? hostHeader);
+}
+
+/**
+ * The https URL a plain request is sent to: the host it asked for only when Sluice serves that name (`served`: the
+ * https base URL's host, smtp.hostname, acme.hostnames, an active custom tracking domain — so a tracking link keeps
+ * its name), else the base URL's host, never a name the client made up (`Host: evil.example` would make Sluice
+ * send browsers anywhere); the port of the base URL; the path and query of the request (absolute-form too).
+ */
+export function httpsLocation(hostHeader: string | undefined, target: string | undefined, httpsBase: string, served: (host: string) => boolean): string {
   const base = new URL(httpsBase);
-  const host = requestHost(hostHeader) ?? base.hostname;
-  // An absolute-form or asterisk-form target (RFC 9112 §3.2) is not echoed: it goes to the root.
-  const path = target?.startsWith('/') && !target.startsWith('//') ? target : '/';
-  return `https://${host}${base.port ? `:${base.port}` : ''}${path}`;
+  const asked = askedHost(hostHeader, target);
+  const host = asked !== undefined && (asked === base.hostname.toLowerCase() || served(asked)) ? asked : base.hostname;
+  return `https://${host}${base.port ? `:${base.port}` : ''}${splitTarget(target).path}`;
 }
 
 export interface PlainListenerDeps {
@@ -44,6 +68,8 @@ export interface PlainListenerDeps {
   acmeChallenge: (token: string) => string | undefined;
   /** The https base URL (http.public_url, or the bound HTTPS address): its port is the redirect's. */
   httpsBase: () => string;
+  /** Whether Sluice serves `host` (lower case, no port) over https: a redirect keeps only such a name. */
+  servesHost: (host: string) => Promise<boolean>;
   logger: Logger;
 }
 
@@ -57,7 +83,7 @@ export interface PlainListenerDeps {
 export function plainListenerHandler(deps: PlainListenerDeps): http.RequestListener {
   const log = deps.logger.child({ component: 'http', listener: 'plain' });
   return (req, res) => {
-    // The body is never read: drain it so that the connection can answer the next request.
+    // The body is never read: drain it so that the connection can answer the next request (http-server.ts bounds it).
     req.resume();
     const method = req.method ?? 'GET';
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -67,16 +93,21 @@ export function plainListenerHandler(deps: PlainListenerDeps): http.RequestListe
       const body = keyAuthorization ?? 'no such ACME challenge\n';
       res.writeHead(keyAuthorization === undefined ? 404 : 200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
       res.end(method === 'HEAD' ? undefined : body);
-    } else {
+      log.info({ method, path, status: res.statusCode }, 'request');
+      return;
+    }
+    const asked = askedHost(req.headers.host, req.url);
+    // Unknown means not served: a failed look-up redirects to the base URL's host.
+    void (asked === undefined ? Promise.resolve(false) : deps.servesHost(asked).catch(() => false)).then((served) => {
       const status = method === 'GET' || method === 'HEAD' ? 301 : 308;
       try {
-        res.writeHead(status, { Location: httpsLocation(req.headers.host, req.url, deps.httpsBase()), 'Content-Length': 0 });
+        res.writeHead(status, { Location: httpsLocation(req.headers.host, req.url, deps.httpsBase(), () => served), 'Content-Length': 0 });
       } catch {
         // A target Node will not put in a header (ERR_INVALID_CHAR): a request no browser sends.
         res.writeHead(400, { 'Content-Length': 0 });
       }
       res.end();
-    }
-    log.info({ method, path, status: res.statusCode }, 'request');
+      log.info({ method, path, status: res.statusCode }, 'request');
+    });
   };
 }

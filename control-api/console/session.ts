@@ -97,7 +97,9 @@ export async function readForm(req: http.IncomingMessage): Promise<URLSearchPara
   if (type !== 'application/x-www-form-urlencoded') throw new ApiError(415, ['forms must be application/x-www-form-urlencoded']);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req) {
+  // destroyOnReturn false: leaving the loop early (413) must not destroy the request, or the rest of its body could
+  // no longer be drained and the connection would wedge (control-api/http-server.ts).
+  for await (const chunk of req.iterator({ destroyOnReturn: false })) {
     size += (chunk as Buffer).length;
     if (size > FORM_LIMIT) throw new ApiError(413, ['form too large']);
     chunks.push(chunk as Buffer);

@@ -33,6 +33,28 @@ const HeaderName = Type.String({
   pattern: '^[!-9;-~]+$',
   errorMessage: 'must be 1-76 printable ASCII characters without ":" or spaces',
 });
+/**
+ * Header names a domain's spam flag may not take (compared case-insensitively, RFC 5322 §2.2). Policy writes the
+ * flag into relayed mail and strips every field of that name from incoming mail first (a sender must not forge it),
+ * so a name here would delete or overwrite what identifies, routes, structures or authenticates the message:
+ * identity (From, Sender, Reply-To, To, Cc, Bcc: RFC 5322 §3.6.2-3), trace and routing (Return-Path, Received:
+ * §3.6.7; Delivered-To: RFC 9228; Resent-*: §3.6.6), identification and origination (Message-ID, In-Reply-To,
+ * References, Date: §3.6.1, §3.6.4) and Subject (§3.6.5: the author's words, lost to every message), structure
+ * (MIME-Version, Content-*: RFC 2045), authentication (DKIM-Signature: RFC 6376; ARC-*: RFC 8617;
+ * Authentication-Results: RFC 8601; Received-SPF: RFC 7208 §9.1). List-* and X-* stay open: they carry no such role.
+ */
+const RESERVED_HEADERS = new Set([
+  'from', 'sender', 'reply-to', 'to', 'cc', 'bcc', 'return-path', 'received', 'delivered-to', 'message-id',
+  'in-reply-to', 'references', 'date', 'subject', 'mime-version', 'dkim-signature', 'authentication-results', 'received-spf',
+]);
+const RESERVED_PREFIXES = ['resent-', 'content-', 'arc-'];
+
+/** True for a header name a spam flag may not take (RESERVED_HEADERS). */
+export function isReservedHeaderName(name: string): boolean {
+  const n = name.toLowerCase();
+  return RESERVED_HEADERS.has(n) || RESERVED_PREFIXES.some((p) => n.startsWith(p));
+}
+
 const HeaderValue = Type.String({
   minLength: 1,
   maxLength: 900,
@@ -170,6 +192,8 @@ export function parseSections(
   input: SectionInput,
   domain: string,
   prefix: string,
+  /** Where the settings' fields sit in the body (PUT …/settings has them at the top). */
+  settingsAt = `${prefix}settings.`,
 ): { sections: DomainSections; errors: string[] } {
   const errors: string[] = [];
   const sections: DomainSections = {};
@@ -178,7 +202,9 @@ export function parseSections(
     const settings: Partial<DomainSettings> = {};
     if (st.abusePolicy != null) settings.abusePolicy = st.abusePolicy as DomainSettings['abusePolicy'];
     if (st.abusePolicyOverride != null) settings.abusePolicyOverride = st.abusePolicyOverride as boolean;
-    if (st.spamHeaderName != null) settings.spamHeaderName = st.spamHeaderName as string;
+    if (st.spamHeaderName != null && isReservedHeaderName(st.spamHeaderName as string)) {
+      errors.push(`${settingsAt}spamHeaderName: "${st.spamHeaderName as string}" identifies, routes, structures or authenticates a message; use another name (such as X-Spam-Flag)`);
+    } else if (st.spamHeaderName != null) settings.spamHeaderName = st.spamHeaderName as string;
     if (st.spamHeaderValue != null) settings.spamHeaderValue = st.spamHeaderValue as string;
     sections.settings = settings;
   }

@@ -215,6 +215,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
         },
         row.domain,
         '',
+        '',
       );
       await screenDownstreams(s, body.downstreamAddresses, 'downstreamAddresses', errors);
       if (errors.length > 0) throw new ApiError(400, errors);

@@ -1,8 +1,10 @@
 // Owns the outbound-connection policy at work: resolving a tenant-chosen target once, judging every address it has,
 // and handing the dialler only the addresses judged (no second look-up, so DNS rebinding cannot slip one past).
+import dns from 'node:dns/promises';
 import net from 'node:net';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
 import { formatHostPort, type HostPort } from '../../config/keys.js';
 import {
   compileAllowList, decideTarget, ipv4FromLiteral, RULE_SHORT, RULE_TEXT, type AllowList, type RefusalRule, type TargetDecision,
@@ -42,6 +44,8 @@ export interface TargetGuardDeps {
   localAddresses?: () => readonly string[];
   /** Deadline of a save-time look-up (default 5 s): past it the target is saved and judged when dialled. */
   screenTimeoutMs?: number;
+  /** Where a save-time refusal is logged with its detail (address and rule), which the tenant is not told. */
+  logger?: Pick<Logger, 'info'>;
 }
 
 /**
@@ -131,7 +135,11 @@ export function createTargetGuard(deps: TargetGuardDeps) {
         if (!found?.ok) return undefined;
         for (const address of found.addresses) {
           const d = decide(address, port);
-          if (!d.ok) return { rule: d.rule, address: d.address, literal: found.literal, port };
+          if (!d.ok) {
+            // The operator's log keeps what the tenant's 400 leaves out for a name: the address and its class.
+            deps.logger?.info({ component: 'target-policy', host, port, address: d.address, rule: d.rule }, 'target refused when saved');
+            return { rule: d.rule, address: d.address, literal: found.literal, port };
+          }
         }
         return undefined;
       } finally {
@@ -144,13 +152,18 @@ export function createTargetGuard(deps: TargetGuardDeps) {
 export type TargetGuard = ReturnType<typeof createTargetGuard>;
 
 /**
- * The 400 text for a target refused when saved, naming the rule: `webhook endpoint resolves to 10.0.0.1, a private
- * address (RFC 1918); …`. The address is named only when the tenant wrote one: what a name resolves to inside the
- * operator's network is not the tenant's to learn.
+ * The 400 text for a target refused when saved. For an address the tenant wrote, it names the address and the rule:
+ * `webhook endpoint resolves to 10.0.0.1, a private address (RFC 1918); …`. For a name, only that it resolves to an
+ * internal address: what a name resolves to inside the operator's network (loopback, private, link-local, Sluice
+ * itself) is not the tenant's to learn, or a tenant could map the internal DNS by saving names; the screening logs
+ * the detail for the operator.
  */
 export function refusalMessage(what: string, host: string, s: Screening): string {
+  if (!s.literal) {
+    return `${what} host ${bareHost(host)} resolves to an internal address; Sluice does not connect to internal addresses unless the operator allows them in security.allow_private_targets`;
+  }
   const own = s.rule === 'own-listener';
-  const where = s.literal ? `${what} resolves to ${own ? formatHostPort({ host: s.address, port: s.port }) : s.address}, ` : `${what} host ${bareHost(host)} resolves to `;
+  const where = `${what} resolves to ${own ? formatHostPort({ host: s.address, port: s.port }) : s.address}, `;
   const how = own
     ? 'Sluice does not connect to itself for a tenant unless the operator names that address:port in security.allow_private_targets'
     : 'Sluice does not connect to internal addresses unless the operator allows them in security.allow_private_targets';
@@ -162,18 +175,55 @@ export function refusedText(refused: readonly Refusal[]): string {
   return `target refused by policy (${RULE_SHORT[refused[0]?.rule ?? 'reserved']})`;
 }
 
-/**
- * Every address:port the configuration makes Sluice listen on (HTTP or HTTPS, its plain listener, metrics, MX,
- * submission, implicit TLS), port 0 left out (the bound port is only known to the process that bound it, which adds
- * its own).
- */
-export function configuredListeners(config: {
+/** The listener keys of the configuration, as the policy needs them. */
+export interface ListenerConfig {
   http: { listen: HostPort; plainListen?: HostPort | undefined; metricsListen?: HostPort | undefined };
   smtp: { mx: { listen: HostPort }; submission: { listen: HostPort; tlsListen?: HostPort | undefined } };
-}): HostPort[] {
-  const all = [
-    config.http.listen, config.http.plainListen, config.http.metricsListen,
-    config.smtp.mx.listen, config.smtp.submission.listen, config.smtp.submission.tlsListen,
+}
+
+/**
+ * Every address:port the configuration makes Sluice listen on (HTTP or HTTPS, its plain listener, metrics, MX,
+ * submission, implicit TLS) with its key, port 0 left out (the bound port is only known to the process that bound
+ * it, which adds its own).
+ */
+function configuredListeners(config: ListenerConfig): [string, HostPort][] {
+  const all: [string, HostPort | undefined][] = [
+    ['http.listen', config.http.listen], ['http.plain_listen', config.http.plainListen], ['http.metrics_listen', config.http.metricsListen],
+    ['smtp.mx.listen', config.smtp.mx.listen], ['smtp.submission.listen', config.smtp.submission.listen],
+    ['smtp.submission.tls_listen', config.smtp.submission.tlsListen],
   ];
-  return all.filter((l): l is HostPort => l !== undefined && l.port !== 0);
+  return all.filter((e): e is [string, HostPort] => e[1] !== undefined && e[1].port !== 0);
+}
+
+/** Every address a listener's host name stands for. */
+export type ListenerLookup = (host: string) => Promise<string[]>;
+
+/** The OS resolver (getaddrinfo), as listen() itself resolves a name: every address, IPv4 and IPv6. */
+export const lookupListenerHost: ListenerLookup = async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address);
+
+/**
+ * The configured listeners as addresses: a name (`localhost:18080`) becomes one entry per address it resolves to
+ * (127.0.0.1 and ::1, port 18080), looked up once at start. The policy compares addresses, so a name left as a name
+ * would never match the address a tenant's target resolves to — and a process without listeners of its own (a
+ * worker, roles split) knows the others' only from here. A name that does not resolve refuses the start, naming
+ * its key: Sluice cannot tell what it would be guarding.
+ */
+export async function resolveConfiguredListeners(config: ListenerConfig, lookup: ListenerLookup = lookupListenerHost): Promise<HostPort[]> {
+  const out: HostPort[] = [];
+  for (const [key, l] of configuredListeners(config)) {
+    const host = bareHost(l.host);
+    if (net.isIP(host.replace(/%.*$/, '')) !== 0) {
+      out.push(l);
+      continue;
+    }
+    let addresses: string[];
+    try {
+      addresses = await lookup(host);
+    } catch (err) {
+      throw new Error(`${key}: ${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+    }
+    if (addresses.length === 0) throw new Error(`${key}: ${host} does not resolve`);
+    for (const address of addresses) out.push({ host: address, port: l.port });
+  }
+  return out;
 }

@@ -239,3 +239,21 @@ t.test('HTTPS with the self-signed pair of data_dir/tls', async (t) => {
     message: new RegExp(`^http\\.plain_listen 127\\.0\\.0\\.1:${stack.http.port}: address already in use \\(EADDRINUSE\\)`),
   });
 });
+
+t.test('the plain listener redirects to names Sluice serves only, and keeps an absolute-form request\'s path', async (t) => {
+  const env = { SLUICE_HTTP_TLS_ENABLED: 'true', SLUICE_HTTP_PLAIN_LISTEN: '127.0.0.1:0', SLUICE_HTTP_PUBLIC_URL: 'https://mail.sluice.test:8443' };
+  const stack = await startStack(t, { env });
+  const plain = stack.httpPlain!.port;
+  const acct = await stack.createAccount('acme');
+  const added = await stack.store.trackingDomains.insert(acct.id, { name: 'brand', hostname: 'links.brand.test', scope: 'click' }, stack.clock.now());
+  t.ok(added.ok, 'an active custom tracking domain');
+  const location = async (target: string, host: string) => (await plainRequest(plain, 'GET', target, host)).location;
+  t.equal(await location('/console/login?next=%2F', 'evil.example'), 'https://mail.sluice.test:8443/console/login?next=%2F', 'Host: evil.example is not reflected');
+  t.equal(await location('/a', 'evil.example:80'), 'https://mail.sluice.test:8443/a', 'with a port neither');
+  t.equal(await location('/a', `127.0.0.1:${plain}`), 'https://mail.sluice.test:8443/a', 'an address is no served name either');
+  t.equal(await location('/a', 'MAIL.sluice.test'), 'https://mail.sluice.test:8443/a', 'the public URL\'s host');
+  t.equal(await location('/a', 'mx.sluice.test'), 'https://mx.sluice.test:8443/a', 'smtp.hostname');
+  t.equal(await location('/t/c/abc', 'links.brand.test'), 'https://links.brand.test:8443/t/c/abc', 'a tracking link keeps its custom domain');
+  t.equal(await location('http://mail.sluice.test/tx/v1/usage?x=1', 'mail.sluice.test'), 'https://mail.sluice.test:8443/tx/v1/usage?x=1', 'absolute-form: path and query kept');
+  t.equal(await location('http://evil.example/t/c/abc', 'links.brand.test'), 'https://mail.sluice.test:8443/t/c/abc', 'absolute-form: its host counts, and is not served');
+});

@@ -162,6 +162,11 @@ t.test('provisioning validation: bad names, subscription, downstreams, admins, h
   const header = await post({ domain: 'ok.test', subscriptionHandle: 'default', settings: { spamHeaderName: 'X-Spam: yes' } });
   t.equal(header.status, 400);
   t.same(header.body.errors, ['settings.spamHeaderName: must be 1-76 printable ASCII characters without ":" or spaces']);
+  // A flag named like a header that identifies, routes, structures or authenticates mail: refused in the inbound shape.
+  for (const name of ['From', 'bcc', 'Sender', 'Reply-To', 'Return-Path', 'Received', 'Message-ID', 'Subject', 'Content-Type', 'MIME-Version', 'DKIM-Signature', 'ARC-Seal', 'Authentication-Results', 'Resent-From', 'Delivered-To']) {
+    const reserved = await post({ domain: 'ok.test', subscriptionHandle: 'default', settings: { spamHeaderName: name } });
+    t.same(reserved.body, err(400, `settings.spamHeaderName: "${name}" identifies, routes, structures or authenticates a message; use another name (such as X-Spam-Flag)`), name);
+  }
   const crlf = await post({ domain: 'ok.test', subscriptionHandle: 'default', settings: { spamHeaderValue: 'a\r\nBcc: x@y.test' } });
   t.same(crlf.body.errors, ['settings.spamHeaderValue: must be 1-900 printable ASCII characters']);
   const policy = await post({ domain: 'ok.test', subscriptionHandle: 'default', settings: { abusePolicy: 'drop' } });
@@ -432,6 +437,9 @@ t.test('PUT settings updates the fields given; DELETE removes the domain and its
   t.same(got.downstreamAddresses, [{ priority: 0, weight: 0, port: 25, target: '2001:db8::25' }]);
   t.same(got.aliases, ['set-alias.test'], 'omitted aliases kept');
   t.equal((await call('PUT', '/inbound/v1/domains/set.test/settings', a.key, { spamHeaderName: '' })).status, 400);
+  const from = await call('PUT', '/inbound/v1/domains/set.test/settings', a.key, { spamHeaderName: 'FROM' });
+  t.same(from.body, err(400, 'spamHeaderName: "FROM" identifies, routes, structures or authenticates a message; use another name (such as X-Spam-Flag)'));
+  t.equal((await call('PUT', '/inbound/v1/domains/set.test/settings', a.key, { spamHeaderName: 'X-From-Spam-Check' })).status, 200, 'a name that only contains one is fine');
   t.equal((await call('PUT', '/inbound/v1/domains/nope.test/settings', a.key, { abusePolicy: 'flag' })).status, 404);
   const aliasDomain = await call('PUT', '/inbound/v1/domains/set-alias.test/settings', a.key, { abusePolicy: 'flag' });
   t.equal(aliasDomain.status, 403);

@@ -4,6 +4,7 @@
 import t, { type Test } from 'tap';
 import { loadConfig, type Config } from '../../config/load.js';
 import { startDnsServer } from '../helpers/dns-server.js';
+import { captureLogs } from '../helpers/log-capture.js';
 import { startStack, tempDir, type Stack } from '../helpers/stack.js';
 
 const STRICT = { SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '' };
@@ -26,8 +27,8 @@ const HOSTS: [string, RegExp][] = [
   ['127.1', /resolves to 127\.0\.0\.1, a loopback address/],
   ['[::ffff:127.0.0.1]', /resolves to 127\.0\.0\.1, a loopback address/],
   ['[::1]', /resolves to ::1, a loopback address/],
-  ['localhost', /host localhost resolves to a loopback address/],
-  ['LOCALHOST.', /host localhost\. resolves to a loopback address/],
+  ['localhost', /host localhost resolves to an internal address;/],
+  ['LOCALHOST.', /host localhost\. resolves to an internal address;/],
   ['0.0.0.0', /resolves to 0\.0\.0\.0, an unspecified address/],
   ['10.0.0.1', /resolves to 10\.0\.0\.1, a private address \(RFC 1918\)/],
   ['192.168.1.1', /a private address \(RFC 1918\)/],
@@ -40,10 +41,10 @@ const HOSTS: [string, RegExp][] = [
   ['100.64.0.1', /a shared address \(100\.64\.0\.0\/10/],
   ['224.0.0.1', /a multicast address/],
   ['255.255.255.255', /a reserved address/],
-  ['metadata.google.internal', /host metadata\.google\.internal resolves to a link-local address/],
-  ['db.corp.test', /host db\.corp\.test resolves to a private address/],
-  ['v6.corp.test', /host v6\.corp\.test resolves to a unique-local/],
-  ['mixed.example.test', /host mixed\.example\.test resolves to a private address/],
+  ['metadata.google.internal', /host metadata\.google\.internal resolves to an internal address;/],
+  ['db.corp.test', /host db\.corp\.test resolves to an internal address;/],
+  ['v6.corp.test', /host v6\.corp\.test resolves to an internal address;/],
+  ['mixed.example.test', /host mixed\.example\.test resolves to an internal address;/],
 ];
 const HOW = /; Sluice does not connect to internal addresses unless the operator allows them in security\.allow_private_targets$/;
 
@@ -110,7 +111,7 @@ t.test('inbound downstreams: refused on provisioning, settings, batch and downst
   const records = [{ priority: 10, weight: 1, port: 25, target: 'db.corp.test.' }];
   const settings = await inbound('PUT', '/inbound/v1/domains/corp.example/settings', { downstreamAddresses: records });
   t.equal(settings.status, 400);
-  t.match(settings.body.errors[0], /^downstreamAddresses\[0\]\.target: downstream host db\.corp\.test resolves to a private address/);
+  t.match(settings.body.errors[0], /^downstreamAddresses\[0\]\.target: downstream host db\.corp\.test resolves to an internal address;/);
   const fresh = await inbound('POST', '/inbound/v1/domains', { domain: 'new.example', subscriptionHandle: 'default', downstreamAddresses: records });
   t.equal(fresh.status, 400);
   t.equal((await inbound('GET', '/inbound/v1/domains?domains=new.example')).body.total, 0, 'not provisioned');
@@ -118,7 +119,7 @@ t.test('inbound downstreams: refused on provisioning, settings, batch and downst
     domains: [{ domain: 'b1.example', downstreamAddresses: records }, { domain: 'b2.example', downstreamAddresses: [{ priority: 1, weight: 1, port: 25, target: 'public.example.test.' }] }],
   });
   t.equal(batch.status, 200);
-  t.match(batch.body.errors, [{ domain: { domain: 'b1.example' }, code: 400, comment: /resolves to a private address/ }]);
+  t.match(batch.body.errors, [{ domain: { domain: 'b1.example' }, code: 400, comment: /resolves to an internal address/ }]);
   t.match(batch.body.successes, [{ domain: { domain: 'b2.example' }, code: 201 }]);
   const stored = await inbound('GET', '/inbound/v1/domains/corp.example/downstream-address');
   t.same(stored.body.records, [], 'nothing refused was stored');
@@ -133,7 +134,7 @@ t.test("Sluice's own listeners: refused even with the loopback allowed, unless a
     t.match(hook.body.errors[0], new RegExp(`^webhook endpoint resolves to 127\\.0\\.0\\.1:${port}, one of Sluice's own listeners; Sluice does not connect to itself for a tenant unless the operator names that address:port in security\\.allow_private_targets$`));
     const down = await inbound('PUT', '/inbound/v1/domains/corp.example/downstream-address', { records: [{ priority: 1, weight: 1, port, target: 'localhost.' }] });
     t.equal(down.status, 400, `downstream → ${name}`);
-    t.match(down.body.errors[0], /host localhost resolves to one of Sluice's own listeners/);
+    t.match(down.body.errors[0], /host localhost resolves to an internal address;/, 'a name: not even that it is Sluice');
   }
   t.equal((await monitor(stack, key, `http://[::ffff:127.0.0.1]:${stack.http.port}/`)).status, 400, 'in any form');
   t.equal((await enroll(stack, key, 'http://127.0.0.1:9/')).status, 201, 'another loopback port: allowed by the network entry');
@@ -145,6 +146,25 @@ t.test("Sluice's own listeners: refused even with the loopback allowed, unless a
   t.same((await stack.reload(next)).applied, ['security.allow_private_targets'], 'applied live');
   t.equal((await enroll(stack, key, `http://127.0.0.1:${stack.metrics!.port}/metrics`)).status, 201);
   t.equal((await monitor(stack, key, `http://127.0.0.1:${stack.http.port}/`)).status, 400);
+});
+
+t.test('a name refused when saved: the tenant reads "internal address", the operator\'s log the class', async (t) => {
+  const dns = await startDnsServer(t, ZONES);
+  const logs = captureLogs('info');
+  const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, ...STRICT }, logger: logs.logger });
+  const { key } = await stack.createAccount('acme');
+  for (const host of ['metadata.google.internal', 'db.corp.test', 'v6.corp.test', 'localhost']) {
+    const res = await enroll(stack, key, `http://${host}:8080/hook`);
+    t.equal(res.status, 400, host);
+    t.equal(res.body.errors[0], `webhook endpoint host ${host} resolves to an internal address; Sluice does not connect to internal addresses unless the operator allows them in security.allow_private_targets`);
+    t.notMatch(res.body.errors[0].split(';')[0], /loopback|private|link-local|unique-local|RFC|own listener|\d+\.\d+\.\d+\.\d+/, `${host}: no class, no address`);
+  }
+  t.match(logs.lines.filter((l) => l.msg === 'target refused when saved'), [
+    { component: 'target-policy', host: 'metadata.google.internal', port: 8080, address: '169.254.169.254', rule: 'link-local' },
+    { host: 'db.corp.test', address: '10.0.0.7', rule: 'private' },
+    { host: 'v6.corp.test', address: 'fd00::5', rule: 'unique-local' },
+    { host: 'localhost', rule: 'loopback' },
+  ]);
 });
 
 t.test('the policy is on by default: no exception unless the operator writes one', async (t) => {
