@@ -52,6 +52,9 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
   app.proxy = false;
   const router = new Router();
   const limiter = createRateLimiter({ rate: RATE_LIMIT_PER_SECOND, burst: RATE_LIMIT_PER_SECOND, now: services.now });
+  // Send requests per account (issue 31), a second's worth as the burst like the bucket above; 0: no limit.
+  const sendRate = services.config.send.ratePerSecond;
+  const sendLimiter = sendRate > 0 ? createRateLimiter({ rate: sendRate, burst: sendRate, now: services.now }) : undefined;
 
   // Outermost: every HTML answer gets its CSP, error pages and redirect bodies included.
   app.use(htmlSecurityHeaders());
@@ -128,6 +131,10 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         ctx.state.principal = principal;
         if (route.rateLimited && !limiter.take(`${groupOf(route.path)}:${principal.account.id}`)) {
           throw new ApiError(503, ['rate limit exceeded: at most 100 requests per second'], { 'Retry-After': '1' });
+        }
+        // RFC 6585 §4: 429 Too Many Requests; a token comes back within 1/rate ≤ 1 s, so Retry-After is 1 (RFC 9110 §10.2.3).
+        if (route.sendRateLimited && sendLimiter && !sendLimiter.take(`send:${principal.account.id}`)) {
+          throw new ApiError(429, [`rate limit exceeded: at most ${sendRate} send requests per second per account`], { 'Retry-After': '1' });
         }
       }
       const params = route.params ? validate(route.params, { ...ctx.params }, 'path') : {};
