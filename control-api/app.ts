@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { createTurns } from '../mta/event-loop-turns.js';
 import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/ports/accounts.js';
 import { storageFailure } from '../storage/ports/health.js';
@@ -157,7 +158,11 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
           read = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT, services.messageSpace?.budget, keepOut);
           body = read.value;
           if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
+          // A body of a thousand personalizations takes tens of milliseconds to check: when it did, the event loop
+          // gets its turn before the handler goes on (issue 31); a small body's check does not yield.
+          const turn = createTurns();
           if (body !== undefined) body = validate(route.body, body, 'body');
+          await turn();
         }
         const reply = await route.handler(services, {
           params,
