@@ -143,6 +143,8 @@ async function main(): Promise<void> {
     SLUICE_SMTP_HOSTNAME: 'bench.sluice.test',
     SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.bench.test=127.0.0.1:${sink.port}`,
     SLUICE_OUTBOUND_LOCKDOWN: 'off',
+    // One account sends everything: the per-account send rate (100/s by default) is off, so 429s never count as answers.
+    SLUICE_SEND_RATE_PER_SECOND: '0',
     // Scanning: built-in rules under the production default policy (no rspamd, no clamd), or none at all.
     SLUICE_FILTERS_OUTBOUND_POLICY: SCAN === 'on' ? 'enforce' : 'off',
     // info, the production default: the listening line is logged at info.

@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { createTurns } from '../mta/event-loop-turns.js';
 import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/ports/accounts.js';
 import { storageFailure } from '../storage/ports/health.js';
@@ -52,6 +53,9 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
   app.proxy = false;
   const router = new Router();
   const limiter = createRateLimiter({ rate: RATE_LIMIT_PER_SECOND, burst: RATE_LIMIT_PER_SECOND, now: services.now });
+  // Send requests per account (issue 31), a second's worth as the burst like the bucket above; 0: no limit.
+  const sendRate = services.config.send.ratePerSecond;
+  const sendLimiter = sendRate > 0 ? createRateLimiter({ rate: sendRate, burst: sendRate, now: services.now }) : undefined;
 
   // Outermost: every HTML answer gets its CSP, error pages and redirect bodies included.
   app.use(htmlSecurityHeaders());
@@ -129,6 +133,10 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         if (route.rateLimited && !limiter.take(`${groupOf(route.path)}:${principal.account.id}`)) {
           throw new ApiError(503, ['rate limit exceeded: at most 100 requests per second'], { 'Retry-After': '1' });
         }
+        // RFC 6585 §4: 429 Too Many Requests; a token comes back within 1/rate ≤ 1 s, so Retry-After is 1 (RFC 9110 §10.2.3).
+        if (route.sendRateLimited && sendLimiter && !sendLimiter.take(`send:${principal.account.id}`)) {
+          throw new ApiError(429, [`rate limit exceeded: at most ${sendRate} send requests per second per account`], { 'Retry-After': '1' });
+        }
       }
       const params = route.params ? validate(route.params, { ...ctx.params }, 'path') : {};
       const query = route.query
@@ -150,7 +158,11 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
           read = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT, services.messageSpace?.budget, keepOut);
           body = read.value;
           if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
+          // A body of a thousand personalizations takes tens of milliseconds to check: when it did, the event loop
+          // gets its turn before the handler goes on (issue 31); a small body's check does not yield.
+          const turn = createTurns();
           if (body !== undefined) body = validate(route.body, body, 'body');
+          await turn();
         }
         const reply = await route.handler(services, {
           params,

@@ -66,6 +66,8 @@ export interface RouteSpec<
   auth: KeyScope | 'none';
   /** Counts against the per-account 100 req/s bucket. */
   rateLimited?: boolean;
+  /** A send request: counts against the account's `send.rate_per_second` bucket (429 past it). */
+  sendRateLimited?: boolean;
   params?: P;
   query?: Q;
   body?: B;

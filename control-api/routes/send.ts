@@ -29,13 +29,17 @@ const SendResults = Type.Object({
 });
 
 const errors = {
-  400: { description: 'invalid request (the message names the field)', schema: TxError },
+  400: { description: 'invalid request (the message names the field), or more recipients than send.max_recipients (to, cc and bcc of every personalization together; default 1,000)', schema: TxError },
   403: {
     description:
       'key problem, a domain not authorized (Domain Lockdown: From, envelope_from, dkim_domain, Resent-From, Resent-Sender), account suspended or over its monthly limit, sender identity blocked (delist with POST /outbound/v1/remediation), or (send-async) a message graded CONFIRMED spam or virus',
     schema: TxError,
   },
   413: { description: 'a composed message exceeds 30 MB', schema: TxError },
+  429: {
+    description: 'more send requests per second than the account may make (send.rate_per_second; /send, dry runs included, and /send-async count together), with Retry-After; nothing was read or queued',
+    schema: TxError,
+  },
   500: { description: 'could not queue; nothing was accepted', schema: TxError },
   503: {
     description:
@@ -93,6 +97,7 @@ export const sendRoutes: AnyRoute[] = [
     bodyLimit: SEND_BODY_LIMIT,
     keepOut,
     queuesMessages: true,
+    sendRateLimited: true,
     responses: {
       202: {
         description: 'queued (committed to disk)',
@@ -123,6 +128,7 @@ export const sendRoutes: AnyRoute[] = [
     bodyLimit: SEND_BODY_LIMIT,
     keepOut,
     queuesMessages: true,
+    sendRateLimited: true,
     responses: {
       200: { description: 'dry run: one rendered RFC 5322 message per personalization', schema: Type.Object({ data: Type.Array(Type.String()) }) },
       202: { description: 'queued (committed to disk); a message refused as CONFIRMED spam or virus is `failed` with its reason', schema: SendResults },

@@ -12,6 +12,7 @@ import { contentOf, type MessageContent } from '../message-content.js';
 import { encodedPhrase, encodeLongWords, foldLine, isUnstructuredField, MAX_WORD } from '../smtp/header-lines.js';
 import { asciiDomain, normalizeAddress } from './mailbox.js';
 import { STRUCTURE_LIMITS } from '../smtp/session.js';
+import { createTurns, TURN_WINDOW } from '../event-loop-turns.js';
 import { isTemplated, type DkimFields, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
 import { renderTemplate } from './template.js';
 
@@ -155,8 +156,13 @@ function escapeAttr(s: string): string {
  */
 export async function composeMessages(body: SendRequest, opts: ComposeOptions, kept?: KeptValues): Promise<ComposedMessage[]> {
   const out: ComposedMessage[] = [];
+  // Validation ran just before, in the same stretch: a request of many messages yields before its first.
+  const turn = createTurns(undefined, body.personalizations.length > TURN_WINDOW ? 0 : undefined);
   try {
-    for (const [index, p] of body.personalizations.entries()) out.push(await composeOne(body, opts, kept, index, p));
+    for (const [index, p] of body.personalizations.entries()) {
+      await turn();
+      out.push(await composeOne(body, opts, kept, index, p));
+    }
     return out;
   } catch (err) {
     for (const m of out) await m.scratch.discard();

@@ -11,6 +11,7 @@ import type { SuppressionStore } from '../../storage/ports/suppressions.js';
 import type { ByteBudget } from '../../storage/scratch.js';
 import { BufferBoundReached, readSource } from '../../storage/message-source.js';
 import type { MessageContent } from '../message-content.js';
+import { createTurns, mapInTurns } from '../event-loop-turns.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
 import { chooseDkimKey, signContent, type SigningInput } from './dkim-choice.js';
@@ -195,7 +196,9 @@ async function checkLockdown(deps: RecipeDeps, account: AccountRow, drafts: read
 /** sign: each message with the key chosen for it (dkim-choice.ts). The composition step's counterpart. */
 async function sign(deps: RecipeDeps, account: AccountRow, drafts: readonly OutboundDraft[]): Promise<SignedMessage[] | OutboundRejection> {
   const signed: SignedMessage[] = [];
+  const turn = createTurns();
   for (const draft of drafts) {
+    await turn();
     const choice = await chooseDkimKey(deps, account, draft);
     if (!choice.ok) return { action: 'reject', reason: 'dkim-key-unavailable', problem: choice.problem };
     const content = await signContent(draft.content, choice.key);
@@ -239,17 +242,21 @@ async function holdIfSuppressed(
   scanned: readonly Scanned[],
   record: RecordOf,
 ): Promise<{ record: OutboundRecord; verdict: OutboundScanVerdict; index: number }[]> {
-  return Promise.all(
-    scanned.map(async ({ message, verdict, refusal }) => {
+  const turn = createTurns();
+  return mapInTurns(
+    scanned,
+    async ({ message, verdict, refusal }) => {
       const scan = scanRecord(verdict);
       if (refusal) return { record: record(message, { refusal, scan }), verdict, index: message.draft.index };
       const dropped = new Map<string, { status: string; reason: string }>();
       for (const rcpt of message.draft.recipients) {
+        await turn();
         const v = decideSuppression(await deps.suppressions.isSuppressed([account.id], rcpt, message.draft.transactional));
         if (v.action === 'drop') dropped.set(rcpt, { status: v.status, reason: v.reason });
       }
       return { record: record(message, { dropped, scan }), verdict, index: message.draft.index };
-    }),
+    },
+    turn,
   );
 }
 

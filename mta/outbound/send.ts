@@ -86,6 +86,9 @@ async function outbound(
     dryRun: opts.dryRun,
     perMessage: opts.perMessage === true,
     prepare: async (acct) => {
+      // Bounded work per request (issue 31): counted before anything is read back, rendered or composed.
+      const tooMany = recipientCapProblem(request, deps.config.send.maxRecipients);
+      if (tooMany) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems: [tooMany] } };
       // Templates are parsed by validation: read back first.
       let req = await readBack(deps, { body: request, kept: opts.kept }, (c) => c.template_type === 'mustache', held);
       const problems = validateSendRequest(req.body, req.kept);
@@ -97,6 +100,17 @@ async function outbound(
       return { ok: true, compose: () => composeRequest(deps, acct, req, tracking.plan, opts.sendRequestId, scratches) };
     },
   });
+}
+
+/**
+ * The problem of a request naming more than `max` recipients (to, cc and bcc of every personalization together,
+ * as SendGrid counts its 1,000; config/keys-send.ts), or undefined.
+ */
+export function recipientCapProblem(request: SendRequest, max: number): string | undefined {
+  let n = 0;
+  for (const p of request.personalizations) n += p.to.length + (p.cc?.length ?? 0) + (p.bcc?.length ?? 0);
+  if (n <= max) return undefined;
+  return `personalizations: ${n} recipients (to, cc and bcc of every personalization together); at most ${max} per request, split the rest into further requests`;
 }
 
 /** A request and the values kept out of it. */

@@ -9,6 +9,7 @@ import {
   type NewDelivery, type OutcomeRecord, type QueueStore,
 } from '../../storage/ports/queue.js';
 import { bounceClass, type Metrics } from '../metrics.js';
+import { mapInTurns } from '../event-loop-turns.js';
 import { writeBodyStream } from './body-intake.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { eventPayload, type EventKind, type EventMessage } from './events.js';
@@ -304,7 +305,8 @@ export function createQueue(deps: QueueDeps) {
       let out: AcceptedIds[];
       let records: AcceptRecord[];
       try {
-        records = await Promise.all(messages.map((m, i) => acceptRecord(m, now, leases[i])));
+        // Paced: a request of a thousand messages builds (and writes the bodies of) a window at a time.
+        records = await mapInTurns(messages, (m, i) => acceptRecord(m, now, leases[i]));
         out = await store.accept(records);
       } catch (err) {
         for (const l of leases) if (l) fastPath?.release(l.count);

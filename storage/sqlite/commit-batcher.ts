@@ -14,6 +14,12 @@ export const LOCK_WAIT_MS = 5000;
 const FIRST_PAUSE_MS = 2;
 const MAX_PAUSE_MS = 50;
 
+/**
+ * A unit too long for one synchronous transaction (issue 31: 1,000 messages stalled the event loop 0.9 s): its
+ * writes, cut into steps. Each `next()` writes one step; the unit's value is the generator's return value.
+ */
+export type SteppedUnit<T> = () => Generator<void, T, void>;
+
 /** `err` as the seam's error: a StorageUnavailable for storage failures, itself otherwise. */
 export function asStorageError(err: unknown): unknown {
   const reason = sqliteFailure(err);
@@ -39,6 +45,10 @@ export function createCommitBatcher(opts: {
   transaction: (fn: () => void) => void;
   /** Runs fn in a savepoint inside the current transaction. */
   savepoint: <T>(fn: () => T) => T;
+  /** BEGIN IMMEDIATE, COMMIT and ROLLBACK (when a transaction is open) of a stepped unit's transaction. */
+  begin: () => void;
+  commit: () => void;
+  rollback: () => void;
   /** Keeps lock waits out of health until they give up. */
   health: Pick<WriteHealth, 'quietBusy' | 'record'>;
   /** Most units per transaction. */
@@ -48,7 +58,13 @@ export function createCommitBatcher(opts: {
   /** Told the seconds each write transaction took, COMMIT (and its fsync) included: the commit-latency metric. */
   onCommit?: (seconds: number) => void;
 }) {
-  type Unit = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void; deadline: number };
+  type Unit = {
+    fn: () => unknown;
+    steps?: SteppedUnit<unknown>;
+    resolve: (v: unknown) => void;
+    reject: (e: unknown) => void;
+    deadline: number;
+  };
   const maxBatch = opts.maxBatch ?? 500;
   const lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
   const pending: Unit[] = [];
@@ -56,6 +72,8 @@ export function createCommitBatcher(opts: {
   let pause = 0;
   let retry: NodeJS.Timeout | undefined;
   let idle: (() => void)[] = [];
+  /** Settles when the stepped unit whose transaction is open has committed or rolled back; undefined when none is. */
+  let stepping: Promise<void> | undefined;
 
   /** Units whose lock wait is over fail; the others go back to the front of the line for the next try. */
   function busy(batch: Unit[], err: unknown): void {
@@ -68,10 +86,59 @@ export function createCommitBatcher(opts: {
     schedule();
   }
 
+  /**
+   * Runs a stepped unit alone in its own transaction, one step per event-loop turn (setImmediate between them), so
+   * no synchronous stretch is longer than one step; all of it commits or none. Meanwhile the other units wait in
+   * line and reads wait for its end: the connection's open transaction is this unit's alone, and nobody reads what
+   * it has not committed.
+   */
+  function runSteps(unit: Unit): void {
+    try {
+      opts.health.quietBusy(() => opts.begin());
+    } catch (err) {
+      if (isBusy(err)) return busy([unit], err);
+      unit.reject(asStorageError(err));
+      return schedule();
+    }
+    let done!: () => void;
+    stepping = new Promise((r) => (done = r));
+    const started = process.hrtime.bigint();
+    const steps = (unit.steps as SteppedUnit<unknown>)();
+    const end = (settle: () => void) => {
+      stepping = undefined;
+      done();
+      settle();
+      schedule();
+    };
+    const step = (): void => {
+      let r: IteratorResult<void, unknown>;
+      try {
+        r = steps.next();
+        if (r.done) opts.commit();
+      } catch (err) {
+        try {
+          opts.rollback();
+        } catch {
+          // SQLite may have rolled back already (SQLITE_FULL, _IOERR); the unit's own error is the one to report.
+        }
+        opts.health.record(err);
+        return end(() => unit.reject(asStorageError(err)));
+      }
+      if (!r.done) return void setImmediate(step);
+      opts.onCommit?.(Number(process.hrtime.bigint() - started) / 1e9);
+      end(() => unit.resolve(r.value));
+    };
+    step();
+  }
+
   function flush(): void {
     scheduled = false;
     retry = undefined;
-    const batch = pending.splice(0, maxBatch);
+    if (stepping) return; // the stepped unit schedules the next flush when it ends
+    if (pending[0]?.steps) return runSteps(pending.shift() as Unit);
+    // Plain units up to the next stepped one share this transaction.
+    const stepped = pending.findIndex((u) => u.steps !== undefined);
+    const batch = pending.splice(0, stepped === -1 ? maxBatch : Math.min(maxBatch, stepped));
     if (batch.length === 0) return settleIdle();
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     const started = process.hrtime.bigint();
@@ -120,7 +187,7 @@ export function createCommitBatcher(opts: {
   }
 
   function settleIdle(): void {
-    if (pending.length > 0 || scheduled) return;
+    if (pending.length > 0 || scheduled || stepping) return;
     const waiting = idle;
     idle = [];
     for (const done of waiting) done();
@@ -135,8 +202,23 @@ export function createCommitBatcher(opts: {
       });
     },
 
-    /** Runs the read `fn` now; tries again after a pause while SQLite reports a lock, until the wait is over. */
+    /**
+     * Queues the stepped unit `steps` for its own transaction after the units queued before it; resolves with its
+     * value once durable (all steps committed), rejects with nothing of it stored.
+     */
+    runInSteps<T>(steps: SteppedUnit<T>): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        pending.push({ fn: () => undefined, steps, resolve: resolve as (v: unknown) => void, reject, deadline: performance.now() + lockWaitMs });
+        schedule();
+      });
+    },
+
+    /**
+     * Runs the read `fn` now (once a stepped unit's open transaction has ended); tries again after a pause while
+     * SQLite reports a lock, until the wait is over.
+     */
     async read<T>(fn: () => T): Promise<T> {
+      while (stepping) await stepping;
       const deadline = performance.now() + lockWaitMs;
       for (let wait = FIRST_PAUSE_MS; ; wait = Math.min(MAX_PAUSE_MS, wait * 2)) {
         try {
@@ -150,7 +232,7 @@ export function createCommitBatcher(opts: {
 
     /** Resolves once every queued unit has settled (closing the store waits for this). */
     drained(): Promise<void> {
-      if (pending.length === 0 && !scheduled) return Promise.resolve();
+      if (pending.length === 0 && !scheduled && !stepping) return Promise.resolve();
       return new Promise((r) => idle.push(r));
     },
 

@@ -22,7 +22,7 @@ import { createInboundReportStore } from './inbound-reports.js';
 import { createLockdownAllowStore } from './lockdown-allow.js';
 import { createMetricRollup } from './metrics.js';
 import { createQuarantineStore } from './quarantine.js';
-import { createQueueStore } from './queue.js';
+import { ACCEPT_STEP_ROWS, acceptRows, createQueueStore } from './queue.js';
 import { createQueueViews } from './queue-views.js';
 import { createRetentionStore } from './retention.js';
 import { createSpool } from './spool.js';
@@ -101,6 +101,11 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const b = createCommitBatcher({
     transaction: (fn) => db.transaction(fn).immediate(),
     savepoint: (fn) => db.transaction(fn)(),
+    begin: () => db.exec('BEGIN IMMEDIATE'),
+    commit: () => db.exec('COMMIT'),
+    rollback: () => {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    },
     health: writes,
     onCommit: opts.onCommit,
     lockWaitMs: opts.lockWaitMs,
@@ -128,8 +133,10 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const queue: QueueStore = {
     ...port(queueRepo, b, {
       reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes'],
-      writes: ['accept', 'claim', 'renew', 'release', 'record'],
+      writes: ['claim', 'renew', 'release', 'record'],
     }),
+    // A request's messages in one unit; a large one in steps (queue.ts ACCEPT_STEP_ROWS), still all or nothing.
+    accept: (records) => (acceptRows(records) <= ACCEPT_STEP_ROWS ? b.run(() => queueRepo.accept(records)) : b.runInSteps(() => queueRepo.acceptInSteps(records))),
     async *changes(signal: AbortSignal) {
       const both = AbortSignal.any([signal, closing.signal]);
       let seen = queueRepo.dataVersion();

@@ -1,0 +1,25 @@
+// Owns the keys that bound a REST send (issue 31): recipients per request and send requests per second per account.
+import { key } from './key-def.js';
+import { integer } from './values.js';
+
+/**
+ * `send.max_recipients` and `send.rate_per_second`. MailChannels documents 1,000 personalizations
+ * and 1,000 addresses per to/cc/bcc list (OAS-E maxItems) but no total, which lets one request name three million
+ * recipients; SendGrid's v3 mail/send, whose body MailChannels' follows, documents a total of 1,000 (to + cc + bcc,
+ * every personalization together), which keeps each of MailChannels' shapes possible (1,000 personalizations of one
+ * recipient, or one personalization of 1,000). The request rate is /inbound/v1's (100 per second per customer).
+ */
+export const SEND_KEYS = {
+  maxRecipients: key({
+    doc: 'Recipients (to, cc and bcc of every personalization together) one POST /tx/v1/send or /tx/v1/send-async may name; more get 400 and nothing is queued. 1,000 is SendGrid\'s documented total; MailChannels documents 1,000 per list and 1,000 personalizations, no total.',
+    defaultText: '1000',
+    default: () => 1000,
+    parse: integer(1, 1_000_000, 'a count'),
+  }),
+  ratePerSecond: key({
+    doc: 'Send requests (POST /tx/v1/send, dry runs included, and /tx/v1/send-async) each account may make per second, with a burst of as many; past it, 429 with Retry-After. 0 turns the limit off.',
+    defaultText: '100',
+    default: () => 100,
+    parse: integer(0, 1_000_000, 'requests per second'),
+  }),
+};
