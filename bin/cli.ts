@@ -154,7 +154,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const { config } = loaded();
         return await withStore({ config }, now, (store) => {
           const relay = io.relayInbound?.(store) ?? queueRelay(store, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
-          const bayes = createBayesClassifier({ store: store.bayes, minLearned: config.filters.bayes.minLearned });
+          const bayes = createBayesClassifier({ store: store.bayes, minLearned: config.filters.bayes.minLearned, maxTokens: config.filters.bayes.maxTokens });
           return quarantineCommand(sub, rest, store.accounts, store.quarantine, relay, bayes, opts, io, now);
         });
       }
@@ -170,7 +170,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const { config } = loaded();
         return await withStore({ config }, now, (store) => {
           const minLearned = config.filters.bayes.minLearned;
-          const classifier = createBayesClassifier({ store: store.bayes, minLearned });
+          const classifier = createBayesClassifier({ store: store.bayes, minLearned, maxTokens: config.filters.bayes.maxTokens });
           return filterCommand(sub, opts, store.accounts, { classifier, store: store.bayes, minLearned }, io, now);
         });
       }

@@ -351,6 +351,12 @@ export const KEY_TREE = {
       default: () => 30,
       parse: parseDays,
     }),
+    reportsPerAccount: key({
+      doc: 'Reports (POST /inbound/v1/report, each its first 320 KiB) kept per account; a new one past it deletes the account\'s oldest.',
+      defaultText: '100',
+      default: () => 100,
+      parse: integer(1, 100_000, 'a count'),
+    }),
     greylist: GREYLIST_KEYS,
     arc: ARC_KEYS,
   },

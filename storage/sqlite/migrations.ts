@@ -18,6 +18,7 @@ import { INBOUND_FILTERING } from './migrations/016-inbound-filtering.js';
 import { LEASES } from './migrations/017-leases.js';
 import { SPOOL } from './migrations/018-spool.js';
 import { READ_INDEXES } from './migrations/019-read-indexes.js';
+import { TENANT_BOUNDS } from './migrations/020-tenant-bounds.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -43,4 +44,5 @@ export const MIGRATIONS: readonly string[] = [
   LEASES, // 17
   SPOOL, // 18
   READ_INDEXES, // 19
+  TENANT_BOUNDS, // 20
 ];

@@ -258,10 +258,10 @@ t.test('the per-second metric detail goes after DETAIL_DAYS; the hourly roll-ups
 
 t.test('retention config: defaults 30 and 7 days, whole days 1-3650, errors name the key', async (t) => {
   const dir = tempDir(t);
-  t.same(loadConfig({ env: testEnv(dir), cwd: dir }).config.retention, { logDays: 30, messageDays: 7, trackingDays: 365, alertDays: 90 });
+  t.same(loadConfig({ env: testEnv(dir), cwd: dir }).config.retention, { logDays: 30, messageDays: 7, trackingDays: 365, alertDays: 90, reportDays: 30, bayesTokenDays: 30, bayesLearnedDays: 90 });
   t.same(
     loadConfig({ env: testEnv(dir, { SLUICE_RETENTION_LOG_DAYS: '90', SLUICE_RETENTION_MESSAGE_DAYS: '1', SLUICE_RETENTION_ALERT_DAYS: '7' }), cwd: dir }).config.retention,
-    { logDays: 90, messageDays: 1, trackingDays: 365, alertDays: 7 },
+    { logDays: 90, messageDays: 1, trackingDays: 365, alertDays: 7, reportDays: 30, bayesTokenDays: 30, bayesLearnedDays: 90 },
   );
   for (const [env, value] of [
     ['SLUICE_RETENTION_LOG_DAYS', '0'],

@@ -322,10 +322,10 @@ contract('inbound reports: stored with their fields, listed newest first, per ac
   const a = await account(store, 'alpha');
   const b = await account(store, 'bravo');
   const report = (accountId: number, at: number, type: 'false_positive' | 'false_negative' = 'false_positive') => ({
-    account_id: accountId, api_key_id: null, report_type: type, message_content: `Subject: ${at}\r\n\r\nx`, ehlo: 'mx.test',
+    account_id: accountId, api_key_id: null, report_type: type, message_content: `Subject: ${at}\r\n\r\nx`, size: 900, ehlo: 'mx.test',
     mail_from: 'a@x.test', rcpt_to: 'b@corp.test', sending_host: '192.0.2.1', created_at: at,
   });
-  const ids = [await store.inboundReports.insertReport(report(a, 10)), await store.inboundReports.insertReport(report(b, 20, 'false_negative')), await store.inboundReports.insertReport(report(a, 30))];
+  const ids = [await store.inboundReports.insertReport(report(a, 10), 100), await store.inboundReports.insertReport(report(b, 20, 'false_negative'), 100), await store.inboundReports.insertReport(report(a, 30), 100)];
   t.equal(new Set(ids).size, 3, 'each report its own id');
   const all = await store.inboundReports.listReports();
   t.same(all.map((r) => r.created_at), [30, 20, 10], 'newest first');
@@ -333,6 +333,23 @@ contract('inbound reports: stored with their fields, listed newest first, per ac
   t.same((await store.inboundReports.listReports({ accountId: a })).map((r) => r.id), [ids[2], ids[0]]);
   t.same((await store.inboundReports.listReports({ limit: 1, offset: 1 })).map((r) => r.id), [ids[1]]);
   t.same(await store.inboundReports.listReports({ accountId: a + b + 100 }), []);
-  const older = await store.inboundReports.insertReport(report(b, 5));
+  const older = await store.inboundReports.insertReport(report(b, 5), 100);
   t.equal((await store.inboundReports.listReports()).at(-1)?.id, older, 'newest first by created_at, whatever the order of writing');
+});
+
+contract('inbound reports: each account keeps its newest `keep`; retention deletes the old in LIMIT-ed batches', async (t, { store }) => {
+  const a = await account(store, 'alpha');
+  const b = await account(store, 'bravo');
+  const report = (accountId: number, at: number) => ({
+    account_id: accountId, api_key_id: null, report_type: 'false_negative' as const, message_content: `Subject: ${at}\r\n\r\nx`,
+    size: 20, ehlo: null, mail_from: null, rcpt_to: null, sending_host: null, created_at: at,
+  });
+  for (let at = 1; at <= 5; at++) await store.inboundReports.insertReport(report(b, at), 10);
+  for (let at = 1; at <= 8; at++) await store.inboundReports.insertReport(report(a, at), 3);
+  t.same((await store.inboundReports.listReports({ accountId: a })).map((r) => r.created_at), [8, 7, 6], 'the bound holds: the newest 3');
+  t.equal((await store.inboundReports.listReports({ accountId: b })).length, 5, 'another account\'s reports are not touched');
+  t.equal(await store.inboundReports.pruneReports(5, 2), 2, 'a batch deletes at most its limit');
+  t.equal(await store.inboundReports.pruneReports(5, 2), 2);
+  t.equal(await store.inboundReports.pruneReports(5, 2), 0, 'nothing older than the cutoff is left');
+  t.same((await store.inboundReports.listReports()).map((r) => r.created_at), [8, 7, 6, 5], 'only reports before the cutoff went');
 });
