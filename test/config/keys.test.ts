@@ -21,7 +21,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
     'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.bayes.max_tokens', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
     'filters.dnsbl.domain_sites', 'filters.dnsbl.cache_max_entries', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
-    'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days', 'inbound.reports_per_account',
+    'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days', 'inbound.reports_per_account', 'inbound.list_entries_per_account',
     'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
     'queue.lease_seconds', 'queue.min_free_bytes',
@@ -62,7 +62,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn',
-    SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
+    SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
     SLUICE_RETENTION_BAYES_LEARNED_DAYS: '12',
   };
   // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
@@ -127,6 +127,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     inbound: {
       quarantineDays: 3,
       reportsPerAccount: 20,
+      listEntriesPerAccount: 30,
       greylist: {
         domains: ['corp.example', '*'], delaySeconds: 60, retryWindowHours: 2, passDays: 9, autoAllowAfter: 3,
         exemptNetworks: ['192.0.2.0/24', '2001:db8::1/128'],
