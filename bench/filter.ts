@@ -137,7 +137,7 @@ async function main(): Promise<void> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-filter-'));
     const db = openDatabase(dir);
     try {
-      const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: defaultOf('filters.bayes.min_learned') });
+      const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: defaultOf('filters.bayes.min_learned'), maxTokens: defaultOf('filters.bayes.max_tokens') });
       const train = folds.filter((_, i) => i !== k).flat();
       const tt = performance.now();
       for (let i = 0; i < train.length; i += BATCH) {

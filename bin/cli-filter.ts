@@ -101,7 +101,7 @@ export async function filterCommand(
   sub: string | undefined,
   opts: { spam?: string[]; ham?: string[]; account?: string; json?: boolean },
   accounts: AccountStore,
-  deps: { store: BayesStore; minLearned: number },
+  deps: { store: BayesStore; minLearned: number; maxTokens: number },
   io: CliIo,
   now: () => number,
 ): Promise<number> {
@@ -120,7 +120,7 @@ export async function filterCommand(
     for (const [cls, p] of sources) {
       let batch: LearnItem[] = [];
       const flush = async () => {
-        for (const o of await deps.store.learn(scope, batch, now())) tally[cls][o]++;
+        for (const o of await deps.store.learn(scope, batch, now(), deps.maxTokens)) tally[cls][o]++;
         batch = [];
       };
       for await (const raw of readMessages(path.resolve(io.cwd, p))) {

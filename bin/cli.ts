@@ -154,7 +154,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const { config } = loaded();
         return await withStore({ config }, now, (store) => {
           const relay = io.relayInbound?.(store) ?? queueRelay(store, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
-          const bayes = createBayesClassifier({ store: store.bayes, minLearned: config.filters.bayes.minLearned });
+          const bayes = createBayesClassifier({ store: store.bayes, minLearned: config.filters.bayes.minLearned, maxTokens: config.filters.bayes.maxTokens });
           return quarantineCommand(sub, rest, store.accounts, store.quarantine, relay, bayes, opts, io, now);
         });
       }
@@ -169,7 +169,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'filter': {
         const { config } = loaded();
         return await withStore({ config }, now, (store) => {
-          return filterCommand(sub, opts, store.accounts, { store: store.bayes, minLearned: config.filters.bayes.minLearned }, io, now);
+          const bayes = { store: store.bayes, minLearned: config.filters.bayes.minLearned, maxTokens: config.filters.bayes.maxTokens };
+          return filterCommand(sub, opts, store.accounts, bayes, io, now);
         });
       }
       default:

@@ -37,7 +37,7 @@ export function wireInboundFilters(opts: { config: Config; store: Pick<Store, 'b
   return {
     // The classifier reads its models from the database at every message: a learn by the CLI, the API or another
     // process counts for the next message everywhere (no restart, no cache).
-    bayes: createBayesClassifier({ store: store.bayes, minLearned: f.bayes.minLearned }),
+    bayes: createBayesClassifier({ store: store.bayes, minLearned: f.bayes.minLearned, maxTokens: f.bayes.maxTokens }),
     dnsLists: createDnsListChecker({
       resolver: opts.resolver,
       clientSites: f.dnsbl.sites,

@@ -13,6 +13,12 @@ export const BAYES_KEYS = {
     default: () => 200,
     parse: integer(1, 1_000_000, 'a count'),
   }),
+  maxTokens: key({
+    doc: 'Distinct tokens one model (the global one, each account\'s) holds at most, as SpamAssassin\'s bayes_expiry_max_db_size; a learn past it forgets the least recently learned tokens.',
+    defaultText: '150000',
+    default: () => 150_000,
+    parse: integer(1000, 10_000_000, 'a count'),
+  }),
 } satisfies KeyTree;
 
 /**

@@ -354,6 +354,18 @@ export const KEY_TREE = {
       default: () => 30,
       parse: parseDays,
     }),
+    reportsPerAccount: key({
+      doc: 'Reports (POST /inbound/v1/report, each its first 320 KiB) kept per account; a new one past it deletes the account\'s oldest.',
+      defaultText: '100',
+      default: () => 100,
+      parse: integer(1, 100_000, 'a count'),
+    }),
+    listEntriesPerAccount: key({
+      doc: 'Safelist and blocklist entries one account holds at all its levels (account, domains, recipients) together; adding a new one past it answers 409.',
+      defaultText: '10000',
+      default: () => 10_000,
+      parse: integer(1, 10_000_000, 'a count'),
+    }),
     greylist: GREYLIST_KEYS,
     arc: ARC_KEYS,
   },

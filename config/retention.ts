@@ -1,9 +1,13 @@
-// Owns the keys of the retention job: how long logs, message bodies, tracking tokens, alerts and sender strikes are
-// kept before mta/jobs/retention.ts prunes them (each bounded so a busy instance does not grow without end).
+// Owns the keys of the retention job: how long logs, message bodies, tracking tokens, alerts, sender strikes, inbound
+// reports and the classifier's rare tokens and learned-message records are kept before mta/jobs/retention.ts prunes
+// them (each bounded so a busy instance does not grow without end).
 import { key } from './key-def.js';
 import { parseDays } from './values.js';
 
-/** `retention.log_days`, `message_days`, `tracking_days`, `alert_days` (mta/jobs/retention.ts). */
+/**
+ * `retention.log_days`, `message_days`, `tracking_days`, `alert_days`, `report_days`, `bayes_token_days`,
+ * `bayes_learned_days` (mta/jobs/retention.ts).
+ */
 export const RETENTION_KEYS = {
   logDays: key({
     doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept; rows of mail still queued, deferred or held are never pruned.',
@@ -25,6 +29,24 @@ export const RETENTION_KEYS = {
   }),
   alertDays: key({
     doc: 'Days fired alerts (a monitor\'s alert history, alertcount; also of deleted monitors) and sender strikes and delistings are kept; an alert still being delivered, or a strike inside abuse.block_window_hours, is never pruned.',
+    defaultText: '90',
+    default: () => 90,
+    parse: parseDays,
+  }),
+  reportDays: key({
+    doc: 'Days reports (POST /inbound/v1/report) are kept for the operator.',
+    defaultText: '30',
+    default: () => 30,
+    parse: parseDays,
+  }),
+  bayesTokenDays: key({
+    doc: 'Days a classifier token counted in one message only is kept after that message was learned (as SpamAssassin\'s bayes_expiry of rare tokens); tokens seen in two or more messages stay, up to filters.bayes.max_tokens.',
+    defaultText: '30',
+    default: () => 30,
+    parse: parseDays,
+  }),
+  bayesLearnedDays: key({
+    doc: 'Days the classifier remembers which messages it learned (so a message learned twice counts once, and learned as the other class moves); later the same message counts again.',
     defaultText: '90',
     default: () => 90,
     parse: parseDays,

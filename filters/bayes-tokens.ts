@@ -25,6 +25,25 @@ const MAX_WORD = 24;
 const WINDOW = 2;
 /** Words of the body considered (the first ones): bounds the work on a large message; spam says it early. */
 const MAX_WORDS = 3000;
+/**
+ * Header fields considered (the first ones, trace fields included in the count). A real message has a few dozen;
+ * without a bound a message of distinct made-up field names made one token per field (2,000,000 names: a 9.5 s
+ * stall and a model of two million tokens, issue 31).
+ */
+export const MAX_HEADER_FIELDS = 200;
+/**
+ * Distinct tokens one message yields at most: MAX_WORDS body words and their pairs, with room for the header,
+ * link, tag and attachment features of a real message. Later ones are dropped, so neither the work of learning a
+ * message nor what it adds to a model is without bound, whatever its shape (link hosts, HTML tag names).
+ */
+export const MAX_TOKENS = 8000;
+
+/** A set of tokens that takes no more than MAX_TOKENS (later additions are ignored). */
+class TokenSet extends Set<string> {
+  override add(token: string): this {
+    return this.size < MAX_TOKENS ? super.add(token) : this;
+  }
+}
 
 /** RFC 2047 encoded words (`=?charset?B|Q?text?=`) of a header value, decoded (unknown charsets as latin1). */
 export function decodeEncodedWords(value: string): string {
@@ -101,7 +120,7 @@ export function siteOf(host: string): string {
 }
 
 function headerTokens(headers: readonly HeaderField[], into: Set<string>): void {
-  for (const h of headers) {
+  for (const h of headers.slice(0, MAX_HEADER_FIELDS)) {
     if (!h.key || IGNORED_HEADER.test(h.key)) continue;
     into.add(`N:${h.key}`);
     const prefix = WORD_HEADERS[h.key];
@@ -165,10 +184,12 @@ function partTokens(leaves: readonly MimeLeaf[], into: Set<string>): void {
  * subject words and OSB pairs, `F`/`R`/`T` From, Reply-To, To (address, site, display-name words), `I:` Message-ID
  * site, `M:` mailer, `C:` content type, `B:`/`B1…4:` body words and pairs (HTML stripped, charsets decoded), `H:`
  * HTML tag names, `U:` link hosts and sites, `A:` attachment types and extensions, `P:` the text parts' shape.
- * Headers that trace the message's path rather than its content are skipped (IGNORED_HEADER).
+ * Headers that trace the message's path rather than its content are skipped (IGNORED_HEADER). At most
+ * MAX_HEADER_FIELDS fields are read and MAX_TOKENS tokens returned: callers pass a bounded sample of the message
+ * (mta/message-content.ts), and these bound what a sample of any shape costs.
  */
 export function tokenizeMessage(raw: Buffer): string[] {
-  const into = new Set<string>();
+  const into = new TokenSet();
   const { headers } = splitMessage(raw);
   headerTokens(headers, into);
   const leaves = mimeLeaves(raw);

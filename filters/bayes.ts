@@ -123,8 +123,11 @@ export interface BayesClassifier {
   learn(scope: BayesScope, messages: readonly { raw: Buffer; cls: BayesClass }[], now: number): Promise<LearnOutcome[]>;
 }
 
-/** The classifier over `store`; `minLearned` is `filters.bayes.min_learned`. */
-export function createBayesClassifier(deps: { store: BayesStore; minLearned: number }): BayesClassifier {
+/**
+ * The classifier over `store`; `minLearned` is `filters.bayes.min_learned`, `maxTokens` `filters.bayes.max_tokens`
+ * (the tokens one model holds at most; a learn past it forgets the least recently seen).
+ */
+export function createBayesClassifier(deps: { store: BayesStore; minLearned: number; maxTokens: number }): BayesClassifier {
   return {
     async classify(raw, accountId) {
       const tokens = tokenizeMessage(raw);
@@ -138,7 +141,7 @@ export function createBayesClassifier(deps: { store: BayesStore; minLearned: num
       return { abstained: false, probability: Math.round(probability * 1e6) / 1e6, tokens: used, learned, scope: accountId === null ? 'global' : 'account' };
     },
     learn(scope, messages, now) {
-      return deps.store.learn(scope, messages.map((m) => learnItem(m.raw, m.cls)), now);
+      return deps.store.learn(scope, messages.map((m) => learnItem(m.raw, m.cls)), now, deps.maxTokens);
     },
   };
 }

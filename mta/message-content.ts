@@ -9,6 +9,16 @@ import { joinSource, readPartStart, type MessageSource, type SourcePart } from '
  */
 export const SAMPLE_BODY_BYTES = 256 * 1024;
 
+/** Bytes of a header section a learned sample holds at most (the MX's smtp.max_header_bytes default is 64 KiB). */
+const LEARN_HEADER_BYTES = 64 * 1024;
+
+/**
+ * Bytes of a message the classifier learns from when a person judges it (a quarantine release or delete, a
+ * report): the sample it classified, a header section of up to 64 KiB and SAMPLE_BODY_BYTES of body. Learning
+ * more would teach it what it never reads, and cost time and model size without bound.
+ */
+export const LEARN_SAMPLE_BYTES = SAMPLE_BODY_BYTES + LEARN_HEADER_BYTES;
+
 /** A message as it travels between steps: read it whole with `open()`, judge its start with `sample`. */
 export interface MessageContent extends MessageSource {
   /** The first bytes: the whole header section and up to SAMPLE_BODY_BYTES of the body (everything when `complete`). */
@@ -52,6 +62,21 @@ export async function contentOf(parts: readonly SourcePart[], headerLimit: numbe
   // A copy: the sample must not keep a whole in-memory scratch alive after it is discarded.
   const head = Buffer.from(Buffer.concat(pieces, got));
   return { ...cut(head, source.size), size: source.size, open: (start) => source.open(start), inMemory: () => source.inMemory?.() };
+}
+
+/**
+ * The sample of a message given as text (POST /inbound/v1/report) the classifier learns: the header section and up
+ * to SAMPLE_BODY_BYTES of body; a header section longer than LEARN_HEADER_BYTES (which the MX would have refused)
+ * only its first whole lines within that. Reads no more of `text` than the sample: a 40 MB report costs as little
+ * as a small one.
+ */
+export function learnSampleOfText(text: string): Buffer {
+  // A character is at least one UTF-8 byte, so this many characters hold the sample's bytes.
+  const head = Buffer.from(text.slice(0, LEARN_SAMPLE_BYTES), 'utf8').subarray(0, LEARN_SAMPLE_BYTES);
+  const end = headerEnd(head);
+  if (end >= 0 && end <= LEARN_HEADER_BYTES) return head.subarray(0, Math.min(head.length, end + SAMPLE_BODY_BYTES));
+  const lastLine = head.lastIndexOf(0x0a, LEARN_HEADER_BYTES - 1);
+  return head.subarray(0, lastLine > 0 ? lastLine + 1 : Math.min(head.length, LEARN_HEADER_BYTES));
 }
 
 /** The content of a message held in memory (tests, DSNs, small composed messages). */

@@ -4,7 +4,7 @@ import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { normaliseDomain, normaliseEmail } from '../../filters/inbound-names.js';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
 import { parseIpItem, type ListAction, type ListEntryRow, type ListItemType, type ListScope } from '../../storage/ports/inbound-lists.js';
-import { badRequest } from '../errors.js';
+import { ApiError, badRequest } from '../errors.js';
 import { ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError } from '../schemas.js';
@@ -144,6 +144,7 @@ function routesFor(level: Level): AnyRoute[] {
       body: Type.Object({ item: Type.String({ minLength: 1, maxLength: 320 }) }),
       responses: {
         201: { description: 'the stored entry', schema: ListItem },
+        409: { description: 'a new item past the account\'s limit of list entries (inbound.list_entries_per_account)', schema: CodedError },
         ...bad,
         ...authErrors,
         ...level.errors,
@@ -152,7 +153,11 @@ function routesFor(level: Level): AnyRoute[] {
         const scope = await level.scope(s, principal, p as Record<string, string>);
         const action = canonicalList((p as { listname: Static<typeof ListName> }).listname);
         const item = itemOr400((body as { item: string }).item, 'item');
-        return { status: 201, body: render(await s.inboundLists.addEntry(scope, { ...item, action }, s.now())) };
+        const max = s.config.inbound.listEntriesPerAccount;
+        const row = await s.inboundLists.addEntry(scope, { ...item, action }, s.now(), max);
+        // Every entry is matched against each message for the account's domains: their number is bounded (issue 31).
+        if (row === 'full') throw new ApiError(409, [`the account has reached its limit of ${max} list entries; remove some first`]);
+        return { status: 201, body: render(row) };
       },
     }),
     defineRoute({

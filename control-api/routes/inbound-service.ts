@@ -2,6 +2,7 @@
 // against, and false positive / negative reports stored for the operator.
 import { Type } from '@sinclair/typebox';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
+import { LEARN_SAMPLE_BYTES, learnSampleOfText } from '../../mta/message-content.js';
 import { subscriptionLimits } from '../../storage/ports/inbound-domains.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -28,6 +29,21 @@ const REPORT_BODY_LIMIT = MAX_MESSAGE_BYTES + 10 * 1024 * 1024;
 // line (or at the end when there is no body).
 const FIRST_FIELD = /^[!-9;-~]+:/;
 
+/**
+ * Bytes of a report kept for the operator: its first LEARN_SAMPLE_BYTES (320 KiB), the header section and the start
+ * of the body the classifier learns from, enough to judge a filtering mistake. One synchronous SQLite write of a
+ * whole 40 MB report held the event loop for over a second (15-40 ms per MiB measured), and reports from one key
+ * filled data_dir (issue 31).
+ */
+export const REPORT_KEEP_BYTES = LEARN_SAMPLE_BYTES;
+
+/** The first `max` bytes of `text` in UTF-8, cut between characters (encodeInto writes whole characters only). */
+function keptPart(text: string, max: number): string {
+  if (text.length * 3 <= max) return text;
+  const { read } = new TextEncoder().encodeInto(text, new Uint8Array(max));
+  return text.slice(0, read);
+}
+
 export const inboundServiceRoutes: AnyRoute[] = [
   defineRoute({
     method: 'GET',
@@ -51,7 +67,7 @@ export const inboundServiceRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
     path: '/inbound/v1/report',
-    summary: 'Report a false positive or false negative; the message is stored for the operator and the account\'s classifier learns it (ham or spam)',
+    summary: 'Report a false positive or false negative; the message (its first 320 KiB) is stored for the operator and the account\'s classifier learns it (ham or spam)',
     tags: ['inbound-service'],
     auth: 'inbound',
     rateLimited: true,
@@ -72,10 +88,14 @@ export const inboundServiceRoutes: AnyRoute[] = [
       sendingHostInformation: Type.Optional(Type.Object({ name: Type.Optional(Type.String({ maxLength: 255 })) })),
     }),
     bodyLimit: REPORT_BODY_LIMIT,
+    // Reports are stored on data_dir's disk like queued mail: refused below queue.min_free_bytes, so one tenant's
+    // reports cannot take the room every tenant's mail needs.
+    queuesMessages: true,
     responses: {
       204: { description: 'stored' },
       400: { description: 'missing report_type or not an RFC 5322 message', schema: CodedError },
       ...common,
+      503: { description: 'rate limit (100 requests per second per account), or data_dir\'s disk below queue.min_free_bytes (with Retry-After)', schema: CodedError },
     },
     handler: async (s, { principal, query, body }) => {
       if (!FIRST_FIELD.test(body.messageContent)) {
@@ -85,16 +105,18 @@ export const inboundServiceRoutes: AnyRoute[] = [
         account_id: principal.account.id,
         api_key_id: principal.keyId,
         report_type: query.report_type,
-        message_content: body.messageContent,
+        message_content: keptPart(body.messageContent, REPORT_KEEP_BYTES),
+        size: Buffer.byteLength(body.messageContent, 'utf8'),
         ehlo: body.smtpEnvelopeInformation?.ehlo ?? null,
         mail_from: body.smtpEnvelopeInformation?.mailFrom ?? null,
         rcpt_to: body.smtpEnvelopeInformation?.rcptTo ?? null,
         sending_host: body.sendingHostInformation?.name ?? null,
         created_at: s.now(),
-      });
-      // A false positive is mail the customer wanted (ham); a false negative is spam we let through.
+      }, s.config.inbound.reportsPerAccount);
+      // A false positive is mail the customer wanted (ham); a false negative is spam we let through. The classifier
+      // learns the sample it would judge (a quarantine decision learns as much), not all of a report up to 40 MB.
       const cls = query.report_type === 'false_positive' ? 'ham' : 'spam';
-      await s.bayes.learn(principal.account.id, [{ raw: Buffer.from(body.messageContent, 'utf8'), cls }], s.now());
+      await s.bayes.learn(principal.account.id, [{ raw: learnSampleOfText(body.messageContent), cls }], s.now());
       return { status: 204 };
     },
   }),

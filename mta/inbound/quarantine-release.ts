@@ -5,7 +5,7 @@ import type { StepVerdict } from '../../filters/inbound-verdicts.js';
 import type { LearnOutcome } from '../../storage/ports/bayes.js';
 import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarantine.js';
 import { bufferSource, readPartStart, type MessageSource } from '../../storage/message-source.js';
-import { SAMPLE_BODY_BYTES } from '../message-content.js';
+import { LEARN_SAMPLE_BYTES } from '../message-content.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =
@@ -20,9 +20,6 @@ export interface QuarantineActionDeps {
   bayes?: Pick<BayesClassifier, 'learn'> | undefined;
 }
 
-/** Bytes of a stored message the classifier learns from: the sample it classified (a header section of up to 64 KiB). */
-const LEARN_BYTES = SAMPLE_BODY_BYTES + 64 * 1024;
-
 /**
  * Teaches the account's model what a person decided about a quarantined message. After the decision is committed,
  * so a failure here never undoes it; reported as 'failed' for the caller to log.
@@ -32,7 +29,7 @@ async function learnDecision(deps: QuarantineActionDeps, accountId: number, body
   try {
     // The classifier judged a sample (header section + SAMPLE_BODY_BYTES of body); it learns from as much, read
     // from storage, never the whole of a large quarantined message in memory.
-    const raw = await readPartStart({ source: body }, LEARN_BYTES);
+    const raw = await readPartStart({ source: body }, LEARN_SAMPLE_BYTES);
     const [outcome] = await deps.bayes.learn(accountId, [{ raw, cls }], deps.now());
     return outcome;
   } catch {
@@ -91,7 +88,7 @@ export async function deleteQuarantined(
   if (!row) return { ok: false, reason: 'not-found' };
   // Read before the delete (which removes the body); bounded as learnDecision reads it.
   const body = opts.asSpam ? await deps.store.body(accountId, id) : undefined;
-  const raw = body ? await readPartStart({ source: body }, LEARN_BYTES) : undefined;
+  const raw = body ? await readPartStart({ source: body }, LEARN_SAMPLE_BYTES) : undefined;
   if (!(await deps.store.delete(accountId, id, deps.now()))) return { ok: false, reason: 'in-progress' };
   const learned = raw ? await learnDecision(deps, row.account_id, bufferSource(raw), 'spam') : undefined;
   return { ok: true, ...(learned ? { learned } : {}) };

@@ -46,6 +46,21 @@ export interface RetentionDeps {
    * (cutoff = storage/ports/metrics.ts DETAIL_DAYS); return how many. Unset: it is not pruned.
    */
   pruneMetricDetail?: (before: number, limit: number) => Promise<number>;
+  /**
+   * Hook for inbound reports (issue 31): delete up to `limit` created before `before` (cutoff =
+   * `retention.report_days`); return how many. Unset: they are not pruned.
+   */
+  pruneReports?: (before: number, limit: number) => Promise<number>;
+  /**
+   * Hook for the classifier's learned-message records (issue 31): delete up to `limit` learned before `before`
+   * (cutoff = `retention.bayes_learned_days`); return how many. Unset: they are not pruned.
+   */
+  pruneBayesLearned?: (before: number, limit: number) => Promise<number>;
+  /**
+   * Hook for the classifier's rare tokens (issue 31): one batch of a walk over the models deleting tokens counted in
+   * one message only, last learned before `before` (cutoff = `retention.bayes_token_days`). Unset: not pruned.
+   */
+  pruneRareTokens?: (a: { before: number; afterId: number; limit: number }) => Promise<PruneBatch>;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -68,10 +83,16 @@ export interface RetentionCounts {
   strikes: number;
   /** Per-second metric counters (0 unless the `pruneMetricDetail` hook is wired). */
   metricDetail: number;
+  /** Inbound reports (0 unless the `pruneReports` hook is wired). */
+  reports: number;
+  /** Classifier learned-message records (0 unless the `pruneBayesLearned` hook is wired). */
+  bayesLearned: number;
+  /** Classifier tokens seen in one message long ago (0 unless the `pruneRareTokens` hook is wired). */
+  bayesTokens: number;
 }
 
-/** The kinds of rows pruned through a hook of another owner. */
-type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail';
+/** The kinds of rows pruned through a LIMIT-ed hook of another owner. */
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'reports' | 'bayesLearned';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -94,7 +115,10 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - alerts fired and sender strikes and delistings older than `alert_days`, when `pruneAlerts` / `pruneStrikes` are
  *   given (an alert still being delivered, a strike that still counts toward a block stay);
  * - per-second metric counters older than DETAIL_DAYS (a window's edge in such an hour then counts the whole hour),
- *   when `pruneMetricDetail` is given. The hourly roll-ups are kept.
+ *   when `pruneMetricDetail` is given. The hourly roll-ups are kept;
+ * - inbound reports older than `report_days`, the classifier's learned-message records older than
+ *   `bayes_learned_days` and its tokens counted in one message only and not learned for `bayes_token_days`, when
+ *   `pruneReports` / `pruneBayesLearned` / `pruneRareTokens` are given.
  * Nothing of a message with a queued (also deferred), sending or held delivery is ever deleted, however old.
  * Each kind stops after `maxBatchesPerRun` batches (default 200); the rest is pruned by the next run.
  * Concurrent calls share the run in progress. `start()` runs it after `firstRunDelayMs` (default 1 min) and then
@@ -157,22 +181,31 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
-    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0 };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, reports: 0, bayesLearned: 0, bayesTokens: 0 };
     const counts: RetentionCounts = { logRows, messages, bodies, quarantine, ...none };
     const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
     // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
-    const alertBefore = now - deps.config.retention.alertDays * DAY_MS;
+    const { alertDays, reportDays, bayesLearnedDays, bayesTokenDays } = deps.config.retention;
+    const alertBefore = now - alertDays * DAY_MS;
     const hooks: [HookKind, number, ((before: number, limit: number) => Promise<number>) | undefined][] = [
       ['events', logBefore, deps.pruneEvents],
       ['tracking', now - deps.config.retention.trackingDays * DAY_MS, deps.pruneTracking],
       ['alerts', alertBefore, deps.pruneAlerts],
       ['strikes', alertBefore, deps.pruneStrikes],
       ['metricDetail', now - DETAIL_DAYS * DAY_MS, deps.pruneMetricDetail],
+      ['reports', now - reportDays * DAY_MS, deps.pruneReports],
+      ['bayesLearned', now - bayesLearnedDays * DAY_MS, deps.pruneBayesLearned],
     ];
     for (const [kind, before, prune] of hooks) {
       if (!prune) continue;
       await yieldToLoop();
       [counts[kind], batches[kind]] = await drain(limited((limit) => prune(before, limit)));
+    }
+    const rare = deps.pruneRareTokens;
+    if (rare) {
+      await yieldToLoop();
+      const before = now - bayesTokenDays * DAY_MS;
+      [counts.bayesTokens, batches.bayesTokens] = await drain(walker((afterId) => rare({ before, afterId, limit: batchSize })));
     }
     if (Object.values(counts).some((n) => n > 0)) log.info(counts, 'retention pruned');
     return { ...counts, batches };

@@ -39,6 +39,19 @@ export interface BayesModelStats {
   updatedAt: number | null;
 }
 
+/** Tokens a model holds at most unless told otherwise: SpamAssassin's bayes_expiry_max_db_size (150,000). */
+export const DEFAULT_MAX_TOKENS = 150_000;
+
+/** Arguments of one batch of the rare-token walk (retention); as the retention port's WalkArgs, over models. */
+export interface RareTokenArgs {
+  /** Only tokens last learned strictly before this (ms) go. */
+  before: number;
+  /** Start after this model id (0 for the first batch of a run). */
+  afterId: number;
+  /** Tokens deleted (and models looked at) at most in this batch. */
+  limit: number;
+}
+
 /**
  * The classifier's models. Every method is one atomic unit of work; a learn is visible to every process on the
  * same store as soon as its promise resolves (no restart, no cache to flush).
@@ -47,12 +60,27 @@ export interface BayesStore {
   /**
    * Learns `items` into the model of `scope` in one commit. A message (same digest) learned before as the same
    * class is not counted twice (`already`); learned as the other class, its tokens move over (`relearned`), as
-   * SpamAssassin's bayes_seen does.
+   * SpamAssassin's bayes_seen does. Every token counted is marked seen at `now`. When the model then holds more than
+   * `maxTokens` (default DEFAULT_MAX_TOKENS) distinct tokens, its least recently seen ones are forgotten in the
+   * same commit until it holds `maxTokens` (SpamAssassin's expiry keeps the most recently used tokens likewise); a
+   * model over a cap lowered since sheds a bounded number more at each learn until it is within it.
    */
-  learn(scope: BayesScope, items: readonly LearnItem[], now: number): Promise<LearnOutcome[]>;
+  learn(scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens?: number): Promise<LearnOutcome[]>;
   /** The learned totals and the tokens' counts, summed over `scopes` (e.g. the global model and one account's). */
   counts(scopes: readonly BayesScope[], tokens: readonly string[]): Promise<BayesCounts>;
   stats(scope: BayesScope): Promise<BayesModelStats>;
   /** Forgets everything the model of `scope` learned. */
   reset(scope: BayesScope, now: number): Promise<void>;
+  /**
+   * One batch of retention's walk over every model: deletes rare tokens (counted in one message only, spam + ham
+   * ≤ 1) last seen before `before`, at most `limit` of them, in models after `afterId`. A token seen in one message
+   * long ago says almost nothing (Robinson's f(w) stays near 0.5) and is most of a model's size.
+   */
+  pruneRareTokens(a: RareTokenArgs): Promise<{ deleted: number; lastId: number; done: boolean }>;
+  /**
+   * Deletes up to `limit` learned-message records (the digests that make a message count once) learned before
+   * `before`; returns how many. Such a message learned again later counts again, as after SpamAssassin's
+   * bayes_seen expiry.
+   */
+  pruneLearned(before: number, limit: number): Promise<number>;
 }

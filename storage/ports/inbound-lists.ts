@@ -137,6 +137,9 @@ export function domainAndParents(domain: string): string[] {
   return labels.map((_, i) => labels.slice(i).join('.')).filter((d) => d !== '');
 }
 
+/** List entries one account holds at most unless told otherwise (the default of inbound.list_entries_per_account). */
+export const DEFAULT_MAX_LIST_ENTRIES = 10_000;
+
 /**
  * Safelist/blocklist entries. Items must already be canonical (see the list routes: lower-case A-label domains,
  * lower-cased addresses, `parseIpItem` text for IPs). Every query is scoped by account.
@@ -149,9 +152,16 @@ export interface InboundListStore {
   listEntries(scope: ListScope, action: ListAction): Promise<ListEntryRow[]>;
   /**
    * Puts `item` on the `action` list at `scope`. An item is on at most one list per scope: adding it to the
-   * safelist takes it off that scope's blocklist and vice versa. Idempotent; returns the stored entry.
+   * safelist takes it off that scope's blocklist and vice versa. Idempotent; returns the stored entry, or 'full'
+   * (nothing written) when the item is new and the account already holds `maxEntries` entries at all its levels
+   * and scopes together (`inbound.list_entries_per_account`; default DEFAULT_MAX_LIST_ENTRIES).
    */
-  addEntry(scope: ListScope, entry: { item: string; itemType: ListItemType; action: ListAction }, now: number): Promise<ListEntryRow>;
+  addEntry(
+    scope: ListScope,
+    entry: { item: string; itemType: ListItemType; action: ListAction },
+    now: number,
+    maxEntries?: number,
+  ): Promise<ListEntryRow | 'full'>;
   /** Removes `item` from the `action` list at `scope`; false when it was not there. */
   removeEntry(scope: ListScope, action: ListAction, item: string): Promise<boolean>;
   /**

@@ -7,7 +7,10 @@ export interface InboundReportRow {
   account_id: number;
   api_key_id: number | null;
   report_type: ReportType;
+  /** The reported message's first REPORT_KEEP_BYTES (320 KiB, control-api/routes/inbound-service.ts). */
   message_content: string;
+  /** Bytes of the whole reported message (more than message_content holds when it was cut). */
+  size: number;
   ehlo: string | null;
   mail_from: string | null;
   rcpt_to: string | null;
@@ -16,8 +19,13 @@ export interface InboundReportRow {
 }
 
 export interface InboundReportStore {
-  /** Stores one report; returns its id. */
-  insertReport(row: Omit<InboundReportRow, 'id'>): Promise<number>;
+  /**
+   * Stores one report and, in the same unit, deletes the account's oldest reports beyond its newest `keep`
+   * (`inbound.reports_per_account`); returns the new report's id.
+   */
+  insertReport(row: Omit<InboundReportRow, 'id'>, keep: number): Promise<number>;
+  /** Deletes up to `limit` reports created before `before` (retention.report_days); returns how many. */
+  pruneReports(before: number, limit: number): Promise<number>;
   /** Operator view: newest first by created_at (ties: the later id first), all accounts or one. */
   listReports(opts?: { accountId?: number; limit?: number; offset?: number }): Promise<InboundReportRow[]>;
 }

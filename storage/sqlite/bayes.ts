@@ -1,8 +1,8 @@
 // Owns the SQLite implementation of the classifier's models (storage/ports/bayes.ts): bayes_models, bayes_tokens,
-// bayes_learned (migration 16).
+// bayes_learned (migration 16; seen_at, the token count and the expiry indexes: migration 20).
 import crypto from 'node:crypto';
 import type { Db } from './database.js';
-import type { BayesCounts, BayesModelStats, BayesScope, BayesStore, BayesTotals, LearnItem, LearnOutcome } from '../ports/bayes.js';
+import { DEFAULT_MAX_TOKENS, type BayesCounts, type BayesModelStats, type BayesScope, type BayesStore, type BayesTotals, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
 
 /**
  * A token as stored: the first 48 bits of its MD5, a safe JavaScript integer. Message words are not kept as text
@@ -11,6 +11,9 @@ import type { BayesCounts, BayesModelStats, BayesScope, BayesStore, BayesTotals,
 export function tokenHash(token: string): number {
   return crypto.hash('md5', token, 'buffer').readUIntBE(0, 6);
 }
+
+/** Tokens beyond those a learn added that it forgets at most, while a model is over a cap lowered since. */
+const EXCESS_PER_LEARN = 5000;
 
 /** The classifier's models in the SQLite database `db`. */
 export function createSqliteBayesStore(db: Db): BayesStore {
@@ -27,20 +30,37 @@ export function createSqliteBayesStore(db: Db): BayesStore {
     // One statement per message (the tokens as a JSON array): SQLite loops in C, several times faster than a row each.
     // `WHERE true` lets the upsert follow a SELECT (sqlite.org/lang_upsert.html, parsing ambiguity).
     addSpam: db.prepare(
-      `INSERT INTO bayes_tokens (model_id, token, spam) SELECT ?, value, 1 FROM json_each(?) WHERE true
-       ON CONFLICT (model_id, token) DO UPDATE SET spam = spam + 1`,
+      `INSERT INTO bayes_tokens (model_id, seen_at, token, spam) SELECT ?, ?, value, 1 FROM json_each(?) WHERE true
+       ON CONFLICT (model_id, token) DO UPDATE SET spam = spam + 1, seen_at = excluded.seen_at`,
     ),
     addHam: db.prepare(
-      `INSERT INTO bayes_tokens (model_id, token, ham) SELECT ?, value, 1 FROM json_each(?) WHERE true
-       ON CONFLICT (model_id, token) DO UPDATE SET ham = ham + 1`,
+      `INSERT INTO bayes_tokens (model_id, seen_at, token, ham) SELECT ?, ?, value, 1 FROM json_each(?) WHERE true
+       ON CONFLICT (model_id, token) DO UPDATE SET ham = ham + 1, seen_at = excluded.seen_at`,
+    ),
+    // How many of a message's tokens the model has already: the rest are new, added to bayes_models.tokens.
+    known: db.prepare('SELECT count(*) FROM bayes_tokens WHERE model_id = ? AND token IN (SELECT value FROM json_each(?))').pluck(),
+    addCount: db.prepare('UPDATE bayes_models SET tokens = max(tokens + ?, 0) WHERE id = ? RETURNING tokens').pluck(),
+    // The least recently seen tokens of a model, by bayes_tokens_seen (migration 20): no scan.
+    forgetOldest: db.prepare(
+      `DELETE FROM bayes_tokens WHERE model_id = @id AND token IN
+         (SELECT token FROM bayes_tokens WHERE model_id = @id ORDER BY seen_at LIMIT @n)`,
+    ),
+    modelsAfter: db.prepare('SELECT id FROM bayes_models WHERE id > ? ORDER BY id LIMIT ?').pluck(),
+    forgetRare: db.prepare(
+      `DELETE FROM bayes_tokens WHERE model_id = @id AND token IN
+         (SELECT token FROM bayes_tokens WHERE model_id = @id AND seen_at < @before AND spam + ham <= 1 LIMIT @n)`,
+    ),
+    pruneLearned: db.prepare(
+      `DELETE FROM bayes_learned WHERE (model_id, digest) IN
+         (SELECT model_id, digest FROM bayes_learned WHERE learned_at < ? LIMIT ?)`,
     ),
     // Relearning moves one count from the other class; counts never go below zero (a token hash shared by chance).
     moveToSpam: db.prepare(
-      `UPDATE bayes_tokens SET ham = max(ham - 1, 0), spam = spam + 1
+      `UPDATE bayes_tokens SET ham = max(ham - 1, 0), spam = spam + 1, seen_at = ?
        WHERE model_id = ? AND token IN (SELECT value FROM json_each(?))`,
     ),
     moveToHam: db.prepare(
-      `UPDATE bayes_tokens SET spam = max(spam - 1, 0), ham = ham + 1
+      `UPDATE bayes_tokens SET spam = max(spam - 1, 0), ham = ham + 1, seen_at = ?
        WHERE model_id = ? AND token IN (SELECT value FROM json_each(?))`,
     ),
     total: db.prepare(
@@ -55,7 +75,7 @@ export function createSqliteBayesStore(db: Db): BayesStore {
     tokenCount: db.prepare('SELECT count(*) AS n FROM bayes_tokens WHERE model_id = ?'),
     resetTokens: db.prepare('DELETE FROM bayes_tokens WHERE model_id = ?'),
     resetSeen: db.prepare('DELETE FROM bayes_learned WHERE model_id = ?'),
-    resetModel: db.prepare('UPDATE bayes_models SET spam = 0, ham = 0, version = version + 1, updated_at = ? WHERE id = ?'),
+    resetModel: db.prepare('UPDATE bayes_models SET spam = 0, ham = 0, tokens = 0, version = version + 1, updated_at = ? WHERE id = ?'),
   };
 
   /** The model row of `scope`, created on the first learn; undefined when reading a model never learned. */
@@ -66,17 +86,20 @@ export function createSqliteBayesStore(db: Db): BayesStore {
     return (s.createModel.get(scope) as { id: number }).id;
   }
 
-  const learnAll = db.transaction((scope: BayesScope, items: readonly LearnItem[], now: number): LearnOutcome[] => {
+  const learnAll = db.transaction((scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens: number): LearnOutcome[] => {
     const id = modelId(scope, true) as number;
     const delta: BayesTotals = { spam: 0, ham: 0 };
+    let added = 0;
     const out = items.map((item): LearnOutcome => {
       const before = (s.seen.get(id, item.digest) as { class: string } | undefined)?.class;
       if (before === item.cls) return 'already';
-      const hashes = JSON.stringify([...new Set(item.tokens.map(tokenHash))]);
+      const distinct = [...new Set(item.tokens.map(tokenHash))];
+      const hashes = JSON.stringify(distinct);
       if (before === undefined) {
-        (item.cls === 'spam' ? s.addSpam : s.addHam).run(id, hashes);
+        added += distinct.length - (s.known.get(id, hashes) as number);
+        (item.cls === 'spam' ? s.addSpam : s.addHam).run(id, now, hashes);
       } else {
-        (item.cls === 'spam' ? s.moveToSpam : s.moveToHam).run(id, hashes);
+        (item.cls === 'spam' ? s.moveToSpam : s.moveToHam).run(now, id, hashes);
         delta[before as 'spam' | 'ham'] -= 1;
       }
       delta[item.cls] += 1;
@@ -84,12 +107,42 @@ export function createSqliteBayesStore(db: Db): BayesStore {
       return before === undefined ? 'learned' : 'relearned';
     });
     if (out.some((o) => o !== 'already')) s.total.run({ id, spam: delta.spam, ham: delta.ham, now });
+    // The cap: past it, the least recently seen tokens go in this same commit. A learn adds at most its messages'
+    // tokens (filters/bayes-tokens.ts MAX_TOKENS each), so this deletes at most as many; after the operator lowered
+    // the cap, each learn deletes at most EXCESS_PER_LEARN more, so no one commit deletes a model's worth at once.
+    const held = s.addCount.get(added, id) as number;
+    if (held > maxTokens) {
+      const n = Math.min(held - maxTokens, added + EXCESS_PER_LEARN);
+      s.addCount.get(-s.forgetOldest.run({ id, n }).changes, id);
+    }
     return out;
   });
 
+  /** One batch of the rare-token walk: models after `afterId` in id order, `limit` tokens and models at most. */
+  const rareBatch = db.transaction((before: number, afterId: number, limit: number) => {
+    const models = s.modelsAfter.all(afterId, limit) as number[];
+    let deleted = 0;
+    for (const id of models) {
+      const n = s.forgetRare.run({ id, before, n: limit - deleted }).changes;
+      if (n > 0) s.addCount.get(-n, id);
+      deleted += n;
+      // This model may hold more: the next batch starts with it again.
+      if (deleted >= limit) return { deleted, lastId: id - 1, done: false };
+    }
+    return { deleted, lastId: models.at(-1) ?? afterId, done: models.length < limit };
+  });
+
   return {
-    async learn(scope, items, now) {
-      return learnAll.immediate(scope, items, now);
+    async learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS) {
+      return learnAll.immediate(scope, items, now, maxTokens);
+    },
+
+    async pruneRareTokens(a) {
+      return rareBatch.immediate(a.before, a.afterId, a.limit);
+    },
+
+    async pruneLearned(before, limit) {
+      return s.pruneLearned.run(before, limit).changes;
     },
 
     async counts(scopes, tokens): Promise<BayesCounts> {

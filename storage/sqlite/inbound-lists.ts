@@ -1,5 +1,5 @@
 // Owns the inbound_list_entries table: safelist/blocklist entries at account, domain and recipient level, and
-import { domainAndParents, ipKey, parseIpItem, type ListAction, type ListEntryRow, type ListItemType, type ListMatches, type ListScope } from '../ports/inbound-lists.js';
+import { DEFAULT_MAX_LIST_ENTRIES, domainAndParents, ipKey, parseIpItem, type ListAction, type ListEntryRow, type ListItemType, type ListMatches, type ListScope } from '../ports/inbound-lists.js';
 // the 16-byte key encoding of IP addresses and CIDR ranges that lets a client address match with one range query.
 import type { Db } from './database.js';
 
@@ -27,6 +27,10 @@ export function createInboundListStore(db: Db) {
        ON CONFLICT (account_id, level, scope, item) DO UPDATE SET action = excluded.action
        RETURNING *`,
     ),
+    // Is the item there already (at this scope, on either list)? The unique key answers it.
+    has: db.prepare('SELECT 1 FROM inbound_list_entries WHERE account_id = @account AND level = @level AND scope = @scope AND item = @item').pluck(),
+    // The account's entries, counted on the first column of inbound_list_entries_listed (migration 19).
+    count: db.prepare('SELECT count(*) FROM inbound_list_entries WHERE account_id = ?').pluck(),
     remove: db.prepare(
       `DELETE FROM inbound_list_entries WHERE account_id = @account AND level = @level AND scope = @scope
          AND action = @action AND item = @item`,
@@ -55,11 +59,18 @@ export function createInboundListStore(db: Db) {
      * Puts `item` on the `action` list at `scope`. An item is on at most one list per scope: adding it to the
      * safelist takes it off that scope's blocklist and vice versa. Idempotent; returns the stored entry.
      */
-    addEntry(scope: ListScope, entry: { item: string; itemType: ListItemType; action: ListAction }, now: number):
-      ListEntryRow {
+    addEntry(
+      scope: ListScope,
+      entry: { item: string; itemType: ListItemType; action: ListAction },
+      now: number,
+      maxEntries = DEFAULT_MAX_LIST_ENTRIES,
+    ): ListEntryRow | 'full' {
       const k = scopeKey(scope);
       const range = entry.itemType === 'ip_address' ? parseIpItem(entry.item) : undefined;
       if (entry.itemType === 'ip_address' && !range) throw new Error(`not an IP item: ${entry.item}`);
+      // The per-account bound (issue 31): a new item past it is refused; moving an item between lists is not new.
+      const key = { account: scope.accountId, level: scope.level, scope: k.scope, item: entry.item };
+      if (s.has.get(key) === undefined && (s.count.get(scope.accountId) as number) >= maxEntries) return 'full';
       const row = s.upsert.get({
         account: scope.accountId,
         level: scope.level,

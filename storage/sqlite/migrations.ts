@@ -18,6 +18,7 @@ import { INBOUND_FILTERING } from './migrations/016-inbound-filtering.js';
 import { LEASES } from './migrations/017-leases.js';
 import { SPOOL } from './migrations/018-spool.js';
 import { READ_INDEXES } from './migrations/019-read-indexes.js';
+import { TENANT_BOUNDS } from './migrations/020-tenant-bounds.js';
 import { GREYLIST_BOUNDS } from './migrations/021-greylist-bounds.js';
 
 /**
@@ -44,6 +45,6 @@ export const MIGRATIONS: readonly string[] = [
   LEASES, // 17
   SPOOL, // 18
   READ_INDEXES, // 19
-  // 20 is another part of issue 31's; this one is 21 once both are in (indexes only: independent of 20).
+  TENANT_BOUNDS, // 20
   GREYLIST_BOUNDS, // 21
 ];

@@ -207,7 +207,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       writes: ['provision', 'updateSections', 'bindKey', 'deleteDomain', 'addAlias', 'removeAlias', 'setDownstreams', 'createSubscription'],
     }),
     inboundLists: port(createInboundListStore(db), b, { reads: ['listEntries', 'matchLists'], writes: ['addEntry', 'removeEntry'] }),
-    inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport'] }),
+    inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport', 'pruneReports'] }),
     quarantine: {
       ...port(quarantineRepo, b, { reads: ['list', 'find'], writes: ['finishRelease', 'abortRelease'] }),
       async insert(q) {

@@ -31,7 +31,7 @@ t.test('a directory is read while learning goes on: files rewritten during the f
     },
   };
   const out: string[] = [];
-  const deps = { store: spied, minLearned: 1 };
+  const deps = { store: spied, minLearned: 1, maxTokens: 150_000 };
   t.equal(await filterCommand('train', { spam: [dir], json: true }, store.accounts, deps, io(out), () => 1_000), 0);
   const report = JSON.parse(out.join('')) as { trained: { spam: { learned: number; already: number } } };
   t.equal(calls, 2, 'two commits: 200 messages, then 5');

@@ -20,14 +20,15 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
-    'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
+    'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.bayes.max_tokens', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
     'filters.dnsbl.domain_sites', 'filters.dnsbl.cache_max_entries', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
-    'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days',
+    'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days', 'inbound.reports_per_account', 'inbound.list_entries_per_account',
     'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours',
     'inbound.greylist.new_triplets_per_network_hour', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
     'queue.lease_seconds', 'queue.min_free_bytes',
-    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'log.level',
+    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'retention.report_days',
+    'retention.bayes_token_days', 'retention.bayes_learned_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
   t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
@@ -53,7 +54,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
     SLUICE_FILTERS_CLAMD_ADDRESS: '/run/clamav/clamd.ctl', SLUICE_FILTERS_CLAMD_TIMEOUT_MS: '200',
-    SLUICE_FILTERS_BAYES_MIN_LEARNED: '7', SLUICE_FILTERS_DNSBL_SITES: 'zen.example=127.0.0.[2..11]*3,wl.example*-2',
+    SLUICE_FILTERS_BAYES_MIN_LEARNED: '7', SLUICE_FILTERS_BAYES_MAX_TOKENS: '5000', SLUICE_FILTERS_DNSBL_SITES: 'zen.example=127.0.0.[2..11]*3,wl.example*-2',
     SLUICE_FILTERS_DNSBL_THRESHOLD: '4', SLUICE_FILTERS_DNSBL_DOMAIN_SITES: 'dbl.example', SLUICE_FILTERS_DNSBL_CACHE_MAX_ENTRIES: '50',
     SLUICE_INBOUND_GREYLIST_DOMAINS: 'Corp.Example,*', SLUICE_INBOUND_GREYLIST_DELAY_SECONDS: '60', SLUICE_INBOUND_GREYLIST_RETRY_WINDOW_HOURS: '2',
     SLUICE_INBOUND_GREYLIST_NEW_TRIPLETS_PER_NETWORK_HOUR: '50',
@@ -64,6 +65,8 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn',
+    SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
+    SLUICE_RETENTION_BAYES_LEARNED_DAYS: '12',
   };
   // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
   const acmeEnv = {
@@ -110,7 +113,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       spamThreshold: 6.5, confirmedThreshold: 20, outboundPolicy: 'monitor', onScannerError: 'accept',
       rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' },
       clamd: { address: '/run/clamav/clamd.ctl', timeoutMs: 200 },
-      bayes: { minLearned: 7 },
+      bayes: { minLearned: 7, maxTokens: 5000 },
       dnsbl: {
         sites: [
           { zone: 'zen.example', octets: [[[127, 127]], [[0, 0]], [[0, 0]], [[2, 11]]], weight: 3 },
@@ -127,6 +130,8 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     },
     inbound: {
       quarantineDays: 3,
+      reportsPerAccount: 20,
+      listEntriesPerAccount: 30,
       greylist: {
         domains: ['corp.example', '*'], delaySeconds: 60, retryWindowHours: 2, newTripletsPerNetworkHour: 50, passDays: 9, autoAllowAfter: 3,
         exemptNetworks: ['192.0.2.0/24', '2001:db8::1/128'],
@@ -134,7 +139,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       arc: { domain: 'seal.example', selector: 'arc1', key: path.join(dir, 'arc.pem') },
     },
     queue: { leaseSeconds: 30, minFreeBytes: 1_048_576 },
-    retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60 },
+    retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60, reportDays: 10, bayesTokenDays: 11, bayesLearnedDays: 12 },
     log: { level: 'warn' },
   });
 });

@@ -38,7 +38,7 @@ async function world(t: Test, victimPolicy: AbusePolicy) {
   };
   const victim = await provision('victim', 'victim.test', { abusePolicy: victimPolicy, spamHeaderName: 'X-Victim-Spam', spamHeaderValue: 'caught' });
   const attacker = await provision('attacker', 'attacker.test', { abusePolicy: 'flag' });
-  const classifier = createBayesClassifier({ store: stack.store.bayes, minLearned: 5 });
+  const classifier = createBayesClassifier({ store: stack.store.bayes, minLearned: 5, maxTokens: 150_000 });
   await classifier.learn(victim.id, [
     ...SPAM_WORDS.map((w, i) => ({ raw: Buffer.from(mail({ from: 'promo@deals.test', subject: w, body: `${w} ${SPAM_WORDS.join(' ')}`, id: `s${i}@t` })), cls: 'spam' as const })),
     ...HAM_WORDS.map((w, i) => ({ raw: Buffer.from(mail({ from: 'carol@partner.test', subject: w, body: `${w} ${HAM_WORDS.join(' ')}`, id: `h${i}@t` })), cls: 'ham' as const })),

@@ -59,3 +59,61 @@ contract('bayes: account models add to the global one and never to another accou
   t.same(await bayes.learn(acme, [{ digest: 'a', cls: 'ham', tokens: ['B:win'] }], 6), ['learned'], 'and its learned digests');
   t.same((await bayes.stats(null)).learned, { spam: 1, ham: 0 }, 'the global model is untouched');
 });
+
+/** `n` distinct tokens named `prefix:i`. */
+const tokens = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `B:${prefix}${i}`);
+
+contract('bayes: a model holds at most maxTokens; the least recently learned go first, other models untouched', async (t, { store }) => {
+  const acme = await account(store, 'acme');
+  const other = await account(store, 'other');
+  const bayes = store.bayes;
+  await bayes.learn(other, [{ digest: 'o', cls: 'spam', tokens: tokens('o', 50) }], 1, 40);
+  t.equal((await bayes.stats(other)).tokens, 40, 'one learn past the cap is cut to it');
+  await bayes.learn(acme, [{ digest: 'old', cls: 'spam', tokens: tokens('old', 30) }], 10, 50);
+  await bayes.learn(acme, [{ digest: 'mid', cls: 'ham', tokens: tokens('mid', 30) }], 20, 50);
+  t.equal((await bayes.stats(acme)).tokens, 50, 'the bound holds');
+  const after = await bayes.counts([acme], [...tokens('old', 30), ...tokens('mid', 30)]);
+  t.equal([...after.tokens.keys()].filter((k) => k.startsWith('B:mid')).length, 30, 'the newest are all kept');
+  t.equal([...after.tokens.keys()].filter((k) => k.startsWith('B:old')).length, 20, 'ten of the oldest went');
+  // Relearning an old token refreshes it: the next overflow takes others.
+  await bayes.learn(acme, [{ digest: 'again', cls: 'spam', tokens: ['B:old29', ...tokens('new', 10)] }], 30, 50);
+  t.equal((await bayes.stats(acme)).tokens, 50);
+  t.ok((await bayes.counts([acme], ['B:old29'])).tokens.has('B:old29'), 'a token learned again is recent');
+  t.equal((await bayes.stats(other)).tokens, 40, 'another model is not touched');
+  t.same((await bayes.stats(acme)).learned, { spam: 2, ham: 1 }, 'learned totals are not changed by forgetting tokens');
+});
+
+contract('bayes: retention forgets rare old tokens in batches over every model, and old learned-message records', async (t, { store }) => {
+  const acme = await account(store, 'acme');
+  const bayes = store.bayes;
+  // Global: 5 tokens seen once at t=10, 'B:common' seen twice. Acme: 4 tokens seen once at t=10, 3 more at t=100.
+  await bayes.learn(null, [{ digest: 'g1', cls: 'spam', tokens: [...tokens('g', 5), 'B:common'] }], 10);
+  await bayes.learn(null, [{ digest: 'g2', cls: 'spam', tokens: ['B:common'] }], 10);
+  await bayes.learn(acme, [{ digest: 'a1', cls: 'ham', tokens: tokens('a', 4) }], 10);
+  await bayes.learn(acme, [{ digest: 'a2', cls: 'ham', tokens: tokens('fresh', 3) }], 100);
+  let afterId = 0;
+  let deleted = 0;
+  let batches = 0;
+  for (;;) {
+    const r = await bayes.pruneRareTokens({ before: 50, afterId, limit: 3 });
+    t.ok(r.deleted <= 3, 'a batch deletes at most its limit');
+    deleted += r.deleted;
+    afterId = r.lastId;
+    batches++;
+    if (r.done || batches > 20) break;
+  }
+  t.equal(deleted, 9, 'the 5 + 4 rare old tokens went');
+  t.ok(batches >= 3, `in ${batches} batches`);
+  t.equal((await bayes.stats(null)).tokens, 1, 'a token seen in two messages stays');
+  t.equal((await bayes.stats(acme)).tokens, 3, 'recently learned tokens stay');
+  t.equal((await bayes.pruneRareTokens({ before: 50, afterId: 0, limit: 3 })).deleted, 0, 'a second walk finds nothing');
+  // The model's count followed: the cap still sees the truth (3 + 48 > 50 forgets exactly one).
+  await bayes.learn(acme, [{ digest: 'a3', cls: 'ham', tokens: tokens('more', 48) }], 200, 50);
+  t.equal((await bayes.stats(acme)).tokens, 50);
+
+  t.equal(await bayes.pruneLearned(50, 2), 2, 'learned records before the cutoff, at most the limit');
+  t.equal(await bayes.pruneLearned(50, 2), 1);
+  t.equal(await bayes.pruneLearned(50, 2), 0);
+  t.same(await bayes.learn(acme, [{ digest: 'a1', cls: 'ham', tokens: tokens('a', 1) }], 300), ['learned'], 'a forgotten message counts again');
+  t.same(await bayes.learn(acme, [{ digest: 'a2', cls: 'ham', tokens: tokens('fresh', 1) }], 300), ['already'], 'a recent one is still known');
+});

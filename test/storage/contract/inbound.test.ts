@@ -254,13 +254,14 @@ contract('lists: one list per item and scope, idempotent adds, oldest first, rem
   const acct: ListScope = { level: 'account', accountId: a };
   const lists = store.inboundLists;
   const e1 = await lists.addEntry(acct, { item: 'one.test', itemType: 'domain', action: 'blocklist' }, 10);
+  if (e1 === 'full') throw new Error('not full');
   t.match(e1, { account_id: a, level: 'account', scope: '', domain_id: null, item: 'one.test', item_type: 'domain', action: 'blocklist', created_at: 10 });
   t.match(await lists.addEntry(acct, { item: 'one.test', itemType: 'domain', action: 'blocklist' }, 20), { id: e1.id, created_at: 10 }, 'idempotent: the stored entry');
   await lists.addEntry(acct, { item: 'x@two.test', itemType: 'email_address', action: 'blocklist' }, 30);
   await lists.addEntry(acct, { item: '192.0.2.0/24', itemType: 'ip_address', action: 'blocklist' }, 40);
   t.same((await lists.listEntries(acct, 'blocklist')).map((e) => e.item), ['one.test', 'x@two.test', '192.0.2.0/24'], 'oldest first');
   const moved = await lists.addEntry(acct, { item: 'one.test', itemType: 'domain', action: 'safelist' }, 50);
-  t.equal(moved.action, 'safelist');
+  t.match(moved, { action: 'safelist' });
   const other = reopen().inboundLists;
   t.same((await other.listEntries(acct, 'blocklist')).map((e) => e.item), ['x@two.test', '192.0.2.0/24'], 'taken off the blocklist');
   t.same((await other.listEntries(acct, 'safelist')).map((e) => e.item), ['one.test']);
@@ -318,14 +319,33 @@ contract('matchLists: ranges, parent domains, addresses, levels and accounts kep
   t.same((await lists.matchLists({ accountId: b, domain: 'corp.test', clientIp: '192.0.2.64' })).account.map((e) => e.item), ['0.0.0.0/0'], 'each account its own lists');
 });
 
+contract('lists: an account holds at most maxEntries at all its levels together; a move is not new; others unaffected', async (t, { store }) => {
+  const a = await account(store, 'alpha');
+  const b = await account(store, 'bravo');
+  const lists = store.inboundLists;
+  const acct: ListScope = { level: 'account', accountId: a };
+  const sub = await plan(store, 'open', null);
+  const p = await store.inboundDomains.provision({ accountId: a, callerKeyId: 0, bindKeyId: null, domain: 'corp.test', subscription: sub, sections: {}, overwrite: false, now: 1 });
+  if (!p.ok) throw new Error('provision');
+  t.match(await lists.addEntry(acct, { item: 'one.test', itemType: 'domain', action: 'blocklist' }, 10, 2), { item: 'one.test' });
+  const domain: ListScope = { level: 'domain', accountId: a, domainId: p.domainId, domain: 'corp.test' };
+  t.match(await lists.addEntry(domain, { item: 'two.test', itemType: 'domain', action: 'safelist' }, 20, 2), { item: 'two.test' });
+  t.equal(await lists.addEntry(acct, { item: 'three.test', itemType: 'domain', action: 'blocklist' }, 30, 2), 'full', 'a third new item is refused');
+  t.same((await lists.listEntries(acct, 'blocklist')).map((e) => e.item), ['one.test'], 'nothing written');
+  t.match(await lists.addEntry(acct, { item: 'one.test', itemType: 'domain', action: 'safelist' }, 40, 2), { action: 'safelist' }, 'moving an item is not new');
+  t.match(await lists.addEntry({ level: 'account', accountId: b }, { item: 'three.test', itemType: 'domain', action: 'blocklist' }, 50, 2), { item: 'three.test' }, 'another account has its own bound');
+  t.equal(await lists.removeEntry(acct, 'safelist', 'one.test'), true);
+  t.match(await lists.addEntry(acct, { item: 'three.test', itemType: 'domain', action: 'blocklist' }, 60, 2), { item: 'three.test' }, 'room again after a removal');
+});
+
 contract('inbound reports: stored with their fields, listed newest first, per account or all, paged', async (t, { store }) => {
   const a = await account(store, 'alpha');
   const b = await account(store, 'bravo');
   const report = (accountId: number, at: number, type: 'false_positive' | 'false_negative' = 'false_positive') => ({
-    account_id: accountId, api_key_id: null, report_type: type, message_content: `Subject: ${at}\r\n\r\nx`, ehlo: 'mx.test',
+    account_id: accountId, api_key_id: null, report_type: type, message_content: `Subject: ${at}\r\n\r\nx`, size: 900, ehlo: 'mx.test',
     mail_from: 'a@x.test', rcpt_to: 'b@corp.test', sending_host: '192.0.2.1', created_at: at,
   });
-  const ids = [await store.inboundReports.insertReport(report(a, 10)), await store.inboundReports.insertReport(report(b, 20, 'false_negative')), await store.inboundReports.insertReport(report(a, 30))];
+  const ids = [await store.inboundReports.insertReport(report(a, 10), 100), await store.inboundReports.insertReport(report(b, 20, 'false_negative'), 100), await store.inboundReports.insertReport(report(a, 30), 100)];
   t.equal(new Set(ids).size, 3, 'each report its own id');
   const all = await store.inboundReports.listReports();
   t.same(all.map((r) => r.created_at), [30, 20, 10], 'newest first');
@@ -333,6 +353,23 @@ contract('inbound reports: stored with their fields, listed newest first, per ac
   t.same((await store.inboundReports.listReports({ accountId: a })).map((r) => r.id), [ids[2], ids[0]]);
   t.same((await store.inboundReports.listReports({ limit: 1, offset: 1 })).map((r) => r.id), [ids[1]]);
   t.same(await store.inboundReports.listReports({ accountId: a + b + 100 }), []);
-  const older = await store.inboundReports.insertReport(report(b, 5));
+  const older = await store.inboundReports.insertReport(report(b, 5), 100);
   t.equal((await store.inboundReports.listReports()).at(-1)?.id, older, 'newest first by created_at, whatever the order of writing');
+});
+
+contract('inbound reports: each account keeps its newest `keep`; retention deletes the old in LIMIT-ed batches', async (t, { store }) => {
+  const a = await account(store, 'alpha');
+  const b = await account(store, 'bravo');
+  const report = (accountId: number, at: number) => ({
+    account_id: accountId, api_key_id: null, report_type: 'false_negative' as const, message_content: `Subject: ${at}\r\n\r\nx`,
+    size: 20, ehlo: null, mail_from: null, rcpt_to: null, sending_host: null, created_at: at,
+  });
+  for (let at = 1; at <= 5; at++) await store.inboundReports.insertReport(report(b, at), 10);
+  for (let at = 1; at <= 8; at++) await store.inboundReports.insertReport(report(a, at), 3);
+  t.same((await store.inboundReports.listReports({ accountId: a })).map((r) => r.created_at), [8, 7, 6], 'the bound holds: the newest 3');
+  t.equal((await store.inboundReports.listReports({ accountId: b })).length, 5, 'another account\'s reports are not touched');
+  t.equal(await store.inboundReports.pruneReports(5, 2), 2, 'a batch deletes at most its limit');
+  t.equal(await store.inboundReports.pruneReports(5, 2), 2);
+  t.equal(await store.inboundReports.pruneReports(5, 2), 0, 'nothing older than the cutoff is left');
+  t.same((await store.inboundReports.listReports()).map((r) => r.created_at), [8, 7, 6, 5], 'only reports before the cutoff went');
 });
