@@ -10,7 +10,7 @@ import {
 } from '../../storage/ports/queue.js';
 import { bounceClass, type Metrics } from '../metrics.js';
 import { mapInTurns } from '../event-loop-turns.js';
-import { writeBodyStream } from './body-intake.js';
+import { inlineBudget, writeBodyStream } from './body-intake.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { eventPayload, type EventKind, type EventMessage } from './events.js';
 import { nextAttempt } from './retry-schedule.js';
@@ -147,8 +147,8 @@ export function createQueue(deps: QueueDeps) {
   }
 
   /** Streams the message into the Bodies port (./body-intake.ts), keeping what the fast path hands over. */
-  async function writeBody(m: AcceptedMessage): Promise<BodyRef> {
-    const { ref, eightBit, bytes } = await writeBodyStream(deps.bodies, m.body);
+  async function writeBody(m: AcceptedMessage, inline: boolean): Promise<BodyRef> {
+    const { ref, eightBit, bytes } = await writeBodyStream(deps.bodies, m.body, inline ? undefined : { inline: false });
     written.set(ref, bytes && bytes.length <= HANDOFF_BYTES_MAX ? { eightBit, bytes } : { eightBit });
     return ref;
   }
@@ -159,11 +159,11 @@ export function createQueue(deps: QueueDeps) {
    * `processed` / `dropped` events and one unit of the account's monthly usage. A refused outbound message gets only
    * its rows: dropped deliveries whose log rows carry the refusal, and no body.
    */
-  async function acceptRecord(m: AcceptedMessage, now: number, lease?: { worker: string; leaseUntil: number }): Promise<AcceptRecord> {
+  async function acceptRecord(m: AcceptedMessage, now: number, inline: boolean, lease?: { worker: string; leaseUntil: number }): Promise<AcceptRecord> {
     // Only mail an account sent has an SMTP log, events and usage (relayed mail and DSNs have no account).
     const sender = m.kind === 'outbound' ? m : undefined;
     const refusal = sender?.refusal;
-    const body = refusal ? null : await writeBody(m);
+    const body = refusal ? null : await writeBody(m, inline);
     const row = messageRow(m, now, deps.lifetimeMs, body);
     // A refused message keeps no body, so it stores no tracking tokens either.
     const tokens = refusal ? undefined : sender?.engagement?.tokens;
@@ -306,7 +306,8 @@ export function createQueue(deps: QueueDeps) {
       let records: AcceptRecord[];
       try {
         // Paced: a request of a thousand messages builds (and writes the bodies of) a window at a time.
-        records = await mapInTurns(messages, (m, i) => acceptRecord(m, now, leases[i]));
+        const inline = inlineBudget(messages.map((m) => (m.kind === 'outbound' && m.refusal ? 0 : m.body.size)));
+        records = await mapInTurns(messages, (m, i) => acceptRecord(m, now, inline[i]!, leases[i]));
         out = await store.accept(records);
       } catch (err) {
         for (const l of leases) if (l) fastPath?.release(l.count);
@@ -353,7 +354,7 @@ export function createQueue(deps: QueueDeps) {
       const dsns: DsnRecord[] = [];
       for (const { message, failures, covers } of failed.values()) {
         const dsn = await deps.onPermanentFailure?.(message, failures);
-        if (dsn) dsns.push({ covers, dsn: await acceptRecord(dsn, now) });
+        if (dsn) dsns.push({ covers, dsn: await acceptRecord(dsn, now, true) });
       }
       const written = await store.record(records, dsns);
       const recorded = outcomes.map((o, i): RecordedAttempt => {

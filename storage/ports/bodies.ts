@@ -21,9 +21,11 @@ export interface BodyStore {
   /**
    * Takes a body and returns its reference. Resolves once the body is durable, or — for a body kept inline — once
    * it is held for the accept commit that names it (which makes it durable with its message). A reference that no
-   * accepted message names is an orphan; `sweep` removes those.
+   * accepted message names is an orphan; `sweep` removes those. `inline: false` keeps the body out of the accept
+   * commit whatever its size (durable before `write` resolves, as a large body is): the caller's request carries so
+   * many bytes that one commit would write and fsync them all at once, holding the event loop (issue 31).
    */
-  write(body: Buffer | Readable): Promise<BodyRef>;
+  write(body: Buffer | Readable, opts?: { inline?: boolean }): Promise<BodyRef>;
   /**
    * The body's bytes from byte `start` (default 0) as a stream; rejects when no such body is stored (released or
    * never accepted).

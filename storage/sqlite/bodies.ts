@@ -117,7 +117,11 @@ export function createBodies(db: Db, spool: Spool, inlineMaxBytes = INLINE_MAX_B
      * Up to INLINE_MAX_BYTES: holds the bytes for the commit that names them. Beyond: streams the body into the
      * spool (at most INLINE_MAX_BYTES plus one chunk read ahead in memory) and resolves once the file is durable.
      */
-    async write(body: Buffer | Readable): Promise<BodyRef> {
+    async write(body: Buffer | Readable, opts?: { inline?: boolean }): Promise<BodyRef> {
+      if (opts?.inline === false) {
+        const ref = await spool.write(body);
+        return { key: `${SPOOLED}${ref.key}`, size: ref.size };
+      }
       if (Buffer.isBuffer(body)) {
         if (body.length <= inlineMaxBytes) return new PendingBody(body);
         const ref = await spool.write(body);

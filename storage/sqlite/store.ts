@@ -170,7 +170,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       writes: ['retryNow', 'dropDelivery'],
     }),
     bodies: {
-      write: (body) => bodies.write(body),
+      write: (body, opts) => bodies.write(body, opts),
       open: openBody,
       release: async (ref) => void (await freeing(() => ({ freed: bodies.release(ref) }))),
       async sweep(olderThan) {

@@ -3,7 +3,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import t from 'tap';
-import { writeBodyStream } from '../../../mta/queue/body-intake.js';
+import { ACCEPT_INLINE_BYTES, inlineBudget, writeBodyStream } from '../../../mta/queue/body-intake.js';
 import { openStore } from '../../../storage/open.js';
 import type { BodyRef } from '../../../storage/ports/bodies.js';
 import type { Store } from '../../../storage/ports/store.js';
@@ -45,4 +45,11 @@ t.test('in memory or spilled, 7-bit or 8-bit: the same bytes stored and the righ
       await scratch.discard();
     }
   }
+});
+
+t.test('inlineBudget: a request\'s bodies go inline in order until ACCEPT_INLINE_BYTES is spent; the first always may', async (t) => {
+  t.same(inlineBudget([10, 20, 30], 100), [true, true, true], 'under the budget: all inline');
+  t.same(inlineBudget([60, 30, 20, 5], 100), [true, true, false, false], 'past it: the rest kept out of the commit');
+  t.same(inlineBudget([300], 100), [true], 'one message alone: the store decides by its size');
+  t.same(inlineBudget(Array.from({ length: 1000 }, () => 32 * 1024)).filter(Boolean).length, ACCEPT_INLINE_BYTES / (32 * 1024), 'the stall test\'s request: 1 MiB of it inline');
 });

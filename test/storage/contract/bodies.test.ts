@@ -125,3 +125,22 @@ for (const backend of BACKENDS) {
     t.equal((await read(await store.bodies.open(kept.ref))).length, 200 * 1024, 'what was stored before is intact');
   });
 }
+
+contract('inline: false keeps even a small body out of the accept commit: durable on its own, read back alike, an orphan is swept', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const bytes = random(5000);
+  // Written outside the commit, so an orphan of it exists on its own and the sweep finds it (an inline body that no
+  // commit named was never stored anywhere: nothing to sweep).
+  const orphan = await store.bodies.write(bytes, { inline: false });
+  const inlineOrphan = await store.bodies.write(random(5000));
+  t.equal(inlineOrphan.size, 5000);
+  t.equal(await store.bodies.sweep(Date.now() + 1000), 1, 'the body written outside the commit is swept; the inline one left nothing');
+  await t.rejects(store.bodies.open(orphan), 'gone');
+  const rec = await message(store, acct, ['a@one.test'], Date.now());
+  rec.message.body = await store.bodies.write(chunked(bytes), { inline: false });
+  rec.message.size = bytes.length;
+  const [ids] = await store.queue.accept([rec]);
+  const ref = (await reopen().queue.findMessage(ids!.messageRowId))!.body!;
+  t.ok((await read(await reopen().bodies.open(ref))).equals(bytes), 'stored and read back byte-identical after a restart');
+  t.equal(await store.bodies.sweep(Date.now() + 1000), 0, 'a named body is not swept');
+});
