@@ -6,7 +6,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
  * The longest stretch a paced loop runs before it lets the event loop turn (poll sockets, run timers). Issue 31
  * bounds every stall at 100 ms; a fifth of it leaves room for one step that overruns and for GC.
  */
-export const TURN_SLICE_MS = 20;
+export const TURN_SLICE_MS = 10;
 
 /** How many items `mapInTurns` runs at once: parallel I/O for a few, never a thousand chained microtasks. */
 export const TURN_WINDOW = 16;

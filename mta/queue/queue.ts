@@ -149,7 +149,9 @@ export function createQueue(deps: QueueDeps) {
   /** Streams the message into the Bodies port (./body-intake.ts), keeping what the fast path hands over. */
   async function writeBody(m: AcceptedMessage, inline: boolean): Promise<BodyRef> {
     const { ref, eightBit, bytes } = await writeBodyStream(deps.bodies, m.body, inline ? undefined : { inline: false });
-    written.set(ref, bytes && bytes.length <= HANDOFF_BYTES_MAX ? { eightBit, bytes } : { eightBit });
+    // A body kept out of the commit belongs to a large request: its worker reads it from the store, so a thousand
+    // messages' bytes are not held on the heap until their first attempts (GC pauses are stalls too, issue 31).
+    written.set(ref, inline && bytes && bytes.length <= HANDOFF_BYTES_MAX ? { eightBit, bytes } : { eightBit });
     return ref;
   }
 

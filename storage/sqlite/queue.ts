@@ -29,7 +29,7 @@ export function toMessage(row: MessageTableRow): MessageRow {
  * at 100 ms; measured: 1,000 one-recipient messages of 32 KiB (3,000 rows as counted here: message, delivery with
  * its log row, event) took 0.9 s in one unit on 2 shared, loaded cores, so a step of this many takes about 30 ms.
  */
-export const ACCEPT_STEP_ROWS = 100;
+export const ACCEPT_STEP_ROWS = 50;
 
 /** The rows (message, deliveries, events) `records` write, as ACCEPT_STEP_ROWS counts them. */
 export function acceptRows(records: readonly AcceptRecord[]): number {
