@@ -264,6 +264,7 @@ export async function wireCore(opts: CoreOptions) {
     pruneAlerts: (before, limit) => store.alerts.prune(before, limit),
     pruneStrikes: (before, limit) => abuse.prune(before, limit),
     pruneMetricDetail: (before, limit) => store.metrics.pruneDetail(before, limit),
+    pruneMetricHours: (before, limit) => store.metrics.pruneHours(before, limit),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),
