@@ -1,0 +1,16 @@
+// Owns the keys that bound what one account keeps (issue 31, bounded storage per tenant): suppressions per account.
+import { key } from './key-def.js';
+import { integer } from './values.js';
+
+/**
+ * `accounts.max_suppressions`. MailChannels documents no bound; this keeps one tenant's rows (each read on every
+ * send) from growing without end.
+ */
+export const ACCOUNT_KEYS = {
+  maxSuppressions: key({
+    doc: 'Suppression-list entries one account holds; a POST adding more answers 422 and stores nothing. A hard bounce, unsubscribe or complaint past it is still recorded: it replaces the account\'s oldest hard-bounce entry, or (none left) goes over the bound.',
+    defaultText: '100000',
+    default: () => 100_000,
+    parse: integer(1, 100_000_000, 'a count'),
+  }),
+};

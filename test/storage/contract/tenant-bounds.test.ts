@@ -1,0 +1,31 @@
+// Holds the contract of the per-account bounds of the record ports on every backend (issue 31): what a unit past a
+// bound refuses or replaces, and that a refused unit stores nothing.
+import type { NewSuppression } from '../../../storage/ports/suppressions.js';
+import { account, contract } from './backends.js';
+
+contract('suppressions: insertMany past maxPerAccount stores nothing; a system add replaces the oldest hard bounce', async (t, { store }) => {
+  const acct = await account(store, 'acme');
+  const other = await account(store, 'other');
+  const entry = (recipient: string, accountId = acct): NewSuppression => ({
+    accountId, recipient, source: 'api', transactional: false, nonTransactional: true, notes: null, sender: null,
+  });
+  const all = async (id = acct) => (await store.suppressions.list(id, { limit: 100, offset: 0 })).map((r) => `${r.source}:${r.recipient}`).sort();
+  t.same(await store.suppressions.insertMany([entry('a@x.test'), entry('b@x.test')], 1_000, 4), { ok: true });
+  t.same(await store.suppressions.insertMany([entry('c@x.test'), entry('d@x.test'), entry('e@x.test')], 2_000, 4), { ok: false, full: acct });
+  t.same(await all(), ['api:a@x.test', 'api:b@x.test'], 'nothing of the refused unit is stored');
+  t.same(await store.suppressions.insertMany([entry('z@x.test', other), entry('c@x.test')], 2_000, 3), { ok: true }, 'up to the bound is fine');
+  t.same(await store.suppressions.insertMany([entry('y@x.test', other), entry('d@x.test')], 2_000, 3), { ok: false, full: acct }, 'counted per account');
+  t.same(await all(other), ['api:z@x.test'], 'the other account\'s entry of the refused unit is not stored either');
+
+  // System adds at the bound (3): hard bounces replace the oldest hard bounce; a repeat changes nothing.
+  t.equal(await store.suppressions.addFromEvent(acct, 'h1@x.test', 'hard_bounce', null, 3_000, 3), true, 'never refused');
+  t.equal(await store.suppressions.addFromEvent(acct, 'h2@x.test', 'hard_bounce', null, 4_000, 4), true);
+  t.same(await all(), ['api:a@x.test', 'api:b@x.test', 'api:c@x.test', 'hard_bounce:h2@x.test'], 'h1, the oldest hard bounce, made room');
+  t.equal(await store.suppressions.addFromEvent(acct, 'h2@x.test', 'hard_bounce', null, 5_000, 4), false, 'already there: nothing replaced');
+  const event = { accountId: acct, kind: 'unsubscribed', payload: { event: 'unsubscribed' }, at: 6_000 };
+  t.equal(await store.suppressions.unsubscribe({ accountId: acct, recipient: 'u@x.test', source: 'list_unsubscribe', now: 6_000, event, maxPerAccount: 4 }), true);
+  t.same(await all(), ['api:a@x.test', 'api:b@x.test', 'api:c@x.test', 'list_unsubscribe:u@x.test'], 'an unsubscription replaces h2');
+  t.equal(await store.suppressions.unsubscribe({ accountId: acct, recipient: 'v@x.test', source: 'unsubscribe_link', now: 7_000, event, maxPerAccount: 4 }), true);
+  t.equal((await all()).length, 5, 'no hard bounce left to replace: an unsubscription is never lost, the list goes over');
+  t.ok(await store.suppressions.isSuppressed([acct], 'v@x.test', false));
+});
