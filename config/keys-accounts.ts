@@ -1,10 +1,11 @@
-// Owns the keys that bound what one account keeps (issue 31, bounded storage per tenant): suppressions per account.
+// Owns the keys that bound what one account keeps (issue 31, bounded storage per tenant): suppressions and live
+// sub-accounts per account.
 import { key } from './key-def.js';
 import { integer } from './values.js';
 
 /**
- * `accounts.max_suppressions`. MailChannels documents no bound; this keeps one tenant's rows (each read on every
- * send) from growing without end.
+ * `accounts.max_suppressions`, `accounts.max_sub_accounts`. MailChannels documents no bound on either; these keep
+ * one tenant's rows (each read on every send, or listed by the console) from growing without end.
  */
 export const ACCOUNT_KEYS = {
   maxSuppressions: key({
@@ -12,5 +13,11 @@ export const ACCOUNT_KEYS = {
     defaultText: '100000',
     default: () => 100_000,
     parse: integer(1, 100_000_000, 'a count'),
+  }),
+  maxSubAccounts: key({
+    doc: 'Live (not deleted) sub-accounts one parent holds, suspended ones included; creating more answers 422.',
+    defaultText: '1000',
+    default: () => 1000,
+    parse: integer(1, 1_000_000, 'a count'),
   }),
 };

@@ -274,7 +274,7 @@ export const KEY_TREE = {
   },
   /** `send.max_recipients`, `send.rate_per_second`: the bounds of a REST send (config/keys-send.ts). */
   send: SEND_KEYS,
-  /** `accounts.max_suppressions`: what one account keeps (config/keys-accounts.ts). */
+  /** `accounts.max_suppressions`, `accounts.max_sub_accounts`: what one account keeps (config/keys-accounts.ts). */
   accounts: ACCOUNT_KEYS,
   /** The outbound-connection policy (filters/target-policy.ts): what tenant-chosen targets may reach. */
   security: {

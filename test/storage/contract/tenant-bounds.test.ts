@@ -29,3 +29,17 @@ contract('suppressions: insertMany past maxPerAccount stores nothing; a system a
   t.equal((await all()).length, 5, 'no hard bounce left to replace: an unsubscription is never lost, the list goes over');
   t.ok(await store.suppressions.isSuppressed([acct], 'v@x.test', false));
 });
+
+contract('sub-accounts: createAccount past maxSubAccounts answers limit; deleted ones do not count', async (t, { store }) => {
+  const parent = await account(store, 'parent');
+  const sub = (handle: string) => store.accounts.createAccount({ handle, companyName: null, parentId: parent, now: 2_000, maxSubAccounts: 2 });
+  const first = await sub('one');
+  t.ok(first.ok);
+  t.ok((await sub('two')).ok);
+  t.same(await sub('three'), { ok: false, reason: 'limit' });
+  t.equal(await store.accounts.findByHandle('three'), undefined, 'nothing written');
+  if (first.ok) await store.accounts.deleteAccount(first.value.id, 3_000);
+  t.ok((await sub('three')).ok, 'a deleted sub-account makes room');
+  t.same(await sub('one'), { ok: false, reason: 'exists' }, 'its handle is never reused');
+  t.ok((await store.accounts.createAccount({ handle: 'parent2', companyName: null, parentId: null, now: 2_000, maxSubAccounts: 2 })).ok, 'parents are not bounded by it');
+});
