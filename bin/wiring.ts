@@ -227,7 +227,7 @@ export async function wireCore(opts: CoreOptions) {
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
     },
     tracking: createTracker({ secret: trackingSecret, tracking: store.tracking, domains: trackingDomains, accounts, now }),
-    trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, now },
+    trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, maxPerAccount: config.accounts.maxTrackingDomains, now },
     metrics: store.metrics,
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),

@@ -1,11 +1,12 @@
-// Owns the keys that bound what one account keeps (issue 31, bounded storage per tenant): suppressions and live
-// sub-accounts per account.
+// Owns the keys that bound what one account keeps (issue 31, bounded storage per tenant): suppressions, live
+// sub-accounts and custom tracking domains per account.
 import { key } from './key-def.js';
 import { integer } from './values.js';
 
 /**
- * `accounts.max_suppressions`, `accounts.max_sub_accounts`. MailChannels documents no bound on either; these keep
- * one tenant's rows (each read on every send, or listed by the console) from growing without end.
+ * `accounts.max_suppressions`, `accounts.max_sub_accounts`, `accounts.max_tracking_domains`. MailChannels documents
+ * no bound on any; these keep one tenant's rows (each read on every send, listed by the console, or matched by Host
+ * on every tracking hit) from growing without end.
  */
 export const ACCOUNT_KEYS = {
   maxSuppressions: key({
@@ -19,5 +20,11 @@ export const ACCOUNT_KEYS = {
     defaultText: '1000',
     default: () => 1000,
     parse: integer(1, 1_000_000, 'a count'),
+  }),
+  maxTrackingDomains: key({
+    doc: 'Custom tracking domains (each hostname and scope, any status) one account registers; registering more answers 422.',
+    defaultText: '100',
+    default: () => 100,
+    parse: integer(1, 100_000, 'a count'),
   }),
 };

@@ -43,3 +43,17 @@ contract('sub-accounts: createAccount past maxSubAccounts answers limit; deleted
   t.same(await sub('one'), { ok: false, reason: 'exists' }, 'its handle is never reused');
   t.ok((await store.accounts.createAccount({ handle: 'parent2', companyName: null, parentId: null, now: 2_000, maxSubAccounts: 2 })).ok, 'parents are not bounded by it');
 });
+
+contract('tracking domains: insert past max answers limit (any status counts); a delete makes room', async (t, { store }) => {
+  const acct = await account(store, 'acme');
+  const other = await account(store, 'other');
+  const d = (n: number) => ({ name: `d${n}`, hostname: `t${n}.brand.test`, scope: 'click' as const });
+  t.ok((await store.trackingDomains.insert(acct, d(1), 1_000, 2)).ok);
+  t.ok((await store.trackingDomains.insert(acct, d(2), 1_000, 2)).ok);
+  t.same(await store.trackingDomains.insert(acct, d(3), 1_000, 2), { ok: false, conflict: 'limit' });
+  t.equal((await store.trackingDomains.list(acct, {}, 10, 0)).total, 2, 'nothing stored');
+  t.same(await store.trackingDomains.insert(acct, d(1), 1_000, 2), { ok: false, conflict: 'name' }, 'a conflict is told first');
+  t.ok((await store.trackingDomains.insert(other, d(3), 1_000, 2)).ok, 'per account');
+  t.ok(await store.trackingDomains.remove(acct, 't1.brand.test', 'click'));
+  t.ok((await store.trackingDomains.insert(acct, d(4), 1_000, 2)).ok, 'a delete makes room');
+});
