@@ -266,6 +266,7 @@ export async function wireCore(opts: CoreOptions) {
     pruneStrikes: (before, limit) => abuse.prune(before, limit),
     pruneMetricDetail: (before, limit) => store.metrics.pruneDetail(before, limit),
     pruneMetricHours: (before, limit) => store.metrics.pruneHours(before, limit),
+    pruneDkimKeys: (before, limit) => store.dkimKeys.prune(before, limit),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),

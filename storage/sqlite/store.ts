@@ -191,7 +191,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     }),
     dkimKeys: port(createDkimKeyStore(db), b, {
       reads: ['domains', 'find', 'list', 'findSigningKey'],
-      writes: ['insert', 'updateStatus', 'rotate', 'retireDue'],
+      writes: ['insert', 'updateStatus', 'rotate', 'retireDue', 'prune'],
     }),
     lockdown: port(createLockdownAllowStore(db), b, { reads: ['list', 'listAll', 'isAllowed'], writes: ['allow', 'deny'] }),
     trackingDomains: port(createTrackingDomainStore(db), b, {

@@ -25,3 +25,23 @@ t.test('hourly metric counters go after retention.metric_days; the newer hours s
   t.equal(volume.body.processed, 1, 'the report counts only the hours kept');
   t.match(await stack.retention.runOnce(), { metricHours: 0 }, 'nothing older is left');
 });
+
+t.test('accounts.max_dkim_keys: past it 422; a revoked key goes after retention.dkim_key_days and makes room', async (t) => {
+  const stack = await startStack(t, { env: { SLUICE_ACCOUNTS_MAX_DKIM_KEYS: '1', SLUICE_RETENTION_DKIM_KEY_DAYS: '2' } });
+  const acct = await stack.createAccount('acme');
+  const create = (selector: string) =>
+    stack.api('POST', '/tx/v1/domains/brand.test/dkim-keys', { key: acct.key, body: { selector, key_length: 1024 } });
+  t.equal((await create('s1')).status, 201);
+  const full = await create('s2');
+  t.equal(full.status, 422);
+  t.same(full.body, { errors: ['the account holds its limit of 1 DKIM keys; retired and revoked keys count until retention.dkim_key_days after they stopped'] });
+  const rotate = await stack.api('POST', '/tx/v1/domains/brand.test/dkim-keys/s1/rotate', { key: acct.key, body: { new_key: { selector: 's2' } } });
+  t.equal(rotate.status, 422, 'a rotation adds a key too');
+  t.equal((await stack.api('PATCH', '/tx/v1/domains/brand.test/dkim-keys/s1', { key: acct.key, body: { status: 'revoked' } })).status, 204);
+  t.equal((await create('s2')).status, 422, 'a revoked key counts until it is pruned');
+  stack.clock.advance(DAY);
+  t.match(await stack.retention.runOnce(), { dkimKeys: 0 }, 'one day: kept');
+  stack.clock.advance(1.5 * DAY);
+  t.match(await stack.retention.runOnce(), { dkimKeys: 1 }, 'two and a half days: pruned');
+  t.equal((await create('s2')).status, 201, 'room again');
+});

@@ -57,3 +57,24 @@ contract('tracking domains: insert past max answers limit (any status counts); a
   t.ok(await store.trackingDomains.remove(acct, 't1.brand.test', 'click'));
   t.ok((await store.trackingDomains.insert(acct, d(4), 1_000, 2)).ok, 'a delete makes room');
 });
+
+contract('DKIM keys: insert and rotate past max answer full; retired and revoked keys pruned after the cutoff', async (t, { store }) => {
+  const acct = await account(store, 'acme');
+  const dk = store.dkimKeys;
+  const key = (domain: string, selector: string, now: number, max = 2) =>
+    dk.insert({ accountId: acct, domain, selector, keyLength: 1024, privateKey: 'p', publicKey: 'q', now, max });
+  const k1 = await key('a.test', 's1', 1_000);
+  t.ok(k1 && k1 !== 'full');
+  t.ok(await key('b.test', 's1', 1_000), 'every domain counts together');
+  t.equal(await key('c.test', 's1', 1_000), 'full');
+  t.same(await dk.domains(acct), ['a.test', 'b.test'], 'nothing stored');
+  if (!k1 || k1 === 'full') return;
+  t.same(await dk.rotate(k1, { selector: 's2', privateKey: 'p', publicKey: 'q' }, 2_000, 2), { ok: false, reason: 'full' });
+  t.match(await dk.find(acct, 'a.test', 's1'), { status: 'active' }, 'the refused rotation wrote nothing');
+  await dk.updateStatus(k1, 'revoked', 3_000);
+  t.equal(await dk.prune(3_000, 10), 0, 'a key revoked at the cutoff stays');
+  t.equal(await dk.prune(3_001, 10), 1);
+  t.equal(await dk.find(acct, 'a.test', 's1'), undefined, 'pruned');
+  t.ok(await key('c.test', 's1', 4_000), 'the pruned key made room');
+  t.equal(await dk.prune(Number.MAX_SAFE_INTEGER, 10), 0, 'active keys are never pruned');
+});
