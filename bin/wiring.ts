@@ -132,6 +132,7 @@ export async function wireCore(opts: CoreOptions) {
     handleOf: async (id) => (await accounts.findById(id))?.handle ?? '',
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
+    maxSuppressions: config.accounts.maxSuppressions,
     // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
     onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, openBody: (m) => openBody(store, m), now }),
     // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
@@ -183,7 +184,7 @@ export async function wireCore(opts: CoreOptions) {
     budget: space.budget,
     scratch: space.scratch,
   };
-  const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: store.queue, suppressions, now };
+  const unsubscribeDeps = { secret: sendDeps.unsubscribeSecret, accounts, store: store.queue, suppressions, maxSuppressions: config.accounts.maxSuppressions, now };
   // Signed webhooks: the Ed25519 signing key is created on the first start of a data_dir (kept in its store).
   await ensureSigningKey(store.webhooks, now());
   const webhookSigner = createWebhookSigner({ store: store.webhooks, now });
@@ -226,7 +227,7 @@ export async function wireCore(opts: CoreOptions) {
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
     },
     tracking: createTracker({ secret: trackingSecret, tracking: store.tracking, domains: trackingDomains, accounts, now }),
-    trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, now },
+    trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, maxPerAccount: config.accounts.maxTrackingDomains, now },
     metrics: store.metrics,
     checkDomain: (account, req) =>
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
@@ -264,6 +265,8 @@ export async function wireCore(opts: CoreOptions) {
     pruneAlerts: (before, limit) => store.alerts.prune(before, limit),
     pruneStrikes: (before, limit) => abuse.prune(before, limit),
     pruneMetricDetail: (before, limit) => store.metrics.pruneDetail(before, limit),
+    pruneMetricHours: (before, limit) => store.metrics.pruneHours(before, limit),
+    pruneDkimKeys: (before, limit) => store.dkimKeys.prune(before, limit),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),

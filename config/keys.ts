@@ -9,6 +9,7 @@ import { HTTP_TLS_KEYS } from './http-tls.js';
 import { MAX_BUFFERED_BYTES, SPOOL_QUEUE_KEYS } from './keys-spool.js';
 import { ABUSE_KEYS } from './abuse.js';
 import { SEND_KEYS } from './keys-send.js';
+import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
@@ -273,6 +274,8 @@ export const KEY_TREE = {
   },
   /** `send.max_recipients`, `send.rate_per_second`: the bounds of a REST send (config/keys-send.ts). */
   send: SEND_KEYS,
+  /** `accounts.max_suppressions`, `accounts.max_sub_accounts`: what one account keeps (config/keys-accounts.ts). */
+  accounts: ACCOUNT_KEYS,
   /** The outbound-connection policy (filters/target-policy.ts): what tenant-chosen targets may reach. */
   security: {
     allowPrivateTargets: key({

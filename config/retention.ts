@@ -1,11 +1,11 @@
-// Owns the keys of the retention job: how long logs, message bodies, tracking tokens, alerts, sender strikes, inbound
-// reports and the classifier's rare tokens and learned-message records are kept before mta/jobs/retention.ts prunes
-// them (each bounded so a busy instance does not grow without end).
+// Owns the keys of the retention job: how long logs, message bodies, tracking tokens, alerts, sender strikes, hourly
+// metric counters, retired DKIM keys, inbound reports and the classifier's rare tokens and learned-message records are kept before
+// mta/jobs/retention.ts prunes them (each bounded so a busy instance does not grow without end).
 import { key } from './key-def.js';
 import { parseDays } from './values.js';
 
 /**
- * `retention.log_days`, `message_days`, `tracking_days`, `alert_days`, `report_days`, `bayes_token_days`,
+ * `retention.log_days`, `message_days`, `tracking_days`, `alert_days`, `metric_days`, `dkim_key_days`, `report_days`, `bayes_token_days`,
  * `bayes_learned_days` (mta/jobs/retention.ts).
  */
 export const RETENTION_KEYS = {
@@ -31,6 +31,18 @@ export const RETENTION_KEYS = {
     doc: 'Days fired alerts (a monitor\'s alert history, alertcount; also of deleted monitors) and sender strikes and delistings are kept; an alert still being delivered, or a strike inside abuse.block_window_hours, is never pruned.',
     defaultText: '90',
     default: () => 90,
+    parse: parseDays,
+  }),
+  metricDays: key({
+    doc: 'Days the hourly metric counters (one row per account, campaign and hour: GET /tx/v1/metrics, /metrics/senders, the console) are kept; reports over older hours count 0. 400 keeps a year-over-year view.',
+    defaultText: '400',
+    default: () => 400,
+    parse: parseDays,
+  }),
+  dkimKeyDays: key({
+    doc: 'Days a retired or revoked DKIM key (it signs nothing) is kept after its status changed; then it is deleted and its selector may be created again.',
+    defaultText: '30',
+    default: () => 30,
     parse: parseDays,
   }),
   reportDays: key({

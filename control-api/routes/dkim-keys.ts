@@ -62,6 +62,12 @@ const tags = ['dkim'];
 const KEY_LENGTH_MESSAGE = `must be ${DKIM_KEY_LENGTHS.slice(0, -1).join(', ')} or ${DKIM_KEY_LENGTHS.at(-1)}`;
 const common = { 400: { description: 'invalid input (the message names the field)', schema: TxError }, 403: { description: 'key problem', schema: TxError } };
 
+/**
+ * 422 as the other per-account limits of /tx/v1 (API keys, SMTP passwords): every key of the account counts until
+ * retention prunes retired and revoked ones (issue 31).
+ */
+const dkimFull = (max: number) => new ApiError(422, [`the account holds its limit of ${max} DKIM keys; retired and revoked keys count until retention.dkim_key_days after they stopped`]);
+
 export const dkimKeyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
@@ -75,7 +81,12 @@ export const dkimKeyRoutes: AnyRoute[] = [
       algorithm: Type.Optional(Type.Literal('rsa')),
       key_length: Type.Optional(BoundedInteger(1024, 4096, { default: 2048, errorMessage: KEY_LENGTH_MESSAGE })),
     }),
-    responses: { 201: { description: 'created', schema: KeyInfo }, 409: { description: 'selector exists for this domain' }, ...common },
+    responses: {
+      201: { description: 'created', schema: KeyInfo },
+      409: { description: 'selector exists for this domain' },
+      422: { description: 'the account holds accounts.max_dkim_keys keys', schema: TxError },
+      ...common,
+    },
     handler: async (s, { principal, params, body }) => {
       const domain = domainParam(params.domain);
       const bits = body.key_length ?? 2048;
@@ -92,7 +103,9 @@ export const dkimKeyRoutes: AnyRoute[] = [
         privateKey: pair.privateKeyPem,
         publicKey: pair.publicKeyBase64,
         now: s.now(),
+        max: s.config.accounts.maxDkimKeys,
       });
+      if (row === 'full') throw dkimFull(s.config.accounts.maxDkimKeys);
       if (!row) throw conflict(`selector ${body.selector} already exists for ${domain}`);
       return { status: 201, body: render(row, true) };
     },
@@ -154,6 +167,7 @@ export const dkimKeyRoutes: AnyRoute[] = [
       201: { description: 'rotated', schema: Type.Object({ new_key: KeyInfo, rotated_key: KeyInfo }) },
       404: { description: 'no active key with this selector' },
       409: { description: 'the new selector exists' },
+      422: { description: 'the account holds accounts.max_dkim_keys keys', schema: TxError },
       ...common,
     },
     handler: async (s, { principal, params, body }) => {
@@ -164,7 +178,9 @@ export const dkimKeyRoutes: AnyRoute[] = [
         throw conflict(`selector ${body.new_key.selector} already exists for ${domain}`);
       }
       const pair = await generateDkimKeyPair(old.key_length);
-      const res = await s.dkim.rotate(old, { selector: body.new_key.selector, privateKey: pair.privateKeyPem, publicKey: pair.publicKeyBase64 }, s.now());
+      const max = s.config.accounts.maxDkimKeys;
+      const res = await s.dkim.rotate(old, { selector: body.new_key.selector, privateKey: pair.privateKeyPem, publicKey: pair.publicKeyBase64 }, s.now(), max);
+      if (!res.ok && res.reason === 'full') throw dkimFull(max);
       if (!res.ok) {
         throw res.reason === 'exists' ? conflict(`selector ${body.new_key.selector} already exists for ${domain}`) : new ApiError(404, [`DKIM key ${params.selector} is not active`]);
       }

@@ -1,6 +1,7 @@
 // Owns the /inbound/v1/domains/{domain}/alias/{alias} and /downstream-address routes (api.md §5): a domain's aliases
 // and downstream addresses, one list at a time.
 import { Type } from '@sinclair/typebox';
+import { MAX_ALIASES_PER_DOMAIN } from '../../storage/ports/inbound-domains.js';
 import { ApiError, conflict, notFound } from '../errors.js';
 import { domainOrBadRequest, ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -25,7 +26,7 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       ...bad,
       ...common,
       ...missing,
-      409: { description: 'the name is already a domain or an alias, or overlaps another customer\'s domain', schema: CodedError },
+      409: { description: 'the name is already a domain or an alias, overlaps another customer\'s domain, or the domain has 1,000 aliases', schema: CodedError },
     },
     handler: async (s, { principal, params }) => {
       const row = await ownDomain(s, principal, params.domain);
@@ -33,6 +34,8 @@ export const inboundDomainPartRoutes: AnyRoute[] = [
       const added = await s.inboundDomains.addAlias(row.id, alias, s.now());
       if (added === 'taken') throw conflict(`"${alias}" is already provisioned as a domain or an alias`);
       if (added === 'overlap') throw overlapConflict(alias);
+      // 409 as the inbound group's other per-account bound (list entries).
+      if (added === 'full') throw conflict(`the domain has reached its limit of ${MAX_ALIASES_PER_DOMAIN} aliases; remove some first`);
       return { status: 200, body: { domain: await render(s, row.id), alias } };
     },
   }),

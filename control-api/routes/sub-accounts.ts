@@ -70,11 +70,13 @@ export const subAccountRoutes: AnyRoute[] = [
       201: { description: 'created', schema: SubAccount },
       400: { description: 'invalid body', schema: TxError },
       409: { description: 'handle already exists', schema: TxError },
+      422: { description: 'the account already has accounts.max_sub_accounts live sub-accounts', schema: TxError },
       ...common,
     },
     handler: async (s, { principal, body }) => {
       const parent = requireParent(principal);
       const explicit = body.handle;
+      const max = s.config.accounts.maxSubAccounts;
       for (let attempt = 0; attempt < 5; attempt++) {
         const handle = explicit ?? generateHandle();
         const res = await s.accounts.createAccount({
@@ -82,8 +84,11 @@ export const subAccountRoutes: AnyRoute[] = [
           companyName: body.company_name,
           parentId: parent.id,
           now: s.now(),
+          maxSubAccounts: max,
         });
         if (res.ok) return { status: 201, body: render(res.value) };
+        // 422 as the keys' and passwords' per-account limits (api.md §2.6); deleting one makes room (issue 31).
+        if (res.reason === 'limit') throw new ApiError(422, [`the account has reached its limit of ${max} sub-accounts; delete one first`]);
         if (explicit) throw conflict(`handle "${handle}" already exists`);
       }
       throw new Error('could not generate a free sub-account handle');

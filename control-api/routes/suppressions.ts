@@ -94,7 +94,14 @@ async function create(s: Services, principal: KeyPrincipal, body: Static<typeof 
       };
     }),
   );
-  const res = await s.suppressions.insertMany(entries, s.now());
+  const max = s.config.accounts.maxSuppressions;
+  const res = await s.suppressions.insertMany(entries, s.now(), max);
+  if (!res.ok && 'full' in res) {
+    // 422 as the neighbours' per-account limits (API keys, SMTP passwords): 409 here means "already there", which a
+    // client may take as success; a full list is not that (issue 31).
+    const whose = res.full === account.id ? 'the account' : 'a sub-account';
+    throw new ApiError(422, [`${whose} would hold more than ${max} suppression entries; remove some first`]);
+  }
   if (!res.ok) throw conflict(`${res.duplicate} is already on the suppression list with this source`);
   return { status: 201 };
 }
@@ -112,6 +119,7 @@ const createSpec = (path: string, summary: string, body: typeof CreateBody | typ
       400: { description: 'invalid entry (the message names the field)', schema: TxError },
       403: { description: 'key problem', schema: TxError },
       409: { description: 'an entry already exists', schema: TxError },
+      422: { description: 'the list would hold more than accounts.max_suppressions entries (nothing stored)', schema: TxError },
       413: { description: 'more than 1,000 entries', schema: TxError },
     },
     handler: (s, { principal, body }: RequestInfo<unknown, unknown, Static<typeof AliasBody>>) => create(s, principal, body),

@@ -33,7 +33,8 @@ const tags = ['custom-tracking-domains'];
 const common = { 400: { description: 'invalid request', schema: TxError }, 403: { description: 'key problem', schema: TxError } };
 
 /** The statuses of refused registrations and updates (api.md §2.4). */
-const REFUSED = { 'invalid-hostname': 400, 'not-found': 404, 'name-taken': 409, 'hostname-taken': 409 } as const;
+// limit: 422 as the other per-account limits of /tx/v1 (API keys, SMTP passwords, sub-accounts).
+const REFUSED = { 'invalid-hostname': 400, 'not-found': 404, 'name-taken': 409, 'hostname-taken': 409, limit: 422 } as const;
 
 /** The answer to a register (`ok` 201) or update (200): 202 with what to publish while DNS does not verify. */
 function reply(r: DomainResult, ok: 200 | 201): Reply {
@@ -81,6 +82,7 @@ export const trackingDomainRoutes: AnyRoute[] = [
       201: { description: 'verified and active', schema: Ctd },
       202: { description: 'DNS not in place yet: nothing stored; publish the records and repeat the request', schema: DnsSetupRequired },
       409: { description: 'the name is taken in this account, or the hostname is registered for this scope', schema: TxError },
+      422: { description: 'the account already has accounts.max_tracking_domains domains', schema: TxError },
       ...common,
     },
     handler: async (s, { principal, body }) => reply(await registerTrackingDomain(s.trackingDomains, principal.account, body), 201),

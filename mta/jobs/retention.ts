@@ -47,6 +47,16 @@ export interface RetentionDeps {
    */
   pruneMetricDetail?: (before: number, limit: number) => Promise<number>;
   /**
+   * Hook for the hourly metric counters (issue 31): delete up to `limit` rows of hours before `before` (cutoff =
+   * `retention.metric_days`); return how many. Unset: they are not pruned.
+   */
+  pruneMetricHours?: (before: number, limit: number) => Promise<number>;
+  /**
+   * Hook for retired and revoked DKIM keys (issue 31): delete up to `limit` whose status changed before `before`
+   * (cutoff = `retention.dkim_key_days`); return how many. Unset: they are not pruned.
+   */
+  pruneDkimKeys?: (before: number, limit: number) => Promise<number>;
+  /**
    * Hook for inbound reports (issue 31): delete up to `limit` created before `before` (cutoff =
    * `retention.report_days`); return how many. Unset: they are not pruned.
    */
@@ -83,6 +93,10 @@ export interface RetentionCounts {
   strikes: number;
   /** Per-second metric counters (0 unless the `pruneMetricDetail` hook is wired). */
   metricDetail: number;
+  /** Hourly metric counters (0 unless the `pruneMetricHours` hook is wired). */
+  metricHours: number;
+  /** Retired and revoked DKIM keys (0 unless the `pruneDkimKeys` hook is wired). */
+  dkimKeys: number;
   /** Inbound reports (0 unless the `pruneReports` hook is wired). */
   reports: number;
   /** Classifier learned-message records (0 unless the `pruneBayesLearned` hook is wired). */
@@ -92,7 +106,7 @@ export interface RetentionCounts {
 }
 
 /** The kinds of rows pruned through a LIMIT-ed hook of another owner. */
-type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'reports' | 'bayesLearned';
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'metricHours' | 'dkimKeys' | 'reports' | 'bayesLearned';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -115,7 +129,8 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - alerts fired and sender strikes and delistings older than `alert_days`, when `pruneAlerts` / `pruneStrikes` are
  *   given (an alert still being delivered, a strike that still counts toward a block stay);
  * - per-second metric counters older than DETAIL_DAYS (a window's edge in such an hour then counts the whole hour),
- *   when `pruneMetricDetail` is given. The hourly roll-ups are kept;
+ *   when `pruneMetricDetail` is given; the hourly roll-ups of hours older than `metric_days`, when `pruneMetricHours`
+ *   is given; retired and revoked DKIM keys after `dkim_key_days`, when `pruneDkimKeys` is given;
  * - inbound reports older than `report_days`, the classifier's learned-message records older than
  *   `bayes_learned_days` and its tokens counted in one message only and not learned for `bayes_token_days`, when
  *   `pruneReports` / `pruneBayesLearned` / `pruneRareTokens` are given.
@@ -181,11 +196,11 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
-    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, reports: 0, bayesLearned: 0, bayesTokens: 0 };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, reports: 0, bayesLearned: 0, bayesTokens: 0 };
     const counts: RetentionCounts = { logRows, messages, bodies, quarantine, ...none };
     const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
     // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
-    const { alertDays, reportDays, bayesLearnedDays, bayesTokenDays } = deps.config.retention;
+    const { alertDays, reportDays, bayesLearnedDays, bayesTokenDays, metricDays, dkimKeyDays } = deps.config.retention;
     const alertBefore = now - alertDays * DAY_MS;
     const hooks: [HookKind, number, ((before: number, limit: number) => Promise<number>) | undefined][] = [
       ['events', logBefore, deps.pruneEvents],
@@ -193,6 +208,8 @@ export function createRetentionPruner(deps: RetentionDeps) {
       ['alerts', alertBefore, deps.pruneAlerts],
       ['strikes', alertBefore, deps.pruneStrikes],
       ['metricDetail', now - DETAIL_DAYS * DAY_MS, deps.pruneMetricDetail],
+      ['metricHours', now - metricDays * DAY_MS, deps.pruneMetricHours],
+      ['dkimKeys', now - dkimKeyDays * DAY_MS, deps.pruneDkimKeys],
       ['reports', now - reportDays * DAY_MS, deps.pruneReports],
       ['bayesLearned', now - bayesLearnedDays * DAY_MS, deps.pruneBayesLearned],
     ];

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { isIP } from 'node:net';
 import { normaliseDomain } from '../../filters/inbound-names.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
-import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
+import { DEFAULT_MAX_TRACKING_DOMAINS, type TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
 import type { TrackingDomainRow, TrackingDomainStatus, TrackingScope } from '../../storage/ports/tracking-domains.js';
 import type { DnsResolver } from '../delivery/dns-resolver.js';
 import { tokenHost } from './tracking-token.js';
@@ -23,6 +23,8 @@ export interface TrackingDomainDeps {
   secret: Buffer;
   /** Base URL of this server (http.public_url): custom domains must point at its host. */
   publicUrl: () => string;
+  /** accounts.max_tracking_domains: registrations past it are refused (`limit`, 422). */
+  maxPerAccount?: number;
   now: () => number;
 }
 
@@ -45,7 +47,7 @@ export type Verification = { ok: true } | { ok: false; setup: DnsSetupRequired; 
 export type DomainResult =
   | { outcome: 'active'; domain: TrackingDomainRow }
   | { outcome: 'dns-setup-required'; setup: DnsSetupRequired }
-  | { outcome: 'refused'; reason: 'invalid-hostname' | 'not-found' | 'name-taken' | 'hostname-taken'; error: string };
+  | { outcome: 'refused'; reason: 'invalid-hostname' | 'not-found' | 'name-taken' | 'hostname-taken' | 'limit'; error: string };
 
 /**
  * The verification token of `hostname` for `accountId`: HMAC-derived, so it is the same on every attempt (nothing
@@ -126,9 +128,12 @@ export async function registerTrackingDomain(
   if (taken) return conflict(taken, d);
   const v = await verifyHostname(deps, account.id, hostname);
   if (!v.ok) return { outcome: 'dns-setup-required', setup: v.setup };
-  const res = await deps.store.insert(account.id, d, deps.now());
-  if (!res.ok) return conflict(res.conflict, d);
-  return { outcome: 'active', domain: res.row };
+  const res = await deps.store.insert(account.id, d, deps.now(), deps.maxPerAccount);
+  if (res.ok) return { outcome: 'active', domain: res.row };
+  // Each domain is checked by Host on every tracking hit and redirect (issue 31: bounded per account).
+  if (res.conflict !== 'limit') return conflict(res.conflict, d);
+  const max = deps.maxPerAccount ?? DEFAULT_MAX_TRACKING_DOMAINS;
+  return { outcome: 'refused', reason: 'limit', error: `the account has reached its limit of ${max} custom tracking domains; delete one first` };
 }
 
 /**

@@ -9,6 +9,8 @@ export interface UnsubscribeDeps {
   accounts: Pick<AccountStore, 'findById'>;
   store: Pick<QueueStore, 'findSentTo'>;
   suppressions: Pick<SuppressionStore, 'unsubscribe'>;
+  /** accounts.max_suppressions: past it an unsubscription replaces the oldest hard-bounce entry, never refused. */
+  maxSuppressions?: number;
   now: () => number;
 }
 
@@ -39,6 +41,7 @@ export async function runUnsubscribe(deps: UnsubscribeDeps, token: string, via: 
     recipient: info.recipient,
     source,
     now,
+    maxPerAccount: deps.maxSuppressions,
     event: {
       accountId: info.account.id,
       kind: 'unsubscribed',

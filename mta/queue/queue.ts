@@ -98,6 +98,8 @@ export interface QueueDeps {
   handleOf: (accountId: number) => Promise<string>;
   now: () => number;
   lifetimeMs: number;
+  /** accounts.max_suppressions: a hard bounce past it replaces the oldest hard-bounce entry (never refused). */
+  maxSuppressions?: number;
   random?: () => number;
   onPermanentFailure?: PermanentFailureHook;
   /** Attempt outcomes are counted here, where they happen. */
@@ -284,7 +286,7 @@ export function createQueue(deps: QueueDeps) {
       if (d.outcome === 'delivered' && message.tracking !== 0) r.trackedDelivery = { messageId: message.message_id, tracking: message.tracking };
       // Only recipient-class failures (5.1.x, 5.2.1) suppress; an expiry or a policy block never does.
       if (d.outcome === 'bounced' && o.suppress && d.status !== '5.4.7') {
-        r.suppress = { accountId: message.account_id, recipient: delivery.rcpt, sender: message.mail_from || null };
+        r.suppress = { accountId: message.account_id, recipient: delivery.rcpt, sender: message.mail_from || null, maxEntries: deps.maxSuppressions };
       }
     }
     return r;

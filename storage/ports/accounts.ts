@@ -40,6 +40,9 @@ export interface KeyPrincipal {
 /** At most this many live API keys per account, and live SMTP passwords per account (api.md §2.6: 422 beyond). */
 export const CREDENTIAL_LIMIT = 100;
 
+/** Live sub-accounts one parent holds unless told otherwise (the default of accounts.max_sub_accounts). */
+export const DEFAULT_MAX_SUB_ACCOUNTS = 1000;
+
 export type CreateResult<T> = { ok: true; value: T } | { ok: false; reason: 'limit' | 'exists' };
 
 /** Calendar month (UTC) a timestamp falls in, as `YYYY-MM`: the period of usage counters and send limits. */
@@ -52,8 +55,12 @@ export function usagePeriod(ms: number): string {
  * only as one-way hashes (ARCHITECTURE invariant 7): a new key or password is returned once, by the call that makes it.
  */
 export interface AccountStore {
-  /** Creates an account (parent when parentId is null); 'exists' when the handle was ever used. */
-  createAccount(input: { handle: string; companyName: string | null; parentId: number | null; now: number }): Promise<CreateResult<AccountRow>>;
+  /**
+   * Creates an account (parent when parentId is null); 'exists' when the handle was ever used; 'limit' (nothing
+   * written) when the parent already has `maxSubAccounts` live (not deleted; suspended ones count) sub-accounts
+   * (accounts.max_sub_accounts, default DEFAULT_MAX_SUB_ACCOUNTS).
+   */
+  createAccount(input: { handle: string; companyName: string | null; parentId: number | null; now: number; maxSubAccounts?: number }): Promise<CreateResult<AccountRow>>;
   /** Creates a parent account together with its first `api` key, atomically. */
   createParentWithKey(input: { handle: string; companyName: string | null; now: number }): Promise<
     { ok: true; account: AccountRow; apiKey: string } | { ok: false; reason: 'exists' }

@@ -23,10 +23,17 @@ export interface DkimKeyRow {
 export const DKIM_GRACE_MS = 3 * 86_400_000;
 export const DKIM_RETIRE_MS = 14 * 86_400_000;
 
+/** DKIM keys one account holds (every domain and status) unless told otherwise (accounts.max_dkim_keys). */
+export const DEFAULT_MAX_DKIM_KEYS = 1000;
+
 /** DKIM keys; every read and change is scoped by account. */
 export interface DkimKeyStore {
-  /** Stores a new active key; undefined when the selector already exists for this account and domain. */
-  insert(k: { accountId: number; domain: string; selector: string; keyLength: number; privateKey: string; publicKey: string; now: number }): Promise<DkimKeyRow | undefined>;
+  /**
+   * Stores a new active key; undefined when the selector already exists for this account and domain; 'full'
+   * (nothing stored) when the account already holds `max` keys of any domain and status (default
+   * DEFAULT_MAX_DKIM_KEYS; retired and revoked keys count until retention prunes them).
+   */
+  insert(k: { accountId: number; domain: string; selector: string; keyLength: number; privateKey: string; publicKey: string; now: number; max?: number }): Promise<DkimKeyRow | undefined | 'full'>;
   /** The domains the account has DKIM keys for (any status), by name, at most 1,000. */
   domains(accountId: number): Promise<string[]>;
   find(accountId: number, domain: string, selector: string): Promise<DkimKeyRow | undefined>;
@@ -36,11 +43,16 @@ export interface DkimKeyStore {
   updateStatus(row: DkimKeyRow, status: DkimStatus, now: number): Promise<DkimKeyRow>;
   /**
    * Rotation in one unit: inserts the new active key and marks the old one rotated. 'not-active' when the old key is
-   * not active; 'exists' when the new selector is taken.
+   * not active; 'exists' when the new selector is taken; 'full' when the account holds `max` keys (as insert).
    */
-  rotate(old: DkimKeyRow, next: { selector: string; privateKey: string; publicKey: string }, now: number): Promise<
-    { ok: true; newKey: DkimKeyRow; rotatedKey: DkimKeyRow } | { ok: false; reason: 'not-active' | 'exists' }
+  rotate(old: DkimKeyRow, next: { selector: string; privateKey: string; publicKey: string }, now: number, max?: number): Promise<
+    { ok: true; newKey: DkimKeyRow; rotatedKey: DkimKeyRow } | { ok: false; reason: 'not-active' | 'exists' | 'full' }
   >;
+  /**
+   * Retention (`retention.dkim_key_days`): deletes up to `limit` retired or revoked keys whose status changed before
+   * `before`; returns how many. Their selectors can then be created again.
+   */
+  prune(before: number, limit: number): Promise<number>;
   /**
    * The key to sign mail From `domain` with: the active key of the first account in `accountIds` (sender, then
    * parent) that has one; only when none of them has an active key, a rotated key still inside its grace period,

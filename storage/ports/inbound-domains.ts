@@ -19,6 +19,12 @@ export interface InboundDomainRow {
   updated_at: number;
 }
 
+/**
+ * Aliases one inbound domain has at most (issue 31): the same as a provision or update may name at once (`aliases`,
+ * maxItems 1,000), so adding them one by one cannot pass what the whole set may hold.
+ */
+export const MAX_ALIASES_PER_DOMAIN = 1000;
+
 /** A domain mail is accepted for, as the MX sees it: the domain row plus the name it was reached by. */
 export interface ServedDomainRow extends InboundDomainRow {
   subscription_handle: string;
@@ -194,9 +200,9 @@ export interface InboundDomainStore {
   deleteDomain(domainId: number): Promise<boolean>;
   /**
    * Adds an alias: 'taken' when the name is a domain or already an alias (of this or another domain), 'overlap' when it
-   * overlaps another customer's name; nothing written then.
+   * overlaps another customer's name, 'full' when the domain has MAX_ALIASES_PER_DOMAIN aliases; nothing written then.
    */
-  addAlias(domainId: number, alias: string, now: number): Promise<'ok' | 'taken' | 'overlap'>;
+  addAlias(domainId: number, alias: string, now: number): Promise<'ok' | 'taken' | 'overlap' | 'full'>;
   /** Removes one alias of this domain; false when the domain has no such alias. */
   removeAlias(domainId: number, alias: string): Promise<boolean>;
   /** The domain's downstream addresses in the order they were set (the relay sorts by priority itself). */

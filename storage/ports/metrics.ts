@@ -113,4 +113,9 @@ export interface MetricStore {
   senderEdge(kind: 'campaigns' | 'subAccounts', accountId: number, hour: number, fromSecond: number, toSecond: number): Promise<SenderEdgeRow[]>;
   /** Retention: deletes up to `limit` per-second rows before `beforeMs` (DETAIL_DAYS); returns how many. */
   pruneDetail(beforeMs: number, limit: number): Promise<number>;
+  /**
+   * Retention (`retention.metric_days`): deletes up to `limit` hourly rows of hours that started before `beforeMs`
+   * (an hour straddling the cutoff stays), oldest first; returns how many. Reports over those hours then count 0.
+   */
+  pruneHours(beforeMs: number, limit: number): Promise<number>;
 }

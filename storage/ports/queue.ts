@@ -165,8 +165,11 @@ export interface OutcomeRecord {
    * *_tracking_delivered figures, the unique ones at the message's first delivery (deliveredDelta).
    */
   trackedDelivery?: { messageId: string; tracking: number };
-  /** Add the recipient to the account's suppression list (a recipient-class hard bounce). */
-  suppress?: { accountId: number; recipient: string; sender: string | null };
+  /**
+   * Add the recipient to the account's suppression list (a recipient-class hard bounce); past `maxEntries` (default
+   * DEFAULT_MAX_SUPPRESSIONS) it replaces the account's oldest hard-bounce entry (SuppressionStore.addFromEvent).
+   */
+  suppress?: { accountId: number; recipient: string; sender: string | null; maxEntries?: number };
 }
 
 /** A DSN to enqueue with the outcomes it reports (indexes into the outcomes of the same `record` call). */

@@ -60,24 +60,30 @@ export function eventSuppression(accountId: number, recipient: string, source: E
   return { accountId, recipient, source, transactional: all, nonTransactional: true, notes: null, sender };
 }
 
+/** Entries one account holds unless told otherwise (the default of accounts.max_suppressions). */
+export const DEFAULT_MAX_SUPPRESSIONS = 100_000;
+
 /** The suppression list; every method is scoped by account id (tenancy). */
 export interface SuppressionStore {
   /**
    * Inserts every entry or none: `{ok:false, duplicate}` names the first recipient already present for its account
-   * and source (or repeated within the request), and nothing is stored.
+   * and source (or repeated within the request); `{ok:false, full}` names an account that would then hold more than
+   * `maxPerAccount` entries (default DEFAULT_MAX_SUPPRESSIONS). Either way nothing is stored.
    */
-  insertMany(entries: NewSuppression[], now: number): Promise<{ ok: true } | { ok: false; duplicate: string }>;
+  insertMany(entries: NewSuppression[], now: number, maxPerAccount?: number): Promise<{ ok: true } | { ok: false; duplicate: string } | { ok: false; full: number }>;
   /**
    * Adds the `eventSuppression` entry of a queue or unsubscribe event; false (the existing row untouched) when the
-   * recipient already has an entry of that source.
+   * recipient already has an entry of that source. Never refused for the bound: a new entry when the account holds
+   * `maxPerAccount` (default DEFAULT_MAX_SUPPRESSIONS) replaces the account's oldest hard-bounce entry in the same
+   * unit; with none, the list goes over the bound (an unsubscription or complaint is never lost).
    */
-  addFromEvent(accountId: number, recipient: string, source: EventSuppressionSource, sender: string | null, now: number): Promise<boolean>;
+  addFromEvent(accountId: number, recipient: string, source: EventSuppressionSource, sender: string | null, now: number, maxPerAccount?: number): Promise<boolean>;
   /**
-   * An unsubscription (RFC 8058 one-click or the link's page) in one unit: adds the `eventSuppression` entry and,
-   * only when it was not there yet, appends `event` (`unsubscribed`) with its roll-up. Returns whether it was added;
-   * repeating it is harmless.
+   * An unsubscription (RFC 8058 one-click or the link's page) in one unit: adds the `eventSuppression` entry (past
+   * `maxPerAccount` as addFromEvent) and, only when it was not there yet, appends `event` (`unsubscribed`) with its
+   * roll-up. Returns whether it was added; repeating it is harmless.
    */
-  unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent }): Promise<boolean>;
+  unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent; maxPerAccount?: number }): Promise<boolean>;
   /** True when the account has an entry for `recipient` with this source. */
   exists(accountId: number, recipient: string, source: SuppressionSource): Promise<boolean>;
   /** The account's entries matching `f`, newest first (ties by id, newest first), paged by limit/offset. */

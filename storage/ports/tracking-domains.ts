@@ -23,11 +23,18 @@ export interface TrackingDomainFilter {
 /** Why an insert or rename failed: the name is the account's already, or the hostname+scope is anyone's. */
 export type TrackingDomainConflict = 'name' | 'hostname';
 
+/** Custom tracking domains one account registers unless told otherwise (the default of accounts.max_tracking_domains). */
+export const DEFAULT_MAX_TRACKING_DOMAINS = 100;
+
 /** Custom tracking domains; every read and change is scoped by account, except `findByHost`. */
 export interface TrackingDomainStore {
-  /** Registers an active domain; a conflict when the account has the name or anyone has the hostname+scope. */
-  insert(accountId: number, d: { name: string; hostname: string; scope: TrackingScope }, now: number): Promise<
-    { ok: true; row: TrackingDomainRow } | { ok: false; conflict: TrackingDomainConflict }
+  /**
+   * Registers an active domain; a conflict when the account has the name or anyone has the hostname+scope; 'limit'
+   * (nothing stored) when the account already has `max` domains of any status (accounts.max_tracking_domains,
+   * default DEFAULT_MAX_TRACKING_DOMAINS).
+   */
+  insert(accountId: number, d: { name: string; hostname: string; scope: TrackingScope }, now: number, max?: number): Promise<
+    { ok: true; row: TrackingDomainRow } | { ok: false; conflict: TrackingDomainConflict | 'limit' }
   >;
   /** What a registration of `d` by the account would collide with, if anything. */
   conflict(accountId: number, d: { name: string; hostname: string; scope: TrackingScope }): Promise<TrackingDomainConflict | undefined>;

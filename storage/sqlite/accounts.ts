@@ -1,6 +1,6 @@
 // Owns the accounts, api_keys, smtp_passwords and usage_counters tables (the Accounts port).
 import type { AccountRow, ApiKeyRow, CreateResult, KeyPrincipal, KeyScope, SmtpPasswordRow } from '../ports/accounts.js';
-import { CREDENTIAL_LIMIT } from '../ports/accounts.js';
+import { CREDENTIAL_LIMIT, DEFAULT_MAX_SUB_ACCOUNTS } from '../ports/accounts.js';
 import type { Db } from './database.js';
 import { generateSecret, hashSecret, redactSecret } from './secrets.js';
 
@@ -12,6 +12,8 @@ export function createAccountStore(db: Db) {
        VALUES (@handle, @company_name, @parent_id, 1, @send_limit, @now) RETURNING *`,
     ),
     handleTaken: db.prepare('SELECT 1 FROM accounts WHERE handle = ?'),
+    // A parent's live sub-accounts, on accounts_parent.
+    countLiveSubs: db.prepare('SELECT count(*) FROM accounts WHERE parent_id = ? AND deleted_at IS NULL').pluck(),
     byHandle: db.prepare('SELECT * FROM accounts WHERE handle = ? AND deleted_at IS NULL'),
     byId: db.prepare('SELECT * FROM accounts WHERE id = ?'),
     listParents: db.prepare('SELECT * FROM accounts WHERE parent_id IS NULL AND deleted_at IS NULL ORDER BY id'),
@@ -72,15 +74,22 @@ export function createAccountStore(db: Db) {
   }
 
   return {
-    /** Creates an account (parent when parentId is null); 'exists' when the handle was ever used. */
+    /**
+     * Creates an account (parent when parentId is null); 'exists' when the handle was ever used; 'limit' when the
+     * parent already has `maxSubAccounts` live sub-accounts (default DEFAULT_MAX_SUB_ACCOUNTS; issue 31).
+     */
     createAccount(input: {
       handle: string;
       companyName: string | null;
       parentId: number | null;
       now: number;
+      maxSubAccounts?: number;
     }): CreateResult<AccountRow> {
       return db.transaction((): CreateResult<AccountRow> => {
         if (s.handleTaken.get(input.handle)) return { ok: false, reason: 'exists' };
+        if (input.parentId !== null && (s.countLiveSubs.get(input.parentId) as number) >= (input.maxSubAccounts ?? DEFAULT_MAX_SUB_ACCOUNTS)) {
+          return { ok: false, reason: 'limit' };
+        }
         const row = s.insertAccount.get({
           handle: input.handle,
           company_name: input.companyName,

@@ -1,5 +1,5 @@
 // Owns the dkim_keys table: per-account RSA keys per domain and selector, their status and rotation timers.
-import { DKIM_GRACE_MS, DKIM_RETIRE_MS, type DkimKeyRow, type DkimStatus } from '../ports/dkim-keys.js';
+import { DEFAULT_MAX_DKIM_KEYS, DKIM_GRACE_MS, DKIM_RETIRE_MS, type DkimKeyRow, type DkimStatus } from '../ports/dkim-keys.js';
 import type { Db } from './database.js';
 
 export function createDkimKeyStore(db: Db) {
@@ -30,6 +30,13 @@ export function createDkimKeyStore(db: Db) {
       `SELECT * FROM dkim_keys WHERE account_id = ? AND domain = ? AND status = 'rotated' AND grace_period_expires_at > ?
        ORDER BY status_modified_at DESC, id DESC LIMIT 1`,
     ),
+    // Every key of the account, any status (on the unique index's account_id prefix).
+    count: db.prepare('SELECT count(*) FROM dkim_keys WHERE account_id = ?').pluck(),
+    // Retired and revoked keys sign nothing: gone once their status is older than the cutoff (issue 31).
+    prune: db.prepare(
+      `DELETE FROM dkim_keys WHERE id IN (SELECT id FROM dkim_keys
+         WHERE status IN ('retired', 'revoked') AND status_modified_at < @before LIMIT @limit)`,
+    ),
     retireDue: db.prepare(
       `UPDATE dkim_keys SET status = 'retired', status_modified_at = @now
        WHERE status = 'rotated' AND retires_at <= @now`,
@@ -49,8 +56,12 @@ export function createDkimKeyStore(db: Db) {
 
   return {
     /** Stores a new active key; undefined when the selector already exists for this account and domain. */
-    insert(k: { accountId: number; domain: string; selector: string; keyLength: number; privateKey: string; publicKey: string; now: number }): DkimKeyRow | undefined {
-      return s.insert.get(k) as DkimKeyRow | undefined;
+    insert(k: { accountId: number; domain: string; selector: string; keyLength: number; privateKey: string; publicKey: string; now: number; max?: number }): DkimKeyRow | undefined | 'full' {
+      return db.transaction(() => {
+        if ((s.count.get(k.accountId) as number) >= (k.max ?? DEFAULT_MAX_DKIM_KEYS)) return 'full' as const;
+        const { max: _max, ...row } = k;
+        return s.insert.get(row) as DkimKeyRow | undefined;
+      }).immediate();
     },
 
     /** The domains the account has DKIM keys for (any status), at most 1,000. */
@@ -75,12 +86,13 @@ export function createDkimKeyStore(db: Db) {
      * Rotation in one transaction: inserts the new active key and marks the old one rotated. 'not-active' when the old
      * key is not active; 'exists' when the new selector is taken.
      */
-    rotate(old: DkimKeyRow, next: { selector: string; privateKey: string; publicKey: string }, now: number):
+    rotate(old: DkimKeyRow, next: { selector: string; privateKey: string; publicKey: string }, now: number, max = DEFAULT_MAX_DKIM_KEYS):
       | { ok: true; newKey: DkimKeyRow; rotatedKey: DkimKeyRow }
-      | { ok: false; reason: 'not-active' | 'exists' } {
+      | { ok: false; reason: 'not-active' | 'exists' | 'full' } {
       return db.transaction(() => {
         const current = s.find.get(old.account_id, old.domain, old.selector) as DkimKeyRow | undefined;
         if (!current || current.status !== 'active') return { ok: false as const, reason: 'not-active' as const };
+        if ((s.count.get(old.account_id) as number) >= max) return { ok: false as const, reason: 'full' as const };
         const newKey = s.insert.get({
           accountId: old.account_id,
           domain: old.domain,
@@ -113,6 +125,11 @@ export function createDkimKeyStore(db: Db) {
     },
 
     /** Rotated keys past retiresAt become retired; returns how many. */
+    /** Retention: deletes up to `limit` retired or revoked keys whose status changed before `before`; how many. */
+    prune(before: number, limit: number): number {
+      return s.prune.run({ before, limit }).changes;
+    },
+
     retireDue(now: number): number {
       return s.retireDue.run({ now }).changes;
     },

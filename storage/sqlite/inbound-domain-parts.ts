@@ -1,5 +1,5 @@
 // Owns a domain's parts: its admins, aliases and downstream addresses (inbound_domain_admins, _aliases, _downstreams).
-import type { DomainParts, DownstreamAddress } from '../ports/inbound-domains.js';
+import { MAX_ALIASES_PER_DOMAIN, type DomainParts, type DownstreamAddress } from '../ports/inbound-domains.js';
 import type { Db } from './database.js';
 
 /** What the parts need from the domain table: whether a name is a provisioned domain, and touching updated_at. */
@@ -25,6 +25,7 @@ export function createDomainPartsStore(db: Db, domains: DomainLookups) {
 
     aliases: db.prepare('SELECT alias FROM inbound_aliases WHERE domain_id = ? ORDER BY alias'),
     addAlias: db.prepare('INSERT INTO inbound_aliases (alias, domain_id, created_at) VALUES (?, ?, ?)'),
+    countAliases: db.prepare('SELECT count(*) FROM inbound_aliases WHERE domain_id = ?').pluck(),
     removeAlias: db.prepare('DELETE FROM inbound_aliases WHERE alias = ? AND domain_id = ?'),
     clearAliases: db.prepare('DELETE FROM inbound_aliases WHERE domain_id = ?'),
 
@@ -87,10 +88,14 @@ export function createDomainPartsStore(db: Db, domains: DomainLookups) {
         | undefined;
     },
 
-    /** Adds an alias; 'taken' when the name is a domain or already an alias (of this or another domain). */
-    addAlias(domainId: number, alias: string, now: number): 'ok' | 'taken' {
+    /**
+     * Adds an alias; 'taken' when the name is a domain or already an alias (of this or another domain), 'full' when
+     * the domain has MAX_ALIASES_PER_DOMAIN aliases already.
+     */
+    addAlias(domainId: number, alias: string, now: number): 'ok' | 'taken' | 'full' {
       return db.transaction(() => {
         if (domains.isDomain(alias) || s.aliasRow.get(alias)) return 'taken' as const;
+        if ((s.countAliases.get(domainId) as number) >= MAX_ALIASES_PER_DOMAIN) return 'full' as const;
         s.addAlias.run(alias, domainId, now);
         domains.touch(domainId, now);
         return 'ok' as const;

@@ -236,9 +236,9 @@ export function createInboundDomainStore(db: Db) {
 
     /**
      * Adds an alias: 'taken' when the name is a domain or already an alias, 'overlap' when it overlaps another
-     * customer's name (`overlapping`); nothing written then.
+     * customer's name (`overlapping`), 'full' past MAX_ALIASES_PER_DOMAIN; nothing written then.
      */
-    addAlias(domainId: number, alias: string, now: number): 'ok' | 'taken' | 'overlap' {
+    addAlias(domainId: number, alias: string, now: number): 'ok' | 'taken' | 'overlap' | 'full' {
       return db.transaction(() => {
         const row = s.byId.get(domainId) as InboundDomainRow;
         if (!parts.takenAlias([alias], null) && overlapping([alias], row.account_id)) return 'overlap' as const;

@@ -99,6 +99,12 @@ export function createMetricRollup(db: Db) {
        SELECT d.account_id, d.second, d.campaign FROM accounts a CROSS JOIN metric_seconds d
        WHERE d.account_id = a.id AND d.second < @before LIMIT @limit)`,
   );
+  // Oldest hours first, on metric_rollups_hour (migration 22).
+  const pruneHours = db.prepare(
+    `DELETE FROM metric_rollups WHERE (account_id, campaign, hour) IN (
+       SELECT account_id, campaign, hour FROM metric_rollups INDEXED BY metric_rollups_hour
+       WHERE hour < @before ORDER BY hour LIMIT @limit)`,
+  );
 
   // A sub-account never changes parent: the answer is cached for the life of the process.
   const parents = new Map<number, number | null>();
@@ -154,6 +160,11 @@ export function createMetricRollup(db: Db) {
     /** Retention: deletes up to `limit` per-second rows before `beforeMs` (DETAIL_DAYS); returns how many. */
     pruneDetail(beforeMs: number, limit: number): number {
       return pruneDetail.run({ before: Math.floor(beforeMs / 1000), limit }).changes;
+    },
+
+    /** Retention: deletes up to `limit` hourly rows of hours that started before `beforeMs`, oldest first; how many. */
+    pruneHours(beforeMs: number, limit: number): number {
+      return pruneHours.run({ before: Math.floor(beforeMs / HOUR_MS), limit }).changes;
     },
 
     /**

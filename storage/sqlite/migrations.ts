@@ -20,6 +20,7 @@ import { SPOOL } from './migrations/018-spool.js';
 import { READ_INDEXES } from './migrations/019-read-indexes.js';
 import { TENANT_BOUNDS } from './migrations/020-tenant-bounds.js';
 import { GREYLIST_BOUNDS } from './migrations/021-greylist-bounds.js';
+import { TENANT_TABLE_BOUNDS } from './migrations/022-tenant-table-bounds.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -47,4 +48,5 @@ export const MIGRATIONS: readonly string[] = [
   READ_INDEXES, // 19
   TENANT_BOUNDS, // 20
   GREYLIST_BOUNDS, // 21
+  TENANT_TABLE_BOUNDS, // 22
 ];

@@ -4,7 +4,7 @@ import type { Lease } from '../ports/leases.js';
 import type {
   AcceptedIds, AcceptRecord, AttemptRow, ClaimBatch, DeliveryRow, DsnRecord, MessageRow, OutcomeRecord,
 } from '../ports/queue.js';
-import { eventSuppression } from '../ports/suppressions.js';
+import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression } from '../ports/suppressions.js';
 import { deliveredDelta, trackingKey } from '../ports/tracking.js';
 import { storedBody, type Bodies } from './bodies.js';
 import type { Db } from './database.js';
@@ -172,7 +172,10 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       const extra = o.trackedDelivery ? deliveredDelta(o.trackedDelivery.tracking, key !== undefined && tracking.markDelivered(key, a.at)) : {};
       events.append(o.event, extra);
     }
-    if (o.suppress) suppressions.insert(eventSuppression(o.suppress.accountId, o.suppress.recipient, 'hard_bounce', o.suppress.sender), a.at);
+    if (o.suppress) {
+      const { accountId, recipient, sender, maxEntries } = o.suppress;
+      suppressions.insert(eventSuppression(accountId, recipient, 'hard_bounce', sender), a.at, maxEntries ?? DEFAULT_MAX_SUPPRESSIONS);
+    }
     return true;
   }
 

@@ -179,7 +179,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       },
     },
     smtpLog: port(createSmtpLogStore(db), b, { reads: ['search', 'findByDeliveryId', 'senderOfMessage'], writes: [] }),
-    metrics: port(createMetricRollup(db), b, { reads: ['series', 'campaigns', 'subAccounts', 'edge', 'senderEdge'], writes: ['pruneDetail'] }),
+    metrics: port(createMetricRollup(db), b, { reads: ['series', 'campaigns', 'subAccounts', 'edge', 'senderEdge'], writes: ['pruneDetail', 'pruneHours'] }),
     tracking: port(createTrackingStore(db), b, { reads: ['find'], writes: ['hit', 'prune'] }),
     webhooks: port(createWebhookStore(db), b, {
       reads: ['findWebhook', 'currentKey', 'findKey', 'listKeys', 'readyAccounts', 'pendingCount', 'hasOutstanding', 'dueRetries', 'findBatch', 'listBatches'],
@@ -191,7 +191,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     }),
     dkimKeys: port(createDkimKeyStore(db), b, {
       reads: ['domains', 'find', 'list', 'findSigningKey'],
-      writes: ['insert', 'updateStatus', 'rotate', 'retireDue'],
+      writes: ['insert', 'updateStatus', 'rotate', 'retireDue', 'prune'],
     }),
     lockdown: port(createLockdownAllowStore(db), b, { reads: ['list', 'listAll', 'isAllowed'], writes: ['allow', 'deny'] }),
     trackingDomains: port(createTrackingDomainStore(db), b, {

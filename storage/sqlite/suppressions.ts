@@ -1,5 +1,5 @@
 // Owns the suppressions table: recipients an account must not mail, by source and by mail type.
-import { eventSuppression, normaliseRecipient, type EventSuppressionSource, type NewSuppression, type SuppressionFilters, type SuppressionRow, type SuppressionSource } from '../ports/suppressions.js';
+import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression, normaliseRecipient, type EventSuppressionSource, type NewSuppression, type SuppressionFilters, type SuppressionRow, type SuppressionSource } from '../ports/suppressions.js';
 import type { NewEvent } from '../ports/events.js';
 import type { Db } from './database.js';
 import { createEventWriter } from './events.js';
@@ -14,6 +14,13 @@ export function createSuppressionStore(db: Db) {
        ON CONFLICT (account_id, recipient, source) DO NOTHING`,
     ),
     exists: db.prepare('SELECT 1 FROM suppressions WHERE account_id = ? AND recipient = ? AND source = ?'),
+    // The account's entries, counted on suppressions_created (account_id, created_at): its index entries only.
+    count: db.prepare('SELECT count(*) FROM suppressions WHERE account_id = ?').pluck(),
+    // The account's oldest hard-bounce entry, the one a system add past the bound replaces.
+    evictOldestBounce: db.prepare(
+      `DELETE FROM suppressions WHERE id = (SELECT id FROM suppressions INDEXED BY suppressions_created
+         WHERE account_id = ? AND source = 'hard_bounce' ORDER BY created_at, id LIMIT 1)`,
+    ),
     list: db.prepare(
       `SELECT * FROM suppressions WHERE account_id = @accountId
          AND (@recipient IS NULL OR recipient = @recipient) AND (@source IS NULL OR source = @source)
@@ -42,35 +49,54 @@ export function createSuppressionStore(db: Db) {
     );
   }
 
+  /**
+   * A system add (hard bounce, unsubscribe, complaint; issue 31): never refused, since losing it would mail someone
+   * who withdrew consent or does not exist. When it is new and the account is at `max`, the account's oldest
+   * hard-bounce entry goes in the same unit (its loss costs at most one more bounce); with none to replace, the
+   * list goes over the bound, by entries each of which needed a recipient's action or a bounce of mail sent.
+   */
+  function insertSystem(e: NewSuppression, now: number, max: number): boolean {
+    if (!s.exists.get(e.accountId, normaliseRecipient(e.recipient), e.source) && (s.count.get(e.accountId) as number) >= max) {
+      s.evictOldestBounce.run(e.accountId);
+    }
+    return insertOne(e, now);
+  }
+
   return {
     /**
      * Inserts every entry or none: `{ok:false, duplicate}` names the first recipient already present for its account
-     * and source (or repeated within the request), and nothing is stored. Inside an outer transaction it becomes a
-     * savepoint (better-sqlite3 nests), so it stays all-or-nothing there too.
+     * and source (or repeated within the request); `{ok:false, full}` an account that would hold more than
+     * `maxPerAccount` entries (default DEFAULT_MAX_SUPPRESSIONS); either way nothing is stored. Inside an outer
+     * transaction it becomes a savepoint (better-sqlite3 nests), so it stays all-or-nothing there too.
      */
-    insertMany(entries: NewSuppression[], now: number): { ok: true } | { ok: false; duplicate: string } {
+    insertMany(entries: NewSuppression[], now: number, maxPerAccount = DEFAULT_MAX_SUPPRESSIONS): { ok: true } | { ok: false; duplicate: string } | { ok: false; full: number } {
       try {
         return db.transaction(() => {
           for (const e of entries) {
             if (!insertOne(e, now)) throw new DuplicateEntry(normaliseRecipient(e.recipient));
           }
+          // Counted after the inserts, inside the unit: a refusal rolls every one of them back.
+          for (const id of new Set(entries.map((e) => e.accountId))) {
+            if ((s.count.get(id) as number) > maxPerAccount) throw new FullList(id);
+          }
           return { ok: true as const };
         }).immediate();
       } catch (err) {
         if (err instanceof DuplicateEntry) return { ok: false, duplicate: err.recipient };
+        if (err instanceof FullList) return { ok: false, full: err.accountId };
         throw err;
       }
     },
 
-    /** Inserts one entry unless the recipient has one of that source; true when it was added. */
-    insert: insertOne,
+    /** A system add (hard bounce) inside the caller's unit; see insertSystem. True when it was added. */
+    insert: insertSystem,
 
-    addFromEvent(accountId: number, recipient: string, source: EventSuppressionSource, sender: string | null, now: number): boolean {
-      return insertOne(eventSuppression(accountId, recipient, source, sender), now);
+    addFromEvent(accountId: number, recipient: string, source: EventSuppressionSource, sender: string | null, now: number, maxPerAccount = DEFAULT_MAX_SUPPRESSIONS): boolean {
+      return db.transaction(() => insertSystem(eventSuppression(accountId, recipient, source, sender), now, maxPerAccount)).immediate();
     },
 
-    unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent }): boolean {
-      const added = insertOne(eventSuppression(u.accountId, u.recipient, u.source, null), u.now);
+    unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent; maxPerAccount?: number }): boolean {
+      const added = insertSystem(eventSuppression(u.accountId, u.recipient, u.source, null), u.now, u.maxPerAccount ?? DEFAULT_MAX_SUPPRESSIONS);
       if (added) events.append(u.event);
       return added;
     },
@@ -119,6 +145,13 @@ export function createSuppressionStore(db: Db) {
 class DuplicateEntry extends Error {
   constructor(readonly recipient: string) {
     super(`duplicate suppression entry ${recipient}`);
+  }
+}
+
+/** Thrown inside insertMany's transaction when an account would hold too many entries; never escapes the store. */
+class FullList extends Error {
+  constructor(readonly accountId: number) {
+    super(`suppression list of account ${accountId} full`);
   }
 }
 

@@ -1,5 +1,5 @@
 // Owns the custom_tracking_domains table: an account's host names for click, open and unsubscribe links.
-import type { TrackingDomainConflict, TrackingDomainFilter, TrackingDomainRow, TrackingDomainStatus, TrackingScope } from '../ports/tracking-domains.js';
+import { DEFAULT_MAX_TRACKING_DOMAINS, type TrackingDomainConflict, type TrackingDomainFilter, type TrackingDomainRow, type TrackingDomainStatus, type TrackingScope } from '../ports/tracking-domains.js';
 import type { Db } from './database.js';
 
 const isUnique = (err: unknown) => (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
@@ -20,6 +20,7 @@ export function createTrackingDomainStore(db: Db) {
        WHERE (@account IS NULL OR d.account_id = @account) ORDER BY d.id`,
     ),
     find: db.prepare('SELECT * FROM custom_tracking_domains WHERE account_id = ? AND hostname = ? AND scope = ?'),
+    countAll: db.prepare('SELECT count(*) FROM custom_tracking_domains WHERE account_id = ?').pluck(),
     byName: db.prepare('SELECT * FROM custom_tracking_domains WHERE account_id = ? AND name = ?'),
     byHost: db.prepare('SELECT * FROM custom_tracking_domains WHERE hostname = ? AND scope = ?'),
     nameTaken: db.prepare('SELECT 1 FROM custom_tracking_domains WHERE account_id = ? AND name = ? AND id <> ?'),
@@ -38,14 +39,19 @@ export function createTrackingDomainStore(db: Db) {
   });
 
   return {
-    /** Registers an active domain; a conflict when the account has the name or anyone has the hostname+scope. */
+    /**
+     * Registers an active domain; a conflict when the account has the name or anyone has the hostname+scope, or
+     * 'limit' when the account already has `max` domains (any status; default DEFAULT_MAX_TRACKING_DOMAINS).
+     */
     insert(
       accountId: number,
       d: { name: string; hostname: string; scope: TrackingScope },
       now: number,
-    ): { ok: true; row: TrackingDomainRow } | { ok: false; conflict: TrackingDomainConflict } {
+      max = DEFAULT_MAX_TRACKING_DOMAINS,
+    ): { ok: true; row: TrackingDomainRow } | { ok: false; conflict: TrackingDomainConflict | 'limit' } {
       const conflict = this.conflict(accountId, d);
       if (conflict) return { ok: false, conflict };
+      if ((s.countAll.get(accountId) as number) >= max) return { ok: false, conflict: 'limit' };
       try {
         return { ok: true, row: s.insert.get({ account: accountId, ...d, now }) as TrackingDomainRow };
       } catch (err) {

@@ -16,7 +16,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'acme.directory_url', 'acme.email', 'acme.hostnames', 'acme.ca_file', 'dns.servers',
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
     'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'send.max_recipients',
-    'send.rate_per_second', 'security.allow_private_targets',
+    'send.rate_per_second', 'accounts.max_suppressions', 'accounts.max_sub_accounts', 'accounts.max_tracking_domains', 'accounts.max_dkim_keys', 'security.allow_private_targets',
     'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
@@ -27,7 +27,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'inbound.greylist.new_triplets_per_network_hour', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
     'queue.lease_seconds', 'queue.min_free_bytes',
-    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'retention.report_days',
+    'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'retention.metric_days', 'retention.dkim_key_days', 'retention.report_days',
     'retention.bayes_token_days', 'retention.bayes_learned_days', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
@@ -49,7 +49,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_DNS_SERVERS: '127.0.0.1:53', SLUICE_OUTBOUND_SMARTHOST: 'relay.test:25', SLUICE_OUTBOUND_SMARTHOST_USER: 'u',
     SLUICE_OUTBOUND_SMARTHOST_PASSWORD: 'p', SLUICE_OUTBOUND_SMARTHOST_TLS: 'implicit',
     SLUICE_OUTBOUND_TRANSPORT_MAP: 'a.test=h:26', SLUICE_OUTBOUND_MX_PORT: '2525', SLUICE_OUTBOUND_PUBLIC_IP: '192.0.2.1',
-    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_SEND_MAX_RECIPIENTS: '50', SLUICE_SEND_RATE_PER_SECOND: '0', SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.5/8, FD00::1:2525, [::1]:2525, 127.0.0.1',
+    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_SEND_MAX_RECIPIENTS: '50', SLUICE_SEND_RATE_PER_SECOND: '0', SLUICE_ACCOUNTS_MAX_SUPPRESSIONS: '500', SLUICE_ACCOUNTS_MAX_SUB_ACCOUNTS: '7', SLUICE_ACCOUNTS_MAX_TRACKING_DOMAINS: '8', SLUICE_ACCOUNTS_MAX_DKIM_KEYS: '9', SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.5/8, FD00::1:2525, [::1]:2525, 127.0.0.1',
     SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
@@ -65,7 +65,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn',
-    SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
+    SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_RETENTION_METRIC_DAYS: '13', SLUICE_RETENTION_DKIM_KEY_DAYS: '14', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
     SLUICE_RETENTION_BAYES_LEARNED_DAYS: '12',
   };
   // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
@@ -107,6 +107,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       transportMap: { 'a.test': { host: 'h', port: 26 } }, mxPort: 2525, publicIp: '192.0.2.1', lockdown: 'off',
     },
     send: { maxRecipients: 50, ratePerSecond: 0 },
+    accounts: { maxSuppressions: 500, maxSubAccounts: 7, maxTrackingDomains: 8, maxDkimKeys: 9 },
     // Each entry in its canonical form: a bare address is a /32 or /128; fd00::1:2525 is an IPv6 address, not a port.
     security: { allowPrivateTargets: ['10.0.0.5/8', 'fd00::1:2525/128', '[::1]:2525', '127.0.0.1/32'] },
     filters: {
@@ -139,7 +140,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       arc: { domain: 'seal.example', selector: 'arc1', key: path.join(dir, 'arc.pem') },
     },
     queue: { leaseSeconds: 30, minFreeBytes: 1_048_576 },
-    retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60, reportDays: 10, bayesTokenDays: 11, bayesLearnedDays: 12 },
+    retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60, metricDays: 13, dkimKeyDays: 14, reportDays: 10, bayesTokenDays: 11, bayesLearnedDays: 12 },
     log: { level: 'warn' },
   });
 });

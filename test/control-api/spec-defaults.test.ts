@@ -63,7 +63,7 @@ t.test('page sizes: suppressions 1000, sub-accounts 1000, inbound domains 10, we
   t.equal((await stack.api('GET', '/tx/v1/webhook-batch', { key: a.key })).body.webhook_batches.length, 500, 'webhook batches: 500 of 501');
 
   const trackingDomains = createTrackingDomainStore(stack.db);
-  many(stack, 101, (i) => trackingDomains.insert(a.id, { name: `n${i}`, hostname: `t${i}.example.com`, scope: 'click' }, now));
+  many(stack, 101, (i) => trackingDomains.insert(a.id, { name: `n${i}`, hostname: `t${i}.example.com`, scope: 'click' }, now, 1000));
   const tracking = (await stack.api('GET', '/tx/v1/custom-tracking-domains', { key: a.key })).body;
   t.match(tracking, { total: 101 });
   t.equal(tracking.custom_tracking_domains.length, 100, 'custom tracking domains: 100 of 101');

@@ -171,10 +171,10 @@ t.test('35 old rows, batches of 10: 4 batches each; a bound per run; the queue c
   const [run] = await Promise.all([running, enqueued]);
   t.same(run, {
     logRows: 35, bodies: 35, messages: 35, quarantine: 0, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
-    reports: 0, bayesLearned: 0, bayesTokens: 0,
+    metricHours: 0, dkimKeys: 0, reports: 0, bayesLearned: 0, bayesTokens: 0,
     batches: {
       logRows: 4, bodies: 4, messages: 4, quarantine: 1, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
-      reports: 0, bayesLearned: 0, bayesTokens: 0,
+      metricHours: 0, dkimKeys: 0, reports: 0, bayesLearned: 0, bayesTokens: 0,
     },
   });
   t.same(order, ['enqueue', 'prune'], 'an enqueue started during the run commits before the run ends');
@@ -262,10 +262,10 @@ t.test('the per-second metric detail goes after DETAIL_DAYS; the hourly roll-ups
 
 t.test('retention config: defaults 30 and 7 days, whole days 1-3650, errors name the key', async (t) => {
   const dir = tempDir(t);
-  t.same(loadConfig({ env: testEnv(dir), cwd: dir }).config.retention, { logDays: 30, messageDays: 7, trackingDays: 365, alertDays: 90, reportDays: 30, bayesTokenDays: 30, bayesLearnedDays: 90 });
+  t.same(loadConfig({ env: testEnv(dir), cwd: dir }).config.retention, { logDays: 30, messageDays: 7, trackingDays: 365, alertDays: 90, metricDays: 400, dkimKeyDays: 30, reportDays: 30, bayesTokenDays: 30, bayesLearnedDays: 90 });
   t.same(
     loadConfig({ env: testEnv(dir, { SLUICE_RETENTION_LOG_DAYS: '90', SLUICE_RETENTION_MESSAGE_DAYS: '1', SLUICE_RETENTION_ALERT_DAYS: '7' }), cwd: dir }).config.retention,
-    { logDays: 90, messageDays: 1, trackingDays: 365, alertDays: 7, reportDays: 30, bayesTokenDays: 30, bayesLearnedDays: 90 },
+    { logDays: 90, messageDays: 1, trackingDays: 365, alertDays: 7, metricDays: 400, dkimKeyDays: 30, reportDays: 30, bayesTokenDays: 30, bayesLearnedDays: 90 },
   );
   for (const [env, value] of [
     ['SLUICE_RETENTION_LOG_DAYS', '0'],

@@ -2,7 +2,7 @@
 // backend: subscriptions offered per account, provisioning's refusals that write nothing, names reached through
 // aliases, key binding, lists kept one per item and scope, matching by range, parent domain and level, and reports.
 import type { Store } from '../../../storage/ports/store.js';
-import { DEFAULT_DOMAIN_SETTINGS, type InboundSubscriptionRow } from '../../../storage/ports/inbound-domains.js';
+import { DEFAULT_DOMAIN_SETTINGS, MAX_ALIASES_PER_DOMAIN, type InboundSubscriptionRow } from '../../../storage/ports/inbound-domains.js';
 import { parseIpItem, type ListScope } from '../../../storage/ports/inbound-lists.js';
 import { account, contract } from './backends.js';
 
@@ -372,4 +372,19 @@ contract('inbound reports: each account keeps its newest `keep`; retention delet
   t.equal(await store.inboundReports.pruneReports(5, 2), 2);
   t.equal(await store.inboundReports.pruneReports(5, 2), 0, 'nothing older than the cutoff is left');
   t.same((await store.inboundReports.listReports()).map((r) => r.created_at), [8, 7, 6, 5], 'only reports before the cutoff went');
+});
+
+contract('aliases: addAlias past MAX_ALIASES_PER_DOMAIN answers full and writes nothing (issue 31)', async (t, { store }) => {
+  const a = await account(store, 'alpha');
+  const sub = await plan(store, 'one', null);
+  const k = await key(store, a);
+  const aliases = Array.from({ length: MAX_ALIASES_PER_DOMAIN - 1 }, (_, i) => `a${i}.alias.test`);
+  const made = await store.inboundDomains.provision({ accountId: a, callerKeyId: k, bindKeyId: null, subscription: sub, domain: 'corp.test', sections: { aliases }, overwrite: false, now: 1 });
+  if (!made.ok) throw new Error('provision');
+  t.equal(await store.inboundDomains.addAlias(made.domainId, 'last.alias.test', 2), 'ok', 'up to the bound');
+  t.equal(await store.inboundDomains.addAlias(made.domainId, 'more.alias.test', 2), 'full');
+  t.equal(await store.inboundDomains.findAlias('more.alias.test'), undefined, 'nothing written');
+  t.equal(await store.inboundDomains.addAlias(made.domainId, 'a0.alias.test', 2), 'taken', 'a taken name is told first');
+  t.ok(await store.inboundDomains.removeAlias(made.domainId, 'a0.alias.test'));
+  t.equal(await store.inboundDomains.addAlias(made.domainId, 'more.alias.test', 3), 'ok', 'a removal makes room');
 });

@@ -1,10 +1,19 @@
 // Holds the outbound ports' contract (storage/ports/tracking-domains.ts, dkim-keys.ts, lockdown.ts, sender-abuse.ts) on
 // every backend: conflicts named and nothing written, account scoping, DKIM rotation's timers and the choice of the
 // signing key, lockdown's idempotent answers, and strikes, blocks, delistings and their pruning boundaries.
-import { DKIM_GRACE_MS, DKIM_RETIRE_MS } from '../../../storage/ports/dkim-keys.js';
+import { DKIM_GRACE_MS, DKIM_RETIRE_MS, type DkimKeyRow } from '../../../storage/ports/dkim-keys.js';
+import type { Store } from '../../../storage/ports/store.js';
 import { account, contract } from './backends.js';
 
 const DAY = 86_400_000;
+
+
+/** A new key (undefined: the selector is taken); no account of these tests comes near accounts.max_dkim_keys. */
+async function insertKey(store: Store, k: Parameters<Store['dkimKeys']['insert']>[0]): Promise<DkimKeyRow | undefined> {
+  const r = await store.dkimKeys.insert(k);
+  if (r === 'full') throw new Error('unexpected: the DKIM key bound');
+  return r;
+}
 
 contract('tracking domains: a name is unique per account, a hostname+scope across accounts; conflicts write nothing', async (t, { store, reopen }) => {
   const a = await account(store, 'alpha');
@@ -62,7 +71,7 @@ contract('DKIM keys: one per selector and domain, rotated keys sign only in thei
   const b = await account(store, 'bravo');
   const dk = store.dkimKeys;
   const key = (accountId: number, domain: string, selector: string, now = 0) =>
-    dk.insert({ accountId, domain, selector, keyLength: 2048, privateKey: `priv-${selector}`, publicKey: `pub-${selector}`, now });
+    insertKey(store, { accountId, domain, selector, keyLength: 2048, privateKey: `priv-${selector}`, publicKey: `pub-${selector}`, now });
   const k1 = await key(a, 'alpha.test', 's1');
   t.match(k1, { account_id: a, domain: 'alpha.test', selector: 's1', key_length: 2048, status: 'active', grace_period_expires_at: null, retires_at: null });
   t.equal(await key(a, 'alpha.test', 's1', 5), undefined, 'a taken selector');
@@ -107,7 +116,7 @@ contract('DKIM signing key: the sender\'s active key, then the parent\'s; a rota
   if (!child.ok) throw new Error('child');
   const c = child.value.id;
   const dk = store.dkimKeys;
-  const ins = (accountId: number, selector: string) => dk.insert({ accountId, domain: 'shop.test', selector, keyLength: 1024, privateKey: 'x', publicKey: 'y', now: 0 });
+  const ins = (accountId: number, selector: string) => insertKey(store, { accountId, domain: 'shop.test', selector, keyLength: 1024, privateKey: 'x', publicKey: 'y', now: 0 });
   const pActive = await ins(parent, 'p1');
   t.equal((await dk.findSigningKey([c, parent], 'shop.test', 1))?.id, pActive!.id, 'the parent\'s, when the sender has none');
   const cKey = await ins(c, 'c1');

@@ -127,6 +127,24 @@ contract('metrics: per-second detail of an hour, summed over a tree; the whole h
   t.same(await store.metrics.series(parent, null, HOUR, HOUR + 1, 'hour', f), [[HOUR, 4]], 'the hourly rows stay');
 });
 
+contract('metric hours: pruneHours deletes whole hours before the cutoff, oldest first, at most `limit` per call', async (t, { store }) => {
+  const { parent, sub } = await tree(store);
+  const processed = (acct: number, at: number, campaign: string) => ev(acct, 'processed', at, { recipients: ['a@x.test'], campaign_id: campaign });
+  await events(store, sub, [processed(sub, H0 - 3 * HOUR_MS, 'a'), processed(sub, H0 - 3 * HOUR_MS, 'b')]);
+  await events(store, sub, [processed(sub, H0 - 2 * HOUR_MS, 'c')]);
+  await events(store, sub, [processed(sub, H0 + 10 * MIN, 'd')]);
+  const f = ['processed'] as const;
+  t.same(await store.metrics.series(parent, null, HOUR - 3, HOUR + 1, 'hour', f), [[HOUR - 3, 2], [HOUR - 2, 1], [HOUR, 1]]);
+  // The cutoff falls inside hour H0 - 2: that hour stays (it is not wholly before the cutoff); hour H0 - 3 goes, its
+  // 6 rows: the sub's all-mail, a and b rows and the parent's (whose rows count its tree).
+  t.equal(await store.metrics.pruneHours(H0 - 2 * HOUR_MS + 30 * MIN, 4), 4, 'at most `limit`');
+  t.equal(await store.metrics.pruneHours(H0 - 2 * HOUR_MS + 30 * MIN, 4), 2, 'the rest of the oldest hour');
+  t.equal(await store.metrics.pruneHours(H0 - 2 * HOUR_MS + 30 * MIN, 4), 0, 'the hour holding the cutoff stays');
+  t.same(await store.metrics.series(parent, null, HOUR - 3, HOUR + 1, 'hour', f), [[HOUR - 2, 1], [HOUR, 1]], 'the older hours read 0');
+  const left = (await store.metrics.campaigns(sub, HOUR - 3, HOUR + 1)).map((r) => r.name).sort();
+  t.same(left, ['c', 'd'], 'the campaigns of the older hour are gone');
+});
+
 contract('tracking: a message\'s tokens stored with it; first hit, first human hit and last click kept; counters follow', async (t, { store, reopen }) => {
   const acct = await account(store, 'acme', H0);
   const messageId = '0f8fad5b-d9cb-469f-a165-70867728950e@acme.test';

@@ -1,0 +1,24 @@
+// Checks accounts.max_sub_accounts through the real API (issue 31): a parent past it gets 422 in the /tx/v1 shape and
+// nothing is created; suspended sub-accounts count, deleted ones do not; other parents are unaffected.
+import t from 'tap';
+import { startStack } from '../helpers/stack.js';
+
+t.test('accounts.max_sub_accounts: past it 422; a delete makes room; per parent', async (t) => {
+  const stack = await startStack(t, { env: { SLUICE_ACCOUNTS_MAX_SUB_ACCOUNTS: '2' } });
+  const a = await stack.createAccount('acme');
+  const b = await stack.createAccount('other');
+  const create = (key: string, handle: string) => stack.api('POST', '/tx/v1/sub-account', { key, body: { handle, company_name: 'Shop' } });
+  const live = async (key: string) => ((await stack.api('GET', '/tx/v1/sub-account', { key })).body as { handle: string }[]).map((x) => x.handle);
+  t.equal((await create(a.key, 'shop1')).status, 201);
+  t.equal((await create(a.key, 'shop2')).status, 201);
+  t.equal((await stack.api('POST', '/tx/v1/sub-account/shop2/suspend', { key: a.key })).status, 204);
+  const full = await create(a.key, 'shop3');
+  t.equal(full.status, 422, 'a suspended sub-account counts');
+  t.same(full.body, { errors: ['the account has reached its limit of 2 sub-accounts; delete one first'] });
+  t.equal(await stack.accounts.findByHandle('shop3'), undefined, 'nothing created');
+  t.equal((await stack.api('POST', '/tx/v1/sub-account', { key: a.key, body: { company_name: 'Generated' } })).status, 422, 'a generated handle too');
+  t.equal((await create(b.key, 'other1')).status, 201, 'the bound is per parent');
+  t.equal((await stack.api('DELETE', '/tx/v1/sub-account/shop1', { key: a.key })).status, 204);
+  t.equal((await create(a.key, 'shop3')).status, 201, 'a deleted sub-account does not count');
+  t.same((await live(a.key)).sort(), ['shop2', 'shop3']);
+});
