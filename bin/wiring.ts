@@ -267,6 +267,7 @@ export async function wireCore(opts: CoreOptions) {
     pruneMetricDetail: (before, limit) => store.metrics.pruneDetail(before, limit),
     pruneMetricHours: (before, limit) => store.metrics.pruneHours(before, limit),
     pruneDkimKeys: (before, limit) => store.dkimKeys.prune(before, limit),
+    pruneCredentials: (before, limit) => store.accounts.pruneCredentials(before, limit),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),

@@ -57,6 +57,11 @@ export interface RetentionDeps {
    */
   pruneDkimKeys?: (before: number, limit: number) => Promise<number>;
   /**
+   * Hook for revoked API keys and deleted SMTP passwords (issue 31): delete up to `limit` that stopped before `before`
+   * (cutoff = `retention.log_days`, the SMTP log that may name them); return how many. Unset: they are not pruned.
+   */
+  pruneCredentials?: (before: number, limit: number) => Promise<number>;
+  /**
    * Hook for inbound reports (issue 31): delete up to `limit` created before `before` (cutoff =
    * `retention.report_days`); return how many. Unset: they are not pruned.
    */
@@ -97,6 +102,8 @@ export interface RetentionCounts {
   metricHours: number;
   /** Retired and revoked DKIM keys (0 unless the `pruneDkimKeys` hook is wired). */
   dkimKeys: number;
+  /** Revoked API keys and deleted SMTP passwords (0 unless the `pruneCredentials` hook is wired). */
+  credentials: number;
   /** Inbound reports (0 unless the `pruneReports` hook is wired). */
   reports: number;
   /** Classifier learned-message records (0 unless the `pruneBayesLearned` hook is wired). */
@@ -106,7 +113,7 @@ export interface RetentionCounts {
 }
 
 /** The kinds of rows pruned through a LIMIT-ed hook of another owner. */
-type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'metricHours' | 'dkimKeys' | 'reports' | 'bayesLearned';
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'metricHours' | 'dkimKeys' | 'credentials' | 'reports' | 'bayesLearned';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -130,7 +137,7 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  *   given (an alert still being delivered, a strike that still counts toward a block stay);
  * - per-second metric counters older than DETAIL_DAYS (a window's edge in such an hour then counts the whole hour),
  *   when `pruneMetricDetail` is given; the hourly roll-ups of hours older than `metric_days`, when `pruneMetricHours`
- *   is given; retired and revoked DKIM keys after `dkim_key_days`, when `pruneDkimKeys` is given;
+ *   is given; retired and revoked DKIM keys after `dkim_key_days`, when `pruneDkimKeys` is given; revoked API keys and deleted SMTP passwords after `log_days`, when `pruneCredentials` is given;
  * - inbound reports older than `report_days`, the classifier's learned-message records older than
  *   `bayes_learned_days` and its tokens counted in one message only and not learned for `bayes_token_days`, when
  *   `pruneReports` / `pruneBayesLearned` / `pruneRareTokens` are given.
@@ -196,7 +203,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
-    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, reports: 0, bayesLearned: 0, bayesTokens: 0 };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0 };
     const counts: RetentionCounts = { logRows, messages, bodies, quarantine, ...none };
     const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
     // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
@@ -210,6 +217,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
       ['metricDetail', now - DETAIL_DAYS * DAY_MS, deps.pruneMetricDetail],
       ['metricHours', now - metricDays * DAY_MS, deps.pruneMetricHours],
       ['dkimKeys', now - dkimKeyDays * DAY_MS, deps.pruneDkimKeys],
+      ['credentials', logBefore, deps.pruneCredentials],
       ['reports', now - reportDays * DAY_MS, deps.pruneReports],
       ['bayesLearned', now - bayesLearnedDays * DAY_MS, deps.pruneBayesLearned],
     ];

@@ -93,6 +93,12 @@ export interface AccountStore {
   /** The account's live (not deleted) SMTP passwords, in the order they were created. */
   listSmtpPasswords(accountId: number): Promise<SmtpPasswordRow[]>;
   deleteSmtpPassword(accountId: number, id: number, now: number): Promise<boolean>;
+  /**
+   * Retention (`retention.log_days`): deletes up to `limit` credentials that stopped before `before` — API keys
+   * revoked then that no inbound domain (associate-key) or console session still names, and SMTP passwords deleted
+   * then; returns how many. Live credentials are never touched. Bounds create-and-revoke churn (issue 31).
+   */
+  pruneCredentials(before: number, limit: number): Promise<number>;
   /** The account a handle + SMTP password pair authenticates, or undefined. */
   authenticateSmtp(handle: string, password: string): Promise<AccountRow | undefined>;
   /** Messages accepted for this account in the period (YYYY-MM); the Queue port's accept adds to it. */

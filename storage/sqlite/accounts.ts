@@ -51,6 +51,14 @@ export function createAccountStore(db: Db) {
       `SELECT id, account_id, redacted, enabled, created_at FROM smtp_passwords
        WHERE account_id = ? AND deleted_at IS NULL ORDER BY id`,
     ),
+    pruneKeys: db.prepare(
+      `DELETE FROM api_keys WHERE id IN (SELECT k.id FROM api_keys k WHERE k.revoked_at IS NOT NULL AND k.revoked_at < @before
+         AND NOT EXISTS (SELECT 1 FROM inbound_domains d WHERE d.api_key_id = k.id)
+         AND NOT EXISTS (SELECT 1 FROM console_sessions c WHERE c.key_id = k.id) LIMIT @limit)`,
+    ),
+    prunePasswords: db.prepare(
+      'DELETE FROM smtp_passwords WHERE id IN (SELECT id FROM smtp_passwords WHERE deleted_at IS NOT NULL AND deleted_at < @before LIMIT @limit)',
+    ),
     deletePassword: db.prepare(
       'UPDATE smtp_passwords SET deleted_at = ? WHERE account_id = ? AND id = ? AND deleted_at IS NULL',
     ),
@@ -207,6 +215,12 @@ export function createAccountStore(db: Db) {
 
     deleteSmtpPassword(accountId: number, id: number, now: number): boolean {
       return s.deletePassword.run(now, accountId, id).changes > 0;
+    },
+
+    /** Retention of stopped credentials (see the port): keys first, then passwords, `limit` rows in all. */
+    pruneCredentials(before: number, limit: number): number {
+      const keys = s.pruneKeys.run({ before, limit }).changes;
+      return keys + (keys < limit ? s.prunePasswords.run({ before, limit: limit - keys }).changes : 0);
     },
 
     /** The account a handle + SMTP password pair authenticates, or undefined. */

@@ -1,5 +1,5 @@
-// Checks that retention bounds the hourly metric counters a tenant grows (issue 31): rows of hours older than
-// retention.metric_days go, in batches, through the real stack, store and metrics API; newer hours stay.
+// Checks that retention bounds tables a tenant grows (issue 31), through the real stack and store: hourly metric
+// counters older than retention.metric_days (newer hours stay), stopped DKIM keys, revoked keys and deleted passwords.
 import t from 'tap';
 import { startStack } from '../../helpers/stack.js';
 
@@ -44,4 +44,26 @@ t.test('accounts.max_dkim_keys: past it 422; a revoked key goes after retention.
   stack.clock.advance(1.5 * DAY);
   t.match(await stack.retention.runOnce(), { dkimKeys: 1 }, 'two and a half days: pruned');
   t.equal((await create('s2')).status, 201, 'room again');
+});
+
+t.test('revoked API keys and deleted SMTP passwords go retention.log_days after they stopped; live ones stay', async (t) => {
+  const stack = await startStack(t, { env: { SLUICE_RETENTION_LOG_DAYS: '2' } });
+  const acct = await stack.createAccount('acme');
+  const now = () => stack.clock.now();
+  // Create-and-revoke churn: every round leaves a stopped row behind.
+  for (let i = 0; i < 5; i++) {
+    const k = await stack.store.accounts.createApiKey(acct.id, 'api', now());
+    const p = await stack.store.accounts.createSmtpPassword(acct.id, now());
+    if (!k.ok || !p.ok) throw new Error('no credential');
+    t.ok(await stack.store.accounts.revokeApiKey(acct.id, k.value.id, now()));
+    t.ok(await stack.store.accounts.deleteSmtpPassword(acct.id, p.value.id, now()));
+  }
+  const rows = () => (stack.db.prepare('SELECT (SELECT count(*) FROM api_keys) + (SELECT count(*) FROM smtp_passwords)').pluck().get() as number);
+  const before = rows();
+  stack.clock.advance(DAY);
+  t.match(await stack.retention.runOnce(), { credentials: 0 }, 'one day: kept');
+  stack.clock.advance(1.5 * DAY);
+  t.match(await stack.retention.runOnce(), { credentials: 10 }, 'two and a half days: the five keys and five passwords go');
+  t.equal(rows(), before - 10, 'only the stopped rows left the tables');
+  t.equal((await stack.api('GET', '/tx/v1/sub-account', { key: acct.key })).status, 200, 'the account\'s live key still works');
 });

@@ -78,3 +78,31 @@ contract('DKIM keys: insert and rotate past max answer full; retired and revoked
   t.ok(await key('c.test', 's1', 4_000), 'the pruned key made room');
   t.equal(await dk.prune(Number.MAX_SAFE_INTEGER, 10), 0, 'active keys are never pruned');
 });
+
+contract('pruneCredentials: revoked API keys and deleted SMTP passwords go after the cutoff, live ones and keys still named stay', async (t, { store }) => {
+  const acct = await account(store, 'acme');
+  const key = async (at: number) => {
+    const k = await store.accounts.createApiKey(acct, 'api', at);
+    if (!k.ok) throw new Error('no key');
+    return k.value;
+  };
+  const live = await key(1_000);
+  const churned = await Promise.all([key(1_000), key(1_000), key(1_000)]);
+  for (const k of churned) t.ok(await store.accounts.revokeApiKey(acct, k.id, 2_000));
+  // A revoked key an inbound domain still names (associate-key) stays: the domain's row refers to it.
+  const named = await key(1_000);
+  const sub = await store.inboundDomains.createSubscription({ handle: 'p', planHandle: 'p-plan', planName: 'p', accountId: acct, active: true, limits: [], now: 1 });
+  t.ok((await store.inboundDomains.provision({ accountId: acct, callerKeyId: named.id, bindKeyId: named.id, domain: 'bound.test', subscription: sub, sections: {}, overwrite: false, now: 2 })).ok);
+  t.ok(await store.accounts.revokeApiKey(acct, named.id, 2_000));
+  const pw = await store.accounts.createSmtpPassword(acct, 1_000);
+  const livePw = await store.accounts.createSmtpPassword(acct, 1_000);
+  if (!pw.ok || !livePw.ok) throw new Error('no password');
+  t.ok(await store.accounts.deleteSmtpPassword(acct, pw.value.id, 2_000));
+
+  t.equal(await store.accounts.pruneCredentials(2_000, 100), 0, 'stopped at the cutoff itself: kept');
+  t.equal(await store.accounts.pruneCredentials(2_001, 2), 2, 'at most `limit` a call');
+  t.equal(await store.accounts.pruneCredentials(2_001, 100), 2, 'the third revoked key and the deleted password');
+  t.equal(await store.accounts.pruneCredentials(2_001, 100), 0, 'nothing more: the live ones and the key a domain names stay');
+  t.ok(await store.accounts.authenticateKey(live.key), 'the live key still authenticates');
+  t.same((await store.accounts.listSmtpPasswords(acct)).map((p) => p.id), [livePw.value.id], 'the live password stays');
+});
