@@ -115,10 +115,11 @@ export function learnItem(raw: Buffer, cls: BayesClass): LearnItem {
 
 export interface BayesClassifier {
   /**
-   * Judges `raw` with the global model plus, when `accountId` is given, that account's. Abstains while the models
-   * together hold fewer than `minLearned` messages of either class.
+   * Judges `raw` once per entry of `accountIds` (results in that order): with the global model plus, for an account
+   * id, that account's (null: the global model alone). The message is tokenized once for all of them. Each result
+   * abstains while its models together hold fewer than `minLearned` messages of either class.
    */
-  classify(raw: Buffer, accountId: number | null): Promise<BayesResult>;
+  classify(raw: Buffer, accountIds: readonly (number | null)[]): Promise<BayesResult[]>;
   /** Learns messages into the model of `scope` (null: global); returns what each did. */
   learn(scope: BayesScope, messages: readonly { raw: Buffer; cls: BayesClass }[], now: number): Promise<LearnOutcome[]>;
 }
@@ -129,16 +130,21 @@ export interface BayesClassifier {
  */
 export function createBayesClassifier(deps: { store: BayesStore; minLearned: number; maxTokens: number }): BayesClassifier {
   return {
-    async classify(raw, accountId) {
+    async classify(raw, accountIds) {
       const tokens = tokenizeMessage(raw);
-      const scopes: BayesScope[] = accountId === null ? [null] : [null, accountId];
-      const counts = await deps.store.counts(scopes, tokens);
-      const { learned } = counts;
-      if (learned.spam < deps.minLearned || learned.ham < deps.minLearned) {
-        return { abstained: true, reason: 'too-few-learned', learned };
-      }
-      const { probability, used } = combine(tokens, counts);
-      return { abstained: false, probability: Math.round(probability * 1e6) / 1e6, tokens: used, learned, scope: accountId === null ? 'global' : 'account' };
+      const judge = async (accountId: number | null): Promise<BayesResult> => {
+        const scopes: BayesScope[] = accountId === null ? [null] : [null, accountId];
+        const counts = await deps.store.counts(scopes, tokens);
+        const { learned } = counts;
+        if (learned.spam < deps.minLearned || learned.ham < deps.minLearned) {
+          return { abstained: true, reason: 'too-few-learned', learned };
+        }
+        const { probability, used } = combine(tokens, counts);
+        return { abstained: false, probability: Math.round(probability * 1e6) / 1e6, tokens: used, learned, scope: accountId === null ? 'global' : 'account' };
+      };
+      const results: BayesResult[] = [];
+      for (const id of accountIds) results.push(await judge(id));
+      return results;
     },
     learn(scope, messages, now) {
       return deps.store.learn(scope, messages.map((m) => learnItem(m.raw, m.cls)), now, deps.maxTokens);

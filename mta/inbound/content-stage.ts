@@ -122,11 +122,13 @@ export async function runContentStage(deps: ContentStageDeps, input: ContentInpu
   }
   // Everything above judges the message; the classifier judges it for a reader. One extra recipient of another
   // tenant must not switch an account's trained model off (issue 31, finding 3), nor may one tenant's training
-  // judge another's mail: each account gets its own classification and its own verdict. The common case (one
-  // account) asks the classifier once, as before.
+  // judge another's mail: each account gets its own classification and its own verdict (the message tokenized once
+  // for all of them). The common case (one account) asks the classifier once, as before.
+  const judged = input.accounts.filter((a) => a.needed).map((a) => a.id);
+  const results = deps.bayes && judged.length > 0 ? await deps.bayes.classify(sample, judged) : [];
   const spam = new Map<number, SpamStepVerdict>();
   for (const account of input.accounts) {
-    const bayes = account.needed && deps.bayes ? await deps.bayes.classify(sample, account.id) : undefined;
+    const bayes = account.needed ? results[judged.indexOf(account.id)] : undefined;
     const verdict = decideSpam({
       builtin, bayes, dnsbl, threshold: deps.spamThreshold, needed: account.needed, rspamd, scannerFailure: deps.scannerFailure,
       rspamdGreylistPassed: !!deps.greylist && !greylisted,
