@@ -117,7 +117,8 @@ function guardRequests(server: http.Server | https.Server): void {
       req.resume();
       return;
     }
-    guardUnreadBody(req, res);
+    // A request without a body (most GETs) can leave nothing unread: no per-request hook for it.
+    if (hasBody(req)) guardUnreadBody(req, res);
     for (const listener of listeners) listener.call(server, req, res);
   });
 }
