@@ -268,6 +268,7 @@ export async function wireCore(opts: CoreOptions) {
     pruneMetricHours: (before, limit) => store.metrics.pruneHours(before, limit),
     pruneDkimKeys: (before, limit) => store.dkimKeys.prune(before, limit),
     pruneCredentials: (before, limit) => store.accounts.pruneCredentials(before, limit),
+    purgeSubAccounts: (a) => store.accounts.purgeDeletedSubAccounts(a),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),

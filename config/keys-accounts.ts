@@ -4,7 +4,8 @@ import { key } from './key-def.js';
 import { integer } from './values.js';
 
 /**
- * `accounts.max_suppressions`, `accounts.max_sub_accounts`, `accounts.max_tracking_domains`, `accounts.max_dkim_keys`.
+ * `accounts.max_suppressions`, `accounts.max_sub_accounts`, `accounts.max_deleted_sub_accounts`,
+ * `accounts.max_tracking_domains`, `accounts.max_dkim_keys`.
  * MailChannels documents no bound on any; these keep one tenant's rows (each read on every send, listed by the console, or matched by Host
  * on every tracking hit) from growing without end.
  */
@@ -20,6 +21,12 @@ export const ACCOUNT_KEYS = {
     defaultText: '1000',
     default: () => 1000,
     parse: integer(1, 1_000_000, 'a count'),
+  }),
+  maxDeletedSubAccounts: key({
+    doc: 'Deleted sub-accounts one parent keeps until retention purges them (retention.log_days after deletion, once no log, event, message, metric, report or inbound domain names them); creating a sub-account past it answers 422.',
+    defaultText: '10000',
+    default: () => 10_000,
+    parse: integer(1, 10_000_000, 'a count'),
   }),
   maxTrackingDomains: key({
     doc: 'Custom tracking domains (each hostname and scope, any status) one account registers; registering more answers 422.',

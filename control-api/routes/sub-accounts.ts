@@ -70,7 +70,7 @@ export const subAccountRoutes: AnyRoute[] = [
       201: { description: 'created', schema: SubAccount },
       400: { description: 'invalid body', schema: TxError },
       409: { description: 'handle already exists', schema: TxError },
-      422: { description: 'the account already has accounts.max_sub_accounts live sub-accounts', schema: TxError },
+      422: { description: 'the account already has accounts.max_sub_accounts live sub-accounts, or keeps accounts.max_deleted_sub_accounts deleted ones', schema: TxError },
       ...common,
     },
     handler: async (s, { principal, body }) => {
@@ -85,10 +85,14 @@ export const subAccountRoutes: AnyRoute[] = [
           parentId: parent.id,
           now: s.now(),
           maxSubAccounts: max,
+          maxDeletedSubAccounts: s.config.accounts.maxDeletedSubAccounts,
         });
         if (res.ok) return { status: 201, body: render(res.value) };
         // 422 as the keys' and passwords' per-account limits (api.md §2.6); deleting one makes room (issue 31).
         if (res.reason === 'limit') throw new ApiError(422, [`the account has reached its limit of ${max} sub-accounts; delete one first`]);
+        if (res.reason === 'deleted-limit') {
+          throw new ApiError(422, [`the account keeps ${s.config.accounts.maxDeletedSubAccounts} deleted sub-accounts until retention purges them; try again later`]);
+        }
         if (explicit) throw conflict(`handle "${handle}" already exists`);
       }
       throw new Error('could not generate a free sub-account handle');

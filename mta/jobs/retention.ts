@@ -76,6 +76,11 @@ export interface RetentionDeps {
    * one message only, last learned before `before` (cutoff = `retention.bayes_token_days`). Unset: not pruned.
    */
   pruneRareTokens?: (a: { before: number; afterId: number; limit: number }) => Promise<PruneBatch>;
+  /**
+   * Hook for deleted sub-accounts (issue 31): one batch of a walk over those deleted before `before` (cutoff =
+   * `retention.log_days`), purging each that no record names any more. Unset: they are kept.
+   */
+  purgeSubAccounts?: (a: { before: number; afterId: number; limit: number }) => Promise<PruneBatch>;
 }
 
 /** Rows deleted by one run, per kind. */
@@ -110,6 +115,8 @@ export interface RetentionCounts {
   bayesLearned: number;
   /** Classifier tokens seen in one message long ago (0 unless the `pruneRareTokens` hook is wired). */
   bayesTokens: number;
+  /** Deleted sub-accounts purged with the rows they owned (0 unless the `purgeSubAccounts` hook is wired). */
+  subAccounts: number;
 }
 
 /** The kinds of rows pruned through a LIMIT-ed hook of another owner. */
@@ -141,6 +148,7 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - inbound reports older than `report_days`, the classifier's learned-message records older than
  *   `bayes_learned_days` and its tokens counted in one message only and not learned for `bayes_token_days`, when
  *   `pruneReports` / `pruneBayesLearned` / `pruneRareTokens` are given.
+ * - deleted sub-accounts, `log_days` after deletion, once no record names them, when `purgeSubAccounts` is given.
  * Nothing of a message with a queued (also deferred), sending or held delivery is ever deleted, however old.
  * Each kind stops after `maxBatchesPerRun` batches (default 200); the rest is pruned by the next run.
  * Concurrent calls share the run in progress. `start()` runs it after `firstRunDelayMs` (default 1 min) and then
@@ -203,7 +211,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
-    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0 };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0 };
     const counts: RetentionCounts = { logRows, messages, bodies, quarantine, ...none };
     const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
     // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
@@ -231,6 +239,12 @@ export function createRetentionPruner(deps: RetentionDeps) {
       await yieldToLoop();
       const before = now - bayesTokenDays * DAY_MS;
       [counts.bayesTokens, batches.bayesTokens] = await drain(walker((afterId) => rare({ before, afterId, limit: batchSize })));
+    }
+    const subs = deps.purgeSubAccounts;
+    if (subs) {
+      // After the records above: a sub-account whose last log row went in this run goes in this run too.
+      await yieldToLoop();
+      [counts.subAccounts, batches.subAccounts] = await drain(walker((afterId) => subs({ before: logBefore, afterId, limit: batchSize })));
     }
     if (Object.values(counts).some((n) => n > 0)) log.info(counts, 'retention pruned');
     return { ...counts, batches };

@@ -1,4 +1,5 @@
 // Owns the Accounts port: accounts and sub-accounts, their API keys and SMTP passwords, and monthly usage.
+import type { PruneBatch } from './retention.js';
 
 export interface AccountRow {
   id: number;
@@ -45,6 +46,9 @@ export const DEFAULT_MAX_SUB_ACCOUNTS = 1000;
 
 export type CreateResult<T> = { ok: true; value: T } | { ok: false; reason: 'limit' | 'exists' };
 
+/** Deleted sub-accounts one parent keeps until retention purges them (the default of accounts.max_deleted_sub_accounts). */
+export const DEFAULT_MAX_DELETED_SUB_ACCOUNTS = 10_000;
+
 /** Calendar month (UTC) a timestamp falls in, as `YYYY-MM`: the period of usage counters and send limits. */
 export function usagePeriod(ms: number): string {
   return new Date(ms).toISOString().slice(0, 7);
@@ -58,9 +62,10 @@ export interface AccountStore {
   /**
    * Creates an account (parent when parentId is null); 'exists' when the handle was ever used; 'limit' (nothing
    * written) when the parent already has `maxSubAccounts` live (not deleted; suspended ones count) sub-accounts
-   * (accounts.max_sub_accounts, default DEFAULT_MAX_SUB_ACCOUNTS).
+   * (accounts.max_sub_accounts, default DEFAULT_MAX_SUB_ACCOUNTS); 'deleted-limit' (nothing written) when it keeps
+   * `maxDeletedSubAccounts` deleted ones not yet purged (accounts.max_deleted_sub_accounts).
    */
-  createAccount(input: { handle: string; companyName: string | null; parentId: number | null; now: number; maxSubAccounts?: number }): Promise<CreateResult<AccountRow>>;
+  createAccount(input: { handle: string; companyName: string | null; parentId: number | null; now: number; maxSubAccounts?: number; maxDeletedSubAccounts?: number }): Promise<CreateResult<AccountRow> | { ok: false; reason: 'deleted-limit' }>;
   /** Creates a parent account together with its first `api` key, atomically. */
   createParentWithKey(input: { handle: string; companyName: string | null; now: number }): Promise<
     { ok: true; account: AccountRow; apiKey: string } | { ok: false; reason: 'exists' }
@@ -99,6 +104,14 @@ export interface AccountStore {
    * then; returns how many. Live credentials are never touched. Bounds create-and-revoke churn (issue 31).
    */
   pruneCredentials(before: number, limit: number): Promise<number>;
+  /**
+   * Retention (`retention.log_days`): one batch of the walk over deleted sub-accounts, looking at up to `limit` deleted
+   * before `before` after id `afterId`. Each that no record still names (SMTP log, events, messages, metrics,
+   * reports, quarantine, tracking, strikes, alerts, or an inbound domain) is deleted with the rows it owns (revoked
+   * keys, deleted passwords, settings, lists, suppressions, DKIM keys, monitors, model); its handle is then free.
+   * Bounds create-and-delete churn together with accounts.max_deleted_sub_accounts (issue 31).
+   */
+  purgeDeletedSubAccounts(a: { before: number; afterId: number; limit: number }): Promise<PruneBatch>;
   /** The account a handle + SMTP password pair authenticates, or undefined. */
   authenticateSmtp(handle: string, password: string): Promise<AccountRow | undefined>;
   /** Messages accepted for this account in the period (YYYY-MM); the Queue port's accept adds to it. */

@@ -1,6 +1,7 @@
 // Owns the accounts, api_keys, smtp_passwords and usage_counters tables (the Accounts port).
 import type { AccountRow, ApiKeyRow, CreateResult, KeyPrincipal, KeyScope, SmtpPasswordRow } from '../ports/accounts.js';
-import { CREDENTIAL_LIMIT, DEFAULT_MAX_SUB_ACCOUNTS } from '../ports/accounts.js';
+import { CREDENTIAL_LIMIT, DEFAULT_MAX_DELETED_SUB_ACCOUNTS, DEFAULT_MAX_SUB_ACCOUNTS } from '../ports/accounts.js';
+import { createSubAccountPurge } from './account-purge.js';
 import type { Db } from './database.js';
 import { generateSecret, hashSecret, redactSecret } from './secrets.js';
 
@@ -74,6 +75,8 @@ export function createAccountStore(db: Db) {
     usage: db.prepare('SELECT sends FROM usage_counters WHERE account_id = ? AND period = ?'),
   };
 
+  const purge = createSubAccountPurge(db);
+
   function createKeyInTx(accountId: number, scope: KeyScope, now: number): CreateResult<{ id: number; key: string }> {
     if ((s.countKeys.get(accountId) as { n: number }).n >= CREDENTIAL_LIMIT) return { ok: false, reason: 'limit' };
     const key = generateSecret();
@@ -84,7 +87,8 @@ export function createAccountStore(db: Db) {
   return {
     /**
      * Creates an account (parent when parentId is null); 'exists' when the handle was ever used; 'limit' when the
-     * parent already has `maxSubAccounts` live sub-accounts (default DEFAULT_MAX_SUB_ACCOUNTS; issue 31).
+     * parent already has `maxSubAccounts` live sub-accounts (default DEFAULT_MAX_SUB_ACCOUNTS; issue 31);
+     * 'deleted-limit' when it keeps `maxDeletedSubAccounts` deleted ones that retention has not purged yet.
      */
     createAccount(input: {
       handle: string;
@@ -92,11 +96,15 @@ export function createAccountStore(db: Db) {
       parentId: number | null;
       now: number;
       maxSubAccounts?: number;
-    }): CreateResult<AccountRow> {
-      return db.transaction((): CreateResult<AccountRow> => {
+      maxDeletedSubAccounts?: number;
+    }): CreateResult<AccountRow> | { ok: false; reason: 'deleted-limit' } {
+      return db.transaction((): CreateResult<AccountRow> | { ok: false; reason: 'deleted-limit' } => {
         if (s.handleTaken.get(input.handle)) return { ok: false, reason: 'exists' };
         if (input.parentId !== null && (s.countLiveSubs.get(input.parentId) as number) >= (input.maxSubAccounts ?? DEFAULT_MAX_SUB_ACCOUNTS)) {
           return { ok: false, reason: 'limit' };
+        }
+        if (input.parentId !== null && purge.deletedSubAccounts(input.parentId) >= (input.maxDeletedSubAccounts ?? DEFAULT_MAX_DELETED_SUB_ACCOUNTS)) {
+          return { ok: false, reason: 'deleted-limit' };
         }
         const row = s.insertAccount.get({
           handle: input.handle,
@@ -221,6 +229,11 @@ export function createAccountStore(db: Db) {
     pruneCredentials(before: number, limit: number): number {
       const keys = s.pruneKeys.run({ before, limit }).changes;
       return keys + (keys < limit ? s.prunePasswords.run({ before, limit: limit - keys }).changes : 0);
+    },
+
+    /** Retention of deleted sub-accounts no record names any more (see the port and account-purge.ts). */
+    purgeDeletedSubAccounts(a: { before: number; afterId: number; limit: number }) {
+      return purge.purge(a);
     },
 
     /** The account a handle + SMTP password pair authenticates, or undefined. */

@@ -21,6 +21,7 @@ import { READ_INDEXES } from './migrations/019-read-indexes.js';
 import { TENANT_BOUNDS } from './migrations/020-tenant-bounds.js';
 import { GREYLIST_BOUNDS } from './migrations/021-greylist-bounds.js';
 import { TENANT_TABLE_BOUNDS } from './migrations/022-tenant-table-bounds.js';
+import { SUB_ACCOUNT_PURGE } from './migrations/025-sub-account-purge.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -49,4 +50,5 @@ export const MIGRATIONS: readonly string[] = [
   TENANT_BOUNDS, // 20
   GREYLIST_BOUNDS, // 21
   TENANT_TABLE_BOUNDS, // 22
+  SUB_ACCOUNT_PURGE, // 23 (renumbered 25 when the two before it land)
 ];

@@ -157,7 +157,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
 
   const accounts: AccountStore = port(createAccountStore(db), b, {
     reads: ['isEmpty', 'findByHandle', 'findById', 'findSubAccount', 'listParents', 'listSubAccounts', 'listApiKeys', 'authenticateKey', 'listSmtpPasswords', 'authenticateSmtp', 'usage'],
-    writes: ['createAccount', 'createParentWithKey', 'setEnabled', 'setSendLimit', 'deleteAccount', 'createApiKey', 'revokeApiKey', 'createSmtpPassword', 'deleteSmtpPassword', 'pruneCredentials'],
+    writes: ['createAccount', 'createParentWithKey', 'setEnabled', 'setSendLimit', 'deleteAccount', 'createApiKey', 'revokeApiKey', 'createSmtpPassword', 'deleteSmtpPassword', 'pruneCredentials', 'purgeDeletedSubAccounts'],
   });
 
   const store: SqliteStore = {

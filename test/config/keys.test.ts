@@ -16,7 +16,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'acme.directory_url', 'acme.email', 'acme.hostnames', 'acme.ca_file', 'dns.servers',
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
     'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'send.max_recipients',
-    'send.rate_per_second', 'accounts.max_suppressions', 'accounts.max_sub_accounts', 'accounts.max_tracking_domains', 'accounts.max_dkim_keys', 'security.allow_private_targets',
+    'send.rate_per_second', 'accounts.max_suppressions', 'accounts.max_sub_accounts', 'accounts.max_deleted_sub_accounts', 'accounts.max_tracking_domains', 'accounts.max_dkim_keys', 'security.allow_private_targets',
     'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
@@ -49,7 +49,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_DNS_SERVERS: '127.0.0.1:53', SLUICE_OUTBOUND_SMARTHOST: 'relay.test:25', SLUICE_OUTBOUND_SMARTHOST_USER: 'u',
     SLUICE_OUTBOUND_SMARTHOST_PASSWORD: 'p', SLUICE_OUTBOUND_SMARTHOST_TLS: 'implicit',
     SLUICE_OUTBOUND_TRANSPORT_MAP: 'a.test=h:26', SLUICE_OUTBOUND_MX_PORT: '2525', SLUICE_OUTBOUND_PUBLIC_IP: '192.0.2.1',
-    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_SEND_MAX_RECIPIENTS: '50', SLUICE_SEND_RATE_PER_SECOND: '0', SLUICE_ACCOUNTS_MAX_SUPPRESSIONS: '500', SLUICE_ACCOUNTS_MAX_SUB_ACCOUNTS: '7', SLUICE_ACCOUNTS_MAX_TRACKING_DOMAINS: '8', SLUICE_ACCOUNTS_MAX_DKIM_KEYS: '9', SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.5/8, FD00::1:2525, [::1]:2525, 127.0.0.1',
+    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_SEND_MAX_RECIPIENTS: '50', SLUICE_SEND_RATE_PER_SECOND: '0', SLUICE_ACCOUNTS_MAX_SUPPRESSIONS: '500', SLUICE_ACCOUNTS_MAX_SUB_ACCOUNTS: '7', SLUICE_ACCOUNTS_MAX_DELETED_SUB_ACCOUNTS: '70', SLUICE_ACCOUNTS_MAX_TRACKING_DOMAINS: '8', SLUICE_ACCOUNTS_MAX_DKIM_KEYS: '9', SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.5/8, FD00::1:2525, [::1]:2525, 127.0.0.1',
     SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
@@ -107,7 +107,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       transportMap: { 'a.test': { host: 'h', port: 26 } }, mxPort: 2525, publicIp: '192.0.2.1', lockdown: 'off',
     },
     send: { maxRecipients: 50, ratePerSecond: 0 },
-    accounts: { maxSuppressions: 500, maxSubAccounts: 7, maxTrackingDomains: 8, maxDkimKeys: 9 },
+    accounts: { maxSuppressions: 500, maxSubAccounts: 7, maxDeletedSubAccounts: 70, maxTrackingDomains: 8, maxDkimKeys: 9 },
     // Each entry in its canonical form: a bare address is a /32 or /128; fd00::1:2525 is an IPv6 address, not a port.
     security: { allowPrivateTargets: ['10.0.0.5/8', 'fd00::1:2525/128', '[::1]:2525', '127.0.0.1/32'] },
     filters: {

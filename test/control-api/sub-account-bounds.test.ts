@@ -22,3 +22,27 @@ t.test('accounts.max_sub_accounts: past it 422; a delete makes room; per parent'
   t.equal((await create(a.key, 'shop3')).status, 201, 'a deleted sub-account does not count');
   t.same((await live(a.key)).sort(), ['shop2', 'shop3']);
 });
+
+t.test('create-and-delete churn is bounded: accounts.max_deleted_sub_accounts, then retention purges and makes room', async (t) => {
+  const stack = await startStack(t, { env: { SLUICE_ACCOUNTS_MAX_DELETED_SUB_ACCOUNTS: '3', SLUICE_RETENTION_LOG_DAYS: '2' } });
+  const a = await stack.createAccount('acme');
+  const create = (handle: string) => stack.api('POST', '/tx/v1/sub-account', { key: a.key, body: { handle, company_name: 'Shop' } });
+  for (const h of ['churn1', 'churn2', 'churn3']) {
+    t.equal((await create(h)).status, 201);
+    t.equal((await stack.api('DELETE', `/tx/v1/sub-account/${h}`, { key: a.key })).status, 204);
+  }
+  const refused = await create('churn4');
+  t.equal(refused.status, 422, 'a fourth deleted one would pass the bound');
+  t.same(refused.body, { errors: ['the account keeps 3 deleted sub-accounts until retention purges them; try again later'] });
+  t.equal(await stack.store.accounts.findByHandle('churn4'), undefined, 'nothing created');
+  const rows = () => stack.db.prepare('SELECT count(*) FROM accounts WHERE parent_id = ?').pluck().get(a.id) as number;
+  t.equal(rows(), 3, 'the table holds the bound, no more');
+
+  stack.clock.advance(86_400_000);
+  t.match(await stack.retention.runOnce(), { subAccounts: 0 }, 'one day after deletion: kept');
+  stack.clock.advance(1.5 * 86_400_000);
+  t.match(await stack.retention.runOnce(), { subAccounts: 3 }, 'retention.log_days after: purged (nothing names them)');
+  t.equal(rows(), 0);
+  t.equal((await create('churn4')).status, 201, 'room again');
+  t.equal((await create('churn1')).status, 201, 'a purged handle is free again');
+});
