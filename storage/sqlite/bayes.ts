@@ -2,6 +2,7 @@
 // bayes_learned (migration 16; seen_at, the token count and the expiry indexes: migration 20).
 import crypto from 'node:crypto';
 import type { Db } from './database.js';
+import { direct, type Sync } from './sync-repo.js';
 import { DEFAULT_MAX_TOKENS, type BayesCounts, type BayesModelStats, type BayesScope, type BayesStore, type BayesTotals, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
 
 /**
@@ -15,8 +16,13 @@ export function tokenHash(token: string): number {
 /** Tokens beyond those a learn added that it forgets at most, while a model is over a cap lowered since. */
 const EXCESS_PER_LEARN = 5000;
 
-/** The classifier's models in the SQLite database `db`. */
+/** The classifier's models in the SQLite database `db`, called directly on it (tests, benches). */
 export function createSqliteBayesStore(db: Db): BayesStore {
+  return direct<BayesStore>(createSqliteBayesRepo(db));
+}
+
+/** The classifier's models as a synchronous repository: the store runs its writes through group commit. */
+export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
   const s = {
     globalModel: db.prepare('SELECT id FROM bayes_models WHERE account_id IS NULL'),
     accountModel: db.prepare('SELECT id FROM bayes_models WHERE account_id = ?'),
@@ -133,19 +139,19 @@ export function createSqliteBayesStore(db: Db): BayesStore {
   });
 
   return {
-    async learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS) {
+    learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS) {
       return learnAll.immediate(scope, items, now, maxTokens);
     },
 
-    async pruneRareTokens(a) {
+    pruneRareTokens(a) {
       return rareBatch.immediate(a.before, a.afterId, a.limit);
     },
 
-    async pruneLearned(before, limit) {
+    pruneLearned(before, limit) {
       return s.pruneLearned.run(before, limit).changes;
     },
 
-    async counts(scopes, tokens): Promise<BayesCounts> {
+    counts(scopes, tokens): BayesCounts {
       const ids = scopes.map((sc) => modelId(sc, false)).filter((id): id is number => id !== undefined);
       const learned: BayesTotals = { spam: 0, ham: 0 };
       for (const id of ids) {
@@ -167,7 +173,7 @@ export function createSqliteBayesStore(db: Db): BayesStore {
       return { learned, tokens: found };
     },
 
-    async stats(scope): Promise<BayesModelStats> {
+    stats(scope): BayesModelStats {
       const id = modelId(scope, false);
       if (id === undefined) return { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null };
       const m = s.model.get(id) as { spam: number; ham: number; version: number; updated_at: number | null };
@@ -179,7 +185,7 @@ export function createSqliteBayesStore(db: Db): BayesStore {
       };
     },
 
-    async reset(scope, now) {
+    reset(scope, now) {
       const id = modelId(scope, false);
       if (id === undefined) return;
       db.transaction(() => {

@@ -2,9 +2,16 @@
 // greylist_clients (migration 16), and the indexes its bounds read (migration 21). Shared by every process on the
 // data_dir, so a retry may reach any of them.
 import type { Db } from './database.js';
+import { direct, type Sync } from './sync-repo.js';
 import type { GreylistStore, TripletRecord } from '../ports/greylist.js';
 
+/** Greylisting's memory in the SQLite database `db`, called directly on it (tests). */
 export function createSqliteGreylistStore(db: Db): GreylistStore {
+  return direct<GreylistStore>(createSqliteGreylistRepo(db));
+}
+
+/** Greylisting's memory as a synchronous repository: the store runs its writes through group commit. */
+export function createSqliteGreylistRepo(db: Db): Sync<GreylistStore> {
   const s = {
     find: db.prepare('SELECT first_seen, last_seen, passed_at FROM greylist_triplets WHERE network = ? AND sender = ? AND recipient = ?'),
     save: db.prepare(
@@ -39,28 +46,28 @@ export function createSqliteGreylistStore(db: Db): GreylistStore {
     ),
   };
   return {
-    async find(t) {
+    find(t) {
       const r = s.find.get(t.network, t.sender, t.recipient) as { first_seen: number; last_seen: number; passed_at: number | null } | undefined;
       return r ? ({ firstSeen: r.first_seen, lastSeen: r.last_seen, passedAt: r.passed_at } satisfies TripletRecord) : undefined;
     },
-    async save(t, r) {
+    save(t, r) {
       s.save.run({ ...t, ...r });
     },
-    async client(network) {
+    client(network) {
       const r = s.client.get(network) as { passes: number; last_pass_at: number } | undefined;
       return r ? { passes: r.passes, lastPassAt: r.last_pass_at } : undefined;
     },
-    async countPass(network, now) {
+    countPass(network, now) {
       s.countPass.run(network, now);
     },
-    async saveFirst(t, r, cap) {
+    saveFirst(t, r, cap) {
       return db.transaction(() => {
         if ((s.countNew.get(t.network, cap.since, cap.max) as { n: number }).n >= cap.max) return false;
         s.save.run({ ...t, ...r });
         return true;
       }).immediate();
     },
-    async prune(c, limit) {
+    prune(c, limit) {
       return db.transaction(() => {
         let n = s.pruneUnretried.run(c.unretriedBefore, limit).changes;
         if (n < limit) n += s.pruneTriplets.run(c.seenBefore, limit - n).changes;

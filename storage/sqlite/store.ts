@@ -9,13 +9,13 @@ import type { AccountStore } from '../ports/accounts.js';
 import type { QueueStore } from '../ports/queue.js';
 import { createAccountStore } from './accounts.js';
 import { createAlertStore } from './alerts.js';
-import { createSqliteBayesStore } from './bayes.js';
+import { createSqliteBayesRepo } from './bayes.js';
 import { createBodies, INLINE_MAX_BYTES } from './bodies.js';
 import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
 import { createConsoleStore } from './console.js';
 import { backupDatabase, openDatabase, pingDatabase, type Db } from './database.js';
 import { createDkimKeyStore } from './dkim-keys.js';
-import { createSqliteGreylistStore } from './greylist.js';
+import { createSqliteGreylistRepo } from './greylist.js';
 import { createInboundDomainStore } from './inbound-domains.js';
 import { createInboundListStore } from './inbound-lists.js';
 import { createInboundReportStore } from './inbound-reports.js';
@@ -228,10 +228,11 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       delete: async (accountId, id, now) => (await freeing(() => quarantineRepo.delete(accountId, id, now))).deleted,
       prune: async (now, limit) => (await freeing(() => quarantineRepo.prune(now, limit))).deleted,
     },
-    // Written asynchronous already (issue 26), each unit its own statement or transaction on this connection: not
-    // through group commit, and with busy_timeout 0 a lock held elsewhere fails them at once (never a frozen loop).
-    bayes: createSqliteBayesStore(db),
-    greylist: createSqliteGreylistStore(db),
+    // Through group commit like every other write: a lock another process or the CLI holds is waited out off the
+    // event loop (with busy_timeout 0 it failed them at once: `sluice filter train` beside a delivering server died
+    // with "database is locked"), a stepped accept's open transaction is never joined, and fsyncs are shared.
+    bayes: port(createSqliteBayesRepo(db), b, { reads: ['counts', 'stats'], writes: ['learn', 'pruneRareTokens', 'pruneLearned', 'reset'] }),
+    greylist: port(createSqliteGreylistRepo(db), b, { reads: ['find', 'client'], writes: ['save', 'countPass', 'saveFirst', 'prune'] }),
     alerts: port(createAlertStore(db), b, {
       reads: ['listMonitors', 'findMonitor', 'watching', 'due', 'listAlerts', 'countBuckets'],
       writes: ['createMonitor', 'deleteMonitor', 'fire', 'claim', 'renew', 'recordResult', 'prune'],
