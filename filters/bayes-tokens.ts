@@ -190,9 +190,9 @@ function partTokens(leaves: readonly MimeLeaf[], into: Set<string>): void {
  */
 export function tokenizeMessage(raw: Buffer): string[] {
   const into = new TokenSet();
-  const { headers } = splitMessage(raw);
-  headerTokens(headers, into);
-  const leaves = mimeLeaves(raw);
+  const split = splitMessage(raw);
+  headerTokens(split.headers, into);
+  const leaves = mimeLeaves(raw, undefined, split);
   partTokens(leaves, into);
   for (const u of findUrls(leaves)) {
     const host = u.url.hostname.toLowerCase();

@@ -1,5 +1,5 @@
 // Owns reading the leaf parts of a MIME message for content rules: content type and decoded bytes, bounded.
-import { headerValues, splitMessage } from './message-headers.js';
+import { headerValues, splitMessage, type SplitMessage } from './message-headers.js';
 
 /** One leaf part with its transfer encoding undone (RFC 2045 §6: quoted-printable, base64; others as they are). */
 export interface MimeLeaf {
@@ -63,14 +63,15 @@ function splitMultipart(body: Buffer, boundary: string): Buffer[] {
 /**
  * The leaf parts of `raw` in order, each decoded from its transfer encoding. message/rfc822 parts are walked
  * into (an attached message's content is content too). Walks at most `limits.maxParts` parts and `maxDepth` levels;
- * what lies beyond is not returned (callers score what they see; clamd sees the whole message).
+ * what lies beyond is not returned (callers score what they see; clamd sees the whole message). `top` is
+ * `splitMessage(raw)` when the caller has it already: the message's header block is then not split a second time.
  */
-export function mimeLeaves(raw: Buffer, limits: MimeLimits = DEFAULT_LIMITS): MimeLeaf[] {
+export function mimeLeaves(raw: Buffer, limits: MimeLimits = DEFAULT_LIMITS, top?: SplitMessage): MimeLeaf[] {
   const out: MimeLeaf[] = [];
   let seen = 0;
   const walk = (entity: Buffer, depth: number): void => {
     if (++seen > limits.maxParts || depth > limits.maxDepth) return;
-    const { headers, bodyOffset } = splitMessage(entity);
+    const { headers, bodyOffset } = entity === raw && top ? top : splitMessage(entity);
     const typeHeader = headerValues(headers, 'content-type')[0] ?? 'text/plain';
     const contentType = (typeHeader.split(';')[0] ?? '').trim().toLowerCase() || 'text/plain';
     const body = entity.subarray(bodyOffset);

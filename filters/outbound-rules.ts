@@ -108,8 +108,9 @@ export interface OutboundFindings {
 
 /** Runs the built-in outbound rules and the EICAR check over `raw` (the message as it will be sent). */
 export function scanOutboundContent(raw: Buffer, fromAuth: FromAuthState): OutboundFindings {
-  const { headers, bodyOffset } = splitMessage(raw);
-  const leaves = mimeLeaves(raw);
+  const split = splitMessage(raw);
+  const { headers, bodyOffset } = split;
+  const leaves = mimeLeaves(raw, undefined, split);
   const ctx: OutboundContext = { auth: undefined, headers, body: raw.subarray(bodyOffset), leaves, urls: findUrls(leaves), fromAuth };
   return { spam: scoreRules(ctx, OUTBOUND_RULES), eicar: inAnyPart(ctx, EICAR), bulk: isBulk(headers) };
 }

@@ -89,7 +89,7 @@ export async function runContentStage(deps: ContentStageDeps, input: ContentInpu
   // The rules, the MIME walk and the classifier judge the sample (the header section and the first
   // SAMPLE_BODY_BYTES of the body, as SpamAssassin reads a bounded start); rspamd and clamd read the whole stream.
   const sample = msg.content.sample;
-  const leaves = mimeLeaves(sample);
+  const leaves = mimeLeaves(sample, undefined, split);
   const content: ContentContext = { auth: input.auth.results, headers: split.headers, body: sample.subarray(split.bodyOffset), leaves, urls: findUrls(leaves) };
   const tags: string[] = [];
 

@@ -24,10 +24,12 @@ import { createMetricRollup } from './metrics.js';
 import { createQuarantineStore } from './quarantine.js';
 import { ACCEPT_STEP_ROWS, acceptRows, createQueueStore } from './queue.js';
 import { createQueueViews } from './queue-views.js';
+import { createReadCache } from './read-cache.js';
 import { createRetentionStore } from './retention.js';
 import { createSpool } from './spool.js';
 import { moveLargeBodies } from './migrations/018-spool.js';
 import { createSenderAbuseStore } from './sender-abuse.js';
+import { hashSecret } from './secrets.js';
 import { createSettingStore } from './settings.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
@@ -129,6 +131,27 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     return bytes === null ? bodies.openSpooled(ref, start) : Readable.from([bytes.subarray(start)], { objectMode: false });
   };
   const closing = new AbortController();
+  // What the MX, the relay worker and the send path read per message, kept until a write (anyone's) changes it.
+  const cached = createReadCache(db);
+  const domainsRepo = createInboundDomainStore(db);
+  const inboundDomainsRepo = {
+    ...domainsRepo,
+    findServedDomain: cached('inbound', domainsRepo.findServedDomain, (name) => name),
+    listDownstreams: cached('inbound', domainsRepo.listDownstreams, (id, limit, offset) => `${id} ${limit} ${offset}`),
+  };
+  const listsRepo = createInboundListStore(db);
+  const inboundListsRepo = { ...listsRepo, matchLists: cached('lists', listsRepo.matchLists, (q) => JSON.stringify(q)) };
+  const dkimRepo = createDkimKeyStore(db);
+  const dkimKeysRepo = {
+    ...dkimRepo,
+    // A rotated key signs only inside its grace, which ends with time and no write: past it, look again.
+    findSigningKey: cached(
+      'dkim',
+      dkimRepo.findSigningKey,
+      (ids, domain) => `${ids.join(',')} ${domain}`,
+      (row, _ids, _domain, now) => row === undefined || row.status !== 'rotated' || (row.grace_period_expires_at ?? 0) > now,
+    ),
+  };
 
   const queue: QueueStore = {
     ...port(queueRepo, b, {
@@ -155,7 +178,10 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     },
   };
 
-  const accounts: AccountStore = port(createAccountStore(db), b, {
+  const accountsRepo = createAccountStore(db);
+  // Every API request's principal; kept by the key's hash (never the key itself), until an account or key changes.
+  const accountsCached = { ...accountsRepo, authenticateKey: cached('accounts', accountsRepo.authenticateKey, (key) => hashSecret(key)) };
+  const accounts: AccountStore = port(accountsCached, b, {
     reads: ['isEmpty', 'findByHandle', 'findById', 'findSubAccount', 'listParents', 'listSubAccounts', 'listApiKeys', 'authenticateKey', 'listSmtpPasswords', 'authenticateSmtp', 'usage'],
     writes: ['createAccount', 'createParentWithKey', 'setEnabled', 'setSendLimit', 'deleteAccount', 'createApiKey', 'revokeApiKey', 'createSmtpPassword', 'deleteSmtpPassword', 'pruneCredentials', 'purgeDeletedSubAccounts'],
   });
@@ -189,7 +215,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       reads: ['exists', 'list', 'isSuppressed'],
       writes: ['insertMany', 'addFromEvent', 'unsubscribe', 'delete'],
     }),
-    dkimKeys: port(createDkimKeyStore(db), b, {
+    dkimKeys: port(dkimKeysRepo, b, {
       reads: ['domains', 'find', 'list', 'findSigningKey'],
       writes: ['insert', 'updateStatus', 'rotate', 'retireDue', 'prune'],
     }),
@@ -202,11 +228,11 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       reads: ['scanPolicy', 'countStrikes', 'findBlock', 'countDelistings', 'activeBlocks', 'activeBlocksFor', 'listBlocks'],
       writes: ['setScanPolicy', 'insertStrike', 'insertBlock', 'lift', 'prune'],
     }),
-    inboundDomains: port(createInboundDomainStore(db), b, {
+    inboundDomains: port(inboundDomainsRepo, b, {
       reads: ['findServedDomain', 'findDomain', 'findDomainById', 'findAlias', 'listDomains', 'details', 'remainingOnSubscription', 'listDownstreams', 'listSubscriptions', 'findSubscription'],
       writes: ['provision', 'updateSections', 'bindKey', 'deleteDomain', 'addAlias', 'removeAlias', 'setDownstreams', 'createSubscription'],
     }),
-    inboundLists: port(createInboundListStore(db), b, { reads: ['listEntries', 'matchLists'], writes: ['addEntry', 'removeEntry'] }),
+    inboundLists: port(inboundListsRepo, b, { reads: ['listEntries', 'matchLists'], writes: ['addEntry', 'removeEntry'] }),
     inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport', 'pruneReports'] }),
     quarantine: {
       ...port(quarantineRepo, b, { reads: ['list', 'find'], writes: ['finishRelease', 'abortRelease'] }),
