@@ -35,8 +35,12 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** A minimal authoritative DNS for the sender domain (SPF, DMARC) so that filtering does real look-ups. */
-async function startDns(): Promise<{ address: string; close: () => void }> {
+/**
+ * A minimal authoritative DNS for the sender domain (SPF, DMARC) so that filtering does real look-ups, counting the
+ * queries it answers. Negative answers carry an SOA (MINIMUM 300 s) as real zones' do (RFC 2308 §3).
+ */
+async function startDns(): Promise<{ address: string; queries: () => number; close: () => void }> {
+  let queries = 0;
   const zones: Record<string, string[]> = {
     'src.test': ['v=spf1 ip4:127.0.0.0/8 -all'],
     '_dmarc.src.test': ['v=DMARC1; p=none'],
@@ -51,19 +55,22 @@ async function startDns(): Promise<{ address: string; close: () => void }> {
     }
     const question = q.questions?.[0];
     if (!question) return;
+    queries++;
     const name = question.name.toLowerCase();
     const txt = question.type === 'TXT' ? zones[name] : undefined;
+    const soa = { mname: 'ns.test', rname: 'hostmaster.test', serial: 1, refresh: 3600, retry: 600, expire: 86400, minimum: 300 };
     const res = dnsPacket.encode({
       type: 'response',
       id: q.id ?? 0,
       flags: dnsPacket.AUTHORITATIVE_ANSWER | (txt || name in zones ? 0 : 3), // rcode 3 = NXDOMAIN
       questions: [question],
       answers: (txt ?? []).map((data) => ({ type: 'TXT' as const, name: question.name, ttl: 300, data })),
+      authorities: txt ? [] : [{ type: 'SOA' as const, name: 'test', ttl: 300, data: soa }],
     });
     sock.send(res, rinfo.port, rinfo.address);
   });
   await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
-  return { address: `127.0.0.1:${(sock.address() as AddressInfo).port}`, close: () => sock.close() };
+  return { address: `127.0.0.1:${(sock.address() as AddressInfo).port}`, queries: () => queries, close: () => sock.close() };
 }
 
 /** smtp-sink with running counters: `count()` is the number of messages it has received. */
@@ -124,6 +131,8 @@ interface Run {
   serverCpu: number;
   sourceCpu: number;
   seconds: number;
+  /** Queries the bench's DNS answered during the run (Sluice's filters; Postfix asks none). */
+  dnsQueries: number;
 }
 
 /** One measurement: N messages of sizeKb with conc sessions from smtp-source; waits until the sink has them all. */
@@ -134,9 +143,11 @@ async function measure(
   sink: { count: () => number },
   conc: number,
   sizeKb: number,
+  dnsQueries: () => number,
   serverPid?: number,
 ): Promise<Run> {
   const base = sink.count();
+  const queriesBefore = dnsQueries();
   const t0 = performance.now();
   const meter = serverPid === undefined ? undefined : cpuMeter(serverPid);
   // Async, not spawnSync: this process also serves the DNS the filters query during the run.
@@ -162,6 +173,7 @@ async function measure(
     accept: r.status === 0 ? N / ((t1 - t0) / 1000) : NaN,
     e2e: delivered >= N ? N / ((t2 - t0) / 1000) : NaN,
     delivered,
+    dnsQueries: dnsQueries() - queriesBefore,
   };
 }
 
@@ -215,8 +227,8 @@ async function main(): Promise<void> {
     for (const [conc, sizeKb] of CASES) {
       for (let rep = 0; rep < REPS; rep++) {
         // Alternate the two in one case so both see the same background noise.
-        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb, sluice.child.pid));
-        if (postfixAddr && postfixSink) runs.push(await measure(source, 'postfix', postfixAddr, postfixSink, conc, sizeKb));
+        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb, dns.queries, sluice.child.pid));
+        if (postfixAddr && postfixSink) runs.push(await measure(source, 'postfix', postfixAddr, postfixSink, conc, sizeKb, dns.queries));
         const last = runs
           .slice(-2)
           .map((r) => `${r.target} ${r.e2e.toFixed(0)}/s (server CPU ${r.serverCpu.toFixed(1)} s, smtp-source ${r.sourceCpu.toFixed(1)} s)`)
@@ -247,6 +259,11 @@ async function main(): Promise<void> {
         `| ${conc} | ${sizeKb} KB | ${f(perMsg(sl.map((r) => r.serverCpu)))} | ${f(median(sl.map((r) => r.serverCpu / r.seconds)))} | ${f(perMsg(sl.map((r) => r.sourceCpu)))} | ${f(perMsg(of('postfix').map((r) => r.sourceCpu)))} |`,
       );
     }
+    const perMessage = CASES.map(([conc, sizeKb]) => {
+      const q = median(runs.filter((r) => r.target === 'sluice' && r.conc === conc && r.sizeKb === sizeKb).map((r) => r.dnsQueries / N));
+      return `${conc}×${sizeKb} KB ${Number.isNaN(q) ? '—' : q.toFixed(3)}`;
+    });
+    console.log(`\nDNS queries per Sluice message (medians; the cache keeps answers for their TTL): ${perMessage.join(', ')}`);
     const lost = runs.filter((r) => r.delivered < N);
     if (lost.length > 0) {
       console.log(`\nincomplete runs: ${lost.map((r) => `${r.target} ${r.conc}×${r.sizeKb}KB ${r.delivered}/${N}`).join(', ')}`);

@@ -140,7 +140,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
           const secret = await secretSetting(store.settings, 'tracking_secret');
           const verifyDeps = () => ({
             store: store.trackingDomains,
-            resolver: createDnsResolver({ servers: config.dns.servers }),
+            resolver: createDnsResolver({ servers: config.dns.servers, cacheMaxEntries: config.dns.cacheMaxEntries }),
             secret,
             publicUrl: () => config.http.publicUrl ?? `http://${formatHostPort(config.http.listen)}`,
             now,

@@ -114,7 +114,13 @@ export async function wireCore(opts: CoreOptions) {
   const { accounts, dkimKeys: dkim, suppressions, inboundDomains, inboundLists, quarantine, trackingDomains } = store;
   // Before anything listens: a first start that then fails to bind keeps its key file (issue 23).
   const firstApiKey = await handOverFirstKey(store, config.dataDir, logger, now());
-  const resolver = createDnsResolver({ servers: config.dns.servers });
+  // One DNS cache per process, shared by routing, the target guard, mailauth, the DNS lists and lockdown checks.
+  const resolver = createDnsResolver({
+    servers: config.dns.servers,
+    cacheMaxEntries: config.dns.cacheMaxEntries,
+    now,
+    onLookup: (type, result) => metrics.dnsLookups.inc({ type, result }),
+  });
   // The outbound-connection policy: every target a tenant chose (webhooks, monitor webhooks, downstreams, MX hosts)
   // is resolved once, judged, and dialled only at an address it allowed. Own listeners: this process's bound ones
   // and every role's configured ones (another process on this data_dir may run them), names resolved to addresses.

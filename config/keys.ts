@@ -212,6 +212,12 @@ export const KEY_TREE = {
       default: () => [],
       parse: parseTargetList,
     }),
+    cacheMaxEntries: key({
+      doc: 'DNS answers kept in each process\'s cache (MX, A, AAAA, TXT, PTR…; each for its TTL, at most a day; NXDOMAIN/NODATA for the SOA minimum, at most 15 minutes; failures 5 seconds), least recently used dropped first; 0 turns the cache off.',
+      defaultText: '10000',
+      default: () => 10_000,
+      parse: integer(0, 10_000_000, 'a count'),
+    }),
   },
   outbound: {
     smarthost: key({

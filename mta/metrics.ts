@@ -103,6 +103,13 @@ export function createMetrics() {
       labelNames: ['method', 'route', 'status'] as const,
       registers,
     }),
+    /** Fed by the process's one DNS cache (mta/delivery/dns-cache.ts), once per look-up. */
+    dnsLookups: new Counter({
+      name: 'sluice_dns_lookups_total',
+      help: 'DNS look-ups by record type and how the cache answered: hit (from the cache), shared (joined an identical look-up in flight), miss (asked a server).',
+      labelNames: ['type', 'result'] as const,
+      registers,
+    }),
     /** Fed by the SQLite store's group commit around its one write transaction (COMMIT includes the fsync). */
     sqliteCommit: new Histogram({
       name: 'sluice_sqlite_commit_duration_seconds',

@@ -1,6 +1,7 @@
-// Owns DNS look-ups through `dns.servers` (or the system resolvers), with answers classified for mail decisions.
-import { promises as dnsPromises } from 'node:dns';
+// Owns DNS look-ups through `dns.servers` (or the system resolvers), cached, with answers classified for mail decisions.
 import type { HostPort } from '../../config/keys.js';
+import { createDnsCache, type CacheResult } from './dns-cache.js';
+import { createDnsClient, dnsError, type QueryType, type RecordOf } from './dns-client.js';
 
 /**
  * An answer: records, or why there are none. The kinds matter to mail routing: `nxdomain` is permanent (the domain
@@ -34,48 +35,66 @@ export interface ResolverOptions {
   /** Per-try timeout (ms). */
   timeoutMs?: number;
   tries?: number;
+  /** `dns.cache_max_entries`: answers kept (LRU); 0 = none kept. Default 0, so a resolver made for one task caches nothing. */
+  cacheMaxEntries?: number;
+  /** Clock (ms) for the cache's expiry; default Date.now. */
+  now?: () => number;
+  /** Called per look-up with how it was answered (`sluice_dns_lookups_total`). */
+  onLookup?: (type: QueryType, result: CacheResult) => void;
 }
 
 const NXDOMAIN_CODES = new Set(['ENOTFOUND']);
 const NODATA_CODES = new Set(['ENODATA']);
 
-function classify<T>(err: unknown): DnsAnswer<T> {
-  const code = (err as NodeJS.ErrnoException)?.code ?? '';
-  const message = `${code || 'error'}: ${(err as Error)?.message ?? String(err)}`;
+function classify<T>(code: string, name: string, type: QueryType): DnsAnswer<T> {
+  const message = `${code}: ${dnsError(code, type, name).message}`;
   if (NXDOMAIN_CODES.has(code)) return { ok: false, kind: 'nxdomain', message };
   if (NODATA_CODES.has(code)) return { ok: false, kind: 'nodata', message };
   // ESERVFAIL, ETIMEOUT, ECONNREFUSED, EREFUSED, EBADRESP…: unknown means temporary (ARCHITECTURE invariant 3).
   return { ok: false, kind: 'temp', message };
 }
 
-/** Bracketed IPv6 for c-ares' `setServers` ("[::1]:53"); IPv4 and names as host:port. */
-function serverString(s: HostPort): string {
-  return s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`;
-}
+/** The rrtypes `resolve` answers (mailauth asks TXT, A, AAAA, MX, PTR and CNAME). */
+const QUERY_TYPES = new Set<string>(['A', 'AAAA', 'MX', 'TXT', 'CNAME', 'PTR', 'NS']);
 
-/** Creates a resolver over `servers` (c-ares, no OS resolver, so /etc/hosts plays no part in mail routing). */
+/**
+ * Creates a resolver over `servers` through our own DNS client (no OS resolver, so /etc/hosts plays no part in mail
+ * routing) and one cache: every look-up of the process — routing, mailauth, DNS lists, lockdown — shares it.
+ */
 export function createDnsResolver(opts: ResolverOptions): DnsResolver {
-  const r = new dnsPromises.Resolver({ timeout: opts.timeoutMs ?? 5000, tries: opts.tries ?? 2 });
-  if (opts.servers.length > 0) r.setServers(opts.servers.map(serverString));
+  const client = createDnsClient({ servers: opts.servers, timeoutMs: opts.timeoutMs ?? 5000, tries: opts.tries ?? 2 });
+  const cache = createDnsCache({
+    query: client.query,
+    maxEntries: opts.cacheMaxEntries ?? 0,
+    now: opts.now ?? Date.now,
+    ...(opts.onLookup ? { onLookup: opts.onLookup } : {}),
+  });
 
-  async function run<T>(fn: () => Promise<T[]>): Promise<DnsAnswer<T>> {
-    try {
-      const records = await fn();
-      return records.length > 0 ? { ok: true, records } : { ok: false, kind: 'nodata', message: 'no records' };
-    } catch (err) {
-      return classify<T>(err);
-    }
+  async function run<K extends QueryType>(name: string, type: K): Promise<DnsAnswer<RecordOf[K]>> {
+    const r = await cache.query(name, type);
+    return r.ok ? { ok: true, records: r.records as RecordOf[K][] } : classify(r.code, name, type);
   }
 
   return {
-    // Node 22+ adds `type: 'MX'` to each record; the answer keeps the two fields RFC 5321 §5.1 routing reads.
-    mx: (name) => run(async () => (await r.resolveMx(name)).map(({ exchange, priority }) => ({ exchange, priority }))),
-    a: (name) => run(() => r.resolve4(name)),
-    aTtl: (name) => run(() => r.resolve4(name, { ttl: true })),
-    aaaa: (name) => run(() => r.resolve6(name)),
-    txt: (name) => run(() => r.resolveTxt(name)),
-    cname: (name) => run(() => r.resolveCname(name)),
-    resolve: (name, rrtype) => r.resolve(name, rrtype) as Promise<unknown[]>,
+    mx: (name) => run(name, 'MX'),
+    a: (name) => run(name, 'A'),
+    async aTtl(name) {
+      const r = await cache.query(name, 'A');
+      if (!r.ok) return classify(r.code, name, 'A');
+      return { ok: true, records: (r.records as string[]).map((address) => ({ address, ttl: r.ttl })) };
+    },
+    aaaa: (name) => run(name, 'AAAA'),
+    txt: (name) => run(name, 'TXT'),
+    cname: (name) => run(name, 'CNAME'),
+    async resolve(name, rrtype) {
+      const type = rrtype.toUpperCase();
+      if (!QUERY_TYPES.has(type)) {
+        throw Object.assign(new TypeError(`The argument 'rrtype' is invalid. Received '${rrtype}'`), { code: 'ERR_INVALID_ARG_VALUE' });
+      }
+      const r = await cache.query(name, type as QueryType);
+      if (!r.ok) throw dnsError(r.code, type, name);
+      return r.records;
+    },
   };
 }
 

@@ -27,38 +27,28 @@ export function createDnsListChecker(deps: {
   now: () => number;
 }): DnsListChecker {
   const cache = new Map<string, { answer: ListAnswer; until: number }>();
-  const inFlight = new Map<string, Promise<ListAnswer>>();
-
+  // Identical look-ups in flight share one query in the resolver's DNS cache (mta/delivery/dns-cache.ts).
   async function ask(name: string): Promise<ListAnswer> {
     const have = cache.get(name);
     if (have && have.until > deps.now()) return have.answer;
-    const pending = inFlight.get(name);
-    if (pending) return pending;
-    const p = deps.resolver.aTtl(name).then((r): ListAnswer => {
-      let answer: ListAnswer;
-      let ttl: number;
-      if (r.ok) {
-        answer = { ok: true, addresses: r.records.map((x) => x.address) };
-        ttl = Math.min(...r.records.map((x) => x.ttl));
-      } else if (r.kind === 'temp') {
-        // Not cached: the next message asks again. A list that cannot be asked lists nobody.
-        return { ok: false, error: r.message };
-      } else {
-        answer = { ok: true, addresses: [] };
-        ttl = NEGATIVE_TTL_S;
-      }
-      if (ttl > 0 && deps.maxEntries > 0) {
-        if (cache.size >= deps.maxEntries) cache.delete(cache.keys().next().value as string);
-        cache.set(name, { answer, until: deps.now() + ttl * 1000 });
-      }
-      return answer;
-    });
-    inFlight.set(name, p);
-    try {
-      return await p;
-    } finally {
-      inFlight.delete(name);
+    const r = await deps.resolver.aTtl(name);
+    let answer: ListAnswer;
+    let ttl: number;
+    if (r.ok) {
+      answer = { ok: true, addresses: r.records.map((x) => x.address) };
+      ttl = Math.min(...r.records.map((x) => x.ttl));
+    } else if (r.kind === 'temp') {
+      // Not cached: the next message asks again. A list that cannot be asked lists nobody.
+      return { ok: false, error: r.message };
+    } else {
+      answer = { ok: true, addresses: [] };
+      ttl = NEGATIVE_TTL_S;
     }
+    if (ttl > 0 && deps.maxEntries > 0) {
+      if (!cache.has(name) && cache.size >= deps.maxEntries) cache.delete(cache.keys().next().value as string);
+      cache.set(name, { answer, until: deps.now() + ttl * 1000 });
+    }
+    return answer;
   }
 
   async function lookup(sites: readonly DnsListSite[], item: string, name: (zone: string) => string | undefined) {

@@ -152,6 +152,7 @@ t.test('every family after an end-to-end flow: names, types, labels, non-zero', 
     ['sluice_http_requests_total', 'counter', ['method', 'route', 'status']],
     ['sluice_sqlite_commit_duration_seconds', 'histogram', ['le']],
     ['sluice_event_loop_lag_seconds', 'gauge', ['quantile']],
+    ['sluice_dns_lookups_total', 'counter', ['type', 'result']],
   ];
   t.same([...fams.keys()].sort(), expected.map((e) => e[0]).sort(), 'exactly the documented families');
   for (const [name, type, labels] of expected) {
@@ -179,6 +180,8 @@ t.test('every family after an end-to-end flow: names, types, labels, non-zero', 
   nonZero('sluice_sqlite_commit_duration_seconds', 'sluice_sqlite_commit_duration_seconds_count');
   nonZero('sluice_queue_deliveries', 'sluice_queue_deliveries', { state: 'queued', kind: 'outbound' });
   nonZero('sluice_queue_oldest_message_age_seconds');
+  // The inbound message's SPF look-up (TXT of sender.test) asked a server: nothing was cached before it.
+  nonZero('sluice_dns_lookups_total', 'sluice_dns_lookups_total', { type: 'TXT', result: 'miss' });
   t.ok(total(fams.get('sluice_event_loop_lag_seconds'), 'sluice_event_loop_lag_seconds', { quantile: '1' }) > 0, 'event-loop lag is measured');
   t.equal(total(fams.get('sluice_webhook_events_pending'), 'sluice_webhook_events_pending'), 0, 'every event was posted');
   t.ok(total(fams.get('sluice_webhook_dispatch_lag_seconds'), 'sluice_webhook_dispatch_lag_seconds_sum') >= 1, 'lag by the injected clock');
