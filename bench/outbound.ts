@@ -230,7 +230,7 @@ async function main(): Promise<void> {
     ['CPU of sluice per delivered message ms', ((totalCpu.seconds / delivered) * 1000).toFixed(2)],
     ['CPU of the load generator (autocannon)', formatCpu({ seconds: load.cpuSeconds, cores: load.cpuSeconds / (acceptedMs / 1000) })],
     ['peak RSS of sluice (VmHWM) MB', rss.toFixed(0)],
-    ['store commits (fsyncs), first request → last delivery', String(commits)],
+    ['store commits (write transactions), first request → last delivery', String(commits)],
     ['store commits per delivered message', (commits / delivered).toFixed(3)],
   ];
   if (peer) {
