@@ -8,6 +8,7 @@ import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { cpuMeter, formatCpu, machineLine, runTimed } from './cpu.js';
 import { spawnServe } from './serve.js';
+import { storeCommits } from './store-commits.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -168,6 +169,8 @@ async function main(): Promise<void> {
     subject: 'Benchmark message',
     content: [{ type: 'text/plain', value: text }],
   });
+  // Counted from here: the setup's own commits (account, key, DKIM key) are not the load's.
+  const commitsBefore = await storeCommits(info.metrics!);
   // The generator runs in its own process (autocannon: one event loop, keep-alive connections), so its CPU is its own.
   const started = performance.now();
   const serverCpu = cpuMeter(child.pid!);
@@ -197,6 +200,7 @@ async function main(): Promise<void> {
   const deliveredMs = (delivered === MESSAGES ? lastDeliveredAt : performance.now()) - started;
   const totalCpu = serverCpu.stop();
   const rss = peakRssMb(child.pid!);
+  const commits = (await storeCommits(info.metrics!)) - commitsBefore;
 
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
@@ -226,6 +230,8 @@ async function main(): Promise<void> {
     ['CPU of sluice per delivered message ms', ((totalCpu.seconds / delivered) * 1000).toFixed(2)],
     ['CPU of the load generator (autocannon)', formatCpu({ seconds: load.cpuSeconds, cores: load.cpuSeconds / (acceptedMs / 1000) })],
     ['peak RSS of sluice (VmHWM) MB', rss.toFixed(0)],
+    ['store commits (write transactions), first request → last delivery', String(commits)],
+    ['store commits per delivered message', (commits / delivered).toFixed(3)],
   ];
   if (peer) {
     rows.push(

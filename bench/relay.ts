@@ -9,6 +9,7 @@ import path from 'node:path';
 import dnsPacket from 'dns-packet';
 import { cpuMeter, machineLine, runTimed } from './cpu.js';
 import { provisionExampleTest, spawnServe } from './serve.js';
+import { storeCommits } from './store-commits.js';
 
 const HERE = import.meta.dirname;
 const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
@@ -117,7 +118,7 @@ async function startSluice(dnsAddress: string, sinkPort: number, dataDir: string
   };
   const { child, info } = await spawnServe(env);
   await provisionExampleTest(env, info.http!, sinkPort);
-  return { child, mx: info.mx as string };
+  return { child, mx: info.mx as string, metrics: info.metrics as string };
 }
 
 interface Run {
@@ -129,6 +130,8 @@ interface Run {
   delivered: number;
   /** CPU seconds of the MTA (Sluice's process; NaN for Postfix, whose daemons come and go) and of smtp-source. */
   serverCpu: number;
+  /** Sluice's store commits (write transactions, one fsync each) during the run; NaN for Postfix. */
+  commits: number;
   sourceCpu: number;
   seconds: number;
   /** Queries the bench's DNS answered during the run (Sluice's filters; Postfix asks none). */
@@ -144,12 +147,13 @@ async function measure(
   conc: number,
   sizeKb: number,
   dnsQueries: () => number,
-  serverPid?: number,
+  server?: { pid: number; metrics: string },
 ): Promise<Run> {
+  const commitsBefore = server ? await storeCommits(server.metrics) : NaN;
   const base = sink.count();
   const queriesBefore = dnsQueries();
   const t0 = performance.now();
-  const meter = serverPid === undefined ? undefined : cpuMeter(serverPid);
+  const meter = server === undefined ? undefined : cpuMeter(server.pid);
   // Async, not spawnSync: this process also serves the DNS the filters query during the run.
   const r = await runTimed(
     source,
@@ -165,6 +169,7 @@ async function measure(
   const cpu = meter?.stop();
   return {
     serverCpu: cpu?.seconds ?? NaN,
+    commits: server ? (await storeCommits(server.metrics)) - commitsBefore : NaN,
     sourceCpu: r.cpu,
     seconds: (t2 - t0) / 1000,
     target,
@@ -227,11 +232,11 @@ async function main(): Promise<void> {
     for (const [conc, sizeKb] of CASES) {
       for (let rep = 0; rep < REPS; rep++) {
         // Alternate the two in one case so both see the same background noise.
-        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb, dns.queries, sluice.child.pid));
+        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb, dns.queries, { pid: sluice.child.pid!, metrics: sluice.metrics }));
         if (postfixAddr && postfixSink) runs.push(await measure(source, 'postfix', postfixAddr, postfixSink, conc, sizeKb, dns.queries));
         const last = runs
           .slice(-2)
-          .map((r) => `${r.target} ${r.e2e.toFixed(0)}/s (server CPU ${r.serverCpu.toFixed(1)} s, smtp-source ${r.sourceCpu.toFixed(1)} s)`)
+          .map((r) => `${r.target} ${r.e2e.toFixed(0)}/s (server CPU ${r.serverCpu.toFixed(1)} s, smtp-source ${r.sourceCpu.toFixed(1)} s${Number.isNaN(r.commits) ? '' : `, ${(r.commits / N).toFixed(3)} commits/msg`})`)
           .join(', ');
         process.stderr.write(`  ${conc} sessions × ${sizeKb} KB, rep ${rep + 1}: ${last}\n`);
       }
@@ -248,15 +253,15 @@ async function main(): Promise<void> {
       console.log(`| ${conc} | ${sizeKb} KB | ${f(pick('sluice', 'accept'))} | ${f(s)} | ${f(pick('postfix', 'accept'))} | ${f(p)} | ${Number.isNaN(s / p) ? '—' : (s / p).toFixed(2) + '×'} |`);
     }
     console.log('\nCPU per message (medians; server = the MTA\'s own process, generator = smtp-source):\n');
-    console.log('| sessions | size | Sluice server CPU ms/msg | Sluice cores busy | smtp-source CPU ms/msg (Sluice run) | smtp-source CPU ms/msg (Postfix run) |');
-    console.log('|---|---|---|---|---|---|');
+    console.log('| sessions | size | Sluice server CPU ms/msg | Sluice cores busy | Sluice store commits/msg | smtp-source CPU ms/msg (Sluice run) | smtp-source CPU ms/msg (Postfix run) |');
+    console.log('|---|---|---|---|---|---|---|');
     for (const [conc, sizeKb] of CASES) {
       const of = (t: string) => runs.filter((r) => r.target === t && r.conc === conc && r.sizeKb === sizeKb);
       const perMsg = (xs: number[]) => median(xs.map((x) => (x / N) * 1000));
       const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(2));
       const sl = of('sluice');
       console.log(
-        `| ${conc} | ${sizeKb} KB | ${f(perMsg(sl.map((r) => r.serverCpu)))} | ${f(median(sl.map((r) => r.serverCpu / r.seconds)))} | ${f(perMsg(sl.map((r) => r.sourceCpu)))} | ${f(perMsg(of('postfix').map((r) => r.sourceCpu)))} |`,
+        `| ${conc} | ${sizeKb} KB | ${f(perMsg(sl.map((r) => r.serverCpu)))} | ${f(median(sl.map((r) => r.serverCpu / r.seconds)))} | ${f(median(sl.map((r) => r.commits / N)))} | ${f(perMsg(sl.map((r) => r.sourceCpu)))} | ${f(perMsg(of('postfix').map((r) => r.sourceCpu)))} |`,
       );
     }
     const perMessage = CASES.map(([conc, sizeKb]) => {

@@ -89,6 +89,8 @@ export function createQueueStore(db: Db, bodies: Bodies) {
        VALUES (@deliveryId, @at, @outcome, @code, @status, @response, @command, @host)`,
     ),
     nextDue: db.prepare("SELECT MIN(next_attempt_at) AS at FROM deliveries WHERE state IN ('queued', 'sending')"),
+    // Exactly the rows the two claim statements take, on the same index (deliveries_due).
+    anyDue: db.prepare("SELECT EXISTS (SELECT 1 FROM deliveries WHERE state IN ('queued', 'sending') AND next_attempt_at <= ?) AS due"),
     bumpUsage: db.prepare(
       `INSERT INTO usage_counters (account_id, period, sends) VALUES (?, ?, 1)
        ON CONFLICT(account_id, period) DO UPDATE SET sends = sends + 1`,
@@ -222,6 +224,11 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       const written = outcomes.map(recordOne);
       for (const d of dsns) if (d.covers.some((i) => written[i])) acceptOne(d.dsn);
       return written;
+    },
+
+    /** Whether a claim at `now` would take anything (a read: it needs no write transaction to say no). */
+    anyDue(now: number): boolean {
+      return (s.anyDue.get(now) as { due: number }).due === 1;
     },
 
     nextDueAt(): number | undefined {

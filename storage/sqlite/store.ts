@@ -50,13 +50,14 @@ type Async<T> = { [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (
 
 /**
  * A port over a synchronous repository: `writes` run as units of the group commit (each one atomic: a savepoint of
- * the shared transaction), `reads` run at once. Only the methods named are exposed.
+ * the shared transaction), `deferrable` writes as deferrable units (no client's reply waits on them: they ride the
+ * next commit, commit-batcher.ts runDeferrable), `reads` run at once. Only the methods named are exposed.
  */
-function port<T extends object, R extends keyof T, W extends keyof T>(
+function port<T extends object, R extends keyof T, W extends keyof T, D extends keyof T = never>(
   repo: T,
   batcher: CommitBatcher,
-  methods: { reads: readonly R[]; writes: readonly W[] },
-): Async<Pick<T, R | W>> {
+  methods: { reads: readonly R[]; writes: readonly W[]; deferrable?: readonly D[] },
+): Async<Pick<T, R | W | D>> {
   const out: Record<string, unknown> = {};
   const bind = (name: keyof T) => {
     const fn = repo[name] as Fn;
@@ -71,7 +72,11 @@ function port<T extends object, R extends keyof T, W extends keyof T>(
     const fn = bind(name);
     out[name as string] = (...args: never[]) => batcher.run(() => fn(...args));
   }
-  return out as Async<Pick<T, R | W>>;
+  for (const name of methods.deferrable ?? []) {
+    const fn = bind(name);
+    out[name as string] = (...args: never[]) => batcher.runDeferrable(() => fn(...args));
+  }
+  return out as Async<Pick<T, R | W | D>>;
 }
 
 export interface SqliteStoreOptions {
@@ -81,6 +86,11 @@ export interface SqliteStoreOptions {
   onCommit?: (seconds: number) => void;
   /** How long a unit waits for a lock held elsewhere before it fails as database-busy (default 5 s). */
   lockWaitMs?: number;
+  /**
+   * A fixed wait of deferrable writes (outcomes) for another unit's commit, instead of the adaptive one
+   * (commit-batcher.ts DEFER_MAX_MS): tests set it to see which units share a commit.
+   */
+  deferMs?: number;
   /** Bodies up to this many bytes stay inline (default INLINE_MAX_BYTES); only bench/bodies.ts moves it. */
   inlineMaxBytes?: number;
 }
@@ -111,6 +121,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     health: writes,
     onCommit: opts.onCommit,
     lockWaitMs: opts.lockWaitMs,
+    deferMs: opts.deferMs,
   });
   const spool = createSpool({ dir: path.join(dataDir, 'spool') });
   // Bodies a version without the spool kept in the tables move out before anything reads them (migration 18's step).
@@ -156,8 +167,14 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const queue: QueueStore = {
     ...port(queueRepo, b, {
       reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes'],
-      writes: ['claim', 'renew', 'release', 'record'],
+      writes: ['renew', 'release'],
+      // Outcomes answer no client: they ride the accepts' commits (issue 32: one fsync for many units).
+      deferrable: ['record'],
     }),
+    // A claim that would take nothing takes no write transaction either (the worker claims again after every
+    // delivery, and while accepts hand their deliveries over in memory there is rarely anything left to claim).
+    claim: async (owner, now, leaseMs, limit) =>
+      (await b.read(() => queueRepo.anyDue(now))) ? b.run(() => queueRepo.claim(owner, now, leaseMs, limit)) : { deliveries: [], messages: [] },
     // A request's messages in one unit; a large one in steps (queue.ts ACCEPT_STEP_ROWS), still all or nothing.
     accept: (records) => (acceptRows(records) <= ACCEPT_STEP_ROWS ? b.run(() => queueRepo.accept(records)) : b.runInSteps(() => queueRepo.acceptInSteps(records))),
     async *changes(signal: AbortSignal) {
