@@ -40,7 +40,7 @@ export function rawMail(body: string, subject = 'Submitted'): string {
   return `From: App <app@sender.test>\r\nTo: bob@rcpt.test\r\nSubject: ${subject}\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <${Math.random().toString(36).slice(2)}@sender.test>\r\n\r\n${body}\r\n`;
 }
 
-export async function outboundWorld(t: Test, opts: { env?: Record<string, string>; clock?: TestClock; sink?: SinkOptions } = {}): Promise<OutboundWorld> {
+export async function outboundWorld(t: Test, opts: { env?: Record<string, string>; clock?: TestClock; sink?: SinkOptions; startWorker?: boolean } = {}): Promise<OutboundWorld> {
   const sink = await startSink(t, opts.sink);
   const dns = await startDnsServer(t, {
     'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] },
@@ -54,6 +54,7 @@ export async function outboundWorld(t: Test, opts: { env?: Record<string, string
   const stack = await startStack(t, {
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_PUBLIC_IP: '127.0.0.1', ...opts.env },
     ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.startWorker ? { startWorker: true } : {}),
   });
   const acct = await stack.createAccount('acme');
   const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
