@@ -1,12 +1,15 @@
 // Owns `sluice serve` as a process: the logger, the start-up lines, signals and shutdown (the first key: first-key.ts).
+import cluster from 'node:cluster';
 import pino, { type Logger } from 'pino';
-import { formatHostPort } from '../config/keys.js';
+import { envName, formatHostPort, type HostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
 import { createLogDestination } from './log-destination.js';
 import { missingNodeFlags, SERVE_NODE_FLAGS } from './node-flags.js';
 import { registerServe } from './pid-registry.js';
+import { supervise } from './supervisor.js';
+import { CHILD_SLOT_ENV, treeChild } from './tree-messages.js';
 import { VERSION } from './version.js';
 
 /** Which From domains may send, so the first start says why a send would be refused and how to allow one. */
@@ -71,7 +74,21 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   // (issue 17). A kill -9 may lose the last lines in flight; the mail itself is in the queue.
   // A full disk under the log drops lines (counted) instead of stopping the process (bin/log-destination.ts).
   const logger = pino({ level: config.log.level, base: { pid: process.pid } }, createLogDestination(1).stream);
-  const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
+  const processes = config.server.processes;
+  // A handler that stays (not `once`): a child gets SIGTERM from its primary and, under systemd or a terminal's ^C,
+  // the same signal again from outside; a second one must not kill it mid-drain.
+  const stopSignal = () =>
+    io.stopSignal ??
+    new Promise<void>((resolve) => {
+      process.on('SIGINT', () => resolve());
+      process.on('SIGTERM', () => resolve());
+    });
+  // Several processes: this one supervises and serves nothing itself (bin/supervisor.ts); its children run serve again.
+  if (processes > 1 && cluster.isPrimary) return supervise({ processes, logger, stop: stopSignal(), now });
+  const slot = cluster.isWorker ? Number(process.env[CHILD_SLOT_ENV] ?? 0) : 0;
+  const server = await startServer({ config, logger, now, processes, onceJobs: slot === 0, ...(roles ? { roles } : {}) });
+  const tree = treeChild(server.metricFamilies.registry);
+  if (tree) server.metricFamilies.gatherFrom(tree.treeMetrics);
   const unregister = registerServe(config.dataDir, server.roles, now());
   // One reload at a time, in the order the signals came; the handler also keeps SIGHUP from killing the process.
   let reloading = Promise.resolve();
@@ -97,12 +114,14 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   if (missing.length > 0) {
     logger.warn({ missing, expected: SERVE_NODE_FLAGS }, 'node was started without the flags sluice serve runs with: a large message takes up to 3.5× its size in memory instead of under 2× (README: Room for messages)');
   }
-  const stop =
-    io.stopSignal ??
-    new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
+  // The other children bind what this one bound (port 0 resolved), through the env layer of their configuration.
+  const bound: [string, HostPort | undefined][] = [
+    ['http.listen', server.http], ['http.plain_listen', server.httpPlain], ['http.metrics_listen', server.metrics],
+    ['smtp.mx.listen', server.mx], ['smtp.submission.listen', server.submission], ['smtp.submission.tls_listen', server.submissionTls],
+  ];
+  tree?.ready(Object.fromEntries(bound.filter(([, a]) => a).map(([k, a]) => [envName(k), formatHostPort(a!)])));
+  // A child whose primary is gone (kill -9) drains and exits rather than serve on unsupervised.
+  const stop = tree ? Promise.race([stopSignal(), tree.orphaned]) : stopSignal();
   // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
   const keepAlive = setInterval(() => {}, 2 ** 30);
   await stop;
