@@ -132,5 +132,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   await server.close();
   unregister();
   logger.flush();
+  // The IPC channel to the primary would keep this child's event loop alive after everything else has closed.
+  if (tree && process.connected) process.disconnect?.();
   return 0;
 }
