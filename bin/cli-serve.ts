@@ -84,7 +84,11 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
       process.on('SIGTERM', () => resolve());
     });
   // Several processes: this one supervises and serves nothing itself (bin/supervisor.ts); its children run serve again.
-  if (processes > 1 && cluster.isPrimary) return supervise({ processes, logger, stop: stopSignal(), now });
+  if (processes > 1 && cluster.isPrimary) {
+    // ACME's HTTP-01 tokens live in the memory of the child that runs ACME (child 0); the CA's request may reach another.
+    if (config.acme.directoryUrl) logger.warn({ processes }, 'ACME HTTP-01 challenges are answered by one child only: with server.processes > 1 a certificate order may fail; set server.processes = 1 until it is issued');
+    return supervise({ processes, logger, stop: stopSignal(), now });
+  }
   const slot = cluster.isWorker ? Number(process.env[CHILD_SLOT_ENV] ?? 0) : 0;
   const server = await startServer({ config, logger, now, processes, onceJobs: slot === 0, ...(roles ? { roles } : {}) });
   const tree = treeChild(server.metricFamilies.registry);
