@@ -87,13 +87,16 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   if (processes > 1 && cluster.isPrimary) {
     // ACME's HTTP-01 tokens live in the memory of the child that runs ACME (child 0); the CA's request may reach another.
     if (config.acme.directoryUrl) logger.warn({ processes }, 'ACME HTTP-01 challenges are answered by one child only: with server.processes > 1 a certificate order may fail; set server.processes = 1 until it is issued');
-    return supervise({ processes, logger, stop: stopSignal(), now });
+    // The primary is what `sluice reload` signals (it passes SIGHUP on) and what `sluice restore` waits for, as
+    // systemd's MAINPID: the registry names it, not its children (a child there would reload twice).
+    // Registered once child 0 is up: a data_dir it cannot use is child 0's start-up error to report, not ours.
+    return supervise({ processes, logger, stop: stopSignal(), now, up: () => registerServe(config.dataDir, roles ?? ROLES, now()) });
   }
   const slot = cluster.isWorker ? Number(process.env[CHILD_SLOT_ENV] ?? 0) : 0;
   const server = await startServer({ config, logger, now, processes, onceJobs: slot === 0, ...(roles ? { roles } : {}) });
   const tree = treeChild(server.metricFamilies.registry);
   if (tree) server.metricFamilies.gatherFrom(tree.treeMetrics);
-  const unregister = registerServe(config.dataDir, server.roles, now());
+  const unregister = cluster.isWorker && process.env[CHILD_SLOT_ENV] !== undefined ? () => undefined : registerServe(config.dataDir, server.roles, now());
   // One reload at a time, in the order the signals came; the handler also keeps SIGHUP from killing the process.
   let reloading = Promise.resolve();
   const onHup = () => {

@@ -16,6 +16,8 @@ export interface SuperviseOptions {
   /** Resolves on SIGINT/SIGTERM: every child is told to drain (SIGTERM) and the primary waits for them. */
   stop: Promise<void>;
   now: () => number;
+  /** Called once every child serves; returns what to call when the tree has stopped (the pid registry entry). */
+  up?: () => () => void;
 }
 
 interface Slot {
@@ -91,7 +93,9 @@ export async function supervise(o: SuperviseOptions): Promise<number> {
   })();
   const outcome = await Promise.race([started.then((ok) => (ok ? 'up' : 'failed')), startFailed.then(() => 'failed'), o.stop.then(() => 'stop')]);
   up = outcome === 'up';
+  let down: (() => void) | undefined;
   if (up) {
+    down = o.up?.();
     logger.info({ processes: o.processes, children: slots.map((s) => s.worker?.process.pid) }, 'serving children started');
     await o.stop;
   }
@@ -111,6 +115,7 @@ export async function supervise(o: SuperviseOptions): Promise<number> {
       });
     }),
   );
+  down?.();
   logger.flush();
   return code;
 }
