@@ -89,8 +89,17 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
     if (config.acme.directoryUrl) logger.warn({ processes }, 'ACME HTTP-01 challenges are answered by one child only: with server.processes > 1 a certificate order may fail; set server.processes = 1 until it is issued');
     // The primary is what `sluice reload` signals (it passes SIGHUP on) and what `sluice restore` waits for, as
     // systemd's MAINPID: the registry names it, not its children (a child there would reload twice).
-    // Registered once child 0 is up: a data_dir it cannot use is child 0's start-up error to report, not ours.
-    return supervise({ processes, logger, stop: stopSignal(), now, up: () => registerServe(config.dataDir, roles ?? ROLES, now()) });
+    // Registered at once (`sluice reload` may follow the first child's listening line); a data_dir it cannot use is
+    // child 0's start-up error to report (one line, exit 2), so a failure here only defers the entry until the tree is up.
+    const register = () => registerServe(config.dataDir, roles ?? ROLES, now());
+    let early: (() => void) | undefined;
+    try {
+      early = register();
+    } catch {
+      early = undefined;
+    }
+    // The entry goes when the tree stops, whether or not it came up (removing it twice is harmless).
+    return supervise({ processes, logger, stop: stopSignal(), now, up: () => early ?? register() }).finally(() => early?.());
   }
   const slot = cluster.isWorker ? Number(process.env[CHILD_SLOT_ENV] ?? 0) : 0;
   const server = await startServer({ config, logger, now, processes, onceJobs: slot === 0, ...(roles ? { roles } : {}) });
