@@ -6,16 +6,32 @@ import os from 'node:os';
 /** Clock ticks per second of /proc's utime/stime (USER_HZ: 100 on every Linux Node runs on). */
 const TICKS = 100;
 
-/** User + system CPU seconds a live process (all its threads) has used so far; NaN when unreadable. */
-export function cpuSeconds(pid: number): number {
+/** Fields of /proc/<pid>/stat after the parenthesised command name (field 3 on), or undefined when unreadable. */
+function statFields(pid: number): string[] | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return NaN;
+    return undefined;
   }
+}
+
+/**
+ * User + system CPU seconds a live process (all its threads) and its live children have used so far; NaN when
+ * unreadable. The children count because `sluice serve` with server.processes > 1 serves from children of a
+ * primary (bin/supervisor.ts); a child that died meanwhile takes its seconds with it.
+ */
+export function cpuSeconds(pid: number): number {
+  const own = statFields(pid);
+  if (!own) return NaN;
+  // utime and stime are fields 14 and 15 (1-based); ppid is field 4.
+  const cpu = (f: string[]) => (Number(f[11]) + Number(f[12])) / TICKS;
+  let total = cpu(own);
+  for (const name of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    const f = statFields(Number(name));
+    if (f && Number(f[1]) === pid) total += cpu(f);
+  }
+  return total;
 }
 
 /** A CPU stopwatch over a live process: `stop()` gives the seconds it used and the share of one core. */

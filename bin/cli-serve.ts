@@ -1,12 +1,15 @@
 // Owns `sluice serve` as a process: the logger, the start-up lines, signals and shutdown (the first key: first-key.ts).
+import cluster from 'node:cluster';
 import pino, { type Logger } from 'pino';
-import { formatHostPort } from '../config/keys.js';
+import { envName, formatHostPort, type HostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, startServer, type Role, type RunningServer } from './server.js';
 import { createLogDestination } from './log-destination.js';
 import { missingNodeFlags, SERVE_NODE_FLAGS } from './node-flags.js';
 import { registerServe } from './pid-registry.js';
+import { supervise } from './supervisor.js';
+import { CHILD_SLOT_ENV, treeChild } from './tree-messages.js';
 import { VERSION } from './version.js';
 
 /** Which From domains may send, so the first start says why a send would be refused and how to allow one. */
@@ -71,8 +74,38 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   // (issue 17). A kill -9 may lose the last lines in flight; the mail itself is in the queue.
   // A full disk under the log drops lines (counted) instead of stopping the process (bin/log-destination.ts).
   const logger = pino({ level: config.log.level, base: { pid: process.pid } }, createLogDestination(1).stream);
-  const server = await startServer({ config, logger, now, ...(roles ? { roles } : {}) });
-  const unregister = registerServe(config.dataDir, server.roles, now());
+  const processes = config.server.processes;
+  // A handler that stays (not `once`): a child gets SIGTERM from its primary and, under systemd or a terminal's ^C,
+  // the same signal again from outside; a second one must not kill it mid-drain.
+  const stopSignal = () =>
+    io.stopSignal ??
+    new Promise<void>((resolve) => {
+      process.on('SIGINT', () => resolve());
+      process.on('SIGTERM', () => resolve());
+    });
+  // Several processes: this one supervises and serves nothing itself (bin/supervisor.ts); its children run serve again.
+  if (processes > 1 && cluster.isPrimary) {
+    // ACME's HTTP-01 tokens live in the memory of the child that runs ACME (child 0); the CA's request may reach another.
+    if (config.acme.directoryUrl) logger.warn({ processes }, 'ACME HTTP-01 challenges are answered by one child only: with server.processes > 1 a certificate order may fail; set server.processes = 1 until it is issued');
+    // The primary is what `sluice reload` signals (it passes SIGHUP on) and what `sluice restore` waits for, as
+    // systemd's MAINPID: the registry names it, not its children (a child there would reload twice).
+    // Registered at once (`sluice reload` may follow the first child's listening line); a data_dir it cannot use is
+    // child 0's start-up error to report (one line, exit 2), so a failure here only defers the entry until the tree is up.
+    const register = () => registerServe(config.dataDir, roles ?? ROLES, now());
+    let early: (() => void) | undefined;
+    try {
+      early = register();
+    } catch {
+      early = undefined;
+    }
+    // The entry goes when the tree stops, whether or not it came up (removing it twice is harmless).
+    return supervise({ processes, logger, stop: stopSignal(), now, up: () => early ?? register() }).finally(() => early?.());
+  }
+  const slot = cluster.isWorker ? Number(process.env[CHILD_SLOT_ENV] ?? 0) : 0;
+  const server = await startServer({ config, logger, now, processes, onceJobs: slot === 0, ...(roles ? { roles } : {}) });
+  const tree = treeChild(server.metricFamilies.registry);
+  if (tree) server.metricFamilies.gatherFrom(tree.treeMetrics);
+  const unregister = cluster.isWorker && process.env[CHILD_SLOT_ENV] !== undefined ? () => undefined : registerServe(config.dataDir, server.roles, now());
   // One reload at a time, in the order the signals came; the handler also keeps SIGHUP from killing the process.
   let reloading = Promise.resolve();
   const onHup = () => {
@@ -97,12 +130,14 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   if (missing.length > 0) {
     logger.warn({ missing, expected: SERVE_NODE_FLAGS }, 'node was started without the flags sluice serve runs with: a large message takes up to 3.5× its size in memory instead of under 2× (README: Room for messages)');
   }
-  const stop =
-    io.stopSignal ??
-    new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
+  // The other children bind what this one bound (port 0 resolved), through the env layer of their configuration.
+  const bound: [string, HostPort | undefined][] = [
+    ['http.listen', server.http], ['http.plain_listen', server.httpPlain], ['http.metrics_listen', server.metrics],
+    ['smtp.mx.listen', server.mx], ['smtp.submission.listen', server.submission], ['smtp.submission.tls_listen', server.submissionTls],
+  ];
+  tree?.ready(Object.fromEntries(bound.filter(([, a]) => a).map(([k, a]) => [envName(k), formatHostPort(a!)])));
+  // A child whose primary is gone (kill -9) drains and exits rather than serve on unsupervised.
+  const stop = tree ? Promise.race([stopSignal(), tree.orphaned]) : stopSignal();
   // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
   const keepAlive = setInterval(() => {}, 2 ** 30);
   await stop;
@@ -113,5 +148,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   await server.close();
   unregister();
   logger.flush();
+  // The IPC channel to the primary would keep this child's event loop alive after everything else has closed.
+  if (tree && process.connected) process.disconnect?.();
   return 0;
 }

@@ -11,11 +11,16 @@ import { plainListenerHandler, withHsts } from '../control-api/transport-securit
 import type { TlsSource } from '../mta/smtp/tls.js';
 import { bind } from './listen-error.js';
 
-/** Binds `server` to `listen` and resolves with the address it got (port 0 allowed). */
-export function listenHttp(server: http.Server, listen: HostPort): Promise<HostPort> {
+/**
+ * Binds `server` to `listen` and resolves with the address it got (port 0 allowed). `reusePort`: SO_REUSEPORT, so
+ * the sibling processes of `server.processes` bind the same port and the kernel spreads connections among them;
+ * `exclusive` keeps a node:cluster child from handing the bind to the primary (its round-robin passes every
+ * connection through one process).
+ */
+export function listenHttp(server: http.Server, listen: HostPort, reusePort = false): Promise<HostPort> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(listen.port, listen.host, () => {
+    server.listen({ port: listen.port, host: listen.host, ...(reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       const a = server.address() as AddressInfo;
       resolve({ host: a.address, port: a.port });
     });
@@ -38,6 +43,8 @@ export interface HttpListenerOptions {
   logger: Logger;
   /** Each server as soon as it is bound, so a failure of the next one can close it. */
   started: (server: http.Server) => void;
+  /** Bind with SO_REUSEPORT (several serving processes: listenHttp). */
+  reusePort?: boolean;
 }
 
 export interface HttpListeners {
@@ -65,7 +72,7 @@ export async function startHttpListeners(o: HttpListenerOptions): Promise<HttpLi
     server = http.createServer(o.handler);
   }
   configureHttpServer(server);
-  const address = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen));
+  const address = await bind('http.listen', config.http.listen, () => listenHttp(server, config.http.listen, o.reusePort));
   o.started(server);
 
   let plain: HostPort | undefined;
@@ -73,7 +80,7 @@ export async function startHttpListeners(o: HttpListenerOptions): Promise<HttpLi
   if (tls && plainListen) {
     const redirect = http.createServer(plainListenerHandler({ acmeChallenge: o.acmeChallenge, httpsBase: o.httpsBase, servesHost: o.servesHost, logger: o.logger }));
     configureHttpServer(redirect);
-    plain = await bind('http.plain_listen', plainListen, () => listenHttp(redirect, plainListen));
+    plain = await bind('http.plain_listen', plainListen, () => listenHttp(redirect, plainListen, o.reusePort));
     o.started(redirect);
   }
   return { address, scheme: tls ? 'https' : 'http', plain };

@@ -12,6 +12,7 @@ import type { RetentionPruner } from '../mta/jobs/retention.js';
 import type { BodySweep } from '../mta/jobs/body-sweep.js';
 import type { AcmeManager } from '../mta/jobs/acme.js';
 import type { Queue } from '../mta/queue/queue.js';
+import type { Metrics } from '../mta/metrics.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
 import type { ListenerLookup } from '../mta/delivery/target-guard.js';
@@ -63,6 +64,16 @@ export interface ServerOptions {
   openStore?: (o: OpenOptions) => Store;
   /** Resolves the host names of configured listeners for the outbound-connection policy (default: the OS resolver). */
   lookupListenerHost?: ListenerLookup;
+  /**
+   * One of `processes` serving processes on the same listeners and store (server.processes; bin/supervisor.ts):
+   * listeners bind with SO_REUSEPORT and the per-process request budgets are divided. Default 1: today's one process.
+   */
+  processes?: number;
+  /**
+   * Run the jobs that must run once per data_dir (retention, the body sweep, DKIM retirement, ACME) — default true.
+   * Of several serving processes only the first child runs them; the primary restarts it if it dies.
+   */
+  onceJobs?: boolean;
 }
 
 export interface RunningServer {
@@ -80,6 +91,8 @@ export interface RunningServer {
   baseUrl: string;
   /** Every storage port (tests reach storage through it). */
   store: Store;
+  /** The Prometheus families of this process (a serving child of a tree hands its registry to the primary). */
+  metricFamilies: Metrics;
   accounts: AccountStore;
   /** Every service the control plane uses. */
   services: Services;
@@ -144,7 +157,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     boundListeners: () => ownListeners,
     ...(opts.openStore ? { openStore: opts.openStore } : {}),
     ...(opts.lookupListenerHost ? { lookupListenerHost: opts.lookupListenerHost } : {}),
+    processes: opts.processes ?? 1,
   });
+  const reusePort = (opts.processes ?? 1) > 1;
+  const onceJobs = opts.onceJobs !== false;
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
   let smtp: SmtpRoles | undefined;
 
@@ -168,6 +184,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           (await Promise.all(TRACKING_SCOPES.map((scope) => core.services.trackingDomains.store.findByHost(host, scope)))).some(Boolean),
         logger,
         started: (s) => void httpServers.push(s),
+        reusePort,
       });
       ({ address: httpAddr, plain: httpPlain, scheme } = bound);
       ownListeners.push(httpAddr, ...(httpPlain ? [httpPlain] : []));
@@ -180,7 +197,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       configureHttpServer(server);
       metricsServer = server;
       const listen = config.http.metricsListen;
-      metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen));
+      metricsAddr = await bind('http.metrics_listen', listen, () => listenHttp(server, listen, reusePort));
       ownListeners.push(metricsAddr);
     }
     if (roles.includes('mx') || roles.includes('submission')) {
@@ -197,6 +214,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           listeners.push(l);
           ownListeners.push(l.address());
         },
+        reusePort,
       });
       // Certificates given by path are read again when they change on disk (a certbot renewal), without a reload.
       if (opts.startWorker !== false) tls.start();
@@ -205,15 +223,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const baseUrl = config.http.publicUrl ?? `${scheme}://${formatHostPort(httpAddr ?? config.http.listen)}`;
     publicUrl = baseUrl;
     // ACME runs beside the HTTP listener that answers its challenges; other processes read the files it writes.
-    const acme = roles.includes('api') ? core.acme : undefined;
+    const acme = roles.includes('api') && onceJobs ? core.acme : undefined;
     if (acme && opts.startWorker !== false) acme.start();
     if (runsWorker) {
+      // Deliveries, webhook batches and alerts are leased per row (storage/ports/leases.ts): every process runs them.
       core.worker.start();
-      core.retention.start();
-      core.bodySweep.start();
       core.webhookDispatcher.start();
       core.alertMonitors.start();
-      core.dkimRetirement.start();
+      if (onceJobs) {
+        core.retention.start();
+        core.bodySweep.start();
+        core.dkimRetirement.start();
+      }
     }
     let closed = false;
     return {
@@ -226,6 +247,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       submissionTls: byName('submission_tls'),
       baseUrl,
       store: core.store,
+      metricFamilies: core.metrics,
       accounts: core.accounts,
       services: core.services,
       queue: core.queue,

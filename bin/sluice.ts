@@ -9,3 +9,6 @@ const code = await runCli(process.argv.slice(2), {
   cwd: process.cwd(),
 });
 process.exitCode = code;
+// A serving child of `sluice serve` (server.processes > 1) has an IPC channel to its primary that would keep it
+// alive after a start-up error, and node:cluster exits 0 when it is closed: exit with the code, which the primary reports.
+if (process.connected) process.exit(code);

@@ -31,6 +31,8 @@ export interface SmtpRoleOptions {
   submission: boolean;
   /** Each listener as soon as it is bound, so a failure of the next one can close it. */
   started: (l: SmtpListener) => void;
+  /** Bind with SO_REUSEPORT (several serving processes share the ports: mta/smtp/listener.ts). */
+  reusePort?: boolean;
 }
 
 /** Starts the MX and/or submission listeners; the certificate follows `tls` (each new pair goes to every listener). */
@@ -70,7 +72,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
     mxPolicies.push(policy);
     const { listen, greetDelayMs } = config.smtp.mx;
     started(
-      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs, metrics: core.metrics, sessionLimits })),
+      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs, metrics: core.metrics, sessionLimits, reusePort: o.reusePort === true })),
       (c) => c.smtp.mx.maxMessageBytes,
     );
   }
@@ -101,7 +103,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
     const { listen, tlsListen } = config.smtp.submission;
     const size = (c: Config) => c.smtp.submission.maxMessageBytes;
     submissionPolicies.push(base);
-    const extras = { metrics: core.metrics, sessionLimits };
+    const extras = { metrics: core.metrics, sessionLimits, reusePort: o.reusePort === true };
     started(await bind('smtp.submission.listen', listen, () => startSmtpListener('submission', listen, submissionOptions(base), extras)), size);
     if (tlsListen) {
       const implicit = { ...base, secure: true };

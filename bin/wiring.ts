@@ -91,6 +91,8 @@ export interface CoreOptions {
   openStore?: (o: OpenOptions) => Store;
   /** Resolves the host names of configured listeners (default: the OS resolver, as listen() uses). */
   lookupListenerHost?: ListenerLookup;
+  /** Serving processes sharing the per-process request budgets (server.processes; default 1): createApp divides them. */
+  processes?: number;
 }
 
 /**
@@ -303,6 +305,7 @@ export async function wireCore(opts: CoreOptions) {
   const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)], {
     metrics,
     metricsHere: config.http.metricsListen === undefined,
+    processes: opts.processes ?? 1,
     // The web console calls these same routes' handlers: no second path to the data.
     middleware: [createConsole(services, routes)],
   });

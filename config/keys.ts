@@ -8,6 +8,7 @@ import {
 import { HTTP_TLS_KEYS } from './http-tls.js';
 import { MAX_BUFFERED_BYTES, SPOOL_QUEUE_KEYS } from './keys-spool.js';
 import { ABUSE_KEYS } from './abuse.js';
+import { SERVER_KEYS } from './keys-server.js';
 import { SEND_KEYS } from './keys-send.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
@@ -389,6 +390,7 @@ export const KEY_TREE = {
   },
   /** `retention.*` (config/retention.ts; the retention job is mta/jobs/retention.ts). */
   retention: RETENTION_KEYS,
+  server: SERVER_KEYS,
   log: {
     level: key({
       live: true,

@@ -45,6 +45,12 @@ export interface AppExtras {
   metricsHere?: boolean;
   /** Mounted before the REST routes (the web console); they own their paths and their error pages. */
   middleware?: Koa.Middleware[];
+  /**
+   * Serving processes on the same listeners (server.processes, default 1). The request budgets below are buckets in
+   * this process's memory; the kernel spreads connections evenly, so each process keeps 1/processes of each rate
+   * (with a burst of at least one request) and the tree as a whole keeps to the configured rate.
+   */
+  processes?: number;
 }
 
 /** Builds the Koa app serving `routes`. */
@@ -52,10 +58,11 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
   const app = new Koa();
   app.proxy = false;
   const router = new Router();
-  const limiter = createRateLimiter({ rate: RATE_LIMIT_PER_SECOND, burst: RATE_LIMIT_PER_SECOND, now: services.now });
+  const share = (rate: number) => ({ rate: rate / (extras.processes ?? 1), burst: Math.max(1, rate / (extras.processes ?? 1)), now: services.now });
+  const limiter = createRateLimiter(share(RATE_LIMIT_PER_SECOND));
   // Send requests per account (issue 31), a second's worth as the burst like the bucket above; 0: no limit.
   const sendRate = services.config.send.ratePerSecond;
-  const sendLimiter = sendRate > 0 ? createRateLimiter({ rate: sendRate, burst: sendRate, now: services.now }) : undefined;
+  const sendLimiter = sendRate > 0 ? createRateLimiter(share(sendRate)) : undefined;
 
   // Outermost: every HTML answer gets its CSP, error pages and redirect bodies included.
   app.use(htmlSecurityHeaders());

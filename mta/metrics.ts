@@ -43,6 +43,7 @@ export function createMetrics() {
   const registry = new Registry();
   const registers = [registry];
   let sources: MetricSources | undefined;
+  let gather: (() => Promise<string>) | undefined;
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
 
@@ -119,6 +120,8 @@ export function createMetrics() {
     }),
     queueDeliveries: new Gauge({
       name: 'sluice_queue_deliveries',
+      // Read from the store every process shares: a tree's sum would count it once per process (bin/supervisor.ts).
+      aggregator: 'first',
       help: 'Unfinished deliveries in the queue, by state (queued, sending, held) and message kind (outbound, relay, dsn).',
       labelNames: ['state', 'kind'] as const,
       registers,
@@ -130,6 +133,8 @@ export function createMetrics() {
     }),
     queueOldest: new Gauge({
       name: 'sluice_queue_oldest_message_age_seconds',
+      // Read from the store every process shares: a tree's sum would count it once per process (bin/supervisor.ts).
+      aggregator: 'first',
       help: 'Age of the oldest message with a queued or sending delivery; 0 when the queue is empty.',
       registers,
       async collect() {
@@ -139,6 +144,8 @@ export function createMetrics() {
     }),
     webhookPending: new Gauge({
       name: 'sluice_webhook_events_pending',
+      // Read from the store every process shares: a tree's sum would count it once per process (bin/supervisor.ts).
+      aggregator: 'first',
       help: 'Events waiting for their first POST to an enrolled webhook.',
       registers,
       async collect() {
@@ -147,6 +154,8 @@ export function createMetrics() {
     }),
     eventLoopLag: new Gauge({
       name: 'sluice_event_loop_lag_seconds',
+      // Of a process tree, the slowest loop (bin/supervisor.ts).
+      aggregator: 'max',
       help: 'Event-loop delay since the previous scrape (perf_hooks.monitorEventLoopDelay), by quantile (0.5, 0.99, 1 = max).',
       labelNames: ['quantile'] as const,
       registers,
@@ -163,9 +172,17 @@ export function createMetrics() {
     collectFrom(s: MetricSources): void {
       sources = s;
     },
+    /**
+     * Sets where the exposition comes from instead of this registry alone: a serving child of a process tree asks
+     * its primary for every child's figures (bin/tree-messages.ts); if that fails, this process's own are served.
+     */
+    gatherFrom(fn: () => Promise<string>): void {
+      gather = fn;
+    },
     /** The text exposition (Prometheus 0.0.4) and its content type. */
     async exposition(): Promise<{ contentType: string; text: string }> {
-      return { contentType: registry.contentType, text: await registry.metrics() };
+      const text = gather ? await gather().catch(() => registry.metrics()) : await registry.metrics();
+      return { contentType: registry.contentType, text };
     },
     close(): void {
       loop.disable();

@@ -28,6 +28,11 @@ export interface ListenerExtras {
   greetDelayMs?: number;
   metrics?: Metrics;
   sessionLimits?: SessionLimits;
+  /**
+   * Bind with SO_REUSEPORT (and `exclusive`, so a node:cluster child binds itself instead of through the primary):
+   * the sibling processes of `server.processes` share the port and the kernel spreads connections among them.
+   */
+  reusePort?: boolean;
 }
 
 /**
@@ -56,7 +61,7 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
     // reject with the errno error, for the caller to name the configuration key.
     const onError = (err: Error) => reject(err);
     server.once('error', onError);
-    server.listen(listen.port, listen.host, () => {
+    server.listen({ port: listen.port, host: listen.host, ...(extras.reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       server.off('error', onError);
       // After start, socket-level errors (resets, TLS failures) are per-connection; keep the listener alive.
       server.on('error', () => {});

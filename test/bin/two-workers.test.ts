@@ -1,7 +1,8 @@
 // Fault test of the one lease design with real processes (issue 25 item 6): two `sluice serve --only worker` on one
 // data_dir deliver 2,000 queued messages once each — the second's start touches none of the first's leases — and
-// after kill -9 of one, the deliveries it held are taken over once their leases expire: none lost, and the only
-// repeats are deliveries that were in flight at the kill (a lost 250).
+// after kill -9 of one serving process (a child of its tree with the default server.processes), the deliveries it
+// held are taken over once their leases expire: none lost, and the only repeats are those in flight at the kill.
+import os from 'node:os';
 import t from 'tap';
 import { openStore } from '../../storage/open.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
@@ -86,34 +87,46 @@ t.test('two workers deliver each message once; kill -9 of one: its leases are ta
     (db.prepare("SELECT id FROM deliveries WHERE state = 'sending' AND locked_by LIKE ?").all(`w-${pid}-%`) as { id: number }[]).map((r) => r.id);
 
   const subjects = () => sink.messages.map((m) => /\r\nSubject: (two-\d+)\r\n/.exec('\r\n' + m.raw.toString())?.[1] ?? '');
+  // Each `sluice serve` runs with the default server.processes (the cores): a tree of serving children under a
+  // primary, or one process on a single core. Its serving pids are those of its `listening` lines.
+  type Tree = ReturnType<typeof serveBinary>;
+  const up = async (tree: Tree) => {
+    await tree.listening;
+    if (os.availableParallelism() > 1) await tree.waitForLine((l) => l.msg === 'serving children started');
+  };
+  const servingPids = (tree: Tree) => tree.lines.filter((l) => l.msg === 'listening').map((l) => l.pid as number);
   const first = serveBinary(t, dir, env, ['--only', 'worker']);
-  await first.listening;
+  await up(first);
   await waiting.promise;
   // The second worker starts while the first holds leases: its start must leave them alone (a lease taken over
   // before it expired would show below as a message delivered twice by two live workers).
   const second = serveBinary(t, dir, env, ['--only', 'worker']);
-  await second.listening;
+  await up(second);
   // Both run a while (300 more messages), then the gate holds them again with leases in flight.
   reopen(Math.min(sink.messages.length + 300, MESSAGES - 300));
   await waiting.promise;
   const beforeKill = subjects();
   t.equal(new Set(beforeKill).size, beforeKill.length, `two live workers: ${beforeKill.length} deliveries, each message once`);
 
-  // One worker often does most of the work (whichever claims first keeps the lead): kill the first if it holds
-  // leases, else the second. What it was sending is accepted after the kill: a lost 250, delivered again.
-  const victim = heldBy(first.child.pid).length > 0 ? first : second;
-  const survivor = victim === first ? second : first;
-  victim.child.kill('SIGKILL');
-  await exited(victim.child);
+  // One worker often does most of the work (whichever claims first keeps the lead): kill a serving process that
+  // holds leases. What it was sending is accepted after the kill: a lost 250, delivered again. In a tree its
+  // primary starts it again; a lone process stays dead.
+  const trees = [first, second];
+  const pids = trees.flatMap((tree) => servingPids(tree).map((pid) => ({ tree, pid })));
+  const victim = pids.find((p) => heldBy(p.pid).length > 0) ?? pids[0]!;
+  process.kill(victim.pid, 'SIGKILL');
+  if (victim.tree.child.pid === victim.pid) await exited(victim.tree.child);
+  else await victim.tree.waitForLine((l) => String(l.msg).startsWith('serving child died') && l.child_pid === victim.pid);
   reopen(Infinity);
-  const held = heldBy(victim.child.pid);
-  const attempts = (w: typeof first) => w.lines.filter((l) => l.msg === 'delivery attempt').length;
-  t.ok(held.length > 0, `the killed worker held ${held.length} leases (attempts logged: killed ${attempts(victim)}, survivor ${attempts(survivor)})`);
-  // Event-driven, bounded by the test's timeout: until every message has arrived, and the survivor has recorded each
-  // delivery the killed worker held (it logs an attempt once its outcome is durable: mta/queue/worker.ts). A message
-  // the killed worker had sent but not recorded arrives before the survivor's copy is recorded.
+  const held = heldBy(victim.pid);
+  const attempts = (pid: number) => trees.flatMap((tree) => tree.lines).filter((l) => l.msg === 'delivery attempt' && l.pid === pid).length;
+  t.ok(held.length > 0, `the killed process held ${held.length} leases (attempts logged: killed ${attempts(victim.pid)}, of ${pids.length} processes)`);
+  // Event-driven, bounded by the test's timeout: until every message has arrived, and another process has recorded
+  // each delivery the killed one held (it logs an attempt once its outcome is durable: mta/queue/worker.ts). A
+  // message the killed process had sent but not recorded arrives before the other's copy is recorded.
   while (new Set(subjects()).size < MESSAGES) await sink.waitFor(sink.messages.length + 1);
-  for (const id of held) await survivor.waitForLine((l) => l.msg === 'delivery attempt' && l.deliveryId === id && l.outcome === 'delivered');
+  const recorded = (id: number) => (l: any) => l.msg === 'delivery attempt' && l.deliveryId === id && l.outcome === 'delivered';
+  for (const id of held) await Promise.race(trees.map((tree) => tree.waitForLine(recorded(id))));
   const all = subjects();
   const distinct = new Set(all);
   t.equal(distinct.size, MESSAGES, 'every queued message was delivered: none lost');
@@ -124,6 +137,6 @@ t.test('two workers deliver each message once; kill -9 of one: its leases are ta
   const repeats = all.length - distinct.size;
   t.comment(`${all.length} deliveries of ${MESSAGES} messages; ${repeats} repeated after the kill`);
   t.ok(repeats <= MAX_IN_FLIGHT, `repeats only from what the killed worker had in flight (${repeats} <= ${MAX_IN_FLIGHT})`);
-  survivor.child.kill('SIGTERM');
-  await exited(survivor.child);
+  for (const tree of trees) tree.child.kill('SIGTERM');
+  await Promise.all(trees.map((tree) => exited(tree.child)));
 });
