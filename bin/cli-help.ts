@@ -9,7 +9,7 @@ Commands:
   serve [--only ROLES]                    start every listener (HTTP API, MX, submission) and the worker;
                                           --only api,mx,submission,worker runs just those roles (several
                                           processes may share one data_dir, e.g. an api and a worker);
-                                          server.processes children (default: one per core) share the ports
+                                          server.processes children (default 1; e.g. one per core) share the ports
   reload                                  make every running sluice serve of this data_dir re-read its
                                           configuration (SIGHUP); live keys apply at once, sessions stay open
   config check                            validate the configuration and exit (0 = valid)

@@ -1,14 +1,15 @@
 // Owns the keys of `sluice serve`'s process tree: how many serving processes share the listeners (bin/supervisor.ts).
-import os from 'node:os';
 import { key } from './key-def.js';
 import { integer } from './values.js';
 
 /** `server.processes`: the children a supervising primary keeps running (ARCHITECTURE: "Every core"). */
 export const SERVER_KEYS = {
   processes: key({
-    doc: 'Serving processes `sluice serve` runs: each runs every role it was given, on the same listeners (SO_REUSEPORT: the kernel spreads connections) and the same store, under a primary that restarts a dead one and passes signals on; 1 runs one process and no primary (the shape before issue 32). The request budgets send.rate_per_second and the 100 per second of /inbound/v1 are divided among them (the SMTP AUTH and console login throttles are not: each process keeps its own).',
-    defaultText: 'the number of cores (os.availableParallelism())',
-    default: () => os.availableParallelism(),
+    doc: 'Serving processes `sluice serve` runs: each runs every role it was given, on the same listeners (SO_REUSEPORT: the kernel spreads connections) and the same store, under a primary that restarts a dead one and passes signals on; 1 (the default, until a tree measures faster on 2 cores) runs one process and no primary; the number of cores is the intended default. The request budgets send.rate_per_second and the 100 per second of /inbound/v1 are divided among them (the SMTP AUTH and console login throttles are not: each process keeps its own).',
+    // 1 until a tree measures faster: on 2 shared cores, 2 processes delivered less and spent 30–45 % more CPU per
+    // message than one (issue 32 note); the operator opts in.
+    defaultText: '1',
+    default: () => 1,
     parse: integer(1, 256, 'processes'),
   }),
 };

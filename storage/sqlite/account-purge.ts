@@ -6,7 +6,7 @@ import type { Db } from './database.js';
  * Tables whose rows are records with their own retention (the SMTP log, events, messages, metrics, reports, …) or
  * that still route mail (inbound domains): while any names a deleted sub-account, the account row stays, so what
  * events, logs and metrics name still resolves and the handle is not handed out again. `column` is the account
- * column each is probed on (an index leads with it: migration 25 added the missing ones).
+ * column each is probed on (an index leads with it: migration 24 added the missing ones).
  */
 export const KEEPING_TABLES: readonly { table: string; column: string }[] = [
   { table: 'messages', column: 'account_id' },

@@ -21,8 +21,8 @@ import { READ_INDEXES } from './migrations/019-read-indexes.js';
 import { TENANT_BOUNDS } from './migrations/020-tenant-bounds.js';
 import { GREYLIST_BOUNDS } from './migrations/021-greylist-bounds.js';
 import { TENANT_TABLE_BOUNDS } from './migrations/022-tenant-table-bounds.js';
-import { READ_CACHE } from './migrations/024-read-cache.js';
-import { SUB_ACCOUNT_PURGE } from './migrations/025-sub-account-purge.js';
+import { READ_CACHE } from './migrations/023-read-cache.js';
+import { SUB_ACCOUNT_PURGE } from './migrations/024-sub-account-purge.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -51,8 +51,6 @@ export const MIGRATIONS: readonly string[] = [
   TENANT_BOUNDS, // 20
   GREYLIST_BOUNDS, // 21
   TENANT_TABLE_BOUNDS, // 22
-  // 23 belongs to another part of issue 32, written in parallel: held empty here, replaced by it at the merge.
-  '', // 23
-  READ_CACHE, // 24
-  SUB_ACCOUNT_PURGE, // 25
+  READ_CACHE, // 23
+  SUB_ACCOUNT_PURGE, // 24
 ];

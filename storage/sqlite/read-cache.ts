@@ -1,8 +1,8 @@
 // Owns caching, per connection, the reads made for every message of tables that rarely change (served domains,
-// downstreams, list matches, signing keys, API key principals), each checked against its group's generation counter (migration 24).
+// downstreams, list matches, signing keys, API key principals), each checked against its group's generation counter (migration 23).
 import type { Db } from './database.js';
 
-/** The groups of cached tables, as migration 24's triggers name them in cache_generations. */
+/** The groups of cached tables, as migration 23's triggers name them in cache_generations. */
 export type CacheGroup = 'inbound' | 'lists' | 'dkim' | 'accounts';
 
 /** Entries kept per cached method; the oldest goes first past it (names and senders come from the network). */

@@ -2,8 +2,8 @@
 // data_dir deliver 2,000 queued messages once each — the second's start touches none of the first's leases — and
 // after kill -9 of one serving process (a child of its tree with the default server.processes), the deliveries it
 // held are taken over once their leases expire: none lost, and the only repeats are those in flight at the kill.
-import os from 'node:os';
 import t from 'tap';
+import { KEYS } from '../../config/keys.js';
 import { openStore } from '../../storage/open.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
 import type { AcceptRecord } from '../../storage/ports/queue.js';
@@ -11,6 +11,9 @@ import { startDnsServer } from '../helpers/dns-server.js';
 import { exited, serveBinary } from '../helpers/serve-binary.js';
 import { startSink, type Sink } from '../helpers/smtp-sink.js';
 import { tempDir } from '../helpers/stack.js';
+
+/** The default server.processes each `sluice serve` below runs with. */
+const PROCESSES = KEYS.find((k) => k.key === 'server.processes')!.default() as number;
 
 const MESSAGES = 2000;
 /** mta/queue/worker.ts maxInFlight: most deliveries one worker holds at once, so most a kill can leave unrecorded. */
@@ -87,12 +90,12 @@ t.test('two workers deliver each message once; kill -9 of one: its leases are ta
     (db.prepare("SELECT id FROM deliveries WHERE state = 'sending' AND locked_by LIKE ?").all(`w-${pid}-%`) as { id: number }[]).map((r) => r.id);
 
   const subjects = () => sink.messages.map((m) => /\r\nSubject: (two-\d+)\r\n/.exec('\r\n' + m.raw.toString())?.[1] ?? '');
-  // Each `sluice serve` runs with the default server.processes (the cores): a tree of serving children under a
-  // primary, or one process on a single core. Its serving pids are those of its `listening` lines.
+  // Each `sluice serve` runs with the default server.processes: with more than one, a tree of serving children under
+  // a primary. Its serving pids are those of its `listening` lines.
   type Tree = ReturnType<typeof serveBinary>;
   const up = async (tree: Tree) => {
     await tree.listening;
-    if (os.availableParallelism() > 1) await tree.waitForLine((l) => l.msg === 'serving children started');
+    if (PROCESSES > 1) await tree.waitForLine((l) => l.msg === 'serving children started');
   };
   const servingPids = (tree: Tree) => tree.lines.filter((l) => l.msg === 'listening').map((l) => l.pid as number);
   const first = serveBinary(t, dir, env, ['--only', 'worker']);

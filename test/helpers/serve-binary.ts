@@ -52,8 +52,8 @@ export function serveBinary(t: Test, dataDir: string, env: Record<string, string
   return { child, lines, listening, waitForLine };
 }
 
-/** Resolves once `c` has exited (at once if it already has). */
-export const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null ? r() : c.once('exit', () => r())));
+/** Resolves once `c` has exited (at once if it already has: with a code, or killed by a signal, whose exitCode stays null). */
+export const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 
 /** The `default` account's API key a first start left in data_dir/initial-api-key (read after `listening`). */
 export const firstKey = (dataDir: string) => fs.readFileSync(path.join(dataDir, 'initial-api-key'), 'utf8').trim();

@@ -1,4 +1,4 @@
-// Owns the SQL of migration 25: the indexes the purge of deleted sub-accounts reads (issue 31, bounded storage).
+// Owns the SQL of migration 24: the indexes the purge of deleted sub-accounts reads (issue 31, bounded storage).
 // The purge asks, per deleted sub-account, whether any record still names it (storage/sqlite/account-purge.ts), and
 // deletes the rows it owns; these columns had no index leading with them, so each question or delete would scan the
 // table. SQLite also wants an index on a child key for the foreign-key check of a parent's DELETE

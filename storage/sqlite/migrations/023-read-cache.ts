@@ -1,4 +1,4 @@
-// Owns the SQL of migration 24 (issue 32, less work per message): indexes that spare the DKIM key and suppression
+// Owns the SQL of migration 23 (issue 32, less work per message): indexes that spare the DKIM key and suppression
 // look-ups a sort, and the generation counters that let each connection cache what it reads per message.
 //
 // dkim_keys: the signing key look-ups (dkim-keys.ts `active`, `inGrace`) filter on account, domain and status and
