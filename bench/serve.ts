@@ -1,7 +1,6 @@
 // Owns starting `sluice serve` for a bench: spawn (with an optional CPU profile), wait for the listening line, run
 // the CLI against the same data_dir, and provision example.test as an inbound domain relayed to a sink.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { SERVE_NODE_FLAGS } from '../bin/node-flags.js';
@@ -19,10 +18,10 @@ export async function spawnServe(env: NodeJS.ProcessEnv, o: { profile?: boolean 
   // As operators run it (npm start, the systemd unit); BENCH_SERVE_NODE_FLAGS (space-separated, may be empty) replaces
   // them to measure what they change.
   const flags = process.env.BENCH_SERVE_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? SERVE_NODE_FLAGS;
-  // BENCH_PROCESSES sets server.processes (default: the server's own, the number of cores) for A/B runs.
-  const processes = process.env.BENCH_PROCESSES ?? env.SLUICE_SERVER_PROCESSES ?? String(os.availableParallelism());
+  // BENCH_PROCESSES sets server.processes for A/B runs; unset, the server's own default (config/keys-server.ts).
+  const processes = process.env.BENCH_PROCESSES ?? env.SLUICE_SERVER_PROCESSES;
   const child = spawn(process.execPath, [...flags, ...prof, BIN, 'serve'], {
-    env: { SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:0', ...env, SLUICE_SERVER_PROCESSES: processes },
+    env: { SLUICE_HTTP_METRICS_LISTEN: '127.0.0.1:0', ...env, ...(processes ? { SLUICE_SERVER_PROCESSES: processes } : {}) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const info = await new Promise<Record<string, string>>((resolve, reject) => {
@@ -30,7 +29,7 @@ export async function spawnServe(env: NodeJS.ProcessEnv, o: { profile?: boolean 
     let listening: Record<string, string> | undefined;
     readline.createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.includes('"msg":"listening"')) listening ??= JSON.parse(line);
-      if (listening && (processes === '1' || line.includes('"msg":"serving children started"'))) resolve(listening);
+      if (listening && (Number(processes ?? 1) <= 1 || line.includes('"msg":"serving children started"'))) resolve(listening);
     });
     child.once('exit', (code) => reject(new Error(`sluice exited with ${code}`)));
   });
