@@ -3,12 +3,13 @@ import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseTarget,
-  parseTargetList, parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
+  parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
 import { MAX_BUFFERED_BYTES, SPOOL_QUEUE_KEYS } from './keys-spool.js';
 import { ABUSE_KEYS } from './abuse.js';
 import { SERVER_KEYS } from './keys-server.js';
+import { DNS_KEYS } from './keys-dns.js';
 import { SEND_KEYS } from './keys-send.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
@@ -206,20 +207,8 @@ export const KEY_TREE = {
       parse: parsePath,
     }),
   },
-  dns: {
-    servers: key({
-      doc: 'DNS servers (host:port) for MX, SPF, DKIM, DMARC and lockdown look-ups; empty means the system resolvers.',
-      defaultText: 'system resolvers',
-      default: () => [],
-      parse: parseTargetList,
-    }),
-    cacheMaxEntries: key({
-      doc: 'DNS answers kept in each process\'s cache (MX, A, AAAA, TXT, PTR…; each for its TTL, at most a day; NXDOMAIN/NODATA for the SOA minimum, at most 15 minutes; failures 5 seconds), least recently used dropped first; 0 turns the cache off.',
-      defaultText: '10000',
-      default: () => 10_000,
-      parse: integer(0, 10_000_000, 'a count'),
-    }),
-  },
+  /** `dns.*` (config/keys-dns.ts). */
+  dns: DNS_KEYS,
   outbound: {
     smarthost: key({
       live: true,
