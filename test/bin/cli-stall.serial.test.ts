@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
+import { message } from '../helpers/accept-record.js';
 import { outboundWorld } from '../helpers/outbound-world.js';
 import { BIN } from '../helpers/serve-binary.js';
 import { createClock, tempDir, testEnv } from '../helpers/stack.js';
@@ -35,20 +36,7 @@ async function cli(t: Test): Promise<Facts> {
   const store = w.stack.store;
   const due = clock.now() + 86_400_000;
   for (let i = 0; i < QUEUED; i += 100) {
-    await store.queue.accept(await Promise.all(Array.from({ length: 100 }, async (_, j) => {
-      const rcpt = `q${i + j}@rcpt.test`;
-      const raw = Buffer.from(`From: app@sender.test\r\nTo: ${rcpt}\r\nSubject: later\r\n\r\nlater\r\n`);
-      return {
-        message: {
-          accountId: w.accountId, kind: 'outbound' as const, sendRequestId: `req-${i + j}`, messageId: `${i + j}@sender.test`, mailFrom: 'app@sender.test',
-          fromEmail: 'app@sender.test', subject: 'later', campaignId: null, transactional: true, body: await store.bodies.write(raw),
-          size: raw.length, auth: null, upstream: null, upstreamHostname: null, senderId: null, createdAt: due, expiresAt: due + 5 * 86_400_000,
-          verdicts: null, tracking: 0,
-        },
-        deliveries: [{ rcpt, domain: 'rcpt.test', state: 'queued' as const }],
-        events: [],
-      };
-    })));
+    await store.queue.accept(await Promise.all(Array.from({ length: 100 }, (_, j) => message(store, w.accountId, [`q${i + j}@rcpt.test`], due))));
   }
   const work = tempDir(t);
   const spam = corpus(path.join(work, 'spam'), TRAIN, 'spam');

@@ -3,9 +3,11 @@
 import type { Test } from 'tap';
 import t from 'tap';
 import { openStore } from '../../../storage/open.js';
-import type { AcceptRecord } from '../../../storage/ports/queue.js';
 import type { Store } from '../../../storage/ports/store.js';
 import { tempDir } from '../../helpers/stack.js';
+
+// The record builder lives where a process without tap can import it (the stall measurements).
+export { message } from '../../helpers/accept-record.js';
 
 /** One backend under contract. */
 export interface Backend {
@@ -61,18 +63,3 @@ export async function account(store: Store, handle: string, now = 1_000): Promis
   return res.value.id;
 }
 
-/** One accepted outbound message of `accountId` to `rcpts`, body written through the Bodies port, due at `at`. */
-export async function message(store: Store, accountId: number, rcpts: string[], at: number, extra: Partial<AcceptRecord> = {}): Promise<AcceptRecord> {
-  const raw = Buffer.from(`From: a@sender.test\r\nTo: ${rcpts.join(', ')}\r\nSubject: contract\r\n\r\nbody ${at}\r\n`);
-  return {
-    message: {
-      accountId, kind: 'outbound', sendRequestId: `req-${at}`, messageId: `${at}@sender.test`, mailFrom: 'a@sender.test',
-      fromEmail: 'a@sender.test', subject: 'contract', campaignId: null, transactional: true, body: await store.bodies.write(raw),
-      size: raw.length, auth: null, upstream: null, upstreamHostname: null, senderId: null, createdAt: at, expiresAt: at + 5 * 86_400_000,
-      verdicts: null, tracking: 0,
-    },
-    deliveries: rcpts.map((rcpt) => ({ rcpt, domain: rcpt.split('@')[1]!, state: 'queued' as const })),
-    events: [{ accountId, kind: 'processed', payload: { event: 'processed', email: rcpts[0] }, at }],
-    ...extra,
-  };
-}
