@@ -31,26 +31,33 @@ module.exports = {
       to: { path: 'node_modules/better-sqlite3/', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'pg-only-in-storage-postgres',
+      severity: 'error',
+      comment: 'Only the PostgreSQL implementation (storage/postgres/) imports pg (ARCHITECTURE: storage seam).',
+      from: { path: '^(config|storage|filters|mta|control-api|bin|bench|test)/', pathNot: '^storage/postgres/' },
+      to: { path: 'node_modules/pg/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'backends-only-through-open',
       severity: 'error',
       comment:
         'Nothing above storage/ reaches a backend: the rest of Sluice sees the ports (storage/ports/) and opens its one ' +
         'Store through storage/open.ts. Benchmarks and tests may look underneath (they measure and arrange SQLite).',
       from: { path: '^(config|filters|mta|control-api|bin)/' },
-      to: { path: '^storage/sqlite/' },
+      to: { path: '^storage/(sqlite|postgres)/' },
     },
     {
       name: 'ports-know-no-backend',
       severity: 'error',
       comment: 'The ports are interfaces and plain records: no backend, no driver, not the opener.',
       from: { path: '^storage/ports/' },
-      to: { path: '^storage/(sqlite/|open\\.ts)|node_modules/better-sqlite3/' },
+      to: { path: '^storage/(sqlite/|postgres/|open\\.ts)|node_modules/(better-sqlite3|pg)/' },
     },
     {
       name: 'backends-below-open',
       severity: 'error',
       comment: 'A backend implements the ports; only storage/open.ts chooses one.',
-      from: { path: '^storage/sqlite/' },
+      from: { path: '^storage/(sqlite|postgres)/' },
       to: { path: '^storage/open\\.ts' },
     },
     {

@@ -93,7 +93,7 @@ async function backupOnce(dataDir: string, dest: string): Promise<Manifest> {
   fs.mkdirSync(tmp, { mode: 0o700 });
   try {
     const files: Entry[] = [];
-    const store = openStore({ dataDir }, { now: Date.now });
+    const store = await openStore({ dataDir }, { now: Date.now });
     try {
       await store.backup(path.join(tmp, DB));
     } finally {

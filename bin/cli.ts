@@ -194,7 +194,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 
 /** Runs `fn` on the configuration's store (storage/open.ts), closed once `fn` settles. */
 async function withStore<T>(loaded: Pick<LoadedConfig, 'config'>, now: () => number, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(loaded.config, { now });
+  const store = await openStore(loaded.config, { now });
   try {
     return await fn(store);
   } finally {

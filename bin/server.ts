@@ -61,7 +61,7 @@ export interface ServerOptions {
    */
   startWorker?: boolean;
   /** Opens the store to run on (tests hand in their own, and keep it to look underneath); by default storage/open.ts. */
-  openStore?: (o: OpenOptions) => Store;
+  openStore?: (o: OpenOptions) => Store | Promise<Store>;
   /** Resolves the host names of configured listeners for the outbound-connection policy (default: the OS resolver). */
   lookupListenerHost?: ListenerLookup;
   /**

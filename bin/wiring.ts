@@ -88,7 +88,7 @@ export interface CoreOptions {
   /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
   certificateInstalled?: () => Promise<unknown>;
   /** Opens the store to run on (tests hand in their own); by default `storage/open.ts` for the configuration. */
-  openStore?: (o: OpenOptions) => Store;
+  openStore?: (o: OpenOptions) => Store | Promise<Store>;
   /** Resolves the host names of configured listeners (default: the OS resolver, as listen() uses). */
   lookupListenerHost?: ListenerLookup;
   /** Serving processes sharing the per-process request budgets (server.processes; default 1): createApp divides them. */
@@ -112,7 +112,7 @@ export async function wireCore(opts: CoreOptions) {
   // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
   const metrics = createMetrics();
   const storeOptions: OpenOptions = { now, onCommit: (seconds) => metrics.sqliteCommit.observe(seconds) };
-  const store = opts.openStore?.(storeOptions) ?? openStore(config, storeOptions);
+  const store = await (opts.openStore?.(storeOptions) ?? openStore(config, storeOptions));
   const { accounts, dkimKeys: dkim, suppressions, inboundDomains, inboundLists, quarantine, trackingDomains } = store;
   // Before anything listens: a first start that then fails to bind keeps its key file (issue 23).
   const firstApiKey = await handOverFirstKey(store, config.dataDir, logger, now());

@@ -10,6 +10,7 @@ import { MAX_BUFFERED_BYTES, SPOOL_QUEUE_KEYS } from './keys-spool.js';
 import { ABUSE_KEYS } from './abuse.js';
 import { SERVER_KEYS } from './keys-server.js';
 import { DNS_KEYS } from './keys-dns.js';
+import { STORAGE_KEYS } from './keys-storage.js';
 import { SEND_KEYS } from './keys-send.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
@@ -380,6 +381,8 @@ export const KEY_TREE = {
   /** `retention.*` (config/retention.ts; the retention job is mta/jobs/retention.ts). */
   retention: RETENTION_KEYS,
   server: SERVER_KEYS,
+  /** `storage.*` (config/keys-storage.ts). */
+  storage: STORAGE_KEYS,
   log: {
     level: key({
       live: true,

@@ -157,6 +157,14 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     }
   }
 
+  // A PostgreSQL URL without the backend would be silently ignored, and the backend without a URL has nowhere to go.
+  if (values.get('storage.backend') === 'postgres' && values.get('storage.postgres_url') === undefined) {
+    throw new ConfigError('storage.postgres_url', 'storage.backend is "postgres": set storage.postgres_url (SLUICE_STORAGE_POSTGRES_URL)');
+  }
+  if (values.get('storage.backend') !== 'postgres' && values.get('storage.postgres_url') !== undefined) {
+    throw new ConfigError('storage.postgres_url', 'has no effect unless storage.backend is "postgres"');
+  }
+
   checkHttpTls(values, (k) => env[BY_KEY.get(k)!.env] !== undefined || raw.has(k));
 
   const config = shape(values);

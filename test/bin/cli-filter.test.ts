@@ -13,7 +13,7 @@ const message = (words: string) => `From: a@x.test\r\nTo: b@y.test\r\nSubject: n
 
 t.test('a directory is read while learning goes on: files rewritten during the first learn are read as rewritten', async (t) => {
   const dir = tempDir(t);
-  const store = openStore({ dataDir: tempDir(t) }, { now: () => 1_000 });
+  const store = await openStore({ dataDir: tempDir(t) }, { now: () => 1_000 });
   t.teardown(() => store.close());
   // 205 files, one more batch than a commit holds (200), all the same message: learned once, known 204 times.
   const files = Array.from({ length: 205 }, (_, i) => path.join(dir, `m${String(i).padStart(3, '0')}.eml`));

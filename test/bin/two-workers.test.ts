@@ -21,7 +21,7 @@ const MAX_IN_FLIGHT = 200;
 
 /** Queues `n` messages to rcpt.test through the ports, as the API would have (the workers find them at start). */
 async function queueMessages(dataDir: string, n: number): Promise<void> {
-  const store = openStore({ dataDir }, { now: Date.now });
+  const store = await openStore({ dataDir }, { now: Date.now });
   try {
     const made = await store.accounts.createAccount({ handle: 'acme', companyName: null, parentId: null, now: Date.now() });
     if (!made.ok) throw new Error('account');

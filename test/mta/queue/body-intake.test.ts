@@ -25,7 +25,7 @@ async function readBack(store: Store, acct: number, ref: BodyRef): Promise<Buffe
 
 t.test('in memory or spilled, 7-bit or 8-bit: the same bytes stored and the right 8-bit flag', async (t) => {
   const dataDir = tempDir(t);
-  const store = openStore({ dataDir }, { now: Date.now });
+  const store = await openStore({ dataDir }, { now: Date.now });
   t.teardown(() => store.close());
   const acct = await account(store, 'acme');
   const head = Buffer.from('Subject: x\r\n\r\n');

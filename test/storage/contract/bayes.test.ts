@@ -9,7 +9,7 @@ contract('bayes: a message is learned once; learned as the other class it moves;
   const m2 = { digest: 'd2', cls: 'ham' as const, tokens: ['B:meeting', 'B:cheap'] };
   t.same(await bayes.learn(null, [m1, m2], 1000), ['learned', 'learned']);
   t.same(await bayes.learn(null, [m1], 2000), ['already'], 'the same message as the same class is not counted twice');
-  const other = reopen().bayes;
+  const other = (await reopen()).bayes;
   let stats = await other.stats(null);
   t.same(stats.learned, { spam: 1, ham: 1 }, 'another process sees the learn at once');
   t.equal(stats.tokens, 4);

@@ -41,8 +41,8 @@ contract('bodies of every size round-trip byte-identical, from a Buffer or a str
     t.ok((await read(await store.bodies.open(ref, 3))).equals(bytes.subarray(3)), `${size}: from an offset`);
     const viaBuffer = await store.bodies.write(bytes);
     t.equal(viaBuffer.size, size, `${size}: a Buffer too`);
-    const later = (await reopen().queue.findMessage(id))!.body!;
-    t.ok((await read(await reopen().bodies.open(later))).equals(bytes), `${size}: after a restart`);
+    const later = (await (await reopen()).queue.findMessage(id))!.body!;
+    t.ok((await read(await (await reopen()).bodies.open(later))).equals(bytes), `${size}: after a restart`);
   }
 });
 
@@ -114,7 +114,7 @@ for (const backend of BACKENDS) {
   t.test(`${backend.name}: a full disk while spooling rejects as disk-full and leaves nothing half-stored`, async (t) => {
     const disk = smallDisk(t, 4 * 1024 * 1024);
     if (!disk) return void t.pass('cannot mount a tmpfs here (needs root); test/storage/sqlite/spool.test.ts injects ENOSPC');
-    const store = backend.open(disk, Date.now);
+    const store = await backend.open(disk, Date.now);
     t.teardown(() => store.close());
     const acct = await account(store, 'acme');
     const kept = await stored(store, acct, random(200 * 1024));
@@ -140,7 +140,7 @@ contract('inline: false keeps even a small body out of the accept commit: durabl
   rec.message.body = await store.bodies.write(chunked(bytes), { inline: false });
   rec.message.size = bytes.length;
   const [ids] = await store.queue.accept([rec]);
-  const ref = (await reopen().queue.findMessage(ids!.messageRowId))!.body!;
-  t.ok((await read(await reopen().bodies.open(ref))).equals(bytes), 'stored and read back byte-identical after a restart');
+  const ref = (await (await reopen()).queue.findMessage(ids!.messageRowId))!.body!;
+  t.ok((await read(await (await reopen()).bodies.open(ref))).equals(bytes), 'stored and read back byte-identical after a restart');
   t.equal(await store.bodies.sweep(Date.now() + 1000), 0, 'a named body is not swept');
 });

@@ -17,7 +17,7 @@ async function provision(store: Store, accountId: number, domain: string, target
 }
 
 contract('served domains and downstreams: a change through another view is seen by the next read', async (t, { store, reopen }) => {
-  const other = reopen();
+  const other = await reopen();
   const a = await account(store, 'alpha');
   t.equal(await store.inboundDomains.findServedDomain('corp.test'), undefined, 'not served yet (an answer a cache could keep)');
   const id = await provision(other, a, 'corp.test', 'mx1.corp.test');
@@ -45,7 +45,7 @@ contract('served domains and downstreams: a change through another view is seen 
 });
 
 contract('list matches: an entry added or removed through another view decides the next message', async (t, { store, reopen }) => {
-  const other = reopen();
+  const other = await reopen();
   const a = await account(store, 'alpha');
   const id = await provision(store, a, 'corp.test', 'mx.corp.test');
   const q = { accountId: a, domain: 'corp.test', recipient: 'bob@corp.test', clientIp: '192.0.2.7', senderAddress: 'x@spam.test' };
@@ -60,7 +60,7 @@ contract('list matches: an entry added or removed through another view decides t
 });
 
 contract('signing keys: a rotation or revocation through another view changes the next signature', async (t, { store, reopen }) => {
-  const other = reopen();
+  const other = await reopen();
   const a = await account(store, 'alpha');
   t.equal(await store.dkimKeys.findSigningKey([a], 'shop.test', 1), undefined, 'no key yet');
   const k1 = await other.dkimKeys.insert({ accountId: a, domain: 'shop.test', selector: 's1', keyLength: 1024, privateKey: 'x', publicKey: 'y', now: 0 });
@@ -75,7 +75,7 @@ contract('signing keys: a rotation or revocation through another view changes th
 });
 
 contract('API key principals: a revocation, a disabled or deleted account through another view counts at the next request', async (t, { store, reopen }) => {
-  const other = reopen();
+  const other = await reopen();
   const a = await account(store, 'alpha');
   const k = await other.accounts.createApiKey(a, 'api', 1);
   if (!k.ok) throw new Error('key');

@@ -16,7 +16,7 @@ contract('greylist: triplets, passes and pruning', async (t, { store, reopen }) 
   await gl.save(b, { firstSeen: 20, lastSeen: 20, passedAt: null });
   await gl.save(c, { firstSeen: 100, lastSeen: 100, passedAt: null });
   await gl.save(a, { firstSeen: 10, lastSeen: 400, passedAt: 400 });
-  const other = reopen().greylist;
+  const other = (await reopen()).greylist;
   t.same(await other.find(a), { firstSeen: 10, lastSeen: 400, passedAt: 400 }, 'replaced whole, seen by another process');
   t.same(await other.find(b), { firstSeen: 20, lastSeen: 20, passedAt: null }, 'the null sender is a sender of its own');
   t.same(await other.find(c), { firstSeen: 100, lastSeen: 100, passedAt: null }, 'another network, another triplet');
@@ -54,7 +54,7 @@ contract('greylist: triplets, passes and pruning', async (t, { store, reopen }) 
 
 contract('greylist: first attempts capped per network; never-retried triplets pruned by their first sight', async (t, { store, reopen }) => {
   const gl = store.greylist;
-  const other = reopen().greylist;
+  const other = (await reopen()).greylist;
   const net = '192.0.2.0/24';
   const tri = (i: number, network = net) => ({ network, sender: `s${i}@x.test`, recipient: 'r@corp.test' });
   const first = (at: number) => ({ firstSeen: at, lastSeen: at, passedAt: null });

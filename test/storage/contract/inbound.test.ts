@@ -55,7 +55,7 @@ contract('provision: created once with the default settings; again not overwritt
   const first = await store.inboundDomains.provision({ ...input, sections: { admins: ['boss@corp.test'], downstreams: [{ priority: 10, weight: 1, port: 25, target: 'mx.corp.test.' }] } });
   t.match(first, { ok: true, created: true });
   if (!first.ok) return;
-  const served = await reopen().inboundDomains.findServedDomain('corp.test');
+  const served = await (await reopen()).inboundDomains.findServedDomain('corp.test');
   t.match(served, { id: first.domainId, account_id: a, domain: 'corp.test', subscription_handle: 'basic', via_alias: null, api_key_id: null, created_at: 10 });
   const row = (await store.inboundDomains.findDomain('corp.test'))!;
   t.equal(row.abuse_policy ?? DEFAULT_DOMAIN_SETTINGS.abusePolicy, 'flag', 'a new domain gets the default settings');
@@ -168,7 +168,7 @@ contract('aliases: served through the domain, one owner each, removed only by th
   t.equal(await store.inboundDomains.addAlias(one.domainId, 'one-alias.test', 6), 'taken', 'already its alias');
   t.equal(await store.inboundDomains.addAlias(two.domainId, 'one-alias.test', 6), 'taken', 'another domain\'s alias');
   t.equal(await store.inboundDomains.addAlias(two.domainId, 'one.test', 6), 'taken', 'a domain');
-  t.match(await reopen().inboundDomains.findServedDomain('one-alias.test'), { id: one.domainId, domain: 'one.test', via_alias: 'one-alias.test' });
+  t.match(await (await reopen()).inboundDomains.findServedDomain('one-alias.test'), { id: one.domainId, domain: 'one.test', via_alias: 'one-alias.test' });
   t.same(await store.inboundDomains.findAlias('one-alias.test'), { alias: 'one-alias.test', domain_id: one.domainId, domain: 'one.test', account_id: a });
   t.equal(await store.inboundDomains.removeAlias(two.domainId, 'one-alias.test'), false, 'not its alias');
   t.equal(await store.inboundDomains.removeAlias(one.domainId, 'one-alias.test'), true);
@@ -262,7 +262,7 @@ contract('lists: one list per item and scope, idempotent adds, oldest first, rem
   t.same((await lists.listEntries(acct, 'blocklist')).map((e) => e.item), ['one.test', 'x@two.test', '192.0.2.0/24'], 'oldest first');
   const moved = await lists.addEntry(acct, { item: 'one.test', itemType: 'domain', action: 'safelist' }, 50);
   t.match(moved, { action: 'safelist' });
-  const other = reopen().inboundLists;
+  const other = (await reopen()).inboundLists;
   t.same((await other.listEntries(acct, 'blocklist')).map((e) => e.item), ['x@two.test', '192.0.2.0/24'], 'taken off the blocklist');
   t.same((await other.listEntries(acct, 'safelist')).map((e) => e.item), ['one.test']);
   t.same(await lists.listEntries({ level: 'account', accountId: b }, 'blocklist'), [], 'another account\'s lists are its own');

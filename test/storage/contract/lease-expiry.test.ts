@@ -8,7 +8,7 @@ const URL = 'https://hooks.acme.test/in';
 
 contract('a lease ending at `until` is taken over at `until`: deliveries, webhook batches and alerts alike', async (t, { store, reopen }) => {
   const acct = await account(store, 'acme');
-  const w2 = reopen();
+  const w2 = await reopen();
   await store.queue.accept([await message(store, acct, ['a@one.test'], 0)]);
   const [d] = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
   t.same((await w2.queue.claim('w2', 1_000 + LEASE - 1, LEASE, 10)).deliveries, [], 'delivery: held until then');

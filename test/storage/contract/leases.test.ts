@@ -14,7 +14,7 @@ contract('webhook batches: claimed under a lease, taken over after expiry, the f
   const first = await store.webhooks.claimPending(acct, URL, 'w1', 1_000, 100, 1_000 + LEASE);
   t.equal(first?.payloads.length, 2, 'both events, in one batch');
   t.match(first?.lease, { owner: 'w1', until: 1_000 + LEASE });
-  const w2 = reopen();
+  const w2 = await reopen();
   t.equal(await w2.webhooks.claimPending(acct, URL, 'w2', 2_000, 100, 2_000 + LEASE), undefined, 'one chain per account at a time');
   t.same(await w2.webhooks.dueRetries(1_000 + LEASE - 1, 10), [], 'the in-flight batch is not due while its lease holds');
   t.same(await store.webhooks.renew([first!.lease], 1_000 + 2 * LEASE), [], 'its owner renews it');
@@ -38,7 +38,7 @@ contract('webhook batches: a worker\'s start leaves an in-flight batch to its ow
   await store.webhooks.enroll(acct, URL, 0);
   await store.queue.accept([await message(store, acct, ['a@one.test'], 0)]);
   const claimed = await store.webhooks.claimPending(acct, URL, 'w1', 1_000, 100, 1_000 + LEASE);
-  const restarted = reopen();
+  const restarted = await reopen();
   t.same(await restarted.webhooks.dueRetries(2_000, 10), []);
   t.match(await restarted.webhooks.findBatch(acct, claimed!.batch.id), { locked_by: 'w1', status: null });
   t.equal(await store.webhooks.recordResult(claimed!.lease, ok), true, 'the owner still records its outcome');
@@ -52,7 +52,7 @@ contract('alerts: one owner at a time, taken over after expiry with a new token,
   t.equal(await store.alerts.fire(monitor, { senderAccountId: acct, senderId: 'acme|x|a@b.test', payload: '{}', at: 2_000 }), undefined, 'once per interval');
   const a1 = await store.alerts.claim(fired!.id, 'w1', 1_000, 1_000 + LEASE);
   t.match(a1, { state: 'sending', locked_by: 'w1', attempts: 1 });
-  const w2 = reopen();
+  const w2 = await reopen();
   t.equal(await w2.alerts.claim(fired!.id, 'w2', 2_000, 2_000 + LEASE), undefined, 'held by w1');
   t.same(await w2.alerts.due(1_000 + LEASE - 1, 10), []);
   const [due] = await w2.alerts.due(1_000 + LEASE + 1, 10);

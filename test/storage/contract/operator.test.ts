@@ -13,7 +13,7 @@ contract('console tokens: shown once, stored so that only the token finds itself
   const two = await con.createToken(null, 20);
   t.not(one.token, two.token);
   t.not(one.id, two.id);
-  t.match(await reopen().console.findToken(one.token), { id: one.id, label: 'laptop', created_at: 10, revoked_at: null });
+  t.match(await (await reopen()).console.findToken(one.token), { id: one.id, label: 'laptop', created_at: 10, revoked_at: null });
   t.equal(await con.findToken(`${one.token}x`), undefined, 'a wrong token finds nothing');
   t.notOk(JSON.stringify(await con.listTokens()).includes(one.token), 'the token itself is never read back');
   t.same((await con.listTokens()).map((r) => r.id), [one.id, two.id], 'the live tokens, first created first');
@@ -66,7 +66,7 @@ contract('health: a healthy store reads and reports no write failure, with or wi
   await account(store, 'acme');
   t.same(await store.health.check(), { readable: true, writeFailure: undefined });
   t.same(await store.health.check({ probe: true }), { readable: true, writeFailure: undefined });
-  t.same(await reopen().health.check({ probe: true }), { readable: true, writeFailure: undefined }, 'a fresh view too');
+  t.same(await (await reopen()).health.check({ probe: true }), { readable: true, writeFailure: undefined }, 'a fresh view too');
 });
 
 /** Delivery states through the Queue port alone: one message per state, returning the delivery ids. */
@@ -133,7 +133,7 @@ contract('queue views: retry and drop act only on waiting deliveries; browse fil
   t.equal(await qv.retryNow(d.delivered, 7_000), 0, 'nor a finished one');
   t.equal(await qv.retryNow(d.deferred, 7_000), 1);
   t.match(await store.queue.findDelivery(d.deferred), { state: 'queued', next_attempt_at: 7_000, attempts: 1 }, 'due now, its attempts kept');
-  t.equal(await reopen().queue.nextDueAt(), 6_000);
+  t.equal(await (await reopen()).queue.nextDueAt(), 6_000);
   t.equal(await qv.retryNow(null, 8_000), 3, 'all queued ones');
   t.equal(await store.queue.nextDueAt(), 8_000);
 

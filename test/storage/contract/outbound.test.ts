@@ -30,7 +30,7 @@ contract('tracking domains: a name is unique per account, a hostname+scope acros
   t.match(await td.insert(a, { name: 'opens', hostname: 'click.alpha.test', scope: 'open' }, 12), { ok: true }, 'the same host for another scope');
   t.equal(await td.findByName(b, 'theirs'), undefined, 'the refused insert wrote nothing');
 
-  const other = reopen().trackingDomains;
+  const other = (await reopen()).trackingDomains;
   t.match(await other.findByHost('click.alpha.test', 'click'), { id: made.row.id, account_id: a }, 'whoever owns it');
   t.equal(await other.findByHost('click.alpha.test', 'unsubscribe'), undefined);
   t.match(await other.find(a, 'click.alpha.test', 'click'), { name: 'clicks' });
@@ -139,7 +139,7 @@ contract('lockdown: allow and deny answer whether they changed anything; the sen
   t.equal(await ld.allow(a, 'beta.test', 30), true);
   t.same((await ld.list(a)).map((r) => [r.domain, r.created_at]).sort(), [['alpha.test', 10], ['beta.test', 30]], 'the first allowance\'s time stays');
   t.same(await ld.list(b), []);
-  t.equal(await reopen().lockdown.isAllowed([b, a], 'alpha.test'), true, 'any of the accounts');
+  t.equal(await (await reopen()).lockdown.isAllowed([b, a], 'alpha.test'), true, 'any of the accounts');
   t.equal(await ld.isAllowed([b], 'alpha.test'), false);
   t.equal(await ld.isAllowed([], 'alpha.test'), false);
   await ld.allow(b, 'bravo.test', 40);
@@ -186,7 +186,7 @@ contract('sender abuse: strikes counted from `since`, one active block, lifting 
   const block = { accountId: a, senderId: id, envelopeSender: 'Bob@Alpha.test', messageId: 'm3', reason: 'three strikes', at: 400 };
   t.equal(await sa.insertBlock(block), true);
   t.equal(await sa.insertBlock({ ...block, messageId: 'm9', reason: 'again', at: 500 }), false, 'already blocked');
-  t.match(await reopen().senderAbuse.findBlock(a, id), { message_id: 'm3', reason: 'three strikes', blocked_at: 400, lifted_at: null, lifted_by: null }, 'the first block\'s record stays');
+  t.match(await (await reopen()).senderAbuse.findBlock(a, id), { message_id: 'm3', reason: 'three strikes', blocked_at: 400, lifted_at: null, lifted_by: null }, 'the first block\'s record stays');
   t.equal(await sa.lift(b, id, 'api', 600), false, 'b never blocked it');
   t.equal(await sa.lift(a, id, 'api', 600), true);
   t.equal(await sa.lift(a, id, 'operator', 601), false, 'no longer blocked');

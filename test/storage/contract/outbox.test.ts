@@ -28,7 +28,7 @@ contract('webhooks: one endpoint per account; it receives only the events writte
   t.equal(await wh.claimPending(acct, URL, 'w1', 150, 10, 150 + LEASE), undefined, 'nor anything to claim');
   t.equal(await wh.enroll(acct, URL, 200), true);
   t.equal(await wh.enroll(acct, 'https://else.test/', 201), false, 'one per account');
-  t.match(await reopen().webhooks.findWebhook(acct), { account_id: acct, url: URL, created_at: 200 });
+  t.match(await (await reopen()).webhooks.findWebhook(acct), { account_id: acct, url: URL, created_at: 200 });
   t.equal(await wh.findWebhook(other), undefined);
   t.same(await wh.readyAccounts(), [], 'the earlier events are not for this endpoint');
   t.equal(await wh.claimPending(acct, URL, 'w1', 300, 10, 300 + LEASE), undefined);
@@ -72,7 +72,7 @@ contract('webhooks: a failed batch is retried with the same events when due; the
   await events(store, acct, 2_000);
   t.equal(await wh.claimPending(acct, URL, 'w2', 2_000, 10, 2_000 + LEASE), undefined, 'no new chain while one is outstanding');
   t.same(await wh.dueRetries(4_999, 10), [], 'not yet due');
-  const [due] = await reopen().webhooks.dueRetries(5_000, 10);
+  const [due] = await (await reopen()).webhooks.dueRetries(5_000, 10);
   t.equal(due?.id, first!.batch.id);
   const hook = (await wh.findWebhook(acct))!;
   const retry = await wh.claimRetry(due!, hook, 'w2', 5_000, 5_000 + LEASE);

@@ -31,7 +31,7 @@ contract('a claim leases each delivery to its owner with a fresh token; no other
   await store.queue.accept([await message(store, acct, ['a@one.test'], 0)]);
   const [d] = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
   t.match(d, { state: 'sending', locked_by: 'w1', lease_until: 1_000 + LEASE, lease_token: 1, attempts: 1, next_attempt_at: 1_000 + LEASE });
-  const other = reopen();
+  const other = await reopen();
   t.same((await other.queue.claim('w2', 1_000 + LEASE - 1, LEASE, 10)).deliveries, [], 'held until it expires');
   t.same((await store.queue.claim('w1', 2_000, LEASE, 10)).deliveries, [], 'not even its owner claims it twice');
 });
@@ -40,7 +40,7 @@ contract('an expired lease is taken over by any worker; the first owner\'s outco
   const acct = await account(store, 'acme');
   await store.queue.accept([await message(store, acct, ['a@one.test'], 0)]);
   const [first] = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
-  const w2 = reopen();
+  const w2 = await reopen();
   const [taken] = (await w2.queue.claim('w2', 1_000 + LEASE, LEASE, 10)).deliveries;
   t.match(taken, { id: first!.id, locked_by: 'w2', lease_token: 2, attempts: 2 }, 'taken over with a new token');
   const outcome = (lease: { id: number; owner: string; token: number; until: number }, response: string) => ({
@@ -65,7 +65,7 @@ contract('renewal keeps a held lease from being taken over; release gives it bac
   const [d] = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
   const lease = { id: d!.id, owner: 'w1', token: d!.lease_token, until: d!.lease_until! };
   t.same(await store.queue.renew([lease], 1_000 + 2 * LEASE), [], 'still held');
-  const w2 = reopen();
+  const w2 = await reopen();
   t.same((await w2.queue.claim('w2', 1_000 + LEASE, LEASE, 10)).deliveries, [], 'the renewed lease is not expired');
   t.equal(await store.queue.nextDueAt(), 1_000 + 2 * LEASE, 'due again when the renewed lease would end');
   t.equal(await w2.queue.release([{ ...lease, owner: 'w2' }], 5_000), 0, 'only the owner gives a lease back');
@@ -79,7 +79,7 @@ contract('opening the store (a worker\'s start) leaves another live worker\'s le
   const acct = await account(store, 'acme');
   await store.queue.accept([await message(store, acct, ['a@one.test', 'b@one.test'], 0)]);
   const held = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
-  const restarted = reopen();
+  const restarted = await reopen();
   for (const d of held) t.match(await restarted.queue.findDelivery(d.id), { state: 'sending', locked_by: 'w1', lease_token: 1 });
   t.same((await restarted.queue.claim('w2', 2_000, LEASE, 10)).deliveries, [], 'nothing to take before expiry');
   const outcomes = held.map((d) => ({
@@ -97,7 +97,7 @@ contract('the fast path: accept may write deliveries already leased, fenced like
   const [ids] = await store.queue.accept([await message(store, acct, ['a@one.test'], 0, { lease: { owner: 'w1', until: LEASE } })]);
   const [l] = ids!.leased;
   t.match(l, { owner: 'w1', token: 1, until: LEASE, rcpt: 'a@one.test' });
-  const w2 = reopen();
+  const w2 = await reopen();
   t.same((await w2.queue.claim('w2', LEASE - 1, LEASE, 10)).deliveries, []);
   const [taken] = (await w2.queue.claim('w2', LEASE, LEASE, 10)).deliveries;
   t.match(taken, { id: l!.id, lease_token: 2 }, 'taken over once it expired');

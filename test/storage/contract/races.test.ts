@@ -7,7 +7,7 @@ import { account, contract, message } from './backends.js';
 contract('races: a uniqueness promise holds when two processes write at once', async (t, { store, reopen }) => {
   const a = await account(store, 'alpha');
   const b = await account(store, 'bravo');
-  const other = reopen();
+  const other = await reopen();
   const both = async <T>(x: Promise<T>, y: Promise<T>) => Promise.all([x, y]);
 
   const enrol = await both(store.webhooks.enroll(a, 'https://one.test/', 1), other.webhooks.enroll(a, 'https://two.test/', 1));
@@ -48,7 +48,7 @@ contract('races: a uniqueness promise holds when two processes write at once', a
 });
 
 contract('races: counters and learned messages lose no update when two processes write at once', async (t, { store, reopen }) => {
-  const other = reopen();
+  const other = await reopen();
   await Promise.all([
     store.greylist.countPass('192.0.2.0/24', 10), other.greylist.countPass('192.0.2.0/24', 11),
     store.greylist.countPass('192.0.2.0/24', 12), other.greylist.countPass('192.0.2.0/24', 13),
@@ -95,7 +95,7 @@ contract('a unit that fails stores nothing of itself and takes no other unit dow
   ]);
   t.equal(bad.status, 'rejected', 'the accept fails');
   t.same(good, { status: 'fulfilled', value: true }, 'the unit beside it stands');
-  const other = reopen();
+  const other = await reopen();
   t.equal(await other.lockdown.isAllowed([acct], 'alpha.test'), true, 'durably');
   t.equal(await other.tracking.find(trackingKey(`${K2}@alpha.test`)!), undefined, 'nothing of the refused request: not its first message');
   t.same(await other.metrics.series(acct, null, 0, 1, 'hour', ['processed']), before, 'nor its events\' roll-ups');
@@ -105,7 +105,7 @@ contract('a unit that fails stores nothing of itself and takes no other unit dow
 
 contract('races: two workers claiming at once never share a delivery or a webhook chain', async (t, { store, reopen }) => {
   const acct = await account(store, 'alpha');
-  const other = reopen();
+  const other = await reopen();
   const rcpts = Array.from({ length: 10 }, (_, i) => `r${i}@one.test`);
   await store.queue.accept([await message(store, acct, rcpts, 0)]);
   const [x, y] = await Promise.all([store.queue.claim('w1', 1_000, 60_000, 6), other.queue.claim('w2', 1_000, 60_000, 6)]);

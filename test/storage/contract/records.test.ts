@@ -11,7 +11,7 @@ contract('accounts: handles are unique, keys authenticate until revoked, deleted
   t.ok(made.ok);
   if (!made.ok) return;
   t.same(await store.accounts.createParentWithKey({ handle: 'acme', companyName: null, now: 2_000 }), { ok: false, reason: 'exists' });
-  const other = reopen();
+  const other = await reopen();
   t.equal((await other.accounts.authenticateKey(made.apiKey))?.account.id, made.account.id, 'another view sees the commit');
   t.equal(await other.accounts.authenticateKey(`${made.apiKey}x`), undefined);
   const sub = await store.accounts.createAccount({ handle: 'shop', companyName: null, parentId: made.account.id, now: 3_000 });
@@ -43,7 +43,7 @@ contract('settings: getOrCreate makes a value once, every view reads the same on
   t.equal(await store.settings.get('secret'), undefined);
   const first = await store.settings.getOrCreate('secret', () => 'one');
   t.equal(first, 'one');
-  t.equal(await reopen().settings.getOrCreate('secret', () => 'two'), 'one', 'made once per location');
+  t.equal(await (await reopen()).settings.getOrCreate('secret', () => 'two'), 'one', 'made once per location');
   await store.settings.set('bootstrapped_at', '5');
   t.equal(await store.settings.get('bootstrapped_at'), '5');
 });

@@ -83,7 +83,7 @@ contract('metrics: an outcome fenced out by a lost lease adds no counter; the on
   const acct = await account(store, 'acme', H0);
   await store.queue.accept([{ ...(await message(store, acct, ['a@x.test'], H0)), events: [] }]);
   const [first] = (await store.queue.claim('w1', H0, LEASE, 10)).deliveries;
-  const [taken] = (await reopen().queue.claim('w2', H0 + LEASE, LEASE, 10)).deliveries;
+  const [taken] = (await (await reopen()).queue.claim('w2', H0 + LEASE, LEASE, 10)).deliveries;
   const outcome = (d: typeof first, owner: string): OutcomeRecord => ({
     lease: { id: d!.id, owner, token: d!.lease_token, until: d!.lease_until! },
     attempt: { at: H0 + 2 * LEASE, outcome: 'delivered', code: 250, status: '2.0.0', response: '250', command: 'DATA', host: null },
@@ -155,7 +155,7 @@ contract('tracking: a message\'s tokens stored with it; first hit, first human h
     message: { ...rec.message, messageId, tracking: TRACK_OPEN | TRACK_CLICK },
     tracked: { key, accountId: acct, requestId: 'req', messageId, fromEmail: 'a@acme.test', campaignId: 'c1', recipients: ['a@x.test', 'b@x.test'], links: ['https://one.test/', 'https://two.test/'], clickHost: 'click.acme.test', openHost: null, custom: 1, createdAt: H0 },
   }]);
-  const row = await reopen().tracking.find(key);
+  const row = await (await reopen()).tracking.find(key);
   t.match(row, { account_id: acct, request_id: 'req', message_id: messageId, from_email: 'a@acme.test', campaign_id: 'c1', click_host: 'click.acme.test', open_host: null, custom: 1, created_at: H0, delivered_at: null, opened_at: null, first_open_at: null, last_click_at: null });
   t.same(JSON.parse(row!.recipients), ['a@x.test', 'b@x.test']);
   t.same(JSON.parse(row!.links!), ['https://one.test/', 'https://two.test/']);

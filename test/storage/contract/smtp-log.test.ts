@@ -48,9 +48,9 @@ contract('smtp log: a row per delivery at accept, its attempt written over by ea
 
   const deferred = { lastcmd: 'RCPT TO', rspcode: 451, rspmsg: '451 4.7.1 later', delivered: false, updated_at: T0 + 5_000 };
   t.same(await outcome(store, T0, deferred, 'queued'), [true]);
-  t.match(await reopen().smtpLog.findByDeliveryId(id!), { ...deferred, delivered: 0 });
+  t.match(await (await reopen()).smtpLog.findByDeliveryId(id!), { ...deferred, delivered: 0 });
   const [d] = (await store.queue.claim('w1', T0 + 65_000, 60_000, 10)).deliveries;
-  const [taken] = (await reopen().queue.claim('w2', T0 + 125_000, 60_000, 10)).deliveries;
+  const [taken] = (await (await reopen()).queue.claim('w2', T0 + 125_000, 60_000, 10)).deliveries;
   const lost = { lastcmd: 'DATA', rspcode: 250, rspmsg: 'lost', delivered: true, updated_at: T0 + 130_000 };
   const rec = (lease: OutcomeRecord['lease'], log: SmtpLogAttempt): OutcomeRecord => ({
     lease, attempt: { at: log.updated_at, outcome: 'delivered', code: 250, status: null, response: log.rspmsg!, command: 'DATA', host: null }, state: 'delivered', nextAttemptAt: log.updated_at, log,

@@ -1,0 +1,146 @@
+// Owns the PostgreSQL connection pool of one process: typed queries, one-transaction units, the type parsers that make
+// rows come back as the ports' JavaScript types (numbers, booleans, parsed JSON, Buffers), and clear start-up errors.
+import pg from 'pg';
+import { StorageUnavailable } from '../ports/health.js';
+
+// int8 (bigint: ids and millisecond timestamps) as numbers: every value Sluice stores fits in 2^53 (ms until year
+// 287,396), and the ports speak numbers on both backends. numeric stays text unless a column casts it.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+pg.types.setTypeParser(pg.types.builtins.FLOAT8, (v) => Number(v));
+
+/** Runs one statement and returns its rows. */
+export type Query = <R = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
+
+/** One process's way into PostgreSQL: storage/postgres/ only (the dependency rule keeps `pg` here). */
+export interface Pg {
+  /** One statement on a pooled connection, in its own (autocommit) transaction. */
+  query: Query;
+  /** Like `query`, with the row count (UPDATE/DELETE without RETURNING). */
+  exec(sql: string, params?: readonly unknown[]): Promise<number>;
+  /**
+   * Runs `fn` as one transaction on one connection (BEGIN … COMMIT; ROLLBACK when it throws, and the error goes on).
+   * Every statement of a unit of work goes through the `q` it is given, never through `query`.
+   */
+  tx<T>(fn: (q: Query, exec: (sql: string, params?: readonly unknown[]) => Promise<number>) => Promise<T>): Promise<T>;
+  /** A pooled connection of one's own for a while (a cursor streaming a body, LISTEN); released when `fn` settles. */
+  withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+  /** The pool itself (sizes for health, LISTEN clients). */
+  readonly pool: pg.Pool;
+  /** Ends every connection. */
+  close(): Promise<void>;
+}
+
+export interface PgOptions {
+  /** `postgres://user:password@host:port/db?sslmode=…` (the password may come from PGPASSWORD instead). */
+  url: string;
+  /** Connections in this process's pool (storage.postgres_pool_size). */
+  poolSize: number;
+  /** Told the seconds each transaction took (the commit-latency metric). */
+  onCommit?: (seconds: number) => void;
+  /** Application name shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+/** Connects a pool (no connection is made until the first query). */
+export function createPg(opts: PgOptions): Pg {
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolSize,
+    application_name: opts.applicationName ?? 'sluice',
+    // A server that does not answer must not hang a start or a request for ever.
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client's connection dropped by the server (a restart): the pool replaces it; the error is not fatal.
+  pool.on('error', () => {});
+  const query: Query = async <R>(sql: string, params?: readonly unknown[]) =>
+    (await pool.query(sql, params as unknown[] | undefined).catch(unavailable)).rows as R[];
+  return {
+    pool,
+    query,
+    async exec(sql, params) {
+      return (await pool.query(sql, params as unknown[] | undefined).catch(unavailable)).rowCount ?? 0;
+    },
+    async tx(fn) {
+      const client = await pool.connect().catch(unavailable);
+      const started = performance.now();
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        const q: Query = async <R>(sql: string, params?: readonly unknown[]) =>
+          (await client.query(sql, params as unknown[] | undefined)).rows as R[];
+        const exec = async (sql: string, params?: readonly unknown[]) =>
+          (await client.query(sql, params as unknown[] | undefined)).rowCount ?? 0;
+        const out = await fn(q, exec);
+        await client.query('COMMIT');
+        opts.onCommit?.((performance.now() - started) / 1000);
+        return out;
+      } catch (err) {
+        // A connection that failed mid-unit is destroyed, not handed to the next unit.
+        broken = reasonOf(err) === 'cannot-open';
+        if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+        unavailable(err);
+      } finally {
+        client.release(broken);
+      }
+    },
+    async withClient(fn) {
+      const client = await pool.connect().catch(unavailable);
+      try {
+        return await fn(client);
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/**
+ * Says in one line why a connection failed, naming the setting: what an operator reads at a failed start
+ * (issue 33: a wrong URL, a refused password, an unreachable server → one line, exit 2).
+ */
+export function describeConnectError(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  switch (e.code) {
+    case '28P01':
+    case '28000':
+      return `the server refused the user or password (${e.message})`;
+    case '3D000':
+      return `${e.message}`;
+    case 'ECONNREFUSED':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'ETIMEDOUT':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `cannot reach the server (${e.code}: ${e.message})`;
+    default:
+      return `cannot connect (${e.message ?? String(err)})`;
+  }
+}
+
+/** SQLSTATE classes and socket errors that mean "storage is unavailable", by the seam's reason (ports/health.ts). */
+function reasonOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') {
+    // pg's own "Connection terminated" errors carry no code.
+    return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(String((err as Error)?.message)) ? 'cannot-open' : undefined;
+  }
+  if (code === '53100') return 'disk-full';
+  if (code === '53200') return 'out-of-memory';
+  if (code.startsWith('53') || code === '40001' || code === '40P01' || code === '55P03') return 'database-busy';
+  if (code === '25006') return 'read-only';
+  if (code.startsWith('58')) return 'io-error';
+  if (code.startsWith('XX')) return 'corrupt';
+  if (code.startsWith('08') || code.startsWith('57P') || /^E[A-Z]+$/.test(code)) return 'cannot-open';
+  return undefined;
+}
+
+/** Rethrows a failure of the database as StorageUnavailable (callers answer 451/503), anything else as it is. */
+function unavailable(err: unknown): never {
+  if (err instanceof StorageUnavailable) throw err;
+  const reason = reasonOf(err);
+  if (reason === undefined) throw err;
+  throw new StorageUnavailable(reason, String((err as { code?: unknown }).code ?? 'ECONNRESET'), { cause: err });
+}

@@ -1,0 +1,55 @@
+// Owns the PostgreSQL schema's versions: forward-only numbered migrations, applied once by whichever node takes the
+// advisory lock first, and refused by a node older than the schema it finds.
+import type { Pg } from './database.js';
+import { SCHEMA_PARTS } from './schema.js';
+
+/**
+ * Never edit a released migration; append a new one. Migration 1 is the schema as the PostgreSQL backend first
+ * shipped it, made of the parts in schema.ts (one per area of the store). Timestamps are bigint milliseconds since
+ * the epoch, as on SQLite, so ports return the same numbers on both backends.
+ */
+export const PG_MIGRATIONS: readonly string[] = [SCHEMA_PARTS.join('\n')];
+
+/** The advisory-lock key every node takes to migrate (an arbitrary constant: "sluice" in ASCII). */
+const MIGRATION_LOCK = 0x736c75696365;
+
+/**
+ * Brings the database up to this version's schema. Nodes starting together serialise on the advisory lock; the
+ * first applies what is missing, the others find it done. A database already past this version is refused: this
+ * node's code does not know its tables.
+ */
+export async function migrate(pg: Pg): Promise<{ from: number; to: number }> {
+  return pg.tx(async (q) => {
+    await q('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await q('CREATE TABLE IF NOT EXISTS sluice_schema (version integer NOT NULL)');
+    const rows = await q<{ version: number }>('SELECT version FROM sluice_schema');
+    const from = rows[0]?.version ?? 0;
+    if (rows.length === 0) await q('INSERT INTO sluice_schema (version) VALUES (0)');
+    if (from > PG_MIGRATIONS.length) {
+      throw new SchemaTooNew(from, PG_MIGRATIONS.length);
+    }
+    for (let v = from; v < PG_MIGRATIONS.length; v++) {
+      await q(PG_MIGRATIONS[v] as string);
+    }
+    await q('UPDATE sluice_schema SET version = $1', [PG_MIGRATIONS.length]);
+    return { from, to: PG_MIGRATIONS.length };
+  });
+}
+
+/** The database was migrated by a newer Sluice than this one. */
+export class SchemaTooNew extends Error {
+  constructor(
+    readonly found: number,
+    readonly known: number,
+  ) {
+    super(`the database's schema is version ${found}, newer than this Sluice knows (${known}): upgrade this node`);
+  }
+}
+
+/** The schema version a database is at (0 before the first migration), without changing anything. */
+export async function schemaVersion(pg: Pg): Promise<number> {
+  const rows = await pg.query<{ version: number }>(
+    "SELECT version FROM sluice_schema WHERE to_regclass('sluice_schema') IS NOT NULL",
+  ).catch(() => []);
+  return rows[0]?.version ?? 0;
+}

@@ -1,0 +1,83 @@
+// Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
+import type { Store } from '../ports/store.js';
+import { createPg, describeConnectError, type Pg } from './database.js';
+import { migrate, SchemaTooNew } from './migrations.js';
+import { createPgSettingStore } from './settings.js';
+
+export interface PostgresStoreOptions {
+  /** storage.postgres_url. */
+  url: string;
+  /** storage.postgres_pool_size. */
+  poolSize: number;
+  /** The injected clock (health's failure times; what the ports are not given as an argument). */
+  now: () => number;
+  /** Told the seconds each write transaction took (the commit-latency metric). */
+  onCommit?: (seconds: number) => void;
+}
+
+/** The PostgreSQL store, with its pool for the tests and benchmarks that look underneath (never for Sluice itself). */
+export interface PostgresStore extends Store {
+  readonly pg: Pg;
+}
+
+/** The server could not be reached or refused us, or its schema is newer: the start stops with this one line. */
+export class PostgresOpenError extends Error {
+  constructor(
+    /** The setting to fix. */
+    readonly key: string,
+    /** What is wrong, in one line. */
+    readonly problem: string,
+  ) {
+    super(`${key}: ${problem}`);
+    this.name = 'PostgresOpenError';
+  }
+}
+
+/** A port this build does not have on PostgreSQL yet: any use of it fails loudly, never quietly. */
+function missing<T extends object>(name: string): T {
+  return new Proxy({} as T, {
+    get(_target, method) {
+      if (method === 'then') return undefined;
+      return () => Promise.reject(new Error(`storage.backend = postgres: the ${name} port is not built yet (${String(method)})`));
+    },
+  });
+}
+
+/** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
+export const MISSING_PORTS: readonly string[] = [
+  'accounts', 'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
+  'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
+  'quarantine', 'bayes', 'greylist', 'alerts', 'console', 'retention', 'health',
+];
+
+/**
+ * Connects to the database `url` names, brings its schema up to this version (one node at a time) and returns the
+ * store over it. Fails with PostgresOpenError naming the setting when the server is unreachable, refuses us, or
+ * was migrated by a newer Sluice.
+ */
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
+  const pg = createPg({ url: opts.url, poolSize: opts.poolSize, onCommit: opts.onCommit });
+  try {
+    await migrate(pg);
+  } catch (err) {
+    await pg.close().catch(() => {});
+    if (err instanceof SchemaTooNew) throw new PostgresOpenError('storage.postgres_url', err.message);
+    const cause = (err as { cause?: unknown }).cause ?? err;
+    throw new PostgresOpenError('storage.postgres_url', describeConnectError(cause));
+  }
+  let closed: Promise<void> | undefined;
+  const ports = {
+    settings: createPgSettingStore(pg),
+  };
+  const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
+  return {
+    ...(rest as unknown as Omit<Store, 'settings' | 'backup' | 'close'>),
+    ...ports,
+    pg,
+    async backup() {
+      throw new Error('storage.backend = postgres: back the database up with pg_dump (sluice backup copies an SQLite data_dir)');
+    },
+    // Idempotent, as the SQLite store's: a test or a shutdown path may close twice.
+    close: () => (closed ??= pg.close()),
+  };
+}

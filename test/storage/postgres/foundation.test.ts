@@ -1,0 +1,63 @@
+// Tests the PostgreSQL backend's foundation on a throwaway cluster: migration once and in order across nodes, a
+// newer schema refused, connection failures in one line naming the setting, and open.ts refusing an incomplete backend.
+import type { Test } from 'tap';
+import t from 'tap';
+import { ConfigError } from '../../../config/key-def.js';
+import { loadConfig } from '../../../config/load.js';
+import { openStore } from '../../../storage/open.js';
+import { PG_MIGRATIONS } from '../../../storage/postgres/migrations.js';
+import { openPostgresStore, PostgresOpenError, type PostgresStore } from '../../../storage/postgres/store.js';
+import { freshDatabase, psql } from '../../helpers/pg-cluster.js';
+
+async function open(t: Test, url: string): Promise<PostgresStore> {
+  const store = await openPostgresStore({ url, poolSize: 2, now: () => 1_000 });
+  t.teardown(() => store.close());
+  return store;
+}
+
+t.test('nodes starting together migrate once: one schema version, one settings table, one value made', async (t) => {
+  const url = await freshDatabase();
+  const nodes = await Promise.all([open(t, url), open(t, url), open(t, url)]);
+  const name = url.slice(url.lastIndexOf('/') + 1);
+  t.equal(await psql('SELECT version FROM sluice_schema', name), String(PG_MIGRATIONS.length));
+  t.equal(await psql('SELECT count(*) FROM sluice_schema', name), '1', 'one version row');
+  const made = await Promise.all(nodes.map((n, i) => n.settings.getOrCreate('secret', () => `from-${i}`)));
+  t.equal(new Set(made).size, 1, `every node agrees on one value: ${made.join(', ')}`);
+  await nodes[0]!.settings.set('secret', 'changed');
+  t.equal(await nodes[2]!.settings.get('secret'), 'changed', 'a write on one node is read on another');
+});
+
+t.test('a database migrated by a newer Sluice is refused with one line', async (t) => {
+  const url = await freshDatabase();
+  await (await open(t, url)).close();
+  const name = url.slice(url.lastIndexOf('/') + 1);
+  await psql(`UPDATE sluice_schema SET version = ${PG_MIGRATIONS.length + 1}`, name);
+  const err = await openPostgresStore({ url, poolSize: 1, now: Date.now }).catch((e: unknown) => e);
+  t.ok(err instanceof PostgresOpenError, String(err));
+  t.match((err as Error).message, /^storage\.postgres_url: .*newer than this Sluice knows/);
+  t.notMatch((err as Error).message, /\n/, 'one line');
+});
+
+t.test('an unreachable server, a missing database: one line naming storage.postgres_url', async (t) => {
+  const url = await freshDatabase();
+  const port = new URL(url).port;
+  const refused = await openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/x', poolSize: 1, now: Date.now }).catch((e: unknown) => e);
+  t.match(String((refused as Error).message), /^storage\.postgres_url: cannot reach the server \(ECONNREFUSED/);
+  const noDb = await openPostgresStore({ url: `postgres://postgres@127.0.0.1:${port}/no_such_db`, poolSize: 1, now: Date.now }).catch((e: unknown) => e);
+  t.match(String((noDb as Error).message), /^storage\.postgres_url: database "no_such_db" does not exist/);
+});
+
+t.test('storage.backend = postgres is refused while ports are missing, naming them', async (t) => {
+  const url = await freshDatabase();
+  const err = await openStore({ dataDir: '/nonexistent', storage: { backend: 'postgres', postgresUrl: url, postgresPoolSize: 2 } }, { now: Date.now }).catch((e: unknown) => e);
+  t.ok(err instanceof ConfigError, 'a configuration error: one line, exit 2');
+  t.match((err as Error).message, /^storage\.backend: "postgres" is not complete in this version \(ports still missing: .*accounts/);
+});
+
+t.test('the keys refuse a backend without its URL, a URL without its backend, and a URL of another scheme', async (t) => {
+  const load = (env: Record<string, string>) => () => loadConfig({ env, cwd: '/' });
+  t.throws(load({ SLUICE_STORAGE_BACKEND: 'postgres' }), /storage\.postgres_url: storage\.backend is "postgres": set storage\.postgres_url/);
+  t.throws(load({ SLUICE_STORAGE_POSTGRES_URL: 'postgres://h/db' }), /storage\.postgres_url: has no effect unless storage\.backend is "postgres"/);
+  t.throws(load({ SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: 'mysql://h/db' }), /must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  t.throws(load({ SLUICE_STORAGE_BACKEND: 'mysql' }), /"mysql" is not one of sqlite, postgres/);
+});
