@@ -72,7 +72,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
     mxPolicies.push(policy);
     const { listen, greetDelayMs } = config.smtp.mx;
     started(
-      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs, metrics: core.metrics, sessionLimits, reusePort: o.reusePort === true })),
+      await bind('smtp.mx.listen', listen, () => startSmtpListener('mx', listen, mxOptions(policy), { greetDelayMs, metrics: core.metrics, sessionLimits, reusePort: o.reusePort === true, proxyFrom: config.smtp.proxyProtocolFrom })),
       (c) => c.smtp.mx.maxMessageBytes,
     );
   }
@@ -103,7 +103,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
     const { listen, tlsListen } = config.smtp.submission;
     const size = (c: Config) => c.smtp.submission.maxMessageBytes;
     submissionPolicies.push(base);
-    const extras = { metrics: core.metrics, sessionLimits, reusePort: o.reusePort === true };
+    const extras = { metrics: core.metrics, sessionLimits, reusePort: o.reusePort === true, proxyFrom: config.smtp.proxyProtocolFrom };
     started(await bind('smtp.submission.listen', listen, () => startSmtpListener('submission', listen, submissionOptions(base), extras)), size);
     if (tlsListen) {
       const implicit = { ...base, secure: true };

@@ -11,6 +11,7 @@ import { ABUSE_KEYS } from './abuse.js';
 import { SERVER_KEYS } from './keys-server.js';
 import { DNS_KEYS } from './keys-dns.js';
 import { STORAGE_KEYS } from './keys-storage.js';
+import { SMTP_PROXY_KEYS } from './keys-smtp-proxy.js';
 import { SEND_KEYS } from './keys-send.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
@@ -163,6 +164,7 @@ export const KEY_TREE = {
         parse: parseBoolean,
       }),
     },
+    ...SMTP_PROXY_KEYS,
     /** Resolved against the working directory and required together, by the loader. */
     tls: {
       cert: key({

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import type { HostPort } from '../../config/keys.js';
 import { replyClass, type Metrics } from '../metrics.js';
+import { acceptProxyV2 } from './proxy-v2.js';
 import { installSmtpServerSeam, seamOptions, type SessionLimits } from './smtp-server-seam.js';
 
 export interface SmtpListener {
@@ -33,6 +34,11 @@ export interface ListenerExtras {
    * the sibling processes of `server.processes` share the port and the kernel spreads connections among them.
    */
   reusePort?: boolean;
+  /**
+   * smtp.proxy_protocol_from: the load balancers whose connections begin with a PROXY header (v2, or v1), required
+   * from them; the session then sees the client it names. Empty or absent: no header is read from anyone.
+   */
+  proxyFrom?: readonly string[];
 }
 
 /**
@@ -54,7 +60,9 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
       },
       extras.sessionLimits,
     ),
+    ...(extras.proxyFrom?.length ? { useProxy: [...extras.proxyFrom] } : {}),
   });
+  if (extras.proxyFrom?.length) acceptProxyV2(server);
   return new Promise((resolve, reject) => {
     // smtp-server re-emits its net.Server's errors on itself: a bind error (EADDRINUSE, EACCES) with no listener
     // there is an unhandled 'error' event that kills the process with a stack trace. Catch it on the SMTPServer and
