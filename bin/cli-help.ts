@@ -12,7 +12,7 @@ Commands:
                                           server.processes children (default 1; e.g. one per core) share the ports
   reload                                  make every running sluice serve of this data_dir re-read its
                                           configuration (SIGHUP); live keys apply at once, sessions stay open
-  config check                            validate the configuration and exit (0 = valid)
+  config check                            validate the configuration and reach its store (0 = valid)
   config print [--json]                   print the effective configuration, secrets redacted
   config reference                        print the table of every configuration key
   accounts create [--handle H] [--company NAME] [--json]

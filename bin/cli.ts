@@ -7,7 +7,7 @@ import { effectiveValues, renderReference, renderToml } from '../config/render.j
 import { checkTlsFiles } from '../mta/smtp/tls.js';
 import { rotateSigningKey } from '../mta/webhooks/signing.js';
 import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
-import { openStore } from '../storage/open.js';
+import { describeStore, openStore } from '../storage/open.js';
 import type { Store } from '../storage/ports/store.js';
 import { backup, restore } from './backup.js';
 import { createBayesClassifier } from '../filters/bayes.js';
@@ -94,7 +94,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         if (sub !== undefined) throw new UsageError('usage: sluice reload');
         return reloadCommand(loaded().config.dataDir, io);
       case 'config':
-        return configCommand(sub, loaded, io, !!opts.json);
+        return await configCommand(sub, loaded, io, !!opts.json);
       case 'backup': {
         if (!sub || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
         const target = path.resolve(io.cwd, sub);
@@ -202,7 +202,7 @@ async function withStore<T>(loaded: Pick<LoadedConfig, 'config'>, now: () => num
   }
 }
 
-function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: CliIo, json: boolean): number {
+async function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: CliIo, json: boolean): Promise<number> {
   if (sub === 'reference') {
     io.stdout(renderReference());
     return 0;
@@ -211,7 +211,9 @@ function configCommand(sub: string | undefined, loaded: () => LoadedConfig, io: 
   if (sub === 'check') {
     // What serve would trip over after a valid parse: the TLS files must exist, parse and match.
     checkTlsFiles(cfg.config);
-    io.stdout(`configuration is valid${cfg.file ? ` (${cfg.file})` : ' (defaults and environment)'}\n`);
+    // And the store it names: PostgreSQL reachable, its version and schema's (the file's path for SQLite).
+    const store = await describeStore(cfg.config);
+    io.stdout(`configuration is valid${cfg.file ? ` (${cfg.file})` : ' (defaults and environment)'}\n${store}\n`);
     return 0;
   }
   if (sub === 'print') {

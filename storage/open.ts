@@ -4,7 +4,7 @@ import type { Store } from './ports/store.js';
 import { checkDatabaseFile, databasePath, spooledFilesOf } from './sqlite/database.js';
 import { openSqliteStore } from './sqlite/store.js';
 import { ConfigError } from '../config/key-def.js';
-import { MISSING_PORTS, openPostgresStore, PostgresOpenError } from './postgres/store.js';
+import { MISSING_PORTS, openPostgresStore, PostgresOpenError, probePostgres } from './postgres/store.js';
 
 export interface OpenOptions {
   /** The injected clock. */
@@ -58,4 +58,22 @@ export function storeBodyFiles(file: string): string[] {
  */
 export function checkStoreFile(file: string): string | undefined {
   return checkDatabaseFile(file);
+}
+
+/**
+ * One line on the store the configuration names, for `sluice config check`: the embedded file, or the PostgreSQL
+ * server's version and the schema's (reached without changing anything). Rejects with a ConfigError when PostgreSQL
+ * cannot be reached, as a start would.
+ */
+export async function describeStore(config: StoreConfig): Promise<string> {
+  if (config.storage?.backend !== 'postgres') return `storage: sqlite (${databasePath(config.dataDir)})`;
+  try {
+    const p = await probePostgres(config.storage.postgresUrl as string);
+    const schema = p.schema === 0 ? 'no schema yet (the first node to start creates it)' : `schema version ${p.schema}`;
+    const fit = p.schema > p.known ? `; newer than this Sluice (${p.known}): upgrade this node` : p.schema > 0 && p.schema < p.known ? `; this Sluice migrates it to ${p.known} at start` : '';
+    return `storage: postgres, server ${p.server}, ${schema}${fit}`;
+  } catch (err) {
+    if (err instanceof PostgresOpenError) throw new ConfigError(err.key, err.problem);
+    throw err;
+  }
 }

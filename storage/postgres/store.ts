@@ -1,7 +1,7 @@
 // Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
 import type { Store } from '../ports/store.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
-import { migrate, SchemaTooNew } from './migrations.js';
+import { migrate, PG_MIGRATIONS, schemaVersion, SchemaTooNew } from './migrations.js';
 import { createPgSettingStore } from './settings.js';
 
 export interface PostgresStoreOptions {
@@ -49,6 +49,22 @@ export const MISSING_PORTS: readonly string[] = [
   'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
   'quarantine', 'bayes', 'greylist', 'alerts', 'console', 'retention', 'health',
 ];
+
+/**
+ * What `sluice config check` says of a PostgreSQL database: the server's version and the schema's, without changing
+ * anything. Fails with PostgresOpenError naming the setting, as a start would.
+ */
+export async function probePostgres(url: string): Promise<{ server: string; schema: number; known: number }> {
+  const pg = createPg({ url, poolSize: 1 });
+  try {
+    const [row] = await pg.query<{ server_version: string }>('SHOW server_version');
+    return { server: row?.server_version ?? 'unknown', schema: await schemaVersion(pg), known: PG_MIGRATIONS.length };
+  } catch (err) {
+    throw new PostgresOpenError('storage.postgres_url', describeConnectError((err as { cause?: unknown }).cause ?? err));
+  } finally {
+    await pg.close().catch(() => {});
+  }
+}
 
 /**
  * Connects to the database `url` names, brings its schema up to this version (one node at a time) and returns the

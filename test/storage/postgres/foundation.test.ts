@@ -4,7 +4,7 @@ import type { Test } from 'tap';
 import t from 'tap';
 import { ConfigError } from '../../../config/key-def.js';
 import { loadConfig } from '../../../config/load.js';
-import { openStore } from '../../../storage/open.js';
+import { describeStore, openStore } from '../../../storage/open.js';
 import { PG_MIGRATIONS } from '../../../storage/postgres/migrations.js';
 import { openPostgresStore, PostgresOpenError, type PostgresStore } from '../../../storage/postgres/store.js';
 import { freshDatabase, psql } from '../../helpers/pg-cluster.js';
@@ -60,4 +60,17 @@ t.test('the keys refuse a backend without its URL, a URL without its backend, an
   t.throws(load({ SLUICE_STORAGE_POSTGRES_URL: 'postgres://h/db' }), /storage\.postgres_url: has no effect unless storage\.backend is "postgres"/);
   t.throws(load({ SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: 'mysql://h/db' }), /must be a postgres:\/\/ or postgresql:\/\/ URL/);
   t.throws(load({ SLUICE_STORAGE_BACKEND: 'mysql' }), /"mysql" is not one of sqlite, postgres/);
+});
+
+t.test('config check describes the store: the server and schema versions, or one line when unreachable', async (t) => {
+  const url = await freshDatabase();
+  const cfg = { dataDir: '/nonexistent', storage: { backend: 'postgres' as const, postgresUrl: url, postgresPoolSize: 1 } };
+  t.match(await describeStore(cfg), /^storage: postgres, server 1\d\.\d+.*, no schema yet \(the first node to start creates it\)$/);
+  await (await open(t, url)).close();
+  t.match(await describeStore(cfg), new RegExp(`^storage: postgres, server .*, schema version ${PG_MIGRATIONS.length}$`));
+  const down = { ...cfg, storage: { ...cfg.storage, postgresUrl: 'postgres://postgres@127.0.0.1:1/x' } };
+  const err = await describeStore(down).catch((e: unknown) => e);
+  t.ok(err instanceof ConfigError);
+  t.match((err as Error).message, /^storage\.postgres_url: cannot reach the server/);
+  t.match(await describeStore({ dataDir: '/srv/sluice' }), /^storage: sqlite \(\/srv\/sluice\//);
 });
