@@ -3,7 +3,12 @@ import type { Store } from '../ports/store.js';
 import { createPgAccountStore } from './accounts.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { migrate, SchemaTooNew } from './migrations.js';
+import { createPgBayesStore } from './bayes.js';
+import { createPgDkimKeyStore } from './dkim-keys.js';
+import { createPgGreylistStore } from './greylist.js';
+import { createPgSenderAbuseStore } from './sender-abuse.js';
 import { createPgSettingStore } from './settings.js';
+import { createPgTrackingDomainStore } from './tracking-domains.js';
 
 export interface PostgresStoreOptions {
   /** storage.postgres_url. */
@@ -47,8 +52,8 @@ function missing<T extends object>(name: string): T {
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
   'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
-  'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
-  'quarantine', 'bayes', 'greylist', 'alerts', 'console', 'retention', 'health',
+  'lockdown', 'inboundDomains', 'inboundLists', 'inboundReports',
+  'quarantine', 'alerts', 'console', 'retention', 'health',
 ];
 
 /**
@@ -70,6 +75,11 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const ports = {
     settings: createPgSettingStore(pg),
     accounts: createPgAccountStore(pg),
+    dkimKeys: createPgDkimKeyStore(pg),
+    trackingDomains: createPgTrackingDomainStore(pg),
+    senderAbuse: createPgSenderAbuseStore(pg),
+    bayes: createPgBayesStore(pg),
+    greylist: createPgGreylistStore(pg),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
