@@ -1,7 +1,9 @@
 // Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
 import type { Store } from '../ports/store.js';
 import { createPgAccountStore } from './accounts.js';
+import { createPgConsoleStore } from './console.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
+import { createPgLockdownStore } from './lockdown.js';
 import { migrate, SchemaTooNew } from './migrations.js';
 import { createPgBayesStore } from './bayes.js';
 import { createPgDkimKeyStore } from './dkim-keys.js';
@@ -9,6 +11,7 @@ import { createPgGreylistStore } from './greylist.js';
 import { createPgSenderAbuseStore } from './sender-abuse.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
+import { createPgHealthStore, trackPgWrites } from './write-health.js';
 
 export interface PostgresStoreOptions {
   /** storage.postgres_url. */
@@ -52,8 +55,7 @@ function missing<T extends object>(name: string): T {
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
   'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
-  'lockdown', 'inboundDomains', 'inboundLists', 'inboundReports',
-  'quarantine', 'alerts', 'console', 'retention', 'health',
+  'inboundDomains', 'inboundLists', 'inboundReports', 'quarantine', 'alerts', 'retention',
 ];
 
 /**
@@ -62,7 +64,9 @@ export const MISSING_PORTS: readonly string[] = [
  * was migrated by a newer Sluice.
  */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
-  const pg = createPg({ url: opts.url, poolSize: opts.poolSize, onCommit: opts.onCommit });
+  // Every port writes through the watched pool: health reports whether this process's last write failed.
+  const writes = trackPgWrites(createPg({ url: opts.url, poolSize: opts.poolSize, onCommit: opts.onCommit }), opts.now);
+  const pg = writes.pg;
   try {
     await migrate(pg);
   } catch (err) {
@@ -80,6 +84,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     senderAbuse: createPgSenderAbuseStore(pg),
     bayes: createPgBayesStore(pg),
     greylist: createPgGreylistStore(pg),
+    lockdown: createPgLockdownStore(pg),
+    console: createPgConsoleStore(pg),
+    health: createPgHealthStore(writes),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
