@@ -2,7 +2,7 @@
 // and rotation timers, the account's bound held across nodes.
 import { DEFAULT_MAX_DKIM_KEYS, statusTimers, type DkimKeyRow, type DkimKeyStore, type DkimStatus } from '../ports/dkim-keys.js';
 import type { Pg, Query } from './database.js';
-import { LOCK_AREA, lockKey } from './unit-lock.js';
+import { lockAccounts } from './account-lock.js';
 
 const INSERT = `INSERT INTO dkim_keys (account_id, domain, selector, algorithm, key_length, private_key, public_key, status,
     created_at, status_modified_at)
@@ -14,7 +14,7 @@ const SET_STATUS = `UPDATE dkim_keys SET status = $2, status_modified_at = $3, g
 
 /** The DKIM keys port over `pg`; every read and change is scoped by account. */
 export function createPgDkimKeyStore(pg: Pg): DkimKeyStore {
-  /** Whether the account is at its bound; the caller holds the account's lock, so no other node adds one meanwhile. */
+  /** Whether the account is at its bound; the caller holds the account's row lock, so no node adds one meanwhile. */
   const full = async (q: Query, accountId: number, max: number) =>
     ((await q<{ n: number }>('SELECT count(*) AS n FROM dkim_keys WHERE account_id = $1', [accountId]))[0]?.n ?? 0) >= max;
   const setStatus = async (q: Query, row: DkimKeyRow, status: DkimStatus, now: number) => {
@@ -25,7 +25,7 @@ export function createPgDkimKeyStore(pg: Pg): DkimKeyStore {
   return {
     insert(k) {
       return pg.tx(async (q) => {
-        await lockKey(q, LOCK_AREA.dkimKeys, k.accountId);
+        await lockAccounts(q, [k.accountId]);
         if (await full(q, k.accountId, k.max ?? DEFAULT_MAX_DKIM_KEYS)) return 'full' as const;
         return (await q<DkimKeyRow>(INSERT, [k.accountId, k.domain, k.selector, k.keyLength, k.privateKey, k.publicKey, k.now]))[0];
       });
@@ -56,7 +56,7 @@ export function createPgDkimKeyStore(pg: Pg): DkimKeyStore {
 
     rotate(old, next, now, max = DEFAULT_MAX_DKIM_KEYS) {
       return pg.tx(async (q) => {
-        await lockKey(q, LOCK_AREA.dkimKeys, old.account_id);
+        await lockAccounts(q, [old.account_id]);
         // The stored key decides, locked against a status change on another node until the rotation commits.
         const current = (await q<DkimKeyRow>('SELECT * FROM dkim_keys WHERE account_id = $1 AND domain = $2 AND selector = $3 FOR UPDATE', [old.account_id, old.domain, old.selector]))[0];
         if (!current || current.status !== 'active') return { ok: false as const, reason: 'not-active' as const };

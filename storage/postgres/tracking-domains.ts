@@ -2,7 +2,7 @@
 // click, open and unsubscribe links, the account's bound held across nodes.
 import { DEFAULT_MAX_TRACKING_DOMAINS, type TrackingDomainConflict, type TrackingDomainRow, type TrackingDomainStore, type TrackingScope } from '../ports/tracking-domains.js';
 import type { Pg, Query } from './database.js';
-import { LOCK_AREA, lockKey } from './unit-lock.js';
+import { lockAccounts } from './account-lock.js';
 
 /** A unique index refused the row (SQLSTATE unique_violation). */
 const isUnique = (err: unknown) => (err as { code?: string }).code === '23505';
@@ -28,8 +28,9 @@ export function createPgTrackingDomainStore(pg: Pg): TrackingDomainStore {
   return {
     insert(accountId, d, now, max = DEFAULT_MAX_TRACKING_DOMAINS) {
       return pg.tx(async (q) => {
-        // The bound is the account's own: its inserts take turns on every node; hostnames race on the unique index.
-        await lockKey(q, LOCK_AREA.trackingDomains, accountId);
+        // The bound is the account's own: its inserts take turns on its row lock on every node; hostnames race on
+        // the unique index.
+        await lockAccounts(q, [accountId]);
         const found = await conflict(q, accountId, d);
         if (found) return { ok: false as const, conflict: found };
         const n = (await q<{ n: number }>('SELECT count(*) AS n FROM custom_tracking_domains WHERE account_id = $1', [accountId]))[0]?.n ?? 0;
