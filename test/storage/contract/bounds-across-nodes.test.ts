@@ -72,4 +72,15 @@ contract('bayes across processes: learns of messages sharing tokens add up, and 
   // The count the cap reads followed every learn: one new token over a cap of 12 forgets exactly one.
   await store.bayes.learn(null, [{ digest: 'last', cls: 'spam', tokens: ['B:last'] }], 200, 12);
   t.equal((await store.bayes.stats(null)).tokens, 12);
+
+  // Retention's rare-token prune on one process while the other learns: the model's count still follows.
+  const [pruned] = await Promise.all([
+    store.bayes.pruneRareTokens({ before: 150, afterId: 0, limit: 100 }),
+    views[1].bayes.learn(null, [{ digest: 'more', cls: 'ham', tokens: ['B:more1', 'B:more2'] }], 300),
+  ]);
+  t.ok(pruned.deleted > 0, 'the prune found rare old tokens');
+  const held = (await store.bayes.stats(null)).tokens;
+  t.equal(held, 12 - pruned.deleted + 2, `${pruned.deleted} rare tokens pruned, two learned`);
+  await views[1].bayes.learn(null, [{ digest: 'after', cls: 'spam', tokens: ['B:after'] }], 400, held);
+  t.equal((await store.bayes.stats(null)).tokens, held, 'one over the cap forgets exactly one');
 });
