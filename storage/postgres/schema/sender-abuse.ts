@@ -6,6 +6,7 @@
  */
 export const asciiLower = (expr: string) => `translate(${expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`;
 
+/** The scan policy, strike, block and delisting tables and the indexes their port reads by. */
 export const SENDER_ABUSE_SCHEMA = `
   CREATE TABLE account_scan_policies (
     account_id bigint PRIMARY KEY REFERENCES accounts(id),
