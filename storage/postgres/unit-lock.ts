@@ -7,7 +7,8 @@ import type { Query } from './database.js';
  * apart from the single-bigint locks such as the migrations'). Append, never renumber: nodes of one cluster agree.
  */
 export const LOCK_AREA = {
-  greylistNetwork: 1,
+  /** 'grey' in ASCII: a tag, not a small number another part (a job's session lock) might pick too and hold long. */
+  greylistNetwork: 0x67726579,
 } as const;
 
 /**
