@@ -29,7 +29,7 @@ import { createRetentionStore } from './retention.js';
 import { createSpool } from './spool.js';
 import { moveLargeBodies } from './migrations/018-spool.js';
 import { createSenderAbuseStore } from './sender-abuse.js';
-import { hashSecret } from './secrets.js';
+import { hashSecret } from '../credentials.js';
 import { createSettingStore } from './settings.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
@@ -243,7 +243,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     }),
     senderAbuse: port(createSenderAbuseStore(db), b, {
       reads: ['scanPolicy', 'countStrikes', 'findBlock', 'countDelistings', 'activeBlocks', 'activeBlocksFor', 'listBlocks'],
-      writes: ['setScanPolicy', 'insertStrike', 'insertBlock', 'lift', 'prune'],
+      writes: ['setScanPolicy', 'insertStrike', 'insertBlock', 'lift', 'delist', 'prune'],
     }),
     inboundDomains: port(inboundDomainsRepo, b, {
       reads: ['findServedDomain', 'findDomain', 'findDomainById', 'findAlias', 'listDomains', 'details', 'remainingOnSubscription', 'listDownstreams', 'listSubscriptions', 'findSubscription'],
