@@ -1,8 +1,12 @@
 // Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
 import type { Store } from '../ports/store.js';
+import { createPgAccountStore } from './accounts.js';
+import { createPgConsoleStore } from './console.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
+import { createPgLockdownStore } from './lockdown.js';
 import { migrate, SchemaTooNew } from './migrations.js';
 import { createPgSettingStore } from './settings.js';
+import { createPgHealthStore, trackPgWrites } from './write-health.js';
 
 export interface PostgresStoreOptions {
   /** storage.postgres_url. */
@@ -45,9 +49,9 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'accounts', 'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
-  'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
-  'quarantine', 'bayes', 'greylist', 'alerts', 'console', 'retention', 'health',
+  'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
+  'dkimKeys', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
+  'quarantine', 'bayes', 'greylist', 'alerts', 'retention',
 ];
 
 /**
@@ -56,7 +60,9 @@ export const MISSING_PORTS: readonly string[] = [
  * was migrated by a newer Sluice.
  */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
-  const pg = createPg({ url: opts.url, poolSize: opts.poolSize, onCommit: opts.onCommit });
+  // Every port writes through the watched pool: health reports whether this process's last write failed.
+  const writes = trackPgWrites(createPg({ url: opts.url, poolSize: opts.poolSize, onCommit: opts.onCommit }), opts.now);
+  const pg = writes.pg;
   try {
     await migrate(pg);
   } catch (err) {
@@ -68,6 +74,10 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   let closed: Promise<void> | undefined;
   const ports = {
     settings: createPgSettingStore(pg),
+    accounts: createPgAccountStore(pg),
+    lockdown: createPgLockdownStore(pg),
+    console: createPgConsoleStore(pg),
+    health: createPgHealthStore(writes),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
