@@ -1,5 +1,6 @@
 // Owns the list of the PostgreSQL schema's parts: one module per area under schema/, joined into migration 1.
 import { ACCOUNTS_SCHEMA } from './schema/accounts.js';
+import { OUTBOX_SCHEMA } from './schema/outbox.js';
 import { SUPPRESSIONS_SCHEMA } from './schema/suppressions.js';
 
 /**
@@ -9,4 +10,5 @@ import { SUPPRESSIONS_SCHEMA } from './schema/suppressions.js';
 export const SCHEMA_PARTS: readonly string[] = [
   ACCOUNTS_SCHEMA,
   SUPPRESSIONS_SCHEMA,
+  OUTBOX_SCHEMA,
 ];

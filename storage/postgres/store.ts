@@ -1,9 +1,11 @@
 // Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
 import type { Store } from '../ports/store.js';
 import { createPgAccountStore } from './accounts.js';
+import { createPgAlertStore } from './alerts.js';
 import { createPgConsoleStore } from './console.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { createPgLockdownStore } from './lockdown.js';
+import { createPgMetricStore } from './metrics.js';
 import { migrate, SchemaTooNew } from './migrations.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgHealthStore, trackPgWrites } from './write-health.js';
@@ -49,9 +51,9 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
+  'queue', 'queueViews', 'bodies', 'smtpLog', 'tracking', 'webhooks', 'suppressions',
   'dkimKeys', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
-  'quarantine', 'bayes', 'greylist', 'alerts', 'retention',
+  'quarantine', 'bayes', 'greylist', 'retention',
 ];
 
 /**
@@ -78,6 +80,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),
+    alerts: createPgAlertStore(pg),
+    metrics: createPgMetricStore(pg),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
