@@ -63,12 +63,11 @@ export function createTracker(deps: TrackerDeps) {
         const account = await deps.accounts.findById(row.account_id);
         if (!domain || !owner || !account || (owner.id !== account.id && owner.id !== account.parent_id)) return notFound;
       }
-      const recipients = JSON.parse(row.recipients) as string[];
-      const named = data.recipient === 'all' ? recipients : recipients[data.recipient];
+      const named = data.recipient === 'all' ? row.recipients : row.recipients[data.recipient];
       if (named === undefined) return notFound;
       let url: string | undefined;
       if (r.kind === 'click') {
-        url = (JSON.parse(row.links ?? '[]') as string[])[data.link];
+        url = row.links?.[data.link];
         if (url === undefined) return notFound;
       }
       const answer: TrackerAnswer = url !== undefined ? { kind: 'redirect', url } : { kind: 'pixel' };

@@ -15,3 +15,4 @@ export interface NewEvent {
   at: number;
   counters?: MetricDelta;
 }
+

@@ -58,10 +58,9 @@ export interface TrackedMessageRow {
   message_id: string;
   from_email: string | null;
   campaign_id: string | null;
-  /** JSON array of the recipients. */
-  recipients: string;
-  /** JSON array of the link targets, or null. */
-  links: string | null;
+  recipients: string[];
+  /** The link targets in link-index order, or null (no click tracking). */
+  links: string[] | null;
   click_host: string | null;
   open_host: string | null;
   custom: number;

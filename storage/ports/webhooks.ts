@@ -5,9 +5,20 @@ export interface WebhookRow {
   account_id: number;
   url: string;
   created_at: number;
-  /** The newest event id of the account at enrolment: only later events are posted to this endpoint. */
-  events_after: number;
+  /**
+   * This enrolment's identity (a new one at each enrol, never reused for the account): a batch chain claimed for an
+   * earlier enrolment is not retried to this endpoint.
+   */
+  enrolment: number;
 }
+
+/**
+ * events.batch_id of an event that was pending when its account's endpoint was enrolled: it happened before the
+ * enrolment, so no endpoint will ever receive it (retention prunes it like the events of an account without one).
+ * Marked by the enrolment itself, so the line between "before" and "after" is what the enrolment's unit saw
+ * committed, never the order of ids (PostgreSQL takes ids at insert, not at commit).
+ */
+export const SKIPPED_BATCH = 0;
 
 export interface SigningKeyRow {
   seq: number;
@@ -35,6 +46,8 @@ export interface WebhookBatchRow {
   duration_ms: number | null;
   retry_due_at: number | null;
   created_at: number;
+  /** WebhookRow.enrolment of the endpoint the chain was claimed for. */
+  enrolment: number;
   /** The lease of the attempt (storage/ports/leases.ts): its owner and expiry while in flight, its fencing token. */
   locked_by: string | null;
   lease_until: number | null;
@@ -49,6 +62,11 @@ export interface ClaimedBatch {
   payloads: string[];
   /** created_at of the oldest event, on a batch's first POST (not on retries or resends). */
   oldestEventAt?: number;
+}
+
+/** created_at of the oldest of a batch's events (ClaimedBatch.oldestEventAt): by time, ids need not follow it. */
+export function oldest(rows: readonly { created_at: number }[]): number {
+  return rows.reduce((m, r) => Math.min(m, r.created_at), Infinity);
 }
 
 /** What one attempt came to. `retryDueAt` null ends the chain (delivered, given up or a resend). */
@@ -77,13 +95,14 @@ export interface BatchFilters {
  * → delivered or given up (the chain has no outstanding retry). A claim records the batch and its lease
  * (storage/ports/leases.ts) before anything is posted, so a crash leaves a batch whose lease expires and which any
  * worker then retries; a worker whose lease was taken over records nothing (the fence). While an account's chain is
- * outstanding, no new chain starts for it (its events leave in id order). An endpoint receives the events that
- * happen after its enrolment, never the account's earlier ones.
+ * outstanding, no new chain starts for it, on any node (its events leave in id order, among those committed). An
+ * endpoint receives the events that happen after its enrolment, never the account's earlier ones.
  */
 export interface WebhookStore {
   /**
    * Enrolls `url` for the account; false when the account already has an endpoint (one per account). The endpoint
-   * receives the events written after this call, never the account's earlier ones.
+   * receives the events committed after this call, never the account's earlier ones (those still pending are marked
+   * SKIPPED_BATCH in the same unit; an event committed while the enrolment runs may fall on either side).
    */
   enroll(accountId: number, url: string, now: number): Promise<boolean>;
   /** The account's endpoint, if enrolled. */
@@ -114,10 +133,10 @@ export interface WebhookStore {
   /**
    * Claims the retry of a failed batch for the account's endpoint `hook`, or takes over one whose lease expired:
    * ends that batch's chain slot (and fences its owner out) and records a new attempt with the same events, leased
-   * to `owner` until `leaseUntil`. Undefined when it is no longer due, its events are gone, or they are older than
-   * `hook`'s enrolment (the chain's endpoint was replaced: the chain ends there, its batches can be resent).
+   * to `owner` until `leaseUntil`. Undefined when it is no longer due, its events are gone, or the chain was claimed
+   * for another enrolment than `hook`'s (its endpoint was replaced: the chain ends there, its batches can be resent).
    */
-  claimRetry(old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'events_after'>, owner: string, now: number, leaseUntil: number): Promise<ClaimedBatch | undefined>;
+  claimRetry(old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'enrolment'>, owner: string, now: number, leaseUntil: number): Promise<ClaimedBatch | undefined>;
   /**
    * Ends a chain whose account no longer has an endpoint. Its events stay with the chain's batches (resendable);
    * a later endpoint never receives them, being enrolled after they happened.

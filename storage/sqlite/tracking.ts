@@ -29,8 +29,10 @@ export function createTrackingStore(db: Db) {
       s.insert.run({ ...m, recipients: JSON.stringify(m.recipients), links: m.links === null ? null : JSON.stringify(m.links) });
     },
 
+    /** The message's row, its recipients and links parsed (the port's types, as on every backend). */
     find(key: Buffer): TrackedMessageRow | undefined {
-      return s.find.get(key) as TrackedMessageRow | undefined;
+      const row = s.find.get(key) as (Omit<TrackedMessageRow, 'recipients' | 'links'> & { recipients: string; links: string | null }) | undefined;
+      return row && { ...row, recipients: JSON.parse(row.recipients) as string[], links: row.links === null ? null : (JSON.parse(row.links) as string[]) };
     },
 
     /** Notes a delivery of the message; true for its first (the message counts once in unique_*_tracking_delivered). */

@@ -1,28 +1,33 @@
 // Owns the webhooks, webhook_signing_keys, webhook_batches and webhook_batch_events tables, and claims on events.
-import type { BatchFilters, BatchResult, ClaimedBatch, SigningKeyRow, WebhookBatchRow, WebhookRow } from '../ports/webhooks.js';
+import { oldest, SKIPPED_BATCH, type BatchFilters, type BatchResult, type ClaimedBatch, type SigningKeyRow, type WebhookBatchRow, type WebhookRow } from '../ports/webhooks.js';
 import { leaseOf, type Lease } from '../ports/leases.js';
 import type { Db } from './database.js';
 import { createRenewal, END_LEASE, fence, HELD } from './leases.js';
+
+/** The columns of a WebhookRow (the table also keeps events_after, unread since migration 25). */
+const HOOK = 'account_id, url, created_at, enrolment';
 
 /**
  * Repository of webhook endpoints, signing keys and batches. Every per-tenant method takes the account id.
  *
  * Events (written by the queue into the `events` outbox) move through: pending (batch_id NULL) → claimed by a
  * batch chain (batch_id = the chain's first batch, whose links list them) → delivered or given up (the chain has
- * no outstanding retry). An endpoint receives the events that happen after its enrolment: pending events up to
- * `webhooks.events_after` are never claimed (they are pruned like those of an account without an endpoint). A claim
+ * no outstanding retry). An endpoint receives the events that happen after its enrolment: the enrolment marks the
+ * account's pending events SKIPPED_BATCH (never claimed; pruned like those of an account without an endpoint). A claim
  * records the batch and its lease before anything is posted (STYLE: record the attempt, then send), so a crash
  * leaves a batch that any worker retries once its lease expires.
  */
 export function createWebhookStore(db: Db) {
   const s = {
-    // The account's newest event at enrolment (the events_pending index gives it with one seek).
+    // A new enrolment identity, above any a batch of the account still names (an outstanding chain's is never pruned).
     insertWebhook: db.prepare(
-      `INSERT INTO webhooks (account_id, url, created_at, events_after)
-       VALUES (@account, @url, @now, coalesce((SELECT max(id) FROM events WHERE account_id = @account), 0))
+      `INSERT INTO webhooks (account_id, url, created_at, enrolment)
+       VALUES (@account, @url, @now, 1 + coalesce((SELECT max(enrolment) FROM webhook_batches WHERE account_id = @account), 0))
        ON CONFLICT DO NOTHING`,
     ),
-    findWebhook: db.prepare('SELECT * FROM webhooks WHERE account_id = ?'),
+    // What the enrolment's unit sees pending happened before it: never posted (one seek on events_pending).
+    skipPending: db.prepare(`UPDATE events SET batch_id = ${SKIPPED_BATCH} WHERE account_id = ? AND batch_id IS NULL`),
+    findWebhook: db.prepare(`SELECT ${HOOK} FROM webhooks WHERE account_id = ?`),
     deleteWebhook: db.prepare('DELETE FROM webhooks WHERE account_id = ?'),
 
     currentKey: db.prepare('SELECT * FROM webhook_signing_keys ORDER BY seq DESC LIMIT 1'),
@@ -36,8 +41,8 @@ export function createWebhookStore(db: Db) {
     // events leave in id order and a failing endpoint is not hammered with fresh batches). One index seek each on
     // events_pending (account_id, batch_id, id).
     readyAccounts: db.prepare(
-      `SELECT w.* FROM webhooks w
-       WHERE EXISTS (SELECT 1 FROM events e WHERE e.account_id = w.account_id AND e.batch_id IS NULL AND e.id > w.events_after)
+      `SELECT ${HOOK} FROM webhooks w
+       WHERE EXISTS (SELECT 1 FROM events e WHERE e.account_id = w.account_id AND e.batch_id IS NULL)
          AND NOT EXISTS (SELECT 1 FROM webhook_batches b WHERE b.account_id = w.account_id AND b.retry_due_at IS NOT NULL)
        ORDER BY w.account_id`,
     ),
@@ -49,18 +54,17 @@ export function createWebhookStore(db: Db) {
     ),
     // Events waiting for their first POST, of accounts with a webhook (the events_pending index per account).
     pendingCount: db.prepare(
-      'SELECT count(*) AS n FROM webhooks w JOIN events e ON e.account_id = w.account_id AND e.batch_id IS NULL AND e.id > w.events_after',
+      'SELECT count(*) AS n FROM webhooks w JOIN events e ON e.account_id = w.account_id AND e.batch_id IS NULL',
     ),
     pendingEvents: db.prepare(
-      `SELECT id, payload, created_at FROM events WHERE account_id = @account AND batch_id IS NULL
-         AND id > (SELECT events_after FROM webhooks WHERE account_id = @account) ORDER BY id LIMIT @limit`,
+      'SELECT id, payload, created_at FROM events WHERE account_id = @account AND batch_id IS NULL ORDER BY id LIMIT @limit',
     ),
     // A new batch is leased to its claimer at once (token 1): the lease of storage/ports/leases.ts.
     insertBatch: db.prepare(
       `INSERT INTO webhook_batches (account_id, webhook, kind, events_of, event_count, attempt, chain_started_at,
-         retry_due_at, created_at, locked_by, lease_until, lease_token)
+         retry_due_at, created_at, locked_by, lease_until, lease_token, enrolment)
        VALUES (@account_id, @webhook, @kind, @events_of, @event_count, @attempt, @chain_started_at, @retry_due_at, @now,
-         @owner, @retry_due_at, 1)
+         @owner, @retry_due_at, 1, @enrolment)
        RETURNING *`,
     ),
     selfLink: db.prepare('UPDATE webhook_batches SET events_of = id WHERE id = ? RETURNING *'),
@@ -80,22 +84,29 @@ export function createWebhookStore(db: Db) {
     ),
     findBatch: db.prepare('SELECT * FROM webhook_batches WHERE account_id = ? AND id = ?'),
 
-    // Pending events no endpoint will ever receive, older than the cutoff: of accounts without an endpoint, or from
-    // before the endpoint's enrolment.
+    // Pending events no endpoint will ever receive, older than the cutoff: of accounts without an endpoint, and those
+    // from before an endpoint's enrolment (one index range per account on events_pending, each).
     pruneUnenrolled: db.prepare(
       `DELETE FROM events WHERE id IN (
          SELECT e.id FROM accounts a CROSS JOIN events e INDEXED BY events_pending
          WHERE e.account_id = a.id AND e.batch_id IS NULL AND e.created_at < @before
-           AND e.id <= coalesce((SELECT w.events_after FROM webhooks w WHERE w.account_id = a.id), 9223372036854775807)
+           AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = a.id)
          LIMIT @limit)`,
     ),
-    // Claimed events whose chain is finished, older than the cutoff. Ids grow with created_at, so the walk stops at
-    // the first young row instead of reading the whole table (the table has no created_at index).
+    pruneSkipped: db.prepare(
+      `DELETE FROM events WHERE id IN (
+         SELECT e.id FROM accounts a CROSS JOIN events e INDEXED BY events_pending
+         WHERE e.account_id = a.id AND e.batch_id = ${SKIPPED_BATCH} AND e.created_at < @before
+         LIMIT @limit)`,
+    ),
+    // Claimed events whose chain is finished, older than the cutoff. Ids grow with created_at on one SQLite writer, so
+    // the walk stops at the first young row instead of reading the whole table (the table has no created_at index);
+    // an event it passes over is deleted by a later walk (created_at decides what goes, never the id).
     pruneFinished: db.prepare(
       `DELETE FROM events WHERE id IN (
          SELECT e.id FROM events e
          WHERE e.id < coalesce((SELECT y.id FROM events y WHERE y.created_at >= @before ORDER BY y.id LIMIT 1), 9223372036854775807)
-           AND e.created_at < @before AND e.batch_id IS NOT NULL
+           AND e.created_at < @before AND e.batch_id > ${SKIPPED_BATCH}
            AND NOT EXISTS (SELECT 1 FROM webhook_batches b WHERE b.events_of = e.batch_id AND b.retry_due_at IS NOT NULL)
          ORDER BY e.id LIMIT @limit)`,
     ),
@@ -113,6 +124,8 @@ export function createWebhookStore(db: Db) {
     (accountId: number, url: string, owner: string, now: number, limit: number, leaseUntil: number): ClaimedBatch | undefined => {
       // One chain per account at a time, whichever worker claims (events leave in id order).
       if (s.hasOutstanding.get(accountId) !== undefined) return undefined;
+      const hook = s.findWebhook.get(accountId) as WebhookRow | undefined;
+      if (!hook) return undefined;
       const rows = s.pendingEvents.all({ account: accountId, limit }) as { id: number; payload: string; created_at: number }[];
       if (rows.length === 0) return undefined;
       const inserted = s.insertBatch.get({
@@ -126,25 +139,25 @@ export function createWebhookStore(db: Db) {
         retry_due_at: leaseUntil,
         now,
         owner,
+        enrolment: hook.enrolment,
       }) as WebhookBatchRow;
       const batch = s.selfLink.get(inserted.id) as WebhookBatchRow;
       // Within this transaction the pending rows from the first to the last one read are exactly `rows`.
       s.markEvents.run({ batch: batch.id, account: accountId, first: rows[0]!.id, last: rows[rows.length - 1]!.id });
       s.link.run(batch.id, accountId, batch.id);
-      // Ids grow with created_at: the first row is the oldest event of the batch.
-      return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), oldestEventAt: rows[0]!.created_at };
+      return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload), oldestEventAt: oldest(rows) };
     },
   );
 
   const claimRetryTx = db.transaction(
-    (old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'events_after'>, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined => {
+    (old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'enrolment'>, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined => {
       // Another claimer may have taken it between the SELECT and here: the chain must still be outstanding.
       const fresh = s.findBatch.get(old.account_id, old.id) as WebhookBatchRow | undefined;
       if (!fresh || fresh.retry_due_at === null || fresh.retry_due_at > now) return undefined;
       s.endChain.run(old.id);
       const rows = s.batchEvents.all(old.events_of) as { id: number; payload: string }[];
-      // Events from before the current endpoint's enrolment (it replaced the one the chain was for) are not its.
-      if (rows.length === 0 || rows[0]!.id <= hook.events_after) return undefined;
+      // A chain of an earlier enrolment (the endpoint it was for was replaced) is not the current endpoint's.
+      if (rows.length === 0 || fresh.enrolment !== hook.enrolment) return undefined;
       const batch = s.insertBatch.get({
         account_id: old.account_id,
         webhook: hook.url,
@@ -156,6 +169,7 @@ export function createWebhookStore(db: Db) {
         retry_due_at: leaseUntil,
         now,
         owner,
+        enrolment: fresh.enrolment,
       }) as WebhookBatchRow;
       return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
     },
@@ -177,6 +191,7 @@ export function createWebhookStore(db: Db) {
       retry_due_at: null,
       now,
       owner,
+      enrolment: old.enrolment,
     }) as WebhookBatchRow;
     return { batch, lease: leaseOf(batch), eventIds: rows.map((r) => r.id), payloads: rows.map((r) => r.payload) };
   });
@@ -187,7 +202,11 @@ export function createWebhookStore(db: Db) {
      * receives the events written after this call, never the account's earlier ones.
      */
     enroll(accountId: number, url: string, now: number): boolean {
-      return s.insertWebhook.run({ account: accountId, url, now }).changes === 1;
+      return db.transaction(() => {
+        if (s.insertWebhook.run({ account: accountId, url, now }).changes !== 1) return false;
+        s.skipPending.run(accountId);
+        return true;
+      })();
     },
     /** The account's endpoint, if enrolled. */
     findWebhook(accountId: number): WebhookRow | undefined {
@@ -245,7 +264,7 @@ export function createWebhookStore(db: Db) {
      * `leaseUntil`. Undefined when it is no longer due, its events are gone, or they are older than `hook`'s
      * enrolment (the chain's endpoint was replaced: the chain ends there, its batches can be resent).
      */
-    claimRetry(old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'events_after'>, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined {
+    claimRetry(old: WebhookBatchRow, hook: Pick<WebhookRow, 'url' | 'enrolment'>, owner: string, now: number, leaseUntil: number): ClaimedBatch | undefined {
       return claimRetryTx.immediate(old, hook, owner, now, leaseUntil);
     },
     /**
@@ -298,6 +317,7 @@ export function createWebhookStore(db: Db) {
      */
     prune(cutoffs: { unenrolledBefore: number; finishedBefore: number }, limit: number): number {
       let n = s.pruneUnenrolled.run({ before: cutoffs.unenrolledBefore, limit }).changes;
+      if (n < limit) n += s.pruneSkipped.run({ before: cutoffs.unenrolledBefore, limit: limit - n }).changes;
       if (n < limit) n += s.pruneFinished.run({ before: cutoffs.finishedBefore, limit: limit - n }).changes;
       if (n < limit) n += s.pruneBatches.run({ before: cutoffs.finishedBefore, limit: limit - n }).changes;
       return n;
@@ -306,3 +326,4 @@ export function createWebhookStore(db: Db) {
 }
 
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
+
