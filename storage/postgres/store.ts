@@ -4,6 +4,7 @@ import { createPgAccountStore } from './accounts.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { migrate, SchemaTooNew } from './migrations.js';
 import { createPgSettingStore } from './settings.js';
+import { createPgSmtpLogStore } from './smtp-log.js';
 
 export interface PostgresStoreOptions {
   /** storage.postgres_url. */
@@ -46,7 +47,7 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
+  'queue', 'queueViews', 'bodies', 'metrics', 'tracking', 'webhooks', 'suppressions',
   'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
   'quarantine', 'bayes', 'greylist', 'alerts', 'console', 'retention', 'health',
 ];
@@ -70,6 +71,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const ports = {
     settings: createPgSettingStore(pg),
     accounts: createPgAccountStore(pg),
+    smtpLog: createPgSmtpLogStore(pg),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
