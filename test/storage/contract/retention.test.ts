@@ -139,3 +139,23 @@ contract('retention: log rows old and final (or whose delivery is gone) go in bo
   t.equal(await r.pruneLogRows(FAR, 100), 1, 'only the young final row goes at a far cutoff');
   for (const d of busy.deliveries.slice(0, 3)) t.ok(await store.smtpLog.findByDeliveryId(d), `row ${d} still kept`);
 });
+
+contract('retention: two nodes pruning the same rows at once delete each row once, and leave what a delivery holds', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme', T0);
+  const other = await reopen();
+  const finished = [];
+  for (let i = 0; i < 6; i++) finished.push(await msg(store, acct, T0 + i, ['delivered', 'bounced'], T0 + i, 1000));
+  const busy = await msg(store, acct, T0 + 6, ['queued', 'delivered']);
+  const before = T0 + DAY;
+  const both = async <T>(f: (s: Store) => Promise<T>) => Promise.all([f(store), f(other)]);
+  const sum = (xs: { deleted: number }[]) => xs.reduce((n, x) => n + x.deleted, 0);
+
+  t.equal(sum(await both((s) => s.retention.pruneBodies({ before, limit: 100 }))), 6, 'each body freed by one of them');
+  t.equal(sum(await both((s) => s.retention.pruneMessages({ before, limit: 100 }))), 6, 'each message deleted by one of them');
+  // A node may skip the rows the other holds and stop short; whatever is left goes in a later batch.
+  const logRows = (await both((s) => s.retention.pruneLogRows(before, 100))).reduce((n, x) => n + x, 0);
+  t.equal(logRows + (await store.retention.pruneLogRows(before, 100)), 13, 'each final log row deleted once');
+  for (const m of finished) t.equal(await store.queue.findMessage(m.id), undefined, `message ${m.id} gone`);
+  t.not((await store.queue.findMessage(busy.id))?.body ?? null, null, 'the message a queued delivery holds keeps its body');
+  t.ok(await store.smtpLog.findByDeliveryId(busy.deliveries[0]!), 'and its queued log row');
+});
