@@ -179,7 +179,7 @@ function render(row: SmtpLogRow, blocked: ReadonlySet<string>): Record<string, u
     lastcmd: row.lastcmd ?? '',
     rspcode: row.rspcode === null ? '' : String(row.rspcode),
     rspmsg: row.rspmsg ?? '',
-    delivered: row.delivered === 1 ? 'Y' : 'N',
+    delivered: row.delivered ? 'Y' : 'N',
     spam_disposition: row.spam_disposition,
     virus_disposition: row.virus_disposition,
   };

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
 import { DETAIL_DAYS } from '../../storage/ports/metrics.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
-import type { PruneBatch, RetentionStore } from '../../storage/ports/retention.js';
+import type { PruneBatch, RetentionStore, WalkBatch, WalkCursor } from '../../storage/ports/retention.js';
 
 const DAY_MS = 86_400_000;
 
@@ -177,12 +177,22 @@ export function createRetentionPruner(deps: RetentionDeps) {
     return [deleted, batches];
   }
 
-  /** A cursor walk (bodies, messages) as a `drain` batch. */
+  /** An id walk (classifier models, deleted sub-accounts: sets nothing is added to behind the cursor) as a `drain` batch. */
   function walker(step: (afterId: number) => Promise<PruneBatch>) {
     let afterId = 0;
     return async () => {
       const r = await step(afterId);
       afterId = r.lastId;
+      return r;
+    };
+  }
+
+  /** A walk over messages by creation time (bodies, messages) as a `drain` batch: each batch starts where the last stopped. */
+  function timeWalker(step: (after: WalkCursor | undefined) => Promise<WalkBatch>) {
+    let after: WalkCursor | undefined;
+    return async () => {
+      const r = await step(after);
+      after = r.next;
       return r;
     };
   }
@@ -203,11 +213,11 @@ export function createRetentionPruner(deps: RetentionDeps) {
     const [logRows, logBatches] = await drain(limited((limit) => deps.store.pruneLogRows(logBefore, limit)));
     await yieldToLoop();
     const [bodies, bodyBatches] = await drain(
-      walker((afterId) => deps.store.pruneBodies({ before: bodyBefore, afterId, limit: batchSize })),
+      timeWalker((after) => deps.store.pruneBodies({ before: bodyBefore, after, limit: batchSize })),
     );
     await yieldToLoop();
     const [messages, messageBatches] = await drain(
-      walker((afterId) => deps.store.pruneMessages({ before: rowBefore, afterId, limit: batchSize })),
+      timeWalker((after) => deps.store.pruneMessages({ before: rowBefore, after, limit: batchSize })),
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));

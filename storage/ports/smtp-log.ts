@@ -58,14 +58,15 @@ export interface SmtpLogRow {
   lastcmd: string | null;
   rspcode: number | null;
   rspmsg: string | null;
-  delivered: number;
+  /** Whether the latest attempt delivered (a boolean on every backend). */
+  delivered: boolean;
   spam_disposition: SpamDisposition;
   virus_disposition: VirusDisposition;
   created_at: number;
   updated_at: number;
 }
 
-/** What the queue knows when it creates a delivery; the attempt columns start empty and `delivered` at 0. */
+/** What the queue knows when it creates a delivery; the attempt columns start empty and `delivered` false. */
 export type NewSmtpLogRow = Pick<
   SmtpLogRow,
   'delivery_id' | 'account_id' | 'message_id' | 'request_id' | 'sender' | 'rcpt' | 'size' | 'created_at'

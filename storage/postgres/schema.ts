@@ -7,6 +7,7 @@ import { SENDER_ABUSE_SCHEMA } from './schema/sender-abuse.js';
 import { SUPPRESSIONS_SCHEMA } from './schema/suppressions.js';
 import { METRICS_SCHEMA } from './schema/metrics.js';
 import { QUEUE_SCHEMA } from './schema/queue.js';
+import { RETENTION_SCHEMA } from './schema/retention.js';
 import { SMTP_LOG_SCHEMA } from './schema/smtp-log.js';
 
 /**
@@ -18,6 +19,7 @@ export const SCHEMA_PARTS: readonly string[] = [
   SUPPRESSIONS_SCHEMA,
   QUEUE_SCHEMA,
   SMTP_LOG_SCHEMA,
+  RETENTION_SCHEMA,
   METRICS_SCHEMA,
   OUTBOX_SCHEMA,
   OUTBOX_EVENTS_SCHEMA,

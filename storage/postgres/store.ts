@@ -21,6 +21,8 @@ import { createPgQueueChanges } from './queue-changes.js';
 import { createPgQueueViews } from './queue-views.js';
 import { createPgTrackingStore } from './tracking.js';
 import { createPgWebhookStore } from './webhooks.js';
+import { createPgRetentionStore } from './retention.js';
+import { createPgSmtpLogStore } from './smtp-log.js';
 import { createPgHealthStore, trackPgWrites } from './write-health.js';
 
 export interface PostgresStoreOptions {
@@ -64,7 +66,7 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'smtpLog', 'suppressions', 'inboundDomains', 'inboundLists', 'inboundReports', 'quarantine', 'retention',
+  'suppressions', 'inboundDomains', 'inboundLists', 'inboundReports', 'quarantine',
 ];
 
 /**
@@ -115,6 +117,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     senderAbuse: createPgSenderAbuseStore(pg),
     bayes: createPgBayesStore(pg),
     greylist: createPgGreylistStore(pg),
+    smtpLog: createPgSmtpLogStore(pg),
+    retention: createPgRetentionStore(pg, bodies),
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),

@@ -1,10 +1,10 @@
 // Owns the retention deletes: batch-limited pruning of old SMTP log rows, message bodies and finished queue rows.
-import type { PruneBatch, WalkArgs } from '../ports/retention.js';
+import type { WalkArgs, WalkBatch } from '../ports/retention.js';
 import type { Bodies } from './bodies.js';
 import type { Db } from './database.js';
 
 /** A batch and the spool files it freed: removed by the store once the batch's unit committed, never before. */
-export type FreeingBatch = PruneBatch & { freed: string[] };
+export type FreeingBatch = WalkBatch & { freed: string[] };
 
 /**
  * Delivery states that still need the message: waiting (queued, also when deferred: queued with attempts), in
@@ -25,9 +25,11 @@ interface WindowRow {
  * Repository of the retention deletes. Each call is one short IMMEDIATE transaction over a bounded number of rows,
  * so a run made of many calls never holds the write lock long enough to hold up the queue's commits.
  *
- * Messages and bodies are walked in id order with a cursor instead of through an index on created_at (there is
- * none): ids are handed out in commit order, so created_at grows with the id, and a walk stops at the first row
- * that is too young. Should the clock ever step back, rows behind such a row are only pruned later, never early.
+ * Messages and bodies are walked in id order from the cursor's id instead of through an index on created_at (there
+ * is none; a walk by time would need one, a migration): on SQLite, and only here, ids follow commit order, because
+ * one writer hands them out inside its write lock; so no row appears behind the cursor, created_at grows with the
+ * id, and a walk stops at the first row that is too young. Should the clock ever step back, rows behind such a row
+ * are only pruned later, never early. (PostgreSQL takes ids at insert, so it walks by (created_at, id).)
  */
 export function createRetentionStore(db: Db, bodies: Bodies) {
   // busy: a delivery still needs the message, or one finished too recently (updated_at is when it became final).
@@ -62,7 +64,7 @@ export function createRetentionStore(db: Db, bodies: Bodies) {
     ),
   };
 
-  const windowParams = (a: WalkArgs) => ({ before: a.before, afterId: a.afterId, limit: a.limit });
+  const windowParams = (a: WalkArgs) => ({ before: a.before, afterId: a.after?.id ?? 0, limit: a.limit });
 
   /** Looks at one window in id order and deletes the finished, old enough rows of it with `del`. */
   function walk(
@@ -73,13 +75,13 @@ export function createRetentionStore(db: Db, bodies: Bodies) {
   ): FreeingBatch {
     let deleted = 0;
     let bytes = 0;
-    let lastId = a.afterId;
+    let next = a.after;
     const released: (string | null)[] = [];
-    const end = (done: boolean): FreeingBatch => ({ deleted, lastId, done, freed: bodies.unnamed(released) });
+    const end = (done: boolean): FreeingBatch => ({ deleted, next, done, freed: bodies.unnamed(released) });
     for (const r of window) {
       // Too young: so is (nearly) everything after it, because ids follow commit order.
       if (r.created_at >= a.before) return end(true);
-      lastId = r.id;
+      next = { createdAt: r.created_at, id: r.id };
       if (r.busy) continue;
       deleted += del(r.id);
       released.push(r.body_ref);
@@ -93,7 +95,7 @@ export function createRetentionStore(db: Db, bodies: Bodies) {
   return {
     /**
      * Deletes the bodies of messages created before `before` whose every delivery is final (delivered, bounced or
-     * dropped) and became final before `before`. Looks at up to `limit` bodies after `afterId`, and stops early
+     * dropped) and became final before `before`. Looks at up to `limit` bodies after `after`, and stops early
      * once it has freed `maxBytes` (default 64 MiB) of bodies. Message and delivery rows stay. `freed`: the spool
      * files no row names any more, which the store removes once this transaction committed.
      */
@@ -105,7 +107,7 @@ export function createRetentionStore(db: Db, bodies: Bodies) {
 
     /**
      * Deletes messages created before `before` whose every delivery is final and became final before `before`,
-     * with their body, deliveries and delivery attempts (cascade). Looks at up to `limit` messages after `afterId`.
+     * with their body, deliveries and delivery attempts (cascade). Looks at up to `limit` messages after `after`.
      * Log rows (smtp_log) are not touched: they have their own retention (`pruneLogRows`).
      */
     pruneMessages(a: WalkArgs): FreeingBatch {

@@ -1,5 +1,6 @@
 // Owns the SMTP log search plan: its filters, the index each filter drives, the trigram subject lookup and the SQL.
 import type { SmtpLogFilters, SmtpLogPage } from '../ports/smtp-log.js';
+import { LOG_EQUALITY_FILTERS, likeContains, SMTP_LOG_COLUMNS } from '../smtp-log-filters.js';
 
 /**
  * Above this many accounts the search stops merging per-account ordered scans (one UNION ALL arm each; SQLite caps
@@ -15,46 +16,33 @@ export const SUBJECT_CANDIDATE_LIMIT = 5000;
 const SELECTIVE_INDEXES = new Set(['smtp_log_message', 'smtp_log_request', 'smtp_log_rcpt']);
 
 /** Every column of an smtp_log row, in table order (the store reads rows with this list too). */
-export const COLUMNS =
-  'delivery_id, account_id, message_id, request_id, sender, rcpt, auth, upstream, upstream_hostname, sender_id, ' +
-  'subject, size, lastcmd, rspcode, rspmsg, delivered, spam_disposition, virus_disposition, created_at, updated_at';
+export const COLUMNS = SMTP_LOG_COLUMNS;
 const SELECTED = COLUMNS.split(', ')
   .map((c) => `l.${c}`)
   .join(', ');
 
-/** `%`, `_` and the escape character itself lose their LIKE meaning, so a subject filter is a literal substring. */
-function likeContains(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-/** An equality filter: its field, column, collation and the migration-3 index that leads with it. */
-interface EqualityFilter {
-  field: keyof SmtpLogFilters;
-  column: string;
-  index: string;
-  nocase?: boolean;
-}
+/** The migration-3 index that leads with each equality filter's column (after account_id). */
+const INDEX_OF: Readonly<Record<string, string>> = {
+  message_id: 'smtp_log_message',
+  request_id: 'smtp_log_request',
+  rcpt: 'smtp_log_rcpt',
+  sender_id: 'smtp_log_sender_id',
+  upstream_hostname: 'smtp_log_upstream_hostname',
+  upstream: 'smtp_log_upstream',
+  sender: 'smtp_log_sender',
+  auth: 'smtp_log_auth',
+  virus_disposition: 'smtp_log_virus',
+  spam_disposition: 'smtp_log_spam',
+  rspcode: 'smtp_log_rspcode',
+};
 
 /**
- * Equality filters in the order they are preferred to drive the scan: roughly most selective first (ids, then
- * addresses and sources, then low-cardinality outcomes). Without ANALYZE statistics SQLite's planner rates all of
- * these indexes alike and, when another term needs the table anyway, falls back to (account_id, created_at) and
- * scans the whole range; so the store names the index itself (INDEXED BY) and the plan never depends on stats.
+ * Equality filters in the order they are preferred to drive the scan (smtp-log-filters.ts), each with its index.
+ * Without ANALYZE statistics SQLite's planner rates all of these indexes alike and, when another term needs the
+ * table anyway, falls back to (account_id, created_at) and scans the whole range; so the store names the index
+ * itself (INDEXED BY) and the plan never depends on stats.
  */
-const EQUALITY_FILTERS: readonly EqualityFilter[] = [
-  { field: 'messageId', column: 'message_id', index: 'smtp_log_message' },
-  { field: 'sendRequestId', column: 'request_id', index: 'smtp_log_request' },
-  { field: 'rcpt', column: 'rcpt', index: 'smtp_log_rcpt', nocase: true },
-  { field: 'senderId', column: 'sender_id', index: 'smtp_log_sender_id' },
-  // Host names compare case-insensitively (RFC 4343).
-  { field: 'upstreamHostname', column: 'upstream_hostname', index: 'smtp_log_upstream_hostname', nocase: true },
-  { field: 'upstream', column: 'upstream', index: 'smtp_log_upstream' },
-  { field: 'sender', column: 'sender', index: 'smtp_log_sender', nocase: true },
-  { field: 'auth', column: 'auth', index: 'smtp_log_auth' },
-  { field: 'virusDisposition', column: 'virus_disposition', index: 'smtp_log_virus' },
-  { field: 'spamDisposition', column: 'spam_disposition', index: 'smtp_log_spam' },
-  { field: 'rspcode', column: 'rspcode', index: 'smtp_log_rspcode' },
-];
+const EQUALITY_FILTERS = LOG_EQUALITY_FILTERS.map((e) => ({ ...e, index: INDEX_OF[e.column] as string }));
 
 /** At most this many trigrams of a subject filter go into the index query; more add cost and little precision. */
 const MAX_TRIGRAMS = 8;

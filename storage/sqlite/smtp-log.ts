@@ -16,6 +16,12 @@ interface SenderRow {
   delivery_id: number;
 }
 
+/** A row as SQLite stores it: `delivered` as 0/1 (a STRICT INTEGER column). */
+type StoredRow = Omit<SmtpLogRow, 'delivered'> & { delivered: number };
+
+/** The port's row: `delivered` as a boolean, as on every backend. */
+const toRow = (r: StoredRow): SmtpLogRow => ({ ...r, delivered: r.delivered === 1 });
+
 /** Repository over the SMTP log. Every search is scoped to the account ids the caller passes (tenancy). */
 export function createSmtpLogStore(db: Db) {
   const s = {
@@ -133,7 +139,8 @@ export function createSmtpLogStore(db: Db) {
 
     /** One row by delivery id, unscoped: for the queue and tests, never for a tenant-facing route. */
     findByDeliveryId(deliveryId: number): SmtpLogRow | undefined {
-      return s.byId.get(deliveryId) as SmtpLogRow | undefined;
+      const r = s.byId.get(deliveryId) as StoredRow | undefined;
+      return r && toRow(r);
     },
 
     /**
@@ -159,7 +166,7 @@ export function createSmtpLogStore(db: Db) {
       const candidates = subjectCandidates(filters);
       if (candidates?.length === 0) return [];
       const q = searchQuery(accountIds, filters, page, candidates);
-      return prepared(q.sql).all(...q.params) as SmtpLogRow[];
+      return (prepared(q.sql).all(...q.params) as StoredRow[]).map(toRow);
     },
 
     /** EXPLAIN QUERY PLAN of a search, one line per step: for the benchmark and for checking a new filter. */

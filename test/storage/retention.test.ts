@@ -74,15 +74,15 @@ t.test('bodies and messages: finished and old enough go; anything queued, deferr
   const young = message(T0 + 9 * DAY, ['delivered']);
   const cutoff = T0 + 8 * DAY;
 
-  const r = store.pruneBodies({ before: cutoff, afterId: 0, limit: 100 });
-  t.same(r, { deleted: 2, lastId: lateFinish.id, done: true, freed: [] }, 'the walk stops at the first message too young');
+  const r = store.pruneBodies({ before: cutoff, limit: 100 });
+  t.same(r, { deleted: 2, next: { createdAt: T0 + 5, id: lateFinish.id }, done: true, freed: [] }, 'the walk stops at the first message too young');
   for (const m of [delivered, mixedFinal]) t.equal(findBody(m.id), undefined, `body of ${m.id} pruned`);
   for (const m of [queued, sending, held, lateFinish, young]) t.ok(findBody(m.id), `body of ${m.id} kept`);
   t.equal(count('messages'), 7, 'pruneBodies keeps every message row');
   t.equal(queue.attemptsOf(delivered.deliveries[0] as number).length, 1, 'and the attempt history');
 
-  const m = store.pruneMessages({ before: cutoff, afterId: 0, limit: 100 });
-  t.same(m, { deleted: 2, lastId: lateFinish.id, done: true, freed: [] });
+  const m = store.pruneMessages({ before: cutoff, limit: 100 });
+  t.same(m, { deleted: 2, next: { createdAt: T0 + 5, id: lateFinish.id }, done: true, freed: [] });
   t.equal(queue.findMessage(delivered.id), undefined);
   t.equal(queue.findMessage(mixedFinal.id), undefined);
   t.same(queue.deliveriesOf(delivered.id), [], 'deliveries went with the message');
@@ -95,8 +95,8 @@ t.test('bodies and messages: finished and old enough go; anything queued, deferr
 
   // However old: a queued (and deferred: queued with attempts), sending or held delivery protects its message.
   const far = T0 + 3650 * DAY;
-  store.pruneBodies({ before: far, afterId: 0, limit: 100 });
-  store.pruneMessages({ before: far, afterId: 0, limit: 100 });
+  store.pruneBodies({ before: far, limit: 100 });
+  store.pruneMessages({ before: far, limit: 100 });
   t.same(
     [queued, sending, held].map((k) => [Boolean(queue.findMessage(k.id)), Boolean(findBody(k.id))]),
     [[true, true], [true, true], [true, true]],
@@ -105,24 +105,25 @@ t.test('bodies and messages: finished and old enough go; anything queued, deferr
   t.equal(count('messages'), 3);
 });
 
-t.test('a batch looks at `limit` rows and continues after `lastId`; bodies also stop at maxBytes', async (t) => {
+t.test('a batch looks at `limit` rows and continues after `next`; bodies also stop at maxBytes', async (t) => {
   const { store, count, message } = setup(t);
   const ids = Array.from({ length: 7 }, (_, i) => message(T0 + i, ['delivered'], T0 + i, 1000).id);
   message(T0 + 1, ['queued']); // a busy message is looked at but not deleted
+  const at = (i: number) => ({ createdAt: T0 + i, id: ids[i] });
   const before = T0 + DAY;
 
-  const b1 = store.pruneBodies({ before, afterId: 0, limit: 3 });
-  t.same(b1, { deleted: 3, lastId: ids[2], done: false, freed: [] });
-  const b2 = store.pruneBodies({ before, afterId: b1.lastId, limit: 3, maxBytes: 1500 });
-  t.same(b2, { deleted: 2, lastId: ids[4], done: false, freed: [] }, 'stops once 1500 bytes are freed');
-  const b3 = store.pruneBodies({ before, afterId: b2.lastId, limit: 4 });
-  t.same(b3, { deleted: 2, lastId: ids[6] as number + 1, done: true, freed: [] }, 'a short window ends the walk');
+  const b1 = store.pruneBodies({ before, limit: 3 });
+  t.same(b1, { deleted: 3, next: at(2), done: false, freed: [] });
+  const b2 = store.pruneBodies({ before, after: b1.next, limit: 3, maxBytes: 1500 });
+  t.same(b2, { deleted: 2, next: at(4), done: false, freed: [] }, 'stops once 1500 bytes are freed');
+  const b3 = store.pruneBodies({ before, after: b2.next, limit: 4 });
+  t.same(b3, { deleted: 2, next: { createdAt: T0 + 1, id: (ids[6] as number) + 1 }, done: true, freed: [] }, 'a short window ends the walk');
   t.equal(count('message_bodies'), 1, 'only the queued message keeps its body');
 
-  const m1 = store.pruneMessages({ before, afterId: 0, limit: 5 });
-  t.same(m1, { deleted: 5, lastId: ids[4], done: false, freed: [] });
-  const m2 = store.pruneMessages({ before, afterId: m1.lastId, limit: 5 });
-  t.same(m2, { deleted: 2, lastId: ids[6] as number + 1, done: true, freed: [] });
+  const m1 = store.pruneMessages({ before, limit: 5 });
+  t.same(m1, { deleted: 5, next: at(4), done: false, freed: [] });
+  const m2 = store.pruneMessages({ before, after: m1.next, limit: 5 });
+  t.same(m2, { deleted: 2, next: { createdAt: T0 + 1, id: (ids[6] as number) + 1 }, done: true, freed: [] });
   t.equal(count('messages'), 1);
 });
 

@@ -54,7 +54,7 @@ t.test('a new row starts undelivered with empty attempt columns; updateAttempt o
     lastcmd: null,
     rspcode: null,
     rspmsg: null,
-    delivered: 0,
+    delivered: false,
     spam_disposition: 'UNKNOWN',
     virus_disposition: 'UNKNOWN',
     created_at: r.created_at,
@@ -67,7 +67,7 @@ t.test('a new row starts undelivered with empty attempt columns; updateAttempt o
   const delivered = { lastcmd: 'DATA', rspcode: 250, rspmsg: '250 2.0.0 ok', delivered: true, updated_at: at + 1 };
   t.equal(log.updateAttempt(r.delivery_id, deferred), true);
   t.equal(log.updateAttempt(r.delivery_id, delivered), true);
-  t.match(log.findByDeliveryId(r.delivery_id), { ...delivered, delivered: 1 });
+  t.match(log.findByDeliveryId(r.delivery_id), { ...delivered, delivered: true });
   t.equal(log.updateAttempt(999_999, deferred), false, 'no such delivery');
 });
 

@@ -65,14 +65,14 @@ contract('retention: bodies and messages go when created and finished before the
   const cutoff = T0 + 8 * DAY;
   const body = async (m: { id: number }) => (await store.queue.findMessage(m.id))?.body ?? null;
 
-  t.same(await r.pruneBodies({ before: cutoff, afterId: 0, limit: 100 }), { deleted: 2, lastId: lateFinish.id, done: true }, 'the walk ends at the first message too young');
+  t.same(await r.pruneBodies({ before: cutoff, limit: 100 }), { deleted: 2, next: { createdAt: T0 + 5, id: lateFinish.id }, done: true }, 'the walk ends at the first message too young');
   for (const m of [delivered, mixedFinal]) t.equal(await body(m), null, `body of ${m.id} pruned: its message names none`);
   for (const m of [deferred, sending, queued, lateFinish, young]) t.not(await body(m), null, `body of ${m.id} kept`);
   t.ok(await store.queue.findMessage(delivered.id), 'pruneBodies keeps the message row');
   t.equal((await store.queue.attemptsOf(delivered.deliveries[0]!)).length, 1, 'and the attempt history');
-  t.same(await r.pruneBodies({ before: cutoff, afterId: 0, limit: 100 }), { deleted: 0, lastId: lateFinish.id, done: true }, 'a second run finds nothing');
+  t.same(await r.pruneBodies({ before: cutoff, limit: 100 }), { deleted: 0, next: { createdAt: T0 + 5, id: lateFinish.id }, done: true }, 'a second run finds nothing');
 
-  t.same(await r.pruneMessages({ before: cutoff, afterId: 0, limit: 100 }), { deleted: 2, lastId: lateFinish.id, done: true });
+  t.same(await r.pruneMessages({ before: cutoff, limit: 100 }), { deleted: 2, next: { createdAt: T0 + 5, id: lateFinish.id }, done: true });
   for (const m of [delivered, mixedFinal]) {
     t.equal(await store.queue.findMessage(m.id), undefined, `message ${m.id} gone`);
     t.same(await store.queue.deliveriesOf(m.id), [], 'its deliveries with it');
@@ -85,34 +85,35 @@ contract('retention: bodies and messages go when created and finished before the
   }
 
   // However old the cutoff: a queued, deferred (queued with attempts) or sending delivery protects its message.
-  await r.pruneBodies({ before: FAR, afterId: 0, limit: 100 });
-  await r.pruneMessages({ before: FAR, afterId: 0, limit: 100 });
+  await r.pruneBodies({ before: FAR, limit: 100 });
+  await r.pruneMessages({ before: FAR, limit: 100 });
   for (const m of [deferred, sending, queued]) t.not(await body(m), null, `message ${m.id} and its body kept`);
   t.equal((await store.queue.attemptsOf(deferred.deliveries[1]!)).length, 1, 'the deferred delivery kept its attempt history');
   t.equal(await store.queue.findMessage(lateFinish.id), undefined, 'the late finisher goes at a later cutoff');
   t.equal(await store.queue.findMessage(young.id), undefined);
 });
 
-contract('retention: a batch looks at `limit` messages after `afterId`; bodies also stop once maxBytes are freed', async (t, { store }) => {
+contract('retention: a batch looks at `limit` messages after `after`; bodies also stop once maxBytes are freed', async (t, { store }) => {
   const acct = await account(store, 'acme', T0);
   const r = store.retention;
   const ids: number[] = [];
   for (let i = 0; i < 7; i++) ids.push((await msg(store, acct, T0 + i, ['delivered'], T0 + i, 1000)).id);
   const busy = await msg(store, acct, T0 + 7, ['queued']); // looked at, never deleted
+  const at = (i: number) => ({ createdAt: T0 + i, id: ids[i] });
   const before = T0 + DAY;
 
-  const b1 = await r.pruneBodies({ before, afterId: 0, limit: 3 });
-  t.same(b1, { deleted: 3, lastId: ids[2], done: false });
-  const b2 = await r.pruneBodies({ before, afterId: b1.lastId, limit: 3, maxBytes: 1500 });
-  t.same(b2, { deleted: 2, lastId: ids[4], done: false }, 'stops once 1500 bytes are freed');
-  const b3 = await r.pruneBodies({ before, afterId: b2.lastId, limit: 4 });
-  t.same(b3, { deleted: 2, lastId: busy.id, done: true }, 'a short window ends the walk');
+  const b1 = await r.pruneBodies({ before, limit: 3 });
+  t.same(b1, { deleted: 3, next: at(2), done: false });
+  const b2 = await r.pruneBodies({ before, after: b1.next, limit: 3, maxBytes: 1500 });
+  t.same(b2, { deleted: 2, next: at(4), done: false }, 'stops once 1500 bytes are freed');
+  const b3 = await r.pruneBodies({ before, after: b2.next, limit: 4 });
+  t.same(b3, { deleted: 2, next: { createdAt: T0 + 7, id: busy.id }, done: true }, 'a short window ends the walk');
   t.same(await Promise.all([...ids, busy.id].map(async (id) => (await store.queue.findMessage(id))?.body !== null)), [false, false, false, false, false, false, false, true], 'only the queued message keeps its body');
 
-  const m1 = await r.pruneMessages({ before, afterId: 0, limit: 5 });
-  t.same(m1, { deleted: 5, lastId: ids[4], done: false });
-  const m2 = await r.pruneMessages({ before, afterId: m1.lastId, limit: 5 });
-  t.same(m2, { deleted: 2, lastId: busy.id, done: true });
+  const m1 = await r.pruneMessages({ before, limit: 5 });
+  t.same(m1, { deleted: 5, next: at(4), done: false });
+  const m2 = await r.pruneMessages({ before, after: m1.next, limit: 5 });
+  t.same(m2, { deleted: 2, next: { createdAt: T0 + 7, id: busy.id }, done: true });
   t.ok(await store.queue.findMessage(busy.id));
 });
 
@@ -124,7 +125,7 @@ contract('retention: log rows old and final (or whose delivery is gone) go in bo
   const busy = await msg(store, acct, T0 + 2, ['queued', 'sending', 'deferred', 'delivered']);
   const young = await msg(store, acct, T0 + 20 * DAY, ['delivered']);
   const before = T0 + 10 * DAY;
-  t.same(await r.pruneMessages({ before: T0 + 1, afterId: 0, limit: 1 }), { deleted: 1, lastId: gone.id, done: false }, 'the first message pruned: its log row outlives its delivery');
+  t.same(await r.pruneMessages({ before: T0 + 1, limit: 1 }), { deleted: 1, next: { createdAt: T0, id: gone.id }, done: false }, 'the first message pruned: its log row outlives its delivery');
 
   t.equal(await r.pruneLogRows(before, 2), 2, 'the limit holds');
   t.equal(await r.pruneLogRows(before, 2), 2);
@@ -137,4 +138,24 @@ contract('retention: log rows old and final (or whose delivery is gone) go in bo
   t.equal(await r.pruneLogRows(T0 + 20 * DAY, 100), 0, 'created at the cutoff: not before it');
   t.equal(await r.pruneLogRows(FAR, 100), 1, 'only the young final row goes at a far cutoff');
   for (const d of busy.deliveries.slice(0, 3)) t.ok(await store.smtpLog.findByDeliveryId(d), `row ${d} still kept`);
+});
+
+contract('retention: two nodes pruning the same rows at once delete each row once, and leave what a delivery holds', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme', T0);
+  const other = await reopen();
+  const finished = [];
+  for (let i = 0; i < 6; i++) finished.push(await msg(store, acct, T0 + i, ['delivered', 'bounced'], T0 + i, 1000));
+  const busy = await msg(store, acct, T0 + 6, ['queued', 'delivered']);
+  const before = T0 + DAY;
+  const both = async <T>(f: (s: Store) => Promise<T>) => Promise.all([f(store), f(other)]);
+  const sum = (xs: { deleted: number }[]) => xs.reduce((n, x) => n + x.deleted, 0);
+
+  t.equal(sum(await both((s) => s.retention.pruneBodies({ before, limit: 100 }))), 6, 'each body freed by one of them');
+  t.equal(sum(await both((s) => s.retention.pruneMessages({ before, limit: 100 }))), 6, 'each message deleted by one of them');
+  // A node may skip the rows the other holds and stop short; whatever is left goes in a later batch.
+  const logRows = (await both((s) => s.retention.pruneLogRows(before, 100))).reduce((n, x) => n + x, 0);
+  t.equal(logRows + (await store.retention.pruneLogRows(before, 100)), 13, 'each final log row deleted once');
+  for (const m of finished) t.equal(await store.queue.findMessage(m.id), undefined, `message ${m.id} gone`);
+  t.not((await store.queue.findMessage(busy.id))?.body ?? null, null, 'the message a queued delivery holds keeps its body');
+  t.ok(await store.smtpLog.findByDeliveryId(busy.deliveries[0]!), 'and its queued log row');
 });

@@ -41,14 +41,14 @@ contract('smtp log: a row per delivery at accept, its attempt written over by ea
   const acct = await account(store, 'acme');
   const [id] = await logged(store, acct, T0, ['u@dest.example']);
   t.match(await store.smtpLog.findByDeliveryId(id!), {
-    delivery_id: id, account_id: acct, rcpt: 'u@dest.example', lastcmd: null, rspcode: null, rspmsg: null, delivered: 0,
+    delivery_id: id, account_id: acct, rcpt: 'u@dest.example', lastcmd: null, rspcode: null, rspmsg: null, delivered: false,
     spam_disposition: 'UNKNOWN', virus_disposition: 'UNKNOWN', auth: null, upstream: null, sender_id: null, subject: null, created_at: T0, updated_at: T0,
   }, 'attempt columns empty, dispositions UNKNOWN');
   t.equal(await store.smtpLog.findByDeliveryId(id! + 1_000), undefined);
 
   const deferred = { lastcmd: 'RCPT TO', rspcode: 451, rspmsg: '451 4.7.1 later', delivered: false, updated_at: T0 + 5_000 };
   t.same(await outcome(store, T0, deferred, 'queued'), [true]);
-  t.match(await (await reopen()).smtpLog.findByDeliveryId(id!), { ...deferred, delivered: 0 });
+  t.match(await (await reopen()).smtpLog.findByDeliveryId(id!), { ...deferred, delivered: false });
   const [d] = (await store.queue.claim('w1', T0 + 65_000, 60_000, 10)).deliveries;
   const [taken] = (await (await reopen()).queue.claim('w2', T0 + 125_000, 60_000, 10)).deliveries;
   const lost = { lastcmd: 'DATA', rspcode: 250, rspmsg: 'lost', delivered: true, updated_at: T0 + 130_000 };
@@ -56,14 +56,14 @@ contract('smtp log: a row per delivery at accept, its attempt written over by ea
     lease, attempt: { at: log.updated_at, outcome: 'delivered', code: 250, status: null, response: log.rspmsg!, command: 'DATA', host: null }, state: 'delivered', nextAttemptAt: log.updated_at, log,
   });
   t.same(await store.queue.record([rec({ id: d!.id, owner: 'w1', token: d!.lease_token, until: d!.lease_until! }, lost)]), [false]);
-  t.match(await store.smtpLog.findByDeliveryId(id!), { rspmsg: '451 4.7.1 later', delivered: 0 }, 'the fenced-out outcome wrote nothing over the log');
+  t.match(await store.smtpLog.findByDeliveryId(id!), { rspmsg: '451 4.7.1 later', delivered: false }, 'the fenced-out outcome wrote nothing over the log');
   const stands = { ...lost, rspmsg: '250 2.0.0 ok', updated_at: T0 + 140_000 };
   t.same(await store.queue.record([rec({ id: taken!.id, owner: 'w2', token: taken!.lease_token, until: taken!.lease_until! }, stands)]), [true]);
-  t.match(await store.smtpLog.findByDeliveryId(id!), { ...stands, delivered: 1 });
+  t.match(await store.smtpLog.findByDeliveryId(id!), { ...stands, delivered: true });
 
   const refused = { lastcmd: 'RCPT TO', rspcode: 550, rspmsg: '550 5.7.1 suppressed', delivered: false, updated_at: T0 + 1 };
   const [dropped] = await logged(store, acct, T0 + 1, ['s@dest.example'], { spam_disposition: 'SUSPECT', virus_disposition: 'HIGH' }, refused);
-  t.match(await store.smtpLog.findByDeliveryId(dropped!), { ...refused, delivered: 0, spam_disposition: 'SUSPECT', virus_disposition: 'HIGH' }, 'an attempt written at accept (a drop)');
+  t.match(await store.smtpLog.findByDeliveryId(dropped!), { ...refused, delivered: false, spam_disposition: 'SUSPECT', virus_disposition: 'HIGH' }, 'an attempt written at accept (a drop)');
 });
 
 contract('smtp log search: scoped by account, newest first (ties by delivery id), paged, since inclusive and until exclusive', async (t, { store }) => {
