@@ -1,6 +1,9 @@
 // Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
 import type { Store } from '../ports/store.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
+import { createPgInboundDomainStore } from './inbound-domains.js';
+import { createPgInboundListStore } from './inbound-lists.js';
+import { createPgInboundReportStore } from './inbound-reports.js';
 import { migrate, SchemaTooNew } from './migrations.js';
 import { createPgSettingStore } from './settings.js';
 
@@ -46,7 +49,7 @@ function missing<T extends object>(name: string): T {
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
   'accounts', 'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
-  'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
+  'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse',
   'quarantine', 'bayes', 'greylist', 'alerts', 'console', 'retention', 'health',
 ];
 
@@ -68,6 +71,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   let closed: Promise<void> | undefined;
   const ports = {
     settings: createPgSettingStore(pg),
+    inboundDomains: createPgInboundDomainStore(pg),
+    inboundLists: createPgInboundListStore(pg),
+    inboundReports: createPgInboundReportStore(pg),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
