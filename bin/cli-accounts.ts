@@ -26,7 +26,7 @@ export async function accountsCommand(sub: string | undefined, store: AccountSto
     const rows = (await store.listParents()).map((a) => ({
       handle: a.handle,
       company_name: a.company_name,
-      enabled: a.enabled === 1,
+      enabled: a.enabled,
       created_at: new Date(a.created_at).toISOString(),
     }));
     io.stdout(
@@ -79,7 +79,7 @@ export async function passwordsCommand(sub: string | undefined, store: AccountSt
     return 0;
   }
   if (sub === 'list') {
-    const rows = (await store.listSmtpPasswords(account.id)).map((p) => ({ id: p.id, smtp_password: p.redacted, enabled: p.enabled === 1 }));
+    const rows = (await store.listSmtpPasswords(account.id)).map((p) => ({ id: p.id, smtp_password: p.redacted, enabled: p.enabled }));
     io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.smtp_password}\n`).join(''));
     return 0;
   }

@@ -23,7 +23,7 @@ const common = { 403: { description: 'missing, unknown or wrong-scope key, or a 
 const missing = { 404: { description: 'no such sub-account of this account', schema: TxError } };
 
 function render(a: AccountRow) {
-  return { company_name: a.company_name ?? a.handle, enabled: a.enabled === 1, handle: a.handle };
+  return { company_name: a.company_name ?? a.handle, enabled: a.enabled, handle: a.handle };
 }
 
 /** A random handle for sub-accounts created without one: 12 characters of [a-z0-9]. */
@@ -226,7 +226,7 @@ export const subAccountRoutes: AnyRoute[] = [
       const rows = await s.accounts.listSmtpPasswords(sub.id);
       return {
         status: 200,
-        body: rows.map((p) => ({ enabled: p.enabled === 1, id: p.id, smtp_password: p.redacted })),
+        body: rows.map((p) => ({ enabled: p.enabled, id: p.id, smtp_password: p.redacted })),
       };
     },
   }),

@@ -163,7 +163,7 @@ export async function runOutbound(deps: RecipeDeps, req: OutboundRequest): Promi
 
 /** failIfSuspended: a suspended (or deleted) account sends nothing until activated (api.md §2.6). */
 function maySend(account: AccountRow | undefined): account is AccountRow {
-  return account !== undefined && account.deleted_at === null && account.enabled === 1;
+  return account !== undefined && account.deleted_at === null && account.enabled;
 }
 
 /** failIfOverLimit: each message counts once against the calendar-month limit (the account's or its parent's). */

@@ -218,7 +218,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         }
         const account = auth.username && auth.password ? await policy.authenticate(auth.username, auth.password) : undefined;
         // RFC 4954 §6: 535 5.7.8 for bad credentials; a suspended sub-account is refused the same way.
-        if (!account || account.enabled !== 1) {
+        if (!account || !account.enabled) {
           throttle.failed(ip, user);
           // warn: a run of these is someone guessing passwords (the throttle above closes them out).
           log.warn({ sessionId: session.id, ip, user }, 'auth failed');

@@ -6,7 +6,8 @@ export interface AccountRow {
   handle: string;
   company_name: string | null;
   parent_id: number | null;
-  enabled: number;
+  /** False while suspended (and once deleted). */
+  enabled: boolean;
   send_limit: number | null;
   created_at: number;
   deleted_at: number | null;
@@ -27,7 +28,7 @@ export interface SmtpPasswordRow {
   id: number;
   account_id: number;
   redacted: string;
-  enabled: number;
+  enabled: boolean;
   created_at: number;
 }
 

@@ -1,5 +1,6 @@
 // Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
 import type { Store } from '../ports/store.js';
+import { createPgAccountStore } from './accounts.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { createPgInboundDomainStore } from './inbound-domains.js';
 import { createPgInboundListStore } from './inbound-lists.js';
@@ -48,7 +49,7 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'accounts', 'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
+  'queue', 'queueViews', 'bodies', 'smtpLog', 'metrics', 'tracking', 'webhooks', 'suppressions',
   'dkimKeys', 'lockdown', 'trackingDomains', 'senderAbuse',
   'quarantine', 'bayes', 'greylist', 'alerts', 'console', 'retention', 'health',
 ];
@@ -71,6 +72,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   let closed: Promise<void> | undefined;
   const ports = {
     settings: createPgSettingStore(pg),
+    accounts: createPgAccountStore(pg),
     inboundDomains: createPgInboundDomainStore(pg),
     inboundLists: createPgInboundListStore(pg),
     inboundReports: createPgInboundReportStore(pg),

@@ -1,64 +1,13 @@
-// Owns the purge of deleted sub-accounts: which tables' rows keep one, which rows go with it, and the batch walk.
+// Owns the purge of deleted sub-accounts on SQLite: the batch walk over them (which tables keep or go: ../account-tables.ts).
 import type { PruneBatch } from '../ports/retention.js';
+import { keptCondition, OWNED_TABLES } from '../account-tables.js';
 import type { Db } from './database.js';
-
-/**
- * Tables whose rows are records with their own retention (the SMTP log, events, messages, metrics, reports, …) or
- * that still route mail (inbound domains): while any names a deleted sub-account, the account row stays, so what
- * events, logs and metrics name still resolves and the handle is not handed out again. `column` is the account
- * column each is probed on (an index leads with it: migration 24 added the missing ones).
- */
-export const KEEPING_TABLES: readonly { table: string; column: string }[] = [
-  { table: 'messages', column: 'account_id' },
-  { table: 'events', column: 'account_id' },
-  { table: 'smtp_log', column: 'account_id' },
-  { table: 'webhook_batches', column: 'account_id' },
-  { table: 'tracked_messages', column: 'account_id' },
-  { table: 'metric_rollups', column: 'account_id' },
-  { table: 'metric_seconds', column: 'account_id' },
-  { table: 'inbound_reports', column: 'account_id' },
-  { table: 'inbound_quarantine', column: 'account_id' },
-  { table: 'inbound_domains', column: 'account_id' },
-  { table: 'sender_strikes', column: 'account_id' },
-  { table: 'sender_delistings', column: 'account_id' },
-  { table: 'alerts', column: 'account_id' },
-  { table: 'alerts', column: 'sender_account_id' },
-];
-
-/**
- * Tables whose rows a deleted sub-account owns and nothing else reads once it is deleted (its revoked keys and
- * deleted passwords, settings, lists, monitors, model): deleted with it, children first for the foreign keys.
- * console_sessions goes by account and by key (a session names the key it signed in with).
- */
-export const OWNED_TABLES: readonly string[] = [
-  'console_sessions',
-  'inbound_list_entries',
-  'api_keys',
-  'smtp_passwords',
-  'usage_counters',
-  'dkim_keys',
-  'suppressions',
-  'lockdown_allow',
-  'inbound_subscriptions',
-  'webhooks',
-  'custom_tracking_domains',
-  'account_scan_policies',
-  'sender_blocks',
-  'alert_monitors',
-  'bayes_models',
-];
 
 /** The walk of deleted sub-accounts: one batch looks at up to `limit` of them after `afterId`. */
 export function createSubAccountPurge(db: Db) {
-  const keptBy = KEEPING_TABLES.map(({ table, column }) => `EXISTS (SELECT 1 FROM ${table} WHERE ${column} = a.id)`);
   const s = {
     candidates: db.prepare(
-      `SELECT a.id,
-         ${keptBy.join(' OR ')}
-         -- Another account's inbound domain bound (associate-key) to one of its keys keeps it too.
-         OR EXISTS (SELECT 1 FROM api_keys k JOIN inbound_domains d ON d.api_key_id = k.id WHERE k.account_id = a.id)
-         OR EXISTS (SELECT 1 FROM inbound_subscriptions sub JOIN inbound_domains d ON d.subscription_id = sub.id
-                    WHERE sub.account_id = a.id) AS kept
+      `SELECT a.id, ${keptCondition()} AS kept
        FROM accounts a
        WHERE a.id > @afterId AND a.parent_id IS NOT NULL AND a.deleted_at IS NOT NULL AND a.deleted_at < @before
        ORDER BY a.id LIMIT @limit`,

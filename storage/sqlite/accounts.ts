@@ -3,7 +3,17 @@ import type { AccountRow, ApiKeyRow, CreateResult, KeyPrincipal, KeyScope, SmtpP
 import { CREDENTIAL_LIMIT, DEFAULT_MAX_DELETED_SUB_ACCOUNTS, DEFAULT_MAX_SUB_ACCOUNTS } from '../ports/accounts.js';
 import { createSubAccountPurge } from './account-purge.js';
 import type { Db } from './database.js';
-import { generateSecret, hashSecret, redactSecret } from './secrets.js';
+import { generateSecret, hashSecret, redactSecret } from '../credentials.js';
+
+/** An accounts row as SQLite stores it (the flag as 0/1). */
+type StoredAccount = Omit<AccountRow, 'enabled'> & { enabled: number };
+
+/** The port's record of a stored row (SQLite keeps booleans as 0/1). */
+function toAccount(row: StoredAccount): AccountRow;
+function toAccount(row: StoredAccount | undefined): AccountRow | undefined;
+function toAccount(row: StoredAccount | undefined): AccountRow | undefined {
+  return row && { ...row, enabled: row.enabled === 1 };
+}
 
 /** Repository over accounts and their credentials. Every method scopes by account id; none crosses tenants. */
 export function createAccountStore(db: Db) {
@@ -106,13 +116,13 @@ export function createAccountStore(db: Db) {
         if (input.parentId !== null && purge.deletedSubAccounts(input.parentId) >= (input.maxDeletedSubAccounts ?? DEFAULT_MAX_DELETED_SUB_ACCOUNTS)) {
           return { ok: false, reason: 'deleted-limit' };
         }
-        const row = s.insertAccount.get({
+        const row = toAccount(s.insertAccount.get({
           handle: input.handle,
           company_name: input.companyName,
           parent_id: input.parentId,
           send_limit: input.parentId === null ? null : -1,
           now: input.now,
-        }) as AccountRow;
+        }) as StoredAccount);
         return { ok: true, value: row };
       }).immediate();
     },
@@ -123,13 +133,13 @@ export function createAccountStore(db: Db) {
       | { ok: false; reason: 'exists' } {
       return db.transaction(() => {
         if (s.handleTaken.get(input.handle)) return { ok: false as const, reason: 'exists' as const };
-        const account = s.insertAccount.get({
+        const account = toAccount(s.insertAccount.get({
           handle: input.handle,
           company_name: input.companyName,
           parent_id: null,
           send_limit: null,
           now: input.now,
-        }) as AccountRow;
+        }) as StoredAccount);
         const key = createKeyInTx(account.id, 'api', input.now);
         if (!key.ok) throw new Error('unreachable: new account at key limit');
         return { ok: true as const, account, apiKey: key.value.key };
@@ -142,25 +152,25 @@ export function createAccountStore(db: Db) {
     },
 
     findByHandle(handle: string): AccountRow | undefined {
-      return s.byHandle.get(handle) as AccountRow | undefined;
+      return toAccount(s.byHandle.get(handle) as StoredAccount | undefined);
     },
 
     findById(id: number): AccountRow | undefined {
-      return s.byId.get(id) as AccountRow | undefined;
+      return toAccount(s.byId.get(id) as StoredAccount | undefined);
     },
 
     /** A live sub-account of `parentId` by handle; undefined for other parents' sub-accounts (tenancy). */
     findSubAccount(parentId: number, handle: string): AccountRow | undefined {
-      const row = s.byHandle.get(handle) as AccountRow | undefined;
+      const row = toAccount(s.byHandle.get(handle) as StoredAccount | undefined);
       return row && row.parent_id === parentId ? row : undefined;
     },
 
     listParents(): AccountRow[] {
-      return s.listParents.all() as AccountRow[];
+      return (s.listParents.all() as StoredAccount[]).map((r) => toAccount(r));
     },
 
     listSubAccounts(parentId: number, limit: number, offset: number): AccountRow[] {
-      return s.listSubs.all(parentId, limit, offset) as AccountRow[];
+      return (s.listSubs.all(parentId, limit, offset) as StoredAccount[]).map((r) => toAccount(r));
     },
 
     setEnabled(accountId: number, enabled: boolean): void {
@@ -198,10 +208,10 @@ export function createAccountStore(db: Db) {
 
     /** The principal for a presented API key, or undefined (unknown, revoked, or account deleted). */
     authenticateKey(key: string): KeyPrincipal | undefined {
-      const row = s.keyByHash.get(hashSecret(key)) as (AccountRow & { key_id: number; scope: KeyScope }) | undefined;
+      const row = s.keyByHash.get(hashSecret(key)) as (StoredAccount & { key_id: number; scope: KeyScope }) | undefined;
       if (!row) return undefined;
       const { key_id, scope, ...account } = row;
-      return { keyId: key_id, scope, account };
+      return { keyId: key_id, scope, account: toAccount(account) };
     },
 
     createSmtpPassword(accountId: number, now: number): CreateResult<{ id: number; password: string }> {
@@ -218,7 +228,7 @@ export function createAccountStore(db: Db) {
     },
 
     listSmtpPasswords(accountId: number): SmtpPasswordRow[] {
-      return s.listPasswords.all(accountId) as SmtpPasswordRow[];
+      return (s.listPasswords.all(accountId) as (Omit<SmtpPasswordRow, 'enabled'> & { enabled: number })[]).map((p) => ({ ...p, enabled: p.enabled === 1 }));
     },
 
     deleteSmtpPassword(accountId: number, id: number, now: number): boolean {
@@ -238,7 +248,7 @@ export function createAccountStore(db: Db) {
 
     /** The account a handle + SMTP password pair authenticates, or undefined. */
     authenticateSmtp(handle: string, password: string): AccountRow | undefined {
-      return s.passwordMatch.get(handle, hashSecret(password)) as AccountRow | undefined;
+      return toAccount(s.passwordMatch.get(handle, hashSecret(password)) as StoredAccount | undefined);
     },
 
     /** Messages accepted for this account in the period (YYYY-MM). */

@@ -2,7 +2,7 @@
 import type { ConsoleSessionRow, ConsoleTokenRow } from '../ports/console.js';
 import crypto from 'node:crypto';
 import type { Db } from './database.js';
-import { generateSecret, hashSecret } from './secrets.js';
+import { generateSecret, hashSecret } from '../credentials.js';
 
 export function createConsoleStore(db: Db) {
   const s = {

@@ -29,7 +29,7 @@ import { createRetentionStore } from './retention.js';
 import { createSpool } from './spool.js';
 import { moveLargeBodies } from './migrations/018-spool.js';
 import { createSenderAbuseStore } from './sender-abuse.js';
-import { hashSecret } from './secrets.js';
+import { hashSecret } from '../credentials.js';
 import { createSettingStore } from './settings.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';

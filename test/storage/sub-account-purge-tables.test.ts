@@ -1,6 +1,6 @@
 // Checks that the purge of deleted sub-accounts knows every table that names an account: each keeps it or goes with it.
 import t from 'tap';
-import { KEEPING_TABLES, OWNED_TABLES } from '../../storage/sqlite/account-purge.js';
+import { KEEPING_TABLES, OWNED_TABLES } from '../../storage/account-tables.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
 import { tempDir } from '../helpers/stack.js';
 

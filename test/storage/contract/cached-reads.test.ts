@@ -79,9 +79,9 @@ contract('API key principals: a revocation, a disabled or deleted account throug
   const a = await account(store, 'alpha');
   const k = await other.accounts.createApiKey(a, 'api', 1);
   if (!k.ok) throw new Error('key');
-  t.match(await store.accounts.authenticateKey(k.value.key), { keyId: k.value.id, account: { id: a, enabled: 1 } }, 'a key created elsewhere');
+  t.match(await store.accounts.authenticateKey(k.value.key), { keyId: k.value.id, account: { id: a, enabled: true } }, 'a key created elsewhere');
   await other.accounts.setEnabled(a, false);
-  t.match(await store.accounts.authenticateKey(k.value.key), { account: { enabled: 0 } }, 'disabled elsewhere');
+  t.match(await store.accounts.authenticateKey(k.value.key), { account: { enabled: false } }, 'disabled elsewhere');
   t.ok(await other.accounts.revokeApiKey(a, k.value.id, 2));
   t.equal(await store.accounts.authenticateKey(k.value.key), undefined, 'revoked elsewhere');
   const k2 = await store.accounts.createApiKey(a, 'api', 3);

@@ -1,4 +1,4 @@
-// Owns generating credentials (API keys, SMTP passwords) and the one-way form they are stored in.
+// Owns generating credentials (API keys, SMTP passwords, console tokens) and the one-way form every backend stores them in.
 import crypto from 'node:crypto';
 
 /**
