@@ -7,14 +7,16 @@ export type SuppressionSource = 'api' | 'unsubscribe_link' | 'list_unsubscribe' 
 /** Sources the queue and the unsubscribe endpoints add by themselves (everything but `api`). */
 export type EventSuppressionSource = Exclude<SuppressionSource, 'api'>;
 
-/** One stored entry; flags are integers 0/1. */
+/** One stored entry. */
 export interface SuppressionRow {
   id: number;
   account_id: number;
   recipient: string;
   source: SuppressionSource;
-  transactional: number;
-  non_transactional: number;
+  /** The entry stops transactional mail. */
+  transactional: boolean;
+  /** The entry stops non-transactional (bulk) mail. */
+  non_transactional: boolean;
   notes: string | null;
   sender: string | null;
   created_at: number;

@@ -1,13 +1,12 @@
-// Owns the transaction-scoped advisory locks that make a per-account (or per-area) bound hold across nodes.
+// Owns the row lock that makes per-account counts hold across nodes on PostgreSQL (credentials, sub-accounts, lists).
 import type { Query } from './database.js';
 
 /**
- * Takes, inside the caller's transaction, the advisory lock of `area` and `id` (released at COMMIT or ROLLBACK), so
- * units that count then write the same area of one account run one after another on every node: a count taken
- * under it stays true until the write commits. PostgreSQL's READ COMMITTED alone lets two nodes both see room for
- * one more row and both insert. The key is a 64-bit hash of the two: a collision only makes two unrelated units
- * wait for each other, never lets two of the same key through together.
+ * Takes the accounts' row locks for the rest of the caller's transaction: units that count an account's rows before
+ * adding one (keys, passwords, sub-accounts, suppressions) serialise on it across nodes, where READ COMMITTED alone
+ * would let two counts pass at once. FOR NO KEY UPDATE, so inserts that merely reference the account (messages,
+ * events: the foreign key's KEY SHARE lock) are not held up. In id order, so two units cannot deadlock.
  */
-export async function lockFor(q: Query, area: string, id: number | string): Promise<void> {
-  await q("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))", [area, String(id)]);
+export async function lockAccounts(q: Query, accountIds: readonly number[]): Promise<void> {
+  await q('SELECT 1 FROM accounts WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE', [[...new Set(accountIds)]]);
 }

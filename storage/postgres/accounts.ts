@@ -2,6 +2,7 @@
 import { generateSecret, hashSecret, redactSecret } from '../credentials.js';
 import type { AccountRow, AccountStore, ApiKeyRow, CreateResult, KeyScope, SmtpPasswordRow } from '../ports/accounts.js';
 import { CREDENTIAL_LIMIT, DEFAULT_MAX_DELETED_SUB_ACCOUNTS, DEFAULT_MAX_SUB_ACCOUNTS } from '../ports/accounts.js';
+import { lockAccounts } from './account-lock.js';
 import { purgeDeletedSubAccounts } from './account-purge.js';
 import type { Pg, Query } from './database.js';
 
@@ -9,7 +10,7 @@ const INSERT_ACCOUNT = `INSERT INTO accounts (handle, company_name, parent_id, e
   VALUES ($1, $2, $3, true, $4, $5) ON CONFLICT (handle) DO NOTHING RETURNING *`;
 
 /**
- * New API key inside a unit that holds the account's row lock (so two nodes cannot both pass the count), or 'limit'
+ * New API key inside a unit that holds the account's row lock (lockAccounts: two nodes cannot both pass the count), or 'limit'
  * when it already has CREDENTIAL_LIMIT live keys.
  */
 async function insertKey(q: Query, accountId: number, scope: KeyScope, now: number): Promise<CreateResult<{ id: number; key: string }>> {
@@ -23,14 +24,6 @@ async function insertKey(q: Query, accountId: number, scope: KeyScope, now: numb
   return { ok: true, value: { id: row!.id, key } };
 }
 
-/**
- * Takes the account's row lock for the rest of the unit: creations that count an account's keys, passwords or
- * sub-accounts serialise on it across nodes, so a limit holds (READ COMMITTED would let two counts pass at once).
- */
-async function lockAccount(q: Query, accountId: number): Promise<void> {
-  await q('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-}
-
 /** The Accounts port on PostgreSQL. Every method scopes by account id; none crosses tenants. */
 export function createPgAccountStore(pg: Pg): AccountStore {
   const one = async <R>(sql: string, params: unknown[]) => (await pg.query<R>(sql, params))[0];
@@ -39,7 +32,7 @@ export function createPgAccountStore(pg: Pg): AccountStore {
       return pg.tx(async (q) => {
         if ((await q('SELECT 1 FROM accounts WHERE handle = $1', [input.handle])).length > 0) return { ok: false, reason: 'exists' } as const;
         if (input.parentId !== null) {
-          await lockAccount(q, input.parentId);
+          await lockAccounts(q, [input.parentId]);
           const [c] = await q<{ live: number; deleted: number }>(
             `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted
              FROM accounts WHERE parent_id = $1`,
@@ -99,7 +92,7 @@ export function createPgAccountStore(pg: Pg): AccountStore {
 
     createApiKey(accountId, scope, now) {
       return pg.tx(async (q) => {
-        await lockAccount(q, accountId);
+        await lockAccounts(q, [accountId]);
         return insertKey(q, accountId, scope, now);
       });
     },
@@ -129,7 +122,7 @@ export function createPgAccountStore(pg: Pg): AccountStore {
 
     createSmtpPassword(accountId, now) {
       return pg.tx(async (q): Promise<CreateResult<{ id: number; password: string }>> => {
-        await lockAccount(q, accountId);
+        await lockAccounts(q, [accountId]);
         const [{ n }] = (await q<{ n: number }>('SELECT count(*) AS n FROM smtp_passwords WHERE account_id = $1 AND deleted_at IS NULL', [accountId])) as [{ n: number }];
         if (n >= CREDENTIAL_LIMIT) return { ok: false, reason: 'limit' };
         const password = generateSecret();

@@ -4,7 +4,6 @@ import {
   maxDomains, mergedDomainSettings, MAX_ALIASES_PER_DOMAIN, newDomainSettings, type DomainSections, type InboundDomainRow,
   type InboundDomainStore, type ProvisionResult, type SectionsResult, type ServedDomainRow,
 } from '../ports/inbound-domains.js';
-import { lockFor } from './account-lock.js';
 import type { Pg, Query } from './database.js';
 import { findAlias, listDownstreams, overlapping, readParts, replaceDownstreams, takenAlias, writeParts } from './inbound-domain-parts.js';
 import { createSubscription, findSubscription, listSubscriptions, subscriptionHandle } from './inbound-subscriptions.js';
@@ -15,7 +14,7 @@ import { createSubscription, findSubscription, listSubscriptions, subscriptionHa
  * and several accounts, which no unique index says. Provisioning is an operator's or API client's occasional act,
  * so serialising it cluster-wide costs nothing the MX notices (the MX only reads).
  */
-const NAMES_LOCK = 'inbound_names';
+const NAMES_LOCK = 0x696e626e616d; // "inbnam" in ASCII: an advisory-lock key of its own
 
 async function byName(q: Query, name: string): Promise<InboundDomainRow | undefined> {
   return (await q<InboundDomainRow>('SELECT * FROM inbound_domains WHERE domain = $1', [name]))[0];
@@ -46,7 +45,7 @@ export function createPgInboundDomainStore(pg: Pg): InboundDomainStore {
   /** Runs `fn` as one unit holding the names lock. */
   const named = <T>(fn: (q: Query) => Promise<T>) =>
     pg.tx(async (q) => {
-      await lockFor(q, NAMES_LOCK, 0);
+      await q('SELECT pg_advisory_xact_lock($1)', [NAMES_LOCK]);
       return fn(q);
     });
 

@@ -3,7 +3,7 @@
 import {
   DEFAULT_MAX_LIST_ENTRIES, entryRange, groupMatches, listScopeKey, matchFacts, type InboundListStore, type ListEntryRow,
 } from '../ports/inbound-lists.js';
-import { lockFor } from './account-lock.js';
+import { lockAccounts } from './account-lock.js';
 import type { Pg } from './database.js';
 
 /** The columns of the port's row (ip_start/ip_end stay inside storage). */
@@ -20,13 +20,13 @@ export function createPgInboundListStore(pg: Pg): InboundListStore {
       );
     },
 
-    // The per-account bound (issue 31) holds across nodes: the account's list lock is taken before counting, so two
+    // The per-account bound (issue 31) holds across nodes: the account's row lock is taken before counting, so two
     // nodes adding the last free entry run one after the other and the second is told 'full'.
     async addEntry(scope, entry, now, maxEntries = DEFAULT_MAX_LIST_ENTRIES) {
       const k = listScopeKey(scope);
       const range = entryRange(entry);
       return pg.tx(async (q) => {
-        await lockFor(q, 'inbound_list_entries', scope.accountId);
+        await lockAccounts(q, [scope.accountId]);
         const [room] = await q<{ has: boolean; n: number }>(
           `SELECT EXISTS (SELECT 1 FROM inbound_list_entries WHERE account_id = $1 AND level = $2 AND scope = $3 AND item = $4) AS has,
              (SELECT count(*) FROM inbound_list_entries WHERE account_id = $1) AS n`,

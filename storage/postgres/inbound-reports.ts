@@ -1,17 +1,17 @@
 // Owns the inbound_reports table on PostgreSQL (the InboundReports port): false positive / negative reports customers
 // send for the operator to read, each account keeping its newest `keep`.
 import type { InboundReportRow, InboundReportStore } from '../ports/inbound-reports.js';
-import { lockFor } from './account-lock.js';
+import { lockAccounts } from './account-lock.js';
 import type { Pg } from './database.js';
 
 /** The PostgreSQL InboundReports port. */
 export function createPgInboundReportStore(pg: Pg): InboundReportStore {
   return {
-    // Insert and eviction in one unit under the account's report lock: two nodes inserting at once would otherwise
+    // Insert and eviction in one unit under the account's row lock: two nodes inserting at once would otherwise
     // each evict one row past `keep` as they saw it (their own insert, not the other's), leaving keep + 1.
     async insertReport(row, keep) {
       return pg.tx(async (q) => {
-        await lockFor(q, 'inbound_reports', row.account_id);
+        await lockAccounts(q, [row.account_id]);
         const [made] = await q<{ id: number }>(
           `INSERT INTO inbound_reports (account_id, api_key_id, report_type, message_content, size, ehlo, mail_from, rcpt_to,
              sending_host, created_at)

@@ -1,23 +1,13 @@
 // Owns the inbound_quarantine table on PostgreSQL (the Quarantine port): held messages, their release leases and
-// pruning; the bytes of each body go through the Bodies port's PostgreSQL functions (QuarantineBodies).
-import type { Readable } from 'node:stream';
-import { storedSource, type BodyRef } from '../ports/bodies.js';
+// pruning; a small body inline in inbound_quarantine_bodies, a large one chunked through the Bodies functions.
+import { Readable } from 'node:stream';
+import { PendingBody, storedSource, type BodyRef } from '../ports/bodies.js';
 import { QUARANTINE_LEASE_MS, type ClaimResult, type QuarantineFilter, type QuarantineRow, type QuarantineStore } from '../ports/quarantine.js';
+import { chunkKey, type PgBodies } from './bodies.js';
 import type { Pg, Query } from './database.js';
 
-/**
- * What the quarantine needs of the bodies: write one (durable or held for the unit that names it), name it inside
- * the insert's transaction, read it by the name stored, and free the ones a delete stopped naming (inside its unit).
- */
-export interface QuarantineBodies {
-  write(body: Buffer | Readable): Promise<BodyRef>;
-  /** Inside the insert's transaction: stores `ref` as quarantined message `id`'s body; returns the body_ref to keep. */
-  name(q: Query, id: number, ref: BodyRef): Promise<string>;
-  /** The body `bodyRef` names, from byte `start`, streamed (never whole). */
-  open(bodyRef: string, size: number, start: number): Promise<Readable>;
-  /** Inside a delete's transaction: frees the bodies of `bodyRefs` that nothing names any more. */
-  free(q: Query, bodyRefs: readonly string[]): Promise<void>;
-}
+/** body_ref of a body kept in inbound_quarantine_bodies. */
+const INLINE = 'inline';
 
 /** A table row: the port's row plus where its body is. */
 type TableRow = QuarantineRow & { body_ref: string | null };
@@ -46,16 +36,36 @@ const WHERE = `($1::bigint IS NULL OR q.account_id = $1)
 const NOT_RELEASING = '(released_at IS NOT NULL OR release_started_at IS NULL OR release_started_at <= $STALE)';
 
 /** The PostgreSQL Quarantine port. `accountId` null is the operator (every account). */
-export function createPgQuarantineStore(pg: Pg, bodies: QuarantineBodies, opts: { leaseMs?: number } = {}): QuarantineStore {
+export function createPgQuarantineStore(pg: Pg, bodies: PgBodies, opts: { leaseMs?: number } = {}): QuarantineStore {
   const leaseMs = opts.leaseMs ?? QUARANTINE_LEASE_MS;
   const filterParams = (f: QuarantineFilter, now: number) => [
     f.accountId, f.domain ?? null, f.keyId ?? null, f.sender ?? null, f.recipient ?? null, f.since ?? null, f.until ?? null,
     f.status ?? null, now - leaseMs,
   ];
-  const source = (row: TableRow) => storedSource(row.size, (start) => {
+  /** Inside the insert's unit: stores `ref` as message `id`'s body; returns its body_ref. */
+  async function nameBody(q: Query, id: number, ref: BodyRef): Promise<string> {
+    if (ref instanceof PendingBody) {
+      await q('INSERT INTO inbound_quarantine_bodies (quarantine_id, body) VALUES ($1, $2)', [id, ref.bytes]);
+      return INLINE;
+    }
+    const key = chunkKey(ref.key);
+    // Locked until the commit, as the queue's accept does: a sweep running meanwhile skips the blob.
+    if (key === undefined || (await q('SELECT 1 FROM body_blobs WHERE key = $1 AND size IS NOT NULL FOR SHARE', [key])).length === 0) {
+      throw new Error(`no stored body ${ref.key}`);
+    }
+    return ref.key;
+  }
+  /** The body of a row from byte `start`: an inline one from its table, a chunked one read chunk by chunk. */
+  async function openBody(row: TableRow, start: number): Promise<Readable> {
+    if (row.body_ref === INLINE) {
+      const [b] = await pg.query<{ body: Buffer }>('SELECT body FROM inbound_quarantine_bodies WHERE quarantine_id = $1', [row.id]);
+      if (!b) throw new Error(`no stored body of quarantined message ${row.id}`);
+      return Readable.from([b.body.subarray(start)], { objectMode: false });
+    }
     if (row.body_ref === null) throw new Error(`quarantined message ${row.id} has no body`);
-    return bodies.open(row.body_ref, row.size, start);
-  });
+    return bodies.open({ key: row.body_ref, size: row.size }, start);
+  }
+  const source = (row: TableRow) => storedSource(row.size, (start) => openBody(row, start));
   const findRow = async (q: Query, accountId: number | null, id: number) =>
     (await q<TableRow>('SELECT * FROM inbound_quarantine WHERE id = $1 AND ($2::bigint IS NULL OR account_id = $2)', [id, accountId]))[0];
 
@@ -72,7 +82,7 @@ export function createPgQuarantineStore(pg: Pg, bodies: QuarantineBodies, opts: 
             n.subject, n.messageId, ref.size, n.score, n.reason, JSON.stringify(n.verdicts), n.now, n.expiresAt],
         );
         const id = row!.id;
-        await q('UPDATE inbound_quarantine SET body_ref = $2 WHERE id = $1', [id, await bodies.name(q, id, ref)]);
+        await q('UPDATE inbound_quarantine SET body_ref = $2 WHERE id = $1', [id, await nameBody(q, id, ref)]);
         return id;
       });
     },
@@ -135,7 +145,8 @@ export function createPgQuarantineStore(pg: Pg, bodies: QuarantineBodies, opts: 
              AND ${NOT_RELEASING.replaceAll('$STALE', '$3')} RETURNING body_ref`,
           [id, accountId, now - leaseMs],
         );
-        await bodies.free(q, gone.flatMap((g) => (g.body_ref === null ? [] : [g.body_ref])));
+        // An inline body went with its row (ON DELETE CASCADE); a chunked one goes once nothing names it.
+        await bodies.dropUnnamed(q, gone.map((g) => g.body_ref));
         return gone.length > 0;
       }),
 
@@ -149,7 +160,7 @@ export function createPgQuarantineStore(pg: Pg, bodies: QuarantineBodies, opts: 
            RETURNING body_ref`,
           [now, now - leaseMs, limit],
         );
-        await bodies.free(q, gone.flatMap((g) => (g.body_ref === null ? [] : [g.body_ref])));
+        await bodies.dropUnnamed(q, gone.map((g) => g.body_ref));
         return gone.length;
       }),
   };

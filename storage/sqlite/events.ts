@@ -1,6 +1,6 @@
 // Owns appending to the events outbox with the event's roll-ups, inside the unit that changes state (every event
 // of every unit goes through here, so every figure comes from a written event).
-import { eventDelta, type MetricDelta } from '../ports/metrics.js';
+import { eventCampaign, eventCounters, type MetricDelta } from '../ports/metrics.js';
 import type { NewEvent } from '../ports/events.js';
 import type { Db } from './database.js';
 import { createMetricRollup } from './metrics.js';
@@ -15,12 +15,7 @@ export function createEventWriter(db: Db) {
      */
     append(e: NewEvent, extra: MetricDelta = {}): number {
       const id = (insert.get(e.accountId, e.kind, JSON.stringify(e.payload), e.at) as { id: number }).id;
-      const delta: MetricDelta = { ...eventDelta(e.kind, e.payload) };
-      for (const add of [e.counters ?? {}, extra]) {
-        for (const [k, v] of Object.entries(add) as [keyof MetricDelta, number][]) delta[k] = (delta[k] ?? 0) + v;
-      }
-      const campaign = typeof e.payload.campaign_id === 'string' ? e.payload.campaign_id : null;
-      rollup.add(e.accountId, campaign, e.at, delta);
+      rollup.add(e.accountId, eventCampaign(e.payload), e.at, eventCounters(e, extra));
       return id;
     },
   };

@@ -4,6 +4,14 @@ import type { NewEvent } from '../ports/events.js';
 import type { Db } from './database.js';
 import { createEventWriter } from './events.js';
 
+/** A suppressions row as SQLite stores it (flags as 0/1). */
+type StoredSuppression = Omit<SuppressionRow, 'transactional' | 'non_transactional'> & { transactional: number; non_transactional: number };
+
+/** The port's record of a stored row (SQLite keeps booleans as 0/1). */
+function toSuppression(r: StoredSuppression): SuppressionRow {
+  return { ...r, transactional: r.transactional === 1, non_transactional: r.non_transactional === 1 };
+}
+
 /** The suppression repository over `db`: every method is scoped by account id (tenancy). */
 export function createSuppressionStore(db: Db) {
   const events = createEventWriter(db);
@@ -108,7 +116,7 @@ export function createSuppressionStore(db: Db) {
 
     /** The account's entries matching `f`, newest first (ties by id, newest first), paged by limit/offset. */
     list(accountId: number, f: SuppressionFilters): SuppressionRow[] {
-      return s.list.all({
+      return (s.list.all({
         accountId,
         recipient: f.recipient === undefined ? null : normaliseRecipient(f.recipient),
         source: f.source ?? null,
@@ -116,7 +124,7 @@ export function createSuppressionStore(db: Db) {
         after: f.createdAfter ?? null,
         limit: f.limit,
         offset: f.offset,
-      }) as SuppressionRow[];
+      }) as StoredSuppression[]).map(toSuppression);
     },
 
     /** Deletes a recipient's entry of one source, or of every source; returns how many. */
@@ -132,11 +140,12 @@ export function createSuppressionStore(db: Db) {
      * parent's list also covers its sub-accounts is the send path's policy, not the store's).
      */
     isSuppressed(accountIds: number[], recipient: string, transactional: boolean): SuppressionRow | undefined {
-      return s.match.get({
+      const row = s.match.get({
         recipient: normaliseRecipient(recipient),
         accounts: JSON.stringify(accountIds),
         transactional: transactional ? 1 : 0,
-      }) as SuppressionRow | undefined;
+      }) as StoredSuppression | undefined;
+      return row && toSuppression(row);
     },
   };
 }

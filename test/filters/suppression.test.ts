@@ -98,9 +98,9 @@ t.test('addFromEvent: types per source, idempotent, and usable inside an outer t
     const row = store.list(parent, { recipient: r, limit: 10, offset: 0 })[0];
     return row && [row.source, row.transactional, row.non_transactional];
   };
-  t.same(types('bounce@example.com'), ['hard_bounce', 1, 1], 'a hard bounce stops all mail');
-  t.same(types('link@example.com'), ['unsubscribe_link', 0, 1], 'an unsubscribe stops bulk mail only');
-  t.same(types('header@example.com'), ['list_unsubscribe', 0, 1]);
+  t.same(types('bounce@example.com'), ['hard_bounce', true, true], 'a hard bounce stops all mail');
+  t.same(types('link@example.com'), ['unsubscribe_link', false, true], 'an unsubscribe stops bulk mail only');
+  t.same(types('header@example.com'), ['list_unsubscribe', false, true]);
 
   t.notOk(store.addFromEvent(parent, 'bounce@example.com', 'hard_bounce', 'second@acme.test', T0 + 5000), 'second event is a no-op');
   const kept = store.list(parent, { recipient: 'bounce@example.com', limit: 10, offset: 0 });
