@@ -6,6 +6,9 @@ import { createPgAlertStore } from './alerts.js';
 import { createPgConsoleStore } from './console.js';
 import { createPgBodies } from './bodies.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
+import { createPgInboundDomainStore } from './inbound-domains.js';
+import { createPgInboundListStore } from './inbound-lists.js';
+import { createPgInboundReportStore } from './inbound-reports.js';
 import { createPgLockdownStore } from './lockdown.js';
 import { migrate, PG_MIGRATIONS, schemaVersion, SchemaTooNew } from './migrations.js';
 import { createPgBayesStore } from './bayes.js';
@@ -16,6 +19,7 @@ import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgEventWriter } from './events.js';
 import { createPgMetricStore } from './metrics.js';
+import { createPgQuarantineStore } from './quarantine.js';
 import { createPgQueueStore } from './queue.js';
 import { createPgQueueChanges } from './queue-changes.js';
 import { createPgQueueViews } from './queue-views.js';
@@ -66,7 +70,7 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'suppressions', 'inboundDomains', 'inboundLists', 'inboundReports', 'quarantine',
+  'suppressions',
 ];
 
 /**
@@ -107,7 +111,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   // Names this store in the queue's notifications, so its own commits do not wake its own worker twice.
   const node = crypto.randomUUID();
   // The tables whose body_ref may name a chunked body: a blob none of them names is swept.
-  const bodies = createPgBodies(pg, ['messages']);
+  const bodies = createPgBodies(pg, ['messages', 'inbound_quarantine']);
   const queue = createPgQueueStore(pg, bodies, node);
   const ports = {
     settings: createPgSettingStore(pg),
@@ -129,6 +133,10 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     metrics: createPgMetricStore(pg),
     webhooks: createPgWebhookStore(pg),
     tracking: createPgTrackingStore(pg, createPgEventWriter()),
+    inboundDomains: createPgInboundDomainStore(pg),
+    inboundLists: createPgInboundListStore(pg),
+    inboundReports: createPgInboundReportStore(pg),
+    quarantine: createPgQuarantineStore(pg, bodies),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
