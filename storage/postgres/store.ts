@@ -2,6 +2,7 @@
 import type { Store } from '../ports/store.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { migrate, PG_MIGRATIONS, schemaVersion, SchemaTooNew } from './migrations.js';
+import { createPgJobLeadStore } from './job-leads.js';
 import { createPgSettingStore } from './settings.js';
 
 export interface PostgresStoreOptions {
@@ -84,10 +85,11 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   let closed: Promise<void> | undefined;
   const ports = {
     settings: createPgSettingStore(pg),
+    jobLeads: createPgJobLeadStore(pg),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
-    ...(rest as unknown as Omit<Store, 'settings' | 'backup' | 'close'>),
+    ...(rest as unknown as Omit<Store, 'settings' | 'jobLeads' | 'backup' | 'close'>),
     ...ports,
     pg,
     async backup() {

@@ -23,6 +23,7 @@ import { GREYLIST_BOUNDS } from './migrations/021-greylist-bounds.js';
 import { TENANT_TABLE_BOUNDS } from './migrations/022-tenant-table-bounds.js';
 import { READ_CACHE } from './migrations/023-read-cache.js';
 import { SUB_ACCOUNT_PURGE } from './migrations/024-sub-account-purge.js';
+import { JOB_LEADS } from './migrations/026-job-leads.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -53,4 +54,5 @@ export const MIGRATIONS: readonly string[] = [
   TENANT_TABLE_BOUNDS, // 22
   READ_CACHE, // 23
   SUB_ACCOUNT_PURGE, // 24
+  JOB_LEADS, // 26
 ];
