@@ -1,6 +1,7 @@
 // Owns `sluice serve`'s process: which roles run (api, mx, submission, worker), their listeners, and stopping them.
 import http from 'node:http';
 import type { Logger } from 'pino';
+import { createLeadership } from '../mta/jobs/leadership.js';
 import { formatHostPort, type HostPort } from '../config/keys.js';
 import type { Config } from '../config/load.js';
 import { configureHttpServer } from '../control-api/http-server.js';
@@ -162,6 +163,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const reusePort = (opts.processes ?? 1) > 1;
   const onceJobs = opts.onceJobs !== false;
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;
+  const housekeeping = createLeadership({
+    store: core.store.jobLeads,
+    job: 'housekeeping',
+    now,
+    jobs: {
+      start() {
+        core.retention.start();
+        core.bodySweep.start();
+        core.dkimRetirement.start();
+      },
+      async stop() {
+        core.dkimRetirement.stop();
+        await core.retention.stop();
+        await core.bodySweep.stop();
+      },
+    },
+    onChange: (leading) => logger.info({ job: 'housekeeping', leading }, leading ? 'this process runs retention, the body sweep and DKIM retirement' : 'another process runs retention, the body sweep and DKIM retirement now'),
+    onError: (err) => logger.warn({ err, job: 'housekeeping' }, 'cannot reach the store for the housekeeping lead'),
+  });
   let smtp: SmtpRoles | undefined;
 
   try {
@@ -230,11 +250,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       core.worker.start();
       core.webhookDispatcher.start();
       core.alertMonitors.start();
-      if (onceJobs) {
-        core.retention.start();
-        core.bodySweep.start();
-        core.dkimRetirement.start();
-      }
+      // Retention, the body sweep and DKIM retirement run on one process of the whole cluster at a time: the one
+      // holding their lead in the store (mta/jobs/leadership.ts), which moves within a minute when it dies.
+      if (onceJobs) housekeeping.start();
     }
     let closed = false;
     return {
@@ -282,11 +300,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         tls?.stop();
         httpTls?.stop();
         await core.acme?.stop();
-        core.dkimRetirement.stop();
         await Promise.all(listeners.map((l) => l.close()));
         await core.worker.stop();
-        await core.retention.stop();
-        await core.bodySweep.stop();
+        await housekeeping.stop();
         await core.webhookDispatcher.stop();
         await core.alertMonitors.stop();
         await core.smtpClient.close();

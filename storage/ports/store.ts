@@ -8,6 +8,7 @@ import type { DkimKeyStore } from './dkim-keys.js';
 import type { GreylistStore } from './greylist.js';
 import type { HealthStore } from './health.js';
 import type { InboundDomainStore } from './inbound-domains.js';
+import type { JobLeadStore } from './job-leads.js';
 import type { InboundListStore } from './inbound-lists.js';
 import type { InboundReportStore } from './inbound-reports.js';
 import type { LockdownStore } from './lockdown.js';
@@ -34,6 +35,8 @@ export interface Store {
   readonly accounts: AccountStore;
   /** Shared named settings and secrets. */
   readonly settings: SettingStore;
+  /** Who runs each once-per-cluster job now. */
+  readonly jobLeads: JobLeadStore;
   /** The durable queue: accept, claim, renew, record (ARCHITECTURE: Queue). */
   readonly queue: QueueStore;
   /** The operator's views of the queue and hand actions (retry, drop). */

@@ -1,5 +1,6 @@
 // Owns the list of the PostgreSQL schema's parts: one module per area under schema/, joined into migration 1.
 import { ACCOUNTS_SCHEMA } from './schema/accounts.js';
+import { JOBS_SCHEMA } from './schema/jobs.js';
 import { OUTBOX_EVENTS_SCHEMA, OUTBOX_SCHEMA } from './schema/outbox.js';
 import { DKIM_TRACKING_DOMAINS_SCHEMA } from './schema/dkim-tracking-domains.js';
 import { FILTERING_MEMORY_SCHEMA } from './schema/filtering-memory.js';
@@ -28,6 +29,7 @@ export const SCHEMA_PARTS: readonly string[] = [
   DKIM_TRACKING_DOMAINS_SCHEMA,
   SENDER_ABUSE_SCHEMA,
   FILTERING_MEMORY_SCHEMA,
+  JOBS_SCHEMA,
   INBOUND_SCHEMA,
   QUARANTINE_SCHEMA,
 ];

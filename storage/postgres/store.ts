@@ -15,6 +15,7 @@ import { createPgBayesStore } from './bayes.js';
 import { createPgDkimKeyStore } from './dkim-keys.js';
 import { createPgGreylistStore } from './greylist.js';
 import { createPgSenderAbuseStore } from './sender-abuse.js';
+import { createPgJobLeadStore } from './job-leads.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgEventWriter } from './events.js';
@@ -141,6 +142,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
     ...(rest as unknown as Omit<Store, keyof typeof ports | 'backup' | 'close'>),
+    jobLeads: createPgJobLeadStore(pg),
+    ...(rest as unknown as Omit<Store, 'settings' | 'jobLeads' | 'backup' | 'close'>),
     ...ports,
     pg,
     async backup() {

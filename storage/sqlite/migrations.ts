@@ -24,6 +24,7 @@ import { TENANT_TABLE_BOUNDS } from './migrations/022-tenant-table-bounds.js';
 import { READ_CACHE } from './migrations/023-read-cache.js';
 import { SUB_ACCOUNT_PURGE } from './migrations/024-sub-account-purge.js';
 import { WEBHOOK_ENROLMENT_STATE } from './migrations/025-webhook-enrolment-state.js';
+import { JOB_LEADS } from './migrations/026-job-leads.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -55,4 +56,5 @@ export const MIGRATIONS: readonly string[] = [
   READ_CACHE, // 23
   SUB_ACCOUNT_PURGE, // 24
   WEBHOOK_ENROLMENT_STATE, // 25
+  JOB_LEADS, // 26
 ];

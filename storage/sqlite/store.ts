@@ -19,6 +19,7 @@ import { createSqliteGreylistRepo } from './greylist.js';
 import { createInboundDomainStore } from './inbound-domains.js';
 import { createInboundListStore } from './inbound-lists.js';
 import { createInboundReportStore } from './inbound-reports.js';
+import { createJobLeadStore } from './job-leads.js';
 import { createLockdownAllowStore } from './lockdown-allow.js';
 import { createMetricRollup } from './metrics.js';
 import { createQuarantineStore } from './quarantine.js';
@@ -202,6 +203,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     db,
     accounts,
     settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'getOrCreate'] }),
+    jobLeads: port(createJobLeadStore(db), b, { reads: ['leader'], writes: ['tryLead', 'resign'] }),
     queue,
     queueViews: port(createQueueViews(db), b, {
       reads: ['listPending', 'pendingSummary', 'browse', 'depth', 'stats'],
