@@ -116,6 +116,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const queue = createPgQueueStore(pg, bodies, node);
   const ports = {
     settings: createPgSettingStore(pg),
+    jobLeads: createPgJobLeadStore(pg),
     accounts: createPgAccountStore(pg),
     dkimKeys: createPgDkimKeyStore(pg),
     trackingDomains: createPgTrackingDomainStore(pg),
@@ -142,8 +143,6 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
     ...(rest as unknown as Omit<Store, keyof typeof ports | 'backup' | 'close'>),
-    jobLeads: createPgJobLeadStore(pg),
-    ...(rest as unknown as Omit<Store, 'settings' | 'jobLeads' | 'backup' | 'close'>),
     ...ports,
     pg,
     async backup() {
