@@ -13,6 +13,18 @@ export interface BodyRef {
 }
 
 /**
+ * A body a backend keeps inline, written but not yet stored: its bytes travel to the accept commit that names them
+ * (storage only: everyone else sees a BodyRef).
+ */
+export class PendingBody implements BodyRef {
+  readonly key = 'pending';
+  constructor(readonly bytes: Buffer) {}
+  get size(): number {
+    return this.bytes.length;
+  }
+}
+
+/**
  * Message bodies. A body is written first (`write`), then the unit that stores the message names it (the Queue
  * port's `accept`); delivery reads it back as a stream. Implementations keep small bodies inline in the accept commit
  * and may stream large ones elsewhere; either way, once `accept` resolved, the body is as durable as its message.
@@ -58,4 +70,51 @@ export function storedSource(size: number, open: (start: number) => Promise<Read
       return Readable.from(chunks(), { objectMode: false });
     },
   };
+}
+
+/** A chunk of a body stream as bytes (a stream in string mode hands over strings). */
+export function chunkBytes(chunk: unknown): Buffer {
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+}
+
+/**
+ * Reads the start of `body`, up to just past `max` bytes: `whole` when it ended within `max` (small enough to keep
+ * inline), else the chunks read (`head`, a little over `max`) and the iterator of the rest of the same stream, so a
+ * large body goes on streaming without ever being held whole.
+ */
+export async function readHead(body: Readable, max: number): Promise<{ whole: Buffer } | { head: Buffer[]; rest: AsyncIterator<unknown> }> {
+  const it = body[Symbol.asyncIterator]();
+  const head: Buffer[] = [];
+  let size = 0;
+  while (size <= max) {
+    const r = await it.next();
+    if (r.done) return { whole: head.length === 1 ? head[0]! : Buffer.concat(head, size) };
+    const chunk = chunkBytes(r.value);
+    head.push(chunk);
+    size += chunk.length;
+  }
+  return { head, rest: it };
+}
+
+/**
+ * The whole body again from what `readHead` read: `head`, then the rest of the stream. When the consumer stops early
+ * (a full disk, a failed write), the source is ended too, so its sender is not left waiting; `ended()` says whether
+ * the source was read to its end (a writer that failed before reading anything ends it with `rest.return()`).
+ */
+export function resumeBody(head: readonly Buffer[], rest: AsyncIterator<unknown>): { chunks: AsyncGenerator<Buffer>; ended: () => boolean } {
+  let finished = false;
+  async function* chunks(): AsyncGenerator<Buffer> {
+    try {
+      yield* head;
+      for (;;) {
+        const r = await rest.next();
+        if (r.done) break;
+        yield chunkBytes(r.value);
+      }
+      finished = true;
+    } finally {
+      if (!finished) await rest.return?.();
+    }
+  }
+  return { chunks: chunks(), ended: () => finished };
 }

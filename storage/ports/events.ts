@@ -1,5 +1,5 @@
 // Owns the record of one event appended to the outbox (webhook events), as the units that write events take it.
-import { eventDelta, type MetricDelta } from './metrics.js';
+import type { MetricDelta } from './metrics.js';
 
 /**
  * One event for the account's outbox, appended in the same commit as the state change it reports (ARCHITECTURE:
@@ -16,14 +16,3 @@ export interface NewEvent {
   counters?: MetricDelta;
 }
 
-/**
- * What appending `e` adds to the roll-ups, on every backend: eventDelta of its kind and payload, its `counters` and
- * the unit's `extra`, filed under the payload's campaign_id (null: none).
- */
-export function rollupOf(e: NewEvent, extra: MetricDelta = {}): { campaign: string | null; delta: MetricDelta } {
-  const delta: MetricDelta = { ...eventDelta(e.kind, e.payload) };
-  for (const add of [e.counters ?? {}, extra]) {
-    for (const [k, v] of Object.entries(add) as [keyof MetricDelta, number][]) delta[k] = (delta[k] ?? 0) + v;
-  }
-  return { campaign: typeof e.payload.campaign_id === 'string' ? e.payload.campaign_id : null, delta };
-}

@@ -87,6 +87,23 @@ export function eventDelta(kind: string, payload: Record<string, unknown>): Metr
 }
 
 /**
+ * Everything one written event adds to the roll-ups: what `eventDelta` derives from its kind and payload, its own
+ * `counters`, plus `extra` (figures its unit adds, such as the unique tracking-delivered ones).
+ */
+export function eventCounters(e: { kind: string; payload: Record<string, unknown>; counters?: MetricDelta }, extra: MetricDelta = {}): MetricDelta {
+  const delta: MetricDelta = { ...eventDelta(e.kind, e.payload) };
+  for (const add of [e.counters ?? {}, extra]) {
+    for (const [k, v] of Object.entries(add) as [Metric, number][]) delta[k] = (delta[k] ?? 0) + v;
+  }
+  return delta;
+}
+
+/** The campaign an event's counters are also filed under (`campaign_id` of its payload), or null. */
+export function eventCampaign(payload: Record<string, unknown>): string | null {
+  return typeof payload.campaign_id === 'string' ? payload.campaign_id : null;
+}
+
+/**
  * The roll-ups' reads. Counters are written only by the units that write events (the Queue port's accept and
  * record, tracking hits, unsubscriptions), in the same commit as their event, so a figure always comes from a
  * written event. A parent's figures include its sub-accounts'.

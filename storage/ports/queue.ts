@@ -5,6 +5,13 @@ import type { Lease } from './leases.js';
 import type { NewSmtpLogRow, SmtpLogAttempt } from './smtp-log.js';
 import type { NewTrackedMessage } from './tracking.js';
 
+/**
+ * How often `changes()` looks for commits made by other processes or nodes when nothing told it (SQLite: one
+ * `PRAGMA data_version` read; PostgreSQL: the floor under LISTEN/NOTIFY), so mail they queue or make due is picked
+ * up within this, not at the worker's next timer.
+ */
+export const FOREIGN_COMMIT_POLL_MS = 250;
+
 export type DeliveryState = 'queued' | 'sending' | 'delivered' | 'bounced' | 'dropped' | 'held';
 export type MessageKind = 'outbound' | 'relay' | 'dsn';
 
@@ -18,7 +25,7 @@ export interface MessageRow {
   from_email: string | null;
   subject: string | null;
   campaign_id: string | null;
-  transactional: number;
+  transactional: boolean;
   size: number;
   auth: string | null;
   upstream: string | null;

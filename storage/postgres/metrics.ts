@@ -1,7 +1,7 @@
-// Owns the metric_rollups and metric_seconds tables on PostgreSQL: the roll-up writes of the units that append events
-// (one sorted upsert per table and unit) and the Metrics port's reads and retention.
-import { HOUR_MS, METRICS, SENDER_FIELDS, type Grain, type Metric, type MetricDelta, type MetricStore } from '../ports/metrics.js';
-import type { Pg, Query } from './database.js';
+// Owns the Metrics port on PostgreSQL: reads of metric_rollups and metric_seconds for the reports, and their retention
+// (the units that append events add to them: storage/postgres/events.ts).
+import { HOUR_MS, METRICS, SENDER_FIELDS, type Grain, type Metric, type MetricStore } from '../ports/metrics.js';
+import type { Pg } from './database.js';
 
 /** Buckets of a series in SQL (the same grains as storage/sqlite/metrics.ts: ISO weeks from the Monday before 1970). */
 const GRAIN_SQL: Record<Grain, string> = { hour: 'hour', day: 'hour / 24', week: '(hour / 24 + 3) / 7' };
@@ -9,86 +9,8 @@ const GRAIN_SQL: Record<Grain, string> = { hour: 'hour', day: 'hour / 24', week:
 /** The campaign key of the rows that count every message. */
 const ALL = '';
 
-/** One addition to the roll-ups: an event's delta for its sending account, campaign and time. */
-export interface RollupAdd {
-  accountId: number;
-  campaign: string | null;
-  at: number;
-  delta: MetricDelta;
-}
-
 function checkFields(fields: readonly Metric[]): void {
   if (!fields.every((f) => (METRICS as readonly string[]).includes(f))) throw new Error('unknown metric');
-}
-
-/** The upsert of `table` from one array per column: rows in array order (sorted, so units lock rows alike). */
-function upsertSql(table: 'metric_rollups' | 'metric_seconds', keys: readonly [string, string, string]): string {
-  const types = keys.map((k) => (k === 'campaign' ? 'text[]' : 'bigint[]'));
-  const params = [...types, ...METRICS.map(() => 'bigint[]')].map((t, i) => `$${i + 1}::${t}`);
-  return `INSERT INTO ${table} (${keys.join(', ')}, ${METRICS.join(', ')}) SELECT * FROM unnest(${params.join(', ')})
-    ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${METRICS.map((m) => `${m} = ${table}.${m} + excluded.${m}`).join(', ')}`;
-}
-const UPSERT_HOURS = upsertSql('metric_rollups', ['account_id', 'campaign', 'hour']);
-const UPSERT_SECONDS = upsertSql('metric_seconds', ['account_id', 'second', 'campaign']);
-
-/**
- * The roll-up writer of the units that append events (accept, record, tracking hits). Every row a unit adds to is
- * summed first and upserted in key order in one statement per table: two units on two nodes lock shared rows (a
- * parent's hour) in the same order, so they wait for each other instead of deadlocking.
- */
-export function createPgRollups() {
-  // A sub-account never changes parent: cached for the life of the process.
-  const parents = new Map<number, number | null>();
-  async function parentOf(q: Query, accountId: number): Promise<number | null> {
-    let p = parents.get(accountId);
-    if (p === undefined) {
-      p = (await q<{ parent_id: number | null }>('SELECT parent_id FROM accounts WHERE id = $1', [accountId]))[0]?.parent_id ?? null;
-      parents.set(accountId, p);
-    }
-    return p;
-  }
-  return {
-    /**
-     * Adds each delta to the hour of its time for its account (and the parent, whose rows count the tree), in the
-     * all-mail row and the campaign's, and to the sending account's second. Call with the unit's transaction.
-     */
-    async add(q: Query, adds: readonly RollupAdd[]): Promise<void> {
-      type Row = { key: (number | string)[]; v: number[] };
-      const hours = new Map<string, Row>();
-      const seconds = new Map<string, Row>();
-      const bump = (m: Map<string, Row>, key: Row['key'], v: readonly number[]) => {
-        const id = JSON.stringify(key);
-        const row = m.get(id) ?? { key, v: METRICS.map(() => 0) };
-        v.forEach((x, i) => (row.v[i]! += x));
-        m.set(id, row);
-      };
-      for (const a of adds) {
-        const v = METRICS.map((m) => a.delta[m] ?? 0);
-        if (v.every((x) => x === 0)) continue;
-        const hour = Math.floor(a.at / HOUR_MS);
-        const parent = await parentOf(q, a.accountId);
-        for (const account of parent === null ? [a.accountId] : [a.accountId, parent]) {
-          bump(hours, [account, ALL, hour], v);
-          if (a.campaign) bump(hours, [account, a.campaign, hour], v);
-        }
-        bump(seconds, [a.accountId, Math.floor(a.at / 1000), a.campaign ?? ALL], v);
-      }
-      for (const [sql, rows] of [[UPSERT_HOURS, [...hours.values()]], [UPSERT_SECONDS, [...seconds.values()]]] as [string, Row[]][]) {
-        if (rows.length === 0) continue;
-        rows.sort((x, y) => compareKeys(x.key, y.key));
-        const columns = [0, 1, 2].map((i) => rows.map((r) => r.key[i]));
-        await q(sql, [...columns, ...METRICS.map((_, i) => rows.map((r) => r.v[i]))]);
-      }
-    },
-  };
-}
-
-function compareKeys(a: readonly (number | string)[], b: readonly (number | string)[]): number {
-  for (let i = 0; i < a.length; i++) {
-    if (a[i]! < b[i]!) return -1;
-    if (a[i]! > b[i]!) return 1;
-  }
-  return 0;
 }
 
 /** sums AS s0, s1… of `fields` read back as numbers. */

@@ -1,7 +1,10 @@
 // Owns the list of the PostgreSQL schema's parts: one module per area under schema/, joined into migration 1.
 import { ACCOUNTS_SCHEMA } from './schema/accounts.js';
-import { OUTBOX_SCHEMA } from './schema/outbox.js';
+import { OUTBOX_EVENTS_SCHEMA, OUTBOX_SCHEMA } from './schema/outbox.js';
 import { SUPPRESSIONS_SCHEMA } from './schema/suppressions.js';
+import { METRICS_SCHEMA } from './schema/metrics.js';
+import { QUEUE_SCHEMA } from './schema/queue.js';
+import { SMTP_LOG_SCHEMA } from './schema/smtp-log.js';
 
 /**
  * Each area's tables, in an order where a table comes after the tables it references. Until the backend ships,
@@ -10,5 +13,9 @@ import { SUPPRESSIONS_SCHEMA } from './schema/suppressions.js';
 export const SCHEMA_PARTS: readonly string[] = [
   ACCOUNTS_SCHEMA,
   SUPPRESSIONS_SCHEMA,
+  QUEUE_SCHEMA,
+  SMTP_LOG_SCHEMA,
+  METRICS_SCHEMA,
   OUTBOX_SCHEMA,
+  OUTBOX_EVENTS_SCHEMA,
 ];

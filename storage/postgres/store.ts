@@ -1,13 +1,21 @@
 // Owns the PostgreSQL store: one pool per process, the schema migrated on open, and the ports of storage/ports/ over it.
+import crypto from 'node:crypto';
 import type { Store } from '../ports/store.js';
 import { createPgAccountStore } from './accounts.js';
 import { createPgAlertStore } from './alerts.js';
 import { createPgConsoleStore } from './console.js';
+import { createPgBodies } from './bodies.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { createPgLockdownStore } from './lockdown.js';
+import { createPgEventWriter } from './events.js';
 import { createPgMetricStore } from './metrics.js';
 import { migrate, SchemaTooNew } from './migrations.js';
+import { createPgQueueStore } from './queue.js';
+import { createPgQueueChanges } from './queue-changes.js';
+import { createPgQueueViews } from './queue-views.js';
 import { createPgSettingStore } from './settings.js';
+import { createPgTrackingStore } from './tracking.js';
+import { createPgWebhookStore } from './webhooks.js';
 import { createPgHealthStore, trackPgWrites } from './write-health.js';
 
 export interface PostgresStoreOptions {
@@ -51,7 +59,7 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'queue', 'queueViews', 'bodies', 'smtpLog', 'tracking', 'webhooks', 'suppressions',
+  'smtpLog', 'suppressions',
   'dkimKeys', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
   'quarantine', 'bayes', 'greylist', 'retention',
 ];
@@ -74,24 +82,38 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     throw new PostgresOpenError('storage.postgres_url', describeConnectError(cause));
   }
   let closed: Promise<void> | undefined;
+  const closing = new AbortController();
+  // Names this store in the queue's notifications, so its own commits do not wake its own worker twice.
+  const node = crypto.randomUUID();
+  // The tables whose body_ref may name a chunked body: a blob none of them names is swept.
+  const bodies = createPgBodies(pg, ['messages']);
+  const queue = createPgQueueStore(pg, bodies, node);
   const ports = {
     settings: createPgSettingStore(pg),
     accounts: createPgAccountStore(pg),
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),
+    queue: { ...queue, changes: createPgQueueChanges(pg, node, closing.signal, queue.nextDueAt) },
+    queueViews: createPgQueueViews(pg, node),
+    bodies: { write: bodies.write, open: bodies.open, release: bodies.release, sweep: bodies.sweep },
     alerts: createPgAlertStore(pg),
     metrics: createPgMetricStore(pg),
+    webhooks: createPgWebhookStore(pg),
+    tracking: createPgTrackingStore(pg, createPgEventWriter()),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
-    ...(rest as unknown as Omit<Store, 'settings' | 'backup' | 'close'>),
+    ...(rest as unknown as Omit<Store, keyof typeof ports | 'backup' | 'close'>),
     ...ports,
     pg,
     async backup() {
       throw new Error('storage.backend = postgres: back the database up with pg_dump (sluice backup copies an SQLite data_dir)');
     },
     // Idempotent, as the SQLite store's: a test or a shutdown path may close twice.
-    close: () => (closed ??= pg.close()),
+    close: () => {
+      closing.abort();
+      return (closed ??= pg.close());
+    },
   };
 }

@@ -1,7 +1,7 @@
 // Owns the SQLite store's message bodies: small ones inline (message_bodies / inbound_quarantine_bodies, in the
 // commit that names them), large ones as spool files (spool.ts) written durably before that commit.
 import { Readable } from 'node:stream';
-import type { BodyRef } from '../ports/bodies.js';
+import { PendingBody, readHead, resumeBody, type BodyRef } from '../ports/bodies.js';
 import type { Db } from './database.js';
 import type { Spool } from './spool.js';
 
@@ -23,15 +23,6 @@ export const SPOOLED = 'spool:';
  */
 export const INLINE_MAX_BYTES = 256 * 1024;
 
-/** A body written but not yet stored: its bytes travel to the commit that names it. */
-class PendingBody implements BodyRef {
-  readonly key = 'pending';
-  constructor(readonly bytes: Buffer) {}
-  get size(): number {
-    return this.bytes.length;
-  }
-}
-
 /** The reference of a stored message's body (`body_ref`, id and size from its row), or null when it has none. */
 export function storedBody(row: { id: number; size: number; body_ref: string | null }): BodyRef | null {
   if (row.body_ref === INLINE) return { key: `${INLINE}:${row.id}`, size: row.size };
@@ -48,10 +39,6 @@ export function quarantinedBody(row: { id: number; size: number; body_ref: strin
 /** The spool key (`<2 hex>/<24 hex>`) a body reference or body_ref names, else undefined. */
 export function spoolKey(ref: string): string | undefined {
   return ref.startsWith(SPOOLED) ? ref.slice(SPOOLED.length) : undefined;
-}
-
-function toBuffer(chunk: unknown): Buffer {
-  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
 }
 
 /** `inlineMaxBytes` moves the threshold (bench/bodies.ts measures both sides of it); default INLINE_MAX_BYTES. */
@@ -87,27 +74,13 @@ export function createBodies(db: Db, spool: Spool, inlineMaxBytes = INLINE_MAX_B
 
   /** Spools `body`, whose first bytes `head` were already read from `rest` (the rest of the same stream). */
   async function spoolStream(head: Buffer[], rest: AsyncIterator<unknown>): Promise<BodyRef> {
-    let finished = false;
-    async function* chunks(): AsyncGenerator<Buffer> {
-      try {
-        yield* head;
-        for (;;) {
-          const r = await rest.next();
-          if (r.done) break;
-          yield toBuffer(r.value);
-        }
-        finished = true;
-      } finally {
-        // The spool stopped reading (a full disk): end the source too, so its sender is not left waiting.
-        if (!finished) await rest.return?.();
-      }
-    }
+    const body = resumeBody(head, rest);
     try {
-      const ref = await spool.write(Readable.from(chunks(), { objectMode: false }));
+      const ref = await spool.write(Readable.from(body.chunks, { objectMode: false }));
       return { key: `${SPOOLED}${ref.key}`, size: ref.size };
     } catch (err) {
       // The spool may fail before it reads anything (no room for its directory): the source is ended here then.
-      if (!finished) await rest.return?.().catch(() => {});
+      if (!body.ended()) await rest.return?.().catch(() => {});
       throw err;
     }
   }
@@ -127,17 +100,8 @@ export function createBodies(db: Db, spool: Spool, inlineMaxBytes = INLINE_MAX_B
         const ref = await spool.write(body);
         return { key: `${SPOOLED}${ref.key}`, size: ref.size };
       }
-      const it = body[Symbol.asyncIterator]();
-      const head: Buffer[] = [];
-      let size = 0;
-      while (size <= inlineMaxBytes) {
-        const r = await it.next();
-        if (r.done) return new PendingBody(head.length === 1 ? head[0]! : Buffer.concat(head, size));
-        const chunk = toBuffer(r.value);
-        head.push(chunk);
-        size += chunk.length;
-      }
-      return spoolStream(head, it);
+      const start = await readHead(body, inlineMaxBytes);
+      return 'whole' in start ? new PendingBody(start.whole) : spoolStream(start.head, start.rest);
     },
 
     /** Stores `ref` as the body of message `messageId` inside the accept's unit; returns its body_ref. */

@@ -1,7 +1,7 @@
 // Owns appending to the events outbox with the event's roll-ups, inside the unit that changes state (every event
 // of every unit goes through here, so every figure comes from a written event).
-import type { MetricDelta } from '../ports/metrics.js';
-import { rollupOf, type NewEvent } from '../ports/events.js';
+import { eventCampaign, eventCounters, type MetricDelta } from '../ports/metrics.js';
+import type { NewEvent } from '../ports/events.js';
 import type { Db } from './database.js';
 import { createMetricRollup } from './metrics.js';
 
@@ -15,8 +15,7 @@ export function createEventWriter(db: Db) {
      */
     append(e: NewEvent, extra: MetricDelta = {}): number {
       const id = (insert.get(e.accountId, e.kind, JSON.stringify(e.payload), e.at) as { id: number }).id;
-      const { campaign, delta } = rollupOf(e, extra);
-      rollup.add(e.accountId, campaign, e.at, delta);
+      rollup.add(e.accountId, eventCampaign(e.payload), e.at, eventCounters(e, extra));
       return id;
     },
   };

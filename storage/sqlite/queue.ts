@@ -14,13 +14,13 @@ import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
 import { createTrackingStore } from './tracking.js';
 
-/** A messages row as SQLite returns it: the port's MessageRow with body_ref instead of the body reference. */
-type MessageTableRow = Omit<MessageRow, 'body'> & { body_ref: string | null };
+/** A messages row as SQLite returns it: body_ref instead of the body reference, the flag as 0/1. */
+type MessageTableRow = Omit<MessageRow, 'body' | 'transactional'> & { body_ref: string | null; transactional: number };
 
 /** The port's message record of a stored row. */
 export function toMessage(row: MessageTableRow): MessageRow {
   const { body_ref: _ref, ...rest } = row;
-  return { ...rest, body: storedBody(row) };
+  return { ...rest, transactional: row.transactional === 1, body: storedBody(row) };
 }
 
 /**

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { storedSource } from '../ports/bodies.js';
 import type { Store } from '../ports/store.js';
 import type { AccountStore } from '../ports/accounts.js';
-import type { QueueStore } from '../ports/queue.js';
+import { FOREIGN_COMMIT_POLL_MS, type QueueStore } from '../ports/queue.js';
 import { createAccountStore } from './accounts.js';
 import { createAlertStore } from './alerts.js';
 import { createSqliteBayesRepo } from './bayes.js';
@@ -38,11 +38,6 @@ import { createTrackingStore } from './tracking.js';
 import { createWebhookStore } from './webhooks.js';
 import { trackWrites } from './write-health.js';
 
-/**
- * How often `changes()` looks for commits made by other processes (an API process of its own, the CLI): one
- * `PRAGMA data_version` read, so mail they queue or make due is picked up within this, not at the next timer.
- */
-export const FOREIGN_COMMIT_POLL_MS = 250;
 
 type Fn = (...args: never[]) => unknown;
 /** A synchronous repository's methods as the port's: each returns a promise of what it returned. */

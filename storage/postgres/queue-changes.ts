@@ -1,0 +1,80 @@
+// Owns the Queue port's `changes()` on PostgreSQL: other nodes' commits to the queue heard by LISTEN/NOTIFY, with a
+// polling floor for what no notification reports (a dropped connection, an engine without NOTIFY).
+import pg from 'pg';
+import { FOREIGN_COMMIT_POLL_MS, type QueueStore } from '../ports/queue.js';
+import type { Pg } from './database.js';
+
+/** The channel the queue's units (accept, record, the operator's retry) NOTIFY at commit, naming their node. */
+export const QUEUE_CHANNEL = 'sluice_queue';
+
+/**
+ * `changes()` for the node `node`: yields when another node's unit committed to the queue (its NOTIFY, on a
+ * connection of its own outside the pool, so a busy pool never delays it), and, every FOREIGN_COMMIT_POLL_MS, when
+ * the earliest due time moved (the floor: CockroachDB and kin have no NOTIFY, and a notification sent while the
+ * listening connection was down is lost). This node's own notifications are ignored.
+ */
+export function createPgQueueChanges(db: Pg, node: string, closing: AbortSignal, nextDueAt: () => Promise<number | undefined>): QueueStore['changes'] {
+  return async function* changes(signal: AbortSignal): AsyncGenerator<void> {
+    const both = AbortSignal.any([signal, closing]);
+    let heard = false;
+    let wake: (() => void) | undefined;
+    let client: pg.Client | undefined;
+    const onNotification = (n: pg.Notification) => {
+      if (n.channel !== QUEUE_CHANNEL || n.payload === node) return;
+      heard = true;
+      wake?.();
+    };
+    async function listen(): Promise<void> {
+      const c = new pg.Client(db.pool.options);
+      // A lost connection is replaced at the next turn; meanwhile the floor polls.
+      c.on('error', () => {
+        if (client === c) client = undefined;
+        void c.end().catch(() => {});
+      });
+      c.on('notification', onNotification);
+      try {
+        await c.connect();
+        await c.query(`LISTEN ${QUEUE_CHANNEL}`);
+        client = c;
+      } catch {
+        await c.end().catch(() => {});
+      }
+    }
+    try {
+      // Listening before the first read of the due time: a commit between the two is heard or seen.
+      await listen();
+      let lastDue = await nextDueAt().catch(() => undefined);
+      while (!both.aborted) {
+        if (!client) await listen();
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            both.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, FOREIGN_COMMIT_POLL_MS);
+          timer.unref();
+          both.addEventListener('abort', done, { once: true });
+          wake = done;
+          if (heard) done();
+        });
+        if (both.aborted) return;
+        if (heard) {
+          heard = false;
+          yield;
+          continue;
+        }
+        const due = await nextDueAt().catch(() => lastDue);
+        if (due !== lastDue) {
+          lastDue = due;
+          yield;
+        }
+      }
+    } finally {
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
+    }
+  };
+}

@@ -1,0 +1,213 @@
+// Owns the queue tables on PostgreSQL (the Queue port): accept with everything it writes, claims under leases with
+// FOR UPDATE SKIP LOCKED, renewal, release, outcomes fenced by the lease token, and the queue's reads.
+import type { Lease } from '../ports/leases.js';
+import type {
+  AcceptedIds, AcceptRecord, AttemptRow, ClaimBatch, DeliveryRow, DsnRecord, MessageRow, OutcomeRecord, QueueStore,
+} from '../ports/queue.js';
+import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression } from '../ports/suppressions.js';
+import { deliveredDelta, trackingKey } from '../ports/tracking.js';
+import { pgStoredBody, type PgBodies } from './bodies.js';
+import type { Pg, Query } from './database.js';
+import { createPgEventWriter } from './events.js';
+import { QUEUE_CHANNEL } from './queue-changes.js';
+import { insertSystemSuppression } from './suppressions.js';
+import { bumpUsage, insertLogRow, insertTracked, markTrackedDelivered, updateLogAttempt } from './unit-writes.js';
+
+/** A messages row as PostgreSQL returns it: the port's MessageRow with body_ref instead of the body reference. */
+type MessageTableRow = Omit<MessageRow, 'body' | 'verdicts'> & { body_ref: string | null; verdicts: unknown };
+
+/** The port's message record of a stored row. */
+export function toPgMessage(row: MessageTableRow): MessageRow {
+  const { body_ref: _ref, ...rest } = row;
+  return { ...rest, verdicts: row.verdicts === null ? null : JSON.stringify(row.verdicts), body: pgStoredBody(row) };
+}
+
+/** Parameters of a set of leases, as arrays for `unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, token)`. */
+function leaseArrays(leases: readonly Lease[]): [number[], string[], number[]] {
+  return [leases.map((l) => l.id), leases.map((l) => l.owner), leases.map((l) => l.token)];
+}
+
+/** The rows of a fence: each lease's delivery, still sending under its owner and token. */
+const FENCED = `FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, token)
+  WHERE d.id = l.id AND d.state = 'sending' AND d.locked_by = l.owner AND d.lease_token = l.token`;
+
+/**
+ * The Queue port over `pg`, except `changes` (queue-changes.ts). `node` names this store in its notifications, so
+ * it can tell its own commits from other nodes'.
+ */
+export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit<QueueStore, 'changes'> {
+  const events = createPgEventWriter();
+  /** Wakes every other node's worker once this unit commits (NOTIFY is delivered at commit, never before). */
+  const notify = (q: Query) => q('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]);
+
+  /** Writes one accepted record with the unit's `q`. */
+  async function acceptOne(q: Query, r: AcceptRecord): Promise<AcceptedIds> {
+    const m = r.message;
+    const [msg] = await q<{ id: number }>(
+      `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
+         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`,
+      [
+        m.accountId, m.kind, m.sendRequestId, m.messageId, m.mailFrom, m.fromEmail, m.subject, m.campaignId, m.transactional,
+        m.size, m.auth, m.upstream, m.upstreamHostname, m.senderId, m.createdAt, m.expiresAt, m.verdicts, m.tracking,
+      ],
+    );
+    const messageRowId = msg!.id;
+    if (m.body) await q('UPDATE messages SET body_ref = $1 WHERE id = $2', [await bodies.store(q, messageRowId, m.body), messageRowId]);
+    if (r.tracked) await insertTracked(q, r.tracked);
+    const deliveryIds: number[] = [];
+    const leased: AcceptedIds['leased'] = [];
+    for (const d of r.deliveries) {
+      const lease = d.state === 'queued' ? r.lease : undefined;
+      // A leased row is written exactly as a claim leaves one: sending, one attempt, due at the lease end.
+      const [row] = await q<{ id: number }>(
+        `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, last_status, last_response, updated_at,
+           locked_by, lease_until, lease_token, attempts)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+        [
+          messageRowId, d.rcpt, d.domain, lease ? 'sending' : d.state, lease ? lease.until : m.createdAt, d.status ?? null,
+          d.response ?? null, m.createdAt, lease?.owner ?? null, lease?.until ?? null, lease ? 1 : 0, lease ? 1 : 0,
+        ],
+      );
+      const id = row!.id;
+      deliveryIds.push(id);
+      if (lease) leased.push({ id, owner: lease.owner, token: 1, until: lease.until, rcpt: d.rcpt, domain: d.domain });
+      if (d.log) {
+        await insertLogRow(q, { ...d.log.row, delivery_id: id });
+        if (d.log.attempt) await updateLogAttempt(q, id, d.log.attempt);
+      }
+    }
+    for (const e of r.events) await events.append(q, e);
+    if (r.usage) await bumpUsage(q, r.usage.accountId, r.usage.period);
+    return { messageRowId, deliveryIds, leased };
+  }
+
+  /** Writes one outcome with the unit's `q` if its lease still holds; false when it was lost. */
+  async function recordOne(q: Query, o: OutcomeRecord): Promise<boolean> {
+    const a = o.attempt;
+    const l = o.lease;
+    // The fence: the outcome is written only while the attempt's lease still holds.
+    const held = await q(
+      `UPDATE deliveries SET state = $4, locked_by = NULL, lease_until = NULL, last_code = $5, last_status = $6,
+         last_response = $7, last_command = $8, last_host = $9, next_attempt_at = $10, updated_at = $11
+       WHERE id = $1 AND state = 'sending' AND locked_by = $2 AND lease_token = $3 RETURNING id`,
+      [l.id, l.owner, l.token, o.state, a.code, a.status, a.response, a.command, a.host, o.nextAttemptAt, a.at],
+    );
+    if (held.length === 0) return false;
+    await q(
+      `INSERT INTO delivery_attempts (delivery_id, at, outcome, code, status, response, command, host)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [l.id, a.at, a.outcome, a.code, a.status, a.response, a.command, a.host],
+    );
+    if (o.log) await updateLogAttempt(q, l.id, o.log);
+    if (o.event) {
+      const key = o.trackedDelivery ? trackingKey(o.trackedDelivery.messageId) : undefined;
+      const first = key !== undefined && (await markTrackedDelivered(q, key, a.at));
+      await events.append(q, o.event, o.trackedDelivery ? deliveredDelta(o.trackedDelivery.tracking, first) : {});
+    }
+    if (o.suppress) {
+      const { accountId, recipient, sender, maxEntries } = o.suppress;
+      await insertSystemSuppression(q, eventSuppression(accountId, recipient, 'hard_bounce', sender), a.at, maxEntries ?? DEFAULT_MAX_SUPPRESSIONS);
+    }
+    return true;
+  }
+
+  return {
+    // One transaction for the request, all or nothing, however many messages it carries.
+    accept: (records) =>
+      pg.tx(async (q) => {
+        const out: AcceptedIds[] = [];
+        for (const r of records) out.push(await acceptOne(q, r));
+        await notify(q);
+        return out;
+      }),
+
+    // One statement: the due rows (queued, or sending with an expired lease: next_attempt_at mirrors lease_until)
+    // are locked by this claim alone (SKIP LOCKED: rows another node is claiming right now are left to it), leased,
+    // counted and pushed to the lease end; their messages come back in the same round trip.
+    async claim(owner, now, leaseMs, limit): Promise<ClaimBatch> {
+      const [res] = await pg.query<{ deliveries: DeliveryRow[] | null; messages: MessageTableRow[] | null }>(
+        `WITH picked AS (
+           SELECT id FROM deliveries WHERE state IN ('queued', 'sending') AND next_attempt_at <= $2
+           ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED
+         ), claimed AS (
+           UPDATE deliveries d SET state = 'sending', locked_by = $1, lease_until = $3, lease_token = d.lease_token + 1,
+             attempts = d.attempts + 1, next_attempt_at = $3, updated_at = $2
+           FROM picked WHERE d.id = picked.id RETURNING d.*
+         )
+         SELECT (SELECT json_agg(c ORDER BY c.id) FROM claimed c) AS deliveries,
+           (SELECT json_agg(m) FROM messages m WHERE m.id IN (SELECT message_id FROM claimed)) AS messages`,
+        [owner, now, now + leaseMs, limit],
+      );
+      return { deliveries: res?.deliveries ?? [], messages: (res?.messages ?? []).map(toPgMessage) };
+    },
+
+    async renew(leases, until) {
+      if (leases.length === 0) return [];
+      const kept = await pg.query<{ id: number }>(
+        `UPDATE deliveries d SET lease_until = $4, next_attempt_at = $4 ${FENCED} RETURNING d.id`,
+        [...leaseArrays(leases), until],
+      );
+      const still = new Set(kept.map((r) => r.id));
+      return leases.filter((l) => !still.has(l.id)).map((l) => l.id);
+    },
+
+    async release(leases, now) {
+      if (leases.length === 0) return 0;
+      return pg.exec(
+        `UPDATE deliveries d SET state = 'queued', locked_by = NULL, lease_until = NULL,
+           attempts = greatest(d.attempts - 1, 0), next_attempt_at = $4, updated_at = $4 ${FENCED}`,
+        [...leaseArrays(leases), now],
+      );
+    },
+
+    record: (outcomes: readonly OutcomeRecord[], dsns: readonly DsnRecord[] = []) =>
+      pg.tx(async (q) => {
+        const written: boolean[] = [];
+        for (const o of outcomes) written.push(await recordOne(q, o));
+        for (const d of dsns) if (d.covers.some((i) => written[i])) await acceptOne(q, d.dsn);
+        if (written.some(Boolean)) await notify(q);
+        return written;
+      }),
+
+    async nextDueAt() {
+      const [row] = await pg.query<{ at: number | null }>("SELECT min(next_attempt_at) AS at FROM deliveries WHERE state IN ('queued', 'sending')");
+      return row?.at ?? undefined;
+    },
+
+    async findMessage(id) {
+      const [row] = await pg.query<MessageTableRow>('SELECT * FROM messages WHERE id = $1', [id]);
+      return row && toPgMessage(row);
+    },
+
+    async findDelivery(id) {
+      return (await pg.query<DeliveryRow>('SELECT * FROM deliveries WHERE id = $1', [id]))[0];
+    },
+
+    // A message's deliveries are inserted by one unit, in its recipients' order: their ids follow that order.
+    deliveriesOf: (messageId) => pg.query<DeliveryRow>('SELECT * FROM deliveries WHERE message_id = $1 ORDER BY id', [messageId]),
+
+    // A delivery's attempts are recorded one at a time under its lease, each after the previous one committed.
+    attemptsOf: (deliveryId) => pg.query<AttemptRow>('SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id', [deliveryId]),
+
+    async findSentTo(accountId, sendRequestId, rcpt) {
+      const rows = await pg.query<Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'>>(
+        `SELECT m.from_email, m.campaign_id, m.message_id FROM messages m JOIN deliveries d ON d.message_id = m.id
+         WHERE m.request_id = $1 AND m.account_id = $2 AND d.rcpt = $3 LIMIT 1`,
+        [sendRequestId, accountId, rcpt],
+      );
+      return rows[0];
+    },
+
+    async senderOutcomes(accountId, senderId, since) {
+      const [row] = await pg.query<{ finished: number; invalid: number }>(
+        `SELECT count(*) AS finished,
+           count(*) FILTER (WHERE d.state = 'bounced' AND (d.last_status LIKE '5.1.%' OR d.last_status = '5.2.1')) AS invalid
+         FROM messages m JOIN deliveries d ON d.message_id = m.id
+         WHERE m.account_id = $1 AND m.sender_id = $2 AND m.created_at >= $3 AND d.state IN ('delivered', 'bounced')`,
+        [accountId, senderId, since],
+      );
+      return row!;
+    },
+  };
+}

@@ -1,0 +1,55 @@
+// Owns the rows of other areas that the queue's units write inside their own PostgreSQL transaction: a delivery's
+// SMTP log row and its attempt columns, the monthly usage counter, a tracked message and its first delivery (the one
+// unit that changes a delivery's state writes them all, or none).
+import type { SmtpLogAttempt, NewSmtpLogRow } from '../ports/smtp-log.js';
+import type { NewTrackedMessage } from '../ports/tracking.js';
+import type { Query } from './database.js';
+
+/** Writes the log row of a new delivery (attempt columns empty, not delivered, updated_at = created_at). */
+export async function insertLogRow(q: Query, row: NewSmtpLogRow): Promise<void> {
+  await q(
+    `INSERT INTO smtp_log (delivery_id, account_id, message_id, request_id, sender, rcpt, auth, upstream,
+       upstream_hostname, sender_id, subject, size, spam_disposition, virus_disposition, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`,
+    [
+      row.delivery_id, row.account_id, row.message_id, row.request_id, row.sender, row.rcpt, row.auth ?? null,
+      row.upstream ?? null, row.upstream_hostname ?? null, row.sender_id ?? null, row.subject ?? null, row.size,
+      row.spam_disposition ?? 'UNKNOWN', row.virus_disposition ?? 'UNKNOWN', row.created_at,
+    ],
+  );
+}
+
+/** Overwrites the attempt columns of a delivery's log row with its latest attempt (no row: nothing, e.g. pruned). */
+export async function updateLogAttempt(q: Query, deliveryId: number, a: SmtpLogAttempt): Promise<void> {
+  await q(
+    'UPDATE smtp_log SET lastcmd = $2, rspcode = $3, rspmsg = $4, delivered = $5, updated_at = $6 WHERE delivery_id = $1',
+    [deliveryId, a.lastcmd, a.rspcode, a.rspmsg, a.delivered, a.updated_at],
+  );
+}
+
+/** One more send in the account's month: an atomic upsert, so nodes counting at once lose no unit. */
+export async function bumpUsage(q: Query, accountId: number, period: string): Promise<void> {
+  await q(
+    `INSERT INTO usage_counters (account_id, period, sends) VALUES ($1, $2, 1)
+     ON CONFLICT (account_id, period) DO UPDATE SET sends = usage_counters.sends + 1`,
+    [accountId, period],
+  );
+}
+
+/** What a message's tracking tokens name (a second message with the same key fails the unit: the key is unique). */
+export async function insertTracked(q: Query, m: NewTrackedMessage): Promise<void> {
+  await q(
+    `INSERT INTO tracked_messages (key, account_id, request_id, message_id, from_email, campaign_id, recipients, links,
+       click_host, open_host, custom, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [
+      m.key, m.accountId, m.requestId, m.messageId, m.fromEmail, m.campaignId, JSON.stringify(m.recipients),
+      m.links === null ? null : JSON.stringify(m.links), m.clickHost, m.openHost, m.custom, m.createdAt,
+    ],
+  );
+}
+
+/** Notes a delivery of a tracked message; true for its first (the message counts once in unique_*_delivered). */
+export async function markTrackedDelivered(q: Query, key: Buffer, at: number): Promise<boolean> {
+  return (await q('UPDATE tracked_messages SET delivered_at = $1 WHERE key = $2 AND delivered_at IS NULL RETURNING id', [at, key])).length > 0;
+}
