@@ -14,6 +14,7 @@ import { createPgQueueStore } from './queue.js';
 import { createPgQueueChanges } from './queue-changes.js';
 import { createPgQueueViews } from './queue-views.js';
 import { createPgSettingStore } from './settings.js';
+import { createPgSuppressionStore } from './suppressions.js';
 import { createPgTrackingStore } from './tracking.js';
 import { createPgWebhookStore } from './webhooks.js';
 import { createPgHealthStore, trackPgWrites } from './write-health.js';
@@ -59,7 +60,7 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'smtpLog', 'suppressions',
+  'smtpLog',
   'dkimKeys', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
   'quarantine', 'bayes', 'greylist', 'retention',
 ];
@@ -94,6 +95,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),
+    suppressions: createPgSuppressionStore(pg, createPgEventWriter()),
     queue: { ...queue, changes: createPgQueueChanges(pg, node, closing.signal, queue.nextDueAt) },
     queueViews: createPgQueueViews(pg, node),
     bodies: { write: bodies.write, open: bodies.open, release: bodies.release, sweep: bodies.sweep },

@@ -78,7 +78,7 @@ export function createPgSuppressionStore(pg: Pg, events: PgEventWriter): Suppres
     unsubscribe(u) {
       return pg.tx(async (q) => {
         const added = await insertSystemSuppression(q, eventSuppression(u.accountId, u.recipient, u.source, null), u.now, u.maxPerAccount ?? DEFAULT_MAX_SUPPRESSIONS);
-        if (added) await events.append(q, [{ event: u.event }]);
+        if (added) await events.append(q, u.event);
         return added;
       });
     },
