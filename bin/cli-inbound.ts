@@ -36,7 +36,7 @@ export async function inboundDomainsCommand(
   if (!domain) throw new UsageError('--domain D (a domain name) is required');
   const handle = opts.subscription ?? 'default';
   const subscription = await domains.findSubscription(account.id, handle);
-  if (!subscription || subscription.active !== 1) throw new Error(`"${handle}" is not an active subscription of account "${account.handle}"`);
+  if (!subscription || !subscription.active) throw new Error(`"${handle}" is not an active subscription of account "${account.handle}"`);
   const res = await domains.provision({
     accountId: account.id,
     callerKeyId: 0,

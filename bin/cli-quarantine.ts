@@ -58,7 +58,7 @@ export async function quarantineCommand(
       status: quarantineStatus(r, now(), QUARANTINE_LEASE_MS),
       domain: r.domain,
       sender: r.mail_from,
-      rcpt_to: JSON.parse(r.rcpt_to) as string[],
+      rcpt_to: r.rcpt_to,
       subject: r.subject,
       score: r.score,
       created_at: iso(r.created_at),
@@ -86,7 +86,7 @@ export async function quarantineCommand(
       }[res.reason];
       throw new Error(why);
     }
-    io.stdout(`released quarantined message ${id} to ${(JSON.parse(res.row.rcpt_to) as string[]).join(', ')}${learnedNote(res.learned, 'ham')}\n`);
+    io.stdout(`released quarantined message ${id} to ${res.row.rcpt_to.join(', ')}${learnedNote(res.learned, 'ham')}\n`);
     return 0;
   }
   if (sub === 'delete') {

@@ -161,7 +161,7 @@ export function renderDomain(d: DomainDetails): Static<typeof Domain> {
     subscriptionHandle: d.subscriptionHandle,
     settings: {
       abusePolicy: d.row.abuse_policy,
-      abusePolicyOverride: d.row.abuse_policy_override === 1,
+      abusePolicyOverride: d.row.abuse_policy_override === true,
       spamHeaderName: d.row.spam_header_name,
       spamHeaderValue: d.row.spam_header_value,
     },
@@ -274,7 +274,7 @@ export async function subscriptionOr400(
   field: string,
 ): Promise<InboundSubscriptionRow> {
   const sub = await s.inboundDomains.findSubscription(principal.account.id, handle);
-  if (!sub || sub.active !== 1) throw badRequest(`${field}: "${handle}" is not an active subscription of this account`);
+  if (!sub || !sub.active) throw badRequest(`${field}: "${handle}" is not an active subscription of this account`);
   return sub;
 }
 

@@ -49,7 +49,7 @@ function render(s: Services, row: QuarantineRow) {
     domain: row.domain,
     queue_id: row.queue_id,
     mail_from: row.mail_from,
-    rcpt_to: JSON.parse(row.rcpt_to) as string[],
+    rcpt_to: row.rcpt_to,
     client_ip: row.client_ip,
     helo: row.helo,
     from: row.from_header,
@@ -157,7 +157,7 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
     },
     handler: async (s, { principal, params }) => {
       const row = await ownMessage(s, principal, Number(params.id));
-      return { status: 200, body: { ...render(s, row), verdicts: JSON.parse(row.verdicts) as unknown[] } };
+      return { status: 200, body: { ...render(s, row), verdicts: row.verdicts } };
     },
   }),
   defineRoute({

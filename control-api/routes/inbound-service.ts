@@ -3,7 +3,6 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import { LEARN_SAMPLE_BYTES, learnSampleOfText } from '../../mta/message-content.js';
-import { subscriptionLimits } from '../../storage/ports/inbound-domains.js';
 import { badRequest } from '../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError } from '../schemas.js';
@@ -57,9 +56,9 @@ export const inboundServiceRoutes: AnyRoute[] = [
       status: 200,
       body: (await s.inboundDomains.listSubscriptions(principal.account.id)).map((sub) => ({
         handle: sub.handle,
-        active: sub.active === 1,
+        active: sub.active,
         plan: { handle: sub.plan_handle, name: sub.plan_name },
-        limits: subscriptionLimits(sub),
+        limits: sub.limits,
         activeAccountsCount: sub.domain_count,
       })),
     }),

@@ -57,7 +57,7 @@ function virusPolicy(groups: readonly DomainRecipients[], virus: VirusStepVerdic
   const quarantines: QuarantinePlan[] = [];
   for (const { served, rcpt } of groups) {
     const policy = effectiveAbusePolicy({
-      domain: { abusePolicy: served.abuse_policy, abusePolicyOverride: !!served.abuse_policy_override },
+      domain: { abusePolicy: served.abuse_policy, abusePolicyOverride: served.abuse_policy_override === true },
       fallback: DEFAULT_DOMAIN_SETTINGS.abusePolicy,
     });
     const strip = (served.spam_header_name ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName).toLowerCase();
@@ -96,7 +96,7 @@ export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStep
     const headerValue = served.spam_header_value ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderValue;
     const strip = headerName.toLowerCase();
     const policy = effectiveAbusePolicy({
-      domain: { abusePolicy: served.abuse_policy, abusePolicyOverride: !!served.abuse_policy_override },
+      domain: { abusePolicy: served.abuse_policy, abusePolicyOverride: served.abuse_policy_override === true },
       fallback: DEFAULT_DOMAIN_SETTINGS.abusePolicy,
     });
     const addRelay = (to: string[], flagged: boolean) => {

@@ -56,12 +56,12 @@ export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: 
   try {
     await deps.relay({
       mailFrom: row.mail_from,
-      rcptTo: JSON.parse(row.rcpt_to) as string[],
+      rcptTo: row.rcpt_to,
       message: body,
       domainIds: [row.domain_id],
       queueId: row.queue_id,
       messageId: row.message_id,
-      verdicts: JSON.parse(row.verdicts) as StepVerdict[],
+      verdicts: row.verdicts as StepVerdict[],
     });
   } catch {
     await deps.store.abortRelease(row.id, row.release_started_at as number);

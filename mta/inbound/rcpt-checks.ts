@@ -62,7 +62,7 @@ export function createRcptChecks(deps: RcptCheckDeps): RcptChecks {
       clientIp: q.clientIp,
       ...(q.mailFrom ? { senderAddress: q.mailFrom } : {}),
     });
-    return decideListVerdict(matches, { abusePolicyOverride: !!served.abuse_policy_override });
+    return decideListVerdict(matches, { abusePolicyOverride: served.abuse_policy_override === true });
   }
 
   const clientListing = async (ip: string) => (deps.dnsLists && deps.dnsLists.enabled ? deps.dnsLists.client(ip) : { hits: [], errors: [] });

@@ -12,7 +12,8 @@ export interface InboundDomainRow {
   /** The only key that may manage the domain (associate-key=true), or null for any inbound key of the account. */
   api_key_id: number | null;
   abuse_policy: AbusePolicy | null;
-  abuse_policy_override: number | null;
+  /** True: the domain's policy (and lists) win over the recipient's; null when never set. */
+  abuse_policy_override: boolean | null;
   spam_header_name: string | null;
   spam_header_value: string | null;
   created_at: number;
@@ -50,6 +51,26 @@ export const DEFAULT_DOMAIN_SETTINGS: Readonly<DomainSettings> = Object.freeze({
   spamHeaderName: 'X-Spam-Flag',
   spamHeaderValue: 'YES',
 });
+
+/** The settings a new domain is created with: the given fields over DEFAULT_DOMAIN_SETTINGS. */
+export function newDomainSettings(given: Partial<DomainSettings> = {}): DomainSettings {
+  return {
+    abusePolicy: given.abusePolicy ?? DEFAULT_DOMAIN_SETTINGS.abusePolicy,
+    abusePolicyOverride: given.abusePolicyOverride ?? DEFAULT_DOMAIN_SETTINGS.abusePolicyOverride,
+    spamHeaderName: given.spamHeaderName ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName,
+    spamHeaderValue: given.spamHeaderValue ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderValue,
+  };
+}
+
+/** A stored domain's settings columns after a request's `given` fields replace theirs (absent fields keep). */
+export function mergedDomainSettings(row: InboundDomainRow, given: Partial<DomainSettings> = {}) {
+  return {
+    abusePolicy: given.abusePolicy ?? row.abuse_policy,
+    abusePolicyOverride: given.abusePolicyOverride ?? row.abuse_policy_override,
+    spamHeaderName: given.spamHeaderName ?? row.spam_header_name,
+    spamHeaderValue: given.spamHeaderValue ?? row.spam_header_value,
+  };
+}
 
 export interface DownstreamAddress {
   priority: number;
@@ -113,7 +134,7 @@ export interface NewSubscription {
   planName: string;
   accountId: number | null;
   active: boolean;
-  limits: { featureHandle: string; value: string }[];
+  limits: SubscriptionLimit[];
   now: number;
 }
 
@@ -125,23 +146,36 @@ export interface InboundSubscriptionRow {
   plan_handle: string;
   plan_name: string;
   account_id: number | null;
-  active: number;
-  /** JSON array of {featureHandle, value}. */
-  limits: string;
+  active: boolean;
+  /** The plan's limits (`max_domains` is enforced per account). */
+  limits: SubscriptionLimit[];
   created_at: number;
+}
+
+/** One limit of a subscription plan, as the wire's `limits` items carry it. */
+export interface SubscriptionLimit {
+  featureHandle: string;
+  value: string;
 }
 
 /** Feature handle of a subscription limit on the number of domains an account may provision against it. */
 export const MAX_DOMAINS_FEATURE = 'max_domains';
 
-/** Parses a subscription's `limits`; malformed JSON counts as no limits. */
-export function subscriptionLimits(row: InboundSubscriptionRow): { featureHandle: string; value: string }[] {
+/**
+ * A subscription's limits from what a backend stored (parsed JSON): anything that is not an array of objects counts
+ * as no limits, and each field is made a string, so a hand-edited row never breaks a listing.
+ */
+export function subscriptionLimits(stored: unknown): SubscriptionLimit[] {
+  if (!Array.isArray(stored)) return [];
+  return stored
+    .filter((l): l is { featureHandle: unknown; value: unknown } => typeof l === 'object' && l !== null)
+    .map((l) => ({ featureHandle: String(l.featureHandle), value: String(l.value) }));
+}
+
+/** A subscription's limits from their JSON text; malformed JSON counts as no limits. */
+export function subscriptionLimitsFromJson(text: string): SubscriptionLimit[] {
   try {
-    const parsed = JSON.parse(row.limits) as unknown;
-    if (!Array.isArray(parsed)) return [];
-    return parsed
-      .filter((l): l is { featureHandle: unknown; value: unknown } => typeof l === 'object' && l !== null)
-      .map((l) => ({ featureHandle: String(l.featureHandle), value: String(l.value) }));
+    return subscriptionLimits(JSON.parse(text));
   } catch {
     return [];
   }
@@ -149,7 +183,7 @@ export function subscriptionLimits(row: InboundSubscriptionRow): { featureHandle
 
 /** The `max_domains` limit of a subscription, or null when it has none. */
 export function maxDomains(row: InboundSubscriptionRow): number | null {
-  const lim = subscriptionLimits(row).find((l) => l.featureHandle === MAX_DOMAINS_FEATURE);
+  const lim = row.limits.find((l) => l.featureHandle === MAX_DOMAINS_FEATURE);
   const n = lim ? Number(lim.value) : NaN;
   return Number.isInteger(n) && n >= 0 ? n : null;
 }

@@ -137,6 +137,55 @@ export function domainAndParents(domain: string): string[] {
   return labels.map((_, i) => labels.slice(i).join('.')).filter((d) => d !== '');
 }
 
+/** Where a scope's entries are kept: `scope` ('' / the domain / the recipient) and the domain they go away with. */
+export function listScopeKey(scope: ListScope): { scope: string; domainId: number | null } {
+  if (scope.level === 'account') return { scope: '', domainId: null };
+  if (scope.level === 'domain') return { scope: scope.domain, domainId: scope.domainId };
+  return { scope: scope.recipient, domainId: scope.domainId };
+}
+
+/** The key range an entry is stored with: an ip_address item's (it must parse), null for other types. */
+export function entryRange(entry: { item: string; itemType: ListItemType }): { start: Buffer; end: Buffer } | null {
+  if (entry.itemType !== 'ip_address') return null;
+  const range = parseIpItem(entry.item);
+  if (!range) throw new Error(`not an IP item: ${entry.item}`);
+  return range;
+}
+
+/** A message's facts as matchLists compares them. */
+export interface MatchFacts {
+  /** The sender address, lower-cased, or null. */
+  sender: string | null;
+  /** The sender domain and its parents (lower-case, no trailing dot); empty when unknown. */
+  senderDomains: string[];
+  /** The recipient, lower-cased, or null. */
+  recipient: string | null;
+  /** The client address's 16-byte key, or null when absent or not an address. */
+  ip: Buffer | null;
+}
+
+/** The facts matchLists compares, from its query: the sender domain falls back to the address's domain. */
+export function matchFacts(q: { recipient?: string; clientIp?: string; senderAddress?: string; senderDomain?: string }): MatchFacts {
+  const sender = q.senderAddress ? q.senderAddress.toLowerCase() : null;
+  const fromAddress = sender && sender.includes('@') ? sender.slice(sender.lastIndexOf('@') + 1) : '';
+  const senderDomain = (q.senderDomain ?? fromAddress).toLowerCase().replace(/\.$/, '');
+  return {
+    sender,
+    senderDomains: senderDomain ? domainAndParents(senderDomain) : [],
+    recipient: q.recipient ? q.recipient.toLowerCase() : null,
+    ip: q.clientIp ? (ipKey(q.clientIp) ?? null) : null,
+  };
+}
+
+/** Matched entries grouped by level, in the order given. */
+export function groupMatches(rows: readonly ListEntryRow[]): ListMatches {
+  return {
+    account: rows.filter((r) => r.level === 'account'),
+    domain: rows.filter((r) => r.level === 'domain'),
+    recipient: rows.filter((r) => r.level === 'recipient'),
+  };
+}
+
 /** List entries one account holds at most unless told otherwise (the default of inbound.list_entries_per_account). */
 export const DEFAULT_MAX_LIST_ENTRIES = 10_000;
 

@@ -17,8 +17,8 @@ export interface QuarantineRow {
   /** The id the MX gave the message in its 250 reply and logs. */
   queue_id: string;
   mail_from: string;
-  /** JSON array of the recipients of this domain. */
-  rcpt_to: string;
+  /** The recipients of this domain. */
+  rcpt_to: string[];
   client_ip: string;
   helo: string;
   from_header: string | null;
@@ -28,8 +28,8 @@ export interface QuarantineRow {
   score: number;
   /** Reason code of the decision that quarantined it (e.g. `spam-score`). */
   reason: string;
-  /** JSON array of the verdict records of every filtering step. */
-  verdicts: string;
+  /** The verdict records of every filtering step. */
+  verdicts: unknown[];
   created_at: number;
   expires_at: number;
   release_started_at: number | null;

@@ -1,6 +1,8 @@
 // Owns the list of the PostgreSQL schema's parts: one module per area under schema/, joined into migration 1.
 import { ACCOUNTS_SCHEMA } from './schema/accounts.js';
 import { OUTBOX_EVENTS_SCHEMA, OUTBOX_SCHEMA } from './schema/outbox.js';
+import { INBOUND_SCHEMA } from './schema/inbound.js';
+import { QUARANTINE_SCHEMA } from './schema/quarantine.js';
 import { SUPPRESSIONS_SCHEMA } from './schema/suppressions.js';
 import { METRICS_SCHEMA } from './schema/metrics.js';
 import { QUEUE_SCHEMA } from './schema/queue.js';
@@ -18,4 +20,6 @@ export const SCHEMA_PARTS: readonly string[] = [
   METRICS_SCHEMA,
   OUTBOX_SCHEMA,
   OUTBOX_EVENTS_SCHEMA,
+  INBOUND_SCHEMA,
+  QUARANTINE_SCHEMA,
 ];

@@ -6,9 +6,13 @@ import { createPgAlertStore } from './alerts.js';
 import { createPgConsoleStore } from './console.js';
 import { createPgBodies } from './bodies.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
+import { createPgInboundDomainStore } from './inbound-domains.js';
+import { createPgInboundListStore } from './inbound-lists.js';
+import { createPgInboundReportStore } from './inbound-reports.js';
 import { createPgLockdownStore } from './lockdown.js';
 import { createPgEventWriter } from './events.js';
 import { createPgMetricStore } from './metrics.js';
+import { createPgQuarantineStore } from './quarantine.js';
 import { migrate, SchemaTooNew } from './migrations.js';
 import { createPgQueueStore } from './queue.js';
 import { createPgQueueChanges } from './queue-changes.js';
@@ -61,8 +65,8 @@ function missing<T extends object>(name: string): T {
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
   'smtpLog',
-  'dkimKeys', 'trackingDomains', 'senderAbuse', 'inboundDomains', 'inboundLists', 'inboundReports',
-  'quarantine', 'bayes', 'greylist', 'retention',
+  'dkimKeys', 'trackingDomains', 'senderAbuse',
+  'bayes', 'greylist', 'retention',
 ];
 
 /**
@@ -87,7 +91,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   // Names this store in the queue's notifications, so its own commits do not wake its own worker twice.
   const node = crypto.randomUUID();
   // The tables whose body_ref may name a chunked body: a blob none of them names is swept.
-  const bodies = createPgBodies(pg, ['messages']);
+  const bodies = createPgBodies(pg, ['messages', 'inbound_quarantine']);
   const queue = createPgQueueStore(pg, bodies, node);
   const ports = {
     settings: createPgSettingStore(pg),
@@ -103,6 +107,10 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     metrics: createPgMetricStore(pg),
     webhooks: createPgWebhookStore(pg),
     tracking: createPgTrackingStore(pg, createPgEventWriter()),
+    inboundDomains: createPgInboundDomainStore(pg),
+    inboundLists: createPgInboundListStore(pg),
+    inboundReports: createPgInboundReportStore(pg),
+    quarantine: createPgQuarantineStore(pg, bodies),
   };
   const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {

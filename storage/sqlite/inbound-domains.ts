@@ -1,11 +1,23 @@
 // Owns the inbound_domains table (domains, their settings and key binding) and the one store over inbound provisioning.
 import {
-  DEFAULT_DOMAIN_SETTINGS, maxDomains, type DomainDetails, type DomainSections, type DomainSettings, type InboundDomainRow,
+  maxDomains, mergedDomainSettings, newDomainSettings, type DomainDetails, type DomainSections, type InboundDomainRow,
   type InboundSubscriptionRow, type ProvisionInput, type ProvisionResult, type SectionsResult, type ServedDomainRow,
 } from '../ports/inbound-domains.js';
 import type { Db } from './database.js';
 import { createDomainPartsStore } from './inbound-domain-parts.js';
 import { createInboundSubscriptionStore } from './inbound-subscriptions.js';
+
+/** A stored 0/1 flag as the port's boolean (null stays null: never set). */
+const flag = (v: unknown): boolean | null => (v === null || v === undefined ? null : v === 1);
+/** The port's flag as the stored 0/1. */
+const bit = (v: boolean | null): number | null => (v === null ? null : v ? 1 : 0);
+
+/** A domain row as the port gives it: abuse_policy_override a boolean (SQLite keeps 0/1). */
+function domainRow<R extends InboundDomainRow>(raw: unknown): R | undefined {
+  if (raw === undefined) return undefined;
+  const r = raw as R;
+  return { ...r, abuse_policy_override: flag(r.abuse_policy_override) };
+}
 
 /**
  * Repository over inbound domains. Names passed in must already be normalised (lower-case A-label without a
@@ -82,14 +94,13 @@ export function createInboundDomainStore(db: Db) {
 
   /** Writes the given sections over a domain (inside the caller's transaction; aliases already checked). */
   function applySections(row: InboundDomainRow, sections: DomainSections, now: number): void {
-    const st = sections.settings ?? {};
+    const st = mergedDomainSettings(row, sections.settings);
     s.updateSettings.run({
       id: row.id,
-      policy: st.abusePolicy ?? row.abuse_policy,
-      override:
-        st.abusePolicyOverride === undefined ? row.abuse_policy_override : st.abusePolicyOverride ? 1 : 0,
-      header_name: st.spamHeaderName ?? row.spam_header_name,
-      header_value: st.spamHeaderValue ?? row.spam_header_value,
+      policy: st.abusePolicy,
+      override: bit(st.abusePolicyOverride),
+      header_name: st.spamHeaderName,
+      header_value: st.spamHeaderValue,
       now,
     });
     parts.write(row.id, sections, now);
@@ -102,16 +113,16 @@ export function createInboundDomainStore(db: Db) {
      * denied. Settings columns may be null for fields never set; fall back to DEFAULT_DOMAIN_SETTINGS.
      */
     findServedDomain(name: string): ServedDomainRow | undefined {
-      return s.served.get({ name: name.toLowerCase().replace(/\.$/, '') }) as ServedDomainRow | undefined;
+      return domainRow<ServedDomainRow>(s.served.get({ name: name.toLowerCase().replace(/\.$/, '') }));
     },
 
     /** The provisioned domain of exactly this name (aliases not followed), any account. */
     findDomain(name: string): InboundDomainRow | undefined {
-      return s.byName.get(name) as InboundDomainRow | undefined;
+      return domainRow(s.byName.get(name));
     },
 
     findDomainById(id: number): InboundDomainRow | undefined {
-      return s.byId.get(id) as InboundDomainRow | undefined;
+      return domainRow(s.byId.get(id));
     },
 
     findAlias: parts.findAlias,
@@ -129,7 +140,7 @@ export function createInboundDomainStore(db: Db) {
         key: input.keyId,
         names: input.names ? JSON.stringify(input.names) : null,
       };
-      const rows = s.listPage.all({ ...params, limit: input.limit, offset: input.offset }) as InboundDomainRow[];
+      const rows = s.listPage.all({ ...params, limit: input.limit, offset: input.offset }).map((r) => domainRow(r) as InboundDomainRow);
       const { n } = s.listCount.get(params) as { n: number };
       return { rows, total: n };
     },
@@ -153,7 +164,7 @@ export function createInboundDomainStore(db: Db) {
      */
     provision(input: ProvisionInput): ProvisionResult {
       return db.transaction((): ProvisionResult => {
-        const existing = s.byName.get(input.domain) as InboundDomainRow | undefined;
+        const existing = domainRow(s.byName.get(input.domain));
         if (existing) {
           if (existing.account_id !== input.accountId) return { ok: false, reason: 'other-account' };
           if (existing.api_key_id !== null && existing.api_key_id !== input.callerKeyId) {
@@ -179,13 +190,7 @@ export function createInboundDomainStore(db: Db) {
         if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
         const clash = overlapping([...(input.operator ? [] : [input.domain]), ...(input.sections.aliases ?? [])], input.accountId);
         if (clash) return { ok: false, reason: 'overlap', name: clash };
-        const given = input.sections.settings ?? {};
-        const st: DomainSettings = {
-          abusePolicy: given.abusePolicy ?? DEFAULT_DOMAIN_SETTINGS.abusePolicy,
-          abusePolicyOverride: given.abusePolicyOverride ?? DEFAULT_DOMAIN_SETTINGS.abusePolicyOverride,
-          spamHeaderName: given.spamHeaderName ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName,
-          spamHeaderValue: given.spamHeaderValue ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderValue,
-        };
+        const st = newDomainSettings(input.sections.settings);
         const { id } = s.insert.get({
           account: input.accountId,
           domain: input.domain,
@@ -197,7 +202,7 @@ export function createInboundDomainStore(db: Db) {
           header_value: st.spamHeaderValue,
           now: input.now,
         }) as { id: number };
-        const row = s.byId.get(id) as InboundDomainRow;
+        const row = domainRow(s.byId.get(id)) as InboundDomainRow;
         applySections(row, { ...input.sections, settings: undefined }, input.now);
         return { ok: true, created: true, domainId: id };
       }).immediate();
@@ -214,7 +219,7 @@ export function createInboundDomainStore(db: Db) {
     /** PUT settings: writes the given sections in one transaction; 'alias-taken' writes nothing. */
     updateSections(domainId: number, sections: DomainSections, now: number): SectionsResult {
       return db.transaction((): SectionsResult => {
-        const row = s.byId.get(domainId) as InboundDomainRow;
+        const row = domainRow(s.byId.get(domainId)) as InboundDomainRow;
         const taken = parts.takenAlias(sections.aliases ?? [], domainId);
         if (taken) return { ok: false, reason: 'alias-taken', alias: taken };
         const clash = overlapping(sections.aliases ?? [], row.account_id);

@@ -1,13 +1,10 @@
 // Owns the inbound_list_entries table: safelist/blocklist entries at account, domain and recipient level, and
-import { DEFAULT_MAX_LIST_ENTRIES, domainAndParents, ipKey, parseIpItem, type ListAction, type ListEntryRow, type ListItemType, type ListMatches, type ListScope } from '../ports/inbound-lists.js';
 // the 16-byte key encoding of IP addresses and CIDR ranges that lets a client address match with one range query.
+import {
+  DEFAULT_MAX_LIST_ENTRIES, entryRange, groupMatches, listScopeKey as scopeKey, matchFacts, type ListAction,
+  type ListEntryRow, type ListItemType, type ListMatches, type ListScope,
+} from '../ports/inbound-lists.js';
 import type { Db } from './database.js';
-
-function scopeKey(scope: ListScope): { scope: string; domainId: number | null } {
-  if (scope.level === 'account') return { scope: '', domainId: null };
-  if (scope.level === 'domain') return { scope: scope.domain, domainId: scope.domainId };
-  return { scope: scope.recipient, domainId: scope.domainId };
-}
 
 /**
  * Repository over list entries. Items must already be canonical (see the list routes: lower-case A-label domains,
@@ -66,8 +63,7 @@ export function createInboundListStore(db: Db) {
       maxEntries = DEFAULT_MAX_LIST_ENTRIES,
     ): ListEntryRow | 'full' {
       const k = scopeKey(scope);
-      const range = entry.itemType === 'ip_address' ? parseIpItem(entry.item) : undefined;
-      if (entry.itemType === 'ip_address' && !range) throw new Error(`not an IP item: ${entry.item}`);
+      const range = entryRange(entry);
       // The per-account bound (issue 31): a new item past it is refused; moving an item between lists is not new.
       const key = { account: scope.accountId, level: scope.level, scope: k.scope, item: entry.item };
       if (s.has.get(key) === undefined && (s.count.get(scope.accountId) as number) >= maxEntries) return 'full';
@@ -108,22 +104,16 @@ export function createInboundListStore(db: Db) {
       senderAddress?: string;
       senderDomain?: string;
     }): ListMatches {
-      const sender = q.senderAddress ? q.senderAddress.toLowerCase() : null;
-      const fromAddress = sender && sender.includes('@') ? sender.slice(sender.lastIndexOf('@') + 1) : '';
-      const senderDomain = (q.senderDomain ?? fromAddress).toLowerCase().replace(/\.$/, '');
+      const f = matchFacts(q);
       const rows = s.match.all({
         account: q.accountId,
         domain: q.domain,
-        recipient: q.recipient ? q.recipient.toLowerCase() : null,
-        sender,
-        sender_domains: JSON.stringify(senderDomain ? domainAndParents(senderDomain) : []),
-        ip: q.clientIp ? (ipKey(q.clientIp) ?? null) : null,
+        recipient: f.recipient,
+        sender: f.sender,
+        sender_domains: JSON.stringify(f.senderDomains),
+        ip: f.ip,
       }) as ListEntryRow[];
-      return {
-        account: rows.filter((r) => r.level === 'account'),
-        domain: rows.filter((r) => r.level === 'domain'),
-        recipient: rows.filter((r) => r.level === 'recipient'),
-      };
+      return groupMatches(rows);
     },
   };
 }

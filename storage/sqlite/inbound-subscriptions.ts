@@ -1,6 +1,13 @@
 // Owns the inbound_subscriptions table: the plans an account may provision inbound domains against, and their limits.
-import type { InboundSubscriptionRow, NewSubscription } from '../ports/inbound-domains.js';
+import { subscriptionLimitsFromJson, type InboundSubscriptionRow, type NewSubscription } from '../ports/inbound-domains.js';
 import type { Db } from './database.js';
+
+/** A stored subscription as the port gives it: `active` a boolean, `limits` parsed (SQLite keeps 0/1 and JSON text). */
+function subscriptionRow<R extends InboundSubscriptionRow>(raw: unknown): R | undefined {
+  if (raw === undefined) return undefined;
+  const r = raw as Omit<R, 'active' | 'limits'> & { active: number; limits: string };
+  return { ...r, active: r.active === 1, limits: subscriptionLimitsFromJson(r.limits) } as unknown as R;
+}
 
 /** Repository over subscription plans; part of the inbound domain store (storage/inbound-domains.ts). */
 export function createInboundSubscriptionStore(db: Db) {
@@ -23,22 +30,22 @@ export function createInboundSubscriptionStore(db: Db) {
   return {
     /** Subscriptions the account may provision against (shared plans and its own), with its domain count each. */
     listSubscriptions(accountId: number): (InboundSubscriptionRow & { domain_count: number })[] {
-      return s.subscriptionsFor.all({ account: accountId }) as (InboundSubscriptionRow & { domain_count: number })[];
+      return s.subscriptionsFor.all({ account: accountId }).map((r) => subscriptionRow(r) as InboundSubscriptionRow & { domain_count: number });
     },
 
     /** The subscription of this handle if the account may use it (shared or its own), else undefined. */
     findSubscription(accountId: number, handle: string): InboundSubscriptionRow | undefined {
-      return s.subscriptionByHandle.get({ handle, account: accountId }) as InboundSubscriptionRow | undefined;
+      return subscriptionRow(s.subscriptionByHandle.get({ handle, account: accountId }));
     },
 
     /** The subscription a domain row points at (the foreign key guarantees it exists). */
     subscriptionOf(subscriptionId: number): InboundSubscriptionRow {
-      return s.subscriptionById.get(subscriptionId) as InboundSubscriptionRow;
+      return subscriptionRow(s.subscriptionById.get(subscriptionId)) as InboundSubscriptionRow;
     },
 
     /** Operator: creates a plan (accountId null: offered to every account). Throws on a duplicate handle. */
     createSubscription(input: NewSubscription): InboundSubscriptionRow {
-      return s.insertSubscription.get({
+      return subscriptionRow(s.insertSubscription.get({
         handle: input.handle,
         plan_handle: input.planHandle,
         plan_name: input.planName,
@@ -46,7 +53,7 @@ export function createInboundSubscriptionStore(db: Db) {
         active: input.active ? 1 : 0,
         limits: JSON.stringify(input.limits),
         now: input.now,
-      }) as InboundSubscriptionRow;
+      })) as InboundSubscriptionRow;
     },
   };
 }

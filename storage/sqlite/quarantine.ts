@@ -4,13 +4,13 @@ import { QUARANTINE_LEASE_MS, type NewQuarantined, type QuarantineFilter, type Q
 import { quarantinedBody, type Bodies } from './bodies.js';
 import type { Db } from './database.js';
 
-/** A quarantine table row: the port's row plus where its body is. */
-type QuarantineTableRow = QuarantineRow & { body_ref: string | null };
+/** A quarantine table row: the port's row, its JSON columns as text, plus where its body is. */
+type QuarantineTableRow = Omit<QuarantineRow, 'rcpt_to' | 'verdicts'> & { rcpt_to: string; verdicts: string; body_ref: string | null };
 
-/** The port's row of a table row (body_ref stays inside storage). */
+/** The port's row of a table row: JSON parsed, body_ref kept inside storage. */
 function toRow(r: QuarantineTableRow): QuarantineRow {
-  const { body_ref: _ref, ...row } = r;
-  return row;
+  const { body_ref: _ref, rcpt_to, verdicts, ...row } = r;
+  return { ...row, rcpt_to: JSON.parse(rcpt_to) as string[], verdicts: JSON.parse(verdicts) as unknown[] };
 }
 
 /** The repository's claim: the port's ClaimResult with the body's reference, which the store turns into a source. */
@@ -141,7 +141,7 @@ export function createQuarantineStore(db: Db, bodies: Bodies, opts: { leaseMs?: 
       return db.transaction((): RepoClaim => {
         const row = s.claim.get({ id, account: accountId, now, stale: now - leaseMs }) as QuarantineTableRow | undefined;
         if (!row) {
-          const existing = s.find.get({ id, account: accountId }) as QuarantineRow | undefined;
+          const existing = s.find.get({ id, account: accountId }) as QuarantineTableRow | undefined;
           if (!existing) return { ok: false, reason: 'not-found' };
           return { ok: false, reason: existing.released_at !== null ? 'released' : 'in-progress' };
         }

@@ -205,7 +205,7 @@ t.test('GTUBE under quarantine: 250, kept with its verdicts, not relayed', async
   const page = await quarantine.list({ accountId, limit: 10, offset: 0 }, clock.now());
   t.equal(page.total, 1);
   const row = page.rows[0]!;
-  t.same(JSON.parse(row.rcpt_to), ['bob@corp.test']);
+  t.same(row.rcpt_to, ['bob@corp.test']);
   t.equal(row.domain, 'corp.test');
   t.equal(row.queue_id, 'QID1');
   t.equal(row.subject, 'Quarterly numbers');
@@ -213,7 +213,7 @@ t.test('GTUBE under quarantine: 250, kept with its verdicts, not relayed', async
   t.equal(row.reason, 'abuse-policy-quarantine');
   t.equal(row.expires_at, clock.now() + 30 * 86_400_000);
   t.ok(row.score >= 1000);
-  const verdicts = JSON.parse(row.verdicts) as { step: string; verdict: string }[];
+  const verdicts = row.verdicts as { step: string; verdict: string }[];
   t.same(verdicts.map((v) => v.step), ['lists', 'auth', 'spam', 'policy']);
   t.match(unfold(headerBlock(await readSource((await quarantine.body(accountId, row.id))!))), new RegExp(`^Authentication-Results: ${HOST.replace(/\./g, '\\.')};.*dkim=pass`));
 });
@@ -335,7 +335,7 @@ t.test('rspamd verdict: action reject makes a clean-looking message spam (quaran
   t.equal(relayed.length, 0);
   const row = (await quarantine.list({ accountId, limit: 1, offset: 0 }, 0)).rows[0]!;
   t.equal(row.score, 0, 'our own score: rspamd judges on its own scale');
-  t.match(JSON.parse(row.verdicts), [{}, {}, { step: 'spam', verdict: 'spam', reason: 'rspamd-action', rspamd: { action: 'reject', score: 16, requiredScore: 15, symbols: ['BAYES_SPAM'] } }, {}]);
+  t.match(row.verdicts, [{}, {}, { step: 'spam', verdict: 'spam', reason: 'rspamd-action', rspamd: { action: 'reject', score: 16, requiredScore: 15, symbols: ['BAYES_SPAM'] } }, {}]);
 });
 
 t.test('rspamd as rspamd means it: no action under its own thresholds is not spam whatever its score; soft reject defers', async (t) => {

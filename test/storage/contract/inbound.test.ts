@@ -190,7 +190,7 @@ contract('updateSections: lists replaced or cleared, absent ones kept, settings 
   const after = await details();
   t.same(after.admins, [], 'an empty list clears');
   t.same(after.aliases, ['al.test'], 'an absent list stays');
-  t.match(after.row, { abuse_policy: 'quarantine', abuse_policy_override: 1, spam_header_name: 'X-Junk', updated_at: 6 }, 'settings field by field');
+  t.match(after.row, { abuse_policy: 'quarantine', abuse_policy_override: true, spam_header_name: 'X-Junk', updated_at: 6 }, 'settings field by field');
 });
 
 contract('listDomains: by name, only what the key may see, filtered, paged, with the total of every match', async (t, { store }) => {
