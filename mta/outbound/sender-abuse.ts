@@ -180,11 +180,9 @@ export function createSenderAbuse(deps: SenderAbuseDeps) {
       }
       if (!c) return { ok: false, reason: 'not-found' };
       const now = deps.now();
-      const used = await deps.store.countDelistings(c.accountId, c.senderId, 'api', now - DELIST_WINDOW_MS);
-      if (used >= deps.config.abuse.delistPerDay) {
-        return { ok: false, reason: 'rate-limited', senderId: c.senderId, used };
-      }
-      if (!(await deps.store.lift(c.accountId, c.senderId, 'api', now))) return { ok: false, reason: 'not-found' };
+      // The count and the lift in one unit: the daily limit holds across nodes answering at once (issue 33).
+      const done = await deps.store.delist(c.accountId, c.senderId, now, { max: deps.config.abuse.delistPerDay, since: now - DELIST_WINDOW_MS });
+      if (!done.ok) return done.reason === 'rate-limited' ? { ok: false, reason: 'rate-limited', senderId: c.senderId, used: done.used } : { ok: false, reason: 'not-found' };
       log.info({ accountId: c.accountId, senderId: c.senderId }, 'sender identity delisted');
       return { ok: true, ...c };
     },

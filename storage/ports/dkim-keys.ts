@@ -23,6 +23,16 @@ export interface DkimKeyRow {
 export const DKIM_GRACE_MS = 3 * 86_400_000;
 export const DKIM_RETIRE_MS = 14 * 86_400_000;
 
+/**
+ * The timers a status change leaves on `row`: `rotated` starts the grace and retirement timers from `now`; any other
+ * status keeps the row's own (both backends write what this returns).
+ */
+export function statusTimers(row: DkimKeyRow, status: DkimStatus, now: number): { grace: number | null; retires: number | null } {
+  return status === 'rotated'
+    ? { grace: now + DKIM_GRACE_MS, retires: now + DKIM_RETIRE_MS }
+    : { grace: row.grace_period_expires_at, retires: row.retires_at };
+}
+
 /** DKIM keys one account holds (every domain and status) unless told otherwise (accounts.max_dkim_keys). */
 export const DEFAULT_MAX_DKIM_KEYS = 1000;
 

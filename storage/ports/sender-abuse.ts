@@ -15,6 +15,17 @@ export interface SenderBlockRow {
   lifted_by: DelistVia | null;
 }
 
+/** What an API delisting did: lifted, nothing to lift, or refused by the daily limit (`used` delistings so far). */
+export type DelistResult = { ok: true } | { ok: false; reason: 'not-blocked' } | { ok: false; reason: 'rate-limited'; used: number };
+
+/**
+ * The LIKE pattern (escape character `\`) of the sender identities whose user is `sender`: `%|x-authuser|<sender>`,
+ * lower-cased, its wildcards escaped (both backends match it case-insensitively for ASCII).
+ */
+export function userLikePattern(sender: string): string {
+  return `%|x-authuser|${sender.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}`;
+}
+
 /** Scan policies, strikes, blocks and delistings. Every method scopes by account id. */
 export interface SenderAbuseStore {
   /** The account's own scan policy, or undefined when it follows its parent / `filters.outbound_policy`. */
@@ -34,6 +45,12 @@ export interface SenderAbuseStore {
    * records the delisting, in one unit; false when it was not blocked.
    */
   lift(accountId: number, senderId: string, via: DelistVia, at: number): Promise<boolean>;
+  /**
+   * The API's delisting (POST /outbound/v1/remediation) in one unit: lifts the active block as `lift` does via 'api',
+   * unless the identity was already delisted via 'api' `limit.max` times at or after `limit.since`. The count and the
+   * lift are one unit, so concurrent requests on several nodes never exceed the limit between them.
+   */
+  delist(accountId: number, senderId: string, at: number, limit: { max: number; since: number }): Promise<DelistResult>;
   /** Delistings of the identity made `via` at or after `since`. */
   countDelistings(accountId: number, senderId: string, via: DelistVia, since: number): Promise<number>;
   /** Active blocks of the accounts, newest first (few: one per blocked identity). */

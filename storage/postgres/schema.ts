@@ -3,6 +3,9 @@ import { ACCOUNTS_SCHEMA } from './schema/accounts.js';
 import { OUTBOX_EVENTS_SCHEMA, OUTBOX_SCHEMA } from './schema/outbox.js';
 import { INBOUND_SCHEMA } from './schema/inbound.js';
 import { QUARANTINE_SCHEMA } from './schema/quarantine.js';
+import { DKIM_TRACKING_DOMAINS_SCHEMA } from './schema/dkim-tracking-domains.js';
+import { FILTERING_MEMORY_SCHEMA } from './schema/filtering-memory.js';
+import { SENDER_ABUSE_SCHEMA } from './schema/sender-abuse.js';
 import { SUPPRESSIONS_SCHEMA } from './schema/suppressions.js';
 import { METRICS_SCHEMA } from './schema/metrics.js';
 import { QUEUE_SCHEMA } from './schema/queue.js';
@@ -22,4 +25,7 @@ export const SCHEMA_PARTS: readonly string[] = [
   OUTBOX_EVENTS_SCHEMA,
   INBOUND_SCHEMA,
   QUARANTINE_SCHEMA,
+  DKIM_TRACKING_DOMAINS_SCHEMA,
+  SENDER_ABUSE_SCHEMA,
+  FILTERING_MEMORY_SCHEMA,
 ];

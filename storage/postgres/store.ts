@@ -21,6 +21,11 @@ import { createPgSettingStore } from './settings.js';
 import { createPgSuppressionStore } from './suppressions.js';
 import { createPgTrackingStore } from './tracking.js';
 import { createPgWebhookStore } from './webhooks.js';
+import { createPgBayesStore } from './bayes.js';
+import { createPgDkimKeyStore } from './dkim-keys.js';
+import { createPgGreylistStore } from './greylist.js';
+import { createPgSenderAbuseStore } from './sender-abuse.js';
+import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgHealthStore, trackPgWrites } from './write-health.js';
 
 export interface PostgresStoreOptions {
@@ -64,9 +69,7 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'smtpLog',
-  'dkimKeys', 'trackingDomains', 'senderAbuse',
-  'bayes', 'greylist', 'retention',
+  'smtpLog', 'retention',
 ];
 
 /**
@@ -96,6 +99,11 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const ports = {
     settings: createPgSettingStore(pg),
     accounts: createPgAccountStore(pg),
+    dkimKeys: createPgDkimKeyStore(pg),
+    trackingDomains: createPgTrackingDomainStore(pg),
+    senderAbuse: createPgSenderAbuseStore(pg),
+    bayes: createPgBayesStore(pg),
+    greylist: createPgGreylistStore(pg),
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),

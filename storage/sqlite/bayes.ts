@@ -1,20 +1,9 @@
 // Owns the SQLite implementation of the classifier's models (storage/ports/bayes.ts): bayes_models, bayes_tokens,
 // bayes_learned (migration 16; seen_at, the token count and the expiry indexes: migration 20).
-import crypto from 'node:crypto';
+import { EXCESS_PER_LEARN, tokenHash } from '../bayes-tokens.js';
 import type { Db } from './database.js';
 import { direct, type Sync } from './sync-repo.js';
 import { DEFAULT_MAX_TOKENS, type BayesCounts, type BayesModelStats, type BayesScope, type BayesStore, type BayesTotals, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
-
-/**
- * A token as stored: the first 48 bits of its MD5, a safe JavaScript integer. Message words are not kept as text
- * (privacy); a collision among 2^48 values costs one token's counts being shared, as rspamd's 64-bit hashes accept.
- */
-export function tokenHash(token: string): number {
-  return crypto.hash('md5', token, 'buffer').readUIntBE(0, 6);
-}
-
-/** Tokens beyond those a learn added that it forgets at most, while a model is over a cap lowered since. */
-const EXCESS_PER_LEARN = 5000;
 
 /** The classifier's models in the SQLite database `db`, called directly on it (tests, benches). */
 export function createSqliteBayesStore(db: Db): BayesStore {

@@ -1,5 +1,5 @@
 // Owns the dkim_keys table: per-account RSA keys per domain and selector, their status and rotation timers.
-import { DEFAULT_MAX_DKIM_KEYS, DKIM_GRACE_MS, DKIM_RETIRE_MS, type DkimKeyRow, type DkimStatus } from '../ports/dkim-keys.js';
+import { DEFAULT_MAX_DKIM_KEYS, statusTimers, type DkimKeyRow, type DkimStatus } from '../ports/dkim-keys.js';
 import type { Db } from './database.js';
 
 export function createDkimKeyStore(db: Db) {
@@ -44,14 +44,7 @@ export function createDkimKeyStore(db: Db) {
   };
 
   function setStatus(row: DkimKeyRow, status: DkimStatus, now: number): DkimKeyRow {
-    const rotated = status === 'rotated';
-    return s.setStatus.get({
-      id: row.id,
-      status,
-      now,
-      grace: rotated ? now + DKIM_GRACE_MS : row.grace_period_expires_at,
-      retires: rotated ? now + DKIM_RETIRE_MS : row.retires_at,
-    }) as DkimKeyRow;
+    return s.setStatus.get({ id: row.id, status, now, ...statusTimers(row, status, now) }) as DkimKeyRow;
   }
 
   return {

@@ -1,5 +1,5 @@
 // Owns the account_scan_policies, sender_strikes, sender_blocks and sender_delistings tables (outbound abuse control).
-import type { DelistVia, SenderBlockRow, StrikeKind } from '../ports/sender-abuse.js';
+import { userLikePattern, type DelistResult, type DelistVia, type SenderBlockRow, type StrikeKind } from '../ports/sender-abuse.js';
 import type { ScanPolicy } from '../../config/keys.js';
 import type { Db } from './database.js';
 
@@ -48,6 +48,14 @@ export function createSenderAbuseStore(db: Db) {
     pruneDelistings: db.prepare('DELETE FROM sender_delistings WHERE id IN (SELECT id FROM sender_delistings WHERE at < ? LIMIT ?)'),
   };
 
+  /** Lifts, forgives and records the delisting; false when it was not blocked. Inside the caller's transaction. */
+  function lifted(accountId: number, senderId: string, via: DelistVia, at: number): boolean {
+    if (s.lift.run(at, via, accountId, senderId).changes === 0) return false;
+    s.forgive.run(accountId, senderId);
+    s.insertDelisting.run(accountId, senderId, via, at);
+    return true;
+  }
+
   return {
     /** The account's own scan policy, or undefined when it follows its parent / `filters.outbound_policy`. */
     scanPolicy(accountId: number): ScanPolicy | undefined {
@@ -81,11 +89,19 @@ export function createSenderAbuseStore(db: Db) {
      * records the delisting, in one transaction; false when it was not blocked.
      */
     lift(accountId: number, senderId: string, via: DelistVia, at: number): boolean {
-      return db.transaction(() => {
-        if (s.lift.run(at, via, accountId, senderId).changes === 0) return false;
-        s.forgive.run(accountId, senderId);
-        s.insertDelisting.run(accountId, senderId, via, at);
-        return true;
+      return db.transaction(() => lifted(accountId, senderId, via, at)).immediate();
+    },
+    /**
+     * The API's delisting: lifts as `lift` via 'api' unless `limit.max` API delistings were made since `limit.since`,
+     * in one transaction (the write lock is held from the count to the lift).
+     */
+    delist(accountId: number, senderId: string, at: number, limit: { max: number; since: number }): DelistResult {
+      return db.transaction((): DelistResult => {
+        const block = s.block.get(accountId, senderId) as SenderBlockRow | undefined;
+        if (!block || block.lifted_at !== null) return { ok: false, reason: 'not-blocked' };
+        const used = s.countDelistings.get(accountId, senderId, 'api', limit.since) as number;
+        if (used >= limit.max) return { ok: false, reason: 'rate-limited', used };
+        return lifted(accountId, senderId, 'api', at) ? { ok: true } : { ok: false, reason: 'not-blocked' };
       }).immediate();
     },
     /** Delistings of the identity made `via` at or after `since`. */
@@ -102,7 +118,7 @@ export function createSenderAbuseStore(db: Db) {
      * ignored), the identity itself, or the identity whose user is that address.
      */
     activeBlocksFor(accountIds: readonly number[], sender: string): SenderBlockRow[] {
-      const like = `%|x-authuser|${sender.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}`;
+      const like = userLikePattern(sender);
       return accountIds.flatMap((id) => s.byEnvelope.all(id, sender, sender, like) as SenderBlockRow[]);
     },
     /** Blocks for `sluice senders list`: one account or all, active only unless `all`. */

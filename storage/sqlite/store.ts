@@ -238,7 +238,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     }),
     senderAbuse: port(createSenderAbuseStore(db), b, {
       reads: ['scanPolicy', 'countStrikes', 'findBlock', 'countDelistings', 'activeBlocks', 'activeBlocksFor', 'listBlocks'],
-      writes: ['setScanPolicy', 'insertStrike', 'insertBlock', 'lift', 'prune'],
+      writes: ['setScanPolicy', 'insertStrike', 'insertBlock', 'lift', 'delist', 'prune'],
     }),
     inboundDomains: port(inboundDomainsRepo, b, {
       reads: ['findServedDomain', 'findDomain', 'findDomainById', 'findAlias', 'listDomains', 'details', 'remainingOnSubscription', 'listDownstreams', 'listSubscriptions', 'findSubscription'],

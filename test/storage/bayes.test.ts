@@ -2,7 +2,8 @@
 // stored as hashes, never as text. The port's behaviour is held for every backend in contract/bayes.test.ts.
 import t from 'tap';
 import { openDatabase } from '../../storage/sqlite/database.js';
-import { createSqliteBayesStore, tokenHash } from '../../storage/sqlite/bayes.js';
+import { tokenHash } from '../../storage/bayes-tokens.js';
+import { createSqliteBayesStore } from '../../storage/sqlite/bayes.js';
 import { tempDir } from '../helpers/stack.js';
 
 t.test('tokens are stored as hashes, never as text', async (t) => {

@@ -200,6 +200,30 @@ contract('sender abuse: strikes counted from `since`, one active block, lifting 
   t.match(await sa.findBlock(a, id), { reason: 'relapse', blocked_at: 700, lifted_at: null });
 });
 
+contract('sender abuse: an API delisting counts and lifts in one unit; past the daily limit it lifts nothing', async (t, { store, reopen }) => {
+  const a = await account(store, 'alpha');
+  const sa = store.senderAbuse;
+  const id = 'alpha|x-authuser|bob@alpha.test';
+  const block = (at: number) => sa.insertBlock({ accountId: a, senderId: id, envelopeSender: 'bob@alpha.test', messageId: `m${at}`, reason: 'r', at });
+  const max2 = (since: number) => ({ max: 2, since });
+  t.same(await sa.delist(a, id, 10, max2(0)), { ok: false, reason: 'not-blocked' }, 'never blocked');
+  await sa.insertStrike(a, id, 'suspect', 's1', 90);
+  await block(100);
+  t.same(await sa.delist(a, id, 110, max2(0)), { ok: true });
+  t.match(await sa.findBlock(a, id), { lifted_at: 110, lifted_by: 'api' });
+  t.same(await sa.countStrikes(a, id, 0), { confirmed: 0, suspect: 0 }, 'forgiven, as by lift');
+  t.same(await sa.delist(a, id, 120, max2(0)), { ok: false, reason: 'not-blocked' }, 'lifted already');
+  await block(200);
+  t.equal(await sa.lift(a, id, 'operator', 210), true);
+  await block(300);
+  t.same(await (await reopen()).senderAbuse.delist(a, id, 310, max2(0)), { ok: true }, 'the operator\'s delisting does not count; another process\'s does');
+  await block(400);
+  t.same(await sa.delist(a, id, 410, max2(0)), { ok: false, reason: 'rate-limited', used: 2 });
+  t.match(await sa.findBlock(a, id), { blocked_at: 400, lifted_at: null }, 'the refused delisting lifted nothing');
+  t.equal(await sa.countDelistings(a, id, 'api', 0), 2, 'nor recorded one');
+  t.same(await sa.delist(a, id, 420, max2(111)), { ok: true }, 'a window that starts after the first: one used');
+});
+
 contract('sender abuse: active blocks newest first, found by envelope sender, identity or its user; listing; pruning', async (t, { store }) => {
   const a = await account(store, 'alpha');
   const b = await account(store, 'bravo');
