@@ -1,7 +1,8 @@
 // Holds, on every backend, that the per-account bounds of the Accounts and Suppressions ports hold when two processes
-// (two nodes on one database) write at once: sub-accounts, handles, keys, passwords and suppressions counted under one lock.
+// (two nodes on one database) write at once: sub-accounts, handles, keys, passwords and suppressions counted under one
+// lock, and the usage counter upserted without a lost unit.
 import { CREDENTIAL_LIMIT } from '../../../storage/ports/accounts.js';
-import { account, contract } from './backends.js';
+import { account, contract, message } from './backends.js';
 
 /** How many of `results` succeeded and how many were refused for each reason. */
 function tally(results: ({ ok: true } | { ok: false; reason: string })[]): Record<string, number> {
@@ -54,4 +55,17 @@ contract('account races: suppressions added from two nodes at once never pass ma
   const bounces = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? store : other).suppressions.addFromEvent(acct, `b${i}@x.test`, 'hard_bounce', null, 2_000 + i, total)));
   t.same(bounces, Array(6).fill(true), 'never refused');
   t.equal(await count(), total, 'each replaced one: the list did not grow');
+});
+
+contract('account races: usage counted by accepts on two nodes at once loses no unit', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const other = await reopen();
+  const accept = async (i: number) => {
+    const view = i % 2 === 0 ? store : other;
+    const rec = await message(view, acct, [`r${i}@dest.test`], 1_000 + i);
+    return view.queue.accept([{ ...rec, usage: { accountId: acct, period: '2026-11' } }]);
+  };
+  await Promise.all(Array.from({ length: 20 }, (_, i) => accept(i)));
+  t.equal(await store.accounts.usage(acct, '2026-11'), 20, 'every accept counted once');
+  t.equal(await other.accounts.usage(acct, '2026-10'), 0, 'per period');
 });
