@@ -28,6 +28,7 @@ import { createPgTrackingStore } from './tracking.js';
 import { createPgWebhookStore } from './webhooks.js';
 import { createPgRetentionStore } from './retention.js';
 import { createPgSmtpLogStore } from './smtp-log.js';
+import { createPgSuppressionStore } from './suppressions.js';
 import { createPgHealthStore, trackPgWrites } from './write-health.js';
 
 export interface PostgresStoreOptions {
@@ -71,7 +72,6 @@ function missing<T extends object>(name: string): T {
 
 /** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
 export const MISSING_PORTS: readonly string[] = [
-  'suppressions',
 ];
 
 /**
@@ -128,6 +128,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),
+    suppressions: createPgSuppressionStore(pg, createPgEventWriter()),
     queue: { ...queue, changes: createPgQueueChanges(pg, node, closing.signal, queue.nextDueAt) },
     queueViews: createPgQueueViews(pg, node),
     bodies: { write: bodies.write, open: bodies.open, release: bodies.release, sweep: bodies.sweep },

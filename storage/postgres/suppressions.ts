@@ -1,11 +1,8 @@
 // Owns the suppressions table on PostgreSQL (the Suppressions port), and the system add the queue's record reuses.
-import type { NewEvent } from '../ports/events.js';
 import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression, normaliseRecipient, type NewSuppression, type SuppressionRow, type SuppressionStore } from '../ports/suppressions.js';
 import { lockAccounts } from './account-lock.js';
 import type { Pg, Query } from './database.js';
-
-/** Appends an event (with its roll-ups) inside the caller's transaction: the Events area's writer. */
-export type AppendEvent = (q: Query, e: NewEvent) => Promise<void>;
+import type { PgEventWriter } from './events.js';
 
 /** Inserts `e` unless its account already has that recipient and source; true when it was inserted. */
 async function insertOne(q: Query, e: NewSuppression, now: number): Promise<boolean> {
@@ -48,8 +45,8 @@ class Refused extends Error {
   }
 }
 
-/** The Suppressions port on PostgreSQL; `appendEvent` writes an unsubscription's event in the same unit. */
-export function createPgSuppressionStore(pg: Pg, appendEvent: AppendEvent): SuppressionStore {
+/** The Suppressions port on PostgreSQL; `events` appends an unsubscription's event (and roll-ups) in the same unit. */
+export function createPgSuppressionStore(pg: Pg, events: PgEventWriter): SuppressionStore {
   return {
     async insertMany(entries, now, maxPerAccount = DEFAULT_MAX_SUPPRESSIONS) {
       try {
@@ -81,7 +78,7 @@ export function createPgSuppressionStore(pg: Pg, appendEvent: AppendEvent): Supp
     unsubscribe(u) {
       return pg.tx(async (q) => {
         const added = await insertSystemSuppression(q, eventSuppression(u.accountId, u.recipient, u.source, null), u.now, u.maxPerAccount ?? DEFAULT_MAX_SUPPRESSIONS);
-        if (added) await appendEvent(q, u.event);
+        if (added) await events.append(q, u.event);
         return added;
       });
     },
