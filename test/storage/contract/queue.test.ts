@@ -102,3 +102,29 @@ contract('the fast path: accept may write deliveries already leased, fenced like
   const [taken] = (await w2.queue.claim('w2', LEASE, LEASE, 10)).deliveries;
   t.match(taken, { id: l!.id, lease_token: 2 }, 'taken over once it expired');
 });
+
+contract('nodes claiming at once never lease one delivery twice, fresh or taken over after expiry', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const nodes = [store, await reopen(), await reopen()];
+  const rcpts = Array.from({ length: 60 }, (_, i) => `r${i}@one.test`);
+  await store.queue.accept([await message(store, acct, rcpts.slice(0, 30), 0), await message(store, acct, rcpts.slice(30), 0)]);
+  /** Every node claims `rounds` times at once, 7 at a time; returns each claimed delivery's ids and tokens. */
+  const race = async (now: number, rounds: number) => {
+    const got: { id: number; token: number; owner: string }[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const batches = await Promise.all(nodes.map((n, i) => n.queue.claim(`w${i}`, now, LEASE, 7)));
+      for (const b of batches) for (const d of b.deliveries) got.push({ id: d.id, token: d.lease_token, owner: d.locked_by! });
+    }
+    return got;
+  };
+  const first = await race(1_000, 4);
+  t.equal(first.length, 60, 'every delivery claimed');
+  t.equal(new Set(first.map((d) => d.id)).size, 60, 'each by one node only');
+  t.ok(first.every((d) => d.token === 1), 'one claim each: token 1');
+  const again = await race(1_000 + LEASE, 4);
+  t.equal(again.length, 60, 'every expired lease taken over');
+  t.equal(new Set(again.map((d) => d.id)).size, 60, 'each by one node only');
+  t.ok(again.every((d) => d.token === 2), 'one takeover each: token 2');
+  const byId = new Map(again.map((d) => [d.id, d]));
+  for (const d of first.slice(0, 5)) t.match(await store.queue.findDelivery(d.id), { locked_by: byId.get(d.id)!.owner, lease_token: 2, attempts: 2 });
+});
