@@ -10,10 +10,12 @@ const LEASE = 60_000;
 contract('accept stores the message, its deliveries and its body in one unit; claim reads them back', async (t, { store }) => {
   const acct = await account(store, 'acme');
   const rec = await message(store, acct, ['a@one.test', 'b@two.test'], 10_000);
-  const [ids] = await store.queue.accept([rec]);
+  const verdicts = [{ step: 'outbound-scan', action: 'send', spam: { score: 1.5 } }];
+  const [ids] = await store.queue.accept([{ ...rec, message: { ...rec.message, verdicts, transactional: false } }]);
   t.equal(ids!.deliveryIds.length, 2);
   const m = await store.queue.findMessage(ids!.messageRowId);
   t.equal(m?.message_id, '10000@sender.test');
+  t.same([m?.verdicts, m?.transactional], [verdicts, false], 'verdicts parsed, the flag a boolean');
   t.equal(await text((await store.bodies.open(m!.body!)) as Readable), `From: a@sender.test\r\nTo: a@one.test, b@two.test\r\nSubject: contract\r\n\r\nbody 10000\r\n`);
   t.same((await store.queue.deliveriesOf(ids!.messageRowId)).map((d) => [d.rcpt, d.state, d.attempts, d.lease_token]), [
     ['a@one.test', 'queued', 0, 0],
