@@ -130,3 +130,21 @@ contract('nodes claiming at once never lease one delivery twice, fresh or taken 
   const byId = new Map(again.map((d) => [d.id, d]));
   for (const d of first.slice(0, 5)) t.match(await store.queue.findDelivery(d.id), { locked_by: byId.get(d.id)!.owner, lease_token: 2, attempts: 2 });
 });
+
+contract('changes() reports another node\'s accept, which its worker would otherwise not hear of', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const other = await reopen();
+  const stop = new AbortController();
+  // The store's own poll timer does not hold the process open (a server's listeners do): this handle stands in.
+  const alive = setInterval(() => {}, 60_000);
+  t.teardown(() => {
+    stop.abort();
+    clearInterval(alive);
+  });
+  const seen = store.queue.changes(stop.signal)[Symbol.asyncIterator]();
+  const next = seen.next();
+  await other.queue.accept([await message(other, acct, ['a@one.test'], 0)]);
+  t.same(await next, { value: undefined, done: false }, 'woken');
+  stop.abort();
+  t.same(await seen.next(), { value: undefined, done: true }, 'ends when its signal aborts');
+});
