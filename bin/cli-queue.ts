@@ -151,7 +151,7 @@ export async function queueCommand(
         ...withoutBody(message),
         created_at: iso(message.created_at),
         expires_at: iso(message.expires_at),
-        verdicts: message.verdicts === null ? null : JSON.parse(message.verdicts),
+        verdicts: message.verdicts,
       },
       attempts: attempts.map((a) => ({ ...a, at: iso(a.at) })),
     };

@@ -83,7 +83,7 @@ ${table(
   attempts.map((a) => [when(a.at), html`<span class="state-${a.outcome === 'deferred' ? 'queued' : a.outcome}">${a.outcome}</span>`, a.host ?? '', a.command ?? '', a.code ?? '', a.status ?? '', a.response]),
   'No attempt yet.',
 )}
-${m.verdicts ? html`<h2>Inbound verdicts</h2><pre>${JSON.stringify(JSON.parse(m.verdicts), null, 2)}</pre>` : ''}`,
+${m.verdicts ? html`<h2>Inbound verdicts</h2><pre>${JSON.stringify(m.verdicts, null, 2)}</pre>` : ''}`,
   };
 }
 

@@ -24,7 +24,7 @@ export function createInboundRelay(deps: { queue: Pick<Queue, 'accept'>; hostnam
         mailFrom: msg.mailFrom,
         body,
         recipients: msg.rcptTo,
-        verdicts: JSON.stringify(msg.verdicts),
+        verdicts: msg.verdicts,
       },
     ]);
   };

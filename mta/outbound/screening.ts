@@ -42,7 +42,7 @@ export function contentRefusal(v: OutboundScanVerdict): Refusal | undefined {
 
 /** The scan part of an accepted-message record: dispositions for the log rows, the verdict as stored JSON. */
 export function scanRecord(v: OutboundScanVerdict): NonNullable<AcceptedOutbound['scan']> {
-  return { spam: v.spam.disposition, virus: v.virus.disposition, verdicts: JSON.stringify([v]) };
+  return { spam: v.spam.disposition, virus: v.virus.disposition, verdicts: [v] };
 }
 
 /** The active block of the first blocked identity among `senderIds` of `account`, if any. */

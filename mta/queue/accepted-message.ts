@@ -41,7 +41,7 @@ export type AcceptedOutbound = Omit<NewMessage, DoorFields> &
       tokens?: Pick<NewTrackedMessage, 'key' | 'links' | 'clickHost' | 'openHost' | 'custom'>;
     };
     /** The outbound scan: its grades go into every log row of the message, its verdict record (JSON) with it. */
-    scan?: { spam: SpamDisposition; virus: VirusDisposition; verdicts: string };
+    scan?: { spam: SpamDisposition; virus: VirusDisposition; verdicts: readonly unknown[] };
     /**
      * The message was refused (CONFIRMED spam or virus, a blocked sender identity): it is recorded so the log search
      * finds the attempt — each recipient a `dropped` delivery whose log row carries the refusal — and nothing else
@@ -57,8 +57,8 @@ export type AcceptedOutbound = Omit<NewMessage, DoorFields> &
 export type AcceptedRelay = Envelope &
   Pick<NewMessage, 'mailFrom'> & {
     kind: 'relay';
-    /** JSON of the inbound filtering verdicts. */
-    verdicts: string;
+    /** The inbound filtering verdicts. */
+    verdicts: readonly unknown[];
   };
 
 /** An RFC 3464 delivery status notification Sluice sends itself (mta/queue/bounce-dsn.ts): no account, no events. */

@@ -33,8 +33,8 @@ export interface MessageRow {
   sender_id: string | null;
   created_at: number;
   expires_at: number;
-  /** JSON array of the filtering verdicts: inbound steps (relayed mail), the outbound scan (sent mail). */
-  verdicts: string | null;
+  /** The filtering verdicts: inbound steps (relayed mail), the outbound scan (sent mail). */
+  verdicts: unknown[] | null;
   /** TRACK_* bits (storage/ports/tracking.ts): open pixel, tracked links, List-Unsubscribe. */
   tracking: number;
   /** The body (the Bodies port opens it); null when none is kept (a refused message, or pruned by retention). */
@@ -86,8 +86,8 @@ export interface NewMessage {
   senderId: string | null;
   createdAt: number;
   expiresAt: number;
-  /** JSON array of the filtering verdicts. */
-  verdicts: string | null;
+  /** The filtering verdicts (stored as JSON). */
+  verdicts: readonly unknown[] | null;
   /** TRACK_* bits. */
   tracking: number;
 }

@@ -10,8 +10,9 @@ export const QUEUE_CHANNEL = 'sluice_queue';
 /**
  * `changes()` for the node `node`: yields when another node's unit committed to the queue (its NOTIFY, on a
  * connection of its own outside the pool, so a busy pool never delays it), and, every FOREIGN_COMMIT_POLL_MS, when
- * the earliest due time moved (the floor: CockroachDB and kin have no NOTIFY, and a notification sent while the
- * listening connection was down is lost). This node's own notifications are ignored.
+ * the earliest due time moved (the floor: CockroachDB and kin have no NOTIFY). Each time it starts listening (at the
+ * first read, after a lost connection) it yields once: what committed before was not heard. This node's own
+ * notifications are ignored.
  */
 export function createPgQueueChanges(db: Pg, node: string, closing: AbortSignal, nextDueAt: () => Promise<number | undefined>): QueueStore['changes'] {
   return async function* changes(signal: AbortSignal): AsyncGenerator<void> {
@@ -41,11 +42,18 @@ export function createPgQueueChanges(db: Pg, node: string, closing: AbortSignal,
       }
     }
     try {
-      // Listening before the first read of the due time: a commit between the two is heard or seen.
-      await listen();
-      let lastDue = await nextDueAt().catch(() => undefined);
+      let lastDue: number | undefined;
       while (!both.aborted) {
-        if (!client) await listen();
+        if (!client) {
+          // Whatever was committed while nobody listened (before the first LISTEN, or while the connection was
+          // down) was not heard: report once when listening (again), which costs the worker one empty claim at most.
+          await listen();
+          lastDue = await nextDueAt().catch(() => lastDue);
+          if (client && !both.aborted) {
+            yield;
+            continue;
+          }
+        }
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);

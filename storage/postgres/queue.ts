@@ -14,12 +14,12 @@ import { insertSystemSuppression } from './suppressions.js';
 import { bumpUsage, insertLogRow, insertTracked, markTrackedDelivered, updateLogAttempt } from './unit-writes.js';
 
 /** A messages row as PostgreSQL returns it: the port's MessageRow with body_ref instead of the body reference. */
-type MessageTableRow = Omit<MessageRow, 'body' | 'verdicts'> & { body_ref: string | null; verdicts: unknown };
+type MessageTableRow = Omit<MessageRow, 'body'> & { body_ref: string | null };
 
 /** The port's message record of a stored row. */
 export function toPgMessage(row: MessageTableRow): MessageRow {
   const { body_ref: _ref, ...rest } = row;
-  return { ...rest, verdicts: row.verdicts === null ? null : JSON.stringify(row.verdicts), body: pgStoredBody(row) };
+  return { ...rest, body: pgStoredBody(row) };
 }
 
 /** Parameters of a set of leases, as arrays for `unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, token)`. */
@@ -49,7 +49,9 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`,
       [
         m.accountId, m.kind, m.sendRequestId, m.messageId, m.mailFrom, m.fromEmail, m.subject, m.campaignId, m.transactional,
-        m.size, m.auth, m.upstream, m.upstreamHostname, m.senderId, m.createdAt, m.expiresAt, m.verdicts, m.tracking,
+        m.size, m.auth, m.upstream, m.upstreamHostname, m.senderId, m.createdAt, m.expiresAt,
+        // As JSON text: pg would send a JavaScript array as a PostgreSQL array.
+        m.verdicts === null ? null : JSON.stringify(m.verdicts), m.tracking,
       ],
     );
     const messageRowId = msg!.id;

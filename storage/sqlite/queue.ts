@@ -14,13 +14,18 @@ import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
 import { createTrackingStore } from './tracking.js';
 
-/** A messages row as SQLite returns it: body_ref instead of the body reference, the flag as 0/1. */
-type MessageTableRow = Omit<MessageRow, 'body' | 'transactional'> & { body_ref: string | null; transactional: number };
+/** A messages row as SQLite returns it: body_ref instead of the body reference, the flag as 0/1, verdicts as JSON. */
+type MessageTableRow = Omit<MessageRow, 'body' | 'transactional' | 'verdicts'> & { body_ref: string | null; transactional: number; verdicts: string | null };
 
 /** The port's message record of a stored row. */
 export function toMessage(row: MessageTableRow): MessageRow {
   const { body_ref: _ref, ...rest } = row;
-  return { ...rest, transactional: row.transactional === 1, body: storedBody(row) };
+  return {
+    ...rest,
+    transactional: row.transactional === 1,
+    verdicts: row.verdicts === null ? null : (JSON.parse(row.verdicts) as unknown[]),
+    body: storedBody(row),
+  };
 }
 
 /**
@@ -118,6 +123,7 @@ export function createQueueStore(db: Db, bodies: Bodies) {
     const { id: messageRowId } = s.insertMessage.get({
       ...m,
       transactional: m.transactional ? 1 : 0,
+      verdicts: m.verdicts === null ? null : JSON.stringify(m.verdicts),
     }) as { id: number };
     if (m.body) s.setBodyRef.run(bodies.store(messageRowId, m.body), messageRowId);
     if (r.tracked) tracking.insert(r.tracked);

@@ -47,7 +47,7 @@ t.test('outbound with engagement: its flags become the tracking column, its toke
 
 t.test('relay: no account, no sender columns, transactional, verdicts kept', async (t) => {
   const row = messageRow(
-    { kind: 'relay', sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test', body: bufferSource(raw), recipients: ['bob@corp.test'], verdicts: '[]' },
+    { kind: 'relay', sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test', body: bufferSource(raw), recipients: ['bob@corp.test'], verdicts: [] },
     1_000,
     500,
     body,
@@ -55,7 +55,7 @@ t.test('relay: no account, no sender columns, transactional, verdicts kept', asy
   t.strictSame(row, {
     kind: 'relay', accountId: null, sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test',
     fromEmail: null, subject: null, campaignId: null, transactional: true, body, size: raw.length, auth: null, upstream: null,
-    upstreamHostname: null, senderId: null, verdicts: '[]', tracking: 0, ...at,
+    upstreamHostname: null, senderId: null, verdicts: [], tracking: 0, ...at,
   });
 });
 

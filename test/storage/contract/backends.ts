@@ -1,11 +1,14 @@
 // Owns the storage contract suite's backends and fixtures: every contract test runs against each Store listed here,
 // through the ports only (storage/ports/), so a later backend joins the list and the suite runs unchanged.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Test } from 'tap';
 import t from 'tap';
 import { openStore } from '../../../storage/open.js';
 import type { Store } from '../../../storage/ports/store.js';
 import { openPostgresStore } from '../../../storage/postgres/store.js';
-import { freshDatabase } from '../../helpers/pg-cluster.js';
+import { freshDatabase, psql } from '../../helpers/pg-cluster.js';
 import { tempDir } from '../../helpers/stack.js';
 
 // The record builder lives where a process without tap can import it (the stall measurements).
@@ -19,19 +22,37 @@ export interface Backend {
    * process's view of the same data: a second worker, or a restart.
    */
   open(location: string, now: () => number): Promise<Store>;
+  /**
+   * Puts the bodies of the store opened on `location` on the file system of `dir` (a small disk a test fills):
+   * SQLite's spool is in its data_dir already; PostgreSQL's body tables move to a tablespace there.
+   */
+  confine(location: string, dir: string): Promise<void>;
 }
 
 /** A database per location: opening the same location again is another node on the same database. */
 const databases = new Map<string, Promise<string>>();
 
 const ALL: readonly Backend[] = [
-  { name: 'sqlite', open: (dataDir, now) => openStore({ dataDir }, { now }) },
+  { name: 'sqlite', open: (dataDir, now) => openStore({ dataDir }, { now }), confine: async () => {} },
   {
     name: 'postgres',
     async open(location, now) {
       let url = databases.get(location);
       if (!url) databases.set(location, (url = freshDatabase()));
       return openPostgresStore({ url: await url, poolSize: 4, now });
+    },
+    async confine(location, dir) {
+      const url = await databases.get(location);
+      if (!url) throw new Error(`no database opened on ${location}`);
+      const name = url.slice(url.lastIndexOf('/') + 1);
+      // The server runs as its own user: it must reach the mount point and own the tablespace's directory.
+      const ts = path.join(dir, 'tablespace');
+      fs.chmodSync(dir, 0o711);
+      fs.mkdirSync(ts);
+      if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', ts]);
+      await psql(`CREATE TABLESPACE small_${name} LOCATION '${ts}'`);
+      await psql(`ALTER TABLE message_bodies SET TABLESPACE small_${name}; ALTER TABLE body_blobs SET TABLESPACE small_${name};
+        ALTER TABLE body_chunks SET TABLESPACE small_${name}`, name);
     },
   },
 ];

@@ -116,6 +116,7 @@ for (const backend of BACKENDS) {
     if (!disk) return void t.pass('cannot mount a tmpfs here (needs root); test/storage/sqlite/spool.test.ts injects ENOSPC');
     const store = await backend.open(disk, Date.now);
     t.teardown(() => store.close());
+    await backend.confine(disk, disk);
     const acct = await account(store, 'acme');
     const kept = await stored(store, acct, random(200 * 1024));
     fillDisk(disk, 300 * 1024);

@@ -10,10 +10,12 @@ const LEASE = 60_000;
 contract('accept stores the message, its deliveries and its body in one unit; claim reads them back', async (t, { store }) => {
   const acct = await account(store, 'acme');
   const rec = await message(store, acct, ['a@one.test', 'b@two.test'], 10_000);
-  const [ids] = await store.queue.accept([rec]);
+  const verdicts = [{ step: 'outbound-scan', action: 'send', spam: { score: 1.5 } }];
+  const [ids] = await store.queue.accept([{ ...rec, message: { ...rec.message, verdicts, transactional: false } }]);
   t.equal(ids!.deliveryIds.length, 2);
   const m = await store.queue.findMessage(ids!.messageRowId);
   t.equal(m?.message_id, '10000@sender.test');
+  t.same([m?.verdicts, m?.transactional], [verdicts, false], 'verdicts parsed, the flag a boolean');
   t.equal(await text((await store.bodies.open(m!.body!)) as Readable), `From: a@sender.test\r\nTo: a@one.test, b@two.test\r\nSubject: contract\r\n\r\nbody 10000\r\n`);
   t.same((await store.queue.deliveriesOf(ids!.messageRowId)).map((d) => [d.rcpt, d.state, d.attempts, d.lease_token]), [
     ['a@one.test', 'queued', 0, 0],
@@ -101,4 +103,48 @@ contract('the fast path: accept may write deliveries already leased, fenced like
   t.same((await w2.queue.claim('w2', LEASE - 1, LEASE, 10)).deliveries, []);
   const [taken] = (await w2.queue.claim('w2', LEASE, LEASE, 10)).deliveries;
   t.match(taken, { id: l!.id, lease_token: 2 }, 'taken over once it expired');
+});
+
+contract('nodes claiming at once never lease one delivery twice, fresh or taken over after expiry', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const nodes = [store, await reopen(), await reopen()];
+  const rcpts = Array.from({ length: 60 }, (_, i) => `r${i}@one.test`);
+  await store.queue.accept([await message(store, acct, rcpts.slice(0, 30), 0), await message(store, acct, rcpts.slice(30), 0)]);
+  /** Every node claims `rounds` times at once, 7 at a time; returns each claimed delivery's ids and tokens. */
+  const race = async (now: number, rounds: number) => {
+    const got: { id: number; token: number; owner: string }[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const batches = await Promise.all(nodes.map((n, i) => n.queue.claim(`w${i}`, now, LEASE, 7)));
+      for (const b of batches) for (const d of b.deliveries) got.push({ id: d.id, token: d.lease_token, owner: d.locked_by! });
+    }
+    return got;
+  };
+  const first = await race(1_000, 4);
+  t.equal(first.length, 60, 'every delivery claimed');
+  t.equal(new Set(first.map((d) => d.id)).size, 60, 'each by one node only');
+  t.ok(first.every((d) => d.token === 1), 'one claim each: token 1');
+  const again = await race(1_000 + LEASE, 4);
+  t.equal(again.length, 60, 'every expired lease taken over');
+  t.equal(new Set(again.map((d) => d.id)).size, 60, 'each by one node only');
+  t.ok(again.every((d) => d.token === 2), 'one takeover each: token 2');
+  const byId = new Map(again.map((d) => [d.id, d]));
+  for (const d of first.slice(0, 5)) t.match(await store.queue.findDelivery(d.id), { locked_by: byId.get(d.id)!.owner, lease_token: 2, attempts: 2 });
+});
+
+contract('changes() reports another node\'s accept, which its worker would otherwise not hear of', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const other = await reopen();
+  const stop = new AbortController();
+  // The store's own poll timer does not hold the process open (a server's listeners do): this handle stands in.
+  const alive = setInterval(() => {}, 60_000);
+  t.teardown(() => {
+    stop.abort();
+    clearInterval(alive);
+  });
+  const seen = store.queue.changes(stop.signal)[Symbol.asyncIterator]();
+  const next = seen.next();
+  await other.queue.accept([await message(other, acct, ['a@one.test'], 0)]);
+  t.same(await next, { value: undefined, done: false }, 'woken');
+  stop.abort();
+  t.same(await seen.next(), { value: undefined, done: true }, 'ends when its signal aborts');
 });
