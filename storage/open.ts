@@ -4,7 +4,7 @@ import type { Store } from './ports/store.js';
 import { checkDatabaseFile, databasePath, spooledFilesOf } from './sqlite/database.js';
 import { openSqliteStore } from './sqlite/store.js';
 import { ConfigError } from '../config/key-def.js';
-import { MISSING_PORTS, openPostgresStore, PostgresOpenError, probePostgres } from './postgres/store.js';
+import { openPostgresStore, PostgresOpenError, probePostgres } from './postgres/store.js';
 
 export interface OpenOptions {
   /** The injected clock. */
@@ -23,10 +23,6 @@ export type StoreConfig = Pick<Config, 'dataDir'> & { storage?: Pick<Config['sto
  */
 export async function openStore(config: StoreConfig, opts: OpenOptions): Promise<Store> {
   if (config.storage?.backend !== 'postgres') return openSqliteStore(config.dataDir, opts);
-  // Refused until every port is on PostgreSQL: a backend that stored only part of the state would lose the rest.
-  if (MISSING_PORTS.length > 0) {
-    throw new ConfigError('storage.backend', `"postgres" is not complete in this version (ports still missing: ${MISSING_PORTS.join(', ')}); use "sqlite"`);
-  }
   try {
     return await openPostgresStore({ url: config.storage.postgresUrl as string, poolSize: config.storage.postgresPoolSize, ...opts });
   } catch (err) {

@@ -60,20 +60,6 @@ export class PostgresOpenError extends Error {
   }
 }
 
-/** A port this build does not have on PostgreSQL yet: any use of it fails loudly, never quietly. */
-function missing<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get(_target, method) {
-      if (method === 'then') return undefined;
-      return () => Promise.reject(new Error(`storage.backend = postgres: the ${name} port is not built yet (${String(method)})`));
-    },
-  });
-}
-
-/** The ports not yet on PostgreSQL: storage/open.ts refuses the backend while any is listed. */
-export const MISSING_PORTS: readonly string[] = [
-];
-
 /**
  * What `sluice config check` says of a PostgreSQL database: the server's version and the schema's, without changing
  * anything. Fails with PostgresOpenError naming the setting, as a start would.
@@ -141,9 +127,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     inboundReports: createPgInboundReportStore(pg),
     quarantine: createPgQuarantineStore(pg, bodies),
   };
-  const rest = Object.fromEntries(MISSING_PORTS.map((name) => [name, missing(name)]));
   return {
-    ...(rest as unknown as Omit<Store, keyof typeof ports | 'backup' | 'close'>),
     ...ports,
     pg,
     async backup() {

@@ -58,10 +58,10 @@ const ALL: readonly Backend[] = [
 ];
 
 /**
- * The backends the contract holds for: SLUICE_TEST_BACKENDS (comma-separated names), by default only sqlite while
- * the PostgreSQL ports are being built (issue 33; storage/postgres/store.ts MISSING_PORTS).
+ * The backends the contract holds for: SLUICE_TEST_BACKENDS (comma-separated names), by default both (a machine
+ * without PostgreSQL sets `sqlite`; .ci/run installs it).
  */
-export const BACKENDS: readonly Backend[] = (process.env.SLUICE_TEST_BACKENDS ?? 'sqlite').split(',').map((name) => {
+export const BACKENDS: readonly Backend[] = (process.env.SLUICE_TEST_BACKENDS ?? 'sqlite,postgres').split(',').map((name) => {
   const b = ALL.find((x) => x.name === name.trim());
   if (!b) throw new Error(`SLUICE_TEST_BACKENDS: no backend "${name}" (${ALL.map((x) => x.name).join(', ')})`);
   return b;

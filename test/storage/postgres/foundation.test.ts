@@ -47,11 +47,19 @@ t.test('an unreachable server, a missing database: one line naming storage.postg
   t.match(String((noDb as Error).message), /^storage\.postgres_url: database "no_such_db" does not exist/);
 });
 
-t.test('storage.backend = postgres is refused while ports are missing, naming them', async (t) => {
+t.test('storage.backend = postgres through open.ts: a working store, the same data from a second node', async (t) => {
   const url = await freshDatabase();
-  const err = await openStore({ dataDir: '/nonexistent', storage: { backend: 'postgres', postgresUrl: url, postgresPoolSize: 2 } }, { now: Date.now }).catch((e: unknown) => e);
-  t.ok(err instanceof ConfigError, 'a configuration error: one line, exit 2');
-  t.match((err as Error).message, /^storage\.backend: "postgres" is not complete in this version \(ports still missing: \w+/);
+  const cfg = { dataDir: '/nonexistent', storage: { backend: 'postgres' as const, postgresUrl: url, postgresPoolSize: 2 } };
+  const a = await openStore(cfg, { now: () => 1_000 });
+  t.teardown(() => a.close());
+  const made = await a.accounts.createAccount({ handle: 'acme', companyName: null, parentId: null, now: 1_000 });
+  t.ok(made.ok, 'an account made on node A');
+  const b = await openStore(cfg, { now: () => 1_000 });
+  t.teardown(() => b.close());
+  t.equal((await b.accounts.findByHandle('acme'))?.handle, 'acme', 'read on node B');
+  const refused = await openStore({ ...cfg, storage: { ...cfg.storage, postgresUrl: 'postgres://postgres@127.0.0.1:1/x' } }, { now: Date.now }).catch((e: unknown) => e);
+  t.ok(refused instanceof ConfigError, 'an unreachable server: a configuration error, one line, exit 2');
+  t.match((refused as Error).message, /^storage\.postgres_url: cannot reach the server/);
 });
 
 t.test('the keys refuse a backend without its URL, a URL without its backend, and a URL of another scheme', async (t) => {
