@@ -79,12 +79,15 @@ interface Pending {
 interface Slot {
   worker: Worker;
   pending: Map<number, Pending>;
+  /** Tasks it answered: a worker that dies before its first answer is not started again (no restart loop). */
+  answered: number;
 }
 
 /**
- * A pool of `threads` workers (`server.cpu_threads`), started at the first task that pays. A worker that dies fails its tasks over to
- * the event loop (the step runs here, as without a pool) and is replaced; an exception inside a step is re-raised by
- * running the step here, so callers see exactly what they would without the pool.
+ * A pool of `threads` workers (`server.cpu_threads`), started at the first task that pays. A worker that dies fails
+ * its tasks over to the event loop (the step runs here, as without a pool) and is replaced (unless it died before
+ * answering once); an exception inside a step is re-raised by running the step here, so callers see exactly what
+ * they would without the pool.
  */
 export function createCpuPool(opts: { threads: number; logger: Logger }): CpuPool {
   const log = opts.logger.child({ component: 'cpu-pool' });
@@ -94,7 +97,7 @@ export function createCpuPool(opts: { threads: number; logger: Logger }): CpuPoo
 
   function start(): Slot {
     const worker = new Worker(new URL('./cpu-pool-worker.js', import.meta.url));
-    const slot: Slot = { worker, pending: new Map() };
+    const slot: Slot = { worker, pending: new Map(), answered: 0 };
     worker.unref();
     worker.on('message', (reply: PoolReply) => {
       if (reply.kind === 'dns') {
@@ -110,6 +113,7 @@ export function createCpuPool(opts: { threads: number; logger: Logger }): CpuPoo
       const p = slot.pending.get(reply.id);
       if (!p) return;
       slot.pending.delete(reply.id);
+      slot.answered++;
       if (slot.pending.size === 0) worker.unref();
       if (reply.ok) p.resolve(reply.value);
       else p.reject(new Error(reply.message));
@@ -120,6 +124,11 @@ export function createCpuPool(opts: { threads: number; logger: Logger }): CpuPoo
       const at = slots.indexOf(slot);
       if (at < 0) return;
       if (closed) return void slots.splice(at, 1);
+      if (slot.answered === 0) {
+        // It never worked (a broken install, no memory for a thread): its share of steps stays on the event loop.
+        log.error({ err: err.message }, 'cpu pool worker failed before its first task; not restarted');
+        return void slots.splice(at, 1);
+      }
       log.error({ err: err.message }, 'cpu pool worker stopped; replaced');
       slots[at] = start();
     };
