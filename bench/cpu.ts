@@ -34,14 +34,32 @@ export function cpuSeconds(pid: number): number {
   return total;
 }
 
-/** A CPU stopwatch over a live process: `stop()` gives the seconds it used and the share of one core. */
-export function cpuMeter(pid: number): { stop: () => { seconds: number; cores: number } } {
+/**
+ * CPU seconds of a live process's main thread alone (its event loop: /proc/<pid>/task/<pid>), NaN when unreadable.
+ * Against `cpuSeconds` it shows what worker threads (the CPU pool, libuv's pool) took off the event loop.
+ */
+export function mainThreadCpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICKS;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * A CPU stopwatch over a live process: `stop()` gives the seconds it used (all threads and live children), the
+ * share of one core, and the seconds of its main thread (the event loop).
+ */
+export function cpuMeter(pid: number): { stop: () => { seconds: number; cores: number; mainSeconds: number } } {
   const c0 = cpuSeconds(pid);
+  const m0 = mainThreadCpuSeconds(pid);
   const t0 = performance.now();
   return {
     stop() {
       const seconds = cpuSeconds(pid) - c0;
-      return { seconds, cores: seconds / ((performance.now() - t0) / 1000) };
+      return { seconds, cores: seconds / ((performance.now() - t0) / 1000), mainSeconds: mainThreadCpuSeconds(pid) - m0 };
     },
   };
 }

@@ -130,6 +130,8 @@ interface Run {
   delivered: number;
   /** CPU seconds of the MTA (Sluice's process; NaN for Postfix, whose daemons come and go) and of smtp-source. */
   serverCpu: number;
+  /** CPU seconds of Sluice's main thread (the event loop; one process) alone; NaN for Postfix. */
+  loopCpu: number;
   /** Sluice's store commits (write transactions, one fsync each) during the run; NaN for Postfix. */
   commits: number;
   sourceCpu: number;
@@ -169,6 +171,7 @@ async function measure(
   const cpu = meter?.stop();
   return {
     serverCpu: cpu?.seconds ?? NaN,
+    loopCpu: cpu?.mainSeconds ?? NaN,
     commits: server ? (await storeCommits(server.metrics)) - commitsBefore : NaN,
     sourceCpu: r.cpu,
     seconds: (t2 - t0) / 1000,
@@ -236,7 +239,7 @@ async function main(): Promise<void> {
         if (postfixAddr && postfixSink) runs.push(await measure(source, 'postfix', postfixAddr, postfixSink, conc, sizeKb, dns.queries));
         const last = runs
           .slice(-2)
-          .map((r) => `${r.target} ${r.e2e.toFixed(0)}/s (server CPU ${r.serverCpu.toFixed(1)} s, smtp-source ${r.sourceCpu.toFixed(1)} s${Number.isNaN(r.commits) ? '' : `, ${(r.commits / N).toFixed(3)} commits/msg`})`)
+          .map((r) => `${r.target} ${r.e2e.toFixed(0)}/s (server CPU ${r.serverCpu.toFixed(1)} s${Number.isNaN(r.loopCpu) ? '' : `, event loop ${r.loopCpu.toFixed(1)} s`}, smtp-source ${r.sourceCpu.toFixed(1)} s${Number.isNaN(r.commits) ? '' : `, ${(r.commits / N).toFixed(3)} commits/msg`})`)
           .join(', ');
         process.stderr.write(`  ${conc} sessions × ${sizeKb} KB, rep ${rep + 1}: ${last}\n`);
       }
@@ -252,16 +255,16 @@ async function main(): Promise<void> {
       const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(0));
       console.log(`| ${conc} | ${sizeKb} KB | ${f(pick('sluice', 'accept'))} | ${f(s)} | ${f(pick('postfix', 'accept'))} | ${f(p)} | ${Number.isNaN(s / p) ? '—' : (s / p).toFixed(2) + '×'} |`);
     }
-    console.log('\nCPU per message (medians; server = the MTA\'s own process, generator = smtp-source):\n');
-    console.log('| sessions | size | Sluice server CPU ms/msg | Sluice cores busy | Sluice store commits/msg | smtp-source CPU ms/msg (Sluice run) | smtp-source CPU ms/msg (Postfix run) |');
-    console.log('|---|---|---|---|---|---|---|');
+    console.log('\nCPU per message (medians; server = the MTA\'s own process, event loop = its main thread, generator = smtp-source):\n');
+    console.log('| sessions | size | Sluice server CPU ms/msg | Sluice event loop CPU ms/msg | Sluice cores busy | Sluice store commits/msg | smtp-source CPU ms/msg (Sluice run) | smtp-source CPU ms/msg (Postfix run) |');
+    console.log('|---|---|---|---|---|---|---|---|');
     for (const [conc, sizeKb] of CASES) {
       const of = (t: string) => runs.filter((r) => r.target === t && r.conc === conc && r.sizeKb === sizeKb);
       const perMsg = (xs: number[]) => median(xs.map((x) => (x / N) * 1000));
       const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(2));
       const sl = of('sluice');
       console.log(
-        `| ${conc} | ${sizeKb} KB | ${f(perMsg(sl.map((r) => r.serverCpu)))} | ${f(median(sl.map((r) => r.serverCpu / r.seconds)))} | ${f(median(sl.map((r) => r.commits / N)))} | ${f(perMsg(sl.map((r) => r.sourceCpu)))} | ${f(perMsg(of('postfix').map((r) => r.sourceCpu)))} |`,
+        `| ${conc} | ${sizeKb} KB | ${f(perMsg(sl.map((r) => r.serverCpu)))} | ${f(perMsg(sl.map((r) => r.loopCpu)))} | ${f(median(sl.map((r) => r.serverCpu / r.seconds)))} | ${f(median(sl.map((r) => r.commits / N)))} | ${f(perMsg(sl.map((r) => r.sourceCpu)))} | ${f(perMsg(of('postfix').map((r) => r.sourceCpu)))} |`,
       );
     }
     const perMessage = CASES.map(([conc, sizeKb]) => {

@@ -306,6 +306,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.webhookDispatcher.stop();
         await core.alertMonitors.stop();
         await core.smtpClient.close();
+        await core.cpu.close();
         for (const server of [...httpServers, metricsServer]) {
           await new Promise<void>((done) => {
             if (!server) return done();
@@ -323,6 +324,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     for (const server of httpServers) server.close();
     metricsServer?.close();
     core.metrics.close();
+    await core.cpu.close();
     await core.store.close();
     throw err;
   }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import { createBayesClassifier } from '../filters/bayes.js';
+import type { CpuPool } from '../mta/cpu-pool.js';
 import type { DnsResolver } from '../mta/delivery/dns-resolver.js';
 import { createArcSealer, type ArcSealer } from '../mta/inbound/arc-seal.js';
 import { createDnsListChecker } from '../mta/inbound/dnsbl.js';
@@ -30,14 +31,27 @@ export function networkMatcher(networks: readonly string[]): (ip: string) => boo
 }
 
 /** The stateful inbound filters over `db` and `resolver` for `config`. */
-export function wireInboundFilters(opts: { config: Config; store: Pick<Store, 'bayes' | 'greylist'>; resolver: DnsResolver; now: () => number; logger: Logger }) {
+export function wireInboundFilters(opts: {
+  config: Config;
+  store: Pick<Store, 'bayes' | 'greylist'>;
+  resolver: DnsResolver;
+  now: () => number;
+  logger: Logger;
+  /** Tokenises large messages off the event loop (the CPU pool); absent: on it. */
+  cpu?: Pick<CpuPool, 'tokenize'>;
+}) {
   const { config, store, now } = opts;
   const f = config.filters;
   const g = config.inbound.greylist;
   return {
     // The classifier reads its models from the database at every message: a learn by the CLI, the API or another
     // process counts for the next message everywhere (no restart, no cache).
-    bayes: createBayesClassifier({ store: store.bayes, minLearned: f.bayes.minLearned, maxTokens: f.bayes.maxTokens }),
+    bayes: createBayesClassifier({
+      store: store.bayes,
+      minLearned: f.bayes.minLearned,
+      maxTokens: f.bayes.maxTokens,
+      ...(opts.cpu ? { tokenize: (raw: Buffer) => opts.cpu!.tokenize(raw) } : {}),
+    }),
     dnsLists: createDnsListChecker({
       resolver: opts.resolver,
       clientSites: f.dnsbl.sites,

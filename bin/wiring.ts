@@ -49,6 +49,7 @@ import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
 import { monitorRoutes } from '../control-api/routes/monitors.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createMetrics } from '../mta/metrics.js';
+import { createCpuPool } from '../mta/cpu-pool.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
@@ -147,7 +148,9 @@ export async function wireCore(opts: CoreOptions) {
     afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
   const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
-  const inboundFilters = wireInboundFilters({ config, store, resolver, now, logger });
+  // Tokenising and authenticating large inbound messages on worker threads (server.cpu_threads; 0: none).
+  const cpu = createCpuPool({ threads: config.server.cpuThreads, logger });
+  const inboundFilters = wireInboundFilters({ config, store, resolver, now, logger, ...(cpu.threads > 0 ? { cpu } : {}) });
   const { bayes } = inboundFilters;
   // Accepted MX mail (and quarantine releases) commit to the durable queue as kind relay; the worker routes it to
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
@@ -324,12 +327,13 @@ export async function wireCore(opts: CoreOptions) {
     logger,
     metrics,
     ...inboundFilters,
+    ...(cpu.threads > 0 ? { cpu } : {}),
   });
 
   return {
     space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, alertMonitors, acme,
+    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }

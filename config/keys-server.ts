@@ -1,4 +1,6 @@
-// Owns the keys of `sluice serve`'s process tree: how many serving processes share the listeners (bin/supervisor.ts).
+// Owns the keys of `sluice serve`'s process tree: how many serving processes share the listeners (bin/supervisor.ts)
+// and how many worker threads each gives its CPU pool (mta/cpu-pool.ts).
+import os from 'node:os';
 import { key } from './key-def.js';
 import { integer } from './values.js';
 
@@ -12,5 +14,13 @@ export const SERVER_KEYS = {
     defaultText: '1',
     default: () => 1,
     parse: integer(1, 256, 'processes'),
+  }),
+  cpuThreads: key({
+    doc: 'Worker threads of each serving process\'s CPU pool: they tokenise inbound messages of 16 KiB and more for the classifier, and authenticate (SPF, DKIM, DMARC, ARC) those of them that carry a DKIM or ARC signature, off the event loop, with the same results; started at the first such message; 0 runs every step on the event loop.',
+    defaultText: 'cores − 1 (at least 1)',
+    // One core stays the event loop's; the pool takes the rest (issue 32: 10 sessions × 100 KB saturated one loop
+    // while the second core was partly idle).
+    default: () => Math.max(1, os.availableParallelism() - 1),
+    parse: integer(0, 256, 'threads'),
   }),
 };

@@ -128,10 +128,17 @@ export interface BayesClassifier {
  * The classifier over `store`; `minLearned` is `filters.bayes.min_learned`, `maxTokens` `filters.bayes.max_tokens`
  * (the tokens one model holds at most; a learn past it forgets the least recently seen).
  */
-export function createBayesClassifier(deps: { store: BayesStore; minLearned: number; maxTokens: number }): BayesClassifier {
+export function createBayesClassifier(deps: {
+  store: BayesStore;
+  minLearned: number;
+  maxTokens: number;
+  /** Tokenises a message to judge: `tokenizeMessage` itself by default (`sluice serve` hands in its CPU pool's). */
+  tokenize?: (raw: Buffer) => Promise<string[]> | string[];
+}): BayesClassifier {
+  const tokenize = deps.tokenize ?? tokenizeMessage;
   return {
     async classify(raw, accountIds) {
-      const tokens = tokenizeMessage(raw);
+      const tokens = await tokenize(raw);
       const judge = async (accountId: number | null): Promise<BayesResult> => {
         const scopes: BayesScope[] = accountId === null ? [null] : [null, accountId];
         const counts = await deps.store.counts(scopes, tokens);

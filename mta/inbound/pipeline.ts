@@ -20,6 +20,7 @@ import { failureReply } from '../smtp/session.js';
 import type { ClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { Metrics } from '../metrics.js';
+import type { CpuPool } from '../cpu-pool.js';
 import { runContentStage } from './content-stage.js';
 import type { DnsListChecker } from './dnsbl.js';
 import type { Greylister } from './greylist.js';
@@ -83,6 +84,8 @@ export interface InboundPipelineDeps {
   dnsblThreshold?: number;
   /** Greylisting (`inbound.greylist.*`), also used when rspamd answers `greylist`. */
   greylist?: Greylister | undefined;
+  /** The CPU pool (../cpu-pool.ts) authenticating large messages off the event loop; absent: on it. */
+  cpu?: Pick<CpuPool, 'authenticate'> | undefined;
 }
 
 export interface InboundPipeline {
@@ -196,11 +199,13 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     }
     if (groups.size === 0) return refusalWithoutRecipients(verdicts);
 
-    // 3. Authentication: mailauth hashes the message as it streams from the scratch.
-    const auth = await checkAuthentication(
-      { raw: msg.content.open(), clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom },
-      { resolver: deps.resolver, authservId: deps.hostname },
-    );
+    // 3. Authentication: mailauth hashes the message as it streams from the scratch, or, a large message held whole
+    // in its sample, on a worker thread of the CPU pool (the same verdict, the event loop free meanwhile).
+    const authInput = { clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom };
+    const authDeps = { resolver: deps.resolver, authservId: deps.hostname };
+    const auth = deps.cpu
+      ? await deps.cpu.authenticate({ ...authInput, whole: msg.content.complete ? msg.content.sample : undefined, open: () => msg.content.open() }, authDeps)
+      : await checkAuthentication({ ...authInput, raw: msg.content.open() }, authDeps);
     verdicts.push(auth);
 
     // 4. Content, with one spam verdict per recipient account (not needed for an account whose every recipient

@@ -28,7 +28,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
     'queue.lease_seconds', 'queue.min_free_bytes',
     'retention.log_days', 'retention.message_days', 'retention.tracking_days', 'retention.alert_days', 'retention.metric_days', 'retention.dkim_key_days', 'retention.report_days',
-    'retention.bayes_token_days', 'retention.bayes_learned_days', 'server.processes', 'storage.backend', 'storage.postgres_url', 'storage.postgres_pool_size', 'log.level',
+    'retention.bayes_token_days', 'retention.bayes_learned_days', 'server.processes', 'server.cpu_threads', 'storage.backend', 'storage.postgres_url', 'storage.postgres_pool_size', 'log.level',
   ]);
   const mx = KEYS.find((k) => k.key === 'smtp.mx.max_message_bytes');
   t.same(mx?.path, ['smtp', 'mx', 'maxMessageBytes'], 'camelCase path ↔ snake_case name');
@@ -64,7 +64,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
-    SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn', SLUICE_SERVER_PROCESSES: '3', SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: 'postgres://u:p@db.test/sluice?sslmode=require', SLUICE_STORAGE_POSTGRES_POOL_SIZE: '7',
+    SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn', SLUICE_SERVER_PROCESSES: '3', SLUICE_SERVER_CPU_THREADS: '2', SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: 'postgres://u:p@db.test/sluice?sslmode=require', SLUICE_STORAGE_POSTGRES_POOL_SIZE: '7',
     SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_RETENTION_METRIC_DAYS: '13', SLUICE_RETENTION_DKIM_KEY_DAYS: '14', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
     SLUICE_RETENTION_BAYES_LEARNED_DAYS: '12',
   };
@@ -142,7 +142,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     },
     queue: { leaseSeconds: 30, minFreeBytes: 1_048_576 },
     retention: { logDays: 4, messageDays: 2, trackingDays: 90, alertDays: 60, metricDays: 13, dkimKeyDays: 14, reportDays: 10, bayesTokenDays: 11, bayesLearnedDays: 12 },
-    server: { processes: 3 },
+    server: { processes: 3, cpuThreads: 2 },
     storage: { backend: 'postgres', postgresUrl: 'postgres://u:p@db.test/sluice?sslmode=require', postgresPoolSize: 7 },
     log: { level: 'warn' },
   });
