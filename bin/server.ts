@@ -179,7 +179,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.bodySweep.stop();
       },
     },
-    onChange: (leading) => logger.info({ job: 'housekeeping', leading }, leading ? 'this process runs retention, the body sweep and DKIM retirement' : 'another process runs retention, the body sweep and DKIM retirement now'),
+    onChange: (leading, stopping) =>
+      logger.info(
+        { job: 'housekeeping', leading },
+        leading
+          ? 'this process runs retention, the body sweep and DKIM retirement'
+          : stopping
+            ? 'stopping: the lead of retention, the body sweep and DKIM retirement is given up'
+            : 'another process runs retention, the body sweep and DKIM retirement now',
+      ),
     onError: (err) => logger.warn({ err, job: 'housekeeping' }, 'cannot reach the store for the housekeeping lead'),
   });
   let smtp: SmtpRoles | undefined;

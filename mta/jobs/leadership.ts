@@ -20,8 +20,11 @@ export interface LeadershipDeps {
   jobs: LedJobs;
   now: () => number;
   ttlMs?: number;
-  /** Told when this process gains or loses the lead, and of a failed try (storage down: the lead is kept until it lapses). */
-  onChange?: (leading: boolean) => void;
+  /**
+   * Told when this process gains or loses the lead (`stopping`: it gave the lead up because it stops), and of a
+   * failed try (storage down: the lead is kept until it lapses).
+   */
+  onChange?: (leading: boolean, stopping: boolean) => void;
   onError?: (err: unknown) => void;
 }
 
@@ -58,12 +61,12 @@ export function createLeadership(deps: LeadershipDeps) {
   let timer: NodeJS.Timeout | undefined;
   let ticking: Promise<void> | undefined;
 
-  const become = async (lead: boolean) => {
+  const become = async (lead: boolean, stopping = false) => {
     if (lead === leading) return;
     leading = lead;
     if (lead) deps.jobs.start();
     else await deps.jobs.stop();
-    deps.onChange?.(lead);
+    deps.onChange?.(lead, stopping);
   };
 
   async function tryOnce(): Promise<void> {
@@ -102,7 +105,7 @@ export function createLeadership(deps: LeadershipDeps) {
       timer = undefined;
       await ticking;
       if (!leading) return;
-      await become(false);
+      await become(false, true);
       await deps.store.resign(deps.job, owner).catch((err: unknown) => deps.onError?.(err));
     },
   };

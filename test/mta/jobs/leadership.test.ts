@@ -90,3 +90,20 @@ t.test('a lead held by a dead process of this host is taken at once (a restart a
   await l.tick();
   t.equal(a.j.running, true, 'taken over without waiting for the lead to lapse');
 });
+
+t.test('the change is told: gained, lost to another, given up by a stop', async (t) => {
+  const dir = tempDir(t);
+  const clock = { now: 1_000 };
+  const store = await openStore({ dataDir: dir }, { now: () => clock.now });
+  t.teardown(() => store.close());
+  const told: string[] = [];
+  const l = createLeadership({ store: store.jobLeads, job: 'j', jobs: jobs().led, now: () => clock.now, ttlMs: 60_000, onChange: (lead, stopping) => told.push(`${lead}/${stopping}`) });
+  await l.tick();
+  await l.stop();
+  const m = createLeadership({ store: store.jobLeads, job: 'j', jobs: jobs().led, now: () => clock.now, ttlMs: 60_000, onChange: (lead, stopping) => told.push(`m ${lead}/${stopping}`) });
+  await m.tick();
+  clock.now += 61_000;
+  await store.jobLeads.tryLead('j', 'someone-else', clock.now, 60_000);
+  await m.tick();
+  t.same(told, ['true/false', 'false/true', 'm true/false', 'm false/false']);
+});
