@@ -11,7 +11,7 @@ import type { SpamStepVerdict } from '../../filters/inbound-verdicts.js';
 import { createSqliteBayesStore } from '../../storage/sqlite/bayes.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { startStack, tempDir, testEnv } from '../helpers/stack.js';
+import { provisionInbound, startStack, tempDir, testEnv } from '../helpers/stack.js';
 
 const SPAM_WORDS = ['cheap pills discount', 'order viagra now', 'limited offer click', 'lowest price pharmacy', 'buy cheap meds'];
 const HAM_WORDS = ['project meeting agenda', 'quarterly review notes', 'team lunch tuesday', 'budget draft attached', 'release plan update'];
@@ -41,18 +41,11 @@ async function world(t: Test) {
   const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_FILTERS_BAYES_MIN_LEARNED: '5' };
   const stack = await startStack(t, { env });
   const sink = await startSink(t);
-  const acct = await stack.createAccount('acme');
-  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
-  if (!k.ok) throw new Error('key');
-  const r = await stack.api('POST', '/inbound/v1/domains', {
-    key: k.value.key,
-    body: { domain: 'corp.test', subscriptionHandle: 'default', settings: { abusePolicy: 'quarantine' }, downstreamAddresses: [{ priority: 10, weight: 1, port: sink.port, target: '127.0.0.1' }] },
-  });
-  if (r.status !== 201) throw new Error(`provision: ${r.status} ${r.text}`);
+  const { account: acct, inboundKey } = await provisionInbound(stack, { domain: 'corp.test', abusePolicy: 'quarantine', downstreamPort: sink.port });
   let n = 0;
   return {
     stack,
-    key: k.value.key,
+    key: inboundKey,
     accountId: acct.id,
     io: () => {
       const out: string[] = [];

@@ -2,10 +2,10 @@
 // and stopped when the process exits, and a fresh database for each caller.
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './daemons.js';
 
 const run = promisify(execFile);
 
@@ -21,14 +21,6 @@ function binDir(): string | undefined {
 /** Whether this machine can run the PostgreSQL tests (Debian's postgresql package installed). */
 export function postgresAvailable(): boolean {
   return binDir() !== undefined;
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
 }
 
 interface Cluster {

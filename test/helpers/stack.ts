@@ -136,3 +136,19 @@ export async function startStack(
     },
   };
 }
+
+/**
+ * Makes an account `handle` with an inbound key and provisions `domain` on it with `abusePolicy`, relaying to a
+ * downstream on 127.0.0.1:`downstreamPort`: the start of every end-to-end inbound test.
+ */
+export async function provisionInbound(stack: Stack, o: { handle?: string; domain: string; abusePolicy: string; downstreamPort: number }) {
+  const acct = await stack.createAccount(o.handle ?? 'acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  if (!k.ok) throw new Error('key');
+  const r = await stack.api('POST', '/inbound/v1/domains', {
+    key: k.value.key,
+    body: { domain: o.domain, subscriptionHandle: 'default', settings: { abusePolicy: o.abusePolicy }, downstreamAddresses: [{ priority: 10, weight: 1, port: o.downstreamPort, target: '127.0.0.1' }] },
+  });
+  if (r.status !== 201) throw new Error(`provision: ${r.status} ${r.text}`);
+  return { account: acct, inboundKey: k.value.key };
+}
