@@ -61,12 +61,16 @@ export function acceptProxyV2(server: SMTPServer): void {
     const id = BigInt(`0x${crypto.randomBytes(10).toString('hex')}`).toString(32).padStart(16, '0');
     let buf = Buffer.alloc(0);
     let finished = false;
-    const finish = (err: Error | null, opts?: SocketOptions) => {
-      if (finished) return;
+    /** Stops reading for the header: the socket's bytes are smtp-server's (or nobody's) from here on. */
+    const detach = () => {
       finished = true;
       socket.off('readable', onReadable);
       socket.off('close', onClose);
       socket.off('error', onClose);
+    };
+    const finish = (err: Error | null, opts?: SocketOptions) => {
+      if (finished) return;
+      detach();
       if (err) {
         socket.on('error', () => {});
         socket.destroy();
@@ -80,10 +84,7 @@ export function acceptProxyV2(server: SMTPServer): void {
       const seen = Math.min(buf.length, PROXY_V2_SIGNATURE.length);
       if (!buf.subarray(0, seen).equals(PROXY_V2_SIGNATURE.subarray(0, seen))) {
         // Not v2: give the bytes back and let smtp-server read its v1 line (or refuse what is neither).
-        socket.off('readable', onReadable);
-        socket.off('close', onClose);
-        socket.off('error', onClose);
-        finished = true;
+        detach();
         socket.unshift(buf);
         return library(socket, callback);
       }
