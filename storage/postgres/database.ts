@@ -53,6 +53,30 @@ export function createPg(opts: PgOptions): Pg {
   });
   // An idle client's connection dropped by the server (a restart): the pool replaces it; the error is not fatal.
   pool.on('error', () => {});
+  /**
+   * A pooled connection for a unit or a cursor, watched while it is out: pg-pool listens for a connection's errors
+   * only while it is idle, and a connection the server ends while it is checked out (57P01 at a restart or
+   * failover, a reset) emits 'error' between statements, which unheard would end the process. Heard, the statement
+   * in flight (if any) still rejects and is answered as storage unavailable; the connection is destroyed at release.
+   */
+  async function checkout(): Promise<{ client: pg.PoolClient; held: { release(broken: boolean): void } }> {
+    const client = await pool.connect().catch(unavailable);
+    let failed = false;
+    const onError = () => {
+      failed = true;
+    };
+    client.on('error', onError);
+    return {
+      client,
+      held: {
+        release(broken) {
+          // A destroyed connection keeps the listener: it may still report its end.
+          if (!broken && !failed) client.off('error', onError);
+          client.release(broken || failed);
+        },
+      },
+    };
+  }
   const query: Query = async <R>(sql: string, params?: readonly unknown[]) =>
     (await pool.query(sql, params as unknown[] | undefined).catch(unavailable)).rows as R[];
   return {
@@ -62,7 +86,7 @@ export function createPg(opts: PgOptions): Pg {
       return (await pool.query(sql, params as unknown[] | undefined).catch(unavailable)).rowCount ?? 0;
     },
     async tx(fn) {
-      const client = await pool.connect().catch(unavailable);
+      const { client, held } = await checkout();
       const started = performance.now();
       let broken = false;
       try {
@@ -81,15 +105,15 @@ export function createPg(opts: PgOptions): Pg {
         if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
         unavailable(err);
       } finally {
-        client.release(broken);
+        held.release(broken);
       }
     },
     async withClient(fn) {
-      const client = await pool.connect().catch(unavailable);
+      const { client, held } = await checkout();
       try {
         return await fn(client);
       } finally {
-        client.release();
+        held.release(false);
       }
     },
     close: () => pool.end(),

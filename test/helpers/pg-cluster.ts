@@ -26,6 +26,8 @@ export function postgresAvailable(): boolean {
 interface Cluster {
   port: number;
   dir: string;
+  /** pg_ctl's `-o` options (the port, socket dir and settings), kept so that the server can be started again. */
+  opts: string;
 }
 
 let cluster: Promise<Cluster> | undefined;
@@ -66,8 +68,28 @@ async function start(): Promise<Cluster> {
       spawnSync(stop, stopArgs, { stdio: 'ignore' });
       fs.rmSync(dir, { recursive: true, force: true });
     });
-    return { port, dir };
+    return { port, dir, opts };
   }
+}
+
+/** Runs pg_ctl with `args` on the process's cluster, as its owner. */
+async function pgCtl(c: Cluster, args: string[]): Promise<void> {
+  const [ctl, ctlArgs] = asOwner(path.join(binDir()!, 'pg_ctl'), ['-D', path.join(c.dir, 'data'), ...args]);
+  await run(ctl, ctlArgs);
+}
+
+/**
+ * Stops the process's server (`fast`: connections are ended, as a restart by an operator; `immediate`: as a crash).
+ * Only for a test file of its own: every database of the process goes down with it.
+ */
+export async function stopCluster(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+  await pgCtl(await (cluster ??= start()), ['-m', mode, '-w', '-t', '30', 'stop']);
+}
+
+/** Starts the process's server again on the same port and data after stopCluster. */
+export async function restartCluster(): Promise<void> {
+  const c = await (cluster ??= start());
+  await pgCtl(c, ['-o', c.opts, '-l', path.join(c.dir, 'log'), '-w', '-t', '30', 'start']);
 }
 
 /** Runs SQL as the cluster's superuser (tests arranging databases; Sluice itself goes through storage/postgres/). */

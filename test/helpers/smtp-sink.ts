@@ -29,8 +29,11 @@ export interface SinkOptions {
   smtpUtf8?: boolean;
   /** Loopback address to listen on: '127.0.0.1' (default) or '::1'. */
   host?: string;
-  /** Awaited after a message's body is read and before it is accepted: a test holds senders mid-transaction. */
-  beforeAccept?: () => Promise<void> | void;
+  /**
+   * Awaited after a message's body is read and before it is accepted: a test holds senders mid-transaction (the
+   * session says whose: its envelope).
+   */
+  beforeAccept?: (session: SMTPServerSession) => Promise<void> | void;
   /**
    * A host that fails midway: once this many bytes of a message's DATA arrived, its TCP connection is cut (no reply,
    * nothing recorded); `partial` counts the bytes each cut transaction got.
@@ -100,7 +103,7 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
       });
       stream.on('end', async () => {
         if (opts.dropAfter !== undefined && got >= opts.dropAfter) return;
-        await opts.beforeAccept?.();
+        await opts.beforeAccept?.(session);
         const msg = {
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           mailFromArgs: (session.envelope.mailFrom && session.envelope.mailFrom.args) || {},
