@@ -1,4 +1,5 @@
 // Owns what every CLI command shares: the I/O seam, the usage error, the parsed options and argument checks.
+import type { parseArgs } from 'node:util';
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { Store } from '../storage/ports/store.js';
@@ -18,6 +19,40 @@ export interface CliIo {
 
 /** A malformed command line: reported with a pointer to `sluice help`, exit code 2. */
 export class UsageError extends Error {}
+
+/** Every option `sluice` takes (node:util parseArgs; strict: anything else is a usage error). */
+export const OPTIONS = {
+  config: { type: 'string' },
+  json: { type: 'boolean' },
+  handle: { type: 'string' },
+  company: { type: 'string' },
+  account: { type: 'string' },
+  scope: { type: 'string' },
+  id: { type: 'string' },
+  limit: { type: 'string' },
+  domain: { type: 'string' },
+  all: { type: 'boolean' },
+  label: { type: 'string' },
+  sender: { type: 'string' },
+  policy: { type: 'string' },
+  condition: { type: 'string' },
+  interval: { type: 'string' },
+  webhook: { type: 'string' },
+  email: { type: 'string' },
+  only: { type: 'string' },
+  hostname: { type: 'string' },
+  start: { type: 'string' },
+  end: { type: 'string' },
+  campaign: { type: 'string' },
+  spam: { type: 'string', multiple: true },
+  ham: { type: 'string', multiple: true },
+  'as-spam': { type: 'boolean' },
+  subscription: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The options of one invocation as parsed (what the commands of bin/cli-commands.ts read). */
+export type CliOptionValues = ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>['values'];
 
 /** The options `runCli` parses (node:util parseArgs), as the command functions read them. */
 export type Opts = {

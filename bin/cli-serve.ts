@@ -4,7 +4,8 @@ import pino, { type Logger } from 'pino';
 import { envName, formatHostPort, type HostPort } from '../config/keys.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { CliIo } from './cli-common.js';
-import { ROLES, startServer, type Role, type RunningServer } from './server.js';
+import { ROLES, type Role } from './roles.js';
+import type { RunningServer } from './server.js';
 import { createLogDestination } from './log-destination.js';
 import { missingNodeFlags, SERVE_NODE_FLAGS } from './node-flags.js';
 import { registerServe } from './pid-registry.js';
@@ -102,6 +103,8 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
     return supervise({ processes, logger, stop: stopSignal(), now, up: () => early ?? register() }).finally(() => early?.());
   }
   const slot = cluster.isWorker ? Number(process.env[CHILD_SLOT_ENV] ?? 0) : 0;
+  // Imported here, not above: a primary of several processes serves nothing and need not carry the server's modules.
+  const { startServer } = await import('./server.js');
   const server = await startServer({ config, logger, now, processes, onceJobs: slot === 0, ...(roles ? { roles } : {}) });
   const tree = treeChild(server.metricFamilies.registry);
   if (tree) server.metricFamilies.gatherFrom(tree.treeMetrics);

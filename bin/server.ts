@@ -27,27 +27,18 @@ import { bind } from './listen-error.js';
 import { planReload, type ReloadResult } from './reload.js';
 import { startSmtpRoles, type SmtpRoles } from './smtp-roles.js';
 import { wireCore } from './wiring.js';
+import { ROLES, type Role } from './roles.js';
+
+export { parseRoles, ROLES, type Role } from './roles.js';
 
 /**
  * The parts one process can run (ARCHITECTURE: the same binary as separate roles). `api`: the HTTP control plane;
  * `mx`: the inbound MX listener and its filters; `submission`: the SMTP submission listeners; `worker`: delivery,
  * webhook dispatch, alert delivery, retention and DKIM retirement. Processes of different roles may share one data_dir.
  */
-export const ROLES = ['api', 'mx', 'submission', 'worker'] as const;
-export type Role = (typeof ROLES)[number];
-
 /** Every scope a custom tracking domain serves (a plain request to any of them keeps its name on redirect). */
 const TRACKING_SCOPES: readonly TrackingScope[] = ['click', 'open', 'unsubscribe'];
 
-/** Parses `--only api,worker`: known roles, each once, at least one. Throws a message naming the bad one. */
-export function parseRoles(text: string): Role[] {
-  const out: Role[] = [];
-  for (const part of text.split(',').map((s) => s.trim())) {
-    if (!(ROLES as readonly string[]).includes(part)) throw new Error(`unknown role "${part}" (roles: ${ROLES.join(', ')})`);
-    if (!out.includes(part as Role)) out.push(part as Role);
-  }
-  return out;
-}
 
 export interface ServerOptions {
   config: Config;

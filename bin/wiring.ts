@@ -29,7 +29,6 @@ import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
 import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
 import { acmeRoutes } from '../control-api/routes/acme.js';
-import { createAcmeManager } from '../mta/jobs/acme.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { createDkimRetirement } from '../mta/jobs/dkim-retirement.js';
@@ -219,8 +218,9 @@ export async function wireCore(opts: CoreOptions) {
   });
   abuse.onAlert((t) => alertMonitors.trigger(t));
   // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
+  // Loaded only then: acme-client and its crypto add about 40 MB to every process that imports them.
   const acme = config.acme.directoryUrl
-    ? createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
+    ? (await import('../mta/jobs/acme.js')).createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
     : undefined;
   const services: Services = {
     config,
