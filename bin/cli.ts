@@ -22,6 +22,7 @@ import { commandHelp, HELP } from './cli-help.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
 import { queueCommand } from './cli-queue.js';
+import { storeCommand } from './cli-store.js';
 import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
 import { serve } from './cli-serve.js';
 import { runningServes } from './pid-registry.js';
@@ -60,6 +61,7 @@ const OPTIONS = {
   ham: { type: 'string', multiple: true },
   'as-spam': { type: 'boolean' },
   subscription: { type: 'string' },
+  to: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -87,6 +89,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     const loaded = () => loadConfig({ file: opts.config, env: io.env, cwd: io.cwd });
+    // --to names the target of a copy: given to any other command it would be ignored, so it is refused.
+    if (opts.to !== undefined && command !== 'store') throw new UsageError('--to is an option of sluice store copy only');
     switch (command) {
       case 'serve':
         return await serve(loaded(), loaded, io, now, opts.only === undefined ? undefined : roleList(opts.only));
@@ -109,6 +113,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         io.stdout(`restored ${manifest.files.length} files of the backup of ${manifest.created_at} into data_dir ${dataDir}; start sluice serve\n`);
         return 0;
       }
+      case 'store':
+        return await storeCommand(sub, rest, opts.to, () => loaded().config.dataDir, io);
       case 'signing-key':
         return await withStore(loaded(), now, (store) => signingKeyCommand(sub, store, !!opts.json, io, now));
       case 'accounts': {
