@@ -1,14 +1,7 @@
 // Owns `sluice store copy --to postgres://…`: the checks of the command line and of data_dir, and the report.
 import { copyStore, type CopyReport } from '../storage/copy.js';
-import { UsageError, type CliIo } from './cli-common.js';
+import { UsageError, withoutPassword, type CliIo } from './cli-common.js';
 import { runningServes } from './pid-registry.js';
-
-/** The target URL with its password hidden (it is printed). */
-export function redactedUrl(url: URL): string {
-  const shown = new URL(url.href);
-  if (shown.password) shown.password = '***';
-  return shown.href;
-}
 
 /** `--to` as a PostgreSQL URL, or a usage error (exit 2). */
 function targetUrl(to: string | undefined): URL {
@@ -51,6 +44,6 @@ export async function storeCommand(sub: string | undefined, rest: string[], to: 
     throw new Error(`sluice serve (pid ${running.map((p) => p.pid).join(', ')}) is running on data_dir ${dir}: stop it first; nothing was copied`);
   }
   const report = await copyStore(dir, to as string);
-  io.stdout(formatReport(report, dir, redactedUrl(url)));
+  io.stdout(formatReport(report, dir, withoutPassword(url.href)));
   return 0;
 }

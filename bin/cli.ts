@@ -9,7 +9,7 @@ import { rotateSigningKey } from '../mta/webhooks/signing.js';
 import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
 import { describeStore, openStore } from '../storage/open.js';
 import type { Store } from '../storage/ports/store.js';
-import { backup, restore } from './backup.js';
+import { backup, postgresBackupAdvice, restore } from './backup.js';
 import { createBayesClassifier } from '../filters/bayes.js';
 import { filterCommand } from './cli-filter.js';
 import { arcDnsRecord, arcKey, arcSealerFor } from './wiring-inbound.js';
@@ -102,7 +102,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'backup': {
         if (!sub || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
         const target = path.resolve(io.cwd, sub);
-        const manifest = await backup(loaded().config.dataDir, target);
+        const { config } = loaded();
+        if (config.storage.backend === 'postgres') throw new Error(postgresBackupAdvice(config.storage.postgresUrl as string, target));
+        const manifest = await backup(config.dataDir, target);
         io.stdout(`backup written to ${target} (${manifest.files.length} files: ${manifest.files.map((f) => f.path).join(', ')})\n`);
         return 0;
       }
