@@ -2,6 +2,7 @@
 // PostgreSQL whole (keys, accounts, DKIM, suppressions, webhook, inbound domain, the queue and its bodies), a node on
 // PostgreSQL serves it and delivers the waiting mail once; the copy refuses a running data_dir, a non-empty or foreign
 // database and a bad URL, and `sluice backup` on PostgreSQL prints the pg_dump and pg_restore commands.
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -208,12 +209,30 @@ t.test('refusals: bad URLs, a foreign database, an unreachable server; backup on
   t.equal(gone.code, 1);
   t.match(gone.err, /^sluice: cannot use the target database: cannot reach the server \(ECONNREFUSED/);
 
-  // sluice backup with storage.backend = postgres: the exact commands.
+  // A database that stores other values than it is given (a trigger rewrites them): the read back differs, so the
+  // copy fails and commits nothing.
+  const tampered = await freshDatabase();
+  await (await openPostgresStore({ url: tampered, poolSize: 1, now: Date.now })).close();
+  await psql(
+    `CREATE FUNCTION tamper() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.company_name := 'tampered'; RETURN NEW; END $$;
+     CREATE TRIGGER tamper BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION tamper();`,
+    dbName(tampered),
+  );
+  const unverified = await cli(env, 'store', 'copy', '--to', tampered);
+  t.equal(unverified.code, 1);
+  t.equal(unverified.err, 'sluice: table accounts did not verify: 1 rows sent, 1 read back with other values; nothing was copied\n');
+  t.equal(await psql('SELECT count(*) FROM accounts', dbName(tampered)), '0', 'nothing committed');
+  t.equal(await psql('SELECT count(*) FROM inbound_subscriptions', dbName(tampered)), '1', 'the seeds as they were');
+
+  // A copy of that data_dir; then sluice backup on it with storage.backend = postgres: the exact commands, which work.
+  const copiedUrl = await freshDatabase();
+  const copied = await cli(env, 'store', 'copy', '--to', copiedUrl);
+  t.equal(copied.code, 0, copied.err);
+  t.match(copied.out, /^ {2}accounts +1 /m, 'the account copied');
   const target = path.join(dir, 'b1');
-  const pgUrl = foreign.replace('postgres@', 'postgres:pw@');
-  const backup = await cli({ ...env, SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: pgUrl }, 'backup', target);
+  const backup = await cli({ ...env, SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: copiedUrl.replace('postgres@', 'postgres:pw@') }, 'backup', target);
   t.equal(backup.code, 1);
-  const plain = new URL(foreign).href;
+  const plain = new URL(copiedUrl).href;
   const into = new URL(plain);
   into.pathname = '/NEWDB';
   t.equal(
@@ -224,4 +243,11 @@ t.test('refusals: bad URLs, a foreign database, an unreachable server; backup on
       `(the password from PGPASSWORD or ~/.pgpass; data_dir's tls/ and acme/ copy as plain files)\n`,
   );
   t.notOk(fs.existsSync(target), 'no backup directory made');
+  // Run as printed (Debian keeps pg_dump beside the server's programs), into a new database: the accounts are there.
+  const bin = fs.readdirSync('/usr/lib/postgresql').map((v) => path.join('/usr/lib/postgresql', v, 'bin')).find((d) => fs.existsSync(path.join(d, 'pg_dump')))!;
+  const restored = dbName(await freshDatabase());
+  for (const line of backup.err.split('\n').filter((l) => l.startsWith('  pg_'))) {
+    execFileSync('sh', ['-c', `${bin}/${line.trim().replace('/NEWDB', `/${restored}`)}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  t.equal(await psql('SELECT string_agg(handle, \',\' ORDER BY handle) FROM accounts', restored), 'acme', 'pg_dump and pg_restore carry the database');
 });
