@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { openPgImport, type ImportTx } from './postgres/import-rows.js';
-import { openSqliteExport, type SqliteExport } from './sqlite/export-rows.js';
+import { ExportError, openSqliteExport, type SqliteExport } from './sqlite/export-rows.js';
 import { TableDigest, type CopiedTable, type CopyTable, type CopyValue } from './table-copy.js';
 
 /** What is deliberately not copied, and why (the report lists these; anything else unmatched is refused). */
@@ -132,7 +132,13 @@ async function copyAll(tx: ImportTx, source: SqliteExport, tables: readonly Copy
         yield row;
       }
     };
-    await tx.insert(t, rows());
+    try {
+      await tx.insert(t, rows());
+    } catch (err) {
+      // A value PostgreSQL refuses (a NUL in text, a broken reference): the table is named, the transaction undone.
+      if (err instanceof CopyFailed || err instanceof ExportError) throw err;
+      throw new CopyFailed(`table ${t.name}: ${(err as Error).message}; nothing was copied`, { cause: err });
+    }
     sent.set(t.name, digest);
   }
   await tx.advanceIdentities(IDENTITY_FLOORS);

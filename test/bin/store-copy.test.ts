@@ -224,6 +224,19 @@ t.test('refusals: bad URLs, a foreign database, an unreachable server; backup on
   t.equal(await psql('SELECT count(*) FROM accounts', dbName(tampered)), '0', 'nothing committed');
   t.equal(await psql('SELECT count(*) FROM inbound_subscriptions', dbName(tampered)), '1', 'the seeds as they were');
 
+  // A value PostgreSQL cannot hold (text with a NUL, which SQLite keeps): refused, naming the table, nothing committed.
+  const db = openDatabase(dir);
+  db.prepare("INSERT INTO settings (name, value) VALUES ('nul', 'a' || char(0) || 'b')").run();
+  db.close();
+  const nulDb = await freshDatabase();
+  const nul = await cli(env, 'store', 'copy', '--to', nulDb);
+  t.equal(nul.code, 1);
+  t.match(nul.err, /^sluice: table settings: invalid byte sequence for encoding "UTF8": 0x00; nothing was copied\n$/);
+  t.equal(await psql('SELECT count(*) FROM accounts', dbName(nulDb)), '0', 'nothing committed');
+  const fixed = openDatabase(dir);
+  fixed.prepare("DELETE FROM settings WHERE name = 'nul'").run();
+  fixed.close();
+
   // A copy of that data_dir; then sluice backup on it with storage.backend = postgres: the exact commands, which work.
   const copiedUrl = await freshDatabase();
   const copied = await cli(env, 'store', 'copy', '--to', copiedUrl);
