@@ -142,7 +142,8 @@ const DETAILS: Record<string, string> = {
   restore:
     'Checks first, writes after: the manifest, every file\'s size and SHA-256, and SQLite\'s integrity_check of\n' +
     'the database; any failure restores nothing (exit 1). data_dir must be new or empty and no sluice serve may run\n' +
-    'on it. Every file is written 0600 (directories 0700). Then start sluice serve.',
+    'on it. Every file is written 0600 (directories 0700). Then start sluice serve. With storage.backend = postgres\n' +
+    'it refuses (exit 1): restore the database with pg_restore (sluice backup prints the command).',
   'queue delete':
     'Marks the delivery dropped; it is never sent. A delivery being sent right now cannot be deleted.',
   'filter train':

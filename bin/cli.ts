@@ -110,7 +110,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       }
       case 'restore': {
         if (!sub || rest.length > 0) throw new UsageError('usage: sluice restore PATH');
-        const { dataDir } = loaded().config;
+        const { dataDir, storage } = loaded().config;
+        // An SQLite backup restored under a node that reads PostgreSQL would be written and never read.
+        if (storage.backend === 'postgres') {
+          throw new Error('storage.backend = postgres: sluice restore writes an SQLite data_dir this node would not read; restore a pg_dump with pg_restore (sluice backup prints the command), or restore this backup with storage.backend = sqlite and move it with sluice store copy');
+        }
         const manifest = restore(path.resolve(io.cwd, sub), dataDir);
         io.stdout(`restored ${manifest.files.length} files of the backup of ${manifest.created_at} into data_dir ${dataDir}; start sluice serve\n`);
         return 0;

@@ -256,6 +256,9 @@ t.test('refusals: bad URLs, a foreign database, an unreachable server; backup on
       `(the password from PGPASSWORD or ~/.pgpass; data_dir's tls/ and acme/ copy as plain files)\n`,
   );
   t.notOk(fs.existsSync(target), 'no backup directory made');
+  const restore = await cli({ ...env, SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: copiedUrl }, 'restore', target);
+  t.equal(restore.code, 1, 'restore on postgres refused');
+  t.match(restore.err, /^sluice: storage\.backend = postgres: sluice restore writes an SQLite data_dir this node would not read; restore a pg_dump with pg_restore/);
   // Run as printed (Debian keeps pg_dump beside the server's programs), into a new database: the accounts are there.
   const bin = fs.readdirSync('/usr/lib/postgresql').map((v) => path.join('/usr/lib/postgresql', v, 'bin')).find((d) => fs.existsSync(path.join(d, 'pg_dump')))!;
   const restored = dbName(await freshDatabase());
