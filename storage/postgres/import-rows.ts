@@ -20,9 +20,14 @@ const SEEDED: Readonly<Record<string, number>> = { bayes_models: 1, inbound_subs
 /** Where the schema version lives (storage/postgres/migrations.ts): made by the migrations, never copied. */
 const SCHEMA_TABLE = 'sluice_schema';
 
-/** Insert batches stay under PostgreSQL's 65,535 parameters and hold about this many bytes of values. */
+/**
+ * Insert batches stay under PostgreSQL's 65,535 parameters and hold at most about 4 MiB of values and 1000 rows.
+ * Copying 100,000 events and 200,000 greylist triplets (one run each, load ~15 on 2 cores): 1000 rows a statement
+ * 50 s and 305 MB peak RSS; only the parameter bound (~12,000 rows a statement) 59 s and 331 MB.
+ */
 const BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_PARAMS = 60_000;
+const BATCH_ROWS = 1000;
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
@@ -185,7 +190,7 @@ function importTx(q: Query): ImportTx {
           params.push(param(v));
           bytes += Buffer.isBuffer(v) ? v.length : typeof v === 'string' ? v.length : 8;
         }
-        if (bytes >= BATCH_BYTES || params.length + cols.length > MAX_PARAMS) await flush();
+        if (bytes >= BATCH_BYTES || tuples.length >= BATCH_ROWS || params.length + cols.length > MAX_PARAMS) await flush();
       }
       await flush();
     },
