@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { checkStoreFile, openStore, storeBodyFiles, storeFileName } from '../storage/open.js';
 import { PRIVATE_FILE_MODE } from '../storage/private-files.js';
+import { withoutPassword } from './cli-common.js';
 import { runDir, runningServes } from './pid-registry.js';
 import { VERSION } from './version.js';
 
@@ -64,6 +65,26 @@ function stateFiles(dataDir: string, rel = ''): string[] {
     else if (d.isFile()) out.push(name);
   }
   return out.sort();
+}
+
+/** A POSIX shell word: `word` in single quotes (a URL's `?` and `&` stay literal). */
+const shellWord = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Why `sluice backup PATH` refuses storage.backend = postgres, with the commands that back the database up and
+ * restore it (PostgreSQL's own tools: pg_dump's directory format makes PATH a directory, as a Sluice backup does).
+ * data_dir then holds no mail, only the TLS and ACME files and the first key, which copy as plain files.
+ */
+export function postgresBackupAdvice(url: string, target: string): string {
+  const from = withoutPassword(url);
+  const into = new URL(from);
+  into.pathname = '/NEWDB';
+  return (
+    `storage.backend = postgres: sluice backup copies an SQLite data_dir, and this node's state is in PostgreSQL. ` +
+    `Back the database up with:\n  pg_dump --format=directory --file=${shellWord(target)} ${shellWord(from)}\n` +
+    `and restore it into a new, empty database (createdb NEWDB) with:\n  pg_restore --no-owner --dbname=${shellWord(into.href)} ${shellWord(target)}\n` +
+    `(the password from PGPASSWORD or ~/.pgpass; data_dir's tls/ and acme/ copy as plain files)`
+  );
 }
 
 /**

@@ -8,7 +8,7 @@ import { rotateSigningKey } from '../mta/webhooks/signing.js';
 import { createDnsResolver } from '../mta/delivery/dns-resolver.js';
 import { describeStore, openStore } from '../storage/open.js';
 import type { Store } from '../storage/ports/store.js';
-import { backup, restore } from './backup.js';
+import { backup, postgresBackupAdvice, restore } from './backup.js';
 import { createBayesClassifier } from '../filters/bayes.js';
 import { filterCommand } from './cli-filter.js';
 import { arcDnsRecord, arcKey, arcSealerFor } from './wiring-inbound.js';
@@ -20,6 +20,7 @@ import { inboundDomainsCommand } from './cli-inbound.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
 import { queueCommand } from './cli-queue.js';
+import { storeCommand } from './cli-store.js';
 import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
 import { runningServes } from './pid-registry.js';
 import { secretSetting } from './wiring.js';
@@ -44,17 +45,25 @@ export async function runCommand(
     case 'backup': {
       if (!sub || rest.length > 0) throw new UsageError('usage: sluice backup PATH');
       const target = path.resolve(io.cwd, sub);
-      const manifest = await backup(loaded().config.dataDir, target);
+      const { config } = loaded();
+      if (config.storage.backend === 'postgres') throw new Error(postgresBackupAdvice(config.storage.postgresUrl as string, target));
+      const manifest = await backup(config.dataDir, target);
       io.stdout(`backup written to ${target} (${manifest.files.length} files: ${manifest.files.map((f) => f.path).join(', ')})\n`);
       return 0;
     }
     case 'restore': {
       if (!sub || rest.length > 0) throw new UsageError('usage: sluice restore PATH');
-      const { dataDir } = loaded().config;
+      const { dataDir, storage } = loaded().config;
+      // An SQLite backup restored under a node that reads PostgreSQL would be written and never read.
+      if (storage.backend === 'postgres') {
+        throw new Error('storage.backend = postgres: sluice restore writes an SQLite data_dir this node would not read; restore a pg_dump with pg_restore (sluice backup prints the command), or restore this backup with storage.backend = sqlite and move it with sluice store copy');
+      }
       const manifest = restore(path.resolve(io.cwd, sub), dataDir);
       io.stdout(`restored ${manifest.files.length} files of the backup of ${manifest.created_at} into data_dir ${dataDir}; start sluice serve\n`);
       return 0;
     }
+    case 'store':
+      return await storeCommand(sub, rest, opts.to, () => loaded().config.dataDir, io);
     case 'signing-key':
       return await withStore(loaded(), now, (store) => signingKeyCommand(sub, store, !!opts.json, io, now));
     case 'accounts': {

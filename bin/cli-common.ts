@@ -48,6 +48,7 @@ export const OPTIONS = {
   ham: { type: 'string', multiple: true },
   'as-spam': { type: 'boolean' },
   subscription: { type: 'string' },
+  to: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -96,3 +97,13 @@ export function requireId(raw: string | undefined): number {
 
 /** Epoch milliseconds as ISO 8601, or null. */
 export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * A database URL fit to print: without its password (a command shown to be run gets it from PGPASSWORD or
+ * ~/.pgpass, as pg_dump and psql do).
+ */
+export function withoutPassword(url: string): string {
+  const u = new URL(url);
+  u.password = '';
+  return u.href;
+}

@@ -88,6 +88,9 @@ Commands:
                                           (database, TLS and ACME state; mode 0700/0600; the server may run)
   restore PATH                            verify the backup PATH, then restore it into an empty data_dir
                                           (refused while a sluice serve runs on data_dir)
+  store copy --to postgres://USER@HOST:PORT/DB
+                                          copy the stopped SQLite data_dir (every table and body) into an
+                                          empty PostgreSQL database, verify it, print what it copied
   help                                    this text
   version                                 print the version
 
@@ -124,11 +127,23 @@ const DETAILS: Record<string, string> = {
     'PATH becomes a directory (0700, every file in it 0600): sluice.db (SQLite\'s online backup: one consistent\n' +
     'snapshot while the server writes), every other file of data_dir (tls/, acme/, initial-api-key) and\n' +
     'manifest.json with the size, SHA-256 and original mode of each. PATH must not exist; an interrupted backup\n' +
-    'leaves no PATH. Copy it off the machine as it is (tar, rsync, borg).',
+    'leaves no PATH. Copy it off the machine as it is (tar, rsync, borg). With storage.backend = postgres it refuses\n' +
+    'and prints the pg_dump command that backs the database up (PATH becomes pg_dump\'s directory format) and the\n' +
+    'pg_restore command that restores it into a new, empty database (exit 1).',
+  'store copy':
+    'Moves a single-machine install to PostgreSQL: stop every sluice serve on data_dir (refused otherwise, exit 1),\n' +
+    'create an empty database (createdb; the copy makes the schema, and refuses a database that holds data), run\n' +
+    'this, then start the nodes with storage.backend = postgres. One transaction: every table of the data_dir\n' +
+    '(booleans, JSON, integers and blobs converted to PostgreSQL\'s types) and every body (spooled files streamed\n' +
+    'into chunk rows); identity sequences are moved past the copied ids; before it commits, it reads everything back\n' +
+    'and compares each table\'s row count and digest and each body\'s SHA-256. A failure commits nothing (exit 1).\n' +
+    'Prints one line per table (rows, bytes), what is not copied and why (SQLite\'s own caches and search index,\n' +
+    'the stopped processes\' job leads), then "verified". The password may come from PGPASSWORD. A bad URL: exit 2.',
   restore:
     'Checks first, writes after: the manifest, every file\'s size and SHA-256, and SQLite\'s integrity_check of\n' +
     'the database; any failure restores nothing (exit 1). data_dir must be new or empty and no sluice serve may run\n' +
-    'on it. Every file is written 0600 (directories 0700). Then start sluice serve.',
+    'on it. Every file is written 0600 (directories 0700). Then start sluice serve. With storage.backend = postgres\n' +
+    'it refuses (exit 1): restore the database with pg_restore (sluice backup prints the command).',
   'queue delete':
     'Marks the delivery dropped; it is never sent. A delivery being sent right now cannot be deleted.',
   'filter train':

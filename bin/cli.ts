@@ -35,6 +35,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     const loaded = () => loadConfig({ file: opts.config, env: io.env, cwd: io.cwd });
+    // --to names the target of a copy: given to any other command it would be ignored, so it is refused.
+    if (opts.to !== undefined && command !== 'store') throw new UsageError('--to is an option of sluice store copy only');
     switch (command) {
       case 'serve':
         // Imported here: a primary of several processes loads the serving code only in its children.

@@ -18,7 +18,32 @@ export const CHUNK_BYTES = 256 * 1024;
 /** body_ref of a body held in message_bodies. */
 const INLINE = 'inline';
 /** body_ref prefix of a chunked body: `chunks:<32 hex>`, its body_blobs key. */
-const CHUNKED = 'chunks:';
+export const CHUNKED = 'chunks:';
+
+/**
+ * A body's bytes regrouped as body_chunks rows: exactly CHUNK_BYTES each (a reader finds byte n in row n /
+ * CHUNK_BYTES), each byte copied once, and last of all the remainder (possibly empty) marked `last`.
+ */
+export async function* fixedChunks(chunks: AsyncIterable<unknown> | Iterable<unknown>): AsyncGenerator<{ data: Buffer; last: boolean }> {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  for await (const piece of chunks) {
+    let chunk = chunkBytes(piece);
+    while (pendingBytes + chunk.length >= CHUNK_BYTES) {
+      const need = CHUNK_BYTES - pendingBytes;
+      pending.push(chunk.subarray(0, need));
+      yield { data: Buffer.concat(pending, CHUNK_BYTES), last: false };
+      pending = [];
+      pendingBytes = 0;
+      chunk = chunk.subarray(need);
+    }
+    if (chunk.length > 0) {
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+    }
+  }
+  yield { data: Buffer.concat(pending, pendingBytes), last: true };
+}
 
 /** The reference of a stored message's body (`body_ref`, id and size from its row), or null when it has none. */
 export function pgStoredBody(row: { id: number; size: number; body_ref: string | null }): BodyRef | null {
@@ -50,38 +75,22 @@ export function createPgBodies(pg: Pg, namedBy: readonly string[] = ['messages']
     await pg.exec('INSERT INTO body_blobs (key, created_at, chunk_bytes) VALUES ($1, $2, $3)', [key, Date.now(), CHUNK_BYTES]);
     let seq = 0;
     let size = 0;
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    const flush = async (data: Buffer) => {
-      const n = seq++;
-      await pg.tx(async (q) => {
-        await q('SET LOCAL synchronous_commit = off');
-        await q('INSERT INTO body_chunks (key, seq, data) VALUES ($1, $2, $3)', [key, n, data]);
-      });
-    };
     try {
-      for await (const piece of chunks) {
-        let chunk = chunkBytes(piece);
-        size += chunk.length;
-        // Exactly CHUNK_BYTES per row (a reader finds byte n in row n / CHUNK_BYTES), each byte copied once.
-        while (pendingBytes + chunk.length >= CHUNK_BYTES) {
-          const need = CHUNK_BYTES - pendingBytes;
-          pending.push(chunk.subarray(0, need));
-          await flush(Buffer.concat(pending, CHUNK_BYTES));
-          pending = [];
-          pendingBytes = 0;
-          chunk = chunk.subarray(need);
+      for await (const { data, last } of fixedChunks(chunks)) {
+        size += data.length;
+        if (last) {
+          await pg.tx(async (q) => {
+            if (data.length > 0) await q('INSERT INTO body_chunks (key, seq, data) VALUES ($1, $2, $3)', [key, seq, data]);
+            await q('UPDATE body_blobs SET size = $2 WHERE key = $1', [key, size]);
+          });
+          break;
         }
-        if (chunk.length > 0) {
-          pending.push(chunk);
-          pendingBytes += chunk.length;
-        }
+        const n = seq++;
+        await pg.tx(async (q) => {
+          await q('SET LOCAL synchronous_commit = off');
+          await q('INSERT INTO body_chunks (key, seq, data) VALUES ($1, $2, $3)', [key, n, data]);
+        });
       }
-      const last = Buffer.concat(pending, pendingBytes);
-      await pg.tx(async (q) => {
-        if (last.length > 0) await q('INSERT INTO body_chunks (key, seq, data) VALUES ($1, $2, $3)', [key, seq, last]);
-        await q('UPDATE body_blobs SET size = $2 WHERE key = $1', [key, size]);
-      });
     } catch (err) {
       // What was written is an orphan either way; removing it now saves the sweep the work (best effort).
       await pg.exec('DELETE FROM body_blobs WHERE key = $1', [key]).catch(() => {});

@@ -10,8 +10,11 @@ import { SCHEMA_PARTS } from './schema.js';
  */
 export const PG_MIGRATIONS: readonly string[] = [SCHEMA_PARTS.join('\n')];
 
-/** The advisory-lock key every node takes to migrate (an arbitrary constant: "sluice" in ASCII). */
-const MIGRATION_LOCK = 0x736c75696365;
+/**
+ * The advisory-lock key every node takes to migrate (an arbitrary constant: "sluice" in ASCII); `sluice store copy`
+ * holds it for its whole transaction, so a node started meanwhile waits for the copy instead of seeing half of it.
+ */
+export const MIGRATION_LOCK = 0x736c75696365;
 
 /**
  * Brings the database up to this version's schema. Nodes starting together serialise on the advisory lock; the
