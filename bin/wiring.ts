@@ -254,6 +254,7 @@ export async function wireCore(opts: CoreOptions) {
     queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
     console: store.console,
     consoleSecret: await secretSetting(store.settings, 'console_secret'),
+    throttles: store.throttles,
     acmeChallenge: (token) => acme?.challenges.get(token),
     now,
     logger,

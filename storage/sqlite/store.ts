@@ -34,6 +34,7 @@ import { hashSecret } from '../credentials.js';
 import { createSettingStore } from './settings.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
+import { createThrottleStore } from './throttles.js';
 import { createTrackingDomainStore } from './tracking-domains.js';
 import { createTrackingStore } from './tracking.js';
 import { createWebhookStore } from './webhooks.js';
@@ -204,6 +205,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     accounts,
     settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'getOrCreate'] }),
     jobLeads: port(createJobLeadStore(db), b, { reads: ['leader'], writes: ['tryLead', 'resign'] }),
+    throttles: port(createThrottleStore(db), b, { reads: ['counts'], writes: ['hit', 'clear', 'prune'] }),
     queue,
     queueViews: port(createQueueViews(db), b, {
       reads: ['listPending', 'pendingSummary', 'browse', 'depth', 'stats'],
