@@ -30,6 +30,7 @@ import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
 import { acmeRoutes } from '../control-api/routes/acme.js';
 import { createAcmeManager } from '../mta/jobs/acme.js';
+import { storeAcmeChallenges, tlsMaterialFor } from '../mta/smtp/tls-material.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { createDkimRetirement } from '../mta/jobs/dkim-retirement.js';
@@ -86,7 +87,7 @@ export interface CoreOptions {
   listening: () => Record<string, boolean>;
   /** The addresses this process's listeners are bound to (their real ports when configured as 0). */
   boundListeners?: () => readonly HostPort[];
-  /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
+  /** Called when ACME has installed a new certificate (the SMTP listeners' TLS source reads it). */
   certificateInstalled?: () => Promise<unknown>;
   /** Opens the store to run on (tests hand in their own); by default `storage/open.ts` for the configuration. */
   openStore?: (o: OpenOptions) => Store | Promise<Store>;
@@ -219,8 +220,10 @@ export async function wireCore(opts: CoreOptions) {
   });
   abuse.onAlert((t) => alertMonitors.trigger(t));
   // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
+  const tlsMaterial = tlsMaterialFor(config, store.settings);
+  const acmeChallenges = storeAcmeChallenges(store.settings);
   const acme = config.acme.directoryUrl
-    ? createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
+    ? createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.(), material: tlsMaterial, challenges: acmeChallenges })
     : undefined;
   const services: Services = {
     config,
@@ -255,7 +258,7 @@ export async function wireCore(opts: CoreOptions) {
     console: store.console,
     consoleSecret: await secretSetting(store.settings, 'console_secret'),
     throttles: store.throttles,
-    acmeChallenge: (token) => acme?.challenges.get(token),
+    acmeChallenge: async (token) => (acme ? acme.challenges.get(token) : undefined),
     now,
     logger,
     health: async (o = {}) => {
@@ -334,7 +337,7 @@ export async function wireCore(opts: CoreOptions) {
   return {
     space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu,
+    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }

@@ -118,8 +118,8 @@ export interface Services {
   consoleSecret: Buffer;
   /** Counters that hold across processes and nodes (the console's sign-in failures). */
   throttles: ThrottleStore;
-  /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3), undefined for any other. */
-  acmeChallenge: (token: string) => string | undefined;
+  /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3, in the store), undefined for any other. */
+  acmeChallenge: (token: string) => Promise<string | undefined>;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

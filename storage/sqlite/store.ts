@@ -203,7 +203,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const store: SqliteStore = {
     db,
     accounts,
-    settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'getOrCreate'] }),
+    settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'delete', 'getOrCreate'] }),
     jobLeads: port(createJobLeadStore(db), b, { reads: ['leader'], writes: ['tryLead', 'resign'] }),
     throttles: port(createThrottleStore(db), b, { reads: ['counts'], writes: ['hit', 'clear', 'prune'] }),
     queue,
