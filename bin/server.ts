@@ -274,6 +274,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       // holding their lead in the store (mta/jobs/leadership.ts), which moves within a minute when it dies.
       if (onceJobs) housekeeping.start();
     }
+    if (opts.startWorker !== false) core.clockWatch.start();
     let closed = false;
     return {
       roles,
@@ -319,6 +320,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         closed = true;
         tls?.stop();
         httpTls?.stop();
+        core.clockWatch.stop();
         await acmeLead?.stop();
         await core.acme?.stop();
         await Promise.all(listeners.map((l) => l.close()));

@@ -30,6 +30,7 @@ import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
 import { acmeRoutes } from '../control-api/routes/acme.js';
 import { createAcmeManager } from '../mta/jobs/acme.js';
+import { clockSkewLimitMs, createClockWatch } from '../mta/jobs/clock-skew.js';
 import { storeAcmeChallenges, tlsMaterialFor } from '../mta/smtp/tls-material.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
@@ -220,6 +221,9 @@ export async function wireCore(opts: CoreOptions) {
   });
   abuse.onAlert((t) => alertMonitors.trigger(t));
   // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
+  // Leases are in node time: each node compares its clock with the database's (PostgreSQL) at start and then.
+  const clockWatch = createClockWatch({ health: store.health, logger, leaseMs });
+  await clockWatch.check();
   const tlsMaterial = tlsMaterialFor(config, store.settings);
   const acmeChallenges = storeAcmeChallenges(store.settings);
   const acme = config.acme.directoryUrl
@@ -263,7 +267,9 @@ export async function wireCore(opts: CoreOptions) {
     logger,
     health: async (o = {}) => {
       const h = await store.health.check(o);
-      return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening() };
+      const skewMs = clockWatch.last();
+      const clock = skewMs === undefined ? {} : { clock: { skewMs, limitMs: clockSkewLimitMs(leaseMs) } };
+      return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening(), ...clock };
     },
   };
   const bodySweep = createBodySweep({ bodies: store.bodies, logger });
@@ -337,7 +343,7 @@ export async function wireCore(opts: CoreOptions) {
   return {
     space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial,
+    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial, clockWatch,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }

@@ -299,6 +299,8 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
         }
         return { readable, writeFailure: writes.lastFailure() };
       },
+      // One machine: the database's clock is this machine's.
+      clockSkew: async () => undefined,
     },
     backup: (target) => backupDatabase(db, target),
     async close() {
