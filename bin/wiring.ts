@@ -185,6 +185,7 @@ export async function wireCore(opts: CoreOptions) {
     config,
     now,
     accounts,
+    sendLimits: store.sendLimits,
     dkim,
     suppressions,
     queue,

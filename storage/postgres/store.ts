@@ -16,6 +16,7 @@ import { createPgDkimKeyStore } from './dkim-keys.js';
 import { createPgGreylistStore } from './greylist.js';
 import { createPgSenderAbuseStore } from './sender-abuse.js';
 import { createPgJobLeadStore } from './job-leads.js';
+import { createPgSendLimitStore } from './send-limits.js';
 import { createPgThrottleStore } from './throttles.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
@@ -105,6 +106,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     settings: createPgSettingStore(pg),
     jobLeads: createPgJobLeadStore(pg),
     throttles: createPgThrottleStore(pg),
+    sendLimits: createPgSendLimitStore(pg),
     accounts: createPgAccountStore(pg),
     dkimKeys: createPgDkimKeyStore(pg),
     trackingDomains: createPgTrackingDomainStore(pg),

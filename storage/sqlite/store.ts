@@ -34,6 +34,7 @@ import { hashSecret } from '../credentials.js';
 import { createSettingStore } from './settings.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
+import { createSendLimitStore } from './send-limits.js';
 import { createThrottleStore } from './throttles.js';
 import { createTrackingDomainStore } from './tracking-domains.js';
 import { createTrackingStore } from './tracking.js';
@@ -206,6 +207,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'delete', 'getOrCreate'] }),
     jobLeads: port(createJobLeadStore(db), b, { reads: ['leader'], writes: ['tryLead', 'resign'] }),
     throttles: port(createThrottleStore(db), b, { reads: ['counts'], writes: ['hit', 'clear', 'prune'] }),
+    sendLimits: port(createSendLimitStore(db), b, { reads: [], writes: ['reserve', 'release'] }),
     queue,
     queueViews: port(createQueueViews(db), b, {
       reads: ['listPending', 'pendingSummary', 'browse', 'depth', 'stats'],
