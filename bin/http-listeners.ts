@@ -35,7 +35,7 @@ export interface HttpListenerOptions {
   handler: http.RequestListener;
   /** The HTTPS certificate; undefined serves plain HTTP (http.tls.enabled off). */
   tls: TlsSource | undefined;
-  acmeChallenge: (token: string) => string | undefined;
+  acmeChallenge: (token: string) => Promise<string | undefined>;
   /** The https base URL redirects point at (known once http.listen is bound). */
   httpsBase: () => string;
   /** Whether Sluice serves a host name over https (the plain listener's redirects keep only such a name). */

@@ -182,6 +182,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     onError: (err) => logger.warn({ err, job: 'housekeeping' }, 'cannot reach the store for the housekeeping lead'),
   });
   let smtp: SmtpRoles | undefined;
+  let acmeLead: ReturnType<typeof createLeadership> | undefined;
 
   try {
     let httpAddr: HostPort | undefined;
@@ -189,7 +190,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     let scheme: 'http' | 'https' = 'http';
     if (roles.includes('api')) {
       // HTTPS has its own source even when it presents the SMTP pair (mta/smtp/tls.ts says why).
-      if (config.http.tls.enabled) httpTls = await createTlsSource(() => live, logger, 'http');
+      if (config.http.tls.enabled) httpTls = await createTlsSource(() => live, core.tlsMaterial, logger, 'http');
       const bound = await startHttpListeners({
         config,
         live: () => live,
@@ -220,7 +221,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ownListeners.push(metricsAddr);
     }
     if (roles.includes('mx') || roles.includes('submission')) {
-      tls = await createTlsSource(() => live, logger);
+      tls = await createTlsSource(() => live, core.tlsMaterial, logger);
       smtp = await startSmtpRoles({
         core,
         config,
@@ -241,9 +242,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const byName = (n: string) => listeners.find((l) => l.name === n)?.address();
     const baseUrl = config.http.publicUrl ?? `${scheme}://${formatHostPort(httpAddr ?? config.http.listen)}`;
     publicUrl = baseUrl;
-    // ACME runs beside the HTTP listener that answers its challenges; other processes read the files it writes.
+    // ACME runs on one api process of the whole store at a time (its lead, as housekeeping's): its challenge tokens
+    // are in the store, so any HTTP listener answers the CA, and other processes and nodes read the pair it installs.
     const acme = roles.includes('api') && onceJobs ? core.acme : undefined;
-    if (acme && opts.startWorker !== false) acme.start();
+    if (acme && opts.startWorker !== false) {
+      acmeLead = createLeadership({
+        store: core.store.jobLeads,
+        job: 'acme',
+        now,
+        jobs: { start: () => acme.start(), stop: () => acme.stop() },
+        onChange: (leading) => logger.info({ job: 'acme', leading }, leading ? 'this process orders and renews the ACME certificate' : 'another process runs ACME now'),
+        onError: (err) => logger.warn({ err, job: 'acme' }, 'cannot reach the store for the ACME lead'),
+      });
+      acmeLead.start();
+    }
     if (runsWorker) {
       // Deliveries, webhook batches and alerts are leased per row (storage/ports/leases.ts): every process runs them.
       core.worker.start();
@@ -253,6 +265,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       // holding their lead in the store (mta/jobs/leadership.ts), which moves within a minute when it dies.
       if (onceJobs) housekeeping.start();
     }
+    if (opts.startWorker !== false) core.clockWatch.start();
     let closed = false;
     return {
       roles,
@@ -298,6 +311,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         closed = true;
         tls?.stop();
         httpTls?.stop();
+        core.clockWatch.stop();
+        await acmeLead?.stop();
         await core.acme?.stop();
         await Promise.all(listeners.map((l) => l.close()));
         await core.worker.stop();

@@ -92,7 +92,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       // Domain Lockdown for the envelope sender at MAIL FROM (the From header is checked by runSubmission).
       lockdown: (domain: string, account: AccountRow) => core.lockdown(domain, account),
       onMessage: (m: SubmittedMessage) => runSubmission(core.sendDeps, m),
-      authThrottle: createAuthThrottle({ now }),
+      authThrottle: createAuthThrottle({ now, store: core.store.throttles }),
       authFailureDelayMs: config.smtp.submission.authFailureDelayMs,
       scratch: core.space.scratch,
       budget: core.space.budget,

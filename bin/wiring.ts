@@ -29,6 +29,8 @@ import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
 import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
 import { acmeRoutes } from '../control-api/routes/acme.js';
+import { clockSkewLimitMs, createClockWatch } from '../mta/jobs/clock-skew.js';
+import { storeAcmeChallenges, tlsMaterialFor } from '../mta/smtp/tls-material.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
 import { createDkimRetirement } from '../mta/jobs/dkim-retirement.js';
@@ -85,7 +87,7 @@ export interface CoreOptions {
   listening: () => Record<string, boolean>;
   /** The addresses this process's listeners are bound to (their real ports when configured as 0). */
   boundListeners?: () => readonly HostPort[];
-  /** Called when ACME has put a new certificate in data_dir/acme (the SMTP listeners' TLS source reads it). */
+  /** Called when ACME has installed a new certificate (the SMTP listeners' TLS source reads it). */
   certificateInstalled?: () => Promise<unknown>;
   /** Opens the store to run on (tests hand in their own); by default `storage/open.ts` for the configuration. */
   openStore?: (o: OpenOptions) => Store | Promise<Store>;
@@ -182,6 +184,7 @@ export async function wireCore(opts: CoreOptions) {
     config,
     now,
     accounts,
+    sendLimits: store.sendLimits,
     dkim,
     suppressions,
     queue,
@@ -218,9 +221,14 @@ export async function wireCore(opts: CoreOptions) {
   });
   abuse.onAlert((t) => alertMonitors.trigger(t));
   // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
-  // Loaded only then: acme-client and its crypto add about 40 MB to every process that imports them.
+  // Leases are in node time: each node compares its clock with the database's (PostgreSQL) at start and then.
+  const clockWatch = createClockWatch({ health: store.health, logger, leaseMs });
+  await clockWatch.check();
+  const tlsMaterial = tlsMaterialFor(config, store.settings);
+  const acmeChallenges = storeAcmeChallenges(store.settings);
+  // acme-client and its crypto (about 40 MB of modules) are loaded only when ACME is on.
   const acme = config.acme.directoryUrl
-    ? (await import('../mta/jobs/acme.js')).createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.() })
+    ? (await import('../mta/jobs/acme.js')).createAcmeManager({ config, logger, now, installed: async () => opts.certificateInstalled?.(), material: tlsMaterial, challenges: acmeChallenges })
     : undefined;
   const services: Services = {
     config,
@@ -254,12 +262,15 @@ export async function wireCore(opts: CoreOptions) {
     queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
     console: store.console,
     consoleSecret: await secretSetting(store.settings, 'console_secret'),
-    acmeChallenge: (token) => acme?.challenges.get(token),
+    throttles: store.throttles,
+    acmeChallenge: async (token) => (acme ? acme.challenges.get(token) : undefined),
     now,
     logger,
     health: async (o = {}) => {
       const h = await store.health.check(o);
-      return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening() };
+      const skewMs = clockWatch.last();
+      const clock = skewMs === undefined ? {} : { clock: { skewMs, limitMs: clockSkewLimitMs(leaseMs) } };
+      return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening(), ...clock };
     },
   };
   const bodySweep = createBodySweep({ bodies: store.bodies, logger });
@@ -333,7 +344,7 @@ export async function wireCore(opts: CoreOptions) {
   return {
     space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu,
+    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial, clockWatch,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }

@@ -17,7 +17,7 @@ export const SEND_KEYS = {
     parse: integer(1, 1_000_000, 'a count'),
   }),
   ratePerSecond: key({
-    doc: 'Send requests (POST /tx/v1/send, dry runs included, and /tx/v1/send-async) each account may make per second, with a burst of as many; past it, 429 with Retry-After. 0 turns the limit off.',
+    doc: 'Send requests (POST /tx/v1/send, dry runs included, and /tx/v1/send-async) each account may make per second, with a burst of as many; past it, 429 with Retry-After. 0 turns the limit off. Counted per node, in memory (a request budget protects the node that serves it): with several nodes on PostgreSQL an account may make this many on each, so set the cluster\'s rate divided by the nodes.',
     defaultText: '100',
     default: () => 100,
     parse: integer(0, 1_000_000, 'requests per second'),

@@ -169,21 +169,21 @@ export const KEY_TREE = {
     tls: {
       cert: key({
         live: true,
-        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset, ACME\'s (acme.directory_url) or else a self-signed pair generated into data_dir.',
-        defaultText: 'none (self-signed pair generated into data_dir/tls/)',
+        doc: 'PEM certificate chain for STARTTLS/implicit TLS; when unset, ACME\'s (acme.directory_url) or else a self-signed pair generated into data_dir (into the database on PostgreSQL, one for every node).',
+        defaultText: 'none (self-signed pair generated into data_dir/tls/, or the database on PostgreSQL)',
         default: () => undefined,
         parse: parsePath,
       }),
       key: key({
         live: true,
         doc: 'PEM private key matching smtp.tls.cert.',
-        defaultText: 'none (self-signed pair generated into data_dir/tls/)',
+        defaultText: 'none (self-signed pair generated into data_dir/tls/, or the database on PostgreSQL)',
         default: () => undefined,
         parse: parsePath,
       }),
     },
   },
-  /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ and renewed. */
+  /** ACME (RFC 8555): a certificate for smtp.hostname and acme.hostnames, kept in data_dir/acme/ (or the database) and renewed. */
   acme: {
     directoryUrl: key({
       doc: 'ACME directory URL (e.g. https://acme-v02.api.letsencrypt.org/directory): get and renew the SMTP (and HTTPS) certificate by HTTP-01 on the HTTP listener (http.plain_listen when http.tls.enabled). Unset: no ACME.',

@@ -145,7 +145,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     throw new ConfigError(cert === undefined ? 'smtp.tls.cert' : 'smtp.tls.key', 'smtp.tls.cert and smtp.tls.key must be set together');
   }
 
-  // One source of certificate: files given by path, or ACME's (data_dir/acme/); never both, so none is ignored.
+  // One source of certificate: files given by path, or ACME's (data_dir/acme/, or the database); never both, so none is ignored.
   if (values.get('acme.directory_url') !== undefined && cert !== undefined) {
     throw new ConfigError('acme.directory_url', 'set either acme.directory_url (certificates from ACME) or smtp.tls.cert/smtp.tls.key, not both');
   }

@@ -1,5 +1,6 @@
 // Owns the set of services the control-plane routes receive (wired in bin/, injected here; no globals): the storage
 // ports a route reads and writes, and the mta/ services it calls. A route's handler names the members it uses.
+import type { ThrottleStore } from '../storage/ports/throttles.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import type { AccountRow, AccountStore } from '../storage/ports/accounts.js';
@@ -39,6 +40,11 @@ export interface HealthReport {
   writeFailure: WriteFailure | undefined;
   /** Each listener (http, mx, submission…): bound and accepting. */
   listeners: Record<string, boolean>;
+  /**
+   * The database's clock minus this node's (ms) when last measured, and the bound past which leases are at risk
+   * (mta/jobs/clock-skew.ts); absent on SQLite.
+   */
+  clock?: { skewMs: number; limitMs: number };
 }
 
 export interface Services {
@@ -115,8 +121,10 @@ export interface Services {
   console: ConsoleStore;
   /** HMAC key of the console's sign-in CSRF tokens (created on first start, kept in the store as console_secret). */
   consoleSecret: Buffer;
-  /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3), undefined for any other. */
-  acmeChallenge: (token: string) => string | undefined;
+  /** Counters that hold across processes and nodes (the console's sign-in failures). */
+  throttles: ThrottleStore;
+  /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3, in the store), undefined for any other. */
+  acmeChallenge: (token: string) => Promise<string | undefined>;
   /** Injected clock (ms since epoch). */
   now: () => number;
   logger: Logger;

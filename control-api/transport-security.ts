@@ -64,8 +64,8 @@ export function httpsLocation(hostHeader: string | undefined, target: string | u
 }
 
 export interface PlainListenerDeps {
-  /** The key authorization of a pending HTTP-01 token (ACME in this process), or undefined. */
-  acmeChallenge: (token: string) => string | undefined;
+  /** The key authorization of a pending HTTP-01 token (ACME's, in the store), or undefined. */
+  acmeChallenge: (token: string) => Promise<string | undefined>;
   /** The https base URL (http.public_url, or the bound HTTPS address): its port is the redirect's. */
   httpsBase: () => string;
   /** Whether Sluice serves `host` (lower case, no port) over https: a redirect keeps only such a name. */
@@ -89,11 +89,16 @@ export function plainListenerHandler(deps: PlainListenerDeps): http.RequestListe
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const token = CHALLENGE.exec(path)?.[1];
     if (token !== undefined && (method === 'GET' || method === 'HEAD')) {
-      const keyAuthorization = deps.acmeChallenge(token);
-      const body = keyAuthorization ?? 'no such ACME challenge\n';
-      res.writeHead(keyAuthorization === undefined ? 404 : 200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-      res.end(method === 'HEAD' ? undefined : body);
-      log.info({ method, path, status: res.statusCode }, 'request');
+      const answer = (status: number, body: string) => {
+        res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+        res.end(method === 'HEAD' ? undefined : body);
+        log.info({ method, path, status }, 'request');
+      };
+      // The store out of reach: 503, so the CA's retry (or the next order) finds it back.
+      deps.acmeChallenge(token).then(
+        (keyAuthorization) => (keyAuthorization === undefined ? answer(404, 'no such ACME challenge\n') : answer(200, keyAuthorization)),
+        () => answer(503, 'try again later\n'),
+      );
       return;
     }
     const asked = askedHost(req.headers.host, req.url);

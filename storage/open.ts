@@ -1,5 +1,6 @@
 // Owns choosing the storage backend: `sluice` opens its one Store here (bin/ wiring, the CLI), never a backend directly.
 import type { Config } from '../config/load.js';
+import { CLOCK_SKEW_WARN_MS, describeSkew } from './ports/health.js';
 import type { Store } from './ports/store.js';
 import { checkDatabaseFile, databasePath, spooledFilesOf } from './sqlite/database.js';
 import { openSqliteStore } from './sqlite/store.js';
@@ -67,7 +68,8 @@ export async function describeStore(config: StoreConfig): Promise<string> {
     const p = await probePostgres(config.storage.postgresUrl as string);
     const schema = p.schema === 0 ? 'no schema yet (the first node to start creates it)' : `schema version ${p.schema}`;
     const fit = p.schema > p.known ? `; newer than this Sluice (${p.known}): upgrade this node` : p.schema > 0 && p.schema < p.known ? `; this Sluice migrates it to ${p.known} at start` : '';
-    return `storage: postgres, server ${p.server}, ${schema}${fit}`;
+    const skew = Math.abs(p.clockSkewMs) > CLOCK_SKEW_WARN_MS ? `\nwarning: ${describeSkew(p.clockSkewMs)}: keep node clocks in sync (NTP)` : '';
+    return `storage: postgres, server ${p.server}, ${schema}${fit}; clock skew ${p.clockSkewMs} ms${skew}`;
   } catch (err) {
     if (err instanceof PostgresOpenError) throw new ConfigError(err.key, err.problem);
     throw err;

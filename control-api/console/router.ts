@@ -3,7 +3,7 @@
 import type Koa from 'koa';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
-import { createRateLimiter } from '../rate-limit.js';
+import { clientNetwork } from '../../mta/smtp/auth-throttle.js';
 import type { AnyRoute } from '../route.js';
 import { visibleAccounts } from '../routes/outbound-search.js';
 import type { Services } from '../services.js';
@@ -45,12 +45,19 @@ function decodeSegment(segment: string): string {
   }
 }
 
+/**
+ * Failed sign-ins a client network may make before it is refused (429) until LOGIN_WINDOW_MS pass without one. A key
+ * is 192 random bits, so the bound is not what makes guessing hopeless; it keeps a guesser from costing every node a
+ * key lookup per request, and holds across nodes because the counter is in the store.
+ */
+export const LOGIN_FAILURES = 10;
+/** The window of LOGIN_FAILURES: a network's count lapses this long after its last failure. */
+export const LOGIN_WINDOW_MS = 60_000;
+
 /** The console middleware: owns every path under /console and passes anything else on. */
 export function createConsole(services: Services, routes: readonly AnyRoute[], views: readonly ViewRoute[] = CONSOLE_VIEWS): Koa.Middleware {
   const call = createRouteCaller(services, routes);
   const table = views.map((v) => ({ ...v, ...compile(v.path) }));
-  // Sign-in attempts per client address: 10 at once, then one per second (guessing a 192-bit key is hopeless anyway).
-  const logins = createRateLimiter({ rate: 1, burst: 10, now: services.now });
   const secure = (ctx: Koa.Context) => ctx.secure || (services.config.http.publicUrl ?? '').startsWith('https:');
 
   function render(ctx: Koa.Context, status: number, doc: Html): void {
@@ -69,7 +76,13 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     };
     if (ctx.method === 'GET') return render(ctx, 200, loginPage(fresh()));
     if (ctx.method !== 'POST') throw new ApiError(405, ['method not allowed'], { Allow: 'GET, POST' });
-    if (!logins.take(ctx.ip)) throw new ApiError(429, ['too many sign-in attempts; wait a moment'], { 'Retry-After': '1' });
+    // Failed sign-ins per client network (an IPv4 address, an IPv6 /64), counted in the store so every node of the
+    // balancer counts together: past LOGIN_FAILURES the network waits until a window passes without a failure.
+    const failures = `console-login:${clientNetwork(ctx.ip)}`;
+    const [failed] = await services.throttles.counts([failures], services.now());
+    if (failed! >= LOGIN_FAILURES) {
+      throw new ApiError(429, ['too many failed sign-ins; wait a minute'], { 'Retry-After': String(LOGIN_WINDOW_MS / 1000) });
+    }
     const form = await readForm(ctx.req);
     // Double submit (the field equals the cookie, which another site cannot read) of a token this server minted
     // within the hour: a pair made up and planted by whoever can set a cookie for the host does not verify.
@@ -81,8 +94,9 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     try {
       session = await signIn(services, (form.get('secret') ?? '').trim());
     } catch (err) {
-      if (err instanceof ApiError) return render(ctx, err.status, loginPage(fresh(), 'Unknown or revoked key or token.'));
-      throw err;
+      if (!(err instanceof ApiError)) throw err;
+      await services.throttles.hit([failures], services.now(), LOGIN_WINDOW_MS);
+      return render(ctx, err.status, loginPage(fresh(), 'Unknown or revoked key or token.'));
     }
     ctx.append('Set-Cookie', cookie(names.session, session.id, { secure: secure(ctx), maxAgeSeconds: services.config.http.consoleSessionHours * 3600 }));
     ctx.append('Set-Cookie', cookie(names.login, '', { secure: secure(ctx), maxAgeSeconds: 0 }));

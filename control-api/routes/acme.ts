@@ -14,8 +14,8 @@ export const acmeRoutes: AnyRoute[] = [
     // RFC 8555 §8.3: a token is base64url, at least 128 bits of entropy.
     params: Type.Object({ token: Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$' }) }),
     responses: { 200: { description: 'the key authorization', contentType: text }, 404: { description: 'no such pending token' } },
-    handler: (s, { params }) => {
-      const keyAuthorization = s.acmeChallenge(params.token);
+    handler: async (s, { params }) => {
+      const keyAuthorization = await s.acmeChallenge(params.token);
       if (keyAuthorization === undefined) return { status: 404, type: text, body: 'no such ACME challenge\n' };
       return { status: 200, type: text, body: keyAuthorization };
     },

@@ -1,13 +1,14 @@
-// Owns ACME (RFC 8555) certificates: the account key and the certificate for smtp.hostname and acme.hostnames in
-// data_dir/acme/, issued and renewed 30 days before expiry with HTTP-01 answered by the HTTP listener.
+// Owns ACME (RFC 8555) certificates: the account key and the certificate for smtp.hostname and acme.hostnames (kept
+// where mta/smtp/tls-material.ts says: data_dir/acme on SQLite, the store on PostgreSQL), issued and renewed 30 days
+// before expiry with HTTP-01 answered by any HTTP listener on the store.
 import fs from 'node:fs';
 import https from 'node:https';
 import tls from 'node:tls';
 import * as acme from 'acme-client';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/load.js';
-import { ensurePrivateDir, writePrivateFile } from '../../storage/private-files.js';
-import { acmeFiles, certInfo } from '../smtp/tls.js';
+import { certInfo } from '../smtp/tls.js';
+import type { AcmeChallengeStore, TlsMaterial } from '../smtp/tls-material.js';
 
 /** Renew this long before notAfter (Let's Encrypt's advice for 90-day certificates: a third of the lifetime). */
 export const RENEW_BEFORE_MS = 30 * 86_400_000;
@@ -16,10 +17,11 @@ export const ACME_CHECK_MS = 3_600_000;
 
 /**
  * HTTP-01 tokens being validated (RFC 8555 §8.3): token → key authorization. The control plane answers
- * `GET /.well-known/acme-challenge/<token>` from it; it lives in the process that runs the api role and ACME.
+ * `GET /.well-known/acme-challenge/<token>` from it; the tokens are in the store, so the process (or node) the
+ * CA's request reaches answers it, whichever one ordered.
  */
 export interface AcmeChallenges {
-  get(token: string): string | undefined;
+  get(token: string): Promise<string | undefined>;
 }
 
 export type AcmeOutcome = { action: 'issued' | 'renewed'; names: string[]; notAfter: number } | { action: 'valid'; notAfter: number };
@@ -38,28 +40,17 @@ export interface AcmeDeps {
   logger: Logger;
   /** Injected clock: decides when the certificate is due for renewal. */
   now: () => number;
-  /** Called once a new pair is on disk (the TLS source reads it again). */
+  /** Called once a new pair is installed (the TLS source reads it again). */
   installed: () => Promise<unknown>;
+  /** Where the account key and the pair are kept (tls-material.ts). */
+  material: TlsMaterial;
+  /** The pending HTTP-01 tokens, shared by every process and node on the store. */
+  challenges: AcmeChallengeStore;
 }
 
 /** The names the certificate must carry: smtp.hostname first (the subject), then acme.hostnames. */
 export function acmeNames(config: Config): string[] {
   return [...new Set([config.smtp.hostname.toLowerCase(), ...config.acme.hostnames])];
-}
-
-/** Writes `data` to `file` (0600) atomically (temp file + rename), so a reader sees the old or the new content. */
-function writeAtomic(file: string, data: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writePrivateFile(tmp, data);
-  fs.renameSync(tmp, file);
-}
-
-/** The account key of data_dir/acme (an ECDSA P-256 key made on first use, 0600): the ACME account is bound to it. */
-async function accountKey(file: string): Promise<Buffer> {
-  if (fs.existsSync(file)) return fs.readFileSync(file);
-  const key = await acme.crypto.createPrivateEcdsaKey();
-  writeAtomic(file, key.toString());
-  return key;
 }
 
 /**
@@ -76,11 +67,12 @@ function trustCa(directoryUrl: string, caFile: string | undefined): void {
   });
 }
 
-/** What is in data_dir/acme now: the certificate's names and expiry, or undefined when there is none yet. */
-function installed(files: ReturnType<typeof acmeFiles>): { names: string[]; notAfter: number } | undefined {
-  if (!fs.existsSync(files.cert) || !fs.existsSync(files.key)) return undefined;
+/** What is installed now: the certificate's names and expiry, or undefined when there is none (or it is unreadable). */
+async function installed(material: TlsMaterial): Promise<{ names: string[]; notAfter: number } | undefined> {
+  const pair = await material.acmePair();
+  if (!pair) return undefined;
   try {
-    return certInfo(fs.readFileSync(files.cert, 'utf8'));
+    return certInfo(pair.cert);
   } catch {
     return undefined;
   }
@@ -91,8 +83,7 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
   const directoryUrl = config.acme.directoryUrl;
   if (directoryUrl === undefined) throw new Error('ACME needs acme.directory_url');
   const log = deps.logger.child({ component: 'acme' });
-  const files = acmeFiles(config.dataDir);
-  const tokens = new Map<string, string>();
+  const { material, challenges } = deps;
   trustCa(directoryUrl, config.acme.caFile);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<AcmeOutcome> | undefined;
@@ -105,8 +96,9 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
    * which says nothing about what the CA sees (behind NAT, a redirect, or a test CA on another port).
    */
   async function order(names: string[]): Promise<{ cert: string; key: string }> {
-    ensurePrivateDir(files.dir);
-    const client = new acme.Client({ directoryUrl: directoryUrl!, accountKey: await accountKey(files.accountKey) });
+    // The account key (ECDSA P-256, made on first use and kept): the ACME account is bound to it.
+    const accountKey = await material.acmeAccountKey(async () => (await acme.crypto.createPrivateEcdsaKey()).toString());
+    const client = new acme.Client({ directoryUrl: directoryUrl!, accountKey });
     const key = await acme.crypto.createPrivateRsaKey(2048);
     const [, csr] = await acme.crypto.createCsr({ commonName: names[0]!, altNames: names }, key);
     // Find the account this key registered before (RFC 8555 §7.3.1 onlyReturnExisting; then a POST-as-GET), so
@@ -122,10 +114,10 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
       skipChallengeVerification: true,
       challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
         if (challenge.type !== 'http-01') throw new Error(`the CA offers no http-01 challenge (got ${challenge.type})`);
-        tokens.set(challenge.token, keyAuthorization);
+        await challenges.set(challenge.token, keyAuthorization);
       },
       challengeRemoveFn: async (_authz, challenge) => {
-        tokens.delete(challenge.token);
+        await challenges.delete(challenge.token);
       },
     });
     return { cert, key: key.toString() };
@@ -133,16 +125,14 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
 
   async function check(): Promise<AcmeOutcome> {
     const names = acmeNames(config);
-    const have = installed(files);
+    const have = await installed(material);
     const missing = have ? names.filter((n) => !have.names.includes(n)) : names;
     if (have && missing.length === 0 && have.notAfter - now() > RENEW_BEFORE_MS) return { action: 'valid', notAfter: have.notAfter };
     const why = !have ? 'no certificate yet' : missing.length > 0 ? `missing ${missing.join(', ')}` : 'expires within 30 days';
     log.info({ names, directory: directoryUrl, reason: why }, `ordering a certificate for ${names.join(', ')} (${why})`);
     const pair = await order(names);
     const info = certInfo(pair.cert);
-    // The key first: until the certificate follows, readers see a mismatched pair, refuse it and keep the old one.
-    writeAtomic(files.key, pair.key);
-    writeAtomic(files.cert, pair.cert);
+    await material.installAcmePair(pair);
     log.info(
       { names: info.names, fingerprint: info.fingerprint, not_after: new Date(info.notAfter).toISOString() },
       `certificate ${have ? 'renewed' : 'issued'} for ${info.names.join(', ')}, valid until ${new Date(info.notAfter).toISOString()}`,
@@ -158,7 +148,7 @@ export function createAcmeManager(deps: AcmeDeps): AcmeManager {
       log.error({ err: (err as Error).message, retry_in_s: ACME_CHECK_MS / 1000 }, `ACME order failed: ${(err as Error).message}; trying again in an hour`),
     );
   return {
-    challenges: { get: (token) => tokens.get(token) },
+    challenges: { get: (token) => challenges.get(token) },
     runOnce,
     start() {
       tick();

@@ -5,6 +5,7 @@ import type { LockdownVerdict } from '../../filters/lockdown.js';
 import { senderIdentity, type OutboundScanVerdict } from '../../filters/outbound-verdicts.js';
 import { decideSuppression } from '../../filters/suppression.js';
 import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/ports/accounts.js';
+import type { SendLimitStore } from '../../storage/ports/send-limits.js';
 import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
 import { storageFailure } from '../../storage/ports/health.js';
 import type { SuppressionStore } from '../../storage/ports/suppressions.js';
@@ -22,6 +23,8 @@ import { afterCommit, blockRefusal, contentRefusal, findBlock, scanRecord, scree
 export interface RecipeDeps {
   now: () => number;
   accounts: AccountStore;
+  /** Reservations against the monthly limit, held from the check until the commit (atomic across nodes). */
+  sendLimits: SendLimitStore;
   dkim: DkimKeyStore;
   suppressions: SuppressionStore;
   queue: Queue;
@@ -126,10 +129,24 @@ export async function runOutbound(deps: RecipeDeps, req: OutboundRequest): Promi
   if (!maySend(account)) return { action: 'reject', reason: 'account-suspended' };
   const prepared = await req.prepare(account);
   if (!prepared.ok) return prepared.verdict;
-  const overLimit = req.dryRun ? undefined : await failIfOverLimit(deps, account, req.messageCount);
-  if (overLimit) return overLimit;
+  const reserved = req.dryRun ? undefined : await failIfOverLimit(deps, account, req.messageCount);
+  if (reserved && !reserved.ok) return reserved.verdict;
+  try {
+    return await runWithinLimit(deps, req, account, prepared.compose);
+  } finally {
+    // What the commit accepted is in the usage counter now; the reservation goes (or lapses if this process dies).
+    if (reserved?.id) await deps.sendLimits.release(reserved.id).catch(() => undefined);
+  }
+}
 
-  const composed = await prepared.compose();
+/** The steps after the limit: compose → lockdown → sign → (dry run: render) → blocks → scan → suppressions → commit. */
+async function runWithinLimit(
+  deps: RecipeDeps,
+  req: OutboundRequest,
+  account: AccountRow,
+  compose: () => Promise<Composition>,
+): Promise<OutboundVerdict> {
+  const composed = await compose();
   if (!composed.ok) return composed.verdict;
   const refusedDomain = await checkLockdown(deps, account, composed.drafts);
   if (refusedDomain) return refusedDomain;
@@ -166,12 +183,24 @@ function maySend(account: AccountRow | undefined): account is AccountRow {
   return account !== undefined && account.deleted_at === null && account.enabled;
 }
 
-/** failIfOverLimit: each message counts once against the calendar-month limit (the account's or its parent's). */
-async function failIfOverLimit(deps: RecipeDeps, account: AccountRow, count: number): Promise<OutboundRejection | undefined> {
+/** How long a reservation holds when its process dies before releasing it (a send takes seconds, a scan at most 30). */
+export const SEND_RESERVATION_TTL_MS = 5 * 60_000;
+
+/**
+ * failIfOverLimit: each message counts once against the calendar-month limit (the account's or its parent's). The
+ * request's messages are reserved in the store (one atomic unit: usage plus live reservations), so requests at once,
+ * on one node or several, cannot together pass a limit each of them fitted alone. Undefined when unlimited.
+ */
+async function failIfOverLimit(
+  deps: RecipeDeps,
+  account: AccountRow,
+  count: number,
+): Promise<{ ok: true; id: string } | { ok: false; verdict: OutboundRejection } | undefined> {
   const limit = await effectiveLimit(deps.accounts, account);
   if (limit === null) return undefined;
-  const used = await deps.accounts.usage(account.id, usagePeriod(deps.now()));
-  return used + count > limit ? { action: 'reject', reason: 'send-limit-reached', used, limit } : undefined;
+  const now = deps.now();
+  const r = await deps.sendLimits.reserve({ accountId: account.id, period: usagePeriod(now), count, limit, now, ttlMs: SEND_RESERVATION_TTL_MS });
+  return r.ok ? r : { ok: false, verdict: { action: 'reject', reason: 'send-limit-reached', used: r.used, limit } };
 }
 
 /**

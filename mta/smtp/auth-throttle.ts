@@ -1,6 +1,7 @@
 // Owns SMTP AUTH failure throttling: failures counted per client network (an IPv4 address, an IPv6 /64) and per
 // (network, user name); what gets refused is the network, never a user's correct password from somewhere else.
 import net from 'node:net';
+import type { ThrottleStore } from '../../storage/ports/throttles.js';
 
 /**
  * The limits. A user name is public (the account handle appears in webhooks and sender_id), so a lock-out per user
@@ -10,7 +11,8 @@ import net from 'node:net';
  * - `perAddress`: failures from one network, any names, before the network is refused;
  * - `maxKeys`: entries per counter; past it the least recently failed is forgotten. Memory is bounded: two maps of
  *   at most 20,000 keys, 9.7 MiB of heap when full of IPv6 networks and 128-character user names (the worst case;
- *   measured with node --expose-gc, heapUsed before and after filling both).
+ *   measured with node --expose-gc, heapUsed before and after filling both). In the store (the Throttles port),
+ *   lapsed counters and those past 2 × maxKeys are pruned at most once a minute.
  */
 export const AUTH_LIMITS: Readonly<AuthLimits> = Object.freeze({
   perAddressUser: 5,
@@ -73,62 +75,92 @@ interface Count {
   until: number;
 }
 
-/** A failure counter over at most `maxKeys` keys, least recently failed forgotten first (Map keeps insertion order). */
-function createCounter(limits: AuthLimits, now: () => number) {
-  const map = new Map<string, Count>();
-  const live = (key: string) => {
+/**
+ * The Throttles port in this process's memory (a process without a store: unit tests, a listener made alone): one
+ * map per kind of key (the text before the first `:`), each of at most `maxKeys` keys, least recently hit
+ * forgotten first (Map keeps insertion order).
+ */
+export function memoryThrottles(maxKeys: number): ThrottleStore & { size(kind: string): number } {
+  const maps = new Map<string, Map<string, Count>>();
+  const mapOf = (key: string) => {
+    const kind = key.slice(0, key.indexOf(':') + 1);
+    let m = maps.get(kind);
+    if (!m) maps.set(kind, (m = new Map()));
+    return m;
+  };
+  const live = (key: string, now: number) => {
+    const map = mapOf(key);
     const c = map.get(key);
-    if (c && c.until <= now()) map.delete(key);
-    return c && c.until > now() ? c : undefined;
+    if (c && c.until <= now) map.delete(key);
+    return c && c.until > now ? c : undefined;
   };
   return {
-    count: (key: string) => live(key)?.n ?? 0,
-    add(key: string): void {
-      const c = live(key) ?? { n: 0, until: 0 };
-      c.n++;
-      c.until = now() + limits.windowMs;
-      map.delete(key);
-      map.set(key, c);
-      if (map.size > limits.maxKeys) map.delete(map.keys().next().value as string);
+    async hit(keys, now, windowMs) {
+      return keys.map((key) => {
+        const map = mapOf(key);
+        const c = live(key, now) ?? { n: 0, until: 0 };
+        c.n++;
+        c.until = now + windowMs;
+        map.delete(key);
+        map.set(key, c);
+        if (map.size > maxKeys) map.delete(map.keys().next().value as string);
+        return c.n;
+      });
     },
-    clear: (key: string) => void map.delete(key),
-    get size() {
-      return map.size;
+    counts: async (keys, now) => keys.map((key) => live(key, now)?.n ?? 0),
+    clear: async (key) => void mapOf(key).delete(key),
+    async prune(now) {
+      let n = 0;
+      for (const map of maps.values()) for (const [key, c] of map) if (c.until <= now && map.delete(key)) n++;
+      return n;
     },
+    size: (kind) => maps.get(`${kind}:`)?.size ?? 0,
   };
 }
+
+/** How often a process prunes lapsed counters from the store (a bound on the table, not on correctness). */
+const PRUNE_EVERY_MS = 60_000;
 
 /**
  * AUTH failure counters (clock injected; the STARTTLS and implicit-TLS listeners share one). `check` before a
  * password is looked at, `failed` after a wrong one, `succeeded` after a right one (forgets that user's failures
- * from that network; the network's own count stays).
+ * from that network; the network's own count stays). With `store` (the Throttles port, which `sluice serve` always
+ * gives) every process and node on the store counts together, so a guesser gets one allowance however many nodes
+ * the balancer spreads it over; without, the counters live in this process. A store that cannot be reached makes
+ * each method reject (the listener answers 451 4.3.0, temporary), never an unthrottled attempt.
  */
-export function createAuthThrottle(o: { now?: () => number; limits?: Partial<AuthLimits> } = {}) {
+export function createAuthThrottle(o: { now?: () => number; limits?: Partial<AuthLimits>; store?: ThrottleStore } = {}) {
   const now = o.now ?? Date.now;
   const limits = { ...AUTH_LIMITS, ...o.limits };
-  const byAddress = createCounter(limits, now);
-  const byPair = createCounter(limits, now);
-  const pairKey = (network: string, user: string) => `${network} ${user.toLowerCase().slice(0, MAX_USER)}`;
+  const memory = o.store ? undefined : memoryThrottles(limits.maxKeys);
+  const counters: ThrottleStore = o.store ?? memory!;
+  const addressKey = (network: string) => `auth-address:${network}`;
+  const pairKey = (network: string, user: string) => `auth-pair:${network} ${user.toLowerCase().slice(0, MAX_USER)}`;
+  let prunedAt = -Infinity;
   return {
     /** The refusal when the client's network, or this user name from it, has used up its failures; else undefined. */
-    check(ip: string, user: string): AuthRefusal | undefined {
+    async check(ip: string, user: string): Promise<AuthRefusal | undefined> {
       const network = clientNetwork(ip);
-      const fromAddress = byAddress.count(network);
+      const [fromAddress, forUser] = (await counters.counts([addressKey(network), pairKey(network, user)], now())) as [number, number];
       if (fromAddress >= limits.perAddress) return { counter: 'address', network, failures: fromAddress };
-      const forUser = byPair.count(pairKey(network, user));
       if (forUser >= limits.perAddressUser) return { counter: 'address-user', network, failures: forUser };
       return undefined;
     },
-    failed(ip: string, user: string): void {
+    async failed(ip: string, user: string): Promise<void> {
       const network = clientNetwork(ip);
-      byAddress.add(network);
-      byPair.add(pairKey(network, user));
+      const at = now();
+      await counters.hit([addressKey(network), pairKey(network, user)], at, limits.windowMs);
+      // Bounded like the maps: two kinds of key, maxKeys each.
+      if (o.store && at - prunedAt >= PRUNE_EVERY_MS) {
+        prunedAt = at;
+        await o.store.prune(at, 2 * limits.maxKeys);
+      }
     },
-    succeeded(ip: string, user: string): void {
-      byPair.clear(pairKey(clientNetwork(ip), user));
+    async succeeded(ip: string, user: string): Promise<void> {
+      await counters.clear(pairKey(clientNetwork(ip), user));
     },
-    /** Keys held (for the memory bound's test). */
-    size: () => ({ addresses: byAddress.size, pairs: byPair.size }),
+    /** Keys held in this process's memory (for the memory bound's test; 0 with a store). */
+    size: () => ({ addresses: memory?.size('auth-address') ?? 0, pairs: memory?.size('auth-pair') ?? 0 }),
   };
 }
 

@@ -209,7 +209,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         if (!authAllowed(session)) return refuse(REPLY.mustStartTls);
         const user = (auth.username ?? '').toLowerCase();
         const ip = session.remoteAddress;
-        const refused = throttle.check(ip, user);
+        const refused = await throttle.check(ip, user);
         if (refused) {
           // One line per refusal: which counter (the network's, or this name's from it) and how many failures.
           log.warn({ sessionId: session.id, ip, user, ...refused }, 'auth refused: too many failures from this address');
@@ -219,7 +219,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         const account = auth.username && auth.password ? await policy.authenticate(auth.username, auth.password) : undefined;
         // RFC 4954 §6: 535 5.7.8 for bad credentials; a suspended sub-account is refused the same way.
         if (!account || !account.enabled) {
-          throttle.failed(ip, user);
+          await throttle.failed(ip, user);
           // warn: a run of these is someone guessing passwords (the throttle above closes them out).
           log.warn({ sessionId: session.id, ip, user }, 'auth failed');
           // Slows guessing on one connection (Postfix smtpd_error_sleep_time); the connection cap bounds the pauses.
@@ -228,7 +228,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
           setTimeout(() => refuse(REPLY.authInvalid), delay).unref();
           return;
         }
-        throttle.succeeded(ip, user);
+        await throttle.succeeded(ip, user);
         sessions.set(session.id, account);
         callback(null, { user: account.handle });
       } catch (err) {

@@ -1,20 +1,20 @@
 // Owns the TLS certificate pair of the SMTP listeners and of HTTPS: which one applies (configured files, ACME's or a
-// self-signed pair in data_dir), reading and checking it, and noticing when it changes on disk.
+// self-signed pair; the last two where tls-material.ts keeps them), reading and checking it, and noticing when it
+// changes (on disk, or in the store another node renewed it in).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import { generate } from 'selfsigned';
 import { ConfigError } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
-import { ensurePrivateDir, writePrivateFile } from '../../storage/private-files.js';
+import { fileStamp, type PemPair, type TlsMaterial } from './tls-material.js';
 
 export interface TlsPair {
   cert: string;
   key: string;
-  /** Where the pair came from, for the start-up log. */
-  source: 'config' | 'generated' | 'data_dir' | 'acme';
+  /** Where the pair came from, for the start-up log (`stored`: a self-signed pair made before, in data_dir or the store). */
+  source: 'config' | 'generated' | 'data_dir' | 'stored' | 'acme';
 }
 
 /** What the log says about a certificate. */
@@ -24,22 +24,6 @@ export interface CertInfo {
   /** DNS names of the subjectAltName. */
   names: string[];
   notAfter: number;
-}
-
-/** The self-signed pair's files in data_dir. */
-function selfSignedFiles(dataDir: string) {
-  const dir = path.join(dataDir, 'tls');
-  return { dir, cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
-}
-
-/**
- * Where ACME (mta/jobs/acme.ts) keeps its state in data_dir: the account key and the current certificate and key.
- * Any process of the data_dir reads the pair from here, so a certificate the api process renews reaches the SMTP
- * listeners of another process at their next check.
- */
-export function acmeFiles(dataDir: string) {
-  const dir = path.join(dataDir, 'acme');
-  return { dir, accountKey: path.join(dir, 'account-key.pem'), cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
 }
 
 /** One line for a file that cannot be read: the cause in words and its errno code. */
@@ -68,8 +52,7 @@ export function certInfo(pem: string): CertInfo {
 
 /**
  * Reads and checks a certificate chain and its private key, each error naming its key and path
- * (`smtp.tls.cert /etc/x.pem: no such file (ENOENT)`): both files readable, the certificate PEM, the key a PEM
- * private key that belongs to it, and Node able to build a TLS context from them.
+ * (`smtp.tls.cert /etc/x.pem: no such file (ENOENT)`): both files readable, then checkTlsPair.
  */
 export function readTlsFiles(
   certFile: string,
@@ -84,27 +67,33 @@ export function readTlsFiles(
       throw new ConfigError(`${name} ${file}`, fileProblem(err as NodeJS.ErrnoException));
     }
   };
-  const cert = read(names.cert, certFile);
-  const key = read(names.key, keyFile);
+  return checkTlsPair(read(names.cert, certFile), read(names.key, keyFile), source, { cert: `${names.cert} ${certFile}`, key: `${names.key} ${keyFile}` });
+}
+
+/**
+ * Checks a certificate chain and its private key, each error naming the label of where it came from: the
+ * certificate PEM, the key a PEM private key that belongs to it, and Node able to build a TLS context from them.
+ */
+export function checkTlsPair(cert: string, key: string, source: TlsPair['source'], labels: { cert: string; key: string }): TlsPair {
   let x509: crypto.X509Certificate;
   try {
     x509 = new crypto.X509Certificate(cert);
   } catch (err) {
-    throw new ConfigError(`${names.cert} ${certFile}`, `not a PEM certificate: ${(err as Error).message}`);
+    throw new ConfigError(labels.cert, `not a PEM certificate: ${(err as Error).message}`);
   }
   let privateKey: crypto.KeyObject;
   try {
     privateKey = crypto.createPrivateKey(key);
   } catch (err) {
-    throw new ConfigError(`${names.key} ${keyFile}`, `not a PEM private key: ${(err as Error).message}`);
+    throw new ConfigError(labels.key, `not a PEM private key: ${(err as Error).message}`);
   }
   if (!x509.checkPrivateKey(privateKey)) {
-    throw new ConfigError(`${names.key} ${keyFile}`, `does not belong to the certificate in ${names.cert} ${certFile}`);
+    throw new ConfigError(labels.key, `does not belong to the certificate in ${labels.cert}`);
   }
   try {
     tls.createSecureContext({ cert, key });
   } catch (err) {
-    throw new ConfigError(`${names.cert} ${certFile}`, `unusable for TLS: ${(err as Error).message}`);
+    throw new ConfigError(labels.cert, `unusable for TLS: ${(err as Error).message}`);
   }
   return { cert, key, source };
 }
@@ -132,56 +121,36 @@ export function checkTlsFiles(config: Config): void {
   }
 }
 
-/** The self-signed pair of data_dir/tls, generated for smtp.hostname on first use (0600 key, kept across restarts). */
-async function selfSigned(config: Config): Promise<TlsPair> {
-  const f = selfSignedFiles(config.dataDir);
-  if (fs.existsSync(f.cert) && fs.existsSync(f.key)) return readTlsFiles(f.cert, f.key, 'data_dir', { cert: 'data_dir', key: 'data_dir' });
+/** A new self-signed pair for smtp.hostname (10 years: nothing verifies it; it serves until a real one is set). */
+async function makeSelfSigned(config: Config): Promise<PemPair> {
   const pems = await generate([{ name: 'commonName', value: config.smtp.hostname }], {
     keySize: 2048,
     notAfterDate: new Date(Date.now() + 3650 * 86_400_000),
     algorithm: 'sha256',
     extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: config.smtp.hostname }] }],
   });
-  ensurePrivateDir(f.dir);
-  writePrivateFile(f.key, pems.private);
-  writePrivateFile(f.cert, pems.cert);
-  return { cert: pems.cert, key: pems.private, source: 'generated' };
-}
-
-/** With ACME on, its pair once issued (until then the self-signed one serves). */
-function acmePair(config: Config): { cert: string; key: string } | undefined {
-  if (config.acme.directoryUrl === undefined) return undefined;
-  const f = acmeFiles(config.dataDir);
-  return fs.existsSync(f.cert) && fs.existsSync(f.key) ? f : undefined;
+  return { cert: pems.cert, key: pems.private };
 }
 
 /**
  * The pair that applies under `config` for `purpose`: the configured files when set (http.tls.cert/key for HTTPS,
- * then smtp.tls.cert/key); else ACME's when it has issued one; else the self-signed pair in data_dir/tls.
+ * then smtp.tls.cert/key); else ACME's when it has issued one; else the self-signed pair, made on first use and kept
+ * (`material`: data_dir's files on SQLite, the store on PostgreSQL).
  */
-export async function loadTlsPair(config: Config, purpose: TlsPurpose = 'smtp'): Promise<TlsPair> {
+export async function loadTlsPair(config: Config, material: TlsMaterial, purpose: TlsPurpose = 'smtp'): Promise<TlsPair> {
   const files = configuredFiles(config, purpose);
   if (files) return readTlsFiles(files.cert, files.key, 'config', files.names);
-  const acme = acmePair(config);
-  if (acme) return readTlsFiles(acme.cert, acme.key, 'acme', { cert: 'acme certificate', key: 'acme key' });
-  return selfSigned(config);
+  const acme = config.acme.directoryUrl === undefined ? undefined : await material.acmePair();
+  if (acme) return checkTlsPair(acme.cert, acme.key, 'acme', material.acmeLabels);
+  const { pair, made } = await material.selfSigned(() => makeSelfSigned(config));
+  return checkTlsPair(pair.cert, pair.key, made ? 'generated' : material.where === 'data_dir' ? 'data_dir' : 'stored', material.selfSignedLabels);
 }
 
-/** A stamp of the files a pair was read from: a change in any of them means "read again". */
-function stampOf(config: Config, purpose: TlsPurpose): string {
+/** A stamp of where a pair was read from: the configured files' stat, or ACME's stamp; a change means "read again". */
+async function stampOf(config: Config, material: TlsMaterial, purpose: TlsPurpose): Promise<string> {
   const configured = configuredFiles(config, purpose);
-  const acme = config.acme.directoryUrl === undefined ? undefined : acmeFiles(config.dataDir);
-  const files = configured ? [configured.cert, configured.key] : acme ? [acme.cert, acme.key] : [];
-  return files
-    .map((f) => {
-      try {
-        const st = fs.statSync(f);
-        return `${f}:${st.ino}:${st.size}:${st.mtimeMs}`;
-      } catch {
-        return `${f}:missing`;
-      }
-    })
-    .join('|');
+  if (!configured) return config.acme.directoryUrl === undefined ? '' : `acme:${await material.acmeStamp()}`;
+  return fileStamp([configured.cert, configured.key]);
 }
 
 export interface TlsSource {
@@ -195,12 +164,12 @@ export interface TlsSource {
   refresh(): Promise<{ changed: boolean; error?: string }>;
   /** Called with each new pair. */
   onChange(fn: (pair: TlsPair) => void): void;
-  /** Checks the files every `intervalMs` (certbot renewals and ACME certificates of other processes). */
+  /** Checks every `intervalMs` (certbot renewals; ACME certificates of other processes, or other nodes'). */
   start(intervalMs?: number): void;
   stop(): void;
 }
 
-/** How often the certificate files are checked for a change. */
+/** How often the certificate files (or ACME's pair in the store) are checked for a change. */
 export const TLS_CHECK_MS = 60_000;
 
 /**
@@ -208,10 +177,10 @@ export const TLS_CHECK_MS = 60_000;
  * refresh). HTTPS has a source of its own even when it presents the SMTP pair, so that setting http.tls.cert on a
  * reload takes effect like smtp.tls.cert does.
  */
-export async function createTlsSource(config: () => Config, logger: Logger, purpose: TlsPurpose = 'smtp'): Promise<TlsSource> {
+export async function createTlsSource(config: () => Config, material: TlsMaterial, logger: Logger, purpose: TlsPurpose = 'smtp'): Promise<TlsSource> {
   const log = logger.child({ component: 'tls', ...(purpose === 'http' ? { listener: 'https' } : {}) });
-  let pair = await loadTlsPair(config(), purpose);
-  let stamp = stampOf(config(), purpose);
+  let stamp = await stampOf(config(), material, purpose);
+  let pair = await loadTlsPair(config(), material, purpose);
   const listeners: ((p: TlsPair) => void)[] = [];
   let timer: NodeJS.Timeout | undefined;
   let refreshing: Promise<{ changed: boolean; error?: string }> | undefined;
@@ -220,16 +189,17 @@ export async function createTlsSource(config: () => Config, logger: Logger, purp
     const info = certInfo(p.cert);
     return { source: p.source, names: info.names, fingerprint: info.fingerprint, not_after: new Date(info.notAfter).toISOString() };
   };
-  if (pair.source === 'generated') log.info({ dir: config().dataDir, ...describe(pair) }, 'generated self-signed certificate');
+  if (pair.source === 'generated') log.info({ where: material.where, ...describe(pair) }, 'generated self-signed certificate');
 
   async function refresh(): Promise<{ changed: boolean; error?: string }> {
-    const next = stampOf(config(), purpose);
-    if (next === stamp) return { changed: false };
+    let next: string;
     let fresh: TlsPair;
     try {
-      fresh = await loadTlsPair(config(), purpose);
+      next = await stampOf(config(), material, purpose);
+      if (next === stamp) return { changed: false };
+      fresh = await loadTlsPair(config(), material, purpose);
     } catch (err) {
-      // Keep serving the old pair; a half-written renewal is read again at the next check.
+      // Keep serving the old pair; a half-written renewal (or a store out of reach) is read again at the next check.
       log.error({ err: (err as Error).message }, 'new certificate not taken; keeping the current one');
       return { changed: false, error: (err as Error).message };
     }

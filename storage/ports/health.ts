@@ -39,4 +39,23 @@ export interface HealthStore {
    * health recovers when nothing else writes.
    */
   check(opts?: { probe?: boolean }): Promise<{ readable: boolean; writeFailure: WriteFailure | undefined }>;
+  /**
+   * The database server's clock minus this machine's system clock (Date.now(), not the injected clock: the
+   * question is whether the machine's clock is kept in sync), in ms, taken at the middle of one round trip; undefined
+   * when the store is on this machine (SQLite). Leases and job leads are in node time, so nodes must agree.
+   * `wallClock` (default Date.now) lets a test stand for a machine whose clock is off.
+   */
+  clockSkew(wallClock?: () => number): Promise<number | undefined>;
+}
+
+/**
+ * Past this skew between a node's clock and the database's, the node's log warns and `sluice config check` says so:
+ * NTP keeps clocks within milliseconds, so 2 s means it is not running, long before leases are at risk
+ * (mta/jobs/clock-skew.ts clockSkewLimitMs).
+ */
+export const CLOCK_SKEW_WARN_MS = 2_000;
+
+/** One line on a skew (database minus node, ms), for the log and `sluice config check`. */
+export function describeSkew(skewMs: number): string {
+  return `this machine's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'behind' : 'ahead of'} the database's`;
 }

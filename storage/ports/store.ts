@@ -18,9 +18,11 @@ import type { QueueStore } from './queue.js';
 import type { QueueViewStore } from './queue-views.js';
 import type { RetentionStore } from './retention.js';
 import type { SenderAbuseStore } from './sender-abuse.js';
+import type { SendLimitStore } from './send-limits.js';
 import type { SettingStore } from './settings.js';
 import type { SmtpLogStore } from './smtp-log.js';
 import type { SuppressionStore } from './suppressions.js';
+import type { ThrottleStore } from './throttles.js';
 import type { TrackingStore } from './tracking.js';
 import type { TrackingDomainStore } from './tracking-domains.js';
 import type { WebhookStore } from './webhooks.js';
@@ -37,6 +39,10 @@ export interface Store {
   readonly settings: SettingStore;
   /** Who runs each once-per-cluster job now. */
   readonly jobLeads: JobLeadStore;
+  /** Counters over a window that hold across processes and nodes (AUTH failures, console sign-ins). */
+  readonly throttles: ThrottleStore;
+  /** Reservations against the monthly send limit, so concurrent sends cannot pass it together. */
+  readonly sendLimits: SendLimitStore;
   /** The durable queue: accept, claim, renew, record (ARCHITECTURE: Queue). */
   readonly queue: QueueStore;
   /** The operator's views of the queue and hand actions (retry, drop). */

@@ -9,6 +9,9 @@ export function createPgSettingStore(pg: Pg): SettingStore {
     async set(name, value) {
       await pg.exec('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [name, value]);
     },
+    async delete(name) {
+      await pg.exec('DELETE FROM settings WHERE name = $1', [name]);
+    },
     // One statement adds the value unless one is there; the read after it sees whichever node won.
     async getOrCreate(name, make) {
       const have = await get(name);

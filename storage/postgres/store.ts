@@ -16,6 +16,8 @@ import { createPgDkimKeyStore } from './dkim-keys.js';
 import { createPgGreylistStore } from './greylist.js';
 import { createPgSenderAbuseStore } from './sender-abuse.js';
 import { createPgJobLeadStore } from './job-leads.js';
+import { createPgSendLimitStore } from './send-limits.js';
+import { createPgThrottleStore } from './throttles.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgEventWriter } from './events.js';
@@ -29,7 +31,7 @@ import { createPgWebhookStore } from './webhooks.js';
 import { createPgRetentionStore } from './retention.js';
 import { createPgSmtpLogStore } from './smtp-log.js';
 import { createPgSuppressionStore } from './suppressions.js';
-import { createPgHealthStore, trackPgWrites } from './write-health.js';
+import { createPgHealthStore, databaseClockSkew, trackPgWrites } from './write-health.js';
 
 export interface PostgresStoreOptions {
   /** storage.postgres_url. */
@@ -64,11 +66,11 @@ export class PostgresOpenError extends Error {
  * What `sluice config check` says of a PostgreSQL database: the server's version and the schema's, without changing
  * anything. Fails with PostgresOpenError naming the setting, as a start would.
  */
-export async function probePostgres(url: string): Promise<{ server: string; schema: number; known: number }> {
+export async function probePostgres(url: string): Promise<{ server: string; schema: number; known: number; clockSkewMs: number }> {
   const pg = createPg({ url, poolSize: 1 });
   try {
     const [row] = await pg.query<{ server_version: string }>('SHOW server_version');
-    return { server: row?.server_version ?? 'unknown', schema: await schemaVersion(pg), known: PG_MIGRATIONS.length };
+    return { server: row?.server_version ?? 'unknown', schema: await schemaVersion(pg), known: PG_MIGRATIONS.length, clockSkewMs: await databaseClockSkew(pg) };
   } catch (err) {
     throw new PostgresOpenError('storage.postgres_url', describeConnectError((err as { cause?: unknown }).cause ?? err));
   } finally {
@@ -103,6 +105,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const ports = {
     settings: createPgSettingStore(pg),
     jobLeads: createPgJobLeadStore(pg),
+    throttles: createPgThrottleStore(pg),
+    sendLimits: createPgSendLimitStore(pg),
     accounts: createPgAccountStore(pg),
     dkimKeys: createPgDkimKeyStore(pg),
     trackingDomains: createPgTrackingDomainStore(pg),

@@ -115,5 +115,14 @@ export function createPgHealthStore(writes: PgWriteHealth): HealthStore {
       }
       return { readable, writeFailure: writes.lastFailure() };
     },
+    clockSkew: (wallClock) => databaseClockSkew(writes.pg, wallClock),
   };
+}
+
+/** The server's clock_timestamp() minus the middle of the round trip on this machine's clock, in ms. */
+export async function databaseClockSkew(pg: Pick<Pg, 'query'>, wallClock: () => number = Date.now): Promise<number> {
+  const before = wallClock();
+  const [row] = await pg.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms');
+  const after = wallClock();
+  return Math.round(Number(row!.ms) - (before + after) / 2);
 }

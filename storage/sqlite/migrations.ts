@@ -25,6 +25,8 @@ import { READ_CACHE } from './migrations/023-read-cache.js';
 import { SUB_ACCOUNT_PURGE } from './migrations/024-sub-account-purge.js';
 import { WEBHOOK_ENROLMENT_STATE } from './migrations/025-webhook-enrolment-state.js';
 import { JOB_LEADS } from './migrations/026-job-leads.js';
+import { THROTTLES } from './migrations/027-throttles.js';
+import { SEND_RESERVATIONS } from './migrations/028-send-reservations.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -57,4 +59,6 @@ export const MIGRATIONS: readonly string[] = [
   SUB_ACCOUNT_PURGE, // 24
   WEBHOOK_ENROLMENT_STATE, // 25
   JOB_LEADS, // 26
+  THROTTLES, // 27
+  SEND_RESERVATIONS, // 28
 ];

@@ -5,6 +5,7 @@ export function createSettingStore(db: Db) {
   const s = {
     get: db.prepare('SELECT value FROM settings WHERE name = ?'),
     set: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value'),
+    drop: db.prepare('DELETE FROM settings WHERE name = ?'),
     add: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING'),
   };
   return {
@@ -13,6 +14,9 @@ export function createSettingStore(db: Db) {
     },
     set(name: string, value: string): void {
       s.set.run(name, value);
+    },
+    delete(name: string): void {
+      s.drop.run(name);
     },
     // One statement adds the value unless one is there; the read after it sees whichever won.
     getOrCreate(name: string, make: () => string): string {

@@ -35,6 +35,8 @@ import { hashSecret } from '../credentials.js';
 import { createSettingStore } from './settings.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
+import { createSendLimitStore } from './send-limits.js';
+import { createThrottleStore } from './throttles.js';
 import { createTrackingDomainStore } from './tracking-domains.js';
 import { createTrackingStore } from './tracking.js';
 import { createWebhookStore } from './webhooks.js';
@@ -210,8 +212,10 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const store: SqliteStore = {
     db,
     accounts,
-    settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'getOrCreate'] }),
+    settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'delete', 'getOrCreate'] }),
     jobLeads: port(createJobLeadStore(db), b, { reads: ['leader'], writes: ['tryLead', 'resign'] }),
+    throttles: port(createThrottleStore(db), b, { reads: ['counts'], writes: ['hit', 'clear', 'prune'] }),
+    sendLimits: port(createSendLimitStore(db), b, { reads: [], writes: ['reserve', 'release'] }),
     queue,
     queueViews: port(createQueueViews(db), b, {
       reads: ['listPending', 'pendingSummary', 'browse', 'depth', 'stats'],
@@ -305,6 +309,8 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
         }
         return { readable, writeFailure: writes.lastFailure() };
       },
+      // One machine: the database's clock is this machine's.
+      clockSkew: async () => undefined,
     },
     backup: (target) => backupDatabase(db, target),
     async close() {

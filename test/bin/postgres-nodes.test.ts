@@ -1,11 +1,15 @@
 // Multi-node test on one PostgreSQL database (issue 33): three `sluice serve` nodes, each with a data_dir of its own,
 // accept mail through their own APIs and deliver each message exactly once; a webhook signing key, an API key and
-// an account made through one node are the same on the others; housekeeping leads on one node only.
+// an account made through one node are the same on the others; housekeeping leads on one node only; every node
+// presents the one self-signed certificate kept in the database.
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { freshDatabase, psql } from '../helpers/pg-cluster.js';
 import { firstKey, serveBinary } from '../helpers/serve-binary.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
+import { smtpTalk } from '../helpers/smtp-talk.js';
 import { tempDir } from '../helpers/stack.js';
 
 const PER_NODE = 30;
@@ -66,5 +70,16 @@ t.test('three nodes on one database: mail accepted on every node is delivered on
   t.equal(leads, '1', 'one housekeeping lead');
   const leaders = nodes.filter((n) => n.lines.some((l) => l.job === 'housekeeping' && l.leading === true));
   t.equal(leaders.length, 1, 'one node runs housekeeping');
+  // One self-signed certificate for the cluster, kept in the database: STARTTLS on every node presents it, and no
+  // node's data_dir holds a pair (mta/smtp/tls-material.ts).
+  const fingerprints = await Promise.all(
+    infos.map(async (info) => {
+      const smtp = await smtpTalk(t, Number(String(info.mx).split(':').pop()));
+      await smtp.send('EHLO client.test');
+      return (await smtp.starttls()).fingerprint256;
+    }),
+  );
+  t.equal(new Set(fingerprints).size, 1, `every node presents the same certificate (${fingerprints[0]})`);
+  t.same(dirs.filter((d) => fs.existsSync(path.join(d, 'tls'))), [], 'no data_dir holds a TLS pair');
   for (const n of nodes) n.child.kill('SIGTERM');
 });

@@ -59,3 +59,16 @@ t.test('send.rate_per_second = 0 turns the send limit off (not a bucket that nev
   const w = await outboundWorld(t, { env: { SLUICE_SEND_RATE_PER_SECOND: '0' } });
   for (let i = 0; i < 3; i++) t.equal((await w.rest(mail(`n${i}`))).status, 202);
 });
+
+t.test('the monthly send limit holds under concurrent sends: reserved in the store, never passed together', async (t) => {
+  const w = await outboundWorld(t, { env: { SLUICE_SEND_RATE_PER_SECOND: '0' } });
+  await w.stack.accounts.setSendLimit(w.accountId, 3);
+  // A check-then-accept lets requests that read the usage at once all pass; the reservation serialises them.
+  const statuses = await Promise.all(Array.from({ length: 8 }, (_, i) => w.rest(mail(`c${i}`)).then((r) => r.status)));
+  t.same(statuses.filter((s) => s === 202).length, 3, `exactly the limit accepted (${statuses.join(', ')})`);
+  t.same(statuses.filter((s) => s === 403).length, 5, 'the rest refused 403');
+  t.equal(w.deliveries('queued'), 3);
+  const after = await w.rest(mail('later'));
+  t.equal(after.status, 403);
+  t.same(after.body, { errors: ['monthly send limit reached: 3 of 3 messages used this month'] }, 'reservations released: the count is the usage');
+});

@@ -4,6 +4,7 @@
 import t from 'tap';
 import { AUTH_LIMITS, clientNetwork, createAuthThrottle } from '../../../mta/smtp/auth-throttle.js';
 import { createClock } from '../../helpers/stack.js';
+import { contract } from '../../storage/contract/backends.js';
 
 t.test('clientNetwork: IPv4 as itself, IPv6 by /64 in every spelling, IPv4-mapped as IPv4', async (t) => {
   const same64 = ['2001:db8:1:2::1', '2001:DB8:1:2:ffff:ffff:ffff:ffff', '2001:0db8:0001:0002:0:0:0:7', '2001:db8:1:2:a:b:192.0.2.1', '2001:db8:1:2::1%eth0'];
@@ -22,41 +23,61 @@ t.test('the (network, user) limit refuses that user from that network only; the 
   const clock = createClock();
   const th = createAuthThrottle({ now: clock.now });
   for (let i = 0; i < AUTH_LIMITS.perAddressUser; i++) {
-    t.equal(th.check('2001:db8:1:2::1', 'acme'), undefined);
-    th.failed('2001:db8:1:2::1', 'acme');
+    t.equal(await th.check('2001:db8:1:2::1', 'acme'), undefined);
+    await th.failed('2001:db8:1:2::1', 'acme');
   }
-  t.same(th.check('2001:db8:1:2::99', 'ACME'), { counter: 'address-user', network: '2001:db8:1:2::/64', failures: AUTH_LIMITS.perAddressUser }, 'another address of the /64, any case');
-  t.equal(th.check('2001:db8:1:3::1', 'acme'), undefined, 'the user from another /64');
-  t.equal(th.check('2001:db8:1:2::1', 'beta'), undefined, 'another user from the /64');
-  for (let i = AUTH_LIMITS.perAddressUser; i < AUTH_LIMITS.perAddress; i++) th.failed('2001:db8:1:2::5', `ghost${i}`);
-  t.same(th.check('2001:db8:1:2::1', 'beta'), { counter: 'address', network: '2001:db8:1:2::/64', failures: AUTH_LIMITS.perAddress });
-  t.equal(th.check('192.0.2.1', 'beta'), undefined);
+  t.same(await th.check('2001:db8:1:2::99', 'ACME'), { counter: 'address-user', network: '2001:db8:1:2::/64', failures: AUTH_LIMITS.perAddressUser }, 'another address of the /64, any case');
+  t.equal(await th.check('2001:db8:1:3::1', 'acme'), undefined, 'the user from another /64');
+  t.equal(await th.check('2001:db8:1:2::1', 'beta'), undefined, 'another user from the /64');
+  for (let i = AUTH_LIMITS.perAddressUser; i < AUTH_LIMITS.perAddress; i++) await th.failed('2001:db8:1:2::5', `ghost${i}`);
+  t.same(await th.check('2001:db8:1:2::1', 'beta'), { counter: 'address', network: '2001:db8:1:2::/64', failures: AUTH_LIMITS.perAddress });
+  t.equal(await th.check('192.0.2.1', 'beta'), undefined);
   clock.advance(AUTH_LIMITS.windowMs - 1);
-  t.ok(th.check('2001:db8:1:2::1', 'beta'), 'still within the window after the last failure');
+  t.ok(await th.check('2001:db8:1:2::1', 'beta'), 'still within the window after the last failure');
   clock.advance(1);
-  t.equal(th.check('2001:db8:1:2::1', 'acme'), undefined, 'lapsed');
+  t.equal(await th.check('2001:db8:1:2::1', 'acme'), undefined, 'lapsed');
   t.same(th.size(), { addresses: 0, pairs: AUTH_LIMITS.perAddress - AUTH_LIMITS.perAddressUser }, 'a lapsed entry goes when read (the others when read or evicted)');
 });
 
 t.test('a success forgets that user\'s failures from that network, not the network\'s', async (t) => {
   const th = createAuthThrottle({ now: createClock().now, limits: { perAddressUser: 2, perAddress: 3 } });
-  th.failed('192.0.2.1', 'acme');
-  th.succeeded('192.0.2.1', 'acme');
-  th.failed('192.0.2.1', 'acme');
-  t.equal(th.check('192.0.2.1', 'acme'), undefined, 'one failure since the success');
-  th.failed('192.0.2.1', 'beta');
-  t.match(th.check('192.0.2.1', 'acme'), { counter: 'address', failures: 3 });
+  await th.failed('192.0.2.1', 'acme');
+  await th.succeeded('192.0.2.1', 'acme');
+  await th.failed('192.0.2.1', 'acme');
+  t.equal(await th.check('192.0.2.1', 'acme'), undefined, 'one failure since the success');
+  await th.failed('192.0.2.1', 'beta');
+  t.match(await th.check('192.0.2.1', 'acme'), { counter: 'address', failures: 3 });
 });
 
 t.test('memory stays within maxKeys: the least recently failed is forgotten first', async (t) => {
   const th = createAuthThrottle({ now: createClock().now, limits: { maxKeys: 3, perAddress: 2 } });
-  for (const ip of ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.1', '192.0.2.4']) th.failed(ip, 'a');
+  for (const ip of ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.1', '192.0.2.4']) await th.failed(ip, 'a');
   t.same(th.size(), { addresses: 3, pairs: 3 }, 'never more than maxKeys');
-  t.ok(th.check('192.0.2.1', 'x'), '192.0.2.1 failed again recently: kept, and refused at 2 failures');
-  th.failed('192.0.2.2', 'a');
-  t.equal(th.check('192.0.2.2', 'x'), undefined, '192.0.2.2 had failed least recently: forgotten, one failure now');
+  t.ok(await th.check('192.0.2.1', 'x'), '192.0.2.1 failed again recently: kept, and refused at 2 failures');
+  await th.failed('192.0.2.2', 'a');
+  t.equal(await th.check('192.0.2.2', 'x'), undefined, '192.0.2.2 had failed least recently: forgotten, one failure now');
   t.same(th.size(), { addresses: 3, pairs: 3 });
   const long = createAuthThrottle({ now: createClock().now, limits: { perAddressUser: 1 } });
-  long.failed('192.0.2.1', 'x'.repeat(10_000));
-  t.equal(long.check('192.0.2.1', `${'x'.repeat(128)}y`)?.counter, 'address-user', 'a user name is kept to its first 128 characters');
+  await long.failed('192.0.2.1', 'x'.repeat(10_000));
+  t.equal((await long.check('192.0.2.1', `${'x'.repeat(128)}y`))?.counter, 'address-user', 'a user name is kept to its first 128 characters');
+});
+
+// Two stores on one database: two nodes behind a balancer (or two processes of a tree) share one allowance.
+contract('with the store, failures on two nodes add up and a success on either clears the pair', async (t, { store, reopen, clock }) => {
+  const now = () => clock.now;
+  const limits = { perAddressUser: 3, perAddress: 5 };
+  const [a, b] = [createAuthThrottle({ now, limits, store: store.throttles }), createAuthThrottle({ now, limits, store: (await reopen()).throttles })];
+  await a.failed('2001:db8::1', 'acme');
+  await b.failed('2001:db8::2', 'acme');
+  t.equal(await a.check('2001:db8::3', 'acme'), undefined, 'two of three');
+  await a.failed('2001:db8::1', 'acme');
+  t.same(await b.check('2001:db8::9', 'acme'), { counter: 'address-user', network: '2001:db8:0:0::/64', failures: 3 }, 'refused on the other node');
+  await b.succeeded('2001:db8::1', 'acme');
+  t.equal(await a.check('2001:db8::1', 'acme'), undefined, 'a success on b cleared the pair on a');
+  await b.failed('2001:db8::1', 'x');
+  await a.failed('2001:db8::1', 'y');
+  t.match(await b.check('2001:db8::1', 'acme'), { counter: 'address', failures: 5 }, 'the network count stays across the success');
+  clock.now += AUTH_LIMITS.windowMs;
+  t.equal(await a.check('2001:db8::1', 'acme'), undefined, 'lapsed a window after the last failure');
+  t.same(a.size(), { addresses: 0, pairs: 0 }, 'nothing held in memory');
 });

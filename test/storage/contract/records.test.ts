@@ -46,6 +46,9 @@ contract('settings: getOrCreate makes a value once, every view reads the same on
   t.equal(await (await reopen()).settings.getOrCreate('secret', () => 'two'), 'one', 'made once per location');
   await store.settings.set('bootstrapped_at', '5');
   t.equal(await store.settings.get('bootstrapped_at'), '5');
+  await (await reopen()).settings.delete('bootstrapped_at');
+  t.equal(await store.settings.get('bootstrapped_at'), undefined, 'deleted by another view');
+  await store.settings.delete('never-set');
 });
 
 contract('suppressions: insertMany stores all entries or none; lookups honour the transactional flags', async (t, { store }) => {

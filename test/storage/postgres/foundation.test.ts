@@ -73,9 +73,9 @@ t.test('the keys refuse a backend without its URL, a URL without its backend, an
 t.test('config check describes the store: the server and schema versions, or one line when unreachable', async (t) => {
   const url = await freshDatabase();
   const cfg = { dataDir: '/nonexistent', storage: { backend: 'postgres' as const, postgresUrl: url, postgresPoolSize: 1 } };
-  t.match(await describeStore(cfg), /^storage: postgres, server 1\d\.\d+.*, no schema yet \(the first node to start creates it\)$/);
+  t.match(await describeStore(cfg), /^storage: postgres, server 1\d\.\d+.*, no schema yet \(the first node to start creates it\); clock skew -?\d+ ms$/);
   await (await open(t, url)).close();
-  t.match(await describeStore(cfg), new RegExp(`^storage: postgres, server .*, schema version ${PG_MIGRATIONS.length}$`));
+  t.match(await describeStore(cfg), new RegExp(`^storage: postgres, server .*, schema version ${PG_MIGRATIONS.length}; clock skew -?\\d+ ms$`));
   const down = { ...cfg, storage: { ...cfg.storage, postgresUrl: 'postgres://postgres@127.0.0.1:1/x' } };
   const err = await describeStore(down).catch((e: unknown) => e);
   t.ok(err instanceof ConfigError);
