@@ -51,11 +51,17 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Per-request timeout (connect + answer), default 10 s. */
   timeoutMs?: number;
-  /** Poll interval of start(), default 1 s. */
+  /**
+   * Poll interval of start(), default 250 ms: an event waits for the next poll, and a poll is two indexed reads
+   * (due retries, accounts with pending events), so a short one costs little and keeps the lag well under 1 s.
+   */
   intervalMs?: number;
   /** How long a claim holds a batch (`queue.lease_seconds`), renewed while its POST is in flight; default the timeout + 1 min. */
   leaseMs?: number;
-  /** Accounts dispatched in parallel (lanes), default 8. */
+  /**
+   * Accounts dispatched in parallel (lanes), default 64: their claims and outcomes share group commits (one fsync for
+   * many), and a lane holds at most one body in memory (up to 1,000 events).
+   */
   concurrency?: number;
   /**
    * A POST still unanswered after this long gives its lane back (default 1 s), so an endpoint that hangs until the
@@ -115,7 +121,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   const timeoutMs = deps.timeoutMs ?? 10_000;
   const leaseMs = deps.leaseMs ?? timeoutMs + MIN;
   const owner = `d-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
-  const lanes = createLanes(deps.concurrency ?? 8);
+  const lanes = createLanes(deps.concurrency ?? 64);
   const slowMs = deps.slowMs ?? 1000;
   const maxBatches = deps.maxBatchesPerPass ?? 100;
   const log = deps.logger.child({ component: 'webhooks' });
@@ -238,7 +244,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   }
 
   const loop = createPassLoop(async () => void (await schedule({ batches: 0, delivered: 0, failed: 0 })), {
-    intervalMs: deps.intervalMs ?? 1000,
+    intervalMs: deps.intervalMs ?? 250,
     onError: (err) => log.error({ err }, 'webhook pass failed'),
   });
   let once: Promise<DispatchRun> | undefined;
