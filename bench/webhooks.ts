@@ -1,4 +1,5 @@
 // Owns the webhook benchmark: N outbox events → dispatcher (1,000-event signed POSTs) → a local receiver; prints figures.
+// With BENCH_ENDPOINTS it runs the lag scenario instead (bench/webhook-lag.ts): many endpoints, some failing.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import { createTargetGuard } from '../mta/delivery/target-guard.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
 import { createEventWriter } from '../storage/sqlite/events.js';
 import { openSqliteStore } from '../storage/sqlite/store.js';
+import { runLagBench } from './webhook-lag.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1);
@@ -137,4 +139,31 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+/** A numeric environment setting, or `fallback`; anything else than a finite number ≥ `min` is refused. */
+function numberEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name}=${raw}: expected a number >= ${min}`);
+  return n;
+}
+
+const LAG_ONLY = ['BENCH_FAILING', 'BENCH_RATE', 'BENCH_SECONDS', 'BENCH_LANES'];
+if (process.env.BENCH_ENDPOINTS) {
+  for (const name of ['BENCH_EVENTS', 'BENCH_ACCOUNTS']) {
+    if (process.env[name]) throw new Error(`${name} is for the throughput run; the lag run (BENCH_ENDPOINTS) takes BENCH_RATE and BENCH_SECONDS`);
+  }
+  const failing = numberEnv('BENCH_FAILING', 10, 0);
+  if (failing > 100) throw new Error(`BENCH_FAILING=${failing}: a percentage of the endpoints, 0-100`);
+  await runLagBench({
+    endpoints: numberEnv('BENCH_ENDPOINTS', 1000, 1),
+    failing: failing / 100,
+    rate: numberEnv('BENCH_RATE', 500, 1),
+    seconds: numberEnv('BENCH_SECONDS', 90, 1),
+    ...(process.env.BENCH_LANES ? { lanes: numberEnv('BENCH_LANES', 0, 1) } : {}),
+  });
+} else {
+  const stray = LAG_ONLY.find((name) => process.env[name]);
+  if (stray) throw new Error(`${stray} is for the lag run: set BENCH_ENDPOINTS too`);
+  await main();
+}

@@ -5,6 +5,7 @@ import { whileLeased } from '../../storage/ports/leases.js';
 import type { BatchStatus, ClaimedBatch, WebhookBatchRow, WebhookStore } from '../../storage/ports/webhooks.js';
 import type { TargetGuard } from '../delivery/target-guard.js';
 import type { Metrics } from '../metrics.js';
+import { createLanes, type Lane } from './lanes.js';
 import { createPassLoop } from './pass-loop.js';
 import { postJson, type PostOutcome } from './post-json.js';
 import type { WebhookSigner } from './signing.js';
@@ -19,6 +20,11 @@ export const MAX_BATCH_EVENTS = 1000;
 export const RETRY_DELAYS_MS: readonly number[] = [1 * MIN, 5 * MIN, 15 * MIN, 30 * MIN, 60 * MIN];
 export const RETRY_HOURLY_MS = 60 * MIN;
 export const RETRY_GIVE_UP_MS = 24 * 60 * MIN;
+/**
+ * At most this many POSTs wait without a lane (slower than `slowMs`, mostly endpoints that accept and never answer).
+ * Beyond it a slow POST keeps its lane: the bound on the bodies held in memory (up to 1,000 events each).
+ */
+export const MAX_DETACHED_POSTS = 256;
 
 /**
  * When attempt number `attempt` (1-based) of a chain started at `chainStartedAt` failed at `now`: the time its
@@ -45,12 +51,23 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Per-request timeout (connect + answer), default 10 s. */
   timeoutMs?: number;
-  /** Poll interval of start(), default 1 s. */
+  /**
+   * Poll interval of start(), default 250 ms: an event waits for the next poll, and a poll is two indexed reads
+   * (due retries, accounts with pending events), so a short one costs little and keeps the lag well under 1 s.
+   */
   intervalMs?: number;
   /** How long a claim holds a batch (`queue.lease_seconds`), renewed while its POST is in flight; default the timeout + 1 min. */
   leaseMs?: number;
-  /** Accounts dispatched in parallel, default 8. */
+  /**
+   * Accounts dispatched in parallel (lanes), default 64: their claims and outcomes share group commits (one fsync for
+   * many), and a lane holds at most one body in memory (up to 1,000 events).
+   */
   concurrency?: number;
+  /**
+   * A POST still unanswered after this long gives its lane back (default 1 s), so an endpoint that hangs until the
+   * timeout holds back no other; it goes on waiting on its own (at most MAX_DETACHED_POSTS of them).
+   */
+  slowMs?: number;
   /** Batches one account sends in one pass before yielding to the next pass, default 100. */
   maxBatchesPerPass?: number;
   /** Hostname for the generated smtp_id of validate's test event. */
@@ -92,8 +109,10 @@ function batchBody(payloads: string[]): Buffer {
  * endpoint gets one request per retry slot, not one per new event).
  *
  * `runOnce()` does every due retry and drains every enrolled account (bounded per account); concurrent calls share
- * the pass in progress. `start()` runs a pass every `intervalMs` on an unref'd timer; `stop()` clears it and waits
- * for the pass in progress.
+ * the pass in progress. `start()` polls every `intervalMs` on an unref'd timer and launches the drains of accounts
+ * with work, never waiting for earlier polls' POSTs; `stop()` clears it and waits for the drains in progress. At
+ * most `concurrency` accounts hold a lane; a POST slower than `slowMs` gives its lane back, so endpoints that
+ * refuse or hang (until the timeout) delay only their own events.
  *
  * Each attempt holds a lease (storage/ports/leases.ts), renewed while its POST is in flight: a batch whose owner died
  * is retried by any dispatcher once its lease expires, and an owner whose lease was taken over records nothing.
@@ -102,18 +121,41 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   const timeoutMs = deps.timeoutMs ?? 10_000;
   const leaseMs = deps.leaseMs ?? timeoutMs + MIN;
   const owner = `d-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
-  const concurrency = deps.concurrency ?? 8;
+  const lanes = createLanes(deps.concurrency ?? 64);
+  const slowMs = deps.slowMs ?? 1000;
   const maxBatches = deps.maxBatchesPerPass ?? 100;
   const log = deps.logger.child({ component: 'webhooks' });
-  const busy = new Set<number>();
+  /** Each account's drain, running or waiting for a lane: one at a time per account (one POST per endpoint). */
+  const inflight = new Map<number, Promise<void>>();
+  let detached = 0;
+
+  /** Awaits `work`; if it outlasts slowMs, gives `lane` back so the next endpoint need not wait for this one. */
+  async function detachWhenSlow<T>(work: Promise<T>, lane: Lane | undefined): Promise<T> {
+    if (!lane) return work;
+    let counted = false;
+    const timer = setTimeout(() => {
+      if (detached >= MAX_DETACHED_POSTS) return;
+      detached++;
+      counted = true;
+      lane.release();
+    }, slowMs);
+    try {
+      return await work;
+    } finally {
+      clearTimeout(timer);
+      if (counted) detached--;
+    }
+  }
 
   /** Signs and posts a claimed batch, then records the outcome (and the retry slot when it failed). */
-  async function send(c: ClaimedBatch, retry: boolean): Promise<PostOutcome> {
+  async function send(c: ClaimedBatch, retry: boolean, lane?: Lane): Promise<PostOutcome> {
     const body = batchBody(c.payloads);
     const headers = await deps.signer.sign(body);
     const post = () => postJson(deps.guard, c.batch.webhook, body, headers, timeoutMs);
     // A resend is never retried: it has no chain slot for a renewal to move.
-    const out = retry ? await whileLeased(post, () => deps.store.renew([c.lease], deps.now() + leaseMs), leaseMs) : await post();
+    const out = retry
+      ? await detachWhenSlow(whileLeased(post, () => deps.store.renew([c.lease], deps.now() + leaseMs), leaseMs), lane)
+      : await post();
     const status = classifyStatus(out.statusCode);
     const ok = status === '2xx_response';
     const at = deps.now();
@@ -135,35 +177,32 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     return out;
   }
 
-  /** One account's work in a pass: its due retry (if given), then fresh batches until none, a failure or the bound. */
-  async function drain(accountId: number, due: WebhookBatchRow | undefined, run: DispatchRun): Promise<void> {
-    if (busy.has(accountId)) return;
-    busy.add(accountId);
-    try {
-      const hook = await deps.store.findWebhook(accountId);
-      if (due) {
-        if (!hook) {
-          await deps.store.dropChain(due);
-          return;
-        }
-        // Undefined: taken by another claimer, or a chain of the endpoint this one replaced (ended): go on to the
-        // pending events (the outstanding check below keeps a live chain first).
-        const c = await deps.store.claimRetry(due, hook, owner, deps.now(), deps.now() + leaseMs);
-        if (c && !(await attempt(c, run))) return;
+  /**
+   * One account's work under its lane: its due retry (if given), then fresh batches until none, a failure, the bound,
+   * or a POST slow enough to have given the lane back (the account's next events go in a later pass).
+   */
+  async function drain(accountId: number, due: WebhookBatchRow | undefined, run: DispatchRun, lane: Lane): Promise<void> {
+    const hook = await deps.store.findWebhook(accountId);
+    if (due) {
+      if (!hook) {
+        await deps.store.dropChain(due);
+        return;
       }
-      if (!hook) return;
-      for (let i = 0; i < maxBatches; i++) {
-        const c = await deps.store.claimPending(accountId, hook.url, owner, deps.now(), MAX_BATCH_EVENTS, deps.now() + leaseMs);
-        if (!c) return;
-        if (!(await attempt(c, run))) return;
-      }
-    } finally {
-      busy.delete(accountId);
+      // Undefined: taken by another claimer, or a chain of the endpoint this one replaced (ended): go on to the
+      // pending events (the outstanding check below keeps a live chain first).
+      const c = await deps.store.claimRetry(due, hook, owner, deps.now(), deps.now() + leaseMs);
+      if (c && (!(await attempt(c, run, lane)) || lane.released)) return;
+    }
+    if (!hook) return;
+    for (let i = 0; i < maxBatches; i++) {
+      const c = await deps.store.claimPending(accountId, hook.url, owner, deps.now(), MAX_BATCH_EVENTS, deps.now() + leaseMs);
+      if (!c) return;
+      if (!(await attempt(c, run, lane)) || lane.released) return;
     }
   }
 
-  async function attempt(c: ClaimedBatch, run: DispatchRun): Promise<boolean> {
-    const out = await send(c, true);
+  async function attempt(c: ClaimedBatch, run: DispatchRun, lane: Lane): Promise<boolean> {
+    const out = await send(c, true, lane);
     run.batches++;
     if (classifyStatus(out.statusCode) === '2xx_response') {
       run.delivered += c.eventIds.length;
@@ -173,45 +212,74 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     return false;
   }
 
-  async function pass(): Promise<DispatchRun> {
-    const run: DispatchRun = { batches: 0, delivered: 0, failed: 0 };
+  /** Starts the account's drain unless one is running or waiting; it waits for a lane first. */
+  function launch(accountId: number, due: WebhookBatchRow | undefined, run: DispatchRun): Promise<void> {
+    const running = inflight.get(accountId);
+    if (running) return running;
+    const work = (async () => {
+      const lane = await lanes.acquire();
+      try {
+        await drain(accountId, due, run, lane);
+      } catch (err) {
+        log.error({ err, accountId }, 'webhook dispatch failed');
+      } finally {
+        lane.release();
+        inflight.delete(accountId);
+      }
+    })();
+    inflight.set(accountId, work);
+    return work;
+  }
+
+  /**
+   * Reads the due retries and the accounts with pending events and launches each account's drain; resolves with the
+   * drains once they are launched, not finished. No pass waits for another's POSTs, so an endpoint that hangs until
+   * the timeout delays only its own events (no head-of-line blocking); a drain already running is left to finish.
+   */
+  async function schedule(run: DispatchRun): Promise<Promise<void>[]> {
     const work = new Map<number, WebhookBatchRow | undefined>();
     for (const b of await deps.store.dueRetries(deps.now(), 1000)) if (!work.has(b.account_id)) work.set(b.account_id, b);
     for (const w of await deps.store.readyAccounts()) if (!work.has(w.account_id)) work.set(w.account_id, undefined);
-    const queue = [...work.entries()];
-    const lanes = Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-      for (let next = queue.shift(); next; next = queue.shift()) {
-        try {
-          await drain(next[0], next[1], run);
-        } catch (err) {
-          log.error({ err, accountId: next[0] }, 'webhook dispatch failed');
-        }
-      }
-    });
-    await Promise.all(lanes);
-    return run;
+    return [...work.entries()].filter(([id]) => !inflight.has(id)).map(([id, due]) => launch(id, due, run));
   }
 
-  const loop = createPassLoop(pass, {
-    intervalMs: deps.intervalMs ?? 1000,
+  const loop = createPassLoop(async () => void (await schedule({ batches: 0, delivered: 0, failed: 0 })), {
+    intervalMs: deps.intervalMs ?? 250,
     onError: (err) => log.error({ err }, 'webhook pass failed'),
   });
+  let once: Promise<DispatchRun> | undefined;
 
   const dispatcher = {
-    /** Every due retry and every enrolled account's pending events, now; resolves when all outcomes are recorded. */
+    /**
+     * Every due retry and every enrolled account's pending events, now; resolves when all outcomes are recorded
+     * (those of drains a poll started too). Counts the attempts of the drains this call started; concurrent calls
+     * share one.
+     */
     runOnce(): Promise<DispatchRun> {
-      return loop.runOnce();
+      once ??= (async () => {
+        const run: DispatchRun = { batches: 0, delivered: 0, failed: 0 };
+        await Promise.all(await schedule(run));
+        await Promise.all([...inflight.values()]);
+        return run;
+      })().finally(() => {
+        once = undefined;
+      });
+      return once;
     },
 
-    /** Polls every `intervalMs` (leases other dispatchers hold stay theirs; expired ones are retried). */
+    /**
+     * Polls every `intervalMs`, launching the drains of accounts with work (leases other dispatchers hold stay
+     * theirs; expired ones are retried) without waiting for the POSTs of earlier polls.
+     */
     start(): void {
       if (loop.started) return;
       loop.start();
     },
 
-    /** Stops polling; waits for the pass in progress to record its outcomes. */
-    stop(): Promise<void> {
-      return loop.stop();
+    /** Stops polling; waits for every drain in progress to record its outcomes. */
+    async stop(): Promise<void> {
+      await loop.stop();
+      await Promise.all([...inflight.values()]);
     },
 
     /**

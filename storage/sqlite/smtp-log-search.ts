@@ -12,6 +12,12 @@ const MAX_MERGED_ACCOUNTS = 64;
  * through the trigram index: that many primary-key lookups stay within a few milliseconds.
  */
 export const SUBJECT_CANDIDATE_LIMIT = 5000;
+/**
+ * A one-account subject search first looks for its page among the account's newest this many rows (that match the
+ * other filters): a common substring fills it there in a few milliseconds, where asking the trigram index for its
+ * thousands of candidates costs tens (measured at 1 M rows: "order refund", 15 % of the rows, 14-47 ms).
+ */
+export const SUBJECT_PROBE_ROWS = 2000;
 /** Indexes whose matches are few enough that scanning them beats asking the trigram index. */
 const SELECTIVE_INDEXES = new Set(['smtp_log_message', 'smtp_log_request', 'smtp_log_rcpt']);
 
@@ -119,6 +125,35 @@ export function subjectIndexQuery(f: SmtpLogFilters): string | undefined {
   const match = trigramMatch(f.subject);
   if (match === undefined || SELECTIVE_INDEXES.has(whereTerms(f).index)) return undefined;
   return match;
+}
+
+/**
+ * The keys (created_at, delivery_id) of the first `page.startAt + page.count` matches of a one-account search
+ * among the account's newest SUBJECT_PROBE_ROWS rows matching every filter but the subject, newest first. When it
+ * yields that many keys the page is exact: every match it did not look at is older than all of them. Undefined
+ * when the probe does not apply (several accounts, whose arms' cut-offs would differ; no subject filter).
+ */
+export function subjectProbeQuery(accountIds: readonly number[], filters: SmtpLogFilters, page: SmtpLogPage): { sql: string; params: unknown[] } | undefined {
+  if (accountIds.length !== 1 || filters.subject === undefined) return undefined;
+  const { subject, ...others } = filters;
+  const where = whereTerms(others);
+  const order = 'ORDER BY created_at DESC, delivery_id DESC';
+  return {
+    sql:
+      `SELECT created_at, delivery_id FROM (SELECT created_at, delivery_id, subject FROM smtp_log INDEXED BY ${where.index} ` +
+      `WHERE account_id = ? AND ${where.sql} ${order} LIMIT ?) WHERE subject LIKE ? ESCAPE '\\' ${order} LIMIT ?`,
+    params: [accountIds[0], ...where.params, SUBJECT_PROBE_ROWS, likeContains(subject), page.startAt + page.count],
+  };
+}
+
+/** The SQL reading full rows for `keys` (delivery ids), newest first. */
+export function rowsQuery(ids: readonly number[]): { sql: string; params: unknown[] } {
+  return {
+    sql:
+      `SELECT ${SELECTED} FROM json_each(?) AS k CROSS JOIN smtp_log AS l ON l.delivery_id = k.value ` +
+      'ORDER BY l.created_at DESC, l.delivery_id DESC',
+    params: [JSON.stringify(ids)],
+  };
 }
 
 /**

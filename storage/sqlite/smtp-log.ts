@@ -1,7 +1,7 @@
 // Owns the smtp_log table: one row per message × recipient, written at enqueue, updated per attempt, searched.
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import { COLUMNS, searchQuery, subjectIndexQuery, SUBJECT_CANDIDATE_LIMIT } from './smtp-log-search.js';
+import { COLUMNS, rowsQuery, searchQuery, subjectIndexQuery, subjectProbeQuery, SUBJECT_CANDIDATE_LIMIT } from './smtp-log-search.js';
 import type { NewSmtpLogRow, SmtpLogAttempt, SmtpLogFilters, SmtpLogPage, SmtpLogRow } from '../ports/smtp-log.js';
 
 /** Prepared search statements are cached by SQL text; the set of shapes is finite but large, so keep it bounded. */
@@ -72,6 +72,17 @@ export function createSmtpLogStore(db: Db) {
     if (match === undefined) return undefined;
     const ids = s.subjectCandidates.all(match, SUBJECT_CANDIDATE_LIMIT + 1) as number[];
     return ids.length <= SUBJECT_CANDIDATE_LIMIT ? ids : undefined;
+  }
+
+  /** The page of a one-account subject search found among the account's newest rows, or undefined (look further). */
+  function probe(accountIds: readonly number[], filters: SmtpLogFilters, page: SmtpLogPage): SmtpLogRow[] | undefined {
+    if (subjectIndexQuery(filters) === undefined) return undefined;
+    const q = subjectProbeQuery(accountIds, filters, page);
+    if (!q) return undefined;
+    const keys = prepared(q.sql).all(...q.params) as { delivery_id: number }[];
+    if (keys.length < page.startAt + page.count) return undefined;
+    const rows = rowsQuery(keys.slice(page.startAt).map((k) => k.delivery_id));
+    return (prepared(rows.sql).all(...rows.params) as StoredRow[]).map(toRow);
   }
 
   function bind(row: NewSmtpLogRow) {
@@ -163,6 +174,8 @@ export function createSmtpLogStore(db: Db) {
      */
     search(accountIds: readonly number[], filters: SmtpLogFilters, page: SmtpLogPage): SmtpLogRow[] {
       if (accountIds.length === 0 || page.count <= 0) return [];
+      const probed = probe(accountIds, filters, page);
+      if (probed) return probed;
       const candidates = subjectCandidates(filters);
       if (candidates?.length === 0) return [];
       const q = searchQuery(accountIds, filters, page, candidates);

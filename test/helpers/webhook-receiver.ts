@@ -11,8 +11,11 @@ export interface ReceivedPost {
   events: any[];
 }
 
-/** What the receiver does with the next request: answer with a status, or drop the connection without answering. */
-export type ReceiverMode = { status: number; body?: string } | 'drop';
+/**
+ * What the receiver does with the next request: answer with a status, drop the connection without answering, or
+ * hang (keep the connection open and never answer, until close()).
+ */
+export type ReceiverMode = { status: number; body?: string } | 'drop' | 'hang';
 
 export interface Receiver {
   url: string;
@@ -20,6 +23,8 @@ export interface Receiver {
   posts: ReceivedPost[];
   /** Decides each answer (default 200). */
   mode: (post: ReceivedPost) => ReceiverMode;
+  /** Resolves once `n` POSTs have arrived (their bodies read), whatever the answer. */
+  posted(n: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,8 +34,10 @@ export async function startReceiver(t: Test, path = '/hooks/sluice'): Promise<Re
     port: 0,
     posts: [],
     mode: () => ({ status: 200 }),
+    posted: (n) => (r.posts.length >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }))),
     close: async () => undefined,
   };
+  let waiters: { n: number; resolve: () => void }[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -44,11 +51,14 @@ export async function startReceiver(t: Test, path = '/hooks/sluice'): Promise<Re
       }
       const post = { headers: req.headers, raw, events };
       r.posts.push(post);
+      for (const w of waiters.filter((w) => r.posts.length >= w.n)) w.resolve();
+      waiters = waiters.filter((w) => r.posts.length < w.n);
       const m = r.mode(post);
       if (m === 'drop') {
         req.socket.destroy();
         return;
       }
+      if (m === 'hang') return;
       res.writeHead(m.status, { 'Content-Type': 'text/plain' });
       res.end(m.body ?? '');
     });

@@ -3,6 +3,7 @@ import t, { type Test } from 'tap';
 import { createAccountStore } from '../../storage/sqlite/accounts.js';
 import { openDatabase, type Db } from '../../storage/sqlite/database.js';
 import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
+import { SUBJECT_PROBE_ROWS } from '../../storage/sqlite/smtp-log-search.js';
 import { type NewSmtpLogRow, type SmtpLogFilters } from '../../storage/ports/smtp-log.js';
 import { tempDir } from '../helpers/stack.js';
 
@@ -210,4 +211,35 @@ t.test('a rare subject substring is looked up in the trigram index; a common one
   const integrity = db.prepare("INSERT INTO smtp_log_subject (smtp_log_subject, rank) VALUES ('integrity-check', 1)");
   const check = () => integrity.run();
   t.doesNotThrow(check, 'trigram index matches the table');
+});
+
+t.test('a one-account subject search takes its page from the newest rows when they hold it, else looks further', async (t) => {
+  const { log, ids: [a, b] } = setup(t);
+  const acct = a as number;
+  const n = SUBJECT_PROBE_ROWS + 1000;
+  // Needles every 300 rows, so the newest SUBJECT_PROBE_ROWS rows hold some and older rows the rest; every other
+  // needle has another sender, so the probe must apply the other filters too. Another tenant's needles are newest.
+  const rows = Array.from({ length: n }, (_, i) =>
+    row(acct, {
+      subject: i % 300 === 7 ? `Your NEEDLE ${i}` : `Your receipt ${i}`,
+      sender: i % 600 === 7 ? 'other@shop.example' : 'alerts@shop.example',
+      created_at: T0 + i * 10,
+    }),
+  );
+  const foreign = Array.from({ length: 5 }, (_, i) => row(b as number, { subject: `needle ${i}`, created_at: T0 + n * 10 + i }));
+  log.insertRows([...rows, ...foreign]);
+  const expected = (f: { sender?: string }, startAt: number, count: number) =>
+    rows
+      .filter((r) => /needle/i.test(r.subject ?? '') && (f.sender === undefined || r.sender === f.sender))
+      .sort((x, y) => y.created_at - x.created_at || y.delivery_id - x.delivery_id)
+      .slice(startAt, startAt + count)
+      .map((r) => r.delivery_id);
+  const inProbe = rows.slice(-SUBJECT_PROBE_ROWS).filter((r) => /needle/i.test(r.subject ?? '')).length;
+  t.ok(inProbe > 2 && inProbe < rows.filter((r) => /needle/i.test(r.subject ?? '')).length, 'the case needs both paths');
+  for (const [startAt, count] of [[0, 2], [0, inProbe], [0, 20], [inProbe - 1, 3], [1, 1]] as const) {
+    for (const f of [{}, { sender: 'other@shop.example' }]) {
+      const got = ids(log.search([acct], { ...ALL, ...f, subject: 'needle' }, { startAt, count }));
+      t.same(got, expected(f, startAt, count), `start_at ${startAt}, count ${count}, ${f.sender ?? 'any sender'}`);
+    }
+  }
 });
