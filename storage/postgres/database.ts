@@ -137,6 +137,21 @@ function reasonOf(err: unknown): string | undefined {
   return undefined;
 }
 
+/** Whether `err` (raw, or as StorageUnavailable) is a deadlock or a serialization failure: the unit may run again. */
+export function isPgRetryable(err: unknown): boolean {
+  const code = err instanceof StorageUnavailable ? err.code : (err as { code?: unknown } | undefined)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/** `err` as a unit's caller sees it: a failure of the database as StorageUnavailable, anything else as it is. */
+export function asPgStorageError(err: unknown): unknown {
+  try {
+    unavailable(err);
+  } catch (mapped) {
+    return mapped;
+  }
+}
+
 /** Rethrows a failure of the database as StorageUnavailable (callers answer 451/503), anything else as it is. */
 function unavailable(err: unknown): never {
   if (err instanceof StorageUnavailable) throw err;
