@@ -1,13 +1,16 @@
 // Owns `npm run bench:memory`: one ~30 MB message through REST, submission and the MX of `sluice serve`, each
 // delivered to a local sink; prints the server's peak RSS growth per path as a multiple of the message size, then the
-// peak RSS of 10 and 50 such MX messages at once (BENCH_CONCURRENT). BENCH_PATHS=rest,submission,mx picks the paths.
+// peak RSS of 10 and 50 such MX messages at once (BENCH_CONCURRENT). BENCH_PATHS=rest,submission,mx picks the paths;
+// BENCH_STORE=both measures each on SQLite and on PostgreSQL (a throwaway cluster, fsync on), alternated.
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
+import { machineLine } from './cpu.js';
 import { cliJson, provisionExampleTest, spawnServe } from './serve.js';
+import { benchStores, freshStore, type BenchStore } from './stores.js';
 
 /** Bytes of the message body (the composed message is a little larger); 30 MB is the largest any path accepts. */
 const SIZE = Number(process.env.BENCH_MESSAGE_BYTES ?? 28 * 1024 * 1024);
@@ -87,10 +90,11 @@ function rawMessage(from: string, to: string, bytes: number): Buffer {
 }
 
 /** A fresh `sluice serve` with example.test provisioned (MX → sink) and an SMTP password: each path starts idle. */
-async function startServer(sinkPort: number) {
+async function startServer(sinkPort: number, store: BenchStore) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-memory-'));
   const env = {
     ...process.env,
+    ...(await freshStore(store)).env,
     SLUICE_DATA_DIR: dataDir,
     SLUICE_HTTP_LISTEN: '127.0.0.1:0',
     SLUICE_SMTP_MX_LISTEN: '127.0.0.1:0',
@@ -185,8 +189,9 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   const idles: number[] = [];
   let worst = 0;
-  for (const p of paths.filter((x) => PATHS.has(x.key))) {
-    const srv = await startServer(sink.port);
+  const stores = benchStores();
+  for (const p of paths.filter((x) => PATHS.has(x.key))) for (const store of stores) {
+    const srv = await startServer(sink.port, store);
     const watch = watchPeak(srv.pid);
     const before = watch.before;
     let peak: number;
@@ -201,7 +206,7 @@ async function main(): Promise<void> {
     const { size, got } = sent;
     const growth = (peak - before) / size;
     worst = Math.max(worst, growth);
-    rows.push(`| ${p.name} | ${mb(size)} | ${Number.isNaN(got) ? 'no (timeout)' : mb(got)} | ${mb(before)} | ${mb(peak)} | ${mb(peak - before)} | ${growth.toFixed(2)}× |`);
+    rows.push(`| ${p.name} | ${store} | ${mb(size)} | ${Number.isNaN(got) ? 'no (timeout)' : mb(got)} | ${mb(before)} | ${mb(peak)} | ${mb(peak - before)} | ${growth.toFixed(2)}× |`);
     if (Number.isNaN(got)) process.exitCode = 1;
     idles.push(before);
     await srv.stop();
@@ -212,8 +217,8 @@ async function main(): Promise<void> {
   // deferred with 452 4.3.1 (smtp.max_buffered_bytes reached) is the bound at work, never an out-of-memory.
   const concurrent: string[] = [];
   const raw = rawMessage('sender@src.test', 'user@example.test', SIZE);
-  for (const n of CONCURRENT) {
-    const srv = await startServer(sink.port);
+  for (const n of CONCURRENT) for (const store of stores) {
+    const srv = await startServer(sink.port, store);
     const watch = watchPeak(srv.pid);
     const before = watch.before;
     let peak: number;
@@ -252,22 +257,23 @@ async function main(): Promise<void> {
       onDelivered = undefined;
     }
     if (!all || peak > CONCURRENT_PEAK_TARGET) process.exitCode = 1;
-    concurrent.push(`| ${n} × ${mb(raw.length)} MB MX at once | ${outcomes.join(', ')} | ${mb(before)} | ${mb(peak)} |`);
+    concurrent.push(`| ${n} × ${mb(raw.length)} MB MX at once | ${store} | ${outcomes.join(', ')} | ${mb(before)} | ${mb(peak)} |`);
     await srv.stop();
   }
   await sink.close();
 
   console.log('\nsluice memory benchmark (npm run bench:memory): one message per path, queued and delivered to a local sink\n');
-  console.log('| path | message MB | delivered MB | RSS before MB | peak RSS MB | growth MB | growth ÷ message |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('| path | store | message MB | delivered MB | RSS before MB | peak RSS MB | growth MB | growth ÷ message |');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
   console.log(`\nidle RSS (before each path, fresh server): ${idles.map(mb).join(', ')} MB (target ≤ 150 MB); target growth ≤ ${TARGET}× the message; worst ${worst.toFixed(2)}×`);
   if (concurrent.length > 0) {
-    console.log('\n| concurrent | outcome | RSS before MB | peak RSS MB |');
-    console.log('|---|---|---|---|');
+    console.log('\n| concurrent | store | outcome | RSS before MB | peak RSS MB |');
+    console.log('|---|---|---|---|---|');
     for (const r of concurrent) console.log(r);
     console.log(`\ntarget: peak RSS ≤ ${mb(CONCURRENT_PEAK_TARGET)} MB for each line`);
   }
+  console.log(`\n${machineLine()}`);
 }
 
 main().catch((err) => {

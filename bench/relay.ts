@@ -1,5 +1,6 @@
 // Owns `npm run bench:relay`: smtp-source → Sluice's MX (full filtering, local DNS) → smtp-sink, against a stock
-// Postfix relay driven with the same load in the same run; prints msg/s for both and the ratio.
+// Postfix relay driven with the same load in the same run; prints msg/s for both and the ratio. BENCH_STORE=both runs
+// Sluice on SQLite and on PostgreSQL (a throwaway cluster, fsync on) alternated, and prints PostgreSQL ÷ SQLite.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
@@ -10,6 +11,8 @@ import dnsPacket from 'dns-packet';
 import { cpuMeter, machineLine, runTimed } from './cpu.js';
 import { provisionExampleTest, spawnServe } from './serve.js';
 import { storeCommits } from './store-commits.js';
+import { benchStores, freshStore, perMessage, type BenchStore, type StoreSetup } from './stores.js';
+import type { PgCounters } from './pg-cluster.js';
 
 const HERE = import.meta.dirname;
 const POSTFIX_SCRIPT = path.resolve(HERE, '../../bench/postfix-relay.sh');
@@ -103,9 +106,10 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-async function startSluice(dnsAddress: string, sinkPort: number, dataDir: string) {
+async function startSluice(dnsAddress: string, sinkPort: number, dataDir: string, store: StoreSetup) {
   const env = {
     ...process.env,
+    ...store.env,
     SLUICE_DATA_DIR: dataDir,
     SLUICE_HTTP_LISTEN: '127.0.0.1:0',
     SLUICE_SMTP_MX_LISTEN: '127.0.0.1:0',
@@ -118,7 +122,7 @@ async function startSluice(dnsAddress: string, sinkPort: number, dataDir: string
   };
   const { child, info } = await spawnServe(env);
   await provisionExampleTest(env, info.http!, sinkPort);
-  return { child, mx: info.mx as string, metrics: info.metrics as string };
+  return { child, mx: info.mx as string, metrics: info.metrics as string, store };
 }
 
 interface Run {
@@ -138,6 +142,10 @@ interface Run {
   seconds: number;
   /** Queries the bench's DNS answered during the run (Sluice's filters; Postfix asks none). */
   dnsQueries: number;
+  /** PostgreSQL's counters over the run (Sluice on PostgreSQL only). */
+  pg?: PgCounters;
+  /** The 1-minute load average at the end of the run. */
+  load: number;
 }
 
 /** One measurement: N messages of sizeKb with conc sessions from smtp-source; waits until the sink has them all. */
@@ -149,9 +157,10 @@ async function measure(
   conc: number,
   sizeKb: number,
   dnsQueries: () => number,
-  server?: { pid: number; metrics: string },
+  server?: { pid: number; metrics: string; store: StoreSetup },
 ): Promise<Run> {
   const commitsBefore = server ? await storeCommits(server.metrics) : NaN;
+  const pgBefore = await server?.store.counters();
   const base = sink.count();
   const queriesBefore = dnsQueries();
   const t0 = performance.now();
@@ -169,7 +178,10 @@ async function measure(
   const t2 = performance.now();
   const delivered = sink.count() - base;
   const cpu = meter?.stop();
+  const pg = await server?.store.since(pgBefore);
   return {
+    pg,
+    load: os.loadavg()[0]!,
     serverCpu: cpu?.seconds ?? NaN,
     loopCpu: cpu?.mainSeconds ?? NaN,
     commits: server ? (await storeCommits(server.metrics)) - commitsBefore : NaN,
@@ -209,13 +221,14 @@ async function main(): Promise<void> {
   await sluiceSink.ready;
   await postfixSink?.ready;
   const children: ChildProcess[] = [sluiceSink.child, ...(postfixSink ? [postfixSink.child] : [])];
-  let sluice: Awaited<ReturnType<typeof startSluice>> | undefined;
+  const stores = benchStores();
+  const sluices: Awaited<ReturnType<typeof startSluice>>[] = [];
   const pfDir = path.join(tmp, 'postfix');
   // Ctrl-C or a timeout's SIGTERM still stops what this run started (Postfix instance, sinks, Sluice).
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
       if (withPostfix) spawnSync('bash', [POSTFIX_SCRIPT, 'stop', pfDir], { stdio: 'ignore' });
-      sluice?.child.kill('SIGTERM');
+      for (const s of sluices) s.child.kill('SIGTERM');
       for (const c of children) c.kill('SIGTERM');
       fs.rmSync(tmp, { recursive: true, force: true });
       process.exit(130);
@@ -223,7 +236,7 @@ async function main(): Promise<void> {
   }
   const sinkPortOf = (c: ChildProcess) => c.spawnargs.find((a) => a.startsWith('127.0.0.1:'))!.split(':')[1]!;
   try {
-    sluice = await startSluice(dns.address, Number(sinkPortOf(sluiceSink.child)), path.join(tmp, 'sluice'));
+    for (const store of stores) sluices.push(await startSluice(dns.address, Number(sinkPortOf(sluiceSink.child)), path.join(tmp, `sluice-${store}`), await freshStore(store)));
     let postfixAddr: string | undefined;
     if (withPostfix) {
       const port = await freePort();
@@ -234,26 +247,32 @@ async function main(): Promise<void> {
     const runs: Run[] = [];
     for (const [conc, sizeKb] of CASES) {
       for (let rep = 0; rep < REPS; rep++) {
-        // Alternate the two in one case so both see the same background noise.
-        if (TARGETS.includes('sluice')) runs.push(await measure(source, 'sluice', sluice.mx, sluiceSink, conc, sizeKb, dns.queries, { pid: sluice.child.pid!, metrics: sluice.metrics }));
+        // Alternate them in one case so all see the same background noise.
+        const before = runs.length;
+        for (const s of TARGETS.includes('sluice') ? sluices : []) {
+          runs.push(await measure(source, `sluice:${s.store.store}`, s.mx, sluiceSink, conc, sizeKb, dns.queries, { pid: s.child.pid!, metrics: s.metrics, store: s.store }));
+        }
         if (postfixAddr && postfixSink) runs.push(await measure(source, 'postfix', postfixAddr, postfixSink, conc, sizeKb, dns.queries));
         const last = runs
-          .slice(-2)
+          .slice(before)
           .map((r) => `${r.target} ${r.e2e.toFixed(0)}/s (server CPU ${r.serverCpu.toFixed(1)} s${Number.isNaN(r.loopCpu) ? '' : `, event loop ${r.loopCpu.toFixed(1)} s`}, smtp-source ${r.sourceCpu.toFixed(1)} s${Number.isNaN(r.commits) ? '' : `, ${(r.commits / N).toFixed(3)} commits/msg`})`)
           .join(', ');
         process.stderr.write(`  ${conc} sessions × ${sizeKb} KB, rep ${rep + 1}: ${last}\n`);
       }
     }
     console.log(`\nsluice relay benchmark (npm run bench:relay): ${N} messages per run, ${REPS} run(s) per case, medians`);
-    console.log('full filtering on (SPF, DKIM, DMARC, ARC via a local DNS; lists; built-in spam rules); relay through the durable queue\n');
+    console.log('full filtering on (SPF, DKIM, DMARC, ARC via a local DNS; lists; built-in spam rules); relay through the durable queue');
+    // The main tables show Sluice on its first store (SQLite unless BENCH_STORE=postgres); the store table both.
+    const main: BenchStore = stores[0]!;
+    console.log(`Sluice's store in the tables below: ${main}${stores.length > 1 ? ' (PostgreSQL beside it in the last table)' : ''}\n`);
     console.log('| sessions | size | Sluice accept msg/s | Sluice relayed msg/s | Postfix accept msg/s | Postfix relayed msg/s | ratio (relayed) |');
     console.log('|---|---|---|---|---|---|---|');
     for (const [conc, sizeKb] of CASES) {
       const pick = (t: string, k: 'accept' | 'e2e') => median(runs.filter((r) => r.target === t && r.conc === conc && r.sizeKb === sizeKb).map((r) => r[k]));
-      const s = pick('sluice', 'e2e');
+      const s = pick(`sluice:${main}`, 'e2e');
       const p = pick('postfix', 'e2e');
       const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(0));
-      console.log(`| ${conc} | ${sizeKb} KB | ${f(pick('sluice', 'accept'))} | ${f(s)} | ${f(pick('postfix', 'accept'))} | ${f(p)} | ${Number.isNaN(s / p) ? '—' : (s / p).toFixed(2) + '×'} |`);
+      console.log(`| ${conc} | ${sizeKb} KB | ${f(pick(`sluice:${main}`, 'accept'))} | ${f(s)} | ${f(pick('postfix', 'accept'))} | ${f(p)} | ${Number.isNaN(s / p) ? '—' : (s / p).toFixed(2) + '×'} |`);
     }
     console.log('\nCPU per message (medians; server = the MTA\'s own process, event loop = its main thread, generator = smtp-source):\n');
     console.log('| sessions | size | Sluice server CPU ms/msg | Sluice event loop CPU ms/msg | Sluice cores busy | Sluice store commits/msg | smtp-source CPU ms/msg (Sluice run) | smtp-source CPU ms/msg (Postfix run) |');
@@ -262,16 +281,17 @@ async function main(): Promise<void> {
       const of = (t: string) => runs.filter((r) => r.target === t && r.conc === conc && r.sizeKb === sizeKb);
       const perMsg = (xs: number[]) => median(xs.map((x) => (x / N) * 1000));
       const f = (x: number) => (Number.isNaN(x) ? '—' : x.toFixed(2));
-      const sl = of('sluice');
+      const sl = of(`sluice:${main}`);
       console.log(
         `| ${conc} | ${sizeKb} KB | ${f(perMsg(sl.map((r) => r.serverCpu)))} | ${f(perMsg(sl.map((r) => r.loopCpu)))} | ${f(median(sl.map((r) => r.serverCpu / r.seconds)))} | ${f(median(sl.map((r) => r.commits / N)))} | ${f(perMsg(sl.map((r) => r.sourceCpu)))} | ${f(perMsg(of('postfix').map((r) => r.sourceCpu)))} |`,
       );
     }
     const perMessage = CASES.map(([conc, sizeKb]) => {
-      const q = median(runs.filter((r) => r.target === 'sluice' && r.conc === conc && r.sizeKb === sizeKb).map((r) => r.dnsQueries / N));
+      const q = median(runs.filter((r) => r.target === `sluice:${main}` && r.conc === conc && r.sizeKb === sizeKb).map((r) => r.dnsQueries / N));
       return `${conc}×${sizeKb} KB ${Number.isNaN(q) ? '—' : q.toFixed(3)}`;
     });
     console.log(`\nDNS queries per Sluice message (medians; the cache keeps answers for their TTL): ${perMessage.join(', ')}`);
+    if (stores.includes('postgres')) printStores(runs, stores);
     const lost = runs.filter((r) => r.delivered < N);
     if (lost.length > 0) {
       console.log(`\nincomplete runs: ${lost.map((r) => `${r.target} ${r.conc}×${r.sizeKb}KB ${r.delivered}/${N}`).join(', ')}`);
@@ -280,14 +300,34 @@ async function main(): Promise<void> {
     console.log(`\n${machineLine()}; target: Sluice ≥ 1× Postfix (plan for 2×)`);
   } finally {
     if (withPostfix) spawnSync('bash', [POSTFIX_SCRIPT, 'stop', pfDir], { stdio: 'ignore' });
-    if (sluice) {
-      sluice.child.kill('SIGTERM');
-      await new Promise((r) => (sluice!.child.exitCode !== null ? r(null) : sluice!.child.once('exit', r)));
+    for (const s of sluices) {
+      s.child.kill('SIGTERM');
+      await new Promise((r) => (s.child.exitCode !== null ? r(null) : s.child.once('exit', r)));
     }
     for (const c of children) c.kill('SIGTERM');
     dns.close();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** Sluice on each store side by side, the ratio PostgreSQL ÷ SQLite (issue 33: ≥ 0.8×) and PostgreSQL's costs. */
+function printStores(runs: Run[], stores: BenchStore[]): void {
+  console.log('\nSluice on each store (medians; PostgreSQL: a throwaway cluster on this machine, fsync on, synchronous_commit on):\n');
+  console.log('| sessions | size | SQLite relayed msg/s | PostgreSQL relayed msg/s | PostgreSQL ÷ SQLite | PG write transactions/msg (WAL COMMITs) | PG WAL bytes/msg | PG server CPU ms/msg | Sluice CPU ms/msg (SQLite, PG) | load avg |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const [conc, sizeKb] of CASES) {
+    const of = (s: BenchStore) => runs.filter((r) => r.target === `sluice:${s}` && r.conc === conc && r.sizeKb === sizeKb);
+    const rate = (s: BenchStore) => (stores.includes(s) ? median(of(s).map((r) => r.e2e)) : NaN);
+    const pgm = of('postgres').map((r) => perMessage(r.pg, N));
+    const cpu = (s: BenchStore) => median(of(s).map((r) => (r.serverCpu / N) * 1000));
+    const f = (x: number, d = 0) => (Number.isNaN(x) ? '—' : x.toFixed(d));
+    const sq = rate('sqlite');
+    const pg = rate('postgres');
+    console.log(
+      `| ${conc} | ${sizeKb} KB | ${f(sq)} | ${f(pg)} | ${Number.isNaN(pg / sq) ? '—' : (pg / sq).toFixed(2) + '×'} | ${f(median(pgm.map((m) => m.commits)), 3)} | ${f(median(pgm.map((m) => m.walBytes)))} | ${f(median(pgm.map((m) => m.cpuMs)), 2)} | ${f(cpu('sqlite'), 2)}, ${f(cpu('postgres'), 2)} | ${f(median(of('postgres').map((r) => r.load)), 2)} |`,
+    );
+  }
+  console.log('\ntarget (issue 33): Sluice on PostgreSQL ≥ 0.8× Sluice on SQLite');
 }
 
 main().catch((err) => {

@@ -8,6 +8,45 @@ import { StorageUnavailable } from '../ports/health.js';
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 pg.types.setTypeParser(pg.types.builtins.FLOAT8, (v) => Number(v));
 
+/** Statement texts that run as named prepared statements (see `statement`), by text: their names. */
+const prepared = new Map<string, string>();
+/** Most distinct texts prepared: a text built per call (a list of placeholders) must not grow every connection. */
+const MAX_PREPARED = 500;
+let names = 0;
+
+/**
+ * The query config of `sql`: a statement with parameters runs as a named prepared statement, parsed and planned once
+ * per connection instead of at every call (pg sends Parse only the first time a connection sees the name): measured
+ * on bench:outbound, PostgreSQL's CPU per message fell from 9.3–12.3 ms to 6.3 ms. Statements without parameters
+ * (scripts of several, SAVEPOINT) stay simple queries.
+ */
+function statement(sql: string, params?: readonly unknown[]): pg.QueryConfig {
+  if (!params || params.length === 0) return { text: sql };
+  let name = prepared.get(sql);
+  if (name === undefined) {
+    if (prepared.size >= MAX_PREPARED) return { text: sql, values: params as unknown[] };
+    name = `s${++names}`;
+    prepared.set(sql, name);
+  }
+  return { name, text: sql, values: params as unknown[] };
+}
+
+/**
+ * Sends one statement on `c`. A table changed under a prepared statement (another node migrated the schema) fails
+ * it with 0A000 "cached plan must not change result type": the text gets a new name, so the next call parses it
+ * afresh, and outside a transaction (`again`) the call itself runs once more.
+ */
+async function send(c: pg.Pool | pg.PoolClient, sql: string, params: readonly unknown[] | undefined, again: boolean): Promise<pg.QueryResult> {
+  try {
+    return await c.query(statement(sql, params));
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== '0A000' || !prepared.has(sql)) throw err;
+    prepared.set(sql, `s${++names}`);
+    if (!again) throw err;
+    return c.query(statement(sql, params));
+  }
+}
+
 /** Runs one statement and returns its rows. */
 export type Query = <R = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<R[]>;
 
@@ -78,12 +117,12 @@ export function createPg(opts: PgOptions): Pg {
     };
   }
   const query: Query = async <R>(sql: string, params?: readonly unknown[]) =>
-    (await pool.query(sql, params as unknown[] | undefined).catch(unavailable)).rows as R[];
+    (await send(pool, sql, params, true).catch(unavailable)).rows as R[];
   return {
     pool,
     query,
     async exec(sql, params) {
-      return (await pool.query(sql, params as unknown[] | undefined).catch(unavailable)).rowCount ?? 0;
+      return (await send(pool, sql, params, true).catch(unavailable)).rowCount ?? 0;
     },
     async tx(fn) {
       const { client, held } = await checkout();
@@ -92,9 +131,9 @@ export function createPg(opts: PgOptions): Pg {
       try {
         await client.query('BEGIN');
         const q: Query = async <R>(sql: string, params?: readonly unknown[]) =>
-          (await client.query(sql, params as unknown[] | undefined)).rows as R[];
+          (await send(client, sql, params, false)).rows as R[];
         const exec = async (sql: string, params?: readonly unknown[]) =>
-          (await client.query(sql, params as unknown[] | undefined)).rowCount ?? 0;
+          (await send(client, sql, params, false)).rowCount ?? 0;
         const out = await fn(q, exec);
         await client.query('COMMIT');
         opts.onCommit?.((performance.now() - started) / 1000);
@@ -159,6 +198,21 @@ function reasonOf(err: unknown): string | undefined {
   if (code.startsWith('XX')) return 'corrupt';
   if (code.startsWith('08') || code.startsWith('57P') || /^E[A-Z]+$/.test(code)) return 'cannot-open';
   return undefined;
+}
+
+/** Whether `err` (raw, or as StorageUnavailable) is a deadlock or a serialization failure: the unit may run again. */
+export function isPgRetryable(err: unknown): boolean {
+  const code = err instanceof StorageUnavailable ? err.code : (err as { code?: unknown } | undefined)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/** `err` as a unit's caller sees it: a failure of the database as StorageUnavailable, anything else as it is. */
+export function asPgStorageError(err: unknown): unknown {
+  try {
+    unavailable(err);
+  } catch (mapped) {
+    return mapped;
+  }
 }
 
 /** Rethrows a failure of the database as StorageUnavailable (callers answer 451/503), anything else as it is. */

@@ -1,0 +1,85 @@
+// Tests group commit on PostgreSQL (storage/postgres/group-commit.ts) on a throwaway cluster: units queued together
+// share one transaction, a failing unit rolls back alone, promises settle after COMMIT, and a batch chosen as a
+// deadlock's victim runs again unit by unit with nothing lost.
+import type { Test } from 'tap';
+import t from 'tap';
+import { createPg, type Pg } from '../../../storage/postgres/database.js';
+import { createGroupCommit } from '../../../storage/postgres/group-commit.js';
+import { freshDatabase } from '../../helpers/pg-cluster.js';
+
+async function setup(t: Test): Promise<{ pg: Pg; commits: () => number }> {
+  let commits = 0;
+  const pg = createPg({ url: await freshDatabase(), poolSize: 4, onCommit: () => commits++ });
+  t.teardown(() => pg.close());
+  await pg.query('CREATE TABLE t (k text PRIMARY KEY, v int NOT NULL DEFAULT 0)');
+  return { pg, commits: () => commits };
+}
+
+const insert = (k: string) => async (q: Parameters<Parameters<Pg['tx']>[0]>[0]) => {
+  await q('INSERT INTO t (k) VALUES ($1)', [k]);
+  return k;
+};
+
+t.test('units queued together share one transaction, and each is visible to others once its promise resolves', async (t) => {
+  const { pg, commits } = await setup(t);
+  const run = createGroupCommit(pg);
+  const before = commits();
+  const seen: boolean[] = [];
+  await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      run(insert(`k${i}`)).then(async (k) => {
+        // Read on another connection of the pool: committed, not only written.
+        seen.push((await pg.query('SELECT 1 FROM t WHERE k = $1', [k])).length === 1);
+      }),
+    ),
+  );
+  t.equal(commits() - before, 1, 'one COMMIT for 20 units');
+  t.same(seen, Array(20).fill(true), 'every row committed when its promise resolved');
+});
+
+t.test('a failing unit rolls back alone: its earlier writes are undone, the others commit', async (t) => {
+  const { pg, commits } = await setup(t);
+  await pg.query("INSERT INTO t (k) VALUES ('taken')");
+  const run = createGroupCommit(pg);
+  const before = commits();
+  const results = await Promise.allSettled([
+    run(insert('a')),
+    run(async (q) => {
+      await q("INSERT INTO t (k) VALUES ('b')");
+      await q("INSERT INTO t (k) VALUES ('taken')");
+    }),
+    run(insert('c')),
+  ]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  t.equal(((results[1] as PromiseRejectedResult).reason as { code?: string }).code, '23505', 'the unit gets its own error');
+  t.same((await pg.query<{ k: string }>('SELECT k FROM t ORDER BY k')).map((r) => r.k), ['a', 'c', 'taken'], "b was rolled back with its unit");
+  t.equal(commits() - before, 1, 'still one COMMIT');
+});
+
+t.test('a batch that is a deadlock victim runs again unit by unit: every unit and the other transaction commit', async (t) => {
+  const { pg } = await setup(t);
+  await pg.query("INSERT INTO t (k) VALUES ('x'), ('y')");
+  const run = createGroupCommit(pg);
+  // Another node's transaction holds x; the batch takes y, then waits for x; that transaction then wants y.
+  await pg.withClient(async (other) => {
+    await other.query('BEGIN');
+    await other.query("UPDATE t SET v = v + 10 WHERE k = 'x'");
+    const units = Promise.all([
+      run((q) => q("UPDATE t SET v = v + 1 WHERE k = 'y'")),
+      run((q) => q("UPDATE t SET v = v + 1 WHERE k = 'x'")),
+    ]);
+    // Bounded wait until the batch waits on x's lock (it then has waited longer than the other and is the victim).
+    for (let i = 0; ; i++) {
+      const waiting = await pg.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+      if (waiting.length > 0) break;
+      if (i > 500) throw new Error('the batch never waited for the lock');
+      await new Promise((r) => setImmediate(r));
+    }
+    const otherWantsY = other.query("UPDATE t SET v = v + 10 WHERE k = 'y'");
+    await otherWantsY;
+    await other.query('COMMIT');
+    await units;
+  });
+  const rows = await pg.query<{ k: string; v: number }>('SELECT k, v FROM t ORDER BY k');
+  t.same(rows, [{ k: 'x', v: 11 }, { k: 'y', v: 11 }], 'both units and the other transaction applied exactly once');
+});
