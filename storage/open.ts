@@ -5,7 +5,7 @@ import type { Store } from './ports/store.js';
 import { checkDatabaseFile, databasePath, spooledFilesOf } from './sqlite/database.js';
 import { openSqliteStore } from './sqlite/store.js';
 import { ConfigError } from '../config/key-def.js';
-import { openPostgresStore, PostgresOpenError, probePostgres } from './postgres/store.js';
+import type * as PostgresStore from './postgres/store.js';
 
 export interface OpenOptions {
   /** The injected clock. */
@@ -24,11 +24,20 @@ export type StoreConfig = Pick<Config, 'dataDir'> & { storage?: Pick<Config['sto
  */
 export async function openStore(config: StoreConfig, opts: OpenOptions): Promise<Store> {
   if (config.storage?.backend !== 'postgres') return openSqliteStore(config.dataDir, opts);
+  const { postgresUrl, postgresPoolSize } = config.storage;
+  const pg = await postgresStore();
+  return asConfigError(pg, pg.openPostgresStore({ url: postgresUrl as string, poolSize: postgresPoolSize, ...opts }));
+}
+
+/** The PostgreSQL store's module, loaded only when configured: `pg` and it add about 14 MB to a process. */
+const postgresStore = (): Promise<typeof PostgresStore> => import('./postgres/store.js');
+
+/** PostgreSQL that cannot be used as one line naming the setting, exit 2 (bin/cli.ts), as any configuration error. */
+async function asConfigError<T>(pg: typeof PostgresStore, p: Promise<T>): Promise<T> {
   try {
-    return await openPostgresStore({ url: config.storage.postgresUrl as string, poolSize: config.storage.postgresPoolSize, ...opts });
+    return await p;
   } catch (err) {
-    // One line naming the setting, exit 2 (bin/cli.ts), as any other configuration error at start.
-    if (err instanceof PostgresOpenError) throw new ConfigError(err.key, err.problem);
+    if (err instanceof pg.PostgresOpenError) throw new ConfigError(err.key, err.problem);
     throw err;
   }
 }
@@ -64,14 +73,10 @@ export function checkStoreFile(file: string): string | undefined {
  */
 export async function describeStore(config: StoreConfig): Promise<string> {
   if (config.storage?.backend !== 'postgres') return `storage: sqlite (${databasePath(config.dataDir)})`;
-  try {
-    const p = await probePostgres(config.storage.postgresUrl as string);
-    const schema = p.schema === 0 ? 'no schema yet (the first node to start creates it)' : `schema version ${p.schema}`;
-    const fit = p.schema > p.known ? `; newer than this Sluice (${p.known}): upgrade this node` : p.schema > 0 && p.schema < p.known ? `; this Sluice migrates it to ${p.known} at start` : '';
-    const skew = Math.abs(p.clockSkewMs) > CLOCK_SKEW_WARN_MS ? `\nwarning: ${describeSkew(p.clockSkewMs)}: keep node clocks in sync (NTP)` : '';
-    return `storage: postgres, server ${p.server}, ${schema}${fit}; clock skew ${p.clockSkewMs} ms${skew}`;
-  } catch (err) {
-    if (err instanceof PostgresOpenError) throw new ConfigError(err.key, err.problem);
-    throw err;
-  }
+  const pg = await postgresStore();
+  const p = await asConfigError(pg, pg.probePostgres(config.storage.postgresUrl as string));
+  const schema = p.schema === 0 ? 'no schema yet (the first node to start creates it)' : `schema version ${p.schema}`;
+  const fit = p.schema > p.known ? `; newer than this Sluice (${p.known}): upgrade this node` : p.schema > 0 && p.schema < p.known ? `; this Sluice migrates it to ${p.known} at start` : '';
+  const skew = Math.abs(p.clockSkewMs) > CLOCK_SKEW_WARN_MS ? `\nwarning: ${describeSkew(p.clockSkewMs)}: keep node clocks in sync (NTP)` : '';
+  return `storage: postgres, server ${p.server}, ${schema}${fit}; clock skew ${p.clockSkewMs} ms${skew}`;
 }
