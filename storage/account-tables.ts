@@ -26,7 +26,7 @@ export const KEEPING_TABLES: readonly { table: string; column: string }[] = [
 
 /**
  * Tables whose rows a deleted sub-account owns and nothing else reads once it is deleted (its revoked keys and
- * deleted passwords, settings, lists, monitors, model): deleted with it, children first for the foreign keys.
+ * deleted passwords, settings, lists, monitors, model, send reservations): deleted with it, children first for the foreign keys.
  * console_sessions goes by account and by key (a session names the key it signed in with).
  */
 export const OWNED_TABLES: readonly string[] = [
@@ -45,6 +45,8 @@ export const OWNED_TABLES: readonly string[] = [
   'sender_blocks',
   'alert_monitors',
   'bayes_models',
+  // A reservation against the monthly limit of a send still in flight: it only ever holds budget back.
+  'send_reservations',
 ];
 
 /**
