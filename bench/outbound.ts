@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { cpuMeter, formatCpu, machineLine, runTimed } from './cpu.js';
+import { freePort } from './free-port.js';
 import { spawnServe } from './serve.js';
 import { storeCommits } from './store-commits.js';
 import { benchStores, freshStore, perMessage, type BenchStore, type StoreSetup } from './stores.js';
@@ -76,12 +77,7 @@ async function postfixPeer(sink: Sink) {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-outbound-postfix-'));
   fs.chmodSync(dir, 0o755);
-  const port = await new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   try {
     execFileSync('bash', [POSTFIX_SCRIPT, 'start', dir, String(port), String(sink.port)], { stdio: ['ignore', 'ignore', 'inherit'] });
     for (let i = 0; i < 100 && !(await canConnect(port)); i++) await new Promise((r) => setTimeout(r, 100));

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import dnsPacket from 'dns-packet';
 import { cpuMeter, machineLine, runTimed } from './cpu.js';
+import { freePort } from './free-port.js';
 import { provisionExampleTest, spawnServe } from './serve.js';
 import { storeCommits } from './store-commits.js';
 import { benchStores, freshStore, perMessage, type BenchStore, type StoreSetup } from './stores.js';
@@ -29,14 +30,6 @@ function which(cmd: string): string | undefined {
     if (fs.existsSync(p)) return p;
   }
   return undefined;
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /**

@@ -6,7 +6,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
+import { freePort } from '../../bench/free-port.js';
 import { startDnsServer } from './dns-server.js';
+
+/** A free loopback port, asked of the OS just before the daemon binds it (neither daemon reports an ephemeral port). */
+export { freePort };
 
 /** A marker string our custom ClamAV database detects as `Sluice.Test.Marker.UNOFFICIAL`. */
 export const VIRUS_MARKER = 'SLUICE-TEST-VIRUS-MARKER-7f3a9c';
@@ -29,15 +33,6 @@ function findBinary(name: string): string {
     if (dir && fs.existsSync(p)) return p;
   }
   throw new Error(`${name} is not installed: apt-get install -y rspamd clamav-daemon (or SLUICE_TEST_SKIP_DAEMONS=1 to skip these tests)`);
-}
-
-/** A free loopback port, asked of the OS just before the daemon binds it (neither daemon reports an ephemeral port). */
-export async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 export interface Daemon {
