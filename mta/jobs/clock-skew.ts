@@ -21,6 +21,7 @@ export interface ClockWatch {
   check(): Promise<number | undefined>;
   /** The last measured skew (ms, database minus node), undefined before one or on SQLite. */
   last(): number | undefined;
+  /** Measures every CLOCK_CHECK_MS from now on (the first measurement is the caller's `check()` at start). */
   start(): void;
   stop(): void;
 }
@@ -47,7 +48,6 @@ export function createClockWatch(deps: { health: Pick<HealthStore, 'clockSkew'>;
     check,
     last: () => last,
     start() {
-      void check();
       timer = setInterval(() => void check(), CLOCK_CHECK_MS);
       timer.unref();
     },
