@@ -286,6 +286,8 @@ function flipCase(s: string): string {
  * BENCH_KEEP=<directory>: the database is generated there once and reused by later runs with the same BENCH_ROWS
  * (migrations added since apply on open, as on a server's upgrade); the samples are rebuilt by replaying the seeded
  * generator. BENCH_KEEP=1 keeps the temporary directory instead. Without it the directory is deleted at the end.
+ * BENCH_SHAPES=<text> times only the shapes whose name holds it; BENCH_SLOWEST=<n> prints each shape's n slowest
+ * searches with their filters (which substring, which window), to find what a p95 is made of.
  */
 const KEEP = process.env.BENCH_KEEP;
 /** Written after a complete fill: the row count the kept database holds. */
@@ -541,9 +543,12 @@ function main(): void {
     const lines = [header, '|---|---|---|---:|---:|---:|---|'];
     let misses = 0;
     const plans: string[] = [];
+    const only = process.env.BENCH_SHAPES;
     for (const shape of shapes) {
+      if (only && !shape.name.includes(only)) continue;
       const page = shape.page ?? { startAt: 0, count: 20 };
       const times: number[] = [];
+      const slow: { ms: number; filters: SmtpLogFilters }[] = [];
       let rows = 0;
       for (let i = 0; i < WARMUP + RUNS; i++) {
         const filters: SmtpLogFilters = { ...shape.filters(i), ...windows[shape.window] };
@@ -552,10 +557,15 @@ function main(): void {
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         if (i >= WARMUP) {
           times.push(ms);
+          slow.push({ ms, filters });
           rows += result.length;
         }
       }
       times.sort((a, b) => a - b);
+      if (process.env.BENCH_SLOWEST) {
+        slow.sort((a, b) => b.ms - a.ms);
+        for (const s of slow.slice(0, Number(process.env.BENCH_SLOWEST))) console.log(`${shape.name}: ${s.ms.toFixed(1)} ms ${JSON.stringify(s.filters)}`);
+      }
       const p50 = percentile(times, 50);
       const p95 = percentile(times, 95);
       const ok = p95 <= TARGET_P95_MS;

@@ -27,6 +27,7 @@ import { WEBHOOK_ENROLMENT_STATE } from './migrations/025-webhook-enrolment-stat
 import { JOB_LEADS } from './migrations/026-job-leads.js';
 import { THROTTLES } from './migrations/027-throttles.js';
 import { SEND_RESERVATIONS } from './migrations/028-send-reservations.js';
+import { LOG_SUBJECT_COVERING } from './migrations/029-log-subject-covering.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -61,4 +62,5 @@ export const MIGRATIONS: readonly string[] = [
   JOB_LEADS, // 26
   THROTTLES, // 27
   SEND_RESERVATIONS, // 28
+  LOG_SUBJECT_COVERING, // 29
 ];

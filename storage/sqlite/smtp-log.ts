@@ -1,7 +1,16 @@
 // Owns the smtp_log table: one row per message × recipient, written at enqueue, updated per attempt, searched.
 import type { Db } from './database.js';
 import type { Statement } from 'better-sqlite3';
-import { COLUMNS, rowsQuery, searchQuery, subjectIndexQuery, subjectProbeQuery, SUBJECT_CANDIDATE_LIMIT } from './smtp-log-search.js';
+import {
+  COLUMNS,
+  rowsQuery,
+  searchQuery,
+  secondProbeRows,
+  subjectIndexQuery,
+  subjectProbeQuery,
+  SUBJECT_CANDIDATE_LIMIT,
+  SUBJECT_PROBE_ROWS,
+} from './smtp-log-search.js';
 import type { NewSmtpLogRow, SmtpLogAttempt, SmtpLogFilters, SmtpLogPage, SmtpLogRow } from '../ports/smtp-log.js';
 
 /** Prepared search statements are cached by SQL text; the set of shapes is finite but large, so keep it bounded. */
@@ -74,15 +83,29 @@ export function createSmtpLogStore(db: Db) {
     return ids.length <= SUBJECT_CANDIDATE_LIMIT ? ids : undefined;
   }
 
-  /** The page of a one-account subject search found among the account's newest rows, or undefined (look further). */
+  /**
+   * The page of a one-account subject search found among the account's newest rows, or undefined (look further).
+   * A first probe looks at SUBJECT_PROBE_ROWS rows; when it found some matches but not a page, a second looks as far
+   * as that density says the page needs (secondProbeRows), before the trigram index is asked.
+   */
   function probe(accountIds: readonly number[], filters: SmtpLogFilters, page: SmtpLogPage): SmtpLogRow[] | undefined {
     if (subjectIndexQuery(filters) === undefined) return undefined;
-    const q = subjectProbeQuery(accountIds, filters, page);
-    if (!q) return undefined;
-    const keys = prepared(q.sql).all(...q.params) as { delivery_id: number }[];
-    if (keys.length < page.startAt + page.count) return undefined;
+    const wanted = page.startAt + page.count;
+    let keys = probeKeys(accountIds, filters, page, SUBJECT_PROBE_ROWS);
+    if (keys === undefined) return undefined;
+    if (keys.length < wanted) {
+      const further = secondProbeRows(keys.length, wanted);
+      if (further === undefined) return undefined;
+      keys = probeKeys(accountIds, filters, page, further) ?? [];
+      if (keys.length < wanted) return undefined;
+    }
     const rows = rowsQuery(keys.slice(page.startAt).map((k) => k.delivery_id));
     return (prepared(rows.sql).all(...rows.params) as StoredRow[]).map(toRow);
+  }
+
+  function probeKeys(accountIds: readonly number[], filters: SmtpLogFilters, page: SmtpLogPage, rows: number) {
+    const q = subjectProbeQuery(accountIds, filters, page, rows);
+    return q && (prepared(q.sql).all(...q.params) as { delivery_id: number }[]);
   }
 
   function bind(row: NewSmtpLogRow) {

@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { createAccountStore } from '../../storage/sqlite/accounts.js';
 import { openDatabase, type Db } from '../../storage/sqlite/database.js';
 import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
-import { SUBJECT_PROBE_ROWS } from '../../storage/sqlite/smtp-log-search.js';
+import { secondProbeRows, SUBJECT_PROBE_MAX_ROWS, SUBJECT_PROBE_ROWS } from '../../storage/sqlite/smtp-log-search.js';
 import { type NewSmtpLogRow, type SmtpLogFilters } from '../../storage/ports/smtp-log.js';
 import { tempDir } from '../helpers/stack.js';
 
@@ -202,7 +202,7 @@ t.test('a rare subject substring is looked up in the trigram index; a common one
   const receipts = { ...recent, subject: 'receipt' };
   const plan = log.explainSearch([acct], receipts, page).join('\n');
   t.notMatch(plan, /subject_candidates/, '5001 candidates: ordered scan instead');
-  t.match(plan, /SEARCH smtp_log USING INDEX smtp_log_account_time/);
+  t.match(plan, /SEARCH smtp_log USING COVERING INDEX smtp_log_account_time/, "the subject is read from the index (migration 29)");
   t.same(ids(log.search([acct], receipts, page)), common.slice(-20).reverse().map((r) => r.delivery_id));
 
   // Retention deletes rows; the trigger keeps the trigram index in step with the table.
@@ -242,4 +242,12 @@ t.test('a one-account subject search takes its page from the newest rows when th
       t.same(got, expected(f, startAt, count), `start_at ${startAt}, count ${count}, ${f.sender ?? 'any sender'}`);
     }
   }
+});
+
+t.test('the second probe looks as far as the first one\'s density says a page needs, and no further than its bound', async (t) => {
+  t.equal(secondProbeRows(0, 20), undefined, 'none found: the trigram index is asked');
+  t.equal(secondProbeRows(4, 20), Math.ceil((SUBJECT_PROBE_ROWS * 20 * 2) / 4), 'twice the rows the density needs');
+  t.equal(secondProbeRows(1, 20), SUBJECT_PROBE_ROWS * 40);
+  t.ok(SUBJECT_PROBE_ROWS * 40 <= SUBJECT_PROBE_MAX_ROWS);
+  t.equal(secondProbeRows(1, 10_000), undefined, 'a deep page at a low density: past the bound');
 });
