@@ -10,52 +10,79 @@ import type { Db } from './database.js';
  */
 export const CHECKPOINT_INTERVAL_MS = 200;
 
+/**
+ * How long `stop()` waits for the thread to finish its last checkpoint and exit before terminating it. A PASSIVE
+ * checkpoint never waits for a lock (busy_timeout 0), so only a stalled disk (or a starved machine) takes this
+ * long; the store's own connection checkpoints at its close, so a checkpoint cut short loses nothing.
+ */
+export const STOP_TIMEOUT_MS = 10_000;
+
 /** The checkpointing thread of one store. */
 export interface Checkpointer {
-  /** Stops the thread after a last checkpoint. */
+  /**
+   * Stops the thread after a last checkpoint and resolves once it has exited, so nothing of it touches the store's
+   * files any more (a caller may remove them at once). Never hangs: past `stopTimeoutMs` the thread is terminated.
+   * Idempotent: every call resolves with the same exit.
+   */
   stop(): Promise<void>;
+  /** Whether the thread has exited (for tests and the close path). */
+  readonly exited: boolean;
 }
 
 /**
  * Turns off the automatic checkpoints of `db` (the store's connection) and starts a thread that checkpoints `file`
  * every `intervalMs`. Should the thread fail, `db` checkpoints automatically again, as SQLite does by default.
  */
-export function startCheckpointer(db: Db, file: string, intervalMs = CHECKPOINT_INTERVAL_MS): Checkpointer {
+export function startCheckpointer(
+  db: Db,
+  file: string,
+  intervalMs = CHECKPOINT_INTERVAL_MS,
+  stopTimeoutMs = STOP_TIMEOUT_MS,
+): Checkpointer {
   const worker = new Worker(new URL('./checkpointer-worker.js', import.meta.url), {
     workerData: { file, intervalMs },
     // Nothing of the process's loaders or flags (a test runner's hooks, --cpu-prof) is needed to checkpoint.
     execArgv: [],
   });
+  // A running store does not keep the process alive by itself; stop() refs the thread while it waits for it.
   worker.unref();
   db.pragma('wal_autocheckpoint = 0');
-  let stopped: (() => void) | undefined;
   let exited = false;
+  let stopping: Promise<void> | undefined;
+  const exit = new Promise<void>((resolve) =>
+    worker.once('exit', () => {
+      exited = true;
+      // Exited on its own (a failure): the store's connection checkpoints again. Not once the store is closing.
+      if (!stopping && db.open) db.pragma('wal_autocheckpoint = 1000');
+      resolve();
+    }),
+  );
   const fallBack = () => {
-    if (db.open) db.pragma('wal_autocheckpoint = 1000');
+    if (!stopping && db.open) db.pragma('wal_autocheckpoint = 1000');
   };
-  worker.on('message', (m: { failed?: string; stopped?: true }) => {
+  worker.on('message', (m: { failed?: string }) => {
     if (m.failed) fallBack();
-    if (m.stopped) stopped?.();
   });
   worker.on('error', fallBack);
-  worker.on('exit', () => {
-    exited = true;
-    if (stopped) stopped();
-    else fallBack();
-  });
   return {
+    get exited() {
+      return exited;
+    },
     stop() {
-      return new Promise<void>((resolve) => {
-        if (exited) return resolve();
-        const earlier = stopped;
-        stopped = () => {
-          earlier?.();
-          resolve();
-        };
-        // Unreferenced, the thread would let a process whose last work is this close exit before the reply.
+      stopping ??= (async () => {
+        if (exited) return;
+        // Unreferenced, the thread would let a process whose last work is this close exit before the thread has.
         worker.ref();
         worker.postMessage({ stop: true });
-      });
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), stopTimeoutMs)));
+        // The reply alone is not enough: the thread may still be starting (then it opens the database after this
+        // message) or closing its connection; only its exit means it is done with the files.
+        if ((await Promise.race([exit, late])) === 'late') await worker.terminate();
+        clearTimeout(timer);
+        await exit;
+      })();
+      return stopping;
     },
   };
 }

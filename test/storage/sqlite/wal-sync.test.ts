@@ -3,12 +3,11 @@
 // store's connection never checkpoints.
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import type { Test } from 'tap';
 import t from 'tap';
 import { StorageUnavailable } from '../../../storage/ports/health.js';
 import { createCommitBatcher } from '../../../storage/sqlite/commit-batcher.js';
-import { databasePath } from '../../../storage/sqlite/database.js';
+import { databasePath, openDatabase } from '../../../storage/sqlite/database.js';
 import { openSqliteStore } from '../../../storage/sqlite/store.js';
 import { createWalSync } from '../../../storage/sqlite/wal-sync.js';
 import { tempDir } from '../../helpers/stack.js';
@@ -30,9 +29,9 @@ t.test('commits that end while a sync runs share the next one: two fdatasyncs fo
 
 /** A batcher over a real SQLite file whose durability step the test releases by hand. */
 function gated(t: Test) {
-  const db = new Database(path.join(tempDir(t), 'g.db'));
+  // The store's own opening (WAL), without the schema: one table of the test's.
+  const db = openDatabase(tempDir(t), { upTo: 0 });
   t.teardown(() => db.close());
-  db.pragma('journal_mode = WAL');
   db.exec('CREATE TABLE n (v INTEGER)');
   const gates: { open: () => void; fail: (err: unknown) => void }[] = [];
   const recorded: unknown[] = [];
