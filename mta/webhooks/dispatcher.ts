@@ -111,8 +111,9 @@ function batchBody(payloads: string[]): Buffer {
  * `runOnce()` does every due retry and drains every enrolled account (bounded per account); concurrent calls share
  * the pass in progress. `start()` polls every `intervalMs` on an unref'd timer and launches the drains of accounts
  * with work, never waiting for earlier polls' POSTs; `stop()` clears it and waits for the drains in progress. At
- * most `concurrency` accounts hold a lane; a POST slower than `slowMs` gives its lane back, so endpoints that
- * refuse or hang (until the timeout) delay only their own events.
+ * most `concurrency` claims and POSTs hold a lane, given back once the POST is done (its outcome commits without
+ * it); a POST slower than `slowMs` gives its lane back, so endpoints that refuse or hang (until the timeout) delay
+ * only their own events.
  *
  * Each attempt holds a lease (storage/ports/leases.ts), renewed while its POST is in flight: a batch whose owner died
  * is retried by any dispatcher once its lease expires, and an owner whose lease was taken over records nothing.
@@ -156,6 +157,9 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     const out = retry
       ? await detachWhenSlow(whileLeased(post, () => deps.store.renew([c.lease], deps.now() + leaseMs), leaseMs), lane)
       : await post();
+    // Posted: the body is no longer needed, so its lane goes to the next endpoint now rather than after this outcome's
+    // commit (with many endpoints each lane otherwise waited for a group commit's fsync per POST).
+    lane?.release();
     const status = classifyStatus(out.statusCode);
     const ok = status === '2xx_response';
     const at = deps.now();
@@ -178,10 +182,12 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   }
 
   /**
-   * One account's work under its lane: its due retry (if given), then fresh batches until none, a failure, the bound,
-   * or a POST slow enough to have given the lane back (the account's next events go in a later pass).
+   * One account's work: its due retry (if given), then fresh batches while they come full (1,000 events), up to the
+   * bound, each claim and POST under a lane of its own (taken in turn with every other endpoint's). A batch that was
+   * not full took every event pending at its claim: later ones wait for the next poll, so no lane waits on a claim
+   * that finds nothing. A failure ends the drain (the account's newer events wait behind its retry).
    */
-  async function drain(accountId: number, due: WebhookBatchRow | undefined, run: DispatchRun, lane: Lane): Promise<void> {
+  async function drain(accountId: number, due: WebhookBatchRow | undefined, run: DispatchRun): Promise<void> {
     const hook = await deps.store.findWebhook(accountId);
     if (due) {
       if (!hook) {
@@ -190,14 +196,32 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       }
       // Undefined: taken by another claimer, or a chain of the endpoint this one replaced (ended): go on to the
       // pending events (the outstanding check below keeps a live chain first).
-      const c = await deps.store.claimRetry(due, hook, owner, deps.now(), deps.now() + leaseMs);
-      if (c && (!(await attempt(c, run, lane)) || lane.released)) return;
+      const ok = await underLane(async () => deps.store.claimRetry(due, hook, owner, deps.now(), deps.now() + leaseMs), run);
+      if (ok === false) return;
     }
     if (!hook) return;
     for (let i = 0; i < maxBatches; i++) {
-      const c = await deps.store.claimPending(accountId, hook.url, owner, deps.now(), MAX_BATCH_EVENTS, deps.now() + leaseMs);
-      if (!c) return;
-      if (!(await attempt(c, run, lane)) || lane.released) return;
+      let full = false;
+      const ok = await underLane(async () => {
+        const c = await deps.store.claimPending(accountId, hook.url, owner, deps.now(), MAX_BATCH_EVENTS, deps.now() + leaseMs);
+        full = c?.eventIds.length === MAX_BATCH_EVENTS;
+        return c;
+      }, run);
+      if (ok !== true || !full) return;
+    }
+  }
+
+  /**
+   * Takes a lane, claims with `claim` and, if it claimed a batch, sends it; the lane is given back once the POST is
+   * done (send) or when nothing was claimed. Undefined: nothing claimed; else whether the POST got a 2xx.
+   */
+  async function underLane(claim: () => Promise<ClaimedBatch | undefined>, run: DispatchRun): Promise<boolean | undefined> {
+    const lane = await lanes.acquire();
+    try {
+      const c = await claim();
+      return c && (await attempt(c, run, lane));
+    } finally {
+      lane.release();
     }
   }
 
@@ -212,18 +236,16 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     return false;
   }
 
-  /** Starts the account's drain unless one is running or waiting; it waits for a lane first. */
+  /** Starts the account's drain unless one is running (or waiting for a lane). */
   function launch(accountId: number, due: WebhookBatchRow | undefined, run: DispatchRun): Promise<void> {
     const running = inflight.get(accountId);
     if (running) return running;
     const work = (async () => {
-      const lane = await lanes.acquire();
       try {
-        await drain(accountId, due, run, lane);
+        await drain(accountId, due, run);
       } catch (err) {
         log.error({ err, accountId }, 'webhook dispatch failed');
       } finally {
-        lane.release();
         inflight.delete(accountId);
       }
     })();

@@ -46,7 +46,8 @@ const isBusy = (err: unknown) => sqliteFailure(err) === 'database-busy';
  *
  * Writes: every unit queued in the same event-loop turn runs inside one BEGIN IMMEDIATE transaction, each in its
  * own savepoint, so one failing unit rolls back alone. A unit's promise settles only after the outer COMMIT returned
- * — with synchronous=FULL that is after the fsync, so "resolved" means durable (ARCHITECTURE invariant 1). N
+ * and, with `durable` (the store's WAL sync), after the fsync that follows it, so "resolved" means durable
+ * (ARCHITECTURE invariant 1). N
  * concurrent writers cost one fsync instead of N. A deferrable unit (`runDeferrable`) starts no transaction of its own
  * while other units' commits are coming: it joins the next one (DEFER_MAX_MS), still its own savepoint, its promise
  * still settled only after that COMMIT. Reads run at once (WAL readers never wait for a writer) and are only retried
@@ -71,6 +72,11 @@ export function createCommitBatcher(opts: {
   deferMs?: number;
   /** Told the seconds each write transaction took, COMMIT (and its fsync) included: the commit-latency metric. */
   onCommit?: (seconds: number) => void;
+  /**
+   * Resolves once what has been committed is on disk (wal-sync.ts), when COMMIT itself does not wait for that
+   * (synchronous=NORMAL): units settle only then. Absent, COMMIT's return is durability (synchronous=FULL).
+   */
+  durable?: () => Promise<void>;
 }) {
   type Unit = {
     fn: () => unknown;
@@ -119,6 +125,33 @@ export function createCommitBatcher(opts: {
     schedule();
   }
   let idle: (() => void)[] = [];
+  /** Committed batches waiting for `durable`: their units settle, and `drained()` resolves, only after it. */
+  let syncing = 0;
+  /**
+   * Settles committed units once durable: `settle` runs after `opts.durable` (or at once without it); its failure
+   * (the fdatasync's I/O error, a full disk) rejects every unit that had succeeded, as a failed COMMIT would.
+   */
+  function whenDurable(units: readonly Unit[], started: bigint, settle: () => void): void {
+    const committed = () => opts.onCommit?.(Number(process.hrtime.bigint() - started) / 1e9);
+    if (!opts.durable) {
+      committed();
+      return settle();
+    }
+    syncing++;
+    opts.durable().then(
+      () => {
+        committed();
+        settle();
+      },
+      (err: unknown) => {
+        opts.health.record(err);
+        for (const u of units) u.reject(asStorageError(err));
+      },
+    ).finally(() => {
+      syncing--;
+      settleIdle();
+    });
+  }
   /** Settles when the stepped unit whose transaction is open has committed or rolled back; undefined when none is. */
   let stepping: Promise<void> | undefined;
 
@@ -174,8 +207,7 @@ export function createCommitBatcher(opts: {
       }
       if (!r.done) return void setImmediate(step);
       urgentCommitted();
-      opts.onCommit?.(Number(process.hrtime.bigint() - started) / 1e9);
-      end(() => unit.resolve(r.value));
+      end(() => whenDurable([unit], started, () => unit.resolve(r.value)));
     };
     step();
   }
@@ -222,12 +254,16 @@ export function createCommitBatcher(opts: {
     }
     pause = 0;
     if (urgentInBatch > 0) urgentCommitted();
-    opts.onCommit?.(Number(process.hrtime.bigint() - started) / 1e9);
+    // A unit that failed alone rolled back alone: it settles now; the others when their commit is durable.
+    const kept: Unit[] = [];
+    const values: unknown[] = [];
     batch.forEach((unit, i) => {
       const o = outcomes[i] as (typeof outcomes)[number];
-      if (o.ok) unit.resolve(o.value);
-      else unit.reject(asStorageError(o.error));
+      if (!o.ok) return unit.reject(asStorageError(o.error));
+      kept.push(unit);
+      values.push(o.value);
     });
+    whenDurable(kept, started, () => kept.forEach((unit, i) => unit.resolve(values[i])));
     schedule();
   }
 
@@ -258,7 +294,7 @@ export function createCommitBatcher(opts: {
   }
 
   function settleIdle(): void {
-    if (pending.length > 0 || scheduled || stepping) return;
+    if (pending.length > 0 || scheduled || stepping || syncing > 0) return;
     const waiting = idle;
     idle = [];
     for (const done of waiting) done();
@@ -308,7 +344,7 @@ export function createCommitBatcher(opts: {
     drained(): Promise<void> {
       hurry = true;
       schedule();
-      if (pending.length === 0 && !scheduled && !stepping) return Promise.resolve();
+      if (pending.length === 0 && !scheduled && !stepping && syncing === 0) return Promise.resolve();
       return new Promise((r) => idle.push(r));
     },
 

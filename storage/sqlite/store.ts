@@ -13,7 +13,8 @@ import { createSqliteBayesRepo } from './bayes.js';
 import { createBodies, INLINE_MAX_BYTES } from './bodies.js';
 import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
 import { createConsoleStore } from './console.js';
-import { backupDatabase, openDatabase, pingDatabase, type Db } from './database.js';
+import { backupDatabase, databasePath, openDatabase, pingDatabase, type Db } from './database.js';
+import { startCheckpointer } from './checkpointer.js';
 import { createDkimKeyStore } from './dkim-keys.js';
 import { createSqliteGreylistRepo } from './greylist.js';
 import { createInboundDomainStore } from './inbound-domains.js';
@@ -39,6 +40,7 @@ import { createThrottleStore } from './throttles.js';
 import { createTrackingDomainStore } from './tracking-domains.js';
 import { createTrackingStore } from './tracking.js';
 import { createWebhookStore } from './webhooks.js';
+import { createWalSync } from './wal-sync.js';
 import { trackWrites } from './write-health.js';
 
 
@@ -108,6 +110,14 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   // Before any repository prepares a statement: health reports whether the last write (anyone's) failed.
   const writes = trackWrites(db, opts.now);
   db.pragma('busy_timeout = 0');
+  const spool = createSpool({ dir: path.join(dataDir, 'spool') });
+  // Bodies a version without the spool kept in the tables move out before anything reads them (migration 18's step).
+  moveLargeBodies(db, INLINE_MAX_BYTES, (bytes) => spool.writeSync(bytes).key);
+  // From here on COMMIT returns before the fsync and the WAL is synced on the thread pool before any unit settles
+  // (wal-sync.ts), and checkpoints run on a thread of their own (checkpointer.ts): the event loop waits for neither.
+  db.pragma('synchronous = NORMAL');
+  const walSync = createWalSync(`${databasePath(dataDir)}-wal`);
+  const checkpointer = startCheckpointer(db, databasePath(dataDir));
   const b = createCommitBatcher({
     transaction: (fn) => db.transaction(fn).immediate(),
     savepoint: (fn) => db.transaction(fn)(),
@@ -120,10 +130,8 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     onCommit: opts.onCommit,
     lockWaitMs: opts.lockWaitMs,
     deferMs: opts.deferMs,
+    durable: () => walSync.afterCommit(),
   });
-  const spool = createSpool({ dir: path.join(dataDir, 'spool') });
-  // Bodies a version without the spool kept in the tables move out before anything reads them (migration 18's step).
-  moveLargeBodies(db, INLINE_MAX_BYTES, (bytes) => spool.writeSync(bytes).key);
   const bodies = createBodies(db, spool, opts.inlineMaxBytes);
   const queueRepo = createQueueStore(db, bodies);
   const quarantineRepo = createQuarantineStore(db, bodies);
@@ -309,6 +317,8 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       closing.abort();
       await b.drained();
       b.stop();
+      await checkpointer.stop();
+      await walSync.close();
       if (db.open) db.close();
     },
   };

@@ -82,23 +82,29 @@ export interface Fixture {
 
 /** Runs `fn` as one tap subtest per backend, on a fresh location, closing every store it opened afterwards. */
 export function contract(name: string, fn: (t: Test, f: Fixture) => Promise<void>): void {
-  for (const backend of BACKENDS) {
-    t.test(`${backend.name}: ${name}`, async (t) => {
-      const opened: Store[] = [];
-      // Registered before the location's own removal, so every store is closed before its files go.
-      t.teardown(async () => {
-        for (const s of opened.reverse()) await s.close();
-      });
-      const location = tempDir(t);
-      const clock = { now: 0 };
-      const open = async () => {
-        const s = await backend.open(location, () => clock.now);
-        opened.push(s);
-        return s;
-      };
-      await fn(t, { store: await open(), reopen: open, clock });
-    });
-  }
+  for (const backend of BACKENDS) t.test(`${backend.name}: ${name}`, (t) => withFixture(t, backend, fn));
+}
+
+/**
+ * Runs `fn` in `t` on a fresh location of `backend`; at `t`'s teardown every store it opened is closed, and only
+ * then is the location removed.
+ */
+export async function withFixture(t: Test, backend: Backend, fn: (t: Test, f: Fixture) => Promise<void>): Promise<void> {
+  const opened: Store[] = [];
+  const location = tempDir(t);
+  // tap runs teardowns last-registered first (@tapjs/after pops them): registered after tempDir's removal, this
+  // runs before it. The other way round the directory was emptied under open stores, whose checkpointing thread
+  // then wrote into it while rmSync ran (ENOTEMPTY), after which tap dropped the closes.
+  t.teardown(async () => {
+    for (const s of opened.reverse()) await s.close();
+  });
+  const clock = { now: 0 };
+  const open = async () => {
+    const s = await backend.open(location, () => clock.now);
+    opened.push(s);
+    return s;
+  };
+  await fn(t, { store: await open(), reopen: open, clock });
 }
 
 /** A parent account (the rows the queue and outbox hang off), by handle. */
