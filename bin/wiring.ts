@@ -29,7 +29,7 @@ import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
 import { sendRoutes } from '../control-api/routes/send.js';
 import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
 import { acmeRoutes } from '../control-api/routes/acme.js';
-import { clockSkewLimitMs, createClockWatch } from '../mta/jobs/clock-skew.js';
+import { createClockWatch } from '../mta/jobs/clock-skew.js';
 import { storeAcmeChallenges, tlsMaterialFor } from '../mta/smtp/tls-material.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
 import { runCheckDomain } from '../mta/outbound/check-domain.js';
@@ -221,8 +221,9 @@ export async function wireCore(opts: CoreOptions) {
   });
   abuse.onAlert((t) => alertMonitors.trigger(t));
   // ACME (when acme.directory_url is set): orders nothing until bin/server.ts starts it in the api process.
-  // Leases are in node time: each node compares its clock with the database's (PostgreSQL) at start and then.
-  const clockWatch = createClockWatch({ health: store.health, logger, leaseMs });
+  // Leases are in database time, records in node time: each node compares its clock with the database's
+  // (PostgreSQL) at start and then, and warns when NTP is not keeping it.
+  const clockWatch = createClockWatch({ health: store.health, logger });
   await clockWatch.check();
   const tlsMaterial = tlsMaterialFor(config, store.settings);
   const acmeChallenges = storeAcmeChallenges(store.settings);
@@ -268,9 +269,7 @@ export async function wireCore(opts: CoreOptions) {
     logger,
     health: async (o = {}) => {
       const h = await store.health.check(o);
-      const skewMs = clockWatch.last();
-      const clock = skewMs === undefined ? {} : { clock: { skewMs, limitMs: clockSkewLimitMs(leaseMs) } };
-      return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening(), ...clock };
+      return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening() };
     },
   };
   const bodySweep = createBodySweep({ bodies: store.bodies, logger });

@@ -40,11 +40,6 @@ export interface HealthReport {
   writeFailure: WriteFailure | undefined;
   /** Each listener (http, mx, submission…): bound and accepting. */
   listeners: Record<string, boolean>;
-  /**
-   * The database's clock minus this node's (ms) when last measured, and the bound past which leases are at risk
-   * (mta/jobs/clock-skew.ts); absent on SQLite.
-   */
-  clock?: { skewMs: number; limitMs: number };
 }
 
 export interface Services {

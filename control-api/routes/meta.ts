@@ -29,10 +29,6 @@ async function diagnose(s: Services, probe: boolean): Promise<{ storage: boolean
   const w = report.writeFailure;
   if (w) reasons.push(`storage: the last write failed at ${new Date(w.at).toISOString()} (${w.reason}, ${w.code})`);
   for (const [name, up] of Object.entries(report.listeners)) if (!up) reasons.push(`listener ${name} is not listening`);
-  const c = report.clock;
-  if (c && Math.abs(c.skewMs) > c.limitMs) {
-    reasons.push(`clock: this node's clock is ${Math.abs(c.skewMs)} ms ${c.skewMs > 0 ? 'behind' : 'ahead of'} the database's (leases need under ${c.limitMs} ms: run NTP)`);
-  }
   return { storage: report.storage && !w, listeners: report.listeners, reasons };
 }
 

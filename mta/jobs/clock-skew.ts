@@ -1,20 +1,12 @@
-// Owns watching this node's clock against the database's (PostgreSQL): leases and job leads are written in node time,
-// so a node whose clock drifts can take a lease another node still holds; measured at start and every five minutes.
+// Owns watching this node's clock against the database's (PostgreSQL), at start and every five minutes. Leases, job
+// leads and retry times are the database's (storage/postgres/leases.ts), so a drifting clock no longer moves a lease
+// another node holds; what it still skews are the times this node records (log lines, events, message and session
+// times, greylisting and throttle windows), hence a warning, not a failing health check.
 import type { Logger } from 'pino';
 import { CLOCK_SKEW_WARN_MS, describeSkew, type HealthStore } from '../../storage/ports/health.js';
-import { LEAD_TTL_MS } from './leadership.js';
 
 /** How often a serving node compares its clock with the database's. */
 export const CLOCK_CHECK_MS = 300_000;
-
-/**
- * The skew past which /readyz and /healthz report the node: a third of the shortest lease (the delivery lease or a
- * job lead). Holders renew every third of a lease, so a node ahead by less than that still sees a renewed lease as
- * live; past it, it can claim work another node is doing (a duplicate delivery) or run a once-per-cluster job twice.
- */
-export function clockSkewLimitMs(leaseMs: number): number {
-  return Math.floor(Math.min(leaseMs, LEAD_TTL_MS) / 3);
-}
 
 export interface ClockWatch {
   /** Measures once now (logging a warning past CLOCK_SKEW_WARN_MS); undefined on SQLite or when unreachable. */
@@ -27,7 +19,7 @@ export interface ClockWatch {
 }
 
 /** `wallClock`: this machine's clock (Date.now; a test stands for a machine whose clock is off). */
-export function createClockWatch(deps: { health: Pick<HealthStore, 'clockSkew'>; logger: Logger; leaseMs: number; wallClock?: () => number }): ClockWatch {
+export function createClockWatch(deps: { health: Pick<HealthStore, 'clockSkew'>; logger: Logger; wallClock?: () => number }): ClockWatch {
   const log = deps.logger.child({ component: 'clock' });
   let last: number | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -39,8 +31,7 @@ export function createClockWatch(deps: { health: Pick<HealthStore, 'clockSkew'>;
       return undefined;
     }
     if (last !== undefined && Math.abs(last) > CLOCK_SKEW_WARN_MS) {
-      const limit = clockSkewLimitMs(deps.leaseMs);
-      log.warn({ skew_ms: last, warn_ms: CLOCK_SKEW_WARN_MS, limit_ms: limit }, `${describeSkew(last)}: keep node clocks in sync (NTP); past ${limit} ms leases can move while held`);
+      log.warn({ skew_ms: last, warn_ms: CLOCK_SKEW_WARN_MS }, `${describeSkew(last)}: keep node clocks in sync (NTP); leases use the database's clock, the times this node records use its own`);
     }
     return last;
   }

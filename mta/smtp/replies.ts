@@ -73,6 +73,11 @@ export const REPLY = Object.freeze({
   authNotUtf8: reply(501, '5.5.2', 'Authentication credentials are not valid UTF-8'),
   /** RFC 4954 §6: bad credentials, or a suspended sub-account. */
   authInvalid: reply(535, '5.7.8', 'Authentication credentials invalid'),
+  /**
+   * RFC 4954 §6: AUTH could not be checked now (the store is out of reach: a database restart or failover). Never 535,
+   * which tells the client its credentials are wrong; the client retries.
+   */
+  authTempfail: reply(454, '4.7.0', 'Temporary authentication failure'),
   /** RFC 6531 §3.5: a non-ASCII address in a transaction that did not declare SMTPUTF8. */
   needsSmtpUtf8: reply(553, '5.6.7', 'Must declare SMTPUTF8 to send unicode address'),
   /** Domain Lockdown of the envelope sender could not be looked up (DNS failure): temporary. */

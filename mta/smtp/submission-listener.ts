@@ -233,7 +233,7 @@ export function submissionOptions(policy: SubmissionPolicy): SMTPServerOptions {
         callback(null, { user: account.handle });
       } catch (err) {
         log.error({ sessionId: session.id, err }, 'auth check failed');
-        refuse(REPLY.tempfail);
+        refuse(REPLY.authTempfail);
       }
     },
 

@@ -42,7 +42,8 @@ export interface HealthStore {
   /**
    * The database server's clock minus this machine's system clock (Date.now(), not the injected clock: the
    * question is whether the machine's clock is kept in sync), in ms, taken at the middle of one round trip; undefined
-   * when the store is on this machine (SQLite). Leases and job leads are in node time, so nodes must agree.
+   * when the store is on this machine (SQLite). Leases and job leads are in database time there; the times a node
+   * records are its own, so nodes should still agree.
    * `wallClock` (default Date.now) lets a test stand for a machine whose clock is off.
    */
   clockSkew(wallClock?: () => number): Promise<number | undefined>;
@@ -50,8 +51,8 @@ export interface HealthStore {
 
 /**
  * Past this skew between a node's clock and the database's, the node's log warns and `sluice config check` says so:
- * NTP keeps clocks within milliseconds, so 2 s means it is not running, long before leases are at risk
- * (mta/jobs/clock-skew.ts clockSkewLimitMs).
+ * NTP keeps clocks within milliseconds, so 2 s means it is not running (leases do not depend on it: they are timed by
+ * the database's clock; the times the node records do).
  */
 export const CLOCK_SKEW_WARN_MS = 2_000;
 

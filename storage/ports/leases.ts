@@ -16,8 +16,11 @@
  * - Nothing resets leases at start-up: a new worker never touches another live worker's leases; a dead worker's
  *   leases move once they expire. An owner may give its own unstarted leases back (a graceful stop).
  *
- * Times are the caller's injected clock in ms; workers sharing a store must share that clock, since one worker's
- * `now` is compared with another's `until`.
+ * Times passed in are the caller's injected clock in ms. On SQLite (one machine) they are stored and compared as they
+ * are: workers sharing a store share that clock. On PostgreSQL (several nodes) leases are timed by the database's
+ * clock by default (storage/postgres/leases.ts): a lease of L ms taken at the caller's `now` ends L ms after the
+ * database's `now()`, and expiry is judged by the database's `now()`, so node clocks never meet; the `until` such a
+ * claim returns is then database time, for the record only (nothing compares it with a node's clock).
  */
 export interface Lease {
   /** The row's id (a delivery, a webhook batch, an alert). */

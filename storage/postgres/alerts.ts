@@ -2,10 +2,13 @@
 // per sender and interval across nodes, and their delivery under leases.
 import type { AlertRow, AlertState, AlertStore, MonitorRow } from '../ports/alerts.js';
 import type { Pg } from './database.js';
-import { createPgRenewal } from './leases.js';
+import { createPgRenewal, type PgTimeAxis } from './leases.js';
 
-/** The Alerts port on PostgreSQL. Every monitor read or write is scoped by account id. */
-export function createPgAlertStore(pg: Pg): AlertStore {
+/**
+ * The Alerts port on PostgreSQL. Every monitor read or write is scoped by account id; `time` times next_attempt_at
+ * and the leases (database time by default).
+ */
+export function createPgAlertStore(pg: Pg, time: PgTimeAxis): AlertStore {
   const one = async <R>(sql: string, params: readonly unknown[]) => (await pg.query<R>(sql, params))[0];
   return {
     createMonitor: async (m) =>
@@ -28,37 +31,37 @@ export function createPgAlertStore(pg: Pg): AlertStore {
         const rows = await q<AlertRow>(
           `INSERT INTO alerts (monitor_id, account_id, sender_account_id, condition, sender_id, payload, fired_at, delivery,
              target, state, next_attempt_at)
-           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $7
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', ${time.at(11)}
            WHERE NOT EXISTS (SELECT 1 FROM alerts WHERE monitor_id = $1 AND sender_id = $5 AND fired_at > $10)
            RETURNING *`,
           [monitor.id, monitor.account_id, a.senderAccountId, monitor.condition, a.senderId, a.payload, a.at, monitor.delivery,
-            monitor.target, a.at - monitor.interval_hours * 3_600_000],
+            monitor.target, a.at - monitor.interval_hours * 3_600_000, time.param(a.at)],
         );
         return rows[0];
       }),
 
     due: (now, limit) =>
       pg.query<AlertRow>(
-        `SELECT * FROM alerts WHERE state IN ('pending', 'sending') AND next_attempt_at <= $1
-           AND (state = 'pending' OR lease_until <= $1) ORDER BY next_attempt_at, id LIMIT $2`,
-        [now, limit],
+        `SELECT * FROM alerts WHERE state IN ('pending', 'sending') AND next_attempt_at <= ${time.at(1)}
+           AND (state = 'pending' OR lease_until <= ${time.at(1)}) ORDER BY next_attempt_at, id LIMIT $2`,
+        [time.param(now), limit],
       ),
     // One statement: the row lock makes a second claimer re-check the state and take nothing.
     claim: (id, owner, now, leaseUntil) =>
       one<AlertRow>(
-        `UPDATE alerts SET state = 'sending', attempts = attempts + 1, locked_by = $2, lease_until = $4, lease_token = lease_token + 1
-         WHERE id = $1 AND (state = 'pending' OR (state = 'sending' AND lease_until <= $3)) RETURNING *`,
-        [id, owner, now, leaseUntil],
+        `UPDATE alerts SET state = 'sending', attempts = attempts + 1, locked_by = $2, lease_until = ${time.at(4)}, lease_token = lease_token + 1
+         WHERE id = $1 AND (state = 'pending' OR (state = 'sending' AND lease_until <= ${time.at(3)})) RETURNING *`,
+        [id, owner, time.param(now), time.param(leaseUntil)],
       ),
-    renew: createPgRenewal(pg, 'alerts', "t.state = 'sending'"),
+    renew: createPgRenewal(pg, time, 'alerts', "t.state = 'sending'"),
     async recordResult(lease, r) {
       const state: AlertState = r.ok ? 'delivered' : r.retryAt === null ? 'failed' : 'pending';
       return (
         (await pg.exec(
           `UPDATE alerts SET state = $4, locked_by = NULL, lease_until = NULL, last_status_code = $5, last_error = $6,
-             next_attempt_at = coalesce($7, next_attempt_at), delivered_at = $8
+             next_attempt_at = coalesce(${time.at(7)}, next_attempt_at), delivered_at = $8
            WHERE id = $1 AND state = 'sending' AND locked_by = $2 AND lease_token = $3`,
-          [lease.id, lease.owner, lease.token, state, r.statusCode, r.error, r.retryAt, r.ok ? r.now : null],
+          [lease.id, lease.owner, lease.token, state, r.statusCode, r.error, time.param(r.retryAt), r.ok ? r.now : null],
         )) > 0
       );
     },

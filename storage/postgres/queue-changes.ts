@@ -7,6 +7,9 @@ import type { Pg } from './database.js';
 /** The channel the queue's units (accept, record, the operator's retry) NOTIFY at commit, naming their node. */
 export const QUEUE_CHANNEL = 'sluice_queue';
 
+/** Where the earliest due time is read from (the queue's nextDueAt, and the polling floor here). */
+export const NEXT_DUE = "FROM deliveries WHERE state IN ('queued', 'sending')";
+
 /**
  * `changes()` for the node `node`: yields when another node's unit committed to the queue (its NOTIFY, on a
  * connection of its own outside the pool, so a busy pool never delays it), and, every FOREIGN_COMMIT_POLL_MS, when
@@ -14,7 +17,10 @@ export const QUEUE_CHANNEL = 'sluice_queue';
  * first read, after a lost connection) it yields once: what committed before was not heard. This node's own
  * notifications are ignored.
  */
-export function createPgQueueChanges(db: Pg, node: string, closing: AbortSignal, nextDueAt: () => Promise<number | undefined>): QueueStore['changes'] {
+export function createPgQueueChanges(db: Pg, node: string, closing: AbortSignal): QueueStore['changes'] {
+  // As stored (database time by default): only compared with itself, whereas the port's nextDueAt, read back on the
+  // node's clock, would differ at each read by the jitter between the two clocks and wake the worker every floor.
+  const nextDueAt = async () => (await db.query<{ at: number | null }>(`SELECT min(next_attempt_at) AS at ${NEXT_DUE}`))[0]?.at ?? undefined;
   return async function* changes(signal: AbortSignal): AsyncGenerator<void> {
     const both = AbortSignal.any([signal, closing]);
     let heard = false;

@@ -3,10 +3,15 @@
 import type { DeliveryState, MessageKind } from '../ports/queue.js';
 import type { BrowsedDelivery, PendingDelivery, PendingSummary, QueueStats, QueueViewStore } from '../ports/queue-views.js';
 import type { Pg } from './database.js';
+import type { PgTimeAxis } from './leases.js';
 import { QUEUE_CHANNEL } from './queue-changes.js';
 
-/** The QueueViews port over `pg`; `node` names this store in the notification a retry sends. */
-export function createPgQueueViews(pg: Pg, node: string): QueueViewStore {
+/**
+ * The QueueViews port over `pg`; `node` names this store in the notification a retry sends. `time` is the queue's
+ * (a retry is due now on the clock claims compare with); the rows listed carry next_attempt_at and lease_until as
+ * stored, in database time by default.
+ */
+export function createPgQueueViews(pg: Pg, node: string, time: PgTimeAxis): QueueViewStore {
   return {
     listPending: (limit, offset) =>
       pg.query<PendingDelivery>(
@@ -34,8 +39,8 @@ export function createPgQueueViews(pg: Pg, node: string): QueueViewStore {
     retryNow: (id, now) =>
       pg.tx(async (_q, exec) => {
         const n = await exec(
-          "UPDATE deliveries SET next_attempt_at = $2, updated_at = $2 WHERE state = 'queued' AND ($1::bigint IS NULL OR id = $1)",
-          [id, now],
+          `UPDATE deliveries SET next_attempt_at = ${time.at(3)}, updated_at = $2 WHERE state = 'queued' AND ($1::bigint IS NULL OR id = $1)`,
+          [id, now, time.param(now)],
         );
         if (n > 0) await exec('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]);
         return n;

@@ -10,7 +10,8 @@ import { pgStoredBody, type PgBodies } from './bodies.js';
 import type { Pg, Query } from './database.js';
 import { createPgEventWriter } from './events.js';
 import { createGroupCommit } from './group-commit.js';
-import { QUEUE_CHANNEL } from './queue-changes.js';
+import type { PgTimeAxis } from './leases.js';
+import { NEXT_DUE, QUEUE_CHANNEL } from './queue-changes.js';
 import { insertSystemSuppression } from './suppressions.js';
 import { bumpUsage, insertLogRow, insertTracked, markTrackedDelivered, updateLogAttempt } from './unit-writes.js';
 
@@ -34,9 +35,10 @@ const FENCED = `FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, own
 
 /**
  * The Queue port over `pg`, except `changes` (queue-changes.ts). `node` names this store in its notifications, so
- * it can tell its own commits from other nodes'.
+ * it can tell its own commits from other nodes'. `time` times next_attempt_at and the leases (database time by
+ * default, so that a claim on one node never compares its clock with the one that wrote the row).
  */
-export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit<QueueStore, 'changes'> {
+export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time: PgTimeAxis): Omit<QueueStore, 'changes'> {
   const events = createPgEventWriter();
   // Outcomes that arrive together share one transaction (group commit, group-commit.ts).
   const unit = createGroupCommit(pg);
@@ -68,10 +70,10 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
       const [row] = await q<{ id: number }>(
         `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, last_status, last_response, updated_at,
            locked_by, lease_until, lease_token, attempts)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+         VALUES ($1, $2, $3, $4, ${time.at(5)}, $6, $7, $8, $9, ${time.at(10)}, $11, $12) RETURNING id`,
         [
-          messageRowId, d.rcpt, d.domain, lease ? 'sending' : d.state, lease ? lease.until : m.createdAt, d.status ?? null,
-          d.response ?? null, m.createdAt, lease?.owner ?? null, lease?.until ?? null, lease ? 1 : 0, lease ? 1 : 0,
+          messageRowId, d.rcpt, d.domain, lease ? 'sending' : d.state, time.param(lease ? lease.until : m.createdAt), d.status ?? null,
+          d.response ?? null, m.createdAt, lease?.owner ?? null, time.param(lease?.until ?? null), lease ? 1 : 0, lease ? 1 : 0,
         ],
       );
       const id = row!.id;
@@ -94,9 +96,9 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
     // The fence: the outcome is written only while the attempt's lease still holds.
     const held = await q(
       `UPDATE deliveries SET state = $4, locked_by = NULL, lease_until = NULL, last_code = $5, last_status = $6,
-         last_response = $7, last_command = $8, last_host = $9, next_attempt_at = $10, updated_at = $11
+         last_response = $7, last_command = $8, last_host = $9, next_attempt_at = ${time.at(10)}, updated_at = $11
        WHERE id = $1 AND state = 'sending' AND locked_by = $2 AND lease_token = $3 RETURNING id`,
-      [l.id, l.owner, l.token, o.state, a.code, a.status, a.response, a.command, a.host, o.nextAttemptAt, a.at],
+      [l.id, l.owner, l.token, o.state, a.code, a.status, a.response, a.command, a.host, time.param(o.nextAttemptAt), a.at],
     );
     if (held.length === 0) return false;
     await q(
@@ -135,16 +137,16 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
     async claim(owner, now, leaseMs, limit): Promise<ClaimBatch> {
       const [res] = await pg.query<{ deliveries: DeliveryRow[] | null; messages: MessageTableRow[] | null }>(
         `WITH picked AS (
-           SELECT id FROM deliveries WHERE state IN ('queued', 'sending') AND next_attempt_at <= $2
+           SELECT id FROM deliveries WHERE state IN ('queued', 'sending') AND next_attempt_at <= ${time.at(5)}
            ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED
          ), claimed AS (
-           UPDATE deliveries d SET state = 'sending', locked_by = $1, lease_until = $3, lease_token = d.lease_token + 1,
-             attempts = d.attempts + 1, next_attempt_at = $3, updated_at = $2
+           UPDATE deliveries d SET state = 'sending', locked_by = $1, lease_until = ${time.at(3)}, lease_token = d.lease_token + 1,
+             attempts = d.attempts + 1, next_attempt_at = ${time.at(3)}, updated_at = $2
            FROM picked WHERE d.id = picked.id RETURNING d.*
          )
          SELECT (SELECT json_agg(c ORDER BY c.id) FROM claimed c) AS deliveries,
            (SELECT json_agg(m) FROM messages m WHERE m.id IN (SELECT message_id FROM claimed)) AS messages`,
-        [owner, now, now + leaseMs, limit],
+        [owner, now, time.param(now + leaseMs), limit, time.param(now)],
       );
       return { deliveries: res?.deliveries ?? [], messages: (res?.messages ?? []).map(toPgMessage) };
     },
@@ -152,8 +154,8 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
     async renew(leases, until) {
       if (leases.length === 0) return [];
       const kept = await pg.query<{ id: number }>(
-        `UPDATE deliveries d SET lease_until = $4, next_attempt_at = $4 ${FENCED} RETURNING d.id`,
-        [...leaseArrays(leases), until],
+        `UPDATE deliveries d SET lease_until = ${time.at(4)}, next_attempt_at = ${time.at(4)} ${FENCED} RETURNING d.id`,
+        [...leaseArrays(leases), time.param(until)],
       );
       const still = new Set(kept.map((r) => r.id));
       return leases.filter((l) => !still.has(l.id)).map((l) => l.id);
@@ -163,8 +165,8 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
       if (leases.length === 0) return 0;
       return pg.exec(
         `UPDATE deliveries d SET state = 'queued', locked_by = NULL, lease_until = NULL,
-           attempts = greatest(d.attempts - 1, 0), next_attempt_at = $4, updated_at = $4 ${FENCED}`,
-        [...leaseArrays(leases), now],
+           attempts = greatest(d.attempts - 1, 0), next_attempt_at = ${time.at(5)}, updated_at = $4 ${FENCED}`,
+        [...leaseArrays(leases), now, time.param(now)],
       );
     },
 
@@ -177,8 +179,9 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
         return written;
       }),
 
+    // On the caller's clock: the worker sleeps until then.
     async nextDueAt() {
-      const [row] = await pg.query<{ at: number | null }>("SELECT min(next_attempt_at) AS at FROM deliveries WHERE state IN ('queued', 'sending')");
+      const [row] = await pg.query<{ at: number | null }>(`SELECT ${time.back('min(next_attempt_at)', 1)} AS at ${NEXT_DUE}`, [time.backParam()]);
       return row?.at ?? undefined;
     },
 

@@ -2,8 +2,13 @@
 import crypto from 'node:crypto';
 import type { SendLimitStore } from '../ports/send-limits.js';
 import type { Pg } from './database.js';
+import type { PgTimeAxis } from './leases.js';
 
-export function createPgSendLimitStore(pg: Pg): SendLimitStore {
+/**
+ * The SendLimits port on PostgreSQL. A reservation is a lease on part of the limit: `time` times its expiry (database
+ * time by default), so a node whose clock runs ahead does not drop another node's live reservations.
+ */
+export function createPgSendLimitStore(pg: Pg, time: PgTimeAxis): SendLimitStore {
   return {
     // One transaction under the account's usage row, locked by a no-op upsert (the row may not exist yet): every
     // reservation of the account, and the queue's accept adding to the counter, wait for it, so the sum read here
@@ -15,7 +20,7 @@ export function createPgSendLimitStore(pg: Pg): SendLimitStore {
            ON CONFLICT (account_id, period) DO UPDATE SET sends = usage_counters.sends RETURNING sends`,
           [a.accountId, a.period],
         );
-        await exec('DELETE FROM send_reservations WHERE account_id = $1 AND expires_at <= $2', [a.accountId, a.now]);
+        await exec(`DELETE FROM send_reservations WHERE account_id = $1 AND expires_at <= ${time.at(2)}`, [a.accountId, time.param(a.now)]);
         const [held] = await q<{ sends: number }>(
           'SELECT coalesce(sum(sends), 0) AS sends FROM send_reservations WHERE account_id = $1 AND period = $2',
           [a.accountId, a.period],
@@ -23,7 +28,9 @@ export function createPgSendLimitStore(pg: Pg): SendLimitStore {
         const used = Number(row!.sends) + Number(held!.sends);
         if (used + a.count > a.limit) return { ok: false as const, used };
         const id = crypto.randomUUID();
-        await exec('INSERT INTO send_reservations (id, account_id, period, sends, expires_at) VALUES ($1, $2, $3, $4, $5)', [id, a.accountId, a.period, a.count, a.now + a.ttlMs]);
+        await exec(`INSERT INTO send_reservations (id, account_id, period, sends, expires_at) VALUES ($1, $2, $3, $4, ${time.at(5)})`, [
+          id, a.accountId, a.period, a.count, time.param(a.now + a.ttlMs),
+        ]);
         return { ok: true as const, id };
       });
     },

@@ -16,6 +16,7 @@ import { createPgDkimKeyStore } from './dkim-keys.js';
 import { createPgGreylistStore } from './greylist.js';
 import { createPgSenderAbuseStore } from './sender-abuse.js';
 import { createPgJobLeadStore } from './job-leads.js';
+import { createPgTimeAxis, type LeaseClock } from './leases.js';
 import { createPgSendLimitStore } from './send-limits.js';
 import { createPgThrottleStore } from './throttles.js';
 import { createPgSettingStore } from './settings.js';
@@ -38,8 +39,16 @@ export interface PostgresStoreOptions {
   url: string;
   /** storage.postgres_pool_size. */
   poolSize: number;
-  /** The injected clock (health's failure times; what the ports are not given as an argument). */
+  /**
+   * The injected clock (health's failure times; what the ports are not given as an argument): the clock of the
+   * times the ports are given, which must be the callers' clock.
+   */
   now: () => number;
+  /**
+   * What times leases, retries and their expiry (leases.ts LeaseClock): `database` (the default; every node reads
+   * one clock, so node clocks do not matter) or `injected` (`now`, for tests that move time by hand).
+   */
+  leaseClock?: LeaseClock;
   /** Told the seconds each write transaction took (the commit-latency metric). */
   onCommit?: (seconds: number) => void;
 }
@@ -101,12 +110,13 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const node = crypto.randomUUID();
   // The tables whose body_ref may name a chunked body: a blob none of them names is swept.
   const bodies = createPgBodies(pg, ['messages', 'inbound_quarantine']);
-  const queue = createPgQueueStore(pg, bodies, node);
+  const time = createPgTimeAxis(opts.leaseClock ?? 'database', opts.now);
+  const queue = createPgQueueStore(pg, bodies, node, time);
   const ports = {
     settings: createPgSettingStore(pg),
-    jobLeads: createPgJobLeadStore(pg),
+    jobLeads: createPgJobLeadStore(pg, time),
     throttles: createPgThrottleStore(pg),
-    sendLimits: createPgSendLimitStore(pg),
+    sendLimits: createPgSendLimitStore(pg, time),
     accounts: createPgAccountStore(pg),
     dkimKeys: createPgDkimKeyStore(pg),
     trackingDomains: createPgTrackingDomainStore(pg),
@@ -119,12 +129,12 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),
     suppressions: createPgSuppressionStore(pg, createPgEventWriter()),
-    queue: { ...queue, changes: createPgQueueChanges(pg, node, closing.signal, queue.nextDueAt) },
-    queueViews: createPgQueueViews(pg, node),
+    queue: { ...queue, changes: createPgQueueChanges(pg, node, closing.signal) },
+    queueViews: createPgQueueViews(pg, node, time),
     bodies: { write: bodies.write, open: bodies.open, release: bodies.release, sweep: bodies.sweep },
-    alerts: createPgAlertStore(pg),
+    alerts: createPgAlertStore(pg, time),
     metrics: createPgMetricStore(pg),
-    webhooks: createPgWebhookStore(pg),
+    webhooks: createPgWebhookStore(pg, time),
     tracking: createPgTrackingStore(pg, createPgEventWriter()),
     inboundDomains: createPgInboundDomainStore(pg),
     inboundLists: createPgInboundListStore(pg),

@@ -3,7 +3,7 @@
 import { leaseOf } from '../ports/leases.js';
 import { oldest, SKIPPED_BATCH, type ClaimedBatch, type SigningKeyRow, type WebhookBatchRow, type WebhookRow, type WebhookStore } from '../ports/webhooks.js';
 import type { Pg, Query } from './database.js';
-import { createPgRenewal } from './leases.js';
+import { createPgRenewal, type PgTimeAxis } from './leases.js';
 
 /** The columns of a WebhookRow. */
 const HOOK = 'account_id, url, created_at, enrolment';
@@ -28,13 +28,13 @@ interface NewBatch {
 }
 
 /** Inserts a batch (taking its id first, so a fresh claim names itself in events_of in the same statement). */
-async function insertBatch(q: Query, b: NewBatch): Promise<WebhookBatchRow> {
+async function insertBatch(q: Query, time: PgTimeAxis, b: NewBatch): Promise<WebhookBatchRow> {
   const rows = await q<WebhookBatchRow>(
     `INSERT INTO webhook_batches (id, account_id, webhook, kind, events_of, event_count, attempt, chain_started_at,
        retry_due_at, created_at, locked_by, lease_until, lease_token, enrolment)
-     SELECT n, $1, $2, $3, coalesce($4, n), $5, $6, $7, $8, $9, $10, $8, 1, $11
+     SELECT n, $1, $2, $3, coalesce($4, n), $5, $6, $7, ${time.at(8)}, $9, $10, ${time.at(8)}, 1, $11
      FROM (SELECT nextval(pg_get_serial_sequence('webhook_batches', 'id')) AS n) s RETURNING *`,
-    [b.accountId, b.webhook, b.kind, b.eventsOf, b.eventCount, b.attempt, b.chainStartedAt, b.retryDueAt, b.now, b.owner, b.enrolment],
+    [b.accountId, b.webhook, b.kind, b.eventsOf, b.eventCount, b.attempt, b.chainStartedAt, time.param(b.retryDueAt), b.now, b.owner, b.enrolment],
   );
   return rows[0]!;
 }
@@ -53,9 +53,10 @@ const claimed = (batch: WebhookBatchRow, rows: readonly { id: number; payload: s
 /**
  * The Events port on PostgreSQL. An account's claims serialise on its webhooks row (FOR UPDATE SKIP LOCKED: a node
  * finding another one claiming for the account takes nothing), so one chain at a time holds across nodes; events
- * are taken FOR UPDATE SKIP LOCKED; retries and take-overs are one conditional UPDATE of the old batch.
+ * are taken FOR UPDATE SKIP LOCKED; retries and take-overs are one conditional UPDATE of the old batch. `time`
+ * times retry_due_at and the leases (database time by default).
  */
-export function createPgWebhookStore(pg: Pg): WebhookStore {
+export function createPgWebhookStore(pg: Pg, time: PgTimeAxis): WebhookStore {
   const one = async <R>(sql: string, params: readonly unknown[] = []) => (await pg.query<R>(sql, params))[0];
   const outstanding = (q: Query, accountId: number) =>
     q('SELECT 1 FROM webhook_batches WHERE account_id = $1 AND retry_due_at IS NOT NULL LIMIT 1', [accountId]);
@@ -91,7 +92,10 @@ export function createPgWebhookStore(pg: Pg): WebhookStore {
       (await one<{ n: number }>('SELECT count(*) AS n FROM webhooks w JOIN events e ON e.account_id = w.account_id AND e.batch_id IS NULL'))!.n,
     hasOutstanding: async (accountId) => (await outstanding(pg.query, accountId)).length > 0,
     dueRetries: (now, limit) =>
-      pg.query<WebhookBatchRow>('SELECT * FROM webhook_batches WHERE retry_due_at IS NOT NULL AND retry_due_at <= $1 ORDER BY retry_due_at LIMIT $2', [now, limit]),
+      pg.query<WebhookBatchRow>(
+        `SELECT * FROM webhook_batches WHERE retry_due_at IS NOT NULL AND retry_due_at <= ${time.at(1)} ORDER BY retry_due_at LIMIT $2`,
+        [time.param(now), limit],
+      ),
 
     claimPending: (accountId, url, owner, now, limit, leaseUntil) =>
       pg.tx(async (q) => {
@@ -103,7 +107,7 @@ export function createPgWebhookStore(pg: Pg): WebhookStore {
           [accountId, limit],
         );
         if (rows.length === 0) return undefined;
-        const batch = await insertBatch(q, {
+        const batch = await insertBatch(q, time, {
           accountId, webhook: url, kind: 'dispatch', eventsOf: null, eventCount: rows.length, attempt: 1, chainStartedAt: now,
           retryDueAt: leaseUntil, now, owner, enrolment: hook.enrolment,
         });
@@ -117,26 +121,26 @@ export function createPgWebhookStore(pg: Pg): WebhookStore {
       pg.tx(async (q) => {
         // Taken once: a second claimer's UPDATE waits for the row, re-checks it and matches nothing.
         const [fresh] = await q<WebhookBatchRow>(
-          `UPDATE webhook_batches SET ${END_CHAIN} WHERE id = $1 AND account_id = $2 AND retry_due_at IS NOT NULL AND retry_due_at <= $3 RETURNING *`,
-          [old.id, old.account_id, now],
+          `UPDATE webhook_batches SET ${END_CHAIN} WHERE id = $1 AND account_id = $2 AND retry_due_at IS NOT NULL AND retry_due_at <= ${time.at(3)} RETURNING *`,
+          [old.id, old.account_id, time.param(now)],
         );
         if (!fresh) return undefined;
         const rows = await chainEvents(q, fresh.events_of);
         // A chain of an earlier enrolment (the endpoint it was for was replaced) ends here.
         if (rows.length === 0 || fresh.enrolment !== hook.enrolment) return undefined;
-        const batch = await insertBatch(q, {
+        const batch = await insertBatch(q, time, {
           accountId: fresh.account_id, webhook: hook.url, kind: 'dispatch', eventsOf: fresh.events_of, eventCount: rows.length,
           attempt: fresh.attempt + 1, chainStartedAt: fresh.chain_started_at, retryDueAt: leaseUntil, now, owner, enrolment: fresh.enrolment,
         });
         return claimed(batch, rows);
       }),
     dropChain: async (old) => void (await pg.exec(`UPDATE webhook_batches SET ${END_CHAIN} WHERE id = $1`, [old.id])),
-    renew: createPgRenewal(pg, 'webhook_batches', 't.status IS NULL', 'retry_due_at'),
+    renew: createPgRenewal(pg, time, 'webhook_batches', 't.status IS NULL', 'retry_due_at'),
     recordResult: async (lease, r) =>
       (await pg.exec(
-        `UPDATE webhook_batches SET status = $4, status_code = $5, duration_ms = $6, retry_due_at = $7, locked_by = NULL, lease_until = NULL
+        `UPDATE webhook_batches SET status = $4, status_code = $5, duration_ms = $6, retry_due_at = ${time.at(7)}, locked_by = NULL, lease_until = NULL
          WHERE id = $1 AND status IS NULL AND locked_by = $2 AND lease_token = $3`,
-        [lease.id, lease.owner, lease.token, r.status, r.statusCode, r.durationMs, r.retryDueAt],
+        [lease.id, lease.owner, lease.token, r.status, r.statusCode, r.durationMs, time.param(r.retryDueAt)],
       )) > 0,
     claimResend: (accountId, batchId, url, owner, now) =>
       pg.tx(async (q) => {
@@ -144,7 +148,7 @@ export function createPgWebhookStore(pg: Pg): WebhookStore {
         if (!old) return undefined;
         const rows = await chainEvents(q, old.events_of);
         if (rows.length === 0) return undefined;
-        const batch = await insertBatch(q, {
+        const batch = await insertBatch(q, time, {
           accountId, webhook: url, kind: 'resend', eventsOf: old.events_of, eventCount: rows.length, attempt: 1, chainStartedAt: now,
           retryDueAt: null, now, owner, enrolment: old.enrolment,
         });

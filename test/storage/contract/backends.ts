@@ -39,7 +39,8 @@ const ALL: readonly Backend[] = [
     async open(location, now) {
       let url = databases.get(location);
       if (!url) databases.set(location, (url = freshDatabase()));
-      return openPostgresStore({ url: await url, poolSize: 4, now });
+      // The suite moves time by hand: leases follow its clock (test/storage/postgres/lease-clock.test.ts covers the database's).
+      return openPostgresStore({ url: await url, poolSize: 4, now, leaseClock: 'injected' });
     },
     async confine(location, dir) {
       const url = await databases.get(location);
