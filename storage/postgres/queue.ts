@@ -7,7 +7,7 @@ import type {
 import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression } from '../ports/suppressions.js';
 import { deliveredDelta, trackingKey } from '../ports/tracking.js';
 import { pgStoredBody, type PgBodies } from './bodies.js';
-import type { Pg, Query } from './database.js';
+import { isPgRetryable, type Pg, type Query } from './database.js';
 import { createPgEventWriter } from './events.js';
 import { createGroupCommit } from './group-commit.js';
 import { QUEUE_CHANNEL } from './queue-changes.js';
@@ -31,6 +31,20 @@ function leaseArrays(leases: readonly Lease[]): [number[], string[], number[]] {
 /** The rows of a fence: each lease's delivery, still sending under its owner and token. */
 const FENCED = `FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, token)
   WHERE d.id = l.id AND d.state = 'sending' AND d.locked_by = l.owner AND d.lease_token = l.token`;
+
+/** Tries of a statement that met a deadlock or a serialization failure (40P01, 40001) before its error goes on. */
+const DEADLOCK_TRIES = 4;
+
+/** Runs `fn` (one autocommit statement, safe to run again) once more each time it is a deadlock's victim. */
+async function retryDeadlock<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= DEADLOCK_TRIES || !isPgRetryable(err)) throw err;
+    }
+  }
+}
 
 /**
  * The Queue port over `pg`, except `changes` (queue-changes.ts). `node` names this store in its notifications, so
@@ -151,9 +165,14 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
 
     async renew(leases, until) {
       if (leases.length === 0) return [];
-      const kept = await pg.query<{ id: number }>(
-        `UPDATE deliveries d SET lease_until = $4, next_attempt_at = $4 ${FENCED} RETURNING d.id`,
-        [...leaseArrays(leases), until],
+      // Its rows are locked in no particular order while a batch of outcomes (group commit) holds some of them:
+      // measured on bench:outbound, that deadlock made the renewal fail, and the worker stopped claiming. The victim
+      // (this statement or the batch, which runs its units again) runs once more after the other's commit.
+      const kept = await retryDeadlock(() =>
+        pg.query<{ id: number }>(`UPDATE deliveries d SET lease_until = $4, next_attempt_at = $4 ${FENCED} RETURNING d.id`, [
+          ...leaseArrays(leases),
+          until,
+        ]),
       );
       const still = new Set(kept.map((r) => r.id));
       return leases.filter((l) => !still.has(l.id)).map((l) => l.id);
@@ -161,10 +180,13 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string): Omit
 
     async release(leases, now) {
       if (leases.length === 0) return 0;
-      return pg.exec(
-        `UPDATE deliveries d SET state = 'queued', locked_by = NULL, lease_until = NULL,
-           attempts = greatest(d.attempts - 1, 0), next_attempt_at = $4, updated_at = $4 ${FENCED}`,
-        [...leaseArrays(leases), now],
+      // Several rows in no particular order, as renew: run again when a deadlock's victim.
+      return retryDeadlock(() =>
+        pg.exec(
+          `UPDATE deliveries d SET state = 'queued', locked_by = NULL, lease_until = NULL,
+             attempts = greatest(d.attempts - 1, 0), next_attempt_at = $4, updated_at = $4 ${FENCED}`,
+          [...leaseArrays(leases), now],
+        ),
       );
     },
 
