@@ -123,6 +123,8 @@ export function createQueueWorker(deps: WorkerDeps) {
   let reserved = 0;
   let running = false;
   let pumping = false;
+  /** pump() was called while pumping: the running pump claims once more (a wake-up is never dropped). */
+  let pumpAgain = false;
   /** The last renewal failed: claim nothing new until one succeeds. */
   let renewFailing = false;
   let timer: NodeJS.Timeout | undefined;
@@ -214,15 +216,26 @@ export function createQueueWorker(deps: WorkerDeps) {
   }
 
   async function pump(): Promise<void> {
-    if (!running || pumping) return;
+    if (!running) return;
+    if (pumping) {
+      // A wake-up (a commit, a delivery ending) while a claim is in flight: that claim may have read the queue
+      // before the commit, so claim again after it rather than drop the wake-up.
+      pumpAgain = true;
+      return;
+    }
     pumping = true;
     try {
-      while (running && !renewFailing && inFlight + reserved < maxInFlight) {
-        const groups = await claim(maxInFlight - inFlight - reserved);
-        if (groups.length === 0) break;
-        void launch(groups);
-      }
-      if (running && inFlight + reserved === 0) await schedule();
+      do {
+        pumpAgain = false;
+        while (running && !renewFailing && inFlight + reserved < maxInFlight) {
+          const groups = await claim(maxInFlight - inFlight - reserved);
+          if (groups.length === 0) break;
+          void launch(groups);
+        }
+      } while (pumpAgain && running && !renewFailing);
+      // While renewal fails nothing is claimed, and the renewer's next success pumps: no timer (a timer due at once
+      // would ask the store for the next due time in a loop, hundreds of times a second).
+      if (running && !renewFailing && inFlight + reserved === 0) await schedule();
     } catch (err) {
       log.error({ err }, 'claiming deliveries failed');
       await schedule(1000);
@@ -246,7 +259,16 @@ export function createQueueWorker(deps: WorkerDeps) {
 
   /** Extends the leases of every delivery in flight; a lost one is only logged (its outcome will be fenced out). */
   async function renew(): Promise<void> {
-    if (held.size === 0) return;
+    if (held.size === 0) {
+      // Nothing held, nothing to lose: claiming resumes (the claim itself tells whether the store answers again).
+      // Without this, a renewal that failed just before the last delivery in flight ended stopped claiming for good.
+      if (renewFailing) {
+        renewFailing = false;
+        log.info('no delivery leases held any more; claiming resumes');
+        void pump();
+      }
+      return;
+    }
     const leases = [...held.values()];
     const until = deps.now() + deps.leaseMs;
     try {

@@ -16,7 +16,15 @@ export const PG_INLINE_MAX_BYTES = 256 * 1024;
 export const CHUNK_BYTES = 256 * 1024;
 
 /** body_ref of a body held in message_bodies. */
-const INLINE = 'inline';
+export const INLINE = 'inline';
+
+/**
+ * The bytes of a body still to be written inline by the accept that names it (a PendingBody), else undefined: the
+ * accept then writes the message row and its message_bodies row in one statement, with body_ref = INLINE.
+ */
+export function pendingInline(ref: BodyRef): Buffer | undefined {
+  return ref instanceof PendingBody ? ref.bytes : undefined;
+}
 /** body_ref prefix of a chunked body: `chunks:<32 hex>`, its body_blobs key. */
 export const CHUNKED = 'chunks:';
 

@@ -206,15 +206,6 @@ export function isPgRetryable(err: unknown): boolean {
   return code === '40P01' || code === '40001';
 }
 
-/** `err` as a unit's caller sees it: a failure of the database as StorageUnavailable, anything else as it is. */
-export function asPgStorageError(err: unknown): unknown {
-  try {
-    unavailable(err);
-  } catch (mapped) {
-    return mapped;
-  }
-}
-
 /** Rethrows a failure of the database as StorageUnavailable (callers answer 451/503), anything else as it is. */
 function unavailable(err: unknown): never {
   if (err instanceof StorageUnavailable) throw err;

@@ -1,7 +1,8 @@
-// Owns group commit on PostgreSQL (issue 33 item 3): write units that arrive together (the queue's delivery outcomes)
-// share one transaction and one WAL flush, each in its own savepoint so one failing unit rolls back alone.
+// Owns group commit on PostgreSQL (issue 33 item 3): write units that arrive together (the queue's accepts and delivery
+// outcomes) share one transaction and one WAL flush, each in its own savepoint so one failing unit rolls back alone.
 import type { Pg, Query } from './database.js';
-import { asPgStorageError, isPgRetryable } from './database.js';
+import { StorageUnavailable } from '../ports/health.js';
+import { isPgRetryable } from './database.js';
 
 /** A unit of work: every statement through the `q` and `exec` it is given (Pg.tx's contract). */
 export type PgUnit<T> = (q: Query, exec: (sql: string, params?: readonly unknown[]) => Promise<number>) => Promise<T>;
@@ -20,15 +21,20 @@ type Settled = { ok: true; value: unknown } | { ok: false; err: unknown };
  * measured on bench:outbound, each message's accept and outcome took a transaction of their own (2.0 write
  * transactions per message) and every one of them waited on the same hot rows (the account's hourly metric roll-up,
  * upserted by each unit and locked until its COMMIT: 166 ms per upsert at 32 requests at once). Batched, accepts and
- * outcomes took 0.07; accepts are not batched for now (storage/postgres/queue.ts says why): 1.08.
+ * outcomes took 0.07; with accepts alone unbatched, 1.08.
  *
  * One batch at a time per process: units of one batch run one after another on one connection, so they never wait
- * for each other's row locks. A unit that throws is rolled back to its savepoint and rejects with its error; the
- * others commit. When the batch meets a deadlock or a serialization failure with another node's transaction (the
- * batch as a whole is the victim), it is rolled back and each unit runs again alone, in its own transaction, retried
- * on those two errors: every unit is a function of the database only, so running it again is safe.
+ * for each other's row locks. No savepoint per unit (each was one more round trip per message, and a batch's units
+ * run one after another): when a unit throws, or the batch meets a deadlock or a serialization failure with another
+ * node's transaction, the whole batch is rolled back and each unit runs again alone, in its own transaction, retried
+ * on those two errors: every unit is a function of the database only, so running it again is safe, and the failing
+ * unit then rejects with its own error while the others commit. `finish` runs once at the end of every transaction
+ * whose units all succeeded, before its COMMIT (the queue's NOTIFY: one per batch, not one per unit).
  */
-export function createGroupCommit(pg: Pg, opts: { maxBatch?: number } = {}): <T>(fn: PgUnit<T>) => Promise<T> {
+export function createGroupCommit(
+  pg: Pg,
+  opts: { maxBatch?: number; finish?: (q: Query) => Promise<unknown> } = {},
+): <T>(fn: PgUnit<T>) => Promise<T> {
   const maxBatch = opts.maxBatch ?? MAX_BATCH;
   const queue: Queued[] = [];
   let running = false;
@@ -62,7 +68,14 @@ export function createGroupCommit(pg: Pg, opts: { maxBatch?: number } = {}): <T>
   async function alone(fn: PgUnit<unknown>): Promise<Settled> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return { ok: true, value: await pg.tx(fn) };
+        return {
+          ok: true,
+          value: await pg.tx(async (q, exec) => {
+            const value = await fn(q, exec);
+            await opts.finish?.(q);
+            return value;
+          }),
+        };
       } catch (err) {
         if (attempt < ALONE_TRIES && isPgRetryable(err)) continue;
         return { ok: false, err };
@@ -70,29 +83,18 @@ export function createGroupCommit(pg: Pg, opts: { maxBatch?: number } = {}): <T>
     }
   }
 
-  /** Several units in one transaction, a savepoint each; the whole batch again unit by unit when it was a victim. */
+  /** Several units in one transaction; the whole batch again unit by unit when one of them failed or it was a victim. */
   async function together(batch: Queued[]): Promise<Settled[]> {
     try {
       return await pg.tx(async (q, exec) => {
         const out: Settled[] = [];
-        for (const u of batch) {
-          // One round trip per unit: the previous unit's savepoint is released as this one's is taken (after a
-          // ROLLBACK TO, the savepoint still exists); the last one is released by the COMMIT.
-          await q(out.length === 0 ? 'SAVEPOINT unit' : 'RELEASE SAVEPOINT unit; SAVEPOINT unit');
-          try {
-            out.push({ ok: true, value: await u.fn(q, exec) });
-          } catch (err) {
-            // Storage failures and deadlocks end the batch (the transaction cannot go on, or must start again);
-            // anything else (a constraint a unit relies on, a fence) is that unit's own outcome.
-            if (isPgRetryable(err) || asPgStorageError(err) !== err) throw err;
-            await q('ROLLBACK TO SAVEPOINT unit');
-            out.push({ ok: false, err });
-          }
-        }
+        for (const u of batch) out.push({ ok: true, value: await u.fn(q, exec) });
+        await opts.finish?.(q);
         return out;
       });
     } catch (err) {
-      if (!isPgRetryable(err)) return batch.map(() => ({ ok: false, err }));
+      // The database failing (not a deadlock) fails every unit: running them again now would fail as well.
+      if (err instanceof StorageUnavailable && !isPgRetryable(err)) return batch.map(() => ({ ok: false, err }));
       const out: Settled[] = [];
       for (const u of batch) out.push(await alone(u.fn));
       return out;

@@ -5,18 +5,23 @@ import type { SmtpLogAttempt, NewSmtpLogRow } from '../ports/smtp-log.js';
 import type { NewTrackedMessage } from '../ports/tracking.js';
 import type { Query } from './database.js';
 
-/** Writes the log row of a new delivery (attempt columns empty, not delivered, updated_at = created_at). */
-export async function insertLogRow(q: Query, row: NewSmtpLogRow): Promise<void> {
-  await q(
-    `INSERT INTO smtp_log (delivery_id, account_id, message_id, request_id, sender, rcpt, auth, upstream,
+/**
+ * The INSERT of a new delivery's log row (attempt columns empty, not delivered, updated_at = created_at) whose
+ * placeholders start at `$first`, with its parameters; `deliveryId` is SQL (a placeholder, or a sub-select of the
+ * statement that inserts the delivery).
+ */
+export function logRowInsert(row: NewSmtpLogRow, deliveryId: string, first: number): { sql: string; params: unknown[] } {
+  const p = (n: number) => `$${first + n}`;
+  return {
+    sql: `INSERT INTO smtp_log (delivery_id, account_id, message_id, request_id, sender, rcpt, auth, upstream,
        upstream_hostname, sender_id, subject, size, spam_disposition, virus_disposition, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`,
-    [
-      row.delivery_id, row.account_id, row.message_id, row.request_id, row.sender, row.rcpt, row.auth ?? null,
-      row.upstream ?? null, row.upstream_hostname ?? null, row.sender_id ?? null, row.subject ?? null, row.size,
-      row.spam_disposition ?? 'UNKNOWN', row.virus_disposition ?? 'UNKNOWN', row.created_at,
+     VALUES (${deliveryId}, ${Array.from({ length: 14 }, (_, i) => p(i)).join(', ')}, ${p(13)})`,
+    params: [
+      row.account_id, row.message_id, row.request_id, row.sender, row.rcpt, row.auth ?? null, row.upstream ?? null,
+      row.upstream_hostname ?? null, row.sender_id ?? null, row.subject ?? null, row.size, row.spam_disposition ?? 'UNKNOWN',
+      row.virus_disposition ?? 'UNKNOWN', row.created_at,
     ],
-  );
+  };
 }
 
 /** Overwrites the attempt columns of a delivery's log row with its latest attempt (no row: nothing, e.g. pruned). */
@@ -27,13 +32,13 @@ export async function updateLogAttempt(q: Query, deliveryId: number, a: SmtpLogA
   );
 }
 
-/** One more send in the account's month: an atomic upsert, so nodes counting at once lose no unit. */
-export async function bumpUsage(q: Query, accountId: number, period: string): Promise<void> {
-  await q(
-    `INSERT INTO usage_counters (account_id, period, sends) VALUES ($1, $2, 1)
-     ON CONFLICT (account_id, period) DO UPDATE SET sends = usage_counters.sends + 1`,
-    [accountId, period],
-  );
+/**
+ * One more send in the account's month, as an atomic upsert (nodes counting at once lose no unit) whose two
+ * placeholders (account id, period) start at `$first`.
+ */
+export function usageUpsert(first: number): string {
+  return `INSERT INTO usage_counters (account_id, period, sends) VALUES ($${first}, $${first + 1}, 1)
+     ON CONFLICT (account_id, period) DO UPDATE SET sends = usage_counters.sends + 1`;
 }
 
 /** What a message's tracking tokens name (a second message with the same key fails the unit: the key is unique). */
