@@ -64,6 +64,9 @@ t.test('a batch that is a deadlock victim runs again unit by unit: every unit an
   // Another node's transaction holds x; the batch takes y, then waits for x; that transaction then wants y.
   await pg.withClient(async (other) => {
     await other.query('BEGIN');
+    // The waiter whose deadlock_timeout runs out first checks for the deadlock and is its victim: under load either
+    // side could be, so the other's check is put off (the test cluster's user is a superuser) and the batch is it.
+    await other.query("SET LOCAL deadlock_timeout = '60s'");
     await other.query("UPDATE t SET v = v + 10 WHERE k = 'x'");
     const units = Promise.all([
       run((q) => q("UPDATE t SET v = v + 1 WHERE k = 'y'")),
