@@ -1,7 +1,7 @@
 // Owns the statistical classifier: Robinson's token probabilities combined with Fisher's chi-square (as SpamBayes,
 // SpamAssassin and rspamd do), its abstention below a minimum of learned messages, and its symbols on the spam scale.
 import crypto from 'node:crypto';
-import type { BayesClass, BayesCounts, BayesScope, BayesStore, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
+import type { BayesClass, BayesCounts, BayesScope, BayesStore, BayesTotals, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
 import { tokenizeMessage } from './bayes-tokens.js';
 
 /** Robinson's constants as SpamBayes ships them: the strength (s) and the prior (x) of a token seen rarely. */
@@ -113,6 +113,9 @@ export function learnItem(raw: Buffer, cls: BayesClass): LearnItem {
   return { digest, cls, tokens };
 }
 
+/** Judgements remembered as abstaining at most (one per account id): a hint, so forgetting costs one tokenising. */
+const MAX_HINTS = 10_000;
+
 export interface BayesClassifier {
   /**
    * Judges `raw` once per entry of `accountIds` (results in that order): with the global model plus, for an account
@@ -136,16 +139,31 @@ export function createBayesClassifier(deps: {
   tokenize?: (raw: Buffer) => Promise<string[]> | string[];
 }): BayesClassifier {
   const tokenize = deps.tokenize ?? tokenizeMessage;
+  const scopesOf = (accountId: number | null): BayesScope[] => (accountId === null ? [null] : [null, accountId]);
+  const untrained = (learned: BayesTotals) => learned.spam < deps.minLearned || learned.ham < deps.minLearned;
+  /**
+   * The judgements (by account id, null the global model) that abstained last time: their models' totals are read
+   * before tokenising, and a message they all abstain on is never tokenised (a 100 KB message's tokenising is ~1.5 ms
+   * of CPU and its token look-up one more query: wasted on a model that holds too few messages, the state of every
+   * installation until it is trained). One that judged goes straight to the tokens, as ever. A hint only: every
+   * verdict is still decided on the totals read with it. Bounded: forgotten wholesale past MAX_HINTS.
+   */
+  const abstainedLast = new Set<number | null>();
   return {
     async classify(raw, accountIds) {
-      const tokens = await tokenize(raw);
+      const early = new Map<number | null, BayesTotals>();
+      for (const id of accountIds) if (abstainedLast.has(id)) early.set(id, (await deps.store.counts(scopesOf(id), [])).learned);
+      const abstains = (id: number | null) => early.has(id) && untrained(early.get(id)!);
+      const tokens = accountIds.every(abstains) ? [] : await tokenize(raw);
       const judge = async (accountId: number | null): Promise<BayesResult> => {
-        const scopes: BayesScope[] = accountId === null ? [null] : [null, accountId];
-        const counts = await deps.store.counts(scopes, tokens);
+        const counts = abstains(accountId) ? { learned: early.get(accountId)!, tokens: new Map() } : await deps.store.counts(scopesOf(accountId), tokens);
         const { learned } = counts;
-        if (learned.spam < deps.minLearned || learned.ham < deps.minLearned) {
+        if (untrained(learned)) {
+          if (abstainedLast.size >= MAX_HINTS) abstainedLast.clear();
+          abstainedLast.add(accountId);
           return { abstained: true, reason: 'too-few-learned', learned };
         }
+        abstainedLast.delete(accountId);
         const { probability, used } = combine(tokens, counts);
         return { abstained: false, probability: Math.round(probability * 1e6) / 1e6, tokens: used, learned, scope: accountId === null ? 'global' : 'account' };
       };

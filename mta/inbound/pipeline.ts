@@ -21,6 +21,7 @@ import type { ClamdClient } from '../scanners/clamd-client.js';
 import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { Metrics } from '../metrics.js';
 import type { CpuPool } from '../cpu-pool.js';
+import { unsignedHeaderSection } from '../message-content.js';
 import { runContentStage } from './content-stage.js';
 import type { DnsListChecker } from './dnsbl.js';
 import type { Greylister } from './greylist.js';
@@ -199,11 +200,15 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     }
     if (groups.size === 0) return refusalWithoutRecipients(verdicts);
 
-    // 3. Authentication: mailauth hashes the message as it streams from the scratch, or, a large message held whole
-    // in its sample, on a worker thread of the CPU pool (the same verdict, the event loop free meanwhile).
+    // 3. Authentication: an unsigned message's header section alone (no body hash to compute); a signed one's bytes
+    // hashed as they stream from the scratch, or, a large message held whole in its sample, on a worker thread of the
+    // CPU pool (the same verdict, the event loop free meanwhile).
     const authInput = { clientIp: msg.clientIp, helo: msg.helo, mailFrom: msg.mailFrom };
     const authDeps = { resolver: deps.resolver, authservId: deps.hostname };
-    const auth = deps.cpu
+    const headerOnly = unsignedHeaderSection(msg.content.sample);
+    const auth = headerOnly
+      ? await checkAuthentication({ ...authInput, raw: headerOnly }, authDeps)
+      : deps.cpu
       ? await deps.cpu.authenticate({ ...authInput, whole: msg.content.complete ? msg.content.sample : undefined, open: () => msg.content.open() }, authDeps)
       : await checkAuthentication({ ...authInput, raw: msg.content.open() }, authDeps);
     verdicts.push(auth);

@@ -55,6 +55,9 @@ export class MimeScanner {
   write(chunk: Buffer): void {
     let start = 0;
     while (start < chunk.length && !this.failed) {
+      // In a body outside every multipart (a single-part message's, an epilogue) no line can change the verdict: only
+      // delimiters of open multiparts end a body (RFC 2046 §5.1.1), so the rest of the message is not scanned.
+      if (!this.inHeader && this.stack.length === 0) return;
       const lf = chunk.indexOf(LF, start);
       const end = lf < 0 ? chunk.length : lf + 1;
       this.append(chunk.subarray(start, end));
@@ -93,6 +96,13 @@ export class MimeScanner {
   }
 
   private endLine(): void {
+    if (!this.inHeader && !this.dashed()) {
+      // A body line not starting `--` is no delimiter: nothing to decode (most lines of a 100 KB body).
+      this.line = [];
+      this.lineKept = 0;
+      this.lineLength = 0;
+      return;
+    }
     const text = Buffer.concat(this.line, this.lineKept).toString('latin1').replace(/\r?\n$/, '');
     const length = this.lineLength;
     this.line = [];
@@ -100,6 +110,14 @@ export class MimeScanner {
     this.lineLength = 0;
     if (this.inHeader) this.headerLine(text, length);
     else this.bodyLine(text);
+  }
+
+  /** The kept line starts with `--`. */
+  private dashed(): boolean {
+    if (this.lineKept < 2) return false;
+    const first = this.line[0]!;
+    if (first.length >= 2) return first[0] === 0x2d && first[1] === 0x2d;
+    return first[0] === 0x2d && this.line[1]![0] === 0x2d;
   }
 
   private headerLine(text: string, length: number): void {

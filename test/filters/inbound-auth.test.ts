@@ -6,6 +6,7 @@ import { authservIdOf, canonicalAuthservId, checkAuthentication, isForgedAuthRes
 import { splitMessage } from '../../filters/message-headers.js';
 import { dkimDnsRecord, generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
 import { signMessage } from '../../mta/outbound/dkim-sign.js';
+import { unsignedHeaderSection } from '../../mta/message-content.js';
 
 const pair = await generateDkimKeyPair(1024);
 const dkim = dkimDnsRecord('sender.test', 'sel', pair.publicKeyBase64);
@@ -128,4 +129,26 @@ t.test('authserv-ids are compared as domain names: case, trailing dot and IDN fo
   t.same(fields(idn).map((h) => isForgedAuthResults(h, 'bücher.test')), idn.map(() => true));
   t.equal(canonicalAuthservId('Bücher.Test.'), 'xn--bcher-kva.test', 'a JS string in any case');
   t.equal(canonicalAuthservId('not a domain'), 'not a domain');
+});
+
+t.test('an unsigned message is authenticated on its header section alone, with the verdict of the whole', async (t) => {
+  const bodyLine = Buffer.from('DKIM-Signature: v=1; looks like a field but is body text\r\n');
+  const cases: { name: string; raw: Buffer; clientIp: string; mailFrom: string }[] = [
+    { name: 'SPF and DMARC pass', raw: await message('a@sender.test', false), clientIp: '192.0.2.10', mailFrom: 'a@sender.test' },
+    { name: 'spoofed p=reject From', raw: await message('ceo@bank.test', false), clientIp: '203.0.113.5', mailFrom: 'x@elsewhere.test' },
+    { name: 'a signature-like line in the body', raw: Buffer.concat([await message('a@sender.test', false), bodyLine]), clientIp: '203.0.113.5', mailFrom: 'a@sender.test' },
+  ];
+  for (const c of cases) {
+    const head = unsignedHeaderSection(c.raw);
+    if (!head) throw new Error(`${c.name}: no header section`);
+    t.ok(head.length < c.raw.length && head.subarray(-4).equals(Buffer.from('\r\n\r\n')), `${c.name}: the header section with its empty line`);
+    const input = { clientIp: c.clientIp, helo: 'x.test', mailFrom: c.mailFrom };
+    const whole = await checkAuthentication({ ...input, raw: c.raw }, deps);
+    const part = await checkAuthentication({ ...input, raw: head }, deps);
+    t.same(part, whole, c.name);
+  }
+  t.equal(unsignedHeaderSection(await message('a@sender.test', true)), undefined, 'DKIM-signed: the body is needed');
+  const arc = Buffer.from('ARC-Message-Signature : i=1; a=rsa-sha256\r\nFrom: a@sender.test\r\n\r\nhi\r\n');
+  t.equal(unsignedHeaderSection(arc), undefined, 'ARC-signed (space before the colon): the body is needed');
+  t.equal(unsignedHeaderSection(Buffer.from('From: a@sender.test\r\nSubject: no end')), undefined, 'no end of the header section in the sample');
 });
