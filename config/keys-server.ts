@@ -13,7 +13,8 @@ export const SERVER_KEYS = {
     // one did 0.93–1.06× / 1.08–1.12×, 100 KB alike (0.75× vs 0.72–0.80×), outbound 1.53× vs 1.16–1.36×; but the
     // tree held 352 MB idle (primary 67, children 143–151) against one process's 146 MB; since the primary loads no
     // server module and mailauth's BIMI and selfsigned stay unloaded: 290 MB (54 + 121 + 115) 5 s after start, 327
-    // right after 300 MX messages, 291 MB 60 s later (ff933c1 in the same run: 310 / 350 / 313); the operator opts in.
+    // right after 300 MX messages, 291 MB 60 s later (ff933c1 in the same run: 310 / 350 / 313); 292 / 324 / 310
+    // in a later run of bench:tree-memory; the operator opts in.
     defaultText: '1',
     default: () => 1,
     parse: integer(1, 256, 'processes'),
