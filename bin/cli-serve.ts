@@ -9,8 +9,9 @@ import type { RunningServer } from './server.js';
 import { createLogDestination } from './log-destination.js';
 import { missingNodeFlags, SERVE_NODE_FLAGS } from './node-flags.js';
 import { registerServe } from './pid-registry.js';
-import { supervise } from './supervisor.js';
-import { CHILD_SLOT_ENV, treeChild } from './tree-messages.js';
+import { stopSignal } from './serve-primary.js';
+import { treeChild } from './tree-child.js';
+import { CHILD_SLOT_ENV } from './tree-messages.js';
 import { VERSION } from './version.js';
 
 /** Which From domains may send, so the first start says why a send would be refused and how to allow one. */
@@ -66,7 +67,7 @@ async function reload(server: RunningServer, load: () => LoadedConfig, logger: L
 
 /**
  * Runs the server until SIGINT/SIGTERM (or `io.stopSignal`); SIGHUP reloads the configuration with `load`. Resolves
- * to the exit code.
+ * to the exit code. The primary of several processes runs bin/serve-primary.ts instead (bin/cli.ts chooses).
  */
 export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: CliIo, now: () => number, roles: Role[] | undefined): Promise<number> {
   const { config } = loaded;
@@ -76,32 +77,6 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   // A full disk under the log drops lines (counted) instead of stopping the process (bin/log-destination.ts).
   const logger = pino({ level: config.log.level, base: { pid: process.pid } }, createLogDestination(1).stream);
   const processes = config.server.processes;
-  // A handler that stays (not `once`): a child gets SIGTERM from its primary and, under systemd or a terminal's ^C,
-  // the same signal again from outside; a second one must not kill it mid-drain.
-  const stopSignal = () =>
-    io.stopSignal ??
-    new Promise<void>((resolve) => {
-      process.on('SIGINT', () => resolve());
-      process.on('SIGTERM', () => resolve());
-    });
-  // Several processes: this one supervises and serves nothing itself (bin/supervisor.ts); its children run serve again.
-  if (processes > 1 && cluster.isPrimary) {
-    // ACME's HTTP-01 tokens live in the memory of the child that runs ACME (child 0); the CA's request may reach another.
-    if (config.acme.directoryUrl) logger.warn({ processes }, 'ACME HTTP-01 challenges are answered by one child only: with server.processes > 1 a certificate order may fail; set server.processes = 1 until it is issued');
-    // The primary is what `sluice reload` signals (it passes SIGHUP on) and what `sluice restore` waits for, as
-    // systemd's MAINPID: the registry names it, not its children (a child there would reload twice).
-    // Registered at once (`sluice reload` may follow the first child's listening line); a data_dir it cannot use is
-    // child 0's start-up error to report (one line, exit 2), so a failure here only defers the entry until the tree is up.
-    const register = () => registerServe(config.dataDir, roles ?? ROLES, now());
-    let early: (() => void) | undefined;
-    try {
-      early = register();
-    } catch {
-      early = undefined;
-    }
-    // The entry goes when the tree stops, whether or not it came up (removing it twice is harmless).
-    return supervise({ processes, logger, stop: stopSignal(), now, up: () => early ?? register() }).finally(() => early?.());
-  }
   const slot = cluster.isWorker ? Number(process.env[CHILD_SLOT_ENV] ?? 0) : 0;
   // Imported here, not above: a primary of several processes serves nothing and need not carry the server's modules.
   const { startServer } = await import('./server.js');
@@ -140,7 +115,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   ];
   tree?.ready(Object.fromEntries(bound.filter(([, a]) => a).map(([k, a]) => [envName(k), formatHostPort(a!)])));
   // A child whose primary is gone (kill -9) drains and exits rather than serve on unsupervised.
-  const stop = tree ? Promise.race([stopSignal(), tree.orphaned]) : stopSignal();
+  const stop = tree ? Promise.race([stopSignal(io), tree.orphaned]) : stopSignal(io);
   // A process with no listener (--only worker) has only unref'd timers: hold the event loop open until told to stop.
   const keepAlive = setInterval(() => {}, 2 ** 30);
   await stop;

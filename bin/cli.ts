@@ -38,9 +38,16 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // --to names the target of a copy: given to any other command it would be ignored, so it is refused.
     if (opts.to !== undefined && command !== 'store') throw new UsageError('--to is an option of sluice store copy only');
     switch (command) {
-      case 'serve':
-        // Imported here: a primary of several processes loads the serving code only in its children.
-        return await (await import('./cli-serve.js')).serve(loaded(), loaded, io, now, opts.only === undefined ? undefined : roleList(opts.only));
+      case 'serve': {
+        const config = loaded();
+        const roles = opts.only === undefined ? undefined : roleList(opts.only);
+        // Imported here: the primary of several processes (it serves nothing) loads neither the serving code nor
+        // pino and prom-client, only what supervises its children (issue 32: the tree's memory).
+        if (config.config.server.processes > 1 && (await import('node:cluster')).default.isPrimary) {
+          return await (await import('./serve-primary.js')).servePrimary(config, io, now, roles);
+        }
+        return await (await import('./cli-serve.js')).serve(config, loaded, io, now, roles);
+      }
       default:
         return await (await import('./cli-commands.js')).runCommand(command, sub, rest, opts, loaded, io, now);
     }

@@ -1,18 +1,20 @@
 // Owns the primary of `sluice serve` when server.processes > 1: forks the serving children (node:cluster), hands the
-// first child's bound ports to the others, restarts a dead child with backoff, passes signals on, and sums metrics.
+// first child's bound ports to the others, restarts a dead child with backoff, passes signals on, and collects the
+// children's metrics for the child a scrape reached. It loads no prom-client, pino or server module (issue 32: memory).
 import cluster, { type Worker } from 'node:cluster';
-import type { Logger } from 'pino';
-import { AggregatorRegistry } from 'prom-client';
+import type { PrimaryLogger } from './primary-log.js';
 import { CHILD_SLOT_ENV, MSG, type ChildMessage } from './tree-messages.js';
 
 /** A restart waits 250 ms, doubling per quick death up to 30 s; a child that served a minute resets the backoff. */
 const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
+/** A scrape's collection fails when a child has not answered within this (prom-client's cluster aggregator's 5 s). */
+const COLLECT_TIMEOUT_MS = 5_000;
 
 export interface SuperviseOptions {
   processes: number;
-  logger: Logger;
+  logger: PrimaryLogger;
   /** Resolves on SIGINT/SIGTERM: every child is told to drain (SIGTERM) and the primary waits for them. */
   stop: Promise<void>;
   now: () => number;
@@ -43,9 +45,33 @@ export async function supervise(o: SuperviseOptions): Promise<number> {
   let up = false;
   let failed: ((code: number) => void) | undefined;
   const startFailed = new Promise<number>((resolve) => (failed = resolve));
-  // prom-client's cluster aggregator: asks every child for its registry as JSON and sums (or, for the gauges read
-  // from the shared store, takes the first: mta/metrics.ts marks them).
-  const aggregator = new AggregatorRegistry();
+  // A scrape of /metrics: every connected child sends its registry as JSON; the asking child sums them (prom-client's
+  // cluster aggregation, bin/tree-child.ts), so the primary need not load prom-client (~15 MB of RSS).
+  let nextCollect = 0;
+  const collecting = new Map<number, { parts: unknown[][]; pending: number; done: (parts: unknown[][] | Error) => void }>();
+  const collect = (): Promise<unknown[][]> =>
+    new Promise((resolve, reject) => {
+      const id = nextCollect++;
+      const timer = setTimeout(() => entry.done(new Error('a serving child did not send its metrics within 5 s')), COLLECT_TIMEOUT_MS);
+      const entry = {
+        parts: [] as unknown[][],
+        pending: 0,
+        done: (r: unknown[][] | Error) => {
+          if (!collecting.delete(id)) return;
+          clearTimeout(timer);
+          if (r instanceof Error) reject(r);
+          else resolve(r);
+        },
+      };
+      collecting.set(id, entry);
+      for (const s of slots) {
+        if (s.worker?.isConnected()) {
+          s.worker.send({ type: MSG.metricsCollect, id });
+          entry.pending++;
+        }
+      }
+      if (entry.pending === 0) entry.done([]);
+    });
 
   const fork = (slot: Slot): Promise<boolean> => {
     slot.timer = undefined;
@@ -58,10 +84,16 @@ export async function supervise(o: SuperviseOptions): Promise<number> {
           if (slot.index === 0) Object.assign(portEnv, m.bound);
           resolve(true);
         } else if (m?.type === MSG.metricsRequest) {
-          aggregator.clusterMetrics().then(
-            (text) => worker.isConnected() && worker.send({ type: MSG.metricsAnswer, id: m.id, text }),
+          collect().then(
+            (parts) => worker.isConnected() && worker.send({ type: MSG.metricsAnswer, id: m.id, parts }),
             (err: Error) => worker.isConnected() && worker.send({ type: MSG.metricsAnswer, id: m.id, error: err.message }),
           );
+        } else if (m?.type === MSG.metricsPart) {
+          const c = collecting.get(m.id);
+          if (!c) return;
+          if (m.error !== undefined || !m.metrics) return c.done(new Error(m.error ?? 'a serving child sent no metrics'));
+          c.parts.push(m.metrics);
+          if (--c.pending === 0) c.done(c.parts);
         }
       });
       worker.once('exit', (code, signal) => {

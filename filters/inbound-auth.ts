@@ -3,7 +3,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { domainToASCII } from 'node:url';
-import { authenticate } from 'mailauth';
+import { authenticate } from './mailauth-entry.js';
 import type { HeaderField } from './message-headers.js';
 
 /**

@@ -1,6 +1,6 @@
 // Owns ARC-sealing what the MX relays (RFC 8617): an ARC set over the message as it leaves, carrying our
 // Authentication-Results, so a downstream behind us (Microsoft 365, Google Workspace) can trust our verdict.
-import { sealMessage } from 'mailauth';
+import { sealMessage } from '../../filters/mailauth-entry.js';
 import type { Logger } from 'pino';
 import type { AuthVerdict } from '../../filters/inbound-auth.js';
 import type { StepVerdict } from '../../filters/inbound-verdicts.js';

@@ -5,7 +5,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import { generate } from 'selfsigned';
 import { ConfigError } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 import { fileStamp, type PemPair, type TlsMaterial } from './tls-material.js';
@@ -123,6 +122,9 @@ export function checkTlsFiles(config: Config): void {
 
 /** A new self-signed pair for smtp.hostname (10 years: nothing verifies it; it serves until a real one is set). */
 async function makeSelfSigned(config: Config): Promise<PemPair> {
+  // Imported here: selfsigned brings @peculiar/x509 and its ASN.1 stack (~20 MB of RSS in each serving process,
+  // issue 32), used once per data_dir or store; every later start reads the kept pair.
+  const { generate } = await import('selfsigned');
   const pems = await generate([{ name: 'commonName', value: config.smtp.hostname }], {
     keySize: 2048,
     notAfterDate: new Date(Date.now() + 3650 * 86_400_000),
