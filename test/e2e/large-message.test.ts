@@ -4,18 +4,18 @@
 import crypto from 'node:crypto';
 import nodemailer from 'nodemailer';
 import { authenticate } from 'mailauth';
-import t from 'tap';
+import { onBackends } from '../helpers/backends.js';
 import { runCli } from '../../bin/cli.js';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { outboundWorld } from '../helpers/outbound-world.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { startStack, testEnv, type Stack } from '../helpers/stack.js';
+import { startStack, type PortStack } from '../helpers/stack.js';
 
 const MB = 1024 * 1024;
 
 /** Provisions corp.test for an account, relayed to `ports` on the loopback in this order (priority 10, 20, …). */
-async function serveCorp(stack: Stack, ports: number[]): Promise<void> {
+async function serveCorp(stack: PortStack, ports: number[]): Promise<void> {
   const acct = await stack.createAccount('acme');
   const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
   if (!k.ok) throw new Error('key');
@@ -35,13 +35,13 @@ function bigMessage(from: string, to: string): Buffer {
   return Buffer.concat([Buffer.from(head), ...Array.from({ length: blocks }, () => block), Buffer.from('fin: déjà vu\r\n', 'utf8')]);
 }
 
-t.test('MX: a 28 MB message is relayed byte-identical behind our header fields, its ARC seal verifying downstream', async (t) => {
+onBackends('MX: a 28 MB message is relayed byte-identical behind our header fields, its ARC seal verifying downstream', async (t, backend) => {
   const dns = await startDnsServer(t, { 'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] } });
   const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_INBOUND_ARC_DOMAIN: 'seal.test' };
-  const stack = await startStack(t, { env });
+  const stack = await startStack(t, { backend, env });
   const sink = await startSink(t, { tls: false });
   const out: string[] = [];
-  const io = { stdout: (s: string) => void out.push(s), stderr: (s: string) => void out.push(s), env: testEnv(stack.dataDir, env), cwd: stack.dataDir };
+  const io = { stdout: (s: string) => void out.push(s), stderr: (s: string) => void out.push(s), env: stack.env, cwd: stack.dataDir };
   t.equal(await runCli(['arc', 'record', '--json'], io), 0, out.join(''));
   const record = JSON.parse(out[0]!) as { name: string; value: string };
   dns.zones[record.name] = { TXT: [record.value] };
@@ -66,9 +66,9 @@ t.test('MX: a 28 MB message is relayed byte-identical behind our header fields, 
   t.equal((verified.arc as { status: { result: string } }).status.result, 'pass', 'the seal (its AMS body hash over 28 MB) verifies downstream');
 });
 
-t.test('submission: a 28 MB message is delivered byte-identical behind our fields, its DKIM signature verifying at the MX', async (t) => {
+onBackends('submission: a 28 MB message is delivered byte-identical behind our fields, its DKIM signature verifying at the MX', async (t, backend) => {
   // Account acme with an SMTP password and a published DKIM key for sender.test (test/helpers/outbound-world.ts).
-  const { stack, sink, dns, password } = await outboundWorld(t, { sink: { tls: false }, env: { SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true' } });
+  const { stack, sink, dns, password } = await outboundWorld(t, { backend, sink: { tls: false }, env: { SLUICE_SMTP_SUBMISSION_ALLOW_INSECURE_LOOPBACK_AUTH: 'true' } });
 
   const raw = bigMessage('app@sender.test', 'bob@rcpt.test');
   const transport = nodemailer.createTransport({
@@ -93,9 +93,9 @@ t.test('submission: a 28 MB message is delivered byte-identical behind our field
   t.equal(verdict.dkim?.results[0]?.signingDomain, 'sender.test');
 });
 
-t.test('MX: a downstream cut mid-DATA, then the next: it gets the whole body, re-read from the store', async (t) => {
+onBackends('MX: a downstream cut mid-DATA, then the next: it gets the whole body, re-read from the store', async (t, backend) => {
   const dns = await startDnsServer(t, { 'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] } });
-  const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address } });
+  const stack = await startStack(t, { backend, env: { SLUICE_DNS_SERVERS: dns.address } });
   const broken = await startSink(t, { tls: false, dropAfter: 2 * MB });
   const good = await startSink(t, { tls: false });
   await serveCorp(stack, [broken.port, good.port]);
@@ -108,6 +108,6 @@ t.test('MX: a downstream cut mid-DATA, then the next: it gets the whole body, re
   t.ok(broken.partial[0]! >= 2 * MB && broken.partial[0]! < raw.length, `it got ${broken.partial[0]} bytes`);
   t.equal(good.messages.length, 1, 'the second downstream got the message in the same attempt');
   t.ok(good.messages[0]!.raw.subarray(good.messages[0]!.raw.length - raw.length).equals(raw), 'every byte, from a stream opened anew');
-  const state = stack.db.prepare("SELECT state FROM deliveries").pluck().all();
+  const state = (await stack.sql<{ state: string }>('SELECT state FROM deliveries')).map((r) => r.state);
   t.same(state, ['delivered']);
 });
