@@ -1,21 +1,22 @@
 // End-to-end alert monitors: the block threshold fires a signed webhook alert (verified with the independent RFC 9421
 // verifier), the sender is blocked, alertcount shows it, remediation lifts it (429 on the third delisting); email
 // alerts reach an SMTP sink through the queue; delivery outcomes fire the invalid-recipient and rejection conditions.
-import t from 'tap';
+import { onBackends } from '../helpers/backends.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { LOCKDOWN_CACHE_MS } from '../../mta/outbound/lockdown-check.js';
 import { mail, outboundWorld, rawMail, type OutboundWorld } from '../helpers/outbound-world.js';
+import type { PortStack } from '../helpers/stack.js';
 import { startReceiver, verifyWebhook } from '../helpers/webhook-receiver.js';
 
 const HOUR = 3_600_000;
 const ID = 'acme|x-authuser|app@sender.test';
 const env = { SLUICE_ABUSE_BLOCK_CONFIRMED: '2', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '24' };
 
-const monitor = (w: OutboundWorld, body: Record<string, unknown>, key = w.key) => w.stack.api('POST', '/tx/v1/monitors', { key, body });
-const alertcount = (w: OutboundWorld, body: Record<string, unknown>, key = w.key) => w.stack.api('POST', '/outbound/v1/alertcount', { key, body });
+const monitor = (w: OutboundWorld<PortStack>, body: Record<string, unknown>, key = w.key) => w.stack.api('POST', '/tx/v1/monitors', { key, body });
+const alertcount = (w: OutboundWorld<PortStack>, body: Record<string, unknown>, key = w.key) => w.stack.api('POST', '/outbound/v1/alertcount', { key, body });
 
-t.test('block threshold → signed alert, blocked, alertcount, remediation, 429 on the third delisting', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('block threshold → signed alert, blocked, alertcount, remediation, 429 on the third delisting', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   const receiver = await startReceiver(t, '/alerts');
   const created = await monitor(w, { condition: 'sender_id_blocked', interval_hours: 1, delivery: 'webhook', webhook_url: receiver.url });
   t.equal(created.status, 201);
@@ -104,8 +105,8 @@ t.test('block threshold → signed alert, blocked, alertcount, remediation, 429 
   t.same(alerts.body.map((a: any) => [a.state, a.attempts, a.last_status_code]), [['delivered', 2, 204], ['delivered', 1, 200]], 'every alert is stored');
 });
 
-t.test('an alert of a submitted message names the authenticated user as its originator (x-authuser)', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('an alert of a submitted message names the authenticated user as its originator (x-authuser)', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   const receiver = await startReceiver(t, '/alerts');
   t.equal((await monitor(w, { condition: 'sender_id_sending_spam', interval_hours: 1, delivery: 'webhook', webhook_url: receiver.url })).status, 201);
   t.match(await w.smtp(rawMail(GTUBE), { from: 'bounces@sender.test' }), /^550 5\.7\.1 /);
@@ -119,8 +120,8 @@ t.test('an alert of a submitted message names the authenticated user as its orig
   });
 });
 
-t.test('an email monitor: the alert arrives at an SMTP sink through the queue', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('an email monitor: the alert arrives at an SMTP sink through the queue', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   t.equal((await monitor(w, { condition: 'sender_id_sending_spam', interval_hours: 24, delivery: 'email', email: 'ops@ALERTS.test' })).status, 201);
   t.equal((await w.rest(mail(GTUBE))).status, 403);
   t.equal((await w.rest(mail(GTUBE))).status, 403);
@@ -138,8 +139,8 @@ t.test('an email monitor: the alert arrives at an SMTP sink through the queue', 
   t.match(raw, /^condition_name: sender_id_sending_spam\r\n/m);
 });
 
-t.test('email alerts go only to a domain the account may send from: 403 (503 when DNS fails) at creation, checked again at delivery', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('email alerts go only to a domain the account may send from: 403 (503 when DNS fails) at creation, checked again at delivery', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   const body = (email: string) => ({ condition: 'sender_id_sending_spam', interval_hours: 24, delivery: 'email', email });
   const foreign = await monitor(w, body('someone@stranger.test'));
   t.equal(foreign.status, 403, 'a foreign domain');
@@ -168,8 +169,9 @@ t.test('email alerts go only to a domain the account may send from: 403 (503 whe
   t.equal(w.sink.messages.length, 0, 'no alert email');
 });
 
-t.test('delivery outcomes: invalid recipients over the rate, and a policy rejection by the destination', async (t) => {
+onBackends('delivery outcomes: invalid recipients over the rate, and a policy rejection by the destination', async (t, backend) => {
   const w = await outboundWorld(t, {
+    backend,
     env: { SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.5', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '3' },
     sink: {
       onRcpt: (rcpt) =>
@@ -197,8 +199,8 @@ t.test('delivery outcomes: invalid recipients over the rate, and a policy reject
   t.same(receiver.posts.map((p) => JSON.parse(p.raw.toString()).condition_name), ['sender_id_sending_to_invalid_recipients', 'sender_id_rejected_by_destination']);
 });
 
-t.test('/tx/v1/monitors: validation, tenancy, delete; a parent\'s monitor watches its sub-accounts', async (t) => {
-  const w = await outboundWorld(t, { env: { ...env, SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
+onBackends('/tx/v1/monitors: validation, tenancy, delete; a parent\'s monitor watches its sub-accounts', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env: { ...env, SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
   const bad = async (body: Record<string, unknown>, error: RegExp) => {
     const res = await monitor(w, body);
     t.equal(res.status, 400, JSON.stringify(body));
@@ -249,8 +251,8 @@ t.test('/tx/v1/monitors: validation, tenancy, delete; a parent\'s monitor watche
   await bad({ condition: 'sender_id_blocked', interval_hours: 1, webhook_url: 'https://hooks.test/' }, /^webhook_url: only for delivery "webhook"$/);
 });
 
-t.test('alertcount: validation and week buckets', async (t) => {
-  const w = await outboundWorld(t);
+onBackends('alertcount: validation and week buckets', async (t, backend) => {
+  const w = await outboundWorld(t, { backend });
   const bad = async (body: Record<string, unknown>, error: RegExp) => {
     const res = await alertcount(w, body);
     t.equal(res.status, 400, JSON.stringify(body));

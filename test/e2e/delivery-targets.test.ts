@@ -22,7 +22,7 @@ function withConfig(stack: Stack, change: (c: Config) => Config): Promise<unknow
   return stack.reload(change(stack.currentConfig()));
 }
 
-/** Relays one message through the MX (a client on the loopback, as in test/e2e/inbound.test.ts). */
+/** Relays one message through the MX (a client on the loopback, as in test/e2e/inbound.cases.ts). */
 async function viaMx(stack: Stack, to: string): Promise<string> {
   const transport = nodemailer.createTransport({ host: stack.mx.host, port: stack.mx.port, secure: false, ignoreTLS: true, name: 'client.sender.test' });
   try {
@@ -42,7 +42,7 @@ t.test('outbound: a recipient domain whose MX is Sluice\'s own MX listener bounc
   t.equal((await w.rest(mail('x', { personalizations: [{ to: [{ email: 'bob@loop.test' }] }] }))).status, 202);
   await w.stack.worker.runOnce();
   t.match(attempts(w.stack), [{ rcpt: 'bob@loop.test', outcome: 'bounced', code: 554, status: '5.4.6', response: 'mail for loop.test loops back to myself', host: null }]);
-  t.equal(w.deliveries('bounced'), 1);
+  t.equal(await w.deliveries('bounced'), 1);
 });
 
 t.test('outbound, policy on by default: an MX on the loopback is this host, bounced 5.4.6 and never dialled', async (t) => {

@@ -1,7 +1,7 @@
 // Checks the log an operator reads: delivery lines with relay, reply, queue id and a level by outcome; refused
 // recipients and submitted messages logged; AUTH failures at warn.
 import nodemailer from 'nodemailer';
-import t from 'tap';
+import { onBackends } from '../helpers/backends.js';
 import { QUEUE_LIFETIME_MS } from '../../mta/queue/retry-schedule.js';
 import { captureLogs } from '../helpers/log-capture.js';
 import { startSink } from '../helpers/smtp-sink.js';
@@ -11,7 +11,7 @@ const INFO = 30;
 const WARN = 40;
 const ERROR = 50;
 
-t.test('delivery attempts: relay host, reply and queue id on each line; warn for deferrals, error for our own bounces', async (t) => {
+onBackends('delivery attempts: relay host, reply and queue id on each line; warn for deferrals, error for our own bounces', async (t, backend) => {
   let deferSlow = true;
   const sink = await startSink(t, {
     tls: false,
@@ -24,6 +24,7 @@ t.test('delivery attempts: relay host, reply and queue id on each line; warn for
   });
   const logs = captureLogs();
   const stack = await startStack(t, {
+    backend,
     logger: logs.logger,
     env: { SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.test=127.0.0.1:${sink.port}` },
   });
@@ -62,9 +63,9 @@ t.test('delivery attempts: relay host, reply and queue id on each line; warn for
   t.match(line('never@rcpt.test'), { level: ERROR, outcome: 'bounced', status: '5.4.7', response: /^delivery time expired after 3 attempts; last error: .*still not now/ });
 });
 
-t.test('refused recipients, submitted messages and AUTH failures are logged', async (t) => {
+onBackends('refused recipients, submitted messages and AUTH failures are logged', async (t, backend) => {
   const logs = captureLogs();
-  const stack = await startStack(t, { logger: logs.logger, env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
+  const stack = await startStack(t, { backend, logger: logs.logger, env: { SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
   const acct = await stack.createAccount('acme');
   const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
   if (!pw.ok) throw new Error('no password');

@@ -4,9 +4,9 @@ import t from 'tap';
 import { EICAR } from '../../filters/outbound-rules.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { daemonsMissing, RSPAMD_REJECT_MARKER, RSPAMD_SUSPECT_MARKER, startClamd, startRspamd, VIRUS_MARKER } from '../helpers/daemons.js';
-import { mail, outboundWorld, rawMail } from '../helpers/outbound-world.js';
+import { mail, outboundWorld, rawMail, type OutboundWorld } from '../helpers/outbound-world.js';
 
-const events = (w: Awaited<ReturnType<typeof outboundWorld>>) =>
+const events = (w: OutboundWorld) =>
   (w.stack.db.prepare('SELECT event FROM events WHERE account_id = ?').all(w.accountId) as { event: string }[]).map((e) => e.event);
 
 t.test('GTUBE over REST is refused, nothing is delivered, the log search finds the attempt as CONFIRMED spam', async (t) => {
@@ -14,7 +14,7 @@ t.test('GTUBE over REST is refused, nothing is delivered, the log search finds t
   const res = await w.rest(mail(`Hello ${GTUBE}`));
   t.equal(res.status, 403);
   t.same(res.body, { errors: ['message refused: spam (CONFIRMED)'] });
-  t.equal(w.deliveries('queued'), 0, 'nothing queued');
+  t.equal(await w.deliveries('queued'), 0, 'nothing queued');
   t.equal(await w.stack.worker.runOnce(), 0);
   t.equal(w.sink.messages.length, 0, 'nothing delivered');
   const rows = await w.search({ spam_disposition: 'CONFIRMED' });
@@ -122,7 +122,7 @@ t.test('real clamd with a custom signature database, then stopped mid-run', { sk
   t.equal(down.headers.get('retry-after'), '60');
   t.match(down.body.errors[0], /filter-error:clamd/);
   t.match(await w.smtp(rawMail('nothing to see')), /^451 4\.7\.1 /);
-  t.equal(w.deliveries('queued'), 0, 'nothing queued while clamd is down');
+  t.equal(await w.deliveries('queued'), 0, 'nothing queued while clamd is down');
   t.equal(await w.stack.worker.runOnce(), 0);
   t.equal(w.sink.messages.length, 1);
 });

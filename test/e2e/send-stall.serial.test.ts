@@ -14,7 +14,7 @@ async function send(t: Test) {
   const personalizations = Array.from({ length: max }, (_, i) => ({ to: [{ email: `r${i}@rcpt.test` }] }));
   const body = { personalizations, from: { email: 'app@sender.test' }, subject: 'Big', content: [{ type: 'text/plain', value: text }] };
   const { result: res, probes } = await measured({ http: w.stack.http.port, mx: w.stack.mx.port }, () => w.rest(body));
-  return { status: res.status, text: res.text, queued: w.deliveries('queued'), max, probes };
+  return { status: res.status, text: res.text, queued: await w.deliveries('queued'), max, probes };
 }
 
 if (STALL_CHILD) await runStallChild({ send });

@@ -1,6 +1,6 @@
 // End-to-end sender blocks: strikes within the window block an identity, its sends are refused (REST and SMTP),
 // its log rows offer DELIST, POST /outbound/v1/remediation lifts it (scoped, rate-limited), the operator may too.
-import t from 'tap';
+import { onBackends } from '../helpers/backends.js';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { mail, outboundWorld, rawMail } from '../helpers/outbound-world.js';
 
@@ -10,8 +10,8 @@ const env = { SLUICE_ABUSE_BLOCK_CONFIRMED: '2', SLUICE_ABUSE_BLOCK_SUSPECT: '2'
 /** 6.5 points of URL heuristics: SUSPECT, sent. */
 const SUSPECT_HTML = '<a href="http://192.0.2.7/x">a</a> <a href="https://evil.test/">https://bank.test/</a> <a href="https://bit.ly/x">b</a>';
 
-t.test('two CONFIRMED messages block the identity; its sends are refused and its rows offer DELIST', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('two CONFIRMED messages block the identity; its sends are refused and its rows offer DELIST', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   t.equal((await w.rest(mail(GTUBE))).status, 403);
   t.equal((await w.rest(mail('hello'))).status, 202, 'one strike does not block');
   t.equal((await w.rest(mail(GTUBE))).status, 403);
@@ -31,8 +31,8 @@ t.test('two CONFIRMED messages block the identity; its sends are refused and its
   t.equal(w.sink.messages.length, 3, 'only the unblocked sends went out');
 });
 
-t.test('SUSPECT mail counts too, and strikes leave the window', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('SUSPECT mail counts too, and strikes leave the window', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   const suspect = () => w.rest({ ...mail('x'), content: [{ type: 'text/html', value: SUSPECT_HTML }] });
   t.equal((await suspect()).status, 202);
   w.stack.clock.advance(25 * HOUR);
@@ -41,16 +41,16 @@ t.test('SUSPECT mail counts too, and strikes leave the window', async (t) => {
   t.equal((await w.rest(mail('hello'))).status, 403);
 });
 
-t.test('submission: a blocked identity gets 550 5.7.1', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('submission: a blocked identity gets 550 5.7.1', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   t.match(await w.smtp(rawMail(GTUBE)), /^550 5\.7\.1 message refused/);
   t.match(await w.smtp(rawMail(GTUBE)), /^550 5\.7\.1 message refused/);
   t.match(await w.smtp(rawMail('hello')), /^550 5\.7\.1 sender acme\|x-authuser\|acme is blocked for sending spam/);
   t.equal((await w.rest(mail('hello'))).status, 202, 'REST sends from app@sender.test are another identity');
 });
 
-t.test('remediation: errors, delisting by message_id and by sender, the rate limit and the operator', async (t) => {
-  const w = await outboundWorld(t, { env });
+onBackends('remediation: errors, delisting by message_id and by sender, the rate limit and the operator', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env });
   const remediate = (query: string, headers: Record<string, string> = {}, key = w.key) =>
     w.stack.api('POST', `/outbound/v1/remediation${query}`, { key, headers });
 
@@ -97,8 +97,8 @@ t.test('remediation: errors, delisting by message_id and by sender, the rate lim
   t.equal((await w.rest(mail('probe'))).status, 202);
 });
 
-t.test('tenancy: a parent delists its sub-account with X-Customer-Handle; a sub-account key sees only its own', async (t) => {
-  const w = await outboundWorld(t, { env: { ...env, SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
+onBackends('tenancy: a parent delists its sub-account with X-Customer-Handle; a sub-account key sees only its own', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env: { ...env, SLUICE_OUTBOUND_LOCKDOWN: 'off' } });
   const sub = await w.stack.api('POST', '/tx/v1/sub-account', { key: w.key, body: { handle: 'shop1', company_name: 'Shop' } });
   t.equal(sub.status, 201);
   const subKey = (await w.stack.api('POST', '/tx/v1/sub-account/shop1/api-key', { key: w.key })).body.key as string;
@@ -116,8 +116,8 @@ t.test('tenancy: a parent delists its sub-account with X-Customer-Handle; a sub-
   t.equal(res.body.sender_id, 'shop1|x-authuser|app@sender.test');
 });
 
-t.test('the monitor policy never blocks', async (t) => {
-  const w = await outboundWorld(t, { env: { ...env, SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor' } });
+onBackends('the monitor policy never blocks', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env: { ...env, SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor' } });
   for (let i = 0; i < 3; i++) t.equal((await w.rest(mail(GTUBE))).status, 202);
   t.equal((await w.rest(mail('x'))).status, 202);
 });

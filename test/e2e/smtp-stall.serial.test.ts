@@ -63,7 +63,7 @@ async function submission(t: Test): Promise<Facts> {
   const to = Array.from({ length: RCPTS }, (_, i) => `r${i}@rcpt.test`);
   const { result: reply, probes } = await measured({ http: w.stack.http.port, mx: w.stack.mx.port }, () =>
     sendFromChild({ host: w.stack.submission.host, port: w.stack.submission.port, auth: { user: 'acme', pass: w.password }, from: 'app@sender.test', to, file }));
-  return { reply, queued: w.deliveries('queued'), probes };
+  return { reply, queued: await w.deliveries('queued'), probes };
 }
 
 if (STALL_CHILD) await runStallChild({ mx, submission });

@@ -1,40 +1,41 @@
 // Checks the outbound-connection policy at every webhook and monitor POST: a name that resolves to the loopback
 // after it was saved (DNS rebinding) is never dialled, the connection goes to the address judged, and what the
 // tenant reads (validate, last_error) says what failed in our words — no body, no address, no errno.
-import t, { type Test } from 'tap';
+import type { Test } from 'tap';
+import { onBackends, type BackendName } from '../helpers/backends.js';
 import type { Config } from '../../config/load.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { captureLogs } from '../helpers/log-capture.js';
-import { LOOPBACK_ALLOWED, startStack, type Stack } from '../helpers/stack.js';
+import { LOOPBACK_ALLOWED, startStack, type PortStack } from '../helpers/stack.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 
 const STRICT = { SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '' };
 
-function allow(stack: Stack, entries: string[]): Promise<unknown> {
+function allow(stack: PortStack, entries: string[]): Promise<unknown> {
   return stack.reload({ ...stack.currentConfig(), security: { allowPrivateTargets: entries } } as Config);
 }
 
-function addEvent(stack: Stack, accountId: number): void {
-  stack.addEvent(accountId, 'delivered', { customer_handle: 'acme', timestamp: 1, event: 'delivered', request_id: 'r1' }, stack.clock.now());
+function addEvent(stack: PortStack, accountId: number): Promise<void> {
+  return stack.appendEvent(accountId, 'delivered', { customer_handle: 'acme', timestamp: 1, event: 'delivered', request_id: 'r1' }, stack.clock.now());
 }
 
 /** A stack on the local DNS whose `hooks.example.test` answers a public address while the tenant saves it. */
-async function rebinding(t: Test) {
+async function rebinding(t: Test, backend: BackendName) {
   const receiver = await startReceiver(t);
   const dns = await startDnsServer(t, { 'hooks.example.test': { A: ['192.0.2.80'] } });
   const logs = captureLogs('warn');
-  const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address, ...STRICT }, logger: logs.logger });
+  const stack = await startStack(t, { backend, env: { SLUICE_DNS_SERVERS: dns.address, ...STRICT }, logger: logs.logger });
   const acct = await stack.createAccount('acme');
   const url = `http://hooks.example.test:${receiver.port}/hook`;
   return { receiver, dns, logs, stack, acct, url };
 }
 
-t.test('webhooks: a name rebound to 127.0.0.1 after enrolment is refused at every POST; allowed, it reaches the address judged', async (t) => {
-  const { receiver, dns, logs, stack, acct, url } = await rebinding(t);
+onBackends('webhooks: a name rebound to 127.0.0.1 after enrolment is refused at every POST; allowed, it reaches the address judged', async (t, backend) => {
+  const { receiver, dns, logs, stack, acct, url } = await rebinding(t, backend);
   t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(url)}`, { key: acct.key })).status, 201, 'saved: a public address then');
   dns.zones['hooks.example.test'] = { A: ['127.0.0.1'] };
 
-  addEvent(stack, acct.id);
+  await addEvent(stack, acct.id);
   t.same(await stack.webhookDispatcher.runOnce(), { batches: 1, delivered: 0, failed: 1 });
   const batch = (await stack.api('GET', '/tx/v1/webhook-batch', { key: acct.key })).body.webhook_batches[0];
   t.match(batch, { status: 'no_response', status_code: null, webhook: url });
@@ -55,9 +56,9 @@ t.test('webhooks: a name rebound to 127.0.0.1 after enrolment is refused at ever
   t.equal(receiver.posts[0]!.headers.host, `hooks.example.test:${receiver.port}`, 'the Host header keeps the name');
 });
 
-t.test('validate: an open and a closed port behind a refused target answer alike (judged again at every POST)', async (t) => {
+onBackends('validate: an open and a closed port behind a refused target answer alike (judged again at every POST)', async (t, backend) => {
   const receiver = await startReceiver(t);
-  const stack = await startStack(t); // the test stack allows the loopback while the endpoints are saved
+  const stack = await startStack(t, { backend }); // the test stack allows the loopback while the endpoints are saved
   const open = await stack.createAccount('acme');
   const closed = await stack.createAccount('bravo');
   t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(receiver.url)}`, { key: open.key })).status, 201);
@@ -70,8 +71,8 @@ t.test('validate: an open and a closed port behind a refused target answer alike
   t.equal(receiver.posts.length, 0, 'nothing was dialled');
 });
 
-t.test('monitors: each POST is judged; last_error says what failed in our words, never an address or errno', async (t) => {
-  const { receiver, dns, stack, acct, url } = await rebinding(t);
+onBackends('monitors: each POST is judged; last_error says what failed in our words, never an address or errno', async (t, backend) => {
+  const { receiver, dns, stack, acct, url } = await rebinding(t, backend);
   const created = await stack.api('POST', '/tx/v1/monitors', {
     key: acct.key,
     body: { condition: 'sender_id_blocked', interval_hours: 1, delivery: 'webhook', webhook_url: url },
@@ -101,10 +102,10 @@ t.test('monitors: each POST is judged; last_error says what failed in our words,
   t.notMatch(JSON.stringify(rows), /ECONNREFUSED|127\.0\.0\.1/, 'no errno, no address');
 });
 
-t.test('a name with several judged addresses: a refused connection moves on to the next one', async (t) => {
+onBackends('a name with several judged addresses: a refused connection moves on to the next one', async (t, backend) => {
   const receiver = await startReceiver(t); // listens on 127.0.0.1 only: 127.0.0.2 refuses the connection
   const dns = await startDnsServer(t, { 'multi.example.test': { A: ['127.0.0.2', '127.0.0.1'] } });
-  const stack = await startStack(t, { env: { SLUICE_DNS_SERVERS: dns.address } });
+  const stack = await startStack(t, { backend, env: { SLUICE_DNS_SERVERS: dns.address } });
   const acct = await stack.createAccount('acme');
   const url = `http://multi.example.test:${receiver.port}/hook`;
   t.equal((await stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(url)}`, { key: acct.key })).status, 201);

@@ -1,13 +1,16 @@
 // Owns the outbound world abuse-control tests share: local DNS, a recipient MX sink, a Sluice stack with account
 // `acme` (API key, SMTP password, published DKIM key), and REST / SMTP / search shorthands.
 import nodemailer from 'nodemailer';
+import type { DeliveryState } from '../../storage/ports/queue.js';
 import type { Test } from 'tap';
 import { startDnsServer, type DnsServer } from './dns-server.js';
 import { startSink, type Sink, type SinkOptions } from './smtp-sink.js';
-import { startStack, type Stack, type TestClock } from './stack.js';
+import type { BackendName } from './backends.js';
+import { startStack, type PortStack, type Stack, type TestClock } from './stack.js';
 
-export interface OutboundWorld {
-  stack: Stack;
+/** The world; its stack is the SQLite Stack unless the world was started on a backend of its own. */
+export interface OutboundWorld<S extends PortStack = Stack> {
+  stack: S;
   dns: DnsServer;
   /** MX of rcpt.test (and of alerts.test, where email alerts go). */
   sink: Sink;
@@ -20,8 +23,8 @@ export interface OutboundWorld {
   smtp: (raw: string, opts?: { user?: string; pass?: string; from?: string }) => Promise<string>;
   /** POST /outbound/v1/search with acme's key over today. */
   search: (filters: Record<string, unknown>, key?: string) => Promise<any[]>;
-  /** Deliveries in a state (queued, dropped, delivered…). */
-  deliveries: (state: string) => number;
+  /** Deliveries in a state (queued, dropped, delivered…), read through the queue views port. */
+  deliveries: (state: DeliveryState) => Promise<number>;
 }
 
 /** A send body from app@sender.test to bob@rcpt.test with `text` as its plain-text content. */
@@ -40,7 +43,17 @@ export function rawMail(body: string, subject = 'Submitted'): string {
   return `From: App <app@sender.test>\r\nTo: bob@rcpt.test\r\nSubject: ${subject}\r\nDate: Sun, 22 Nov 2026 12:00:00 +0000\r\nMessage-ID: <${Math.random().toString(36).slice(2)}@sender.test>\r\n\r\n${body}\r\n`;
 }
 
-export async function outboundWorld(t: Test, opts: { env?: Record<string, string>; clock?: TestClock; sink?: SinkOptions; startWorker?: boolean } = {}): Promise<OutboundWorld> {
+export interface OutboundWorldOptions {
+  env?: Record<string, string>;
+  clock?: TestClock;
+  sink?: SinkOptions;
+  startWorker?: boolean;
+}
+
+/** Starts the world: on SQLite with its Stack, or on `backend` seen through the ports. */
+export async function outboundWorld(t: Test, opts?: OutboundWorldOptions): Promise<OutboundWorld>;
+export async function outboundWorld(t: Test, opts: OutboundWorldOptions & { backend: BackendName }): Promise<OutboundWorld<PortStack>>;
+export async function outboundWorld(t: Test, opts: OutboundWorldOptions & { backend?: BackendName } = {}): Promise<OutboundWorld<PortStack>> {
   const sink = await startSink(t, opts.sink);
   const dns = await startDnsServer(t, {
     'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] },
@@ -51,11 +64,12 @@ export async function outboundWorld(t: Test, opts: { env?: Record<string, string
     // Email alerts go only to a domain the account may send from (Domain Lockdown).
     '_sluice.alerts.test': { TXT: ['v=sluice1 auth=acme'] },
   });
-  const stack = await startStack(t, {
+  const stackOpts = {
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), SLUICE_OUTBOUND_PUBLIC_IP: '127.0.0.1', ...opts.env },
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.startWorker ? { startWorker: true } : {}),
-  });
+  };
+  const stack = opts.backend ? await startStack(t, { ...stackOpts, backend: opts.backend }) : await startStack(t, stackOpts);
   const acct = await stack.createAccount('acme');
   const pw = await stack.accounts.createSmtpPassword(acct.id, stack.clock.now());
   if (!pw.ok) throw new Error('password');
@@ -97,6 +111,6 @@ export async function outboundWorld(t: Test, opts: { env?: Record<string, string
       if (res.status !== 200) throw new Error(`search: ${res.status} ${res.text}`);
       return res.body.results;
     },
-    deliveries: (state) => (stack.db.prepare('SELECT count(*) AS n FROM deliveries WHERE state = ?').get(state) as { n: number }).n,
+    deliveries: async (state) => (await stack.store.queueViews.browse({ accountIds: null, states: [state], limit: 1_000_000, offset: 0 })).length,
   };
 }

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import type { Test } from 'tap';
 import { startDnsServer, type DnsServer } from './dns-server.js';
 import { startSink, type Sink } from './smtp-sink.js';
-import { createClock, startStack, type Stack } from './stack.js';
+import type { BackendName } from './backends.js';
+import { createClock, startStack, type PortStack, type Stack } from './stack.js';
 import { startReceiver, type Receiver } from './webhook-receiver.js';
 
 /** What a person's browser sends (machine-traffic rules let it through). */
@@ -23,22 +24,26 @@ export async function startSite(t: Test): Promise<{ base: string; paths: string[
   return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths };
 }
 
-export interface World {
-  stack: Stack;
+/** The world; its stack is the SQLite Stack unless the world was started on a backend of its own. */
+export interface World<S extends PortStack = Stack> {
+  stack: S;
   dns: DnsServer;
   sink: Sink;
   receiver: Receiver;
   key: string;
   accountId: number;
   site: { base: string; paths: string[] };
-  events: (kind?: string) => any[];
+  /** The payloads of the account's outbox events (of one kind), in append order. */
+  events: (kind?: string) => Promise<any[]>;
 }
 
 /**
  * A stack whose clock starts at the real time (the SDK checks a webhook's `created` against Date.now()), a local DNS
  * zone (MX to the sink, lockdown, DKIM), an account with a published DKIM key and an enrolled webhook receiver.
  */
-export async function world(t: Test, env: Record<string, string> = {}): Promise<World> {
+export async function world(t: Test, env?: Record<string, string>): Promise<World>;
+export async function world(t: Test, env: Record<string, string>, backend: BackendName): Promise<World<PortStack>>;
+export async function world(t: Test, env: Record<string, string> = {}, backend?: BackendName): Promise<World<PortStack>> {
   const sink = await startSink(t);
   const dns = await startDnsServer(t, {
     'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] },
@@ -46,10 +51,11 @@ export async function world(t: Test, env: Record<string, string> = {}): Promise<
     'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] },
     '_sluice.sender.test': { TXT: ['v=sluice1 auth=acme'] },
   });
-  const stack = await startStack(t, {
+  const stackOpts = {
     clock: createClock(Math.floor(Date.now() / 1000) * 1000),
     env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port), ...env },
-  });
+  };
+  const stack = backend ? await startStack(t, { ...stackOpts, backend }) : await startStack(t, stackOpts);
   const acct = await stack.createAccount('acme');
   const dkim = await stack.api('POST', '/tx/v1/domains/sender.test/dkim-keys', { key: acct.key, body: { selector: 's1', key_length: 1024 } });
   const rec = dkim.body.dkim_dns_records[0];
@@ -60,10 +66,7 @@ export async function world(t: Test, env: Record<string, string> = {}): Promise<
   const site = await startSite(t);
   return {
     stack, dns, sink, receiver, key: acct.key, accountId: acct.id, site,
-    events: (kind) =>
-      (stack.db.prepare('SELECT event, payload FROM events WHERE account_id = ? ORDER BY id').all(acct.id) as { event: string; payload: string }[])
-        .filter((r) => kind === undefined || r.event === kind)
-        .map((r) => JSON.parse(r.payload)),
+    events: async (kind) => (await stack.events(acct.id)).filter((r) => kind === undefined || r.event === kind).map((r) => r.payload),
   };
 }
 

@@ -8,6 +8,7 @@ import t from 'tap';
 import { openStore } from '../../../storage/open.js';
 import type { Store } from '../../../storage/ports/store.js';
 import { openPostgresStore } from '../../../storage/postgres/store.js';
+import { TEST_BACKENDS } from '../../helpers/backends.js';
 import { freshDatabase, psql } from '../../helpers/pg-cluster.js';
 import { tempDir } from '../../helpers/stack.js';
 
@@ -58,15 +59,8 @@ const ALL: readonly Backend[] = [
   },
 ];
 
-/**
- * The backends the contract holds for: SLUICE_TEST_BACKENDS (comma-separated names), by default both (a machine
- * without PostgreSQL sets `sqlite`; .ci/run installs it).
- */
-export const BACKENDS: readonly Backend[] = (process.env.SLUICE_TEST_BACKENDS ?? 'sqlite,postgres').split(',').map((name) => {
-  const b = ALL.find((x) => x.name === name.trim());
-  if (!b) throw new Error(`SLUICE_TEST_BACKENDS: no backend "${name}" (${ALL.map((x) => x.name).join(', ')})`);
-  return b;
-});
+/** The backends the contract holds for: those of SLUICE_TEST_BACKENDS (test/helpers/backends.ts). */
+export const BACKENDS: readonly Backend[] = TEST_BACKENDS.map((name) => ALL.find((b) => b.name === name) as Backend);
 
 /**
  * What a contract test is given: a store, a way to open more views of the same data (closed at teardown), and the

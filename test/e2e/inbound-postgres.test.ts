@@ -1,0 +1,4 @@
+// Runs the inbound end-to-end tests (inbound.cases.ts) on PostgreSQL, in a process of their own.
+import { cases } from './inbound.cases.js';
+
+cases.run('postgres');
