@@ -143,7 +143,9 @@ export async function startStack(t: Test, opts: StackOptions & { backend?: Backe
     openStore: async (o) => {
       if (backend === 'sqlite') return (sqlite = openSqliteStore(config.dataDir, o));
       const { openPostgresStore } = await import('../../storage/postgres/store.js');
-      return (pg = await openPostgresStore({ url: config.storage.postgresUrl as string, poolSize: config.storage.postgresPoolSize, ...o }));
+      // Leases and due times on the test clock, not the database's: the tests move time by hand (a retry comes due,
+      // a lease runs out), and the database's now() cannot be moved (lease-clock.test.ts covers database time).
+      return (pg = await openPostgresStore({ url: config.storage.postgresUrl as string, poolSize: config.storage.postgresPoolSize, ...o, leaseClock: 'injected' }));
     },
   });
   t.teardown(() => server.close());
