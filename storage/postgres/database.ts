@@ -206,6 +206,20 @@ export function isPgRetryable(err: unknown): boolean {
   return code === '40P01' || code === '40001';
 }
 
+/** Tries of a unit or statement that met a deadlock or a serialization failure before its error goes on. */
+export const RETRY_TRIES = 4;
+
+/** Runs `fn` (safe to run again: a transaction, or one autocommit statement) once more while it is retryable. */
+export async function retryPg<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= RETRY_TRIES || !isPgRetryable(err)) throw err;
+    }
+  }
+}
+
 /** Rethrows a failure of the database as StorageUnavailable (callers answer 451/503), anything else as it is. */
 function unavailable(err: unknown): never {
   if (err instanceof StorageUnavailable) throw err;

@@ -1,16 +1,13 @@
 // Owns group commit on PostgreSQL (issue 33 item 3): write units that arrive together (the queue's accepts and delivery
-// outcomes) share one transaction and one WAL flush, each in its own savepoint so one failing unit rolls back alone.
-import type { Pg, Query } from './database.js';
+// outcomes) share one transaction and one WAL flush, and a batch in which one unit fails runs again unit by unit, so that unit fails alone.
 import { StorageUnavailable } from '../ports/health.js';
-import { isPgRetryable } from './database.js';
+import { isPgRetryable, retryPg, type Pg, type Query } from './database.js';
 
 /** A unit of work: every statement through the `q` and `exec` it is given (Pg.tx's contract). */
 export type PgUnit<T> = (q: Query, exec: (sql: string, params?: readonly unknown[]) => Promise<number>) => Promise<T>;
 
 /** Most units in one transaction: bounds how long one COMMIT keeps the first unit of a batch waiting. */
 export const MAX_BATCH = 128;
-/** Tries of a unit run alone after its batch met a deadlock or a serialization failure (40P01, 40001). */
-const ALONE_TRIES = 4;
 
 type Queued = { fn: PgUnit<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void };
 type Settled = { ok: true; value: unknown } | { ok: false; err: unknown };
@@ -66,20 +63,17 @@ export function createGroupCommit(
 
   /** One unit in a transaction of its own, retried on a deadlock or a serialization failure. */
   async function alone(fn: PgUnit<unknown>): Promise<Settled> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return {
-          ok: true,
-          value: await pg.tx(async (q, exec) => {
-            const value = await fn(q, exec);
-            await opts.finish?.(q);
-            return value;
-          }),
-        };
-      } catch (err) {
-        if (attempt < ALONE_TRIES && isPgRetryable(err)) continue;
-        return { ok: false, err };
-      }
+    try {
+      const value = await retryPg(() =>
+        pg.tx(async (q, exec) => {
+          const value = await fn(q, exec);
+          await opts.finish?.(q);
+          return value;
+        }),
+      );
+      return { ok: true, value };
+    } catch (err) {
+      return { ok: false, err };
     }
   }
 

@@ -7,7 +7,7 @@ import type {
 import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression } from '../ports/suppressions.js';
 import { deliveredDelta, trackingKey } from '../ports/tracking.js';
 import { INLINE, pendingInline, pgStoredBody, type PgBodies } from './bodies.js';
-import { isPgRetryable, type Pg, type Query } from './database.js';
+import { retryPg, type Pg, type Query } from './database.js';
 import { createPgEventWriter } from './events.js';
 import { createGroupCommit } from './group-commit.js';
 import type { PgTimeAxis } from './leases.js';
@@ -32,20 +32,6 @@ function leaseArrays(leases: readonly Lease[]): [number[], string[], number[]] {
 /** The rows of a fence: each lease's delivery, still sending under its owner and token. */
 const FENCED = `FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, token)
   WHERE d.id = l.id AND d.state = 'sending' AND d.locked_by = l.owner AND d.lease_token = l.token`;
-
-/** Tries of a statement that met a deadlock or a serialization failure (40P01, 40001) before its error goes on. */
-const DEADLOCK_TRIES = 4;
-
-/** Runs `fn` (one autocommit statement, safe to run again) once more each time it is a deadlock's victim. */
-async function retryDeadlock<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (attempt >= DEADLOCK_TRIES || !isPgRetryable(err)) throw err;
-    }
-  }
-}
 
 /**
  * The Queue port over `pg`, except `changes` (queue-changes.ts). `node` names this store in its notifications, so
@@ -192,7 +178,7 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
       // Its rows are locked in no particular order while a batch of outcomes (group commit) holds some of them:
       // measured on bench:outbound, that deadlock made the renewal fail, and the worker stopped claiming. The victim
       // (this statement or the batch, which runs its units again) runs once more after the other's commit.
-      const kept = await retryDeadlock(() =>
+      const kept = await retryPg(() =>
         pg.query<{ id: number }>(`UPDATE deliveries d SET lease_until = ${time.at(4)}, next_attempt_at = ${time.at(4)} ${FENCED} RETURNING d.id`, [
           ...leaseArrays(leases),
           time.param(until),
@@ -205,7 +191,7 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     async release(leases, now) {
       if (leases.length === 0) return 0;
       // Several rows in no particular order, as renew: run again when a deadlock's victim.
-      return retryDeadlock(() =>
+      return retryPg(() =>
         pg.exec(
           `UPDATE deliveries d SET state = 'queued', locked_by = NULL, lease_until = NULL,
              attempts = greatest(d.attempts - 1, 0), next_attempt_at = ${time.at(5)}, updated_at = $4 ${FENCED}`,
