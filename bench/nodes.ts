@@ -137,10 +137,11 @@ async function runCount(n: number, sink: { port: number }, counter: { count: num
     const seconds = ((delivered >= total ? counter.last : performance.now()) - started) / 1000;
     const nodeCpu = meters.reduce((a, m) => a + m.stop().seconds, 0);
     const now = (await store.since(before))!;
-    // pg_stat_wal's fsync count is flushed by idle backends up to 10 s late: read it after that (the other figures
-    // were read at once, so autovacuum meanwhile does not count).
+    // pg_stat_wal's fsync count and the deadlocks are flushed by idle backends up to 10 s late: read them after that
+    // (the other figures were read at once, so autovacuum meanwhile does not count).
     await new Promise((r) => setTimeout(r, PG_STATS_SETTLE_MS));
-    const pg = { ...now, walSyncs: (await store.since(before))!.walSyncs };
+    const later = (await store.since(before))!;
+    const pg = { ...now, walSyncs: later.walSyncs, deadlocks: later.deadlocks };
     if (loads.reduce((a, l) => a + l.ok, 0) !== total || delivered !== total) process.exitCode = 1;
     return {
       nodes: n,
@@ -175,13 +176,13 @@ async function main(): Promise<void> {
   console.log(`\nsluice nodes benchmark (npm run bench:nodes): send-async → delivered, ${MESSAGES} messages per node count, ${CONCURRENCY} connections per node`);
   console.log(`one PostgreSQL ${'(throwaway cluster, fsync on, synchronous_commit on)'}; node i pinned to core i mod ${CORES} with taskset; PostgreSQL, the load generators and the sink unpinned`);
   if (Math.max(...COUNTS) > CORES) console.log(`note: this machine has ${CORES} cores: with more nodes than cores, nodes share a core, and every node shares with PostgreSQL`);
-  console.log('\n| nodes | delivered | delivered msg/s | accept p99 ms | node CPU ms/msg | PG CPU ms/msg | PG CPU share | PG cores busy | commits/msg | WAL fsyncs/msg | WAL bytes/msg | load avg |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('\n| nodes | delivered | delivered msg/s | accept p99 ms | node CPU ms/msg | PG CPU ms/msg | PG CPU share | PG cores busy | commits/msg | WAL fsyncs/msg | WAL bytes/msg | deadlocks | load avg |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const pgMs = (r.pg.cpuSeconds / r.delivered) * 1000;
     const f = (x: number, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '—');
     console.log(
-      `| ${r.nodes} | ${r.delivered} | ${f(r.rate)} | ${f(r.acceptP99)} | ${f(r.nodeCpuMs, 2)} | ${f(pgMs, 2)} | ${f((100 * pgMs) / (pgMs + r.nodeCpuMs))} % | ${f((pgMs / 1000) * r.rate, 2)} | ${f(r.pg.commits / r.delivered, 3)} | ${f(r.pg.walSyncs / r.delivered, 3)} | ${f(r.pg.walBytes / r.delivered)} | ${f(r.load, 2)} |`,
+      `| ${r.nodes} | ${r.delivered} | ${f(r.rate)} | ${f(r.acceptP99)} | ${f(r.nodeCpuMs, 2)} | ${f(pgMs, 2)} | ${f((100 * pgMs) / (pgMs + r.nodeCpuMs))} % | ${f((pgMs / 1000) * r.rate, 2)} | ${f(r.pg.commits / r.delivered, 3)} | ${f(r.pg.walSyncs / r.delivered, 3)} | ${f(r.pg.walBytes / r.delivered)} | ${r.pg.deadlocks} | ${f(r.load, 2)} |`,
     );
   }
   console.log('\nPG CPU share: PostgreSQL\'s CPU ÷ (PostgreSQL\'s + the nodes\'), per delivered message; commits: COMMIT records in the WAL');

@@ -119,6 +119,8 @@ export interface PgCounters {
   walBytes: number;
   /** WAL fsyncs (pg_stat_wal.wal_sync): what durable commits cost; several backends' commits may share one (lags). */
   walSyncs: number;
+  /** Transactions of the database ended as a deadlock's victim (pg_stat_database.deadlocks; lags, see below). */
+  deadlocks: number;
   /** CPU seconds of the postmaster and every server process (utime + stime from /proc, reaped children included). */
   cpuSeconds: number;
 }
@@ -129,6 +131,7 @@ export interface PgReading {
   walBytes: number;
   xactCommits: number;
   walSyncs: number;
+  deadlocks: number;
   cpuSeconds: number;
 }
 
@@ -169,7 +172,7 @@ function serverCpuSeconds(postmaster: number): number {
 
 /**
  * How long after its last transaction an idle backend may still hold statistics it has not flushed (PostgreSQL 15's
- * PGSTAT_IDLE_INTERVAL, 10 s, plus a second): `xactCommits` and `walSyncs` are exact only that long after a load
+ * PGSTAT_IDLE_INTERVAL, 10 s, plus a second): `xactCommits`, `walSyncs` and `deadlocks` are exact only that long after a load
  * ends. The rest are exact at once.
  */
 export const PG_STATS_SETTLE_MS = 11_000;
@@ -178,10 +181,13 @@ export const PG_STATS_SETTLE_MS = 11_000;
 export async function pgReading(cluster: PgCluster, database: string): Promise<PgReading> {
   const out = await cluster.psql(
     `SELECT pg_current_wal_lsn(), pg_current_wal_lsn() - '0/0'::pg_lsn,
-       (SELECT xact_commit FROM pg_stat_database WHERE datname = '${database}'), (SELECT wal_sync FROM pg_stat_wal)`,
+       (SELECT xact_commit FROM pg_stat_database WHERE datname = '${database}'), (SELECT wal_sync FROM pg_stat_wal),
+       (SELECT deadlocks FROM pg_stat_database WHERE datname = '${database}')`,
   );
-  const [lsn, wal, commits, syncs] = out.split('|');
-  return { lsn: lsn!, walBytes: Number(wal), xactCommits: Number(commits), walSyncs: Number(syncs), cpuSeconds: serverCpuSeconds(cluster.postmasterPid()) };
+  const [lsn, wal, commits, syncs, deadlocks] = out.split('|');
+  return {
+    lsn: lsn!, walBytes: Number(wal), xactCommits: Number(commits), walSyncs: Number(syncs), deadlocks: Number(deadlocks), cpuSeconds: serverCpuSeconds(cluster.postmasterPid()),
+  };
 }
 
 /** COMMIT records in the cluster's WAL from `from` to `to` (pg_waldump --stats); NaN when the WAL is gone. */
@@ -204,6 +210,7 @@ export async function pgDelta(cluster: PgCluster, before: PgReading, after: PgRe
     xactCommits: after.xactCommits - before.xactCommits,
     walBytes: after.walBytes - before.walBytes,
     walSyncs: after.walSyncs - before.walSyncs,
+    deadlocks: after.deadlocks - before.deadlocks,
     cpuSeconds: after.cpuSeconds - before.cpuSeconds,
   };
 }

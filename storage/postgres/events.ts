@@ -3,6 +3,7 @@
 import { eventCampaign, eventCounters, HOUR_MS, METRICS, type MetricDelta } from '../ports/metrics.js';
 import type { NewEvent } from '../ports/events.js';
 import type { Query } from './database.js';
+import { createHotRows, type HotRows } from './hot-rows.js';
 
 /** The campaign key of the hourly rows that count every message, with a campaign or without. */
 const ALL = '';
@@ -21,72 +22,35 @@ export function createPgEventWriter() {
   }
 
   /**
-   * The two upserts that add `delta` to the hour of `at` for the account (and its parent, whose rows count the whole
-   * tree), in the all-mail row and the campaign's, and to the sending account's second, as statements whose
-   * placeholders start at `$first`; undefined when the delta is all zeros. Rows in key order (two units adding to the
-   * same rows lock them in the same order).
+   * Adds `delta` to the hour of `at` for the account (and its parent, whose rows count the whole tree), in the
+   * all-mail row and the campaign's, and to the sending account's second: in `hot`, written before the COMMIT.
    */
-  async function rollupUpserts(
-    q: Query,
-    accountId: number,
-    campaign: string | null,
-    at: number,
-    delta: MetricDelta,
-    first: number,
-  ): Promise<{ hours: string; seconds: string; params: unknown[] } | undefined> {
-    const names = METRICS.filter((m) => (delta[m] ?? 0) !== 0);
-    if (names.length === 0) return undefined;
-    const values = names.map((m) => delta[m] as number);
+  async function addRollups(q: Query, hot: HotRows, accountId: number, campaign: string | null, at: number, delta: MetricDelta): Promise<void> {
+    if (!METRICS.some((m) => (delta[m] ?? 0) !== 0)) return;
     const parent = await parentOf(q, accountId);
-    const keys: [number, string][] = [];
+    const hour = Math.floor(at / HOUR_MS);
     for (const account of parent === null ? [accountId] : [accountId, parent]) {
-      keys.push([account, ALL]);
-      if (campaign) keys.push([account, campaign]);
+      hot.hour(account, ALL, hour, delta);
+      if (campaign) hot.hour(account, campaign, hour, delta);
     }
-    keys.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
-    const set = names.map((m) => `${m} = t.${m} + excluded.${m}`).join(', ');
-    const width = 3 + names.length;
-    const row = (from: number) => `(${Array.from({ length: width }, (_, j) => `$${from + j}`).join(', ')})`;
-    const secondsFrom = first + keys.length * width;
-    return {
-      hours: `INSERT INTO metric_rollups AS t (account_id, campaign, hour, ${names.join(', ')}) VALUES ${keys.map((_, i) => row(first + i * width)).join(', ')}
-       ON CONFLICT (account_id, campaign, hour) DO UPDATE SET ${set}`,
-      seconds: `INSERT INTO metric_seconds AS t (account_id, second, campaign, ${names.join(', ')}) VALUES ${row(secondsFrom)}
-       ON CONFLICT (account_id, second, campaign) DO UPDATE SET ${set}`,
-      params: [
-        ...keys.flatMap(([account, c]) => [account, c, Math.floor(at / HOUR_MS), ...values]),
-        accountId,
-        Math.floor(at / 1000),
-        campaign ?? ALL,
-        ...values,
-      ],
-    };
-  }
-
-  /** Adds `delta` to the roll-ups (see rollupUpserts): one statement, both upserts. */
-  async function addRollups(q: Query, accountId: number, campaign: string | null, at: number, delta: MetricDelta): Promise<void> {
-    const u = await rollupUpserts(q, accountId, campaign, at, delta, 1);
-    if (u) await q(`WITH hours AS (${u.hours}) ${u.seconds}`, u.params);
+    hot.second(accountId, Math.floor(at / 1000), campaign ?? ALL, delta);
   }
 
   return {
     /**
      * Appends `e` and adds it to the roll-ups (eventCounters: its kind and payload, its `counters`, plus `extra`);
-     * returns its id. Opens no transaction: call it with the unit's `q`.
+     * returns its id. Opens no transaction: call it with the unit's `q`. With the unit's `hot`, the roll-ups are
+     * written with the rest of its transaction's hot rows, before COMMIT; without, at once.
      */
-    async append(q: Query, e: NewEvent, extra: MetricDelta = {}): Promise<number> {
-      const insert = 'INSERT INTO events (account_id, event, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING id';
-      const params = [e.accountId, e.kind, JSON.stringify(e.payload), e.at];
-      const u = await rollupUpserts(q, e.accountId, eventCampaign(e.payload), e.at, eventCounters(e, extra), params.length + 1);
-      // One statement (the event and both upserts): measured on bench:outbound, each round trip inside a unit is
-      // paid once per message, in a batch whose units run one after another.
-      const [row] = await q<{ id: number }>(
-        u ? `WITH e AS (${insert}), hours AS (${u.hours}), seconds AS (${u.seconds}) SELECT id FROM e` : insert,
-        u ? [...params, ...u.params] : params,
-      );
+    async append(q: Query, e: NewEvent, extra: MetricDelta = {}, hot?: HotRows): Promise<number> {
+      const [row] = await q<{ id: number }>('INSERT INTO events (account_id, event, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING id', [
+        e.accountId, e.kind, JSON.stringify(e.payload), e.at,
+      ]);
+      const rows = hot ?? createHotRows();
+      await addRollups(q, rows, e.accountId, eventCampaign(e.payload), e.at, eventCounters(e, extra));
+      if (!hot) await rows.flush(q);
       return row!.id;
     },
-    addRollups,
   };
 }
 

@@ -3,13 +3,16 @@
 import { StorageUnavailable } from '../ports/health.js';
 import { isPgRetryable, retryPg, type Pg, type Query } from './database.js';
 
-/** A unit of work: every statement through the `q` and `exec` it is given (Pg.tx's contract). */
-export type PgUnit<T> = (q: Query, exec: (sql: string, params?: readonly unknown[]) => Promise<number>) => Promise<T>;
+/**
+ * A unit of work: every statement through the `q` and `exec` it is given (Pg.tx's contract); `ctx` is its
+ * transaction's (shared by the units of a batch, made afresh each time the transaction is tried).
+ */
+export type PgUnit<T, C = undefined> = (q: Query, exec: (sql: string, params?: readonly unknown[]) => Promise<number>, ctx: C) => Promise<T>;
 
 /** Most units in one transaction: bounds how long one COMMIT keeps the first unit of a batch waiting. */
 export const MAX_BATCH = 128;
 
-type Queued = { fn: PgUnit<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void };
+type Queued<C> = { fn: PgUnit<unknown, C>; resolve: (v: unknown) => void; reject: (err: unknown) => void };
 type Settled = { ok: true; value: unknown } | { ok: false; err: unknown };
 
 /**
@@ -25,15 +28,17 @@ type Settled = { ok: true; value: unknown } | { ok: false; err: unknown };
  * run one after another): when a unit throws, or the batch meets a deadlock or a serialization failure with another
  * node's transaction, the whole batch is rolled back and each unit runs again alone, in its own transaction, retried
  * on those two errors: every unit is a function of the database only, so running it again is safe, and the failing
- * unit then rejects with its own error while the others commit. `finish` runs once at the end of every transaction
- * whose units all succeeded, before its COMMIT (the queue's NOTIFY: one per batch, not one per unit).
+ * unit then rejects with its own error while the others commit. `begin` makes each transaction's context (given to
+ * its units); `finish` runs once at the end of every transaction whose units all succeeded, before its COMMIT (the
+ * queue's hot rows and its NOTIFY: one per batch, not one per unit).
  */
-export function createGroupCommit(
+export function createGroupCommit<C = undefined>(
   pg: Pg,
-  opts: { maxBatch?: number; finish?: (q: Query) => Promise<unknown> } = {},
-): <T>(fn: PgUnit<T>) => Promise<T> {
+  opts: { maxBatch?: number; begin?: () => C; finish?: (q: Query, ctx: C) => Promise<unknown> } = {},
+): <T>(fn: PgUnit<T, C>) => Promise<T> {
   const maxBatch = opts.maxBatch ?? MAX_BATCH;
-  const queue: Queued[] = [];
+  const begin = opts.begin ?? (() => undefined as C);
+  const queue: Queued<C>[] = [];
   let running = false;
   let scheduled = false;
 
@@ -62,12 +67,13 @@ export function createGroupCommit(
   }
 
   /** One unit in a transaction of its own, retried on a deadlock or a serialization failure. */
-  async function alone(fn: PgUnit<unknown>): Promise<Settled> {
+  async function alone(fn: PgUnit<unknown, C>): Promise<Settled> {
     try {
       const value = await retryPg(() =>
         pg.tx(async (q, exec) => {
-          const value = await fn(q, exec);
-          await opts.finish?.(q);
+          const ctx = begin();
+          const value = await fn(q, exec, ctx);
+          await opts.finish?.(q, ctx);
           return value;
         }),
       );
@@ -78,12 +84,13 @@ export function createGroupCommit(
   }
 
   /** Several units in one transaction; the whole batch again unit by unit when one of them failed or it was a victim. */
-  async function together(batch: Queued[]): Promise<Settled[]> {
+  async function together(batch: Queued<C>[]): Promise<Settled[]> {
     try {
       return await pg.tx(async (q, exec) => {
+        const ctx = begin();
         const out: Settled[] = [];
-        for (const u of batch) out.push({ ok: true, value: await u.fn(q, exec) });
-        await opts.finish?.(q);
+        for (const u of batch) out.push({ ok: true, value: await u.fn(q, exec, ctx) });
+        await opts.finish?.(q, ctx);
         return out;
       });
     } catch (err) {
@@ -95,7 +102,7 @@ export function createGroupCommit(
     }
   }
 
-  return <T>(fn: PgUnit<T>) =>
+  return <T>(fn: PgUnit<T, C>) =>
     new Promise<T>((resolve, reject) => {
       queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
       schedule();

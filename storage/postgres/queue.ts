@@ -13,7 +13,8 @@ import { createGroupCommit } from './group-commit.js';
 import type { PgTimeAxis } from './leases.js';
 import { NEXT_DUE, QUEUE_CHANNEL } from './queue-changes.js';
 import { insertSystemSuppression } from './suppressions.js';
-import { insertTracked, logRowInsert, markTrackedDelivered, updateLogAttempt, usageUpsert } from './unit-writes.js';
+import { createHotRows, type HotRows } from './hot-rows.js';
+import { insertTracked, logRowInsert, markTrackedDelivered, updateLogAttempt } from './unit-writes.js';
 
 /** A messages row as PostgreSQL returns it: the port's MessageRow with body_ref instead of the body reference. */
 type MessageTableRow = Omit<MessageRow, 'body'> & { body_ref: string | null };
@@ -40,13 +41,19 @@ const FENCED = `FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, own
  */
 export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time: PgTimeAxis): Omit<QueueStore, 'changes'> {
   const events = createPgEventWriter();
-  /** Wakes every other node's worker once this unit commits (NOTIFY is delivered at commit, never before). */
-  const notify = (q: Query) => q('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]);
-  // Accepts and outcomes that arrive together share one transaction (group commit, group-commit.ts), and one NOTIFY.
-  const unit = createGroupCommit(pg, { finish: notify });
+  // Accepts and outcomes that arrive together share one transaction (group commit, group-commit.ts), one write of
+  // each hot row (hot-rows.ts) and one NOTIFY, which wakes every other node's worker once the batch commits (NOTIFY
+  // is delivered at commit, never before).
+  const unit = createGroupCommit<HotRows>(pg, {
+    begin: createHotRows,
+    finish: async (q, hot) => {
+      await hot.flush(q);
+      await q('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]);
+    },
+  });
 
   /** Writes one accepted record with the unit's `q`. */
-  async function acceptOne(q: Query, r: AcceptRecord): Promise<AcceptedIds> {
+  async function acceptOne(q: Query, hot: HotRows, r: AcceptRecord): Promise<AcceptedIds> {
     const m = r.message;
     const insertMessage = `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
          transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking, body_ref)
@@ -58,20 +65,15 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
       // As JSON text: pg would send a JavaScript array as a PostgreSQL array.
       m.verdicts === null ? null : JSON.stringify(m.verdicts), m.tracking, inline ? INLINE : null,
     ];
-    // A small body (the common case) and the month's usage are written with the message row in one statement: one
-    // round trip, not four.
-    const ctes: string[] = [];
-    let main = insertMessage;
-    if (inline) {
-      ctes.push(`m AS (${insertMessage})`);
-      params.push(inline);
-      main = `INSERT INTO message_bodies (message_id, body) VALUES ((SELECT id FROM m), $${params.length}) RETURNING message_id AS id`;
-    }
-    if (r.usage) {
-      ctes.push(`usage AS (${usageUpsert(params.length + 1)})`);
-      params.push(r.usage.accountId, r.usage.period);
-    }
-    const [msg] = await q<{ id: number }>(ctes.length > 0 ? `WITH ${ctes.join(', ')} ${main}` : main, params);
+    // A small body (the common case) is written with the message row in one statement: one round trip, not two.
+    if (inline) params.push(inline);
+    const [msg] = await q<{ id: number }>(
+      inline
+        ? `WITH m AS (${insertMessage}) INSERT INTO message_bodies (message_id, body) VALUES ((SELECT id FROM m), $${params.length}) RETURNING message_id AS id`
+        : insertMessage,
+      params,
+    );
+    if (r.usage) hot.usage(r.usage.accountId, r.usage.period);
     const messageRowId = msg!.id;
     if (m.body && !inline) await q('UPDATE messages SET body_ref = $1 WHERE id = $2', [await bodies.store(q, messageRowId, m.body), messageRowId]);
     if (r.tracked) await insertTracked(q, r.tracked);
@@ -97,12 +99,12 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
       if (lease) leased.push({ id, owner: lease.owner, token: 1, until: lease.until, rcpt: d.rcpt, domain: d.domain });
       if (d.log?.attempt) await updateLogAttempt(q, id, d.log.attempt);
     }
-    for (const e of r.events) await events.append(q, e);
+    for (const e of r.events) await events.append(q, e, {}, hot);
     return { messageRowId, deliveryIds, leased };
   }
 
   /** Writes one outcome with the unit's `q` if its lease still holds; false when it was lost. */
-  async function recordOne(q: Query, o: OutcomeRecord): Promise<boolean> {
+  async function recordOne(q: Query, hot: HotRows, o: OutcomeRecord): Promise<boolean> {
     const a = o.attempt;
     const l = o.lease;
     // The fence: the outcome is written only while the attempt's lease still holds. The attempt row and the log row's
@@ -131,7 +133,7 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     if (o.event) {
       const key = o.trackedDelivery ? trackingKey(o.trackedDelivery.messageId) : undefined;
       const first = key !== undefined && (await markTrackedDelivered(q, key, a.at));
-      await events.append(q, o.event, o.trackedDelivery ? deliveredDelta(o.trackedDelivery.tracking, first) : {});
+      await events.append(q, o.event, o.trackedDelivery ? deliveredDelta(o.trackedDelivery.tracking, first) : {}, hot);
     }
     if (o.suppress) {
       const { accountId, recipient, sender, maxEntries } = o.suppress;
@@ -147,9 +149,9 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     // bench:outbound: 285 ms per roll-up upsert at 32 requests at once). Batching accepts once left deliveries
     // queued and never claimed: that was the worker stopping after a renewal lost a deadlock (mta/queue/worker.ts).
     accept: (records) =>
-      unit(async (q) => {
+      unit(async (q, _exec, hot) => {
         const out: AcceptedIds[] = [];
-        for (const r of records) out.push(await acceptOne(q, r));
+        for (const r of records) out.push(await acceptOne(q, hot, r));
         return out;
       }),
 
@@ -201,10 +203,10 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     },
 
     record: (outcomes: readonly OutcomeRecord[], dsns: readonly DsnRecord[] = []) =>
-      unit(async (q) => {
+      unit(async (q, _exec, hot) => {
         const written: boolean[] = [];
-        for (const o of outcomes) written.push(await recordOne(q, o));
-        for (const d of dsns) if (d.covers.some((i) => written[i])) await acceptOne(q, d.dsn);
+        for (const o of outcomes) written.push(await recordOne(q, hot, o));
+        for (const d of dsns) if (d.covers.some((i) => written[i])) await acceptOne(q, hot, d.dsn);
         return written;
       }),
 

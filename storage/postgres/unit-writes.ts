@@ -1,6 +1,6 @@
 // Owns the rows of other areas that the queue's units write inside their own PostgreSQL transaction: a delivery's
-// SMTP log row and its attempt columns, the monthly usage counter, a tracked message and its first delivery (the one
-// unit that changes a delivery's state writes them all, or none).
+// SMTP log row and its attempt columns, a tracked message and its first delivery (the one unit that changes a
+// delivery's state writes them all, or none; the hot rows it adds to are hot-rows.ts's).
 import type { SmtpLogAttempt, NewSmtpLogRow } from '../ports/smtp-log.js';
 import type { NewTrackedMessage } from '../ports/tracking.js';
 import type { Query } from './database.js';
@@ -30,15 +30,6 @@ export async function updateLogAttempt(q: Query, deliveryId: number, a: SmtpLogA
     'UPDATE smtp_log SET lastcmd = $2, rspcode = $3, rspmsg = $4, delivered = $5, updated_at = $6 WHERE delivery_id = $1',
     [deliveryId, a.lastcmd, a.rspcode, a.rspmsg, a.delivered, a.updated_at],
   );
-}
-
-/**
- * One more send in the account's month, as an atomic upsert (nodes counting at once lose no unit) whose two
- * placeholders (account id, period) start at `$first`.
- */
-export function usageUpsert(first: number): string {
-  return `INSERT INTO usage_counters (account_id, period, sends) VALUES ($${first}, $${first + 1}, 1)
-     ON CONFLICT (account_id, period) DO UPDATE SET sends = usage_counters.sends + 1`;
 }
 
 /** What a message's tracking tokens name (a second message with the same key fails the unit: the key is unique). */
