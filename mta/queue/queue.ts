@@ -86,9 +86,18 @@ export interface FastPath {
    * opens it per attempt: a stream from the store, never the message held whole in memory while it waits) and
    * whether that body has 8-bit bytes (seen as it was written: RFC 6152 BODY=8BITMIME needs it before MAIL FROM).
    * A small body (≤ HANDOFF_BYTES_MAX) that was in memory comes with its `bytes`, sent as they are on the first
-   * attempt: no read back from the store, one write to the socket.
+   * attempt: no read back from the store, one write to the socket. `message` is the row as the store returned it
+   * from the accept, if it did (else the worker reads it).
    */
-  handoff(m: { messageRowId: number; body: BodyRef; eightBit: boolean | undefined; bytes?: Buffer; deliveries: LeasedDelivery[]; now: number }): void;
+  handoff(m: {
+    messageRowId: number;
+    message?: MessageRow;
+    body: BodyRef;
+    eightBit: boolean | undefined;
+    bytes?: Buffer;
+    deliveries: LeasedDelivery[];
+    now: number;
+  }): void;
 }
 
 export interface QueueDeps {
@@ -329,7 +338,7 @@ export function createQueue(deps: QueueDeps) {
         const body = (records[i] as AcceptRecord).message.body;
         if (got.leased.length > 0 && body) {
           const seen = written.get(body);
-          fastPath?.handoff({ messageRowId: got.messageRowId, body, eightBit: seen?.eightBit, ...(seen?.bytes ? { bytes: seen.bytes } : {}), deliveries: got.leased, now });
+          fastPath?.handoff({ messageRowId: got.messageRowId, ...(got.message ? { message: got.message } : {}), body, eightBit: seen?.eightBit, ...(seen?.bytes ? { bytes: seen.bytes } : {}), deliveries: got.leased, now });
         }
       });
       // Only deliveries left queued need the worker to claim them.

@@ -300,7 +300,7 @@ export function createQueueWorker(deps: WorkerDeps) {
     release(n) {
       reserved -= n;
     },
-    handoff({ messageRowId, body, eightBit, bytes, deliveries, now }) {
+    handoff({ messageRowId, message: stored, body, eightBit, bytes, deliveries, now }) {
       reserved -= deliveries.length;
       const rows = deliveries.map(
         (d): DeliveryRow => ({
@@ -328,7 +328,7 @@ export function createQueueWorker(deps: WorkerDeps) {
       const started: Promise<void> = (async () => {
         let message: MessageRow | undefined;
         try {
-          message = running ? await deps.store.findMessage(messageRowId) : undefined;
+          message = running ? (stored ?? (await deps.store.findMessage(messageRowId))) : undefined;
         } finally {
           inFlight -= rows.length;
           for (const d of rows) held.delete(d.id);

@@ -128,6 +128,8 @@ export interface AcceptedIds {
   /** One per `deliveries` entry, in order. */
   deliveryIds: number[];
   leased: (Lease & { rcpt: string; domain: string })[];
+  /** The message row as stored, when the store has it at hand (the worker's fast path then reads nothing back). */
+  message?: MessageRow;
 }
 
 /** One attempt at one delivery, as recorded. */

@@ -36,6 +36,11 @@ export function createPgEventWriter() {
     hot.second(accountId, Math.floor(at / 1000), campaign ?? ALL, delta);
   }
 
+  /** Adds `e` (written by the caller's own statement) to the roll-ups in `hot`, as `append` does. */
+  function count(q: Query, hot: HotRows, e: NewEvent, extra: MetricDelta = {}): Promise<void> {
+    return addRollups(q, hot, e.accountId, eventCampaign(e.payload), e.at, eventCounters(e, extra));
+  }
+
   return {
     /**
      * Appends `e` and adds it to the roll-ups (eventCounters: its kind and payload, its `counters`, plus `extra`);
@@ -47,10 +52,11 @@ export function createPgEventWriter() {
         e.accountId, e.kind, JSON.stringify(e.payload), e.at,
       ]);
       const rows = hot ?? createHotRows();
-      await addRollups(q, rows, e.accountId, eventCampaign(e.payload), e.at, eventCounters(e, extra));
+      await count(q, rows, e, extra);
       if (!hot) await rows.flush(q);
       return row!.id;
     },
+    count,
   };
 }
 

@@ -28,6 +28,8 @@ export type LeaseClock = 'database' | 'injected';
 export interface PgTimeAxis {
   /** SQL for the time sent as parameter `$n` (whose value is `param(t)`), on the columns' clock. */
   at(n: number): string;
+  /** As `at`, of an SQL expression holding such a value (a column of unnest()ed parameters). */
+  of(expr: string): string;
   /** The parameter value for `t`, a time of the injected clock (null stays null: no time). */
   param(t: number): number;
   param(t: number | null): number | null;
@@ -40,10 +42,11 @@ export interface PgTimeAxis {
 /** The time axis for `clock`; `now` is the injected clock, the one the store's callers pass times of. */
 export function createPgTimeAxis(clock: LeaseClock, now: () => number): PgTimeAxis {
   if (clock === 'injected') {
-    return { at: (n) => `$${n}::bigint`, param: ((t: number | null) => t) as PgTimeAxis['param'], back: (e, n) => `(${e} + $${n}::bigint)`, backParam: () => 0 };
+    return { at: (n) => `$${n}::bigint`, of: (e) => e, param: ((t: number | null) => t) as PgTimeAxis['param'], back: (e, n) => `(${e} + $${n}::bigint)`, backParam: () => 0 };
   }
   return {
     at: (n) => `(${DB_NOW_MS} + $${n}::bigint)`,
+    of: (e) => `(${DB_NOW_MS} + ${e})`,
     param: ((t: number | null) => (t === null ? null : t - now())) as PgTimeAxis['param'],
     back: (e, n) => `(${e} - ${DB_NOW_MS} + $${n}::bigint)`,
     backParam: now,

@@ -6,7 +6,7 @@ import type {
 } from '../ports/queue.js';
 import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression } from '../ports/suppressions.js';
 import { deliveredDelta, trackingKey } from '../ports/tracking.js';
-import { INLINE, pendingInline, pgStoredBody, type PgBodies } from './bodies.js';
+import { pendingInline, pgStoredBody, type PgBodies } from './bodies.js';
 import { retryPg, type Pg, type Query } from './database.js';
 import { createPgEventWriter } from './events.js';
 import { createGroupCommit } from './group-commit.js';
@@ -14,7 +14,8 @@ import type { PgTimeAxis } from './leases.js';
 import { NEXT_DUE, QUEUE_CHANNEL } from './queue-changes.js';
 import { insertSystemSuppression } from './suppressions.js';
 import { createHotRows, type HotRows } from './hot-rows.js';
-import { insertTracked, logRowInsert, markTrackedDelivered, updateLogAttempt } from './unit-writes.js';
+import { insertTracked, markTrackedDelivered } from './unit-writes.js';
+import { acceptStatement, type AcceptedRow } from './accept-statement.js';
 
 /** A messages row as PostgreSQL returns it: the port's MessageRow with body_ref instead of the body reference. */
 type MessageTableRow = Omit<MessageRow, 'body'> & { body_ref: string | null };
@@ -52,66 +53,53 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     },
   });
 
-  /** Writes one accepted record with the unit's `q`. */
+  /** Writes one accepted record with the unit's `q` (one statement: accept-statement.ts), its events' roll-ups in `hot`. */
   async function acceptOne(q: Query, hot: HotRows, r: AcceptRecord): Promise<AcceptedIds> {
     const m = r.message;
-    const insertMessage = `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
-         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking, body_ref)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING id`;
     const inline = m.body ? pendingInline(m.body) : undefined;
-    const params: unknown[] = [
-      m.accountId, m.kind, m.sendRequestId, m.messageId, m.mailFrom, m.fromEmail, m.subject, m.campaignId, m.transactional,
-      m.size, m.auth, m.upstream, m.upstreamHostname, m.senderId, m.createdAt, m.expiresAt,
-      // As JSON text: pg would send a JavaScript array as a PostgreSQL array.
-      m.verdicts === null ? null : JSON.stringify(m.verdicts), m.tracking, inline ? INLINE : null,
-    ];
-    // A small body (the common case) is written with the message row in one statement: one round trip, not two.
-    if (inline) params.push(inline);
-    const [msg] = await q<{ id: number }>(
-      inline
-        ? `WITH m AS (${insertMessage}) INSERT INTO message_bodies (message_id, body) VALUES ((SELECT id FROM m), $${params.length}) RETURNING message_id AS id`
-        : insertMessage,
-      params,
-    );
-    if (r.usage) hot.usage(r.usage.accountId, r.usage.period);
-    const messageRowId = msg!.id;
-    if (m.body && !inline) await q('UPDATE messages SET body_ref = $1 WHERE id = $2', [await bodies.store(q, messageRowId, m.body), messageRowId]);
-    if (r.tracked) await insertTracked(q, r.tracked);
-    const deliveryIds: number[] = [];
-    const leased: AcceptedIds['leased'] = [];
-    for (const d of r.deliveries) {
-      const lease = d.state === 'queued' ? r.lease : undefined;
-      // A leased row is written exactly as a claim leaves one: sending, one attempt, due at the lease end.
-      const insertDelivery = `INSERT INTO deliveries (message_id, rcpt, domain, state, next_attempt_at, last_status, last_response, updated_at,
-           locked_by, lease_until, lease_token, attempts)
-         VALUES ($1, $2, $3, $4, ${time.at(5)}, $6, $7, $8, $9, ${time.at(10)}, $11, $12) RETURNING id`;
-      const dParams = [
-        messageRowId, d.rcpt, d.domain, lease ? 'sending' : d.state, time.param(lease ? lease.until : m.createdAt), d.status ?? null,
-        d.response ?? null, m.createdAt, lease?.owner ?? null, time.param(lease?.until ?? null), lease ? 1 : 0, lease ? 1 : 0,
-      ];
-      // With its log row, one statement as well (the row names the delivery's id).
-      const log = d.log && logRowInsert({ ...d.log.row, delivery_id: 0 }, '(SELECT id FROM d)', dParams.length + 1);
-      const [row] = log
-        ? await q<{ id: number }>(`WITH d AS (${insertDelivery}) ${log.sql} RETURNING delivery_id AS id`, [...dParams, ...log.params])
-        : await q<{ id: number }>(insertDelivery, dParams);
-      const id = row!.id;
-      deliveryIds.push(id);
-      if (lease) leased.push({ id, owner: lease.owner, token: 1, until: lease.until, rcpt: d.rcpt, domain: d.domain });
-      if (d.log?.attempt) await updateLogAttempt(q, id, d.log.attempt);
+    const { sql, params } = acceptStatement(r, time, inline);
+    const [row] = await q<AcceptedRow>(sql, params);
+    const { delivery_ids: ids, ...stored } = row!;
+    const messageRowId = stored.id;
+    // A large body is written apart (chunks), then named by the row.
+    if (m.body && !inline) {
+      stored.body_ref = await bodies.store(q, messageRowId, m.body);
+      await q('UPDATE messages SET body_ref = $1 WHERE id = $2', [stored.body_ref, messageRowId]);
     }
-    for (const e of r.events) await events.append(q, e, {}, hot);
-    return { messageRowId, deliveryIds, leased };
+    if (r.tracked) await insertTracked(q, r.tracked);
+    if (r.usage) hot.usage(r.usage.accountId, r.usage.period);
+    for (const e of r.events) await events.count(q, hot, e);
+    // bigint[] comes back as text (pg parses int8 arrays as strings).
+    const deliveryIds = (ids ?? []).map(Number);
+    const leased: AcceptedIds['leased'] = [];
+    r.deliveries.forEach((d, i) => {
+      if (d.state === 'queued' && r.lease) {
+        leased.push({ id: deliveryIds[i]!, owner: r.lease.owner, token: 1, until: r.lease.until, rcpt: d.rcpt, domain: d.domain });
+      }
+    });
+    return { messageRowId, deliveryIds, leased, message: toPgMessage(stored) };
   }
 
   /** Writes one outcome with the unit's `q` if its lease still holds; false when it was lost. */
   async function recordOne(q: Query, hot: HotRows, o: OutcomeRecord): Promise<boolean> {
     const a = o.attempt;
     const l = o.lease;
-    // The fence: the outcome is written only while the attempt's lease still holds. The attempt row and the log row's
-    // attempt columns go in the same statement (one round trip), and only when the fence held.
+    const params: unknown[] = [
+      l.id, l.owner, l.token, o.state, a.code, a.status, a.response, a.command, a.host, time.param(o.nextAttemptAt), a.at,
+      a.at, a.outcome, a.code, a.status, a.response, a.command, a.host,
+    ];
+    const $ = (v: unknown) => (params.push(v), `$${params.length}`);
+    // The fence: the outcome is written only while the attempt's lease still holds. The attempt row, the log row's
+    // attempt columns and the event (unless it needs the tracked message's first delivery, read below) go in the same
+    // statement (one round trip: see accept-statement.ts), and only when the fence held.
     const log = o.log
-      ? `, log AS (UPDATE smtp_log SET lastcmd = $19, rspcode = $20, rspmsg = $21, delivered = $22, updated_at = $23
-           WHERE delivery_id IN (SELECT id FROM held))`
+      ? `, log AS (UPDATE smtp_log SET lastcmd = ${$(o.log.lastcmd)}, rspcode = ${$(o.log.rspcode)}, rspmsg = ${$(o.log.rspmsg)},
+           delivered = ${$(o.log.delivered)}, updated_at = ${$(o.log.updated_at)} WHERE delivery_id IN (SELECT id FROM held))`
+      : '';
+    const inlineEvent = o.event && !o.trackedDelivery ? o.event : undefined;
+    const event = inlineEvent
+      ? `, event AS (INSERT INTO events (account_id, event, payload, created_at)
+           SELECT ${$(inlineEvent.accountId)}::bigint, ${$(inlineEvent.kind)}::text, ${$(JSON.stringify(inlineEvent.payload))}::jsonb, ${$(inlineEvent.at)}::bigint FROM held)`
       : '';
     const held = await q(
       `WITH held AS (
@@ -121,19 +109,16 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
        ), attempt AS (
          INSERT INTO delivery_attempts (delivery_id, at, outcome, code, status, response, command, host)
          SELECT id, $12::bigint, $13::text, $14::integer, $15::text, $16::text, $17::text, $18::text FROM held
-       )${log}
+       )${log}${event}
        SELECT id FROM held`,
-      [
-        l.id, l.owner, l.token, o.state, a.code, a.status, a.response, a.command, a.host, time.param(o.nextAttemptAt), a.at,
-        a.at, a.outcome, a.code, a.status, a.response, a.command, a.host,
-        ...(o.log ? [o.log.lastcmd, o.log.rspcode, o.log.rspmsg, o.log.delivered, o.log.updated_at] : []),
-      ],
+      params,
     );
     if (held.length === 0) return false;
-    if (o.event) {
-      const key = o.trackedDelivery ? trackingKey(o.trackedDelivery.messageId) : undefined;
+    if (inlineEvent) await events.count(q, hot, inlineEvent);
+    else if (o.event) {
+      const key = trackingKey(o.trackedDelivery!.messageId);
       const first = key !== undefined && (await markTrackedDelivered(q, key, a.at));
-      await events.append(q, o.event, o.trackedDelivery ? deliveredDelta(o.trackedDelivery.tracking, first) : {}, hot);
+      await events.append(q, o.event, deliveredDelta(o.trackedDelivery!.tracking, first), hot);
     }
     if (o.suppress) {
       const { accountId, recipient, sender, maxEntries } = o.suppress;

@@ -1,36 +1,8 @@
-// Owns the rows of other areas that the queue's units write inside their own PostgreSQL transaction: a delivery's
-// SMTP log row and its attempt columns, a tracked message and its first delivery (the one unit that changes a
-// delivery's state writes them all, or none; the hot rows it adds to are hot-rows.ts's).
-import type { SmtpLogAttempt, NewSmtpLogRow } from '../ports/smtp-log.js';
+// Owns the rows of other areas that the queue's units write inside their own PostgreSQL transaction: a tracked message
+// and its first delivery (the unit that changes a delivery's state writes them, or none; a delivery's log row is
+// written by accept-statement.ts and queue.ts's outcome statement, the hot rows by hot-rows.ts).
 import type { NewTrackedMessage } from '../ports/tracking.js';
 import type { Query } from './database.js';
-
-/**
- * The INSERT of a new delivery's log row (attempt columns empty, not delivered, updated_at = created_at) whose
- * placeholders start at `$first`, with its parameters; `deliveryId` is SQL (a placeholder, or a sub-select of the
- * statement that inserts the delivery).
- */
-export function logRowInsert(row: NewSmtpLogRow, deliveryId: string, first: number): { sql: string; params: unknown[] } {
-  const p = (n: number) => `$${first + n}`;
-  return {
-    sql: `INSERT INTO smtp_log (delivery_id, account_id, message_id, request_id, sender, rcpt, auth, upstream,
-       upstream_hostname, sender_id, subject, size, spam_disposition, virus_disposition, created_at, updated_at)
-     VALUES (${deliveryId}, ${Array.from({ length: 14 }, (_, i) => p(i)).join(', ')}, ${p(13)})`,
-    params: [
-      row.account_id, row.message_id, row.request_id, row.sender, row.rcpt, row.auth ?? null, row.upstream ?? null,
-      row.upstream_hostname ?? null, row.sender_id ?? null, row.subject ?? null, row.size, row.spam_disposition ?? 'UNKNOWN',
-      row.virus_disposition ?? 'UNKNOWN', row.created_at,
-    ],
-  };
-}
-
-/** Overwrites the attempt columns of a delivery's log row with its latest attempt (no row: nothing, e.g. pruned). */
-export async function updateLogAttempt(q: Query, deliveryId: number, a: SmtpLogAttempt): Promise<void> {
-  await q(
-    'UPDATE smtp_log SET lastcmd = $2, rspcode = $3, rspmsg = $4, delivered = $5, updated_at = $6 WHERE delivery_id = $1',
-    [deliveryId, a.lastcmd, a.rspcode, a.rspmsg, a.delivered, a.updated_at],
-  );
-}
 
 /** What a message's tracking tokens name (a second message with the same key fails the unit: the key is unique). */
 export async function insertTracked(q: Query, m: NewTrackedMessage): Promise<void> {

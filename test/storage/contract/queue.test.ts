@@ -16,6 +16,9 @@ contract('accept stores the message, its deliveries and its body in one unit; cl
   const m = await store.queue.findMessage(ids!.messageRowId);
   t.equal(m?.message_id, '10000@sender.test');
   t.same([m?.verdicts, m?.transactional], [verdicts, false], 'verdicts parsed, the flag a boolean');
+  // A store that returns the row from the accept (the worker's fast path then reads nothing back) returns it as stored.
+  if (ids!.message) t.same(ids!.message, m, 'the row the accept returned is the row as stored');
+  t.same(ids!.deliveryIds, (await store.queue.deliveriesOf(ids!.messageRowId)).map((d) => d.id), 'delivery ids in the recipients\' order');
   t.equal(await text((await store.bodies.open(m!.body!)) as Readable), `From: a@sender.test\r\nTo: a@one.test, b@two.test\r\nSubject: contract\r\n\r\nbody 10000\r\n`);
   t.same((await store.queue.deliveriesOf(ids!.messageRowId)).map((d) => [d.rcpt, d.state, d.attempts, d.lease_token]), [
     ['a@one.test', 'queued', 0, 0],
