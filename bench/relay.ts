@@ -172,6 +172,9 @@ async function measure(
   const delivered = sink.count() - base;
   const cpu = meter?.stop();
   const pg = await server?.store.since(pgBefore);
+  // BENCH_PG_STATEMENTS: where PostgreSQL's time goes (cumulative over the server's runs so far).
+  const top = await server?.store.statements();
+  if (top) process.stderr.write(`  PostgreSQL statements (calls|ms|rows|query):\n${top}\n`);
   return {
     pg,
     load: os.loadavg()[0]!,

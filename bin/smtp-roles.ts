@@ -10,6 +10,7 @@ import type { SessionLimits } from '../mta/smtp/smtp-server-seam.js';
 import { submissionOptions, type SubmissionPolicy, type SubmittedMessage } from '../mta/smtp/submission-listener.js';
 import type { TlsSource } from '../mta/smtp/tls.js';
 import type { AccountRow } from '../storage/ports/accounts.js';
+import type { ServedDomainRow } from '../storage/ports/inbound-domains.js';
 import { bind } from './listen-error.js';
 import type { Core } from './wiring.js';
 
@@ -39,7 +40,7 @@ export interface SmtpRoleOptions {
 export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
   const { core, config, now, logger } = o;
   const listeners: { listener: SmtpListener; size: (c: Config) => number }[] = [];
-  const mxPolicies: MxPolicy[] = [];
+  const mxPolicies: MxPolicy<ServedDomainRow>[] = [];
   const submissionPolicies: SubmissionPolicy[] = [];
   const started = (listener: SmtpListener, size: (c: Config) => number) => {
     listeners.push({ listener, size });
@@ -54,7 +55,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
 
   if (o.mx) {
     // The MX: served domains only, the data guard, then the inbound pipeline.
-    const policy: MxPolicy = {
+    const policy: MxPolicy<ServedDomainRow> = {
       hostname: config.smtp.hostname,
       tls: o.tls.current(),
       findServedDomain: core.services.inboundDomains.findServedDomain,

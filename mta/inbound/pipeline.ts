@@ -9,7 +9,7 @@ import { listStepVerdict, type SpamStepVerdict, type StepVerdict } from '../../f
 import { headerValues, rewriteHeaderSection, splitMessage } from '../../filters/message-headers.js';
 import { INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
 import type { SpamRule } from '../../filters/spam-rules.js';
-import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
+import type { InboundDomainStore, ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
 import { joinSource, type MessageSource } from '../../storage/message-source.js';
@@ -96,7 +96,7 @@ export interface InboundPipeline {
    * The RCPT-time decision for one recipient (./rcpt-checks.ts: lists, DNS lists, greylisting), the earliest stage
    * that knows. A reply when refused or deferred, undefined otherwise.
    */
-  checkRecipient(q: RcptQuery): Promise<SmtpReply | undefined>;
+  checkRecipient(q: RcptQuery & { served?: ServedDomainRow }): Promise<SmtpReply | undefined>;
 }
 
 export { SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER } from './content-stage.js';

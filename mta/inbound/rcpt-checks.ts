@@ -43,9 +43,9 @@ export interface RcptChecks {
   /**
    * The reply refusing one recipient, or undefined to accept it: blocklisted by its lists → 550 5.7.1; safelisted →
    * no DNS list check, and greylisted only when safelisted by address or domain and SPF does not pass; the client's DNS list weight at or above the threshold → 554 5.7.1; a first
-   * attempt under greylisting → 450 4.7.1.
+   * attempt under greylisting → 450 4.7.1. `served`: the recipient's served domain when the caller has just read it.
    */
-  check(q: RcptQuery): Promise<SmtpReply | undefined>;
+  check(q: RcptQuery & { served?: ServedDomainRow }): Promise<SmtpReply | undefined>;
 }
 
 /** The RCPT-time checks over `deps`. */
@@ -71,7 +71,8 @@ export function createRcptChecks(deps: RcptCheckDeps): RcptChecks {
     listVerdict,
     clientListing,
     async check(q) {
-      const served = await deps.domains.findServedDomain(domainOf(q.rcpt));
+      // The MX's relay decision has just read it (one look-up per RCPT, not two).
+      const served = q.served ?? (await deps.domains.findServedDomain(domainOf(q.rcpt)));
       if (!served) return undefined;
       const lv = await listVerdict(served, q);
       const refused = refusalAtRcpt(lv);

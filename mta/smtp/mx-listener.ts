@@ -31,14 +31,15 @@ export interface MxMessage {
 }
 
 /** The served domain for a name (lower-case A-label, no trailing dot), or undefined: relay denied. */
-export type ServedDomainLookup = (name: string) => Promise<{ id: number } | undefined>;
+export type ServedDomainLookup<S extends { id: number } = { id: number }> = (name: string) => Promise<S | undefined>;
 
-export interface MxPolicy {
+/** `S`: the served domain's row as the lookup returns it, handed on to `checkRecipient`. */
+export interface MxPolicy<S extends { id: number } = { id: number }> {
   /** `smtp.hostname`: greeting, Received `by`. */
   hostname: string;
   tls: TlsPair;
   /** The inbound domains port's `findServedDomain`: a provisioned domain or an alias of one. */
-  findServedDomain: ServedDomainLookup;
+  findServedDomain: ServedDomainLookup<S>;
   /**
    * `smtp.mx.max_message_bytes`: advertised with SIZE (RFC 1870) and enforced at MAIL and after DATA. This and the
    * two structure limits are read at each DATA, so a reload that sets them on this object applies to the next
@@ -73,9 +74,9 @@ export interface MxPolicy {
   /**
    * Optional RCPT-time check after the relay decision (the inbound pipeline's `checkRecipient`: lists, DNS lists,
    * greylisting, each refused at the earliest stage that knows). A reply refuses (or defers) that recipient; a
-   * rejected promise answers 451 4.3.0.
+   * rejected promise answers 451 4.3.0. `served` is the row the relay decision just read (not read again).
    */
-  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string }) => Promise<SmtpReply | undefined>;
+  checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string; served: S }) => Promise<SmtpReply | undefined>;
   /**
    * Where DATA is kept while the message is handled (memory up to a bound, then a private file in data_dir/tmp).
    * Default: DEFAULT_SCRATCH (the OS temp directory), for listeners started without a data_dir (tests).
@@ -103,7 +104,7 @@ export const MX_DEFAULTS = Object.freeze({
   closeTimeoutMs: 30_000,
 });
 
-export type RecipientDecision = { ok: true; address: string; domainId: number } | { ok: false; reply: SmtpReply };
+export type RecipientDecision<S extends { id: number } = { id: number }> = { ok: true; address: string; domainId: number; served: S } | { ok: false; reply: SmtpReply };
 
 /**
  * Decides one RCPT address before any filter runs (ARCHITECTURE invariant 4). Accepted only when the address passes
@@ -115,12 +116,12 @@ export type RecipientDecision = { ok: true; address: string; domainId: number } 
  * normalised form handed on. The listener runs smtp-server with lenientAddressParsing, so trailing dots and odd
  * syntax reach this judgement instead of a bare `501` from the library.
  */
-export async function classifyRecipient(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup): Promise<RecipientDecision> {
+export async function classifyRecipient<S extends { id: number }>(rcpt: string, smtpUtf8: boolean, findServedDomain: ServedDomainLookup<S>): Promise<RecipientDecision<S>> {
   const mailbox = checkMailbox(rcpt, { smtpUtf8, allowRoutingChars: false });
   if (!mailbox.ok) return { ok: false, reply: mailbox.reason === 'utf8' ? REPLY.needsSmtpUtf8 : REPLY.relayDenied(rcpt) };
   const served = await findServedDomain(mailbox.domain);
   if (!served) return { ok: false, reply: REPLY.relayDenied(rcpt) };
-  return { ok: true, address: `${mailbox.local}@${mailbox.domain}`, domainId: served.id };
+  return { ok: true, address: `${mailbox.local}@${mailbox.domain}`, domainId: served.id, served };
 }
 
 /**
@@ -145,7 +146,7 @@ export function countReceived(raw: Buffer): number {
  * (554 5.4.6), Received prepended, then `onMessage`.
  * The returned options keep per-listener connection counts: build one per listener.
  */
-export function mxOptions(policy: MxPolicy): SMTPServerOptions {
+export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPServerOptions {
   const limits = {
     maxRecipients: policy.maxRecipients ?? MX_DEFAULTS.maxRecipients,
     maxConnectionsPerIp: policy.maxConnectionsPerIp ?? MX_DEFAULTS.maxConnectionsPerIp,
@@ -229,7 +230,7 @@ export function mxOptions(policy: MxPolicy): SMTPServerOptions {
           normalised.set(address, decision.address);
           answer(callback);
         };
-        Promise.resolve(policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address })).then(accept, (err: unknown) => {
+        Promise.resolve(policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address, served: decision.served })).then(accept, (err: unknown) => {
           log.error({ sessionId: session.id, err }, 'rcpt check failed');
           answer(callback, REPLY.tempfail);
         });
