@@ -11,8 +11,9 @@ let cluster: Promise<PgCluster> | undefined;
 let databases = 0;
 
 // fsync off: a test cluster survives no power cut, and tests run several times faster; kill -9 of a Sluice node
-// (not of the server) is unaffected. Benchmarks start their own cluster with the defaults.
-const start = () => startPgCluster({ durable: false });
+// (not of the server) is unaffected. Benchmarks start their own cluster with the defaults. The cluster's files are a
+// copy of one initdb the test processes share (each test file is a process with a cluster of its own).
+const start = () => startPgCluster({ durable: false, initdbCache: true });
 
 /** Runs SQL as the cluster's superuser (tests arranging databases; Sluice itself goes through storage/postgres/). */
 export async function psql(sql: string, database = 'postgres'): Promise<string> {
