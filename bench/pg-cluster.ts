@@ -2,6 +2,7 @@
 // cluster (test/helpers/pg-cluster.ts, fsync off) and the benches' (fsync on, as an operator's), and reading its
 // counters (commits, WAL bytes and syncs, the server processes' CPU) for the benches.
 import { execFile, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,13 +51,15 @@ async function initdb(bin: string, data: string): Promise<void> {
 }
 
 /**
- * A fresh cluster's files copied from one initdb kept in the temp directory per server build and owner: `cp -a`
+ * A fresh cluster's files copied from one initdb kept in the temp directory: `cp -a`
  * (owner and modes kept, as the server demands) takes a fraction of initdb's time (0.49 s against 1.86 s, measured
  * under load 2). The first process makes it in a directory of its own and renames it into place, so a process
  * never copies a half-made one; a process that loses that race uses the winner's.
  */
 async function copyInitdb(bin: string, data: string): Promise<void> {
-  const cache = path.join(os.tmpdir(), `sluice-initdb-cache-${bin.replace(/[^A-Za-z0-9]+/g, '_')}-${process.getuid?.() ?? 0}`);
+  // Named by the server build, initdb's arguments and the owner: a change of any is another cluster's files.
+  const key = crypto.createHash('sha256').update(JSON.stringify([bin, INITDB_ARGS])).digest('hex').slice(0, 16);
+  const cache = path.join(os.tmpdir(), `sluice-initdb-cache-${key}-${process.getuid?.() ?? 0}`);
   if (!fs.existsSync(path.join(cache, 'PG_VERSION'))) {
     const making = fs.mkdtempSync(`${cache}.making-`);
     if (process.getuid?.() === 0) chownToPostgres(making);
