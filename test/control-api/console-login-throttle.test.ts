@@ -1,14 +1,16 @@
 // Checks the console's sign-in throttle: failed sign-ins per client network are counted in the store, so two
 // servers on one store (two nodes behind a balancer) refuse a guesser together, and the count lapses after a quiet
 // window; a correct key is not what gets counted.
-import t from 'tap';
 import { LOGIN_FAILURES, LOGIN_WINDOW_MS } from '../../control-api/console/router.js';
+import { onBackends } from '../helpers/backends.js';
 import { consoleClient } from '../helpers/console-world.js';
 import { startStack } from '../helpers/stack.js';
 
-t.test('failed sign-ins spread over two servers on one store add up; the network waits a quiet window', async (t) => {
-  const a = await startStack(t);
-  const b = await startStack(t, { clock: a.clock, env: { SLUICE_DATA_DIR: a.dataDir } });
+onBackends('failed sign-ins spread over two servers on one store add up; the network waits a quiet window', async (t, backend) => {
+  const a = await startStack(t, { backend });
+  // The second server on the first one's store: its data_dir on SQLite, its database on PostgreSQL (two nodes).
+  const shared: Record<string, string> = backend === 'sqlite' ? { SLUICE_DATA_DIR: a.dataDir } : { SLUICE_STORAGE_POSTGRES_URL: a.env.SLUICE_STORAGE_POSTGRES_URL! };
+  const b = await startStack(t, { backend, clock: a.clock, env: shared });
   const acme = await a.createAccount('acme');
   const clients = [a, b].map((s) => consoleClient(`http://127.0.0.1:${s.http.port}`));
   for (const c of clients) await c.get('/console/login');

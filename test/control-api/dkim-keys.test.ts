@@ -1,13 +1,13 @@
 // Checks the DKIM keys API: create, list, status changes, rotation timers, retirement, tenancy, no private keys out.
 import crypto from 'node:crypto';
-import t from 'tap';
 import { runDkimRetirement } from '../../mta/jobs/dkim-retirement.js';
+import { onBackends } from '../helpers/backends.js';
 import { startStack } from '../helpers/stack.js';
 
 const DAY = 86_400_000;
 
-t.test('DKIM keys API', async (t) => {
-  const stack = await startStack(t);
+onBackends('DKIM keys API', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await stack.createAccount('acme');
   const b = await stack.createAccount('other');
   const base = '/tx/v1/domains/Example.COM./dkim-keys';
@@ -137,8 +137,8 @@ t.test('DKIM keys API', async (t) => {
   });
 });
 
-t.test('sub-accounts, PATCH rotated timers and the signing key choice', async (t) => {
-  const stack = await startStack(t);
+onBackends('sub-accounts, PATCH rotated timers and the signing key choice', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const parent = await stack.createAccount('parentco');
   const pApi = (method: string, path: string, body?: unknown) => stack.api(method, path, { key: parent.key, body });
   t.equal((await pApi('POST', '/tx/v1/sub-account', { handle: 'shop', company_name: 'Shop' })).status, 201);

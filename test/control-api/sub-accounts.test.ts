@@ -1,9 +1,9 @@
 // Checks every sub-account route of api.md §2.6 with exact status codes and bodies, and the credential limits.
-import t from 'tap';
+import { onBackends } from '../helpers/backends.js';
 import { startStack } from '../helpers/stack.js';
 
-t.test('sub-account API', async (t) => {
-  const stack = await startStack(t);
+onBackends('sub-account API', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const acme = await stack.createAccount('acme');
   const api = (method: string, path: string, body?: unknown, key = acme.key) => stack.api(method, path, { key, ...(body !== undefined ? { body } : {}) });
 

@@ -1,10 +1,10 @@
 // Checks the suppression-list API end to end: create, aliases, atomic 409, 413, validation, filters, delete, tenancy,
 // add_to_sub_accounts.
-import t from 'tap';
+import { onBackends } from '../helpers/backends.js';
 import { startStack } from '../helpers/stack.js';
 
-t.test('suppression list API', async (t) => {
-  const stack = await startStack(t);
+onBackends('suppression list API', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await stack.createAccount('acme');
   const b = await stack.createAccount('other');
   const post = (body: unknown, key = a.key, path = '/tx/v1/suppression-list') => stack.api('POST', path, { key, body });

@@ -1,21 +1,23 @@
 // Checks the webhook routes (api.md §2.2): enrollment, public keys, validate, batch listing filters, resend, rotation.
+// What the store keeps (endpoints, batches, the signing keys) runs on each backend; public keys and validate, once.
 import path from 'node:path';
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
-import { startStack, testEnv, type Stack } from '../helpers/stack.js';
+import { onBackends } from '../helpers/backends.js';
+import { startStack, type PortStack } from '../helpers/stack.js';
 import { startReceiver, verifyWebhook } from '../helpers/webhook-receiver.js';
 
 const DAY = 86_400_000;
-const enroll = (stack: Stack, key: string, url: string) => stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(url)}`, { key });
+const enroll = (stack: PortStack, key: string, url: string) => stack.api('POST', `/tx/v1/webhook?endpoint=${encodeURIComponent(url)}`, { key });
 
-function addEvents(stack: Stack, accountId: number, n: number): void {
+async function addEvents(stack: PortStack, accountId: number, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
-    stack.addEvent(accountId, 'processed', { customer_handle: 'x', timestamp: 1, event: 'processed', request_id: `q${i}` }, stack.clock.now());
+    await stack.appendEvent(accountId, 'processed', { customer_handle: 'x', timestamp: 1, event: 'processed', request_id: `q${i}` }, stack.clock.now());
   }
 }
 
-t.test('enroll, list, 409 for a second, URL validation, delete', async (t) => {
-  const stack = await startStack(t);
+onBackends('enroll, list, 409 for a second, URL validation, delete', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await stack.createAccount('acme');
   const b = await stack.createAccount('bravo');
   const r = await enroll(stack, a.key, 'https://hooks.example.com/in?x=1');
@@ -91,19 +93,19 @@ t.test('validate: a signed test event per endpoint; passed, failed (status, neve
   t.equal((await stack.api('GET', '/tx/v1/webhook-batch', { key: a.key })).body.webhook_batches.length, 0, 'validate is not a batch');
 });
 
-t.test('batch listing: window, statuses (CSV and repeated), webhook, limit/offset, tenancy', async (t) => {
-  const stack = await startStack(t);
+onBackends('batch listing: window, statuses (CSV and repeated), webhook, limit/offset, tenancy', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await stack.createAccount('acme');
   const b = await stack.createAccount('bravo');
   const receiver = await startReceiver(t);
   t.equal((await enroll(stack, a.key, receiver.url)).status, 201);
   const start = stack.clock.now();
   // Day 0: a 2xx batch. Day 5: a 5xx batch, its retry (no answer), then a 2xx retry. Day 40: another 2xx.
-  addEvents(stack, a.id, 2);
+  await addEvents(stack, a.id, 2);
   await stack.webhookDispatcher.runOnce();
   stack.clock.set(start + 5 * DAY);
   receiver.mode = () => ({ status: 502 });
-  addEvents(stack, a.id, 1);
+  await addEvents(stack, a.id, 1);
   await stack.webhookDispatcher.runOnce();
   receiver.mode = () => 'drop';
   stack.clock.advance(60_000);
@@ -158,13 +160,13 @@ t.test('batch listing: window, statuses (CSV and repeated), webhook, limit/offse
   t.equal((await list(`?created_after=${day0}&created_before=${new Date(start + 31 * DAY).toISOString().slice(0, 10)}`)).status, 200, '31 days is allowed');
 });
 
-t.test('resend: the same events as a new batch; 200 whatever the answer; 404 and 400', async (t) => {
-  const stack = await startStack(t);
+onBackends('resend: the same events as a new batch; 200 whatever the answer; 404 and 400', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await stack.createAccount('acme');
   const b = await stack.createAccount('bravo');
   const receiver = await startReceiver(t);
   t.equal((await enroll(stack, a.key, receiver.url)).status, 201);
-  addEvents(stack, a.id, 3);
+  await addEvents(stack, a.id, 3);
   await stack.webhookDispatcher.runOnce();
   const batchId = (await stack.api('GET', '/tx/v1/webhook-batch', { key: a.key })).body.webhook_batches[0].batch_id;
   stack.clock.advance(1000);
@@ -193,20 +195,20 @@ t.test('resend: the same events as a new batch; 200 whatever the answer; 404 and
   t.equal((await stack.api('POST', '/tx/v1/webhook-batch/0/resend', { key: a.key })).status, 400);
 });
 
-t.test('sluice signing-key rotate: new signatures use the new key, the old one stays retrievable', async (t) => {
-  const stack = await startStack(t);
+onBackends('sluice signing-key rotate: new signatures use the new key, the old one stays retrievable', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await stack.createAccount('acme');
   const receiver = await startReceiver(t);
   t.equal((await enroll(stack, a.key, receiver.url)).status, 201);
   const oldId = (await stack.services.webhooks.store.currentKey())!.key_id;
   const out: string[] = [];
-  const env = testEnv(stack.dataDir);
+  const env = stack.env;
   const code = await runCli(['signing-key', 'rotate', '--json'], { stdout: (s) => out.push(s), stderr: (s) => out.push(s), env, cwd: path.dirname(stack.dataDir) });
   t.equal(code, 0, out.join(''));
   const rotated = JSON.parse(out.join(''));
   t.not(rotated.id, oldId);
   t.same(rotated.previous, [oldId]);
-  addEvents(stack, a.id, 1);
+  await addEvents(stack, a.id, 1);
   await stack.webhookDispatcher.runOnce();
   t.match(receiver.posts[0]!.headers['signature-input'], `keyid="${rotated.id}"`, 'the running server signs with the new key');
   const nowSec = Math.floor(stack.clock.now() / 1000);

@@ -5,13 +5,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { MailChannels } from 'mailchannels-sdk';
 import nodemailer from 'nodemailer';
-import t, { type Test } from 'tap';
+import type { Test } from 'tap';
 import { runCli } from '../../bin/cli.js';
 import type { SpamStepVerdict } from '../../filters/inbound-verdicts.js';
-import { createSqliteBayesStore } from '../../storage/sqlite/bayes.js';
+import { onBackends, type BackendName } from '../helpers/backends.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { provisionInbound, startStack, tempDir, testEnv } from '../helpers/stack.js';
+import { json, provisionInbound, startStack, tempDir } from '../helpers/stack.js';
 
 const SPAM_WORDS = ['cheap pills discount', 'order viagra now', 'limited offer click', 'lowest price pharmacy', 'buy cheap meds'];
 const HAM_WORDS = ['project meeting agenda', 'quarterly review notes', 'team lunch tuesday', 'budget draft attached', 'release plan update'];
@@ -35,11 +35,11 @@ function trainingDirs(t: Test): { spam: string; ham: string } {
   return { spam: path.join(dir, 'spam'), ham: path.join(dir, 'ham') };
 }
 
-async function world(t: Test) {
+async function world(t: Test, backend: BackendName) {
   const dns = await startDnsServer(t, { 'sender.test': { TXT: ['v=spf1 ip4:127.0.0.1 -all'] } });
   // A small minimum so that a handful of messages is a trained model.
   const env = { SLUICE_DNS_SERVERS: dns.address, SLUICE_FILTERS_BAYES_MIN_LEARNED: '5' };
-  const stack = await startStack(t, { env });
+  const stack = await startStack(t, { backend, env });
   const sink = await startSink(t);
   const { account: acct, inboundKey } = await provisionInbound(stack, { domain: 'corp.test', abusePolicy: 'quarantine', downstreamPort: sink.port });
   let n = 0;
@@ -49,7 +49,7 @@ async function world(t: Test) {
     accountId: acct.id,
     io: () => {
       const out: string[] = [];
-      return { out, io: { stdout: (s: string) => void out.push(s), stderr: (s: string) => void out.push(s), env: testEnv(stack.dataDir, env), cwd: stack.dataDir, now: stack.clock.now } };
+      return { out, io: { stdout: (s: string) => void out.push(s), stderr: (s: string) => void out.push(s), env: stack.env, cwd: stack.dataDir, now: stack.clock.now } };
     },
     /** Sends `raw` through the MX; returns the spam step of the verdicts stored with it (relayed or quarantined). */
     async send(raw: string): Promise<{ spam: SpamStepVerdict; quarantined: boolean }> {
@@ -57,9 +57,9 @@ async function world(t: Test) {
       try {
         const info = await transport.sendMail({ envelope: { from: 'alice@sender.test', to: ['bob@corp.test'] }, raw: raw.replace('Message-ID: <', `Message-ID: <${++n}.`) });
         const queueId = /queued as (\w+)/.exec(info.response)![1];
-        const held = stack.db.prepare('SELECT verdicts FROM inbound_quarantine WHERE queue_id = ?').get(queueId) as { verdicts: string } | undefined;
-        const relayed = stack.db.prepare('SELECT verdicts FROM messages WHERE request_id = ?').get(queueId) as { verdicts: string } | undefined;
-        const verdicts = JSON.parse((held ?? relayed)!.verdicts) as { step: string }[];
+        const [held] = await stack.sql<{ verdicts: unknown }>('SELECT verdicts FROM inbound_quarantine WHERE queue_id = ?', queueId);
+        const [relayed] = await stack.sql<{ verdicts: unknown }>('SELECT verdicts FROM messages WHERE request_id = ?', queueId);
+        const verdicts = json((held ?? relayed)!.verdicts) as { step: string }[];
         return { spam: verdicts.find((v) => v.step === 'spam') as SpamStepVerdict, quarantined: !!held };
       } finally {
         transport.close();
@@ -72,8 +72,8 @@ async function world(t: Test) {
 // account's release taught the model this very message is wanted.
 const CANDIDATE = mail({ from: 'promo@deals.test', subject: 'cheap pills discount', id: 'x@t', body: 'cheap pills discount order viagra now. Zanzibar quokka marmalade harpsichord lighthouse tangerine violin saffron glacier pelican lantern cobalt meadow thimble orchid.' });
 
-t.test('abstains untrained; CLI training counts at once; a release teaches the account model that this message is wanted', async (t) => {
-  const w = await world(t);
+onBackends('abstains untrained; CLI training counts at once; a release teaches the account model that this message is wanted', async (t, backend) => {
+  const w = await world(t, backend);
   const first = await w.send(CANDIDATE);
   t.match(first.spam, { verdict: 'ham', bayes: { abstained: true, reason: 'too-few-learned', learned: { spam: 0, ham: 0 } } }, 'a fresh install abstains');
   t.notOk(first.spam.rules.some((r) => r.name.startsWith('BAYES_')));
@@ -91,7 +91,7 @@ t.test('abstains untrained; CLI training counts at once; a release teaches the a
   const [held] = (await w.stack.api('GET', '/inbound/v1/quarantine', { key: w.key })).body.messages as { id: number }[];
   const rel = await w.stack.api('POST', `/inbound/v1/quarantine/${held!.id}/release`, { key: w.key });
   t.equal(rel.status, 200);
-  t.same((await createSqliteBayesStore(w.stack.db).stats(w.accountId)).learned, { spam: 0, ham: 1 }, 'the account model learned the release as ham');
+  t.same((await w.stack.store.bayes.stats(w.accountId)).learned, { spam: 0, ham: 1 }, 'the account model learned the release as ham');
 
   const third = await w.send(CANDIDATE);
   t.notOk(third.quarantined, 'the next identical message is relayed');
@@ -103,11 +103,11 @@ t.test('abstains untrained; CLI training counts at once; a release teaches the a
   t.match(JSON.parse(stats.out[0]!), { scope: 'acme', learned: { spam: 0, ham: 1 }, version: 1 });
 });
 
-t.test('delete as spam and the SDK\'s service.report train the account model', async (t) => {
-  const w = await world(t);
+onBackends('delete as spam and the SDK\'s service.report train the account model', async (t, backend) => {
+  const w = await world(t, backend);
   const dirs = trainingDirs(t);
   t.equal(await runCli(['filter', 'train', '--spam', dirs.spam, '--ham', dirs.ham], w.io().io), 0);
-  const store = createSqliteBayesStore(w.stack.db);
+  const store = w.stack.store.bayes;
 
   // A wanted-looking message the model lets through: the customer reports it as a false negative.
   const sneaky = mail({ from: 'carol@partner.test', subject: 'quarterly review notes', id: 's@t', body: 'quarterly review notes: team lunch tuesday. Wire the deposit to claim your lottery winnings.' });
@@ -120,7 +120,7 @@ t.test('delete as spam and the SDK\'s service.report train the account model', a
   const fp = await mc.service.report({ type: 'false_positive', messageContent: mail({ from: 'dan@partner.test', subject: 'invoice', id: 'i@t', body: 'Invoice 42 attached.' }) });
   t.equal(fp.success, true);
   t.same((await store.stats(w.accountId)).learned, { spam: 1, ham: 1 });
-  t.equal((w.stack.db.prepare('SELECT count(*) AS n FROM inbound_reports').get() as { n: number }).n, 2, 'reports are still stored for the operator');
+  t.equal((await w.stack.sql('SELECT id FROM inbound_reports')).length, 2, 'reports are still stored for the operator');
 
   // Held for review, then deleted as spam from the API: learned as spam; a plain delete learns nothing.
   const spam = await w.send(CANDIDATE);

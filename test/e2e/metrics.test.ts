@@ -6,7 +6,8 @@ import nodemailer from 'nodemailer';
 import t from 'tap';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { startSink } from '../helpers/smtp-sink.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { onBackends } from '../helpers/backends.js';
+import { startStack, type PortStack } from '../helpers/stack.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 
 interface Sample {
@@ -63,7 +64,7 @@ function parseExposition(text: string): Map<string, Family> {
   return families;
 }
 
-async function scrape(stack: Stack): Promise<{ status: number; type: string | null; text: string }> {
+async function scrape(stack: PortStack): Promise<{ status: number; type: string | null; text: string }> {
   const res = await fetch(`http://127.0.0.1:${stack.metrics!.port}/metrics`);
   return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
 }
@@ -71,9 +72,11 @@ async function scrape(stack: Stack): Promise<{ status: number; type: string | nu
 const total = (f: Family | undefined, name: string, where: Record<string, string> = {}) =>
   (f?.samples.get(name) ?? []).filter((s) => Object.entries(where).every(([k, v]) => s.labels[k] === v)).reduce((n, s) => n + s.value, 0);
 
-t.test('every family after an end-to-end flow: names, types, labels, non-zero', async (t) => {
+// The queue gauges, pending events and dispatch lag are read from the store: the flow runs on each backend.
+onBackends('every family after an end-to-end flow: names, types, labels, non-zero', async (t, backend) => {
   const sink = await startSink(t, { onRcpt: (rcpt) => (rcpt.startsWith('later@') ? { code: 451, message: '4.2.0 try later' } : undefined) });
   const stack = await startStack(t, {
+    backend,
     env: {
       SLUICE_OUTBOUND_LOCKDOWN: 'off',
       SLUICE_OUTBOUND_TRANSPORT_MAP: `rcpt.test=127.0.0.1:${sink.port}`,
@@ -200,6 +203,7 @@ t.test('every family after an end-to-end flow: names, types, labels, non-zero', 
   t.ok(total(after.get('sluice_http_requests_total'), 'sluice_http_requests_total', { route: 'unmatched', status: '404' }) >= 1);
 });
 
+// Listeners only, nothing from the store: once, on SQLite.
 t.test('/metrics: own loopback listener by default; on http.listen when http.metrics_listen = ""', async (t) => {
   const own = await startStack(t);
   t.ok(own.metrics, 'a metrics listener is bound');

@@ -19,10 +19,11 @@ export const TEST_BACKENDS: readonly BackendName[] = (process.env.SLUICE_TEST_BA
 
 /**
  * Registers `fn` as one top-level tap subtest per backend of TEST_BACKENDS, named `backend: name`; `fn` starts its
- * stack (or world) on the backend it is given, so the same end-to-end test holds on each.
+ * stack (or world) on the backend it is given, so the same end-to-end test holds on each. `skip` (a reason) skips
+ * it on every backend, as tap's own option does (a daemon missing on this machine).
  */
-export function onBackends(name: string, fn: (t: Test, backend: BackendName) => Promise<void>): void {
-  for (const backend of TEST_BACKENDS) t.test(`${backend}: ${name}`, (t) => fn(t, backend));
+export function onBackends(name: string, fn: (t: Test, backend: BackendName) => Promise<void>, opts: { skip?: string | false } = {}): void {
+  for (const backend of TEST_BACKENDS) t.test(`${backend}: ${name}`, { skip: opts.skip ?? false }, (t) => fn(t, backend));
 }
 
 /** One end-to-end test of a file, given the backend to start its stack on. */

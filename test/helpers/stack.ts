@@ -14,7 +14,7 @@ import type { MetricDelta } from '../../storage/ports/metrics.js';
 import type { Store } from '../../storage/ports/store.js';
 import type { PostgresStore } from '../../storage/postgres/store.js';
 import type { BackendName } from './backends.js';
-import { freshDatabase } from './pg-cluster.js';
+import { migratedDatabase } from './pg-cluster.js';
 
 /** A settable clock for tests: no sleeps, time moves when the test says so. */
 export interface TestClock {
@@ -120,15 +120,15 @@ export interface StackOptions {
 /**
  * Starts the whole server in-process with a test clock; stops it at teardown. Without `backend`: on SQLite in its
  * temp data_dir, with the SQLite store and connection at hand (Stack). With `backend`: on that one (postgres: a fresh
- * database on the process's throwaway cluster, storage.backend = postgres as an operator sets it), seen through the
- * ports (PortStack).
+ * database, already migrated, on the process's throwaway cluster, storage.backend = postgres as an operator sets
+ * it), seen through the ports (PortStack).
  */
 export async function startStack(t: Test, opts?: StackOptions): Promise<Stack>;
 export async function startStack(t: Test, opts: StackOptions & { backend: BackendName }): Promise<PortStack>;
 export async function startStack(t: Test, opts: StackOptions & { backend?: BackendName } = {}): Promise<PortStack> {
   const backend = opts.backend ?? 'sqlite';
   const dataDir = tempDir(t);
-  const pgEnv: Record<string, string> = backend === 'postgres' ? { SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: await freshDatabase() } : {};
+  const pgEnv: Record<string, string> = backend === 'postgres' ? { SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: await migratedDatabase() } : {};
   const env = testEnv(dataDir, { ...pgEnv, ...opts.env });
   const { config } = loadConfig({ env, cwd: dataDir });
   const clock = opts.clock ?? createClock();
