@@ -13,6 +13,7 @@ import { mapInTurns } from '../event-loop-turns.js';
 import { inlineBudget, writeBodyStream } from './body-intake.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
 import { eventPayload, type EventKind, type EventMessage } from './events.js';
+import { HANDOFF_BYTES_MAX, type FastPath } from './fast-path.js';
 import { nextAttempt } from './retry-schedule.js';
 
 export interface EnqueuedMessage {
@@ -21,12 +22,6 @@ export interface EnqueuedMessage {
   queuedAt: number;
 }
 
-
-/**
- * A body up to this size that was in memory when it was accepted travels with the fast path's handoff (at most
- * the worker's in-flight deliveries × this, held until the first attempt ends); a larger one is read from the store.
- */
-export const HANDOFF_BYTES_MAX = 64 * 1024;
 /** The outcome of one attempt at one delivery, as the worker reports it; the delivery row carries its lease. */
 export interface AttemptOutcome extends Omit<AttemptRecord, 'deliveryId' | 'at'> {
   delivery: DeliveryRow;
@@ -67,38 +62,6 @@ export interface RecordedAttempt {
  * in the same unit that records the failures, so a crash can lose neither.
  */
 export type PermanentFailureHook = (message: MessageRow, failures: PermanentFailure[]) => Promise<AcceptedDsn | undefined>;
-
-/** A delivery the accept commit wrote already leased to the fast path's worker. */
-export type LeasedDelivery = AcceptedIds['leased'][number];
-
-/**
- * The fast path (issue 17): a worker in this process that takes freshly accepted deliveries straight from memory.
- * The accept unit writes them already claimed by it (the lease a claim would take), so a message costs the accept
- * commit and the outcome commit, not a third one for the claim, and its body is not read back.
- */
-export interface FastPath {
-  /** Reserves room for `n` deliveries; the lease to write, or undefined to leave them queued for a normal claim. */
-  reserve(n: number): { worker: string; leaseUntil: number } | undefined;
-  /** Gives back a reservation the commit did not use (the commit failed, or fewer deliveries were leased). */
-  release(n: number): void;
-  /**
-   * Takes the committed, leased deliveries of one message, with the reference its body was written under (the worker
-   * opens it per attempt: a stream from the store, never the message held whole in memory while it waits) and
-   * whether that body has 8-bit bytes (seen as it was written: RFC 6152 BODY=8BITMIME needs it before MAIL FROM).
-   * A small body (≤ HANDOFF_BYTES_MAX) that was in memory comes with its `bytes`, sent as they are on the first
-   * attempt: no read back from the store, one write to the socket. `message` is the row as the store returned it
-   * from the accept, if it did (else the worker reads it).
-   */
-  handoff(m: {
-    messageRowId: number;
-    message?: MessageRow;
-    body: BodyRef;
-    eightBit: boolean | undefined;
-    bytes?: Buffer;
-    deliveries: LeasedDelivery[];
-    now: number;
-  }): void;
-}
 
 export interface QueueDeps {
   store: QueueStore;

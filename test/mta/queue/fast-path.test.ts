@@ -1,7 +1,7 @@
 // Tests of the queue's fast path (issue 17): the enqueue commit takes the lease and the worker gets the body's reference.
 import type { Readable } from 'node:stream';
 import t from 'tap';
-import { HANDOFF_BYTES_MAX, type FastPath, type LeasedDelivery } from '../../../mta/queue/queue.js';
+import { HANDOFF_BYTES_MAX, type FastPath, type LeasedDelivery } from '../../../mta/queue/fast-path.js';
 import type { BodyRef } from '../../../storage/ports/bodies.js';
 import { startSink } from '../../helpers/smtp-sink.js';
 import { startStack, type Stack } from '../../helpers/stack.js';
