@@ -5,6 +5,7 @@ import { CREDENTIAL_LIMIT, DEFAULT_MAX_DELETED_SUB_ACCOUNTS, DEFAULT_MAX_SUB_ACC
 import { lockAccounts } from './account-lock.js';
 import { purgeDeletedSubAccounts } from './account-purge.js';
 import type { Pg, Query } from './database.js';
+import { uncached, type ReadCache } from './read-cache.js';
 
 const INSERT_ACCOUNT = `INSERT INTO accounts (handle, company_name, parent_id, enabled, send_limit, created_at)
   VALUES ($1, $2, $3, true, $4, $5) ON CONFLICT (handle) DO NOTHING RETURNING *`;
@@ -25,7 +26,7 @@ async function insertKey(q: Query, accountId: number, scope: KeyScope, now: numb
 }
 
 /** The Accounts port on PostgreSQL. Every method scopes by account id; none crosses tenants. */
-export function createPgAccountStore(pg: Pg): AccountStore {
+export function createPgAccountStore(pg: Pg, reads: ReadCache = uncached): AccountStore {
   const one = async <R>(sql: string, params: unknown[]) => (await pg.query<R>(sql, params))[0];
   return {
     createAccount(input) {
@@ -109,13 +110,18 @@ export function createPgAccountStore(pg: Pg): AccountStore {
       return (await pg.exec('UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND id = $3 AND revoked_at IS NULL', [now, accountId, keyId])) > 0;
     },
 
+    // Every API request asks: from the read cache while neither table changed (a revocation is seen at once).
     async authenticateKey(key) {
-      const row = await one<AccountRow & { key_id: number; key_scope: KeyScope }>(
-        `SELECT k.id AS key_id, k.scope AS key_scope, a.* FROM api_keys k JOIN accounts a ON a.id = k.account_id
-         WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND a.deleted_at IS NULL`,
-        [hashSecret(key)],
+      const hash = hashSecret(key);
+      const row = await reads.get(['api_keys', 'accounts'], hash, () =>
+        one<AccountRow & { key_id: number; key_scope: KeyScope }>(
+          `SELECT k.id AS key_id, k.scope AS key_scope, a.* FROM api_keys k JOIN accounts a ON a.id = k.account_id
+           WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND a.deleted_at IS NULL`,
+          [hash],
+        ),
       );
       if (!row) return undefined;
+      // A copy: the caller's account is its own, the cached row stays as read.
       const { key_id, key_scope, ...account } = row;
       return { keyId: key_id, scope: key_scope, account };
     },

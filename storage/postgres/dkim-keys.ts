@@ -3,6 +3,7 @@
 import { DEFAULT_MAX_DKIM_KEYS, statusTimers, type DkimKeyRow, type DkimKeyStore, type DkimStatus } from '../ports/dkim-keys.js';
 import type { Pg, Query } from './database.js';
 import { lockAccounts } from './account-lock.js';
+import { uncached, type ReadCache } from './read-cache.js';
 
 const INSERT = `INSERT INTO dkim_keys (account_id, domain, selector, algorithm, key_length, private_key, public_key, status,
     created_at, status_modified_at)
@@ -13,7 +14,7 @@ const SET_STATUS = `UPDATE dkim_keys SET status = $2, status_modified_at = $3, g
   WHERE id = $1 RETURNING *`;
 
 /** The DKIM keys port over `pg`; every read and change is scoped by account. */
-export function createPgDkimKeyStore(pg: Pg): DkimKeyStore {
+export function createPgDkimKeyStore(pg: Pg, reads: ReadCache = uncached): DkimKeyStore {
   /** Whether the account is at its bound; the caller holds the account's row lock, so no node adds one meanwhile. */
   const full = async (q: Query, accountId: number, max: number) =>
     ((await q<{ n: number }>('SELECT count(*) AS n FROM dkim_keys WHERE account_id = $1', [accountId]))[0]?.n ?? 0) >= max;
@@ -76,18 +77,22 @@ export function createPgDkimKeyStore(pg: Pg): DkimKeyStore {
     },
 
     // One statement: every active key of the accounts first (in the callers' order, the newest of each), then the
-    // rotated keys still in their grace (likewise, the latest rotated); SQLite asks account by account.
+    // rotated keys still in their grace (likewise, the latest rotated); SQLite asks account by account. Asked for
+    // every message: the candidates come from the read cache while no DKIM key changed, in that order, and the first
+    // still signing at `now` is the one (a rotated key's grace only ends; a change to a key is a new version).
     async findSigningKey(accountIds, domain, now) {
       if (accountIds.length === 0) return undefined;
-      const rows = await pg.query<DkimKeyRow>(
-        `SELECT * FROM dkim_keys WHERE account_id = ANY($1::bigint[]) AND domain = $2
-           AND (status = 'active' OR (status = 'rotated' AND grace_period_expires_at > $3))
-         ORDER BY status = 'active' DESC, array_position($1::bigint[], account_id),
-           CASE WHEN status = 'active' THEN created_at ELSE status_modified_at END DESC, id DESC
-         LIMIT 1`,
-        [accountIds, domain, now],
+      const candidates = await reads.get(['dkim_keys'], `${accountIds.join(',')} ${domain}`, () =>
+        pg.query<DkimKeyRow>(
+          `SELECT * FROM dkim_keys WHERE account_id = ANY($1::bigint[]) AND domain = $2
+             AND (status = 'active' OR (status = 'rotated' AND grace_period_expires_at > $3))
+           ORDER BY status = 'active' DESC, array_position($1::bigint[], account_id),
+             CASE WHEN status = 'active' THEN created_at ELSE status_modified_at END DESC, id DESC`,
+          [accountIds, domain, now],
+        ),
       );
-      return rows[0];
+      const key = candidates.find((k) => k.status === 'active' || (k.grace_period_expires_at ?? 0) > now);
+      return key && { ...key };
     },
 
     retireDue(now) {

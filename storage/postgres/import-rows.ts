@@ -19,6 +19,8 @@ const SEEDED: Readonly<Record<string, number>> = { bayes_models: 1, inbound_subs
 
 /** Where the schema version lives (storage/postgres/migrations.ts): made by the migrations, never copied. */
 const SCHEMA_TABLE = 'sluice_schema';
+/** The schema's own bookkeeping (the schema version, read-cache.ts's versions): PostgreSQL's alone, never copied. */
+const BOOKKEEPING = new Set([SCHEMA_TABLE, 'sluice_read_versions']);
 
 /**
  * Insert batches stay under PostgreSQL's 65,535 parameters and hold at most about 4 MiB of values and 1000 rows.
@@ -106,7 +108,7 @@ async function describe(pg: Pg): Promise<CopyTable[]> {
   );
   const tables = new Map<string, CopyTable>();
   for (const c of cols) {
-    if (c.table_name === SCHEMA_TABLE) continue;
+    if (BOOKKEEPING.has(c.table_name)) continue;
     const kind = kindOf(c.data_type);
     if (!kind) throw new ImportRefused(`${c.table_name}.${c.column_name} is of type ${c.data_type}, which the copy does not know; nothing was copied`);
     const t = tables.get(c.table_name) ?? { name: c.table_name, columns: [], key: [] };

@@ -1,6 +1,7 @@
 // Owns the PostgreSQL schema's versions: forward-only numbered migrations, applied once by whichever node takes the
 // advisory lock first, and refused by a node older than the schema it finds.
 import type { Pg } from './database.js';
+import { READ_VERSIONS_SCHEMA } from './read-cache.js';
 import { SCHEMA_PARTS } from './schema.js';
 import { SEND_RESERVATIONS_SCHEMA } from './schema/send-reservations.js';
 import { THROTTLES_SCHEMA } from './schema/throttles.js';
@@ -8,10 +9,10 @@ import { THROTTLES_SCHEMA } from './schema/throttles.js';
 /**
  * Never edit a released migration; append a new one. Migration 1 is the schema as the PostgreSQL backend first
  * shipped it, made of the parts in schema.ts (one per area of the store); 2 adds the throttles' counters, 3 the send
- * limit's reservations. Timestamps are bigint milliseconds since the epoch, as on SQLite, so ports return the same
+ * limit's reservations, 4 the versions of the tables the read cache keeps (read-cache.ts). Timestamps are bigint milliseconds since the epoch, as on SQLite, so ports return the same
  * numbers on both backends.
  */
-export const PG_MIGRATIONS: readonly string[] = [SCHEMA_PARTS.join('\n'), THROTTLES_SCHEMA, SEND_RESERVATIONS_SCHEMA];
+export const PG_MIGRATIONS: readonly string[] = [SCHEMA_PARTS.join('\n'), THROTTLES_SCHEMA, SEND_RESERVATIONS_SCHEMA, READ_VERSIONS_SCHEMA];
 
 /**
  * The advisory-lock key every node takes to migrate (an arbitrary constant: "sluice" in ASCII); `sluice store copy`

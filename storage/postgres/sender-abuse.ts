@@ -3,6 +3,7 @@
 import { userLikePattern, type DelistResult, type DelistVia, type SenderAbuseStore, type SenderBlockRow } from '../ports/sender-abuse.js';
 import type { ScanPolicy } from '../../config/keys.js';
 import type { Pg, Query } from './database.js';
+import { uncached, type ReadCache } from './read-cache.js';
 import { asciiLower } from './schema/sender-abuse.js';
 
 const COUNT_DELISTINGS = 'SELECT count(*) AS n FROM sender_delistings WHERE account_id = $1 AND sender_id = $2 AND via = $3 AND at >= $4';
@@ -17,10 +18,13 @@ async function lifted(q: Query, accountId: number, senderId: string, via: Delist
 }
 
 /** The sender abuse port over `pg`. Every method scopes by account id. */
-export function createPgSenderAbuseStore(pg: Pg): SenderAbuseStore {
+export function createPgSenderAbuseStore(pg: Pg, reads: ReadCache = uncached): SenderAbuseStore {
   return {
+    // scanPolicy and findBlock are asked on every send: from the read cache while their tables did not change.
     async scanPolicy(accountId) {
-      return (await pg.query<{ policy: ScanPolicy }>('SELECT policy FROM account_scan_policies WHERE account_id = $1', [accountId]))[0]?.policy;
+      return reads.get(['account_scan_policies'], String(accountId), async () =>
+        (await pg.query<{ policy: ScanPolicy }>('SELECT policy FROM account_scan_policies WHERE account_id = $1', [accountId]))[0]?.policy,
+      );
     },
     async setScanPolicy(accountId, policy, now) {
       if (policy === null) await pg.exec('DELETE FROM account_scan_policies WHERE account_id = $1', [accountId]);
@@ -46,7 +50,10 @@ export function createPgSenderAbuseStore(pg: Pg): SenderAbuseStore {
     },
 
     async findBlock(accountId, senderId) {
-      return (await pg.query<SenderBlockRow>('SELECT * FROM sender_blocks WHERE account_id = $1 AND sender_id = $2', [accountId, senderId]))[0];
+      const row = await reads.get(['sender_blocks'], `${accountId} ${senderId}`, async () =>
+        (await pg.query<SenderBlockRow>('SELECT * FROM sender_blocks WHERE account_id = $1 AND sender_id = $2', [accountId, senderId]))[0],
+      );
+      return row && { ...row };
     },
     // One statement: a node blocking the identity at the same time makes this one wait, then find it blocked.
     async insertBlock(b) {

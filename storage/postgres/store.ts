@@ -24,6 +24,7 @@ import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgEventWriter } from './events.js';
 import { createPgMetricStore } from './metrics.js';
 import { createPgQuarantineStore } from './quarantine.js';
+import { createReadCache } from './read-cache.js';
 import { createPgQueueStore } from './queue.js';
 import { createPgQueueChanges } from './queue-changes.js';
 import { createPgQueueViews } from './queue-views.js';
@@ -112,15 +113,18 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const bodies = createPgBodies(pg, ['messages', 'inbound_quarantine']);
   const time = createPgTimeAxis(opts.leaseClock ?? 'database', opts.now);
   const queue = createPgQueueStore(pg, bodies, node, time);
+  // What every send reads (its key, DKIM key, sender block, scan policy, suppressions): one version read shared by
+  // the requests waiting at the time, instead of a statement each (read-cache.ts).
+  const reads = createReadCache(pg);
   const ports = {
     settings: createPgSettingStore(pg),
     jobLeads: createPgJobLeadStore(pg, time),
     throttles: createPgThrottleStore(pg),
     sendLimits: createPgSendLimitStore(pg, time),
-    accounts: createPgAccountStore(pg),
-    dkimKeys: createPgDkimKeyStore(pg),
+    accounts: createPgAccountStore(pg, reads),
+    dkimKeys: createPgDkimKeyStore(pg, reads),
     trackingDomains: createPgTrackingDomainStore(pg),
-    senderAbuse: createPgSenderAbuseStore(pg),
+    senderAbuse: createPgSenderAbuseStore(pg, reads),
     bayes: createPgBayesStore(pg),
     greylist: createPgGreylistStore(pg),
     smtpLog: createPgSmtpLogStore(pg),
@@ -128,7 +132,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
     health: createPgHealthStore(writes),
-    suppressions: createPgSuppressionStore(pg, createPgEventWriter()),
+    suppressions: createPgSuppressionStore(pg, createPgEventWriter(), reads),
     queue: { ...queue, changes: createPgQueueChanges(pg, node, closing.signal) },
     queueViews: createPgQueueViews(pg, node, time),
     bodies: { write: bodies.write, open: bodies.open, release: bodies.release, sweep: bodies.sweep },

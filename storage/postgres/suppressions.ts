@@ -3,6 +3,7 @@ import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression, normaliseRecipient, type Ne
 import { lockAccounts } from './account-lock.js';
 import type { Pg, Query } from './database.js';
 import type { PgEventWriter } from './events.js';
+import { uncached, type ReadCache } from './read-cache.js';
 
 /** Inserts `e` unless its account already has that recipient and source; true when it was inserted. */
 async function insertOne(q: Query, e: NewSuppression, now: number): Promise<boolean> {
@@ -46,7 +47,7 @@ class Refused extends Error {
 }
 
 /** The Suppressions port on PostgreSQL; `events` appends an unsubscription's event (and roll-ups) in the same unit. */
-export function createPgSuppressionStore(pg: Pg, events: PgEventWriter): SuppressionStore {
+export function createPgSuppressionStore(pg: Pg, events: PgEventWriter, reads: ReadCache = uncached): SuppressionStore {
   return {
     async insertMany(entries, now, maxPerAccount = DEFAULT_MAX_SUPPRESSIONS) {
       try {
@@ -104,14 +105,19 @@ export function createPgSuppressionStore(pg: Pg, events: PgEventWriter): Suppres
         : pg.exec('DELETE FROM suppressions WHERE account_id = $1 AND recipient = $2 AND source = $3', [accountId, r, source]);
     },
 
+    // Asked for every recipient of every send: from the read cache while no suppression changed on any node.
     async isSuppressed(accountIds, recipient, transactional) {
-      const [row] = await pg.query<SuppressionRow>(
-        `SELECT * FROM suppressions WHERE recipient = $1 AND account_id = ANY($2)
-           AND CASE WHEN $3 THEN transactional ELSE non_transactional END
-         ORDER BY created_at, id LIMIT 1`,
-        [normaliseRecipient(recipient), accountIds, transactional],
-      );
-      return row;
+      const r = normaliseRecipient(recipient);
+      const row = await reads.get(['suppressions'], `${accountIds.join(',')} ${transactional} ${r}`, async () => {
+        const [found] = await pg.query<SuppressionRow>(
+          `SELECT * FROM suppressions WHERE recipient = $1 AND account_id = ANY($2)
+             AND CASE WHEN $3 THEN transactional ELSE non_transactional END
+           ORDER BY created_at, id LIMIT 1`,
+          [r, accountIds, transactional],
+        );
+        return found;
+      });
+      return row && { ...row };
     },
   };
 }
