@@ -5,6 +5,7 @@ import {
   type InboundDomainStore, type ProvisionResult, type SectionsResult, type ServedDomainRow,
 } from '../ports/inbound-domains.js';
 import type { Pg, Query } from './database.js';
+import { uncached, type ReadCache } from './read-cache.js';
 import { findAlias, listDownstreams, overlapping, readParts, replaceDownstreams, takenAlias, writeParts } from './inbound-domain-parts.js';
 import { createSubscription, findSubscription, listSubscriptions, subscriptionHandle } from './inbound-subscriptions.js';
 
@@ -41,7 +42,7 @@ async function applySections(q: Query, row: InboundDomainRow, sections: DomainSe
 }
 
 /** The PostgreSQL InboundDomains port. Names passed in must already be normalised (filters/inbound-names.ts). */
-export function createPgInboundDomainStore(pg: Pg): InboundDomainStore {
+export function createPgInboundDomainStore(pg: Pg, reads: ReadCache = uncached): InboundDomainStore {
   /** Runs `fn` as one unit holding the names lock. */
   const named = <T>(fn: (q: Query) => Promise<T>) =>
     pg.tx(async (q) => {
@@ -50,18 +51,24 @@ export function createPgInboundDomainStore(pg: Pg): InboundDomainStore {
     });
 
   return {
+    // Asked at RCPT, at DATA and at delivery of every relayed message: from the read cache while none of its tables
+    // changed on any node.
     async findServedDomain(name) {
-      const [row] = await pg.query<ServedDomainRow>(
-        `SELECT d.*, sub.handle AS subscription_handle, NULL::text AS via_alias
-           FROM inbound_domains d JOIN inbound_subscriptions sub ON sub.id = d.subscription_id WHERE d.domain = $1
-         UNION ALL
-         SELECT d.*, sub.handle AS subscription_handle, a.alias AS via_alias
-           FROM inbound_aliases a JOIN inbound_domains d ON d.id = a.domain_id
-           JOIN inbound_subscriptions sub ON sub.id = d.subscription_id WHERE a.alias = $1
-         LIMIT 1`,
-        [name.toLowerCase().replace(/\.$/, '')],
-      );
-      return row;
+      const domain = name.toLowerCase().replace(/\.$/, '');
+      const row = await reads.get(['inbound_domains', 'inbound_subscriptions', 'inbound_aliases'], domain, async () => {
+        const [found] = await pg.query<ServedDomainRow>(
+          `SELECT d.*, sub.handle AS subscription_handle, NULL::text AS via_alias
+             FROM inbound_domains d JOIN inbound_subscriptions sub ON sub.id = d.subscription_id WHERE d.domain = $1
+           UNION ALL
+           SELECT d.*, sub.handle AS subscription_handle, a.alias AS via_alias
+             FROM inbound_aliases a JOIN inbound_domains d ON d.id = a.domain_id
+             JOIN inbound_subscriptions sub ON sub.id = d.subscription_id WHERE a.alias = $1
+           LIMIT 1`,
+          [domain],
+        );
+        return found;
+      });
+      return row && { ...row };
     },
     findDomain: (name) => byName(pg.query, name),
     findDomainById: (id) => byId(pg.query, id),
@@ -160,7 +167,9 @@ export function createPgInboundDomainStore(pg: Pg): InboundDomainStore {
       }),
 
     removeAlias: async (domainId, alias) => (await pg.exec('DELETE FROM inbound_aliases WHERE alias = $1 AND domain_id = $2', [alias, domainId])) > 0,
-    listDownstreams: (domainId, limit, offset) => listDownstreams(pg.query, domainId, limit, offset),
+    // Read for every relayed message's delivery: cached as the served domain is.
+    listDownstreams: async (domainId, limit, offset) =>
+      (await reads.get(['inbound_downstreams'], `${domainId} ${limit} ${offset}`, () => listDownstreams(pg.query, domainId, limit, offset))).map((d) => ({ ...d })),
 
     setDownstreams: (domainId, records, now) =>
       named(async (q) => {

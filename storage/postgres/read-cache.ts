@@ -1,10 +1,13 @@
-// Owns the PostgreSQL store's cache of settings read on every request (keys, DKIM keys, suppressions, sender blocks,
-// scan policies): each entry is kept under the version its tables had, and checked against a version read that starts
+// Owns the PostgreSQL store's cache of settings read on every request or message (keys, DKIM keys, suppressions,
+// sender blocks, scan policies; the served inbound domains and their downstreams): each entry is kept under the version its tables had, and checked against a version read that starts
 // after the caller asked, so that a change any node committed before is never missed.
 import type { Pg } from './database.js';
 
 /** The tables whose changes (any INSERT, UPDATE, DELETE or TRUNCATE, on any node) bump their version. */
-export const VERSIONED_TABLES = ['accounts', 'api_keys', 'dkim_keys', 'suppressions', 'sender_blocks', 'account_scan_policies'] as const;
+export const VERSIONED_TABLES = [
+  'accounts', 'api_keys', 'dkim_keys', 'suppressions', 'sender_blocks', 'account_scan_policies',
+  'inbound_domains', 'inbound_subscriptions', 'inbound_aliases', 'inbound_downstreams',
+] as const;
 export type VersionedTable = (typeof VERSIONED_TABLES)[number];
 
 /**
@@ -34,7 +37,8 @@ export interface ReadCache {
   /**
    * `load()`'s value for `key`, from the cache when none of `tables` changed since it was loaded. Always waits for
    * one version read that started after this call (shared by every caller waiting at the time): measured on
-   * bench:outbound, the reads of a send were 5 of its 7.6 statements per message.
+   * bench:outbound, the reads of a send were 5 of its 7.6 statements per message; on bench:relay, the served
+   * domain (3 look-ups) and its downstreams 4 of 9.
    */
   get<T>(tables: readonly VersionedTable[], key: string, load: () => Promise<T>): Promise<T>;
 }

@@ -140,7 +140,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     metrics: createPgMetricStore(pg),
     webhooks: createPgWebhookStore(pg, time),
     tracking: createPgTrackingStore(pg, createPgEventWriter()),
-    inboundDomains: createPgInboundDomainStore(pg),
+    inboundDomains: createPgInboundDomainStore(pg, reads),
     inboundLists: createPgInboundListStore(pg),
     inboundReports: createPgInboundReportStore(pg),
     quarantine: createPgQuarantineStore(pg, bodies),
