@@ -4,7 +4,10 @@ import pg from 'pg';
 import { FOREIGN_COMMIT_POLL_MS, type QueueStore } from '../ports/queue.js';
 import type { Pg } from './database.js';
 
-/** The channel the queue's units (accept, record, the operator's retry) NOTIFY at commit, naming their node. */
+/**
+ * The channel that commits leaving deliveries queued for any node (an accept not leased to its node's fast path, a
+ * DSN, the operator's retry) NOTIFY at commit, naming their node.
+ */
 export const QUEUE_CHANNEL = 'sluice_queue';
 
 /** Where the earliest due time is read from (the queue's nextDueAt, and the polling floor here). */

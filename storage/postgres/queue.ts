@@ -35,6 +35,12 @@ function leaseArrays(leases: readonly Lease[]): [number[], string[], number[]] {
 const FENCED = `FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, token)
   WHERE d.id = l.id AND d.state = 'sending' AND d.locked_by = l.owner AND d.lease_token = l.token`;
 
+/** A group commit's context: the hot rows its units add to, and whether it leaves work for other nodes. */
+interface Batch {
+  hot: HotRows;
+  wake: boolean;
+}
+
 /**
  * The Queue port over `pg`, except `changes` (queue-changes.ts). `node` names this store in its notifications, so
  * it can tell its own commits from other nodes'. `time` times next_attempt_at and the leases (database time by
@@ -43,18 +49,26 @@ const FENCED = `FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, own
 export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time: PgTimeAxis): Omit<QueueStore, 'changes'> {
   const events = createPgEventWriter();
   // Accepts and outcomes that arrive together share one transaction (group commit, group-commit.ts), one write of
-  // each hot row (hot-rows.ts) and one NOTIFY, which wakes every other node's worker once the batch commits (NOTIFY
-  // is delivered at commit, never before).
-  const unit = createGroupCommit<HotRows>(pg, {
-    begin: createHotRows,
-    finish: async (q, hot) => {
-      await hot.flush(q);
-      await q('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]);
+  // each hot row (hot-rows.ts) and at most one NOTIFY, which wakes every other node's worker once the batch commits
+  // (NOTIFY is delivered at commit, never before). Only a batch that leaves deliveries queued for any node to claim
+  // notifies: a NOTIFY takes a lock at commit that every notifying transaction in the cluster queues on, through its
+  // WAL flush, and a batch of leased accepts and outcomes gives other nodes nothing to do (a retry's due time the
+  // others' polling floor sees within FOREIGN_COMMIT_POLL_MS).
+  const unit = createGroupCommit<Batch>(pg, {
+    begin: () => ({ hot: createHotRows(), wake: false }),
+    finish: async (q, batch) => {
+      await batch.hot.flush(q);
+      if (batch.wake) await q('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]);
     },
   });
 
-  /** Writes one accepted record with the unit's `q` (one statement: accept-statement.ts), its events' roll-ups in `hot`. */
-  async function acceptOne(q: Query, hot: HotRows, r: AcceptRecord): Promise<AcceptedIds> {
+  /**
+   * Writes one accepted record with the unit's `q` (one statement: accept-statement.ts), its events' roll-ups in the
+   * batch's hot rows; deliveries left queued (not leased to this node's fast path) make the batch wake the others.
+   */
+  async function acceptOne(q: Query, batch: Batch, r: AcceptRecord): Promise<AcceptedIds> {
+    const hot = batch.hot;
+    if (!r.lease && r.deliveries.some((d) => d.state === 'queued')) batch.wake = true;
     const m = r.message;
     const inline = m.body ? pendingInline(m.body) : undefined;
     const { sql, params } = acceptStatement(r, time, inline);
@@ -134,9 +148,9 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     // bench:outbound: 285 ms per roll-up upsert at 32 requests at once). Batching accepts once left deliveries
     // queued and never claimed: that was the worker stopping after a renewal lost a deadlock (mta/queue/worker.ts).
     accept: (records) =>
-      unit(async (q, _exec, hot) => {
+      unit(async (q, _exec, batch) => {
         const out: AcceptedIds[] = [];
-        for (const r of records) out.push(await acceptOne(q, hot, r));
+        for (const r of records) out.push(await acceptOne(q, batch, r));
         return out;
       }),
 
@@ -188,10 +202,10 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     },
 
     record: (outcomes: readonly OutcomeRecord[], dsns: readonly DsnRecord[] = []) =>
-      unit(async (q, _exec, hot) => {
+      unit(async (q, _exec, batch) => {
         const written: boolean[] = [];
-        for (const o of outcomes) written.push(await recordOne(q, hot, o));
-        for (const d of dsns) if (d.covers.some((i) => written[i])) await acceptOne(q, hot, d.dsn);
+        for (const o of outcomes) written.push(await recordOne(q, batch.hot, o));
+        for (const d of dsns) if (d.covers.some((i) => written[i])) await acceptOne(q, batch, d.dsn);
         return written;
       }),
 
