@@ -39,8 +39,11 @@ t.test('processes = 2: two children on one set of ports, tree metrics, jobs once
   const children = started.children as number[];
   t.equal(children.length, 2, 'two children');
   t.notOk(children.includes(tree.child.pid!), 'the primary serves nothing itself');
+  // A child tells the primary it is ready before its own log line may have reached the pipe (the logger writes
+  // asynchronously): wait for each child's line rather than reading the lines seen so far.
+  await Promise.all(children.map((pid) => tree.waitForLine((l) => l.msg === 'listening' && l.pid === pid)));
   const listening = tree.lines.filter((l) => l.msg === 'listening');
-  t.same(listening.map((l) => l.pid).sort(), [...children].sort(), 'each child is listening');
+  t.same(listening.map((l) => l.pid).sort(), [...children].sort(), 'each child is listening, and no other process');
   t.equal(new Set(listening.map((l) => l.http)).size, 1, 'on the same http port');
   t.equal(new Set(listening.map((l) => l.mx)).size, 1, 'on the same MX port');
   const httpPort = Number(String(listening[0].http).split(':').pop());

@@ -95,7 +95,11 @@ t.test('two workers deliver each message once; kill -9 of one: its leases are ta
   type Tree = ReturnType<typeof serveBinary>;
   const up = async (tree: Tree) => {
     await tree.listening;
-    if (PROCESSES > 1) await tree.waitForLine((l) => l.msg === 'serving children started');
+    if (PROCESSES > 1) {
+      const started = await tree.waitForLine((l) => l.msg === 'serving children started');
+      // Each child's own `listening` line may reach the pipe after the primary's line (asynchronous logging).
+      await Promise.all((started.children as number[]).map((pid) => tree.waitForLine((l) => l.msg === 'listening' && l.pid === pid)));
+    }
   };
   const servingPids = (tree: Tree) => tree.lines.filter((l) => l.msg === 'listening').map((l) => l.pid as number);
   const first = serveBinary(t, dir, env, ['--only', 'worker']);
