@@ -30,8 +30,8 @@ ${VERSIONED_TABLES.map(
 ).join('\n')}
 `;
 
-/** Most entries each cache keeps; past it the oldest goes (suppression look-ups are one per recipient). */
-const MAX_ENTRIES = 20_000;
+/** Most entries a store's cache keeps; past it the oldest goes (suppression look-ups are one per recipient). */
+export const READ_CACHE_MAX_ENTRIES = 20_000;
 
 export interface ReadCache {
   /**
@@ -48,8 +48,8 @@ type Versions = ReadonlyMap<string, number>;
 /** No cache: every call loads (a store opened for a one-off command, or a test of the statements themselves). */
 export const uncached: ReadCache = { get: (_tables, _key, load) => load() };
 
-/** The cache of one store (one process): its versions are read through `pg`, its entries kept in memory. */
-export function createReadCache(pg: Pg): ReadCache {
+/** The cache of one store (one process): its versions are read through `pg`, at most `maxEntries` entries in memory. */
+export function createReadCache(pg: Pg, maxEntries = READ_CACHE_MAX_ENTRIES): ReadCache {
   const entries = new Map<string, { tag: string; value: unknown }>();
   let latest: Versions = new Map();
   let inFlight: Promise<Versions> | undefined;
@@ -88,7 +88,7 @@ export function createReadCache(pg: Pg): ReadCache {
       const value = await load();
       if (tagOf(latest) === tag) {
         entries.delete(id);
-        if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+        if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);
         entries.set(id, { tag, value });
       }
       return value;

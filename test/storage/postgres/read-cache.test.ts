@@ -111,3 +111,17 @@ t.test('reads waiting together share one version read; a change to another table
   t.same(await cache.get(['dkim_keys'], 'k', load), { n: 3 }, 'entries of other tables are their own');
   t.same(await cache.get(['dkim_keys'], 'k', load), { n: 3 }, 'and cached');
 });
+
+t.test('the cache holds at most its bound: a tenant choosing ever new recipients evicts the oldest entry', async (t) => {
+  const pg = createPg({ url: await migratedDatabase(), poolSize: 1 });
+  t.teardown(() => pg.close());
+  const cache = createReadCache(pg, 3);
+  const loaded: string[] = [];
+  const load = (key: string) => async () => (loaded.push(key), key);
+  for (const key of ['a', 'b', 'c', 'd']) await cache.get(['suppressions'], key, load(key));
+  await cache.get(['suppressions'], 'd', load('d'));
+  await cache.get(['suppressions'], 'b', load('b'));
+  t.same(loaded, ['a', 'b', 'c', 'd'], 'the newest three stay cached');
+  await cache.get(['suppressions'], 'a', load('a'));
+  t.same(loaded, ['a', 'b', 'c', 'd', 'a'], 'the oldest went when the fourth came, and loads again');
+});
