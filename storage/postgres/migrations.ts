@@ -9,8 +9,8 @@ import { THROTTLES_SCHEMA } from './schema/throttles.js';
 /**
  * Never edit a released migration; append a new one. Migration 1 is the schema as the PostgreSQL backend first
  * shipped it, made of the parts in schema.ts (one per area of the store); 2 adds the throttles' counters, 3 the send
- * limit's reservations, 4 the versions of the tables the read cache keeps (read-cache.ts). Timestamps are bigint milliseconds since the epoch, as on SQLite, so ports return the same
- * numbers on both backends.
+ * limit's reservations, 4 the versions of the tables the read cache keeps (read-cache.ts). Timestamps are bigint
+ * milliseconds since the epoch, as on SQLite, so ports return the same numbers on both backends.
  */
 export const PG_MIGRATIONS: readonly string[] = [SCHEMA_PARTS.join('\n'), THROTTLES_SCHEMA, SEND_RESERVATIONS_SCHEMA, READ_VERSIONS_SCHEMA];
 

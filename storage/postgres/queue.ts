@@ -144,9 +144,10 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
   return {
     // One unit for the request, all or nothing, however many messages it carries, in the same
     // group commit as the outcomes: every accept adds to the account's hot rows (hourly and per-second roll-ups,
-    // monthly usage; written once per batch, hot-rows.ts), and in transactions of their own each waited for the previous one's COMMIT (measured on
-    // bench:outbound: 285 ms per roll-up upsert at 32 requests at once). Batching accepts once left deliveries
-    // queued and never claimed: that was the worker stopping after a renewal lost a deadlock (mta/queue/worker.ts).
+    // monthly usage; written once per batch, hot-rows.ts), and in transactions of their own each waited for the
+    // previous one's COMMIT (measured on bench:outbound: 285 ms per roll-up upsert at 32 requests at once). Batching
+    // accepts once left deliveries queued and never claimed: that was the worker stopping after a renewal lost a
+    // deadlock (mta/queue/worker.ts).
     accept: (records) =>
       unit(async (q, _exec, batch) => {
         const out: AcceptedIds[] = [];

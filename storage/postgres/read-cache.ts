@@ -1,6 +1,7 @@
 // Owns the PostgreSQL store's cache of settings read on every request or message (keys, DKIM keys, suppressions,
-// sender blocks, scan policies; the served inbound domains and their downstreams): each entry is kept under the version its tables had, and checked against a version read that starts
-// after the caller asked, so that a change any node committed before is never missed.
+// sender blocks, scan policies; the served inbound domains and their downstreams): each entry is kept under the
+// version its tables had, and checked against a version read that starts after the caller asked, so that a change
+// any node committed before is never missed.
 import type { Pg } from './database.js';
 
 /** The tables whose changes (any INSERT, UPDATE, DELETE or TRUNCATE, on any node) bump their version. */
