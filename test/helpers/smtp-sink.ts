@@ -140,8 +140,17 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
   });
   const { port } = server.server.address() as AddressInfo;
   let closed = false;
+  // smtp-server's close waits up to 30 s for its sessions to end; Sluice's delivery client keeps an idle connection
+  // for 10 s, so every test that delivered here would wait that long at teardown. A sink that closes is a downstream
+  // gone: its connections are cut at once.
   const close = () =>
-    closed ? Promise.resolve() : new Promise<void>((resolve) => { closed = true; server.close(() => resolve()); });
+    closed
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          closed = true;
+          server.close(() => resolve());
+          for (const s of sockets) s.destroy();
+        });
   t.teardown(close);
   return {
     port,
