@@ -107,19 +107,21 @@ export async function runCommand(
       return await withStore(loaded(), now, (store) => metricsCommand(sub, rest, store.accounts, store.metrics, opts, io, now));
     case 'quarantine': {
       const { config } = loaded();
-      return await withStore({ config }, now, (store) => {
-        const relay = io.relayInbound?.(store) ?? queueRelay(store, config.smtp.hostname, now, arcSealerFor(config, pino({ level: 'silent' })));
+      return await withStore({ config }, now, async (store) => {
+        const relay = io.relayInbound?.(store) ?? queueRelay(store, config.smtp.hostname, now, await arcSealerFor(config, store.settings, pino({ level: 'silent' })));
         const bayes = createBayesClassifier({ store: store.bayes, minLearned: config.filters.bayes.minLearned, maxTokens: config.filters.bayes.maxTokens });
         return quarantineCommand(sub, rest, store.accounts, store.quarantine, relay, bayes, opts, io, now);
       });
     }
     case 'arc': {
       if (sub !== 'record') throw new UsageError('usage: sluice arc record');
-      const k = arcKey(loaded().config);
-      if (!k) throw new Error('ARC sealing is off: set inbound.arc.domain (and optionally inbound.arc.selector, inbound.arc.key)');
-      const r = arcDnsRecord(k);
-      io.stdout(opts.json ? JSON.stringify(r) + '\n' : `${r.name}. IN TXT "${r.value}"\n`);
-      return 0;
+      const cfg = loaded();
+      if (!cfg.config.inbound.arc.domain) throw new Error('ARC sealing is off: set inbound.arc.domain (and optionally inbound.arc.selector, inbound.arc.key)');
+      return await withStore(cfg, now, async (store) => {
+        const r = arcDnsRecord((await arcKey(cfg.config, store.settings))!);
+        io.stdout(opts.json ? JSON.stringify(r) + '\n' : `${r.name}. IN TXT "${r.value}"\n`);
+        return 0;
+      });
     }
     case 'filter': {
       const { config } = loaded();

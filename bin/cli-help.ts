@@ -53,7 +53,7 @@ Commands:
   filter stats [--account H] [--json]     messages and tokens the model learned; whether it scores mail
   filter reset [--account H]              forget everything that model learned
   arc record [--json]                     the DNS TXT record to publish for the ARC sealing key
-                                          (inbound.arc.*; the key is generated into data_dir/arc/ if needed)
+                                          (inbound.arc.*; the key is generated into the store if needed)
   console token [--label TEXT] [--json]   create an operator token for the web console (/console; shown once)
   console tokens [--json]                 list live operator tokens
   console revoke ID                       revoke an operator token and end its console sessions

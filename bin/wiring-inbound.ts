@@ -14,6 +14,7 @@ import { createArcSealer, type ArcSealer } from '../mta/inbound/arc-seal.js';
 import { createDnsListChecker } from '../mta/inbound/dnsbl.js';
 import { createGreylister } from '../mta/inbound/greylist.js';
 import { createClamdClient } from '../mta/scanners/clamd-client.js';
+import type { SettingStore } from '../storage/ports/settings.js';
 import type { Store } from '../storage/ports/store.js';
 
 /** A matcher for CIDR networks (`inbound.greylist.exempt_networks`), IPv4 also as v4-mapped IPv6. */
@@ -79,41 +80,37 @@ export function wireInboundFilters(opts: {
   };
 }
 
+/** The setting that holds the generated ARC key of `selector` at `domain` (storage/ports/settings.ts). */
+export const arcKeySetting = (selector: string, domain: string) => `arc-key:${selector}.${domain}`;
+
 /**
- * The ARC key of `inbound.arc.*`: `inbound.arc.key` when set, else data_dir/arc/<selector>.<domain>.pem, generated
- * (RSA-2048, mode 0600) the first time. Undefined when ARC sealing is off (no `inbound.arc.domain`).
+ * The ARC key of `inbound.arc.*`: `inbound.arc.key` when set (the operator's file: every node reads its own copy),
+ * else a key kept in the store's settings, shared by every process and node on it (issue 33: a node's data_dir holds
+ * nothing another node needs; nodes sealing with keys of their own under one selector would fail verification). It
+ * is made once per store, atomically: the key an older Sluice generated into data_dir/arc/<selector>.<domain>.pem when
+ * that file is there (the one already published in DNS), else a new RSA-2048 key. Undefined when ARC sealing is off
+ * (no `inbound.arc.domain`).
  */
-export function arcKey(config: Config): { domain: string; selector: string; privateKeyPem: string; publicKeyBase64: string } | undefined {
+export async function arcKey(
+  config: Config,
+  settings: SettingStore,
+): Promise<{ domain: string; selector: string; privateKeyPem: string; publicKeyBase64: string } | undefined> {
   const { domain, selector, key } = config.inbound.arc;
   if (!domain) return undefined;
-  let pem: string;
-  if (key) {
-    pem = fs.readFileSync(key, 'utf8');
-  } else {
-    const file = path.join(config.dataDir, 'arc', `${selector}.${domain}.pem`);
-    if (!fs.existsSync(file)) {
-      const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-      // Written under a temporary name and renamed, so two processes starting at once never read half a key.
-      const tmp = `${file}.${process.pid}.tmp`;
-      fs.writeFileSync(tmp, privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
-      try {
-        fs.linkSync(tmp, file);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      } finally {
-        fs.rmSync(tmp, { force: true });
-      }
-    }
-    pem = fs.readFileSync(file, 'utf8');
-  }
+  const pem = key
+    ? fs.readFileSync(key, 'utf8')
+    : await settings.getOrCreate(arcKeySetting(selector, domain), () => {
+        const file = path.join(config.dataDir, 'arc', `${selector}.${domain}.pem`);
+        if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8');
+        return crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+      });
   const publicKeyBase64 = (crypto.createPublicKey(pem).export({ type: 'spki', format: 'der' }) as Buffer).toString('base64');
   return { domain, selector, privateKeyPem: pem, publicKeyBase64 };
 }
 
 /** The sealer for relayed mail, or undefined when `inbound.arc.domain` is unset. */
-export function arcSealerFor(config: Config, logger: Logger): ArcSealer | undefined {
-  const k = arcKey(config);
+export async function arcSealerFor(config: Config, settings: SettingStore, logger: Logger): Promise<ArcSealer | undefined> {
+  const k = await arcKey(config, settings);
   return k ? createArcSealer({ ...k, logger }) : undefined;
 }
 

@@ -157,7 +157,7 @@ export async function wireCore(opts: CoreOptions) {
   // the domain's downstreams. Wired here from the queue: the MX path does not go through the control plane.
   // Where messages in progress live (scratch under data_dir/tmp) and how much of them memory may hold at once.
   const space = createMessageSpace(config, now);
-  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: arcSealerFor(config, logger) });
+  const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: await arcSealerFor(config, store.settings, logger) });
   const worker = createQueueWorker({
     store: store.queue,
     bodies: store.bodies,

@@ -191,8 +191,8 @@ export const ARC_KEYS = {
     },
   }),
   key: key({
-    doc: 'PEM private key (RSA or Ed25519) of the ARC sets; when unset, Sluice generates an RSA-2048 key into data_dir/arc/ on first use and keeps it.',
-    defaultText: 'none (generated into data_dir/arc/)',
+    doc: 'PEM private key (RSA or Ed25519) of the ARC sets (with several nodes, the same file on each); when unset, Sluice generates an RSA-2048 key on first use and keeps it in the store, shared by every process and node on it (a key an older Sluice generated into data_dir/arc/ is taken over).',
+    defaultText: 'none (generated into the store)',
     default: () => undefined,
     parse: parsePath,
   }),
