@@ -2,14 +2,16 @@
 // decoded into a scratch as the JSON arrives, composed and DKIM-signed as a stream, arrives byte for byte, DKIM passing;
 // invalid base64 deep inside a large attachment is the usual 400 with nothing queued and no scratch left; a dry run
 // still answers the rendered message, kept-out text read back where it must be rendered (template, placeholder).
+// On both storage backends: on PostgreSQL the body streams into chunk rows and back out.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { authenticate } from 'mailauth';
 import { simpleParser } from 'mailparser';
-import t from 'tap';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
+import { onBackends } from '../helpers/backends.js';
 import { mail, outboundWorld, type OutboundWorld } from '../helpers/outbound-world.js';
+import type { PortStack } from '../helpers/stack.js';
 
 const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
 
@@ -28,10 +30,10 @@ function openFilesUnder(dir: string): string[] {
 }
 
 /** Messages the queue holds (any state). */
-const queued = (w: OutboundWorld) => (w.stack.db.prepare('SELECT count(*) AS n FROM messages').get() as { n: number }).n;
+const queued = async (w: OutboundWorld<PortStack>) => Number((await w.stack.sql<{ n: number | string }>('SELECT count(*) AS n FROM messages'))[0]!.n);
 
-t.test('a 21 MiB attachment (a 28.7 MB message, near the 30 MB limit) decoded as the JSON arrives is delivered byte for byte, DKIM passing', async (t) => {
-  const w = await outboundWorld(t);
+onBackends('a 21 MiB attachment (a 28.7 MB message, near the 30 MB limit) decoded as the JSON arrives is delivered byte for byte, DKIM passing', async (t, backend) => {
+  const w = await outboundWorld(t, { backend });
   // Random bytes: any chunk lost, repeated or mis-decoded at a boundary changes the digest.
   const attachment = crypto.randomBytes(21 * 1024 * 1024);
   const res = await w.rest(mail('see the attachment', { attachments: [{ content: attachment.toString('base64'), filename: 'big.bin', type: 'application/octet-stream' }] }));
@@ -51,8 +53,8 @@ t.test('a 21 MiB attachment (a 28.7 MB message, near the 30 MB limit) decoded as
   t.equal(verdict.dkim?.results[0]?.status.result, 'pass', 'the signature over the streamed body verifies');
 });
 
-t.test('invalid base64 in the middle of a large attachment: 400 naming it, nothing queued, no scratch left', async (t) => {
-  const w = await outboundWorld(t);
+onBackends('invalid base64 in the middle of a large attachment: 400 naming it, nothing queued, no scratch left', async (t, backend) => {
+  const w = await outboundWorld(t, { backend });
   const good = crypto.randomBytes(3 * 1024 * 1024).toString('base64');
   const middle = Math.floor(good.length / 2);
   for (const [name, content] of [
@@ -64,7 +66,7 @@ t.test('invalid base64 in the middle of a large attachment: 400 naming it, nothi
     t.equal(res.status, 400, name);
     t.same(res.body.errors, ['attachments[1].content: must be valid base64'], `${name}: the API's shape and words`);
   }
-  t.equal(queued(w), 0, 'nothing queued');
+  t.equal(await queued(w), 0, 'nothing queued');
   t.same(openFilesUnder(path.join(w.stack.dataDir, 'tmp')), [], 'no scratch file left open');
   t.same(fs.readdirSync(path.join(w.stack.dataDir, 'tmp')), [], 'nor on disk');
   // The same body with its base64 intact is sent (the check above is of the base64, nothing else).
@@ -72,8 +74,8 @@ t.test('invalid base64 in the middle of a large attachment: 400 naming it, nothi
   t.equal(ok.status, 202, ok.text.slice(0, 200));
 });
 
-t.test('kept-out values do not count against smtp.max_buffered_bytes: 3 MB of attachment under a 1 MiB bound is read and judged', async (t) => {
-  const w = await outboundWorld(t, { env: { SLUICE_SMTP_MAX_BUFFERED_BYTES: '1048576' } });
+onBackends('kept-out values do not count against smtp.max_buffered_bytes: 3 MB of attachment under a 1 MiB bound is read and judged', async (t, backend) => {
+  const w = await outboundWorld(t, { backend, env: { SLUICE_SMTP_MAX_BUFFERED_BYTES: '1048576' } });
   const content = crypto.randomBytes(3 * 1024 * 1024).toString('base64');
   // Read whole into memory (before: the JSON string) this body would be a 503 for memory; kept out, it reaches
   // the send rules, which refuse it for what it is.
@@ -83,11 +85,11 @@ t.test('kept-out values do not count against smtp.max_buffered_bytes: 3 MB of at
   const invalid = await w.rest(mail('x', { attachments: [{ content: `${content.slice(0, -4)}!!!!`, filename: 'big.bin' }] }), '/tx/v1/send');
   t.equal(invalid.status, 400, invalid.text.slice(0, 200));
   t.same(invalid.body.errors, ['attachments[0].content: must be valid base64']);
-  t.equal(queued(w), 0);
+  t.equal(await queued(w), 0);
 });
 
-t.test('a dry run answers the rendered message: kept-out text and attachment, template and placeholder read back', async (t) => {
-  const w = await outboundWorld(t);
+onBackends('a dry run answers the rendered message: kept-out text and attachment, template and placeholder read back', async (t, backend) => {
+  const w = await outboundWorld(t, { backend });
   // Each value is past the 64 Ki characters the parser keeps in memory, with escapes and non-ASCII across chunks.
   // CRLF, lone CR and LF: each becomes one CRLF on the wire (RFC 5322 §2.3), across chunk boundaries too.
   const line = (i: number) => `line ${i} "quoted" \\ grüße ✓ 😀${['\r\n', '\r', '\n'][i % 3]}`;
@@ -126,6 +128,6 @@ t.test('a dry run answers the rendered message: kept-out text and attachment, te
   const url = /^List-Unsubscribe:\s*<([^>]+)>/m.exec(String(rendered.body.data[0]).replace(/\r\n[ \t]+/g, ' '))?.[1];
   t.ok(url, 'a List-Unsubscribe URL (RFC 8058)');
   t.ok(two.html && two.html.startsWith(`<a href="${url}">leave</a>`), 'the placeholder in a long HTML part became that URL');
-  t.equal(queued(w), 0, 'a dry run queues nothing');
+  t.equal(await queued(w), 0, 'a dry run queues nothing');
   t.same(openFilesUnder(path.join(w.stack.dataDir, 'tmp')), [], 'no scratch left open');
 });
