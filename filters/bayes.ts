@@ -129,7 +129,7 @@ export interface BayesClassifier {
 
 /**
  * The classifier over `store`; `minLearned` is `filters.bayes.min_learned`, `maxTokens` `filters.bayes.max_tokens`
- * (the tokens one model holds at most; a learn past it forgets the least recently seen).
+ * (the tokens one model holds at most; a learn past it forgets the rarest, least recently seen first).
  */
 export function createBayesClassifier(deps: {
   store: BayesStore;

@@ -61,9 +61,10 @@ export interface BayesStore {
    * Learns `items` into the model of `scope` in one commit. A message (same digest) learned before as the same
    * class is not counted twice (`already`); learned as the other class, its tokens move over (`relearned`), as
    * SpamAssassin's bayes_seen does. Every token counted is marked seen at `now`. When the model then holds more than
-   * `maxTokens` (default DEFAULT_MAX_TOKENS) distinct tokens, its least recently seen ones are forgotten in the
-   * same commit until it holds `maxTokens` (SpamAssassin's expiry keeps the most recently used tokens likewise); a
-   * model over a cap lowered since sheds a bounded number more at each learn until it is within it.
+   * `maxTokens` (default DEFAULT_MAX_TOKENS) distinct tokens, its rarest ones (counted in the fewest messages, the
+   * least recently seen of those first) are forgotten in the same commit until it holds `maxTokens`: frequent tokens
+   * carry a model, and forgetting by age alone dropped the first-learned mail's (bench:filter); a model over a cap
+   * lowered since sheds a bounded number more at each learn until it is within it.
    */
   learn(scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens?: number): Promise<LearnOutcome[]>;
   /** The learned totals and the tokens' counts, summed over `scopes` (e.g. the global model and one account's). */

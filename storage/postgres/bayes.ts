@@ -102,11 +102,12 @@ export function createPgBayesStore(pg: Pg): BayesStore {
            WHERE id = $1 RETURNING tokens`,
           [id, r.delta.spam, r.delta.ham, changed ? 1 : 0, now, r.added],
         ))[0]?.tokens ?? 0;
-        // The cap, as on SQLite: the least recently seen go in this unit, at most what this learn added plus a step.
+        // The cap, as on SQLite: the rarest (then least recently seen) go in this unit, by bayes_tokens_evict, at most
+        // what this learn added plus a step.
         if (held > maxTokens) {
           await q(
             `WITH gone AS (DELETE FROM bayes_tokens WHERE model_id = $1 AND token IN
-               (SELECT token FROM bayes_tokens WHERE model_id = $1 ORDER BY seen_at, token LIMIT $2) RETURNING 1)
+               (SELECT token FROM bayes_tokens WHERE model_id = $1 ORDER BY spam + ham, seen_at, token LIMIT $2) RETURNING 1)
              UPDATE bayes_models SET tokens = greatest(tokens - (SELECT count(*) FROM gone), 0) WHERE id = $1`,
             [id, Math.min(held - maxTokens, r.added + EXCESS_PER_LEARN)],
           );

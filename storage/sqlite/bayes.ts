@@ -35,10 +35,11 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     // How many of a message's tokens the model has already: the rest are new, added to bayes_models.tokens.
     known: db.prepare('SELECT count(*) FROM bayes_tokens WHERE model_id = ? AND token IN (SELECT value FROM json_each(?))').pluck(),
     addCount: db.prepare('UPDATE bayes_models SET tokens = max(tokens + ?, 0) WHERE id = ? RETURNING tokens').pluck(),
-    // The least recently seen tokens of a model, by bayes_tokens_seen (migration 20): no scan.
-    forgetOldest: db.prepare(
+    // The rarest tokens of a model (fewest messages, then least recently seen), by bayes_tokens_evict (migration 30):
+    // no scan. Frequent tokens carry the model; rare ones, old or new, are what it can best do without.
+    forgetRarest: db.prepare(
       `DELETE FROM bayes_tokens WHERE model_id = @id AND token IN
-         (SELECT token FROM bayes_tokens WHERE model_id = @id ORDER BY seen_at LIMIT @n)`,
+         (SELECT token FROM bayes_tokens WHERE model_id = @id ORDER BY spam + ham, seen_at LIMIT @n)`,
     ),
     modelsAfter: db.prepare('SELECT id FROM bayes_models WHERE id > ? ORDER BY id LIMIT ?').pluck(),
     forgetRare: db.prepare(
@@ -102,13 +103,13 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
       return before === undefined ? 'learned' : 'relearned';
     });
     if (out.some((o) => o !== 'already')) s.total.run({ id, spam: delta.spam, ham: delta.ham, now });
-    // The cap: past it, the least recently seen tokens go in this same commit. A learn adds at most its messages'
+    // The cap: past it, the rarest tokens (then the least recently seen) go in this same commit. A learn adds at most its messages'
     // tokens (filters/bayes-tokens.ts MAX_TOKENS each), so this deletes at most as many; after the operator lowered
     // the cap, each learn deletes at most EXCESS_PER_LEARN more, so no one commit deletes a model's worth at once.
     const held = s.addCount.get(added, id) as number;
     if (held > maxTokens) {
       const n = Math.min(held - maxTokens, added + EXCESS_PER_LEARN);
-      s.addCount.get(-s.forgetOldest.run({ id, n }).changes, id);
+      s.addCount.get(-s.forgetRarest.run({ id, n }).changes, id);
     }
     return out;
   });

@@ -23,7 +23,7 @@ export const FILTERING_MEMORY_SCHEMA = `
     seen_at bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (model_id, token)
   );
-  -- The cap forgets a model's least recently seen tokens, the rare-token prune its old ones: without a scan.
+  -- The rare-token prune finds old tokens without a scan; migration 5 replaces this index (schema/bayes-evict.ts).
   CREATE INDEX bayes_tokens_seen ON bayes_tokens (model_id, seen_at);
   CREATE TABLE bayes_learned (
     model_id bigint NOT NULL REFERENCES bayes_models(id) ON DELETE CASCADE,

@@ -63,7 +63,7 @@ contract('bayes: account models add to the global one and never to another accou
 /** `n` distinct tokens named `prefix:i`. */
 const tokens = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `B:${prefix}${i}`);
 
-contract('bayes: a model holds at most maxTokens; the least recently learned go first, other models untouched', async (t, { store }) => {
+contract('bayes: a model holds at most maxTokens; the rarest, then the least recently learned, go first; other models untouched', async (t, { store }) => {
   const acme = await account(store, 'acme');
   const other = await account(store, 'other');
   const bayes = store.bayes;
@@ -81,6 +81,21 @@ contract('bayes: a model holds at most maxTokens; the least recently learned go 
   t.ok((await bayes.counts([acme], ['B:old29'])).tokens.has('B:old29'), 'a token learned again is recent');
   t.equal((await bayes.stats(other)).tokens, 40, 'another model is not touched');
   t.same((await bayes.stats(acme)).learned, { spam: 2, ham: 1 }, 'learned totals are not changed by forgetting tokens');
+});
+
+contract('bayes: past the cap, tokens counted in more messages outlive newer ones counted once', async (t, { store }) => {
+  const acme = await account(store, 'acme');
+  const bayes = store.bayes;
+  // Two old messages share five tokens (counted twice); newer mail brings tokens counted once, past the cap.
+  await bayes.learn(acme, [{ digest: 'a', cls: 'ham', tokens: [...tokens('freq', 5), ...tokens('a', 5)] }], 1, 30);
+  await bayes.learn(acme, [{ digest: 'b', cls: 'ham', tokens: [...tokens('freq', 5), ...tokens('b', 5)] }], 2, 30);
+  await bayes.learn(acme, [{ digest: 'c', cls: 'spam', tokens: tokens('c', 20) }], 3, 30);
+  t.equal((await bayes.stats(acme)).tokens, 30, 'the bound holds');
+  const kept = (await bayes.counts([acme], [...tokens('freq', 5), ...tokens('a', 5), ...tokens('b', 5), ...tokens('c', 20)])).tokens;
+  t.same(tokens('freq', 5).map((k) => kept.get(k)), Array(5).fill({ spam: 0, ham: 2 }), 'the oldest tokens, counted twice, are all kept');
+  t.equal(tokens('c', 20).filter((k) => kept.has(k)).length, 20, 'the newest, counted once, are kept');
+  t.equal([...tokens('a', 5), ...tokens('b', 5)].filter((k) => kept.has(k)).length, 5, 'five of the older ones counted once went, oldest first');
+  t.equal(tokens('a', 5).filter((k) => kept.has(k)).length, 0);
 });
 
 contract('bayes: retention forgets rare old tokens in batches over every model, and old learned-message records', async (t, { store }) => {
