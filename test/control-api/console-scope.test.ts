@@ -1,7 +1,7 @@
 // Checks that a console session keeps the scope of the API key it signed in with: an `inbound` key's session has no
 // outbound view or form (queue, log, deliverability, DKIM, webhooks, senders), an `api` key's none of the inbound
 // ones (quarantine, domains) — 404 and no link, as the REST routes answer 403 — while the operator keeps every view.
-import t from 'tap';
+import { onBackends } from '../helpers/backends.js';
 import { consoleClient, consoleWorld } from '../helpers/console-world.js';
 
 const OUTBOUND = ['/console/queue', '/console/log', '/console/deliverability', '/console/dkim', '/console/webhooks', '/console/senders'];
@@ -9,12 +9,12 @@ const INBOUND = ['/console/quarantine', '/console/domains'];
 /** The navigation links of a page. */
 const navLinks = (page: string) => [...(/<nav>([\s\S]*?)<\/nav>/.exec(page)?.[1] ?? '').matchAll(/href="([^"?]+)/g)].map((m) => m[1]);
 
-t.test('an inbound key: inbound views only; DKIM, log and webhooks are not there, and no form of theirs acts', async (t) => {
-  const w = await consoleWorld(t);
+onBackends('an inbound key: inbound views only; DKIM, log and webhooks are not there, and no form of theirs acts', async (t, backend) => {
+  const w = await consoleWorld(t, {}, backend);
   const { stack } = w;
   await w.send(w.acme, 'ann@later.test', 'acme deferred');
   await w.quarantine('carol@acme-corp.test', 'acme spam');
-  const q = (stack.db.prepare('SELECT id FROM inbound_quarantine').get() as { id: number }).id;
+  const q = (await stack.sql<{ id: number }>('SELECT id FROM inbound_quarantine'))[0]!.id;
 
   const c = consoleClient(w.base);
   const signIn = await c.signIn(w.acme.inboundKey);
@@ -28,7 +28,7 @@ t.test('an inbound key: inbound views only; DKIM, log and webhooks are not there
   t.same(navLinks(page.text), INBOUND, 'only the inbound views are linked');
   t.equal((await c.get('/console/domains')).status, 200);
 
-  for (const p of [...OUTBOUND, `/console/queue/${w.deliveryOf('ann@later.test').id}`]) {
+  for (const p of [...OUTBOUND, `/console/queue/${(await w.deliveryOf('ann@later.test')).id}`]) {
     const r = await c.get(p);
     t.equal(r.status, 404, p);
     t.notMatch(r.text, /ann@later|acme deferred/, `${p}: nothing of the outbound mail shown`);
@@ -39,23 +39,23 @@ t.test('an inbound key: inbound views only; DKIM, log and webhooks are not there
   const created = await c.post('/console/dkim/create', { domain: 'sender.test', selector: 's1', key_length: '1024' });
   t.equal(created.status, 404);
   t.equal((await stack.services.dkim.domains(w.acme.id)).length, 0, 'no DKIM key created');
-  const delivery = w.deliveryOf('ann@later.test');
+  const delivery = await w.deliveryOf('ann@later.test');
   t.equal((await c.post(`/console/queue/${delivery.id}/delete`, {})).status, 404);
-  t.equal(w.deliveryOf('ann@later.test').state, delivery.state, 'the delivery is not dropped');
+  t.equal((await w.deliveryOf('ann@later.test')).state, delivery.state, 'the delivery is not dropped');
   t.equal((await c.post('/console/webhooks/1/resend', {})).status, 404);
   t.equal((await c.post('/console/senders/delist', { sender_id: 'acme|x-authuser|app@sender.test' })).status, 404);
 
   // Its own scope works: the release goes through.
   const released = await c.post(`/console/quarantine/${q}/release`, {});
   t.equal(released.status, 302);
-  t.not((stack.db.prepare('SELECT released_at FROM inbound_quarantine WHERE id = ?').get(q) as { released_at: number | null }).released_at, null);
+  t.not((await stack.sql<{ released_at: number | null }>('SELECT released_at FROM inbound_quarantine WHERE id = ?', q))[0]!.released_at, null);
 });
 
-t.test('an api key: no quarantine release, no inbound domains', async (t) => {
-  const w = await consoleWorld(t);
+onBackends('an api key: no quarantine release, no inbound domains', async (t, backend) => {
+  const w = await consoleWorld(t, {}, backend);
   const { stack } = w;
   await w.quarantine('carol@acme-corp.test', 'acme spam');
-  const q = (stack.db.prepare('SELECT id FROM inbound_quarantine').get() as { id: number }).id;
+  const q = (await stack.sql<{ id: number }>('SELECT id FROM inbound_quarantine'))[0]!.id;
 
   const c = consoleClient(w.base);
   t.equal((await c.signIn(w.acme.key)).location, '/console/queue');
@@ -70,14 +70,14 @@ t.test('an api key: no quarantine release, no inbound domains', async (t) => {
   t.equal((await c.post(`/console/quarantine/${q}/release`, {})).status, 404);
   t.equal((await c.post(`/console/quarantine/${q}/delete`, {})).status, 404);
   t.equal((await c.post(`/console/quarantine/${q}/spam`, {})).status, 404, 'nor delete as spam');
-  const row = stack.db.prepare('SELECT released_at FROM inbound_quarantine WHERE id = ?').get(q) as { released_at: number | null } | undefined;
+  const [row] = await stack.sql<{ released_at: number | null }>('SELECT released_at FROM inbound_quarantine WHERE id = ?', q);
   t.same(row, { released_at: null }, 'still quarantined, not released, not deleted');
   await stack.worker.runOnce();
   t.notOk(w.sink.messages.some((m) => m.rcptTo.includes('carol@acme-corp.test')), 'nothing relayed');
 });
 
-t.test('the operator keeps every scope', async (t) => {
-  const w = await consoleWorld(t);
+onBackends('the operator keeps every scope', async (t, backend) => {
+  const w = await consoleWorld(t, {}, backend);
   await w.quarantine('carol@acme-corp.test', 'acme spam');
   const op = consoleClient(w.base);
   t.equal((await op.signIn((await w.stack.services.console.createToken('ops', w.stack.clock.now())).token)).location, '/console/queue');

@@ -53,8 +53,8 @@ if (!fs.existsSync(CHROMIUM)) {
     await w.send(w.bravo, 'bob@later.test', 'bravo secret');
     await w.quarantine('carol@acme-corp.test', 'Cheap watches');
     await stack.worker.runOnce();
-    const ann = w.deliveryOf('ann@later.test');
-    const bob = w.deliveryOf('bob@later.test');
+    const ann = await w.deliveryOf('ann@later.test');
+    const bob = await w.deliveryOf('bob@later.test');
     t.equal(ann.state, 'queued');
     t.equal(ann.attempts, 1);
 
@@ -72,7 +72,7 @@ if (!fs.existsSync(CHROMIUM)) {
     stack.clock.advance(60_000);
     await page.click('button:has-text("Retry now")');
     t.match(await page.textContent('.flash'), /due now/);
-    t.equal(w.deliveryOf('ann@later.test').next_attempt_at, stack.clock.now());
+    t.equal((await w.deliveryOf('ann@later.test')).next_attempt_at, stack.clock.now());
     await stack.worker.runOnce();
     await page.reload();
     t.match(await page.textContent('h1'), /delivered/);
@@ -200,8 +200,8 @@ if (!fs.existsSync(CHROMIUM)) {
     t.equal(await w.sendSpam(w.acme), 403);
     t.equal(await w.sendSpam(w.acme), 403);
     const ID = 'acme|x-authuser|app@sender.test';
-    const active = () => (stack.db.prepare('SELECT count(*) AS n FROM sender_blocks WHERE sender_id = ? AND lifted_at IS NULL').get(ID) as { n: number }).n;
-    t.equal(active(), 1);
+    const active = async () => (await stack.sql<{ n: number }>('SELECT count(*) AS n FROM sender_blocks WHERE sender_id = ? AND lifted_at IS NULL', ID))[0]!.n;
+    t.equal(await active(), 1);
 
     // bravo, in its own browser session: sees nothing of acme's; a form forged with acme's identity changes nothing.
     const intruder = await signIn(t, w, w.bravo.key);
@@ -215,7 +215,7 @@ if (!fs.existsSync(CHROMIUM)) {
     const post = (url: string) => intruder.context().request.post(url, { form: { _csrf: csrf, sender_id: ID }, maxRedirects: 0 }).then((r) => r.status());
     const forged = [await post(`${w.base}/console/senders/delist?account=acme`), await post(`${w.base}/console/senders/delist`)];
     t.same(forged, [404, 404], 'naming acme, or acme\'s identity as bravo');
-    t.equal(active(), 1, 'still blocked');
+    t.equal(await active(), 1, 'still blocked');
 
     const page = await signIn(t, w, w.acme.key);
     await page.click('nav a:has-text("Sender blocks")');
@@ -225,7 +225,7 @@ if (!fs.existsSync(CHROMIUM)) {
     await page.click('button:has-text("Delist")');
     t.match(await page.textContent('.flash'), /Delisted/);
     t.match(await page.textContent('main'), /No sender identity is blocked/);
-    t.equal(active(), 0);
+    t.equal(await active(), 0);
     t.equal(await w.sendSpam(w.acme), 403, 'the next GTUBE is refused as spam, not as blocked');
   });
 }

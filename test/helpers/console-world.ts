@@ -4,7 +4,8 @@ import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import type { Test } from 'tap';
 import { startSink, type Sink } from './smtp-sink.js';
-import { startStack, type Stack } from './stack.js';
+import type { BackendName } from './backends.js';
+import { startStack, type PortStack } from './stack.js';
 import { BROWSER, trackingUrls } from './tracking-world.js';
 
 export interface Tenant {
@@ -15,7 +16,7 @@ export interface Tenant {
 }
 
 export interface ConsoleWorld {
-  stack: Stack;
+  stack: PortStack;
   sink: Sink;
   /** `deferring = false` lets the sink accept later.test from then on. */
   state: { deferring: boolean };
@@ -33,12 +34,12 @@ export interface ConsoleWorld {
   sendSpam: (t: Tenant) => Promise<number>;
   /** Delivers an inbound message that the domain's quarantine policy holds (GTUBE). */
   quarantine: (to: string, subject: string) => Promise<void>;
-  deliveryOf: (rcpt: string) => { id: number; state: string; next_attempt_at: number; attempts: number };
+  deliveryOf: (rcpt: string) => Promise<{ id: number; state: string; next_attempt_at: number; attempts: number }>;
 }
 
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
-export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {}): Promise<ConsoleWorld> {
+export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {}, backend: BackendName = 'sqlite'): Promise<ConsoleWorld> {
   // Downstream and remote MX in one: recipients at later.test are deferred while `deferring`, those at bounce.test
   // refused for good, everything else accepted.
   const state = { deferring: true };
@@ -51,6 +52,7 @@ export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {
           : undefined,
   });
   const stack = await startStack(t, {
+    backend,
     env: {
       SLUICE_OUTBOUND_LOCKDOWN: 'off',
       SLUICE_OUTBOUND_TRANSPORT_MAP: ['rcpt.test', 'later.test', 'bounce.test'].map((d) => `${d}=127.0.0.1:${sink.port}`).join(','),
@@ -147,13 +149,12 @@ export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {
       });
       mx.close();
     },
-    deliveryOf(rcpt) {
-      return stack.db.prepare('SELECT id, state, next_attempt_at, attempts FROM deliveries WHERE rcpt = ? ORDER BY id DESC LIMIT 1').get(rcpt) as {
-        id: number;
-        state: string;
-        next_attempt_at: number;
-        attempts: number;
-      };
+    async deliveryOf(rcpt) {
+      const [row] = await stack.sql<{ id: number; state: string; next_attempt_at: number; attempts: number }>(
+        'SELECT id, state, next_attempt_at, attempts FROM deliveries WHERE rcpt = ? ORDER BY id DESC LIMIT 1',
+        rcpt,
+      );
+      return row!;
     },
   };
 }
