@@ -1,10 +1,7 @@
 // Checks /inbound/v1 domain provisioning end to end over HTTP: normalisation, overwrite, key binding, tenancy,
-// batch, aliases, downstream addresses, subscriptions, status, report, auth and rate limit.
-import t from 'tap';
-import { createInboundDomainStore } from '../../storage/sqlite/inbound-domains.js';
-import { createInboundListStore } from '../../storage/sqlite/inbound-lists.js';
-import { createInboundReportStore } from '../../storage/sqlite/inbound-reports.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+// batch, aliases, downstream addresses, subscriptions, status, report, auth and rate limit; on both storage backends.
+import { onBackends } from '../helpers/backends.js';
+import { startStack, type PortStack as Stack } from '../helpers/stack.js';
 
 /** An account with one inbound key, and a caller that moves the clock so the 100 req/s bucket never runs dry. */
 async function tenant(stack: Stack, handle: string) {
@@ -28,8 +25,8 @@ function caller(stack: Stack) {
 const defaults = { abusePolicy: 'flag', abusePolicyOverride: false, spamHeaderName: 'X-Spam-Flag', spamHeaderValue: 'YES' };
 const err = (code: number, message: string) => ({ code, errors: [message], message });
 
-t.test('auth: missing key 401, unknown key 401, api-scope key 403, all in the inbound error shape', async (t) => {
-  const stack = await startStack(t);
+onBackends('auth: missing key 401, unknown key 401, api-scope key 403, all in the inbound error shape', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'authco');
   const missing = await stack.api('GET', '/inbound/v1/domains');
   t.equal(missing.status, 401);
@@ -47,8 +44,8 @@ t.test('auth: missing key 401, unknown key 401, api-scope key 403, all in the in
   t.equal(post.status, 403);
 });
 
-t.test('subscriptions: the default plan exists from the first start; status 200 with no body', async (t) => {
-  const stack = await startStack(t);
+onBackends('subscriptions: the default plan exists from the first start; status 200 with no body', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'subsco');
   const call = caller(stack);
   const subs = await call('GET', '/inbound/v1/subscriptions', a.key);
@@ -65,8 +62,8 @@ t.test('subscriptions: the default plan exists from the first start; status 200 
   t.equal((await stack.api('GET', '/inbound/v1/status')).status, 401);
 });
 
-t.test('provisioning normalises the name (case, trailing dot, IDN → A-label) and answers 201 then 200', async (t) => {
-  const stack = await startStack(t);
+onBackends('provisioning normalises the name (case, trailing dot, IDN → A-label) and answers 201 then 200', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'provco');
   const call = caller(stack);
   const created = await call('POST', '/inbound/v1/domains', a.key, {
@@ -109,16 +106,16 @@ t.test('provisioning normalises the name (case, trailing dot, IDN → A-label) a
   t.same(list.body, { domains: [expected], total: 1 });
 
   // The MX lookup serves the domain and its alias, with settings.
-  const served = createInboundDomainStore(stack.db).findServedDomain('books.example');
+  const served = (await stack.store.inboundDomains.findServedDomain('books.example'));
   t.equal(served?.domain, 'xn--bcher-kva.example');
   t.equal(served?.via_alias, 'books.example');
   t.equal(served?.abuse_policy, 'quarantine');
   t.equal(served?.account_id, a.id);
-  t.equal(createInboundDomainStore(stack.db).findServedDomain('XN--BCHER-KVA.example.')?.via_alias, null);
+  t.equal((await stack.store.inboundDomains.findServedDomain('XN--BCHER-KVA.example.'))?.via_alias, null);
 });
 
-t.test('provisioning validation: bad names, subscription, downstreams, admins, header → 400', async (t) => {
-  const stack = await startStack(t);
+onBackends('provisioning validation: bad names, subscription, downstreams, admins, header → 400', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'valco');
   const call = caller(stack);
   const post = (body: unknown, q = '') => call('POST', `/inbound/v1/domains${q}`, a.key, body);
@@ -176,8 +173,8 @@ t.test('provisioning validation: bad names, subscription, downstreams, admins, h
   t.same(list.body, { domains: [], total: 0 });
 });
 
-t.test('overwrite=true replaces the sections given and keeps the omitted ones', async (t) => {
-  const stack = await startStack(t);
+onBackends('overwrite=true replaces the sections given and keeps the omitted ones', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'overco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, {
@@ -213,11 +210,11 @@ t.test('overwrite=true replaces the sections given and keeps the omitted ones', 
   t.equal(cleared.status, 200);
   t.same(cleared.body.aliases, []);
   t.same(cleared.body.admins, ['a@over.test']);
-  t.equal(createInboundDomainStore(stack.db).findServedDomain('over-alias.test'), undefined);
+  t.equal((await stack.store.inboundDomains.findServedDomain('over-alias.test')), undefined);
 });
 
-t.test('tenancy: 409 for another account\'s domain or alias, 404 on its reads, invisible in lists', async (t) => {
-  const stack = await startStack(t);
+onBackends('tenancy: 409 for another account\'s domain or alias, 404 on its reads, invisible in lists', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'ownerco');
   const b = await tenant(stack, 'otherco');
   const call = caller(stack);
@@ -253,8 +250,8 @@ t.test('tenancy: 409 for another account\'s domain or alias, 404 on its reads, i
   t.equal(still.status, 200);
 });
 
-t.test('associate-key binds the domain to one key (403 for others) until PUT api-key re-binds it', async (t) => {
-  const stack = await startStack(t);
+onBackends('associate-key binds the domain to one key (403 for others) until PUT api-key re-binds it', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'bindco');
   const key2 = await newKey(stack, a.id);
   const call = caller(stack);
@@ -290,8 +287,8 @@ t.test('associate-key binds the domain to one key (403 for others) until PUT api
   t.equal((await call('PUT', '/inbound/v1/domains/missing.test/api-key', a.key, { apiKey: key2 })).status, 404);
 });
 
-t.test('batch provisioning reports each domain: 201, 200, 400, 409', async (t) => {
-  const stack = await startStack(t);
+onBackends('batch provisioning reports each domain: 201, 200, 400, 409', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'batchco');
   const b = await tenant(stack, 'rivalco');
   const call = caller(stack);
@@ -362,11 +359,11 @@ t.test('batch provisioning reports each domain: 201, 200, 400, 409', async (t) =
   t.equal(over.status, 400);
 });
 
-t.test('a subscription domain limit: 403 on single and batch provisioning, nothing provisioned', async (t) => {
-  const stack = await startStack(t);
+onBackends('a subscription domain limit: 403 on single and batch provisioning, nothing provisioned', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'limitco');
   const call = caller(stack);
-  createInboundDomainStore(stack.db).createSubscription({
+  (await stack.store.inboundDomains.createSubscription({
     handle: 'small',
     planHandle: 'starter',
     planName: 'Starter',
@@ -374,7 +371,7 @@ t.test('a subscription domain limit: 403 on single and batch provisioning, nothi
     active: true,
     limits: [{ featureHandle: 'max_domains', value: '2' }],
     now: stack.clock.now(),
-  });
+  }));
   const subs = await call('GET', '/inbound/v1/subscriptions', a.key);
   t.same(subs.body[1], {
     handle: 'small',
@@ -399,8 +396,8 @@ t.test('a subscription domain limit: 403 on single and batch provisioning, nothi
   t.same(third.body, err(403, 'the subscription\'s domain limit is reached'));
 });
 
-t.test('GET /domains paging: limit, offset, total; limit over 5000 → 400', async (t) => {
-  const stack = await startStack(t);
+onBackends('GET /domains paging: limit, offset, total; limit over 5000 → 400', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'pageco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains/batch?subscriptionHandle=default', a.key, {
@@ -420,8 +417,8 @@ t.test('GET /domains paging: limit, offset, total; limit over 5000 → 400', asy
   t.same(badFilter.body, err(400, 'domains[0]: "bad_name" is not a valid domain name'));
 });
 
-t.test('PUT settings updates the fields given; DELETE removes the domain and its lists', async (t) => {
-  const stack = await startStack(t);
+onBackends('PUT settings updates the fields given; DELETE removes the domain and its lists', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'setco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'set.test', subscriptionHandle: 'default', aliases: ['set-alias.test'] });
@@ -451,9 +448,9 @@ t.test('PUT settings updates the fields given; DELETE removes the domain and its
   const del = await call('DELETE', '/inbound/v1/domains/set.test', a.key);
   t.equal(del.status, 204);
   t.equal(del.text, '');
-  t.equal(createInboundDomainStore(stack.db).findServedDomain('set.test'), undefined);
-  t.equal(createInboundDomainStore(stack.db).findServedDomain('set-alias.test'), undefined);
-  const lists = createInboundListStore(stack.db).matchLists({ accountId: a.id, domain: 'set.test', senderDomain: 'spam.test' });
+  t.equal((await stack.store.inboundDomains.findServedDomain('set.test')), undefined);
+  t.equal((await stack.store.inboundDomains.findServedDomain('set-alias.test')), undefined);
+  const lists = (await stack.store.inboundLists.matchLists({ accountId: a.id, domain: 'set.test', senderDomain: 'spam.test' }));
   t.same(lists.domain, [], 'domain list entries went with the domain');
   const again = await call('DELETE', '/inbound/v1/domains/set.test', a.key);
   t.equal(again.status, 404);
@@ -461,8 +458,8 @@ t.test('PUT settings updates the fields given; DELETE removes the domain and its
   t.equal((await call('DELETE', '/inbound/v1/domains/bad_name', a.key)).status, 400);
 });
 
-t.test('aliases: add (200 {domain, alias}), conflicts 409, remove 204 then 404', async (t) => {
-  const stack = await startStack(t);
+onBackends('aliases: add (200 {domain, alias}), conflicts 409, remove 204 then 404', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'aliasco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, { domain: 'main.test', subscriptionHandle: 'default' });
@@ -486,18 +483,18 @@ t.test('aliases: add (200 {domain, alias}), conflicts 409, remove 204 then 404',
     t.same(r.body, err(409, `"${alias}" is already provisioned as a domain or an alias`));
   }
   t.equal((await call('POST', '/inbound/v1/domains/main.test/alias/bad_alias', a.key)).status, 400);
-  t.equal(createInboundDomainStore(stack.db).findServedDomain('alt.test')?.domain, 'main.test');
+  t.equal((await stack.store.inboundDomains.findServedDomain('alt.test'))?.domain, 'main.test');
   t.equal((await call('DELETE', '/inbound/v1/domains/second.test/alias/alt.test', a.key)).status, 404);
   const del = await call('DELETE', '/inbound/v1/domains/main.test/alias/alt.test', a.key);
   t.equal(del.status, 204);
   const gone = await call('DELETE', '/inbound/v1/domains/main.test/alias/alt.test', a.key);
   t.equal(gone.status, 404);
   t.same(gone.body, err(404, '"alt.test" is not an alias of "main.test"'));
-  t.equal(createInboundDomainStore(stack.db).findServedDomain('alt.test'), undefined);
+  t.equal((await stack.store.inboundDomains.findServedDomain('alt.test')), undefined);
 });
 
-t.test('downstream addresses: PUT replaces (201), GET pages, [] deletes all', async (t) => {
-  const stack = await startStack(t);
+onBackends('downstream addresses: PUT replaces (201), GET pages, [] deletes all', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'downco');
   const call = caller(stack);
   await call('POST', '/inbound/v1/domains', a.key, {
@@ -513,7 +510,7 @@ t.test('downstream addresses: PUT replaces (201), GET pages, [] deletes all', as
   const put = await call('PUT', '/inbound/v1/domains/down.test/downstream-address', a.key, { records });
   t.equal(put.status, 201);
   t.same(put.body, { records });
-  t.same(createInboundDomainStore(stack.db).listDownstreams(createInboundDomainStore(stack.db).findDomain('down.test')!.id), records);
+  t.same((await stack.store.inboundDomains.listDownstreams((await stack.store.inboundDomains.findDomain('down.test'))!.id)), records);
   const page = await call('GET', '/inbound/v1/domains/down.test/downstream-address?limit=1&offset=1', a.key);
   t.same(page.body, { records: [records[1]] });
   t.equal((await call('GET', '/inbound/v1/domains/down.test/downstream-address?limit=0', a.key)).status, 400);
@@ -528,8 +525,8 @@ t.test('downstream addresses: PUT replaces (201), GET pages, [] deletes all', as
   t.same((await call('GET', '/inbound/v1/domains/down.test/downstream-address', a.key)).body, { records: [] });
 });
 
-t.test('downstream on the same machine: localhost., other single labels ending in ".", IPv4 and IPv6 literals', async (t) => {
-  const stack = await startStack(t);
+onBackends('downstream on the same machine: localhost., other single labels ending in ".", IPv4 and IPv6 literals', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'localco');
   const call = caller(stack);
   const created = await call('POST', '/inbound/v1/domains', a.key, {
@@ -555,8 +552,8 @@ t.test('downstream on the same machine: localhost., other single labels ending i
   t.same(bare.body.errors, ['records[0].target: "localhost" is a single-label name: write it with the trailing dot ("localhost.") to mean that host']);
 });
 
-t.test('POST /report stores the report for the operator (204); bad type or message → 400', async (t) => {
-  const stack = await startStack(t);
+onBackends('POST /report stores the report for the operator (204); bad type or message → 400', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'reportco');
   const call = caller(stack);
   const message = 'From: a@b.test\r\nSubject: cheap pills\r\n\r\nbuy now\r\n';
@@ -566,7 +563,7 @@ t.test('POST /report stores the report for the operator (204); bad type or messa
     sendingHostInformation: { name: 'spam.host' },
   });
   t.equal(r.status, 204);
-  const rows = createInboundReportStore(stack.db).listReports();
+  const rows = (await stack.store.inboundReports.listReports());
   t.equal(rows.length, 1);
   t.match(rows[0], {
     account_id: a.id,
@@ -585,11 +582,11 @@ t.test('POST /report stores the report for the operator (204); bad type or messa
   t.equal((await call('POST', '/inbound/v1/report', a.key, { messageContent: message })).status, 400);
   const notMail = await call('POST', '/inbound/v1/report?report_type=false_positive', a.key, { messageContent: 'just text' });
   t.same(notMail.body, err(400, 'messageContent: not an RFC 5322 message (it must start with a header field)'));
-  t.equal(createInboundReportStore(stack.db).listReports().length, 1);
+  t.equal((await stack.store.inboundReports.listReports()).length, 1);
 });
 
-t.test('inbound routes share the 100 requests per second bucket of the account (503 beyond)', async (t) => {
-  const stack = await startStack(t);
+onBackends('inbound routes share the 100 requests per second bucket of the account (503 beyond)', async (t, backend) => {
+  const stack = await startStack(t, { backend });
   const a = await tenant(stack, 'rateco');
   for (let i = 0; i < 100; i++) {
     const r = await stack.api('GET', i % 2 ? '/inbound/v1/status' : '/inbound/v1/lists/blocklist', { key: a.key });
