@@ -21,6 +21,7 @@ import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
 import { outboundAbuseRoutes } from '../control-api/routes/outbound-abuse.js';
 import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
+import { createAutolearner } from '../mta/inbound/autolearn.js';
 import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
 import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
@@ -338,6 +339,14 @@ export async function wireCore(opts: CoreOptions) {
     metrics,
     ...inboundFilters,
     ...(cpu.threads > 0 ? { cpu } : {}),
+    ...(config.filters.bayes.autolearn
+      ? {
+          autolearn: {
+            learner: createAutolearner({ bayes, perHour: config.filters.bayes.autolearnPerHour, now, logger, metrics }),
+            spamScore: config.filters.bayes.autolearnSpamScore,
+          },
+        }
+      : {}),
   });
 
   return {

@@ -3,7 +3,7 @@
 // (inbound.arc.*); mounted into KEY_TREE by config/keys.ts.
 import net from 'node:net';
 import { key, type KeyTree } from './key-def.js';
-import { integer, parseHostname, parseList, parsePath, type Source } from './values.js';
+import { integer, parseBoolean, parseHostname, parseList, parsePath, parsePositive, type Source } from './values.js';
 
 /** `filters.bayes.*`: the classifier that learns (filters/bayes.ts). */
 export const BAYES_KEYS = {
@@ -18,6 +18,24 @@ export const BAYES_KEYS = {
     defaultText: '150000',
     default: () => 150_000,
     parse: integer(1000, 10_000_000, 'a count'),
+  }),
+  autolearn: key({
+    doc: 'Learn inbound mail whose verdict is certain without the classifier, as SpamAssassin\'s bayes_auto_learn: spam when the score of the rules and DNS lists alone reaches filters.bayes.autolearn_spam_score (or rspamd answers reject), ham when every recipient safelisted a sender that passed DMARC. Into the model of the recipients\' account (not the global one, which every account reads), at most filters.bayes.autolearn_per_hour per account; a later correction (quarantine release or delete as spam) moves what was learned.',
+    defaultText: 'true',
+    default: () => true,
+    parse: parseBoolean,
+  }),
+  autolearnSpamScore: key({
+    doc: 'Score of the rules and DNS lists alone (the classifier left out) at which filters.bayes.autolearn learns a message as spam (SpamAssassin\'s bayes_auto_learn_threshold_spam).',
+    defaultText: '12',
+    default: () => 12,
+    parse: parsePositive,
+  }),
+  autolearnPerHour: key({
+    doc: 'Messages filters.bayes.autolearn learns per recipient account per hour at most, in each process (a flood of one kind of mail does not fill the model); past it, certain mail is not learned until the hour turns.',
+    defaultText: '200',
+    default: () => 200,
+    parse: integer(1, 1_000_000, 'a count'),
   }),
 } satisfies KeyTree;
 

@@ -77,6 +77,13 @@ export function createMetrics() {
       labelNames: ['action'] as const,
       registers,
     }),
+    /** Fed by the classifier's own learning (mta/inbound/autolearn.ts), per recipient account of a certain message. */
+    bayesAutolearned: new Counter({
+      name: 'sluice_bayes_autolearned_total',
+      help: 'Inbound messages the classifier learned by itself (filters.bayes.autolearn), by class and outcome (learned, relearned, already, over_hourly_bound, failed).',
+      labelNames: ['class', 'outcome'] as const,
+      registers,
+    }),
     /** Fed by outbound screening (mta/outbound/screening.ts) with each scanned message's verdict, refused ones too. */
     outboundScanDispositions: new Counter({
       name: 'sluice_outbound_scan_dispositions_total',

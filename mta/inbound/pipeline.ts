@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import { spf } from 'mailauth/lib/spf/index.js';
+import { autolearnClass } from '../../filters/autolearn.js';
 import type { BayesClassifier } from '../../filters/bayes.js';
 import { checkAuthentication, isForgedAuthResults, type AuthResolver } from '../../filters/inbound-auth.js';
 import { listStepVerdict, type SpamStepVerdict, type StepVerdict } from '../../filters/inbound-verdicts.js';
@@ -22,6 +23,7 @@ import type { RspamdClient } from '../scanners/rspamd-client.js';
 import type { Metrics } from '../metrics.js';
 import type { CpuPool } from '../cpu-pool.js';
 import { unsignedHeaderSection } from '../message-content.js';
+import type { Autolearner } from './autolearn.js';
 import { runContentStage } from './content-stage.js';
 import type { DnsListChecker } from './dnsbl.js';
 import type { Greylister } from './greylist.js';
@@ -87,6 +89,8 @@ export interface InboundPipelineDeps {
   greylist?: Greylister | undefined;
   /** The CPU pool (../cpu-pool.ts) authenticating large messages off the event loop; absent: on it. */
   cpu?: Pick<CpuPool, 'authenticate'> | undefined;
+  /** `filters.bayes.autolearn`: the classifier learns mail certain without it (`spamScore`: autolearn_spam_score). */
+  autolearn?: { learner: Autolearner; spamScore: number } | undefined;
 }
 
 export interface InboundPipeline {
@@ -151,7 +155,8 @@ function firstHeader(headers: ReturnType<typeof splitMessage>['headers'], name: 
  *    never a silent pass;
  * 5. policy (./policy.ts `decideAccountPolicies`): what each account's verdicts do per recipient domain — relay,
  *    flag, quarantine or block; a virus is quarantined or refused — and the one reply to DATA (a mixed outcome
- *    across accounts is accepted and the refusing account's recipients get nothing).
+ *    across accounts is accepted and the refusing account's recipients get nothing);
+ * 6. autolearn (`filters.bayes.autolearn`): each account's model learns a verdict that was certain without it.
  *
  * Then the commit: the domain's header name is removed from the incoming message for every domain (a sender can
  * neither pre-flag nor pre-clear it). Quarantine rows are committed first, then one relay call per distinct
@@ -243,6 +248,14 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
       if (!deferred) for (const v of d.verdicts) deps.metrics?.inboundVerdicts.inc({ action: v.verdict }, v.rcpt.length);
     }
     if (deferred) deps.metrics?.inboundVerdicts.inc({ action: 'tempfail' }, [...groups.values()].reduce((n, g) => n + g.rcpt.length, 0));
+    // The classifier learns, per account, what was certain without it (filters/autolearn.ts), refused mail too; not
+    // a deferred attempt (its retry decides). Before the reply, so it counts for the next message; never fails one.
+    if (deps.autolearn && !deferred) {
+      for (const [accountId, spam] of stage.spam) {
+        const cls = autolearnClass(spam, auth, stage.virus, deps.autolearn.spamScore);
+        if (cls) await deps.autolearn.learner.learn(accountId, cls, sample);
+      }
+    }
     if (policy.refusal) return policy.refusal;
 
     // Commit: quarantine rows first, then each relay; 250 only after every commit. Each copy is a header section

@@ -20,7 +20,8 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
     'filters.rspamd.url', 'filters.rspamd.timeout_ms', 'filters.rspamd.failure', 'filters.clamd.address',
-    'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.bayes.max_tokens', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
+    'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.bayes.max_tokens',
+    'filters.bayes.autolearn', 'filters.bayes.autolearn_spam_score', 'filters.bayes.autolearn_per_hour', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
     'filters.dnsbl.domain_sites', 'filters.dnsbl.cache_max_entries', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days', 'inbound.reports_per_account', 'inbound.list_entries_per_account',
     'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours',
@@ -54,7 +55,8 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
     SLUICE_FILTERS_CLAMD_ADDRESS: '/run/clamav/clamd.ctl', SLUICE_FILTERS_CLAMD_TIMEOUT_MS: '200',
-    SLUICE_FILTERS_BAYES_MIN_LEARNED: '7', SLUICE_FILTERS_BAYES_MAX_TOKENS: '5000', SLUICE_FILTERS_DNSBL_SITES: 'zen.example=127.0.0.[2..11]*3,wl.example*-2',
+    SLUICE_FILTERS_BAYES_MIN_LEARNED: '7', SLUICE_FILTERS_BAYES_MAX_TOKENS: '5000', SLUICE_FILTERS_BAYES_AUTOLEARN: 'false',
+    SLUICE_FILTERS_BAYES_AUTOLEARN_SPAM_SCORE: '15.5', SLUICE_FILTERS_BAYES_AUTOLEARN_PER_HOUR: '50', SLUICE_FILTERS_DNSBL_SITES: 'zen.example=127.0.0.[2..11]*3,wl.example*-2',
     SLUICE_FILTERS_DNSBL_THRESHOLD: '4', SLUICE_FILTERS_DNSBL_DOMAIN_SITES: 'dbl.example', SLUICE_FILTERS_DNSBL_CACHE_MAX_ENTRIES: '50',
     SLUICE_INBOUND_GREYLIST_DOMAINS: 'Corp.Example,*', SLUICE_INBOUND_GREYLIST_DELAY_SECONDS: '60', SLUICE_INBOUND_GREYLIST_RETRY_WINDOW_HOURS: '2',
     SLUICE_INBOUND_GREYLIST_NEW_TRIPLETS_PER_NETWORK_HOUR: '50',
@@ -115,7 +117,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       spamThreshold: 6.5, confirmedThreshold: 20, outboundPolicy: 'monitor', onScannerError: 'accept',
       rspamd: { url: 'http://127.0.0.1:11333', timeoutMs: 100, failure: 'accept-and-tag' },
       clamd: { address: '/run/clamav/clamd.ctl', timeoutMs: 200 },
-      bayes: { minLearned: 7, maxTokens: 5000 },
+      bayes: { minLearned: 7, maxTokens: 5000, autolearn: false, autolearnSpamScore: 15.5, autolearnPerHour: 50 },
       dnsbl: {
         sites: [
           { zone: 'zen.example', octets: [[[127, 127]], [[0, 0]], [[0, 0]], [[2, 11]]], weight: 3 },

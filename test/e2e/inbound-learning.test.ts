@@ -1,6 +1,7 @@
 // End-to-end learning of the inbound classifier: a fresh install abstains; `sluice filter train` (another process's
 // connection) counts for the running server's next message; a quarantine release, a delete as spam and the SDK's
-// service.report train the account's model and change the next identical message's verdict.
+// service.report train the account's model and change the next identical message's verdict; mail certain without the
+// classifier teaches it by itself (filters.bayes.autolearn), and a release moves what it learned.
 import fs from 'node:fs';
 import path from 'node:path';
 import { MailChannels } from 'mailchannels-sdk';
@@ -8,6 +9,7 @@ import nodemailer from 'nodemailer';
 import type { Test } from 'tap';
 import { runCli } from '../../bin/cli.js';
 import type { SpamStepVerdict } from '../../filters/inbound-verdicts.js';
+import { GTUBE } from '../../filters/spam-rules.js';
 import { onBackends, type BackendName } from '../helpers/backends.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { startSink } from '../helpers/smtp-sink.js';
@@ -45,6 +47,7 @@ async function world(t: Test, backend: BackendName) {
   let n = 0;
   return {
     stack,
+    dns,
     key: inboundKey,
     accountId: acct.id,
     io: () => {
@@ -134,4 +137,46 @@ onBackends('delete as spam and the SDK\'s service.report train the account model
   t.equal((await w.stack.api('DELETE', `/inbound/v1/quarantine/${again!.id}`, { key: w.key })).status, 204);
   t.same((await store.stats(w.accountId)).learned, { spam: 2, ham: 1 }, 'a plain delete is not a judgement');
   t.equal((await w.stack.api('DELETE', `/inbound/v1/quarantine/${again!.id}?as_spam=maybe`, { key: w.key })).status, 400, 'as_spam is a boolean');
+});
+
+// A kind of spam no training message has; with GTUBE in it, certain without the classifier.
+const FAMILY = ['Luxury replica watches', 'swiss movement chronograph', 'rolex omega cartier', 'free worldwide shipping', 'watchmaker outlet sale'];
+const familyMail = (i: number, certain: boolean) =>
+  mail({ from: 'sales@watches.test', subject: FAMILY[i % FAMILY.length]!, id: `f${i}@t`, body: `${FAMILY.join('. ')}. Reference ${i}.${certain ? ` ${GTUBE}` : ''}` });
+
+onBackends('autolearn: certain spam teaches the account model a new kind of spam, a release moves one back, a safelisted DMARC-passing sender teaches ham', async (t, backend) => {
+  const w = await world(t, backend);
+  const dirs = trainingDirs(t);
+  t.equal(await runCli(['filter', 'train', '--spam', dirs.spam, '--ham', dirs.ham], w.io().io), 0);
+  const store = w.stack.store.bayes;
+  const before = await w.send(familyMail(100, false));
+  t.notOk(before.quarantined, 'a kind of spam the model has not seen passes');
+  t.notOk(before.spam.rules.some((r) => r.name === 'BAYES_SPAM'), JSON.stringify(before.spam.rules));
+  t.same((await store.stats(w.accountId)).learned, { spam: 0, ham: 0 }, 'uncertain mail teaches nothing');
+
+  // Later mail of that kind arrives, certain by the rules alone (GTUBE scores 1000): no one trains anything.
+  for (let i = 0; i < FAMILY.length; i++) t.ok((await w.send(familyMail(i, true))).quarantined);
+  t.same((await store.stats(w.accountId)).learned, { spam: 5, ham: 0 }, 'the account model learned them by itself');
+  t.same((await store.stats(null)).learned, { spam: 5, ham: 5 }, 'the global model, every account\'s, is not touched');
+  const after = await w.send(familyMail(101, false));
+  t.ok(after.quarantined, 'the next of its kind is caught without GTUBE');
+  t.ok(after.spam.rules.some((r) => r.name === 'BAYES_SPAM'), JSON.stringify(after.spam.rules));
+  t.same((await store.stats(w.accountId)).learned, { spam: 5, ham: 0 }, 'caught by the classifier alone: not certain, not learned');
+
+  // The account releases the first of them: the model's record of that message moves from spam to ham.
+  const held = (await w.stack.api('GET', '/inbound/v1/quarantine?limit=100', { key: w.key })).body.messages as { id: number }[];
+  t.equal(held.length, 6);
+  t.equal((await w.stack.api('POST', `/inbound/v1/quarantine/${held.at(-1)!.id}/release`, { key: w.key })).status, 200);
+  t.same((await store.stats(w.accountId)).learned, { spam: 4, ham: 1 }, 'unlearned as spam, learned as ham');
+
+  // A sender every recipient safelisted, authenticated by DMARC (SPF aligned with From): certain ham.
+  w.dns.zones['_dmarc.sender.test'] = { TXT: ['v=DMARC1; p=reject'] };
+  t.equal((await w.stack.api('POST', '/inbound/v1/domains/corp.test/lists/safelist', { key: w.key, body: { item: 'sender.test' } })).status, 201);
+  const newsletter = await w.send(mail({ from: 'alice@sender.test', subject: 'weekly digest', id: 'd@t', body: 'The weekly digest of the sender test project.' }));
+  t.match(newsletter.spam, { verdict: 'skipped', reason: 'all-safelisted' });
+  t.same((await store.stats(w.accountId)).learned, { spam: 4, ham: 2 }, 'learned as ham');
+  // The same safelisted sender, forged (From a domain that does not pass DMARC): nothing learned.
+  t.equal((await w.stack.api('POST', '/inbound/v1/domains/corp.test/lists/safelist', { key: w.key, body: { item: 'watches.test' } })).status, 201);
+  await w.send(mail({ from: 'sales@watches.test', subject: 'hello', id: 'h@t', body: 'Not authenticated.' }));
+  t.same((await store.stats(w.accountId)).learned, { spam: 4, ham: 2 }, 'no DMARC pass, no ham learned');
 });

@@ -148,6 +148,7 @@ onBackends('every family after an end-to-end flow: names, types, labels, non-zer
     ['sluice_smtp_sessions_total', 'counter', ['listener']],
     ['sluice_smtp_replies_total', 'counter', ['listener', 'class']],
     ['sluice_inbound_verdicts_total', 'counter', ['action']],
+    ['sluice_bayes_autolearned_total', 'counter', ['class', 'outcome']],
     ['sluice_outbound_scan_dispositions_total', 'counter', ['scanner', 'disposition']],
     ['sluice_webhook_events_pending', 'gauge', []],
     ['sluice_webhook_batches_total', 'counter', ['status']],
