@@ -20,7 +20,7 @@ export const BAYES_KEYS = {
     parse: integer(1000, 10_000_000, 'a count'),
   }),
   autolearn: key({
-    doc: 'Learn inbound mail whose verdict is certain without the classifier, as SpamAssassin\'s bayes_auto_learn: spam when the score of the rules and DNS lists alone reaches filters.bayes.autolearn_spam_score (or rspamd answers reject), ham when every recipient safelisted a sender that passed DMARC. Into the model of the recipients\' account (not the global one, which every account reads), at most filters.bayes.autolearn_per_hour per account; a later correction (quarantine release or delete as spam) moves what was learned.',
+    doc: 'Learn inbound mail whose verdict is certain without the classifier, as SpamAssassin\'s bayes_auto_learn: spam when the score of the rules and DNS lists alone reaches filters.bayes.autolearn_spam_score (or rspamd answers reject), ham when every recipient safelisted a sender that passed DMARC. Into the model of the recipients\' account and the global one, at most filters.bayes.autolearn_per_hour per account; a later correction (quarantine release, delete as spam, a report) moves what was learned, in both.',
     defaultText: 'true',
     default: () => true,
     parse: parseBoolean,

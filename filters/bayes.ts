@@ -1,7 +1,7 @@
 // Owns the statistical classifier: Robinson's token probabilities combined with Fisher's chi-square (as SpamBayes,
 // SpamAssassin and rspamd do), its abstention below a minimum of learned messages, and its symbols on the spam scale.
 import crypto from 'node:crypto';
-import type { BayesClass, BayesCounts, BayesScope, BayesStore, BayesTotals, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
+import type { BayesClass, BayesCounts, BayesScope, BayesStore, BayesTotals, CorrectOutcome, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
 import { tokenizeMessage } from './bayes-tokens.js';
 
 /** Robinson's constants as SpamBayes ships them: the strength (s) and the prior (x) of a token seen rarely. */
@@ -125,6 +125,8 @@ export interface BayesClassifier {
   classify(raw: Buffer, accountIds: readonly (number | null)[]): Promise<BayesResult[]>;
   /** Learns messages into the model of `scope` (null: global); returns what each did. */
   learn(scope: BayesScope, messages: readonly { raw: Buffer; cls: BayesClass }[], now: number): Promise<LearnOutcome[]>;
+  /** Moves messages the model of `scope` learned as the other class; learns nothing it never learned (BayesStore.correct). */
+  correct(scope: BayesScope, messages: readonly { raw: Buffer; cls: BayesClass }[], now: number): Promise<CorrectOutcome[]>;
 }
 
 /**
@@ -173,6 +175,9 @@ export function createBayesClassifier(deps: {
     },
     learn(scope, messages, now) {
       return deps.store.learn(scope, messages.map((m) => learnItem(m.raw, m.cls)), now, deps.maxTokens);
+    },
+    correct(scope, messages, now) {
+      return deps.store.correct(scope, messages.map((m) => learnItem(m.raw, m.cls)), now);
     },
   };
 }

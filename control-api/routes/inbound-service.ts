@@ -115,7 +115,10 @@ export const inboundServiceRoutes: AnyRoute[] = [
       // A false positive is mail the customer wanted (ham); a false negative is spam we let through. The classifier
       // learns the sample it would judge (a quarantine decision learns as much), not all of a report up to 40 MB.
       const cls = query.report_type === 'false_positive' ? 'ham' : 'spam';
-      await s.bayes.learn(principal.account.id, [{ raw: learnSampleOfText(body.messageContent), cls }], s.now());
+      const raw = learnSampleOfText(body.messageContent);
+      await s.bayes.learn(principal.account.id, [{ raw, cls }], s.now());
+      // Where the global model learned this message by itself (autolearn), the report corrects it there too.
+      await s.bayes.correct(null, [{ raw, cls }], s.now());
       return { status: 204 };
     },
   }),

@@ -1,13 +1,13 @@
 // Owns the classifier learning inbound mail by itself (filters.bayes.autolearn; which mail: filters/autolearn.ts):
-// each recipient account's model learns its copy's certain verdict, bounded per account per hour, never failing mail.
+// each recipient account's model and the global one learn its copy's certain verdict, bounded per account per hour.
 import type { Logger } from 'pino';
 import type { BayesClassifier } from '../../filters/bayes.js';
 import type { Metrics } from '../metrics.js';
 
 export interface Autolearner {
   /**
-   * Teaches `accountId`'s model `sample` (the sample the classifier judged) as `cls`, unless the account's hourly
-   * bound is spent. Never throws: a failure is logged and counted, the message is not the worse for it.
+   * Teaches `accountId`'s model and the global one `sample` (the sample the classifier judged) as `cls`, unless the
+   * account's hourly bound is spent. Never throws: a failure is logged and counted, the message is not the worse.
    */
   learn(accountId: number, cls: 'spam' | 'ham', sample: Buffer): Promise<void>;
 }
@@ -15,9 +15,11 @@ export interface Autolearner {
 const HOUR = 3_600_000;
 
 /**
- * Learns into the account's model only, not the global one every account reads: a correction (quarantine release,
- * delete as spam) is the account's own and moves its model's record of the message (the same digest: the trace
- * fields we add are not tokens), so what one tenant's mail taught is undone where it was taught.
+ * Learns into the account's model and the global one (which every account reads, as SpamAssassin's and rspamd's
+ * site-wide autolearn). A correction (quarantine release, delete as spam, a report) learns into the account's model
+ * and moves the global model's record of the same message (BayesStore.correct; the same digest: the trace fields we
+ * add are not tokens), so what the global model taught itself from one tenant's mail that tenant can undo, while no
+ * tenant's own decision reaches the global model.
  */
 export function createAutolearner(deps: {
   bayes: Pick<BayesClassifier, 'learn'>;
@@ -43,6 +45,7 @@ export function createAutolearner(deps: {
       spent.set(accountId, n + 1);
       try {
         const [outcome] = await deps.bayes.learn(accountId, [{ raw: sample, cls }], now);
+        await deps.bayes.learn(null, [{ raw: sample, cls }], now);
         count(cls, outcome ?? 'learned');
       } catch (err) {
         count(cls, 'failed');

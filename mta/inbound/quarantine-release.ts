@@ -17,7 +17,7 @@ export interface QuarantineActionDeps {
   store: QuarantineStore;
   relay: InboundRelay;
   now: () => number;
-  bayes?: Pick<BayesClassifier, 'learn'> | undefined;
+  bayes?: Pick<BayesClassifier, 'learn' | 'correct'> | undefined;
 }
 
 /**
@@ -31,6 +31,9 @@ async function learnDecision(deps: QuarantineActionDeps, accountId: number, body
     // from storage, never the whole of a large quarantined message in memory.
     const raw = await readPartStart({ source: body }, LEARN_SAMPLE_BYTES);
     const [outcome] = await deps.bayes.learn(accountId, [{ raw, cls }], deps.now());
+    // The global model learns no account's decision, but where it learned this message itself (autolearn) the
+    // correction moves that record too.
+    await deps.bayes.correct(null, [{ raw, cls }], deps.now());
     return outcome;
   } catch {
     return 'failed';

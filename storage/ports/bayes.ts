@@ -23,6 +23,9 @@ export interface LearnItem {
 /** `learned`: new; `relearned`: it had been learned as the other class and was moved; `already`: nothing to do. */
 export type LearnOutcome = 'learned' | 'relearned' | 'already';
 
+/** A correction's outcome: `unknown` when the model never learned the message (and it learns nothing of it now). */
+export type CorrectOutcome = 'relearned' | 'already' | 'unknown';
+
 /** The counts the classifier needs for one message, summed over the models asked. */
 export interface BayesCounts {
   learned: BayesTotals;
@@ -67,6 +70,12 @@ export interface BayesStore {
    * lowered since sheds a bounded number more at each learn until it is within it.
    */
   learn(scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens?: number): Promise<LearnOutcome[]>;
+  /**
+   * A correction in the model of `scope`, in one commit: a message (same digest) it learned as the other class moves
+   * over, as `learn` moves it; one it never learned is left out (`unknown`), so a correction reaches a model only
+   * where that model learned the message itself (the global model's autolearned mail, not one tenant's decisions).
+   */
+  correct(scope: BayesScope, items: readonly LearnItem[], now: number): Promise<CorrectOutcome[]>;
   /** The learned totals and the tokens' counts, summed over `scopes` (e.g. the global model and one account's). */
   counts(scopes: readonly BayesScope[], tokens: readonly string[]): Promise<BayesCounts>;
   stats(scope: BayesScope): Promise<BayesModelStats>;

@@ -1,6 +1,6 @@
 // Owns the classifier's models on PostgreSQL (storage/ports/bayes.ts): bayes_models, bayes_tokens, bayes_learned.
 // A learn's token counts are written in one statement, whatever the number of messages and tokens.
-import { DEFAULT_MAX_TOKENS, type BayesClass, type BayesScope, type BayesStore, type BayesTotals, type LearnOutcome } from '../ports/bayes.js';
+import { DEFAULT_MAX_TOKENS, type BayesClass, type BayesScope, type BayesStore, type BayesTotals, type CorrectOutcome, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
 import { EXCESS_PER_LEARN, tokenHash } from '../bayes-tokens.js';
 import type { Pg, Query } from './database.js';
 
@@ -58,61 +58,85 @@ function replay(items: Parameters<BayesStore['learn']>[1], seen: Map<string, Bay
   return { out, delta, learned, tokens, added: tokens.filter((t) => t.added).length };
 }
 
+/** The digests of `items` the model `id` learned, with their class. */
+async function seenOf(q: Query, id: number, items: readonly LearnItem[]): Promise<Map<string, BayesClass>> {
+  const seen = new Map<string, BayesClass>();
+  const digests = [...new Set(items.map((i) => i.digest))];
+  if (digests.length > 0) {
+    for (const r of await q<{ digest: string; class: BayesClass }>('SELECT digest, class FROM bayes_learned WHERE model_id = $1 AND digest = ANY($2::text[])', [id, digests])) seen.set(r.digest, r.class);
+  }
+  return seen;
+}
+
+/** A learn into the locked model `id`, in the caller's transaction (`learn`, `correct`). */
+async function learnIn(q: Query, id: number, items: readonly LearnItem[], seen: Map<string, BayesClass>, now: number, maxTokens: number): Promise<LearnOutcome[]> {
+  const hashes = [...new Set(items.flatMap((i) => i.tokens.map(tokenHash)))];
+  const counts = new Map<number, BayesTotals>();
+  if (hashes.length > 0) {
+    for (const r of await q<{ token: number; spam: number; ham: number }>('SELECT token, spam, ham FROM bayes_tokens WHERE model_id = $1 AND token = ANY($2::bigint[])', [id, hashes])) {
+      counts.set(r.token, { spam: r.spam, ham: r.ham });
+    }
+  }
+  const r = replay(items, seen, counts);
+  if (r.tokens.length > 0) {
+    // Increments, not the values replayed: atomic upserts that would lose no update even without the lock.
+    await q(
+      `INSERT INTO bayes_tokens (model_id, token, spam, ham, seen_at)
+       SELECT $1, u.token, u.spam, u.ham, $5 FROM unnest($2::bigint[], $3::int[], $4::int[]) AS u(token, spam, ham)
+       ON CONFLICT (model_id, token) DO UPDATE SET spam = greatest(bayes_tokens.spam + excluded.spam, 0),
+         ham = greatest(bayes_tokens.ham + excluded.ham, 0), seen_at = excluded.seen_at`,
+      [id, r.tokens.map((t) => t.h), r.tokens.map((t) => t.spam), r.tokens.map((t) => t.ham), now],
+    );
+  }
+  if (r.learned.size > 0) {
+    await q(
+      `INSERT INTO bayes_learned (model_id, digest, class, learned_at) SELECT $1, u.digest, u.class, $4
+       FROM unnest($2::text[], $3::text[]) AS u(digest, class)
+       ON CONFLICT (model_id, digest) DO UPDATE SET class = excluded.class, learned_at = excluded.learned_at`,
+      [id, [...r.learned.keys()], [...r.learned.values()], now],
+    );
+  }
+  const changed = r.out.some((o) => o !== 'already');
+  const held = (await q<{ tokens: number }>(
+    `UPDATE bayes_models SET spam = spam + $2, ham = ham + $3, version = version + $4,
+       updated_at = CASE WHEN $4 = 1 THEN $5 ELSE updated_at END, tokens = greatest(tokens + $6, 0)
+     WHERE id = $1 RETURNING tokens`,
+    [id, r.delta.spam, r.delta.ham, changed ? 1 : 0, now, r.added],
+  ))[0]?.tokens ?? 0;
+  // The cap, as on SQLite: the rarest (then least recently seen) go in this unit, by bayes_tokens_evict, at most
+  // what this learn added plus a step.
+  if (held > maxTokens) {
+    await q(
+      `WITH gone AS (DELETE FROM bayes_tokens WHERE model_id = $1 AND token IN
+         (SELECT token FROM bayes_tokens WHERE model_id = $1 ORDER BY spam + ham, seen_at, token LIMIT $2) RETURNING 1)
+       UPDATE bayes_models SET tokens = greatest(tokens - (SELECT count(*) FROM gone), 0) WHERE id = $1`,
+      [id, Math.min(held - maxTokens, r.added + EXCESS_PER_LEARN)],
+    );
+  }
+  return r.out;
+}
+
 /** The classifier's models over `pg`. */
 export function createPgBayesStore(pg: Pg): BayesStore {
   return {
     learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS) {
       return pg.tx(async (q) => {
         const id = (await lockModel(q, scope, true)) as number;
-        const seen = new Map<string, BayesClass>();
-        const digests = [...new Set(items.map((i) => i.digest))];
-        if (digests.length > 0) {
-          for (const r of await q<{ digest: string; class: BayesClass }>('SELECT digest, class FROM bayes_learned WHERE model_id = $1 AND digest = ANY($2::text[])', [id, digests])) seen.set(r.digest, r.class);
-        }
-        const hashes = [...new Set(items.flatMap((i) => i.tokens.map(tokenHash)))];
-        const counts = new Map<number, BayesTotals>();
-        if (hashes.length > 0) {
-          for (const r of await q<{ token: number; spam: number; ham: number }>('SELECT token, spam, ham FROM bayes_tokens WHERE model_id = $1 AND token = ANY($2::bigint[])', [id, hashes])) {
-            counts.set(r.token, { spam: r.spam, ham: r.ham });
-          }
-        }
-        const r = replay(items, seen, counts);
-        if (r.tokens.length > 0) {
-          // Increments, not the values replayed: atomic upserts that would lose no update even without the lock.
-          await q(
-            `INSERT INTO bayes_tokens (model_id, token, spam, ham, seen_at)
-             SELECT $1, u.token, u.spam, u.ham, $5 FROM unnest($2::bigint[], $3::int[], $4::int[]) AS u(token, spam, ham)
-             ON CONFLICT (model_id, token) DO UPDATE SET spam = greatest(bayes_tokens.spam + excluded.spam, 0),
-               ham = greatest(bayes_tokens.ham + excluded.ham, 0), seen_at = excluded.seen_at`,
-            [id, r.tokens.map((t) => t.h), r.tokens.map((t) => t.spam), r.tokens.map((t) => t.ham), now],
-          );
-        }
-        if (r.learned.size > 0) {
-          await q(
-            `INSERT INTO bayes_learned (model_id, digest, class, learned_at) SELECT $1, u.digest, u.class, $4
-             FROM unnest($2::text[], $3::text[]) AS u(digest, class)
-             ON CONFLICT (model_id, digest) DO UPDATE SET class = excluded.class, learned_at = excluded.learned_at`,
-            [id, [...r.learned.keys()], [...r.learned.values()], now],
-          );
-        }
-        const changed = r.out.some((o) => o !== 'already');
-        const held = (await q<{ tokens: number }>(
-          `UPDATE bayes_models SET spam = spam + $2, ham = ham + $3, version = version + $4,
-             updated_at = CASE WHEN $4 = 1 THEN $5 ELSE updated_at END, tokens = greatest(tokens + $6, 0)
-           WHERE id = $1 RETURNING tokens`,
-          [id, r.delta.spam, r.delta.ham, changed ? 1 : 0, now, r.added],
-        ))[0]?.tokens ?? 0;
-        // The cap, as on SQLite: the rarest (then least recently seen) go in this unit, by bayes_tokens_evict, at most
-        // what this learn added plus a step.
-        if (held > maxTokens) {
-          await q(
-            `WITH gone AS (DELETE FROM bayes_tokens WHERE model_id = $1 AND token IN
-               (SELECT token FROM bayes_tokens WHERE model_id = $1 ORDER BY spam + ham, seen_at, token LIMIT $2) RETURNING 1)
-             UPDATE bayes_models SET tokens = greatest(tokens - (SELECT count(*) FROM gone), 0) WHERE id = $1`,
-            [id, Math.min(held - maxTokens, r.added + EXCESS_PER_LEARN)],
-          );
-        }
-        return r.out;
+        return learnIn(q, id, items, await seenOf(q, id, items), now, maxTokens);
+      });
+    },
+
+    correct(scope, items, now) {
+      // As on SQLite: only what the model learned itself, moved by the same replay; a move adds no token (no cap).
+      return pg.tx(async (q) => {
+        const id = await lockModel(q, scope, false);
+        if (id === undefined) return items.map((): CorrectOutcome => 'unknown');
+        const seen = await seenOf(q, id, items);
+        const known = items.filter((i) => seen.has(i.digest));
+        if (known.length === 0) return items.map((): CorrectOutcome => 'unknown');
+        const done = await learnIn(q, id, known, seen, now, Number.MAX_SAFE_INTEGER);
+        let next = 0;
+        return items.map((i) => (seen.has(i.digest) ? (done[next++] as CorrectOutcome) : 'unknown'));
       });
     },
 

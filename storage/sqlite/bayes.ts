@@ -3,7 +3,7 @@
 import { EXCESS_PER_LEARN, tokenHash } from '../bayes-tokens.js';
 import type { Db } from './database.js';
 import { direct, type Sync } from './sync-repo.js';
-import { DEFAULT_MAX_TOKENS, type BayesCounts, type BayesModelStats, type BayesScope, type BayesStore, type BayesTotals, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
+import { DEFAULT_MAX_TOKENS, type BayesCounts, type CorrectOutcome, type BayesModelStats, type BayesScope, type BayesStore, type BayesTotals, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
 
 /** The classifier's models in the SQLite database `db`, called directly on it (tests, benches). */
 export function createSqliteBayesStore(db: Db): BayesStore {
@@ -114,6 +114,17 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     return out;
   });
 
+  // Only what the model learned itself: the others are left out before learnAll (a savepoint inside this one), so
+  // what it does is a move or nothing; a move adds no token, so no cap applies.
+  const correctAll = db.transaction((scope: BayesScope, items: readonly LearnItem[], now: number): CorrectOutcome[] => {
+    const id = modelId(scope, false);
+    const known = items.map((i) => id !== undefined && s.seen.get(id, i.digest) !== undefined);
+    if (!known.some(Boolean)) return items.map(() => 'unknown');
+    const done = learnAll(scope, items.filter((_, k) => known[k]), now, Number.MAX_SAFE_INTEGER);
+    let next = 0;
+    return known.map((k) => (k ? (done[next++] as CorrectOutcome) : 'unknown'));
+  });
+
   /** One batch of the rare-token walk: models after `afterId` in id order, `limit` tokens and models at most. */
   const rareBatch = db.transaction((before: number, afterId: number, limit: number) => {
     const models = s.modelsAfter.all(afterId, limit) as number[];
@@ -131,6 +142,10 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
   return {
     learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS) {
       return learnAll.immediate(scope, items, now, maxTokens);
+    },
+
+    correct(scope, items, now) {
+      return correctAll.immediate(scope, items, now);
     },
 
     pruneRareTokens(a) {

@@ -283,7 +283,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     // Through group commit like every other write: a lock another process or the CLI holds is waited out off the
     // event loop (with busy_timeout 0 it failed them at once: `sluice filter train` beside a delivering server died
     // with "database is locked"), a stepped accept's open transaction is never joined, and fsyncs are shared.
-    bayes: port(createSqliteBayesRepo(db), b, { reads: ['counts', 'stats'], writes: ['learn', 'pruneRareTokens', 'pruneLearned', 'reset'] }),
+    bayes: port(createSqliteBayesRepo(db), b, { reads: ['counts', 'stats'], writes: ['learn', 'correct', 'pruneRareTokens', 'pruneLearned', 'reset'] }),
     greylist: port(createSqliteGreylistRepo(db), b, { reads: ['find', 'client'], writes: ['save', 'countPass', 'saveFirst', 'prune'] }),
     alerts: port(createAlertStore(db), b, {
       reads: ['listMonitors', 'findMonitor', 'watching', 'due', 'listAlerts', 'countBuckets'],

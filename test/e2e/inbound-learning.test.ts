@@ -123,6 +123,7 @@ onBackends('delete as spam and the SDK\'s service.report train the account model
   const fp = await mc.service.report({ type: 'false_positive', messageContent: mail({ from: 'dan@partner.test', subject: 'invoice', id: 'i@t', body: 'Invoice 42 attached.' }) });
   t.equal(fp.success, true);
   t.same((await store.stats(w.accountId)).learned, { spam: 1, ham: 1 });
+  t.same((await store.stats(null)).learned, { spam: 5, ham: 5 }, 'an account\'s report does not reach the global model');
   t.equal((await w.stack.sql('SELECT id FROM inbound_reports')).length, 2, 'reports are still stored for the operator');
 
   // Held for review, then deleted as spam from the API: learned as spam; a plain delete learns nothing.
@@ -144,7 +145,7 @@ const FAMILY = ['Luxury replica watches', 'swiss movement chronograph', 'rolex o
 const familyMail = (i: number, certain: boolean) =>
   mail({ from: 'sales@watches.test', subject: FAMILY[i % FAMILY.length]!, id: `f${i}@t`, body: `${FAMILY.join('. ')}. Reference ${i}.${certain ? ` ${GTUBE}` : ''}` });
 
-onBackends('autolearn: certain spam teaches the account model a new kind of spam, a release moves one back, a safelisted DMARC-passing sender teaches ham', async (t, backend) => {
+onBackends('autolearn: certain spam teaches the account and global models a new kind of spam, a release moves one back in both, a safelisted DMARC-passing sender teaches ham', async (t, backend) => {
   const w = await world(t, backend);
   const dirs = trainingDirs(t);
   t.equal(await runCli(['filter', 'train', '--spam', dirs.spam, '--ham', dirs.ham], w.io().io), 0);
@@ -157,7 +158,7 @@ onBackends('autolearn: certain spam teaches the account model a new kind of spam
   // Later mail of that kind arrives, certain by the rules alone (GTUBE scores 1000): no one trains anything.
   for (let i = 0; i < FAMILY.length; i++) t.ok((await w.send(familyMail(i, true))).quarantined);
   t.same((await store.stats(w.accountId)).learned, { spam: 5, ham: 0 }, 'the account model learned them by itself');
-  t.same((await store.stats(null)).learned, { spam: 5, ham: 5 }, 'the global model, every account\'s, is not touched');
+  t.same((await store.stats(null)).learned, { spam: 10, ham: 5 }, 'and so did the global model (5 of each from the training)');
   const after = await w.send(familyMail(101, false));
   t.ok(after.quarantined, 'the next of its kind is caught without GTUBE');
   t.ok(after.spam.rules.some((r) => r.name === 'BAYES_SPAM'), JSON.stringify(after.spam.rules));
@@ -168,6 +169,7 @@ onBackends('autolearn: certain spam teaches the account model a new kind of spam
   t.equal(held.length, 6);
   t.equal((await w.stack.api('POST', `/inbound/v1/quarantine/${held.at(-1)!.id}/release`, { key: w.key })).status, 200);
   t.same((await store.stats(w.accountId)).learned, { spam: 4, ham: 1 }, 'unlearned as spam, learned as ham');
+  t.same((await store.stats(null)).learned, { spam: 9, ham: 6 }, 'the global model\'s record of it moved too');
 
   // A sender every recipient safelisted, authenticated by DMARC (SPF aligned with From): certain ham.
   w.dns.zones['_dmarc.sender.test'] = { TXT: ['v=DMARC1; p=reject'] };
@@ -175,6 +177,7 @@ onBackends('autolearn: certain spam teaches the account model a new kind of spam
   const newsletter = await w.send(mail({ from: 'alice@sender.test', subject: 'weekly digest', id: 'd@t', body: 'The weekly digest of the sender test project.' }));
   t.match(newsletter.spam, { verdict: 'skipped', reason: 'all-safelisted' });
   t.same((await store.stats(w.accountId)).learned, { spam: 4, ham: 2 }, 'learned as ham');
+  t.same((await store.stats(null)).learned, { spam: 9, ham: 7 });
   // The same safelisted sender, forged (From a domain that does not pass DMARC): nothing learned.
   t.equal((await w.stack.api('POST', '/inbound/v1/domains/corp.test/lists/safelist', { key: w.key, body: { item: 'watches.test' } })).status, 201);
   await w.send(mail({ from: 'sales@watches.test', subject: 'hello', id: 'h@t', body: 'Not authenticated.' }));

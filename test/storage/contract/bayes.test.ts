@@ -132,3 +132,17 @@ contract('bayes: retention forgets rare old tokens in batches over every model, 
   t.same(await bayes.learn(acme, [{ digest: 'a1', cls: 'ham', tokens: tokens('a', 1) }], 300), ['learned'], 'a forgotten message counts again');
   t.same(await bayes.learn(acme, [{ digest: 'a2', cls: 'ham', tokens: tokens('fresh', 1) }], 300), ['already'], 'a recent one is still known');
 });
+
+contract('bayes: a correction moves what a model learned and learns nothing it did not', async (t, { store }) => {
+  const acme = await account(store, 'acme');
+  const bayes = store.bayes;
+  const x = { digest: 'x', cls: 'spam' as const, tokens: ['B:watch', 'B:replica'] };
+  await bayes.learn(null, [x], 10);
+  const y = { digest: 'y', cls: 'ham' as const, tokens: ['B:lunch'] };
+  t.same(await bayes.correct(null, [{ ...x, cls: 'ham' }, y, { ...x, cls: 'ham' }], 20), ['relearned', 'unknown', 'already']);
+  t.same((await bayes.stats(null)).learned, { spam: 0, ham: 1 }, 'moved, and the unknown one not learned');
+  t.same((await bayes.counts([null], ['B:watch', 'B:lunch'])).tokens, new Map([['B:watch', { spam: 0, ham: 1 }]]));
+  t.same(await bayes.correct(acme, [x], 30), ['unknown'], 'a model never learned: nothing');
+  t.same((await bayes.stats(acme)).learned, { spam: 0, ham: 0 });
+  t.same(await bayes.correct(null, [{ ...x, cls: 'ham' }], 40), ['already']);
+});
