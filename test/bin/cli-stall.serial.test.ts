@@ -1,6 +1,5 @@
 // Owns the event-loop bound of issue 31 for CLI commands: the heavy ones, run against the data_dir of a serving
 // Sluice that is delivering what they touch, never stall the server's event loop 100 ms.
-import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,7 +9,7 @@ import { message } from '../helpers/accept-record.js';
 import { outboundWorld } from '../helpers/outbound-world.js';
 import { BIN } from '../helpers/serve-binary.js';
 import { createClock, tempDir, testEnv } from '../helpers/stack.js';
-import { judgeStalls, measured, probesAnswered, runStallChild, STALL_CHILD, type Facts } from '../helpers/stall.js';
+import { commandRunner, judgeStalls, measured, probesAnswered, runStallChild, STALL_CHILD, type Facts } from '../helpers/stall.js';
 
 /** Queued deliveries the CLI lists and retries while the server delivers them. */
 const QUEUED = 1000;
@@ -45,12 +44,12 @@ async function cli(t: Test): Promise<Facts> {
   // The runner's and the measurement's own variables are not Sluice's (an unknown SLUICE_* is a configuration error).
   for (const name of ['NODE_OPTIONS', 'SLUICE_STALL_CHILD']) delete env[name];
   const ran: string[] = [];
-  const sluice = (...argv: string[]) => new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, [BIN, ...argv], { env, cwd: w.stack.dataDir, maxBuffer: 64 << 20 }, (err, _out, stderr) => {
-      if (err) reject(new Error(`sluice ${argv.join(' ')}: ${err.message}\n${stderr}`));
-      else resolve(void ran.push(argv.slice(0, argv[0] === 'backup' ? 1 : 2).join(' ')));
-    });
-  });
+  // Commands start from a process of their own, as from an operator's shell (see commandRunner).
+  const runner = commandRunner(t, env, w.stack.dataDir);
+  const sluice = async (...argv: string[]) => {
+    await runner.run(process.execPath, [BIN, ...argv]).catch((err: Error) => Promise.reject(new Error(`sluice ${argv.join(' ')}: ${err.message}`)));
+    ran.push(argv.slice(0, argv[0] === 'backup' ? 1 : 2).join(' '));
+  };
   let check: NodeJS.Timeout | undefined;
   const delivered = new Promise<void>((resolve) => {
     check = setInterval(() => {

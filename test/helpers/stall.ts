@@ -1,6 +1,7 @@
 // Owns the event-loop stall harness of issue 31: a measurement in a process of its own, probes of /healthz and the MX
 // greeting while the work runs, and the parent's verdict over a few measurements.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import readline from 'node:readline';
 import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Test } from 'tap';
@@ -65,6 +66,52 @@ export function firstLine(port: number, say: string): Promise<string> {
     });
     s.once('error', reject);
   });
+}
+
+/** The program of `commandRunner`'s process: runs each command line it reads, answers on one line each. */
+const RUNNER = `
+const { execFile } = require('node:child_process');
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, file, argv } = JSON.parse(line);
+  execFile(file, argv, { maxBuffer: 64 << 20 }, (err, _out, stderr) => {
+    process.stdout.write(JSON.stringify({ id, error: err ? err.message + '\\n' + stderr : null }) + '\\n');
+  });
+});`;
+
+/** Runs commands in processes of their own, as an operator's shell would, without forking the measured process. */
+export interface CommandRunner {
+  /** Resolves when `file argv…` exits 0; rejects with its message and stderr otherwise. */
+  run(file: string, argv: readonly string[]): Promise<void>;
+}
+
+/**
+ * A process, started now, that starts the commands the measurement runs. Forking is synchronous in the process that
+ * forks, and grows with its memory: 7–34 ms for a node process of 10–300 MB here; a command started from the
+ * measured process would measure the harness. `env` and `cwd` are the commands'; it ends with the test (`t`).
+ */
+export function commandRunner(t: Test, env: NodeJS.ProcessEnv, cwd: string): CommandRunner {
+  const child = spawn(process.execPath, ['-e', RUNNER], { env, cwd, stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  let next = 0;
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    const { id, error } = JSON.parse(line) as { id: number; error: string | null };
+    const w = waiting.get(id);
+    waiting.delete(id);
+    if (error === null) w?.resolve();
+    else w?.reject(new Error(error));
+  });
+  child.on('exit', (code) => {
+    for (const w of waiting.values()) w.reject(new Error(`the command runner exited (${code})`));
+  });
+  t.teardown(() => void child.kill());
+  return {
+    run: (file, argv) =>
+      new Promise((resolve, reject) => {
+        const id = next++;
+        waiting.set(id, { resolve, reject });
+        child.stdin.write(JSON.stringify({ id, file, argv }) + '\n');
+      }),
+  };
 }
 
 /** Pause between two rounds of probes. */
