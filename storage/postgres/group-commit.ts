@@ -23,14 +23,15 @@ type Settled = { ok: true; value: unknown } | { ok: false; err: unknown };
  * upserted by each unit and locked until its COMMIT: 166 ms per upsert at 32 requests at once). Batched, accepts and
  * outcomes took 0.07; with accepts alone unbatched, 1.08.
  *
- * One batch at a time per process: units of one batch run one after another on one connection, so they never wait
- * for each other's row locks. No savepoint per unit (each was one more round trip per message, and a batch's units
- * run one after another): when a unit throws, or the batch meets a deadlock or a serialization failure with another
+ * One batch at a time per process: units of one batch share one connection, so they never wait for each other's row
+ * locks; their statements are sent together (Pg.tx's pipeline mode), each unit's own in its order. No savepoint per
+ * unit (each was one more round trip per message): when a unit throws, or the batch meets a deadlock or a serialization failure with another
  * node's transaction, the whole batch is rolled back and each unit runs again alone, in its own transaction, retried
  * on those two errors: every unit is a function of the database only, so running it again is safe, and the failing
  * unit then rejects with its own error while the others commit. `begin` makes each transaction's context (given to
- * its units); `finish` runs once at the end of every transaction whose units all succeeded, before its COMMIT (the
- * queue's hot rows and its NOTIFY: one per batch, not one per unit).
+ * its units); `finish` runs once at the end of every transaction whose units all succeeded, sent with its COMMIT
+ * (the queue's hot rows and its NOTIFY: one per batch, not one per unit), so it issues every statement before its
+ * first `await` (Pg.tx's `last`).
  */
 export function createGroupCommit<C = undefined>(
   pg: Pg,
@@ -66,18 +67,17 @@ export function createGroupCommit<C = undefined>(
     }
   }
 
+  /** A transaction of `units` with a context of its own, `finish` sent with its COMMIT. */
+  function transaction<T>(units: (q: Query, exec: (sql: string, params?: readonly unknown[]) => Promise<number>, ctx: C) => Promise<T>): Promise<T> {
+    const ctx = begin();
+    const finish = opts.finish;
+    return pg.tx((q, exec) => units(q, exec, ctx), finish && ((q) => finish(q, ctx)));
+  }
+
   /** One unit in a transaction of its own, retried on a deadlock or a serialization failure. */
   async function alone(fn: PgUnit<unknown, C>): Promise<Settled> {
     try {
-      const value = await retryPg(() =>
-        pg.tx(async (q, exec) => {
-          const ctx = begin();
-          const value = await fn(q, exec, ctx);
-          await opts.finish?.(q, ctx);
-          return value;
-        }),
-      );
-      return { ok: true, value };
+      return { ok: true, value: await retryPg(() => transaction(fn)) };
     } catch (err) {
       return { ok: false, err };
     }
@@ -86,12 +86,14 @@ export function createGroupCommit<C = undefined>(
   /** Several units in one transaction; the whole batch again unit by unit when one of them failed or it was a victim. */
   async function together(batch: Queued<C>[]): Promise<Settled[]> {
     try {
-      return await pg.tx(async (q, exec) => {
-        const ctx = begin();
-        const out: Settled[] = [];
-        for (const u of batch) out.push({ ok: true, value: await u.fn(q, exec, ctx) });
-        await opts.finish?.(q, ctx);
-        return out;
+      return await transaction(async (q, exec, ctx) => {
+        // Started together: the transaction's connection is in pipeline mode (Pg.tx), so every unit's first
+        // statement goes out now, and the batch takes PostgreSQL's time, not a turn of this event loop per unit.
+        const settled = await Promise.allSettled(batch.map((u) => u.fn(q, exec, ctx)));
+        // The failure itself, not the "transaction is aborted" (25P02) of the units whose statements came after it.
+        const failures = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
+        if (failures.length > 0) throw failures.find((e) => (e as { code?: unknown }).code !== '25P02') ?? failures[0];
+        return settled.map((s): Settled => ({ ok: true, value: (s as PromiseFulfilledResult<unknown>).value }));
       });
     } catch (err) {
       // The database failing (not a deadlock) fails every unit: running them again now would fail as well.

@@ -56,10 +56,8 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
   // others' polling floor sees within FOREIGN_COMMIT_POLL_MS).
   const unit = createGroupCommit<Batch>(pg, {
     begin: () => ({ hot: createHotRows(), wake: false }),
-    finish: async (q, batch) => {
-      await batch.hot.flush(q);
-      if (batch.wake) await q('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]);
-    },
+    // Both statements issued before the first await: they go out with the COMMIT (group-commit.ts).
+    finish: (q, batch) => Promise.all([batch.hot.flush(q), batch.wake ? q('SELECT pg_notify($1, $2)', [QUEUE_CHANNEL, node]) : undefined]),
   });
 
   /**

@@ -58,23 +58,27 @@ export function trackPgWrites(inner: Pg, now: () => number): PgWriteHealth {
         throw err;
       }
     },
-    async tx(fn) {
+    async tx(fn, last) {
       let wrote = false;
+      // The statements of the unit (and of `last`, sent with the COMMIT), telling whether one of them wrote.
+      const watched = (q: Query): Query => async <R>(sql: string, params?: readonly unknown[]) => {
+        const rows = await q<R>(sql, params);
+        // A script of several statements (a migration) comes back without rows.
+        if (rows?.length > 0 && isWrite(sql)) wrote = true;
+        return rows;
+      };
       try {
-        const out = await inner.tx((q, exec) => {
-          const wq: Query = async <R>(sql: string, params?: readonly unknown[]) => {
-            const rows = await q<R>(sql, params);
-            // A script of several statements (a migration) comes back without rows.
-            if (rows?.length > 0 && isWrite(sql)) wrote = true;
-            return rows;
-          };
-          const wexec = async (sql: string, params?: readonly unknown[]) => {
-            const n = await exec(sql, params);
-            if (n > 0 && isWrite(sql)) wrote = true;
-            return n;
-          };
-          return fn(wq, wexec);
-        });
+        const out = await inner.tx(
+          (q, exec) => {
+            const wexec = async (sql: string, params?: readonly unknown[]) => {
+              const n = await exec(sql, params);
+              if (n > 0 && isWrite(sql)) wrote = true;
+              return n;
+            };
+            return fn(watched(q), wexec);
+          },
+          last && ((q) => last(watched(q))),
+        );
         if (wrote) failure = undefined;
         return out;
       } catch (err) {

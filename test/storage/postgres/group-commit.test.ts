@@ -87,3 +87,48 @@ t.test('a batch that is a deadlock victim runs again unit by unit: every unit an
   const rows = await pg.query<{ k: string; v: number }>('SELECT k, v FROM t ORDER BY k');
   t.same(rows, [{ k: 'x', v: 11 }, { k: 'y', v: 11 }], 'both units and the other transaction applied exactly once');
 });
+
+t.test("a batch's units start together in one transaction, whose connection leaves pipeline mode after it", async (t) => {
+  const url = await freshDatabase();
+  // One connection: the batch's and, after it, the cursor-like read's.
+  const pg = createPg({ url, poolSize: 1 });
+  t.teardown(() => pg.close());
+  await pg.query('CREATE TABLE t (k text PRIMARY KEY)');
+  const run = createGroupCommit(pg);
+  // The first unit goes on only once the second's statement has been answered: run one after the other, it never would.
+  let secondDone!: () => void;
+  const second = new Promise<void>((resolve) => (secondDone = resolve));
+  const got = await Promise.all([
+    run(async (q) => {
+      await q('INSERT INTO t (k) VALUES ($1)', ['first']);
+      await second;
+      return q<{ n: number }>('SELECT count(*)::int AS n FROM t');
+    }),
+    run(async (q) => {
+      await q('INSERT INTO t (k) VALUES ($1)', ['second']);
+      secondDone();
+    }),
+  ]);
+  t.same(got[0], [{ n: 2 }], "the first unit saw the second's row: one transaction");
+  // pg refuses a portal kept across round trips (`rows`, as a cursor's) on a connection in pipeline mode.
+  const rows = await pg.withClient((c) => c.query({ text: 'SELECT k FROM t ORDER BY k', rows: 1 } as never));
+  t.same((rows as unknown as { rows: { k: string }[] }).rows.map((r) => r.k), ['first', 'second'], 'the connection takes a portal read again');
+});
+
+t.test('a finish that fails undoes the whole batch, though it goes out with the COMMIT', async (t) => {
+  const { pg } = await setup(t);
+  await pg.query("INSERT INTO t (k) VALUES ('taken')");
+  let failing = true;
+  // The first transaction's finish fails; the units, run again alone, each get a finish that succeeds.
+  const run = createGroupCommit<undefined>(pg, {
+    finish: (q) => (failing ? ((failing = false), q("INSERT INTO t (k) VALUES ('taken')")) : q('SELECT 1')),
+  });
+  const results = await Promise.allSettled([run(insert('a')), run(insert('b'))]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled'], 'both units committed when run again');
+  t.same((await pg.query<{ k: string }>('SELECT k FROM t ORDER BY k')).map((r) => r.k), ['a', 'b', 'taken'], 'each once');
+  // A transaction whose COMMIT PostgreSQL turned into ROLLBACK is never taken for committed.
+  const lone = createGroupCommit<undefined>(pg, { finish: (q) => q("INSERT INTO t (k) VALUES ('taken')") });
+  const refused = await lone(insert('c')).catch((e: unknown) => e);
+  t.equal((refused as { code?: string }).code, '23505', "the unit gets the finish's error");
+  t.same((await pg.query('SELECT 1 FROM t WHERE k = $1', ['c'])).length, 0, 'and its row was rolled back');
+});
