@@ -1,8 +1,10 @@
 // Checks POST /outbound/v1/search over HTTP: filters, date and paging rules, notice, result shape, tenancy, 503, version.
-import t, { type Test } from 'tap';
-import { createSmtpLogStore } from '../../storage/sqlite/smtp-log.js';
-import { type NewSmtpLogRow } from '../../storage/ports/smtp-log.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import type { Test } from 'tap';
+import type { NewSmtpLogRow, SmtpLogAttempt } from '../../storage/ports/smtp-log.js';
+import type { Store } from '../../storage/ports/store.js';
+import { message } from '../helpers/accept-record.js';
+import { onBackends, type BackendName } from '../helpers/backends.js';
+import { startStack, type PortStack } from '../helpers/stack.js';
 
 const DAY = 86_400_000;
 const NOTICE = 'Results cover only the last 3 days; send start_date and end_date to search another range.';
@@ -31,10 +33,31 @@ function row(accountId: number, over: Partial<NewSmtpLogRow> = {}): NewSmtpLogRo
   };
 }
 
+/**
+ * Writes log rows as the queue does, on either backend: each an accepted message whose one recipient was dropped (no
+ * worker picks it up), with `attempt` written over its attempt columns when given. The row's own delivery_id only
+ * names it in its message id (msg-N), which the search answers carry.
+ */
+function logWriter(store: Store) {
+  const insert = async (r: NewSmtpLogRow, attempt?: SmtpLogAttempt) => {
+    const { delivery_id: _id, ...row } = r;
+    const rec = await message(store, r.account_id, [r.rcpt], r.created_at);
+    const deliveries = rec.deliveries.map((d) => ({ ...d, state: 'dropped' as const, status: '5.7.1', response: 'seeded', log: { row, ...(attempt ? { attempt } : {}) } }));
+    await store.queue.accept([{ ...rec, deliveries }]);
+  };
+  return {
+    insert,
+    /** One after another: their delivery ids follow the list (the search's tie-break). */
+    async insertRows(rows: readonly NewSmtpLogRow[]) {
+      for (const r of rows) await insert(r);
+    },
+  };
+}
+
 /** A stack with a parent (two sub-accounts) and an unrelated parent, each with an api key. */
-async function world(t: Test, env: Record<string, string> = {}) {
-  const stack = await startStack(t, { env });
-  const log = createSmtpLogStore(stack.db);
+async function world(t: Test, backend: BackendName, env: Record<string, string> = {}) {
+  const stack = await startStack(t, { backend, env });
+  const log = logWriter(stack.store);
   const parent = await stack.createAccount('parentco');
   const stranger = await stack.createAccount('strangerco');
   const sub = async (handle: string) => {
@@ -49,19 +72,18 @@ async function world(t: Test, env: Record<string, string> = {}) {
   return { stack, log, parent, stranger, subA, subB };
 }
 
-async function search(stack: Stack, key: string, body?: unknown, query = '') {
+async function search(stack: PortStack, key: string, body?: unknown, query = '') {
   return stack.api('POST', `${SEARCH}${query}`, { key, ...(body === undefined ? {} : { body }) });
 }
 
 const deliveryIds = (res: { body: any }) =>
   (res.body.results as { message_id: string }[]).map((r) => Number(/msg-(\d+)@/.exec(r.message_id)?.[1]));
 
-t.test('result entries carry every field with the seed types; the default window adds the notice', async (t) => {
-  const { stack, log, parent } = await world(t);
+onBackends('result entries carry every field with the seed types; the default window adds the notice', async (t, backend) => {
+  const { stack, log, parent } = await world(t, backend);
   const now = stack.clock.now();
   const r = row(parent.id, { created_at: now - 60_000 });
-  log.insertRow(r);
-  log.updateAttempt(r.delivery_id, {
+  await log.insert(r, {
     lastcmd: 'DATA',
     rspcode: 250,
     rspmsg: '250 2.0.0 Ok: queued as 4F1',
@@ -69,7 +91,7 @@ t.test('result entries carry every field with the seed types; the default window
     updated_at: now - 50_000,
   });
   const pending = row(parent.id, { created_at: now - 120_000, auth: null, subject: null, upstream_hostname: null });
-  log.insertRow(pending);
+  await log.insert(pending);
 
   const res = await search(stack, parent.key, {});
   t.equal(res.status, 200);
@@ -114,8 +136,8 @@ t.test('result entries carry every field with the seed types; the default window
   t.equal(noBody.body.results.length, 2);
 });
 
-t.test('each filter alone, case-insensitive addresses, subject substring, delivered, rspcode', async (t) => {
-  const { stack, log, parent } = await world(t);
+onBackends('each filter alone, case-insensitive addresses, subject substring, delivered, rspcode', async (t, backend) => {
+  const { stack, log, parent } = await world(t, backend);
   const now = stack.clock.now();
   const plain = row(parent.id, { created_at: now - 3000 });
   const special = row(parent.id, {
@@ -130,10 +152,9 @@ t.test('each filter alone, case-insensitive addresses, subject substring, delive
     spam_disposition: 'CONFIRMED',
     virus_disposition: 'CONFIRMED',
   });
-  log.insertRows([plain, special]);
   const ok = { lastcmd: 'DATA', rspcode: 250, rspmsg: 'ok', delivered: true, updated_at: now };
-  log.updateAttempt(plain.delivery_id, ok);
-  log.updateAttempt(special.delivery_id, {
+  await log.insert(plain, ok);
+  await log.insert(special, {
     lastcmd: 'RCPT TO',
     rspcode: 550,
     rspmsg: '550 5.1.1 no such user',
@@ -189,27 +210,27 @@ t.test('each filter alone, case-insensitive addresses, subject substring, delive
   }
 });
 
-t.test('every seed filter filters: lastcmd and rspmsg; dispositions and unknown fields are checked', async (t) => {
-  const { stack, log, parent } = await world(t);
+onBackends('every seed filter filters: lastcmd and rspmsg; dispositions and unknown fields are checked', async (t, backend) => {
+  const { stack, log, parent } = await world(t, backend);
   const now = stack.clock.now();
   const refused = row(parent.id, { created_at: now - 3000 });
   const delivered = row(parent.id, { created_at: now - 2000 });
   const pending = row(parent.id, { created_at: now - 1000, spam_disposition: undefined, virus_disposition: undefined });
-  log.insertRows([refused, delivered, pending]);
-  log.updateAttempt(refused.delivery_id, {
+  await log.insert(refused, {
     lastcmd: 'RCPT TO',
     rspcode: 550,
     rspmsg: '550 5.1.1 <carol@dest.example>: Recipient address rejected: User unknown (100%)',
     delivered: false,
     updated_at: now,
   });
-  log.updateAttempt(delivered.delivery_id, {
+  await log.insert(delivered, {
     lastcmd: 'DATA',
     rspcode: 250,
     rspmsg: '250 2.0.0 Ok: queued as 4F1',
     delivered: true,
     updated_at: now,
   });
+  await log.insert(pending);
   const [r, d, p] = [refused.delivery_id, delivered.delivery_id, pending.delivery_id];
   const cases: [string, unknown, number[]][] = [
     ['lastcmd', 'RCPT TO', [r]],
@@ -248,8 +269,8 @@ t.test('every seed filter filters: lastcmd and rspmsg; dispositions and unknown 
   }
 });
 
-t.test('REST sends log the sending identity as sender_id; the service reports version 0.7.0', async (t) => {
-  const { stack, parent, subA } = await world(t, { SLUICE_OUTBOUND_LOCKDOWN: 'off' });
+onBackends('REST sends log the sending identity as sender_id; the service reports version 0.7.0', async (t, backend) => {
+  const { stack, parent, subA } = await world(t, backend, { SLUICE_OUTBOUND_LOCKDOWN: 'off' });
   const mail = (to: string) => ({
     personalizations: [{ to: [{ email: to }] }],
     from: { email: 'app@shop.example' },
@@ -275,8 +296,8 @@ t.test('REST sends log the sending identity as sender_id; the service reports ve
   t.match(doc.tags, [{ name: 'outbound', 'x-service-version': '0.7.0' }]);
 });
 
-t.test('date rules: both or neither, yyyy-mm-dd, start before the (exclusive) end; neither means the last 3 days', async (t) => {
-  const { stack, log, parent } = await world(t);
+onBackends('date rules: both or neither, yyyy-mm-dd, start before the (exclusive) end; neither means the last 3 days', async (t, backend) => {
+  const { stack, log, parent } = await world(t, backend);
   const now = stack.clock.now(); // 2026-11-22T12:00Z
   const rows = [
     row(parent.id, { created_at: now - 1000 }), // today
@@ -286,7 +307,7 @@ t.test('date rules: both or neither, yyyy-mm-dd, start before the (exclusive) en
     row(parent.id, { created_at: Date.UTC(2026, 10, 5, 23, 59, 59) }), // 2026-11-05 23:59:59
     row(parent.id, { created_at: Date.UTC(2026, 10, 6, 0, 0, 0) }), // 2026-11-06 00:00
   ];
-  log.insertRows(rows);
+  await log.insertRows(rows);
   const [today, inside, outside, nov1, nov5, nov6] = rows.map((r) => r.delivery_id);
 
   const def = await search(stack, parent.key, {});
@@ -329,11 +350,11 @@ t.test('date rules: both or neither, yyyy-mm-dd, start before the (exclusive) en
   }
 });
 
-t.test('paging: defaults, limits and newest first', async (t) => {
-  const { stack, log, parent } = await world(t);
+onBackends('paging: defaults, limits and newest first', async (t, backend) => {
+  const { stack, log, parent } = await world(t, backend);
   const now = stack.clock.now();
   const rows = Array.from({ length: 25 }, (_, i) => row(parent.id, { created_at: now - 100_000 + i * 1000 }));
-  log.insertRows(rows);
+  await log.insertRows(rows);
   const newestFirst = rows.map((r) => r.delivery_id).reverse();
 
   const first = await search(stack, parent.key, {});
@@ -364,8 +385,8 @@ t.test('paging: defaults, limits and newest first', async (t) => {
   }
 });
 
-t.test('tenancy: a sub-account sees only its rows; a parent sees its own and its sub-accounts', async (t) => {
-  const { stack, log, parent, stranger, subA, subB } = await world(t);
+onBackends('tenancy: a sub-account sees only its rows; a parent sees its own and its sub-accounts', async (t, backend) => {
+  const { stack, log, parent, stranger, subA, subB } = await world(t, backend);
   const now = stack.clock.now();
   const mk = (id: number, ago: number) => row(id, { created_at: now - ago, rcpt: 'shared@dest.example' });
   const rows = {
@@ -374,7 +395,7 @@ t.test('tenancy: a sub-account sees only its rows; a parent sees its own and its
     b: mk(subB.id, 3000),
     stranger: mk(stranger.id, 2000),
   };
-  log.insertRows(Object.values(rows));
+  await log.insertRows(Object.values(rows));
   const id = (k: keyof typeof rows) => rows[k].delivery_id;
 
   t.same(deliveryIds(await search(stack, parent.key, {})), [id('b'), id('a'), id('parent')]);
@@ -398,8 +419,8 @@ t.test('tenancy: a sub-account sees only its rows; a parent sees its own and its
   t.equal(wrongScope.body.code, 403);
 });
 
-t.test('more than 100 searches per second from one customer get 503', async (t) => {
-  const { stack, parent, stranger } = await world(t);
+onBackends('more than 100 searches per second from one customer get 503', async (t, backend) => {
+  const { stack, parent, stranger } = await world(t, backend);
   const statuses: number[] = [];
   for (let i = 0; i < 101; i++) statuses.push((await search(stack, parent.key, {})).status);
   t.same(statuses.slice(0, 100), new Array(100).fill(200), 'the first 100 in one instant pass');
