@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { KEYS } from '../config/keys.js';
-import { createBayesClassifier, type BayesClassifier } from '../filters/bayes.js';
+import { createBayesClassifier, learnItem, type BayesClassifier } from '../filters/bayes.js';
 import type { SpamStepVerdict, StepVerdict } from '../filters/inbound-verdicts.js';
 import { createInboundPipeline, type RelayMessage } from '../mta/inbound/pipeline.js';
 import { contentOfBuffer } from '../mta/message-content.js';
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
       const train = folds.filter((_, i) => i !== k).flat();
       const tt = performance.now();
       for (let i = 0; i < train.length; i += BATCH) {
-        await bayes.learn(null, train.slice(i, i + BATCH).map((m) => ({ raw: m.raw, cls: m.group === 'spam' ? 'spam' : 'ham' })), Date.now());
+        await bayes.learn(null, train.slice(i, i + BATCH).map((m) => learnItem(m.raw, m.group === 'spam' ? 'spam' : 'ham')), Date.now());
       }
       trainMs += performance.now() - tt;
       const out = await runFold(folds[k]!, bayes, false);
@@ -187,7 +187,7 @@ async function trained<T>(spam: readonly CorpusMessage[], ham: readonly CorpusMe
       .map((x) => ({ x, at: arrivalTime(x.raw) }))
       .sort((a, b) => a.at - b.at)
       .map((a) => a.x);
-    for (let i = 0; i < all.length; i += BATCH) await bayes.learn(null, all.slice(i, i + BATCH), Date.now());
+    for (let i = 0; i < all.length; i += BATCH) await bayes.learn(null, all.slice(i, i + BATCH).map((x) => learnItem(x.raw, x.cls)), Date.now());
     return await use(bayes);
   } finally {
     db.close();

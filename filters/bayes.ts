@@ -108,7 +108,11 @@ export function bayesSymbol(result: BayesResult): { name: string; score: number 
 
 /** A message's identity for learning: the digest of its distinct tokens (the same message learns once). */
 export function learnItem(raw: Buffer, cls: BayesClass): LearnItem {
-  const tokens = tokenizeMessage(raw);
+  return itemOf(tokenizeMessage(raw), cls);
+}
+
+/** The item of a message tokenised as `tokens`. */
+function itemOf(tokens: readonly string[], cls: BayesClass): LearnItem {
   const digest = crypto.hash('sha256', [...tokens].sort().join('\n'));
   return { digest, cls, tokens };
 }
@@ -123,10 +127,15 @@ export interface BayesClassifier {
    * abstains while its models together hold fewer than `minLearned` messages of either class.
    */
   classify(raw: Buffer, accountIds: readonly (number | null)[]): Promise<BayesResult[]>;
-  /** Learns messages into the model of `scope` (null: global); returns what each did. */
-  learn(scope: BayesScope, messages: readonly { raw: Buffer; cls: BayesClass }[], now: number): Promise<LearnOutcome[]>;
+  /**
+   * `raw` made ready to learn as `cls`: tokenised once (with the classifier's tokeniser: `sluice serve`'s CPU pool,
+   * off the event loop) for every model it then goes to (an account's learn and the global model's correction).
+   */
+  prepare(raw: Buffer, cls: BayesClass): Promise<LearnItem>;
+  /** Learns prepared messages into the model of `scope` (null: global); returns what each did. */
+  learn(scope: BayesScope, items: readonly LearnItem[], now: number): Promise<LearnOutcome[]>;
   /** Moves messages the model of `scope` learned as the other class; learns nothing it never learned (BayesStore.correct). */
-  correct(scope: BayesScope, messages: readonly { raw: Buffer; cls: BayesClass }[], now: number): Promise<CorrectOutcome[]>;
+  correct(scope: BayesScope, items: readonly LearnItem[], now: number): Promise<CorrectOutcome[]>;
 }
 
 /**
@@ -173,11 +182,14 @@ export function createBayesClassifier(deps: {
       for (const id of accountIds) results.push(await judge(id));
       return results;
     },
-    learn(scope, messages, now) {
-      return deps.store.learn(scope, messages.map((m) => learnItem(m.raw, m.cls)), now, deps.maxTokens);
+    async prepare(raw, cls) {
+      return itemOf(await tokenize(raw), cls);
     },
-    correct(scope, messages, now) {
-      return deps.store.correct(scope, messages.map((m) => learnItem(m.raw, m.cls)), now);
+    learn(scope, items, now) {
+      return deps.store.learn(scope, items, now, deps.maxTokens);
+    },
+    correct(scope, items, now) {
+      return deps.store.correct(scope, items, now);
     },
   };
 }

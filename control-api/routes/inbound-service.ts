@@ -116,9 +116,10 @@ export const inboundServiceRoutes: AnyRoute[] = [
       // learns the sample it would judge (a quarantine decision learns as much), not all of a report up to 40 MB.
       const cls = query.report_type === 'false_positive' ? 'ham' : 'spam';
       const raw = learnSampleOfText(body.messageContent);
-      await s.bayes.learn(principal.account.id, [{ raw, cls }], s.now());
+      const item = await s.bayes.prepare(raw, cls);
+      await s.bayes.learn(principal.account.id, [item], s.now());
       // Where the global model learned this message by itself (autolearn), the report corrects it there too.
-      await s.bayes.correct(null, [{ raw, cls }], s.now());
+      await s.bayes.correct(null, [item], s.now());
       return { status: 204 };
     },
   }),

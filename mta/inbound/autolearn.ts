@@ -22,7 +22,7 @@ const HOUR = 3_600_000;
  * tenant's own decision reaches the global model.
  */
 export function createAutolearner(deps: {
-  bayes: Pick<BayesClassifier, 'learn'>;
+  bayes: Pick<BayesClassifier, 'prepare' | 'learn'>;
   perHour: number;
   now: () => number;
   logger: Logger;
@@ -44,8 +44,10 @@ export function createAutolearner(deps: {
       if (n >= deps.perHour) return void count(cls, 'over_hourly_bound');
       spent.set(accountId, n + 1);
       try {
-        const [outcome] = await deps.bayes.learn(accountId, [{ raw: sample, cls }], now);
-        await deps.bayes.learn(null, [{ raw: sample, cls }], now);
+        // Tokenised once for both models.
+        const item = await deps.bayes.prepare(sample, cls);
+        const [outcome] = await deps.bayes.learn(accountId, [item], now);
+        await deps.bayes.learn(null, [item], now);
         count(cls, outcome ?? 'learned');
       } catch (err) {
         count(cls, 'failed');

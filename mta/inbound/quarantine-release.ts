@@ -17,7 +17,7 @@ export interface QuarantineActionDeps {
   store: QuarantineStore;
   relay: InboundRelay;
   now: () => number;
-  bayes?: Pick<BayesClassifier, 'learn' | 'correct'> | undefined;
+  bayes?: Pick<BayesClassifier, 'prepare' | 'learn' | 'correct'> | undefined;
 }
 
 /**
@@ -30,10 +30,11 @@ async function learnDecision(deps: QuarantineActionDeps, accountId: number, body
     // The classifier judged a sample (header section + SAMPLE_BODY_BYTES of body); it learns from as much, read
     // from storage, never the whole of a large quarantined message in memory.
     const raw = await readPartStart({ source: body }, LEARN_SAMPLE_BYTES);
-    const [outcome] = await deps.bayes.learn(accountId, [{ raw, cls }], deps.now());
+    const item = await deps.bayes.prepare(raw, cls);
+    const [outcome] = await deps.bayes.learn(accountId, [item], deps.now());
     // The global model learns no account's decision, but where it learned this message itself (autolearn) the
     // correction moves that record too.
-    await deps.bayes.correct(null, [{ raw, cls }], deps.now());
+    await deps.bayes.correct(null, [item], deps.now());
     return outcome;
   } catch {
     return 'failed';

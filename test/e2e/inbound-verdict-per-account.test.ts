@@ -3,7 +3,7 @@
 import nodemailer from 'nodemailer';
 import type { Test } from 'tap';
 import { onBackends, type BackendName } from '../helpers/backends.js';
-import { createBayesClassifier } from '../../filters/bayes.js';
+import { createBayesClassifier, learnItem } from '../../filters/bayes.js';
 import type { SpamStepVerdict } from '../../filters/inbound-verdicts.js';
 import type { AbusePolicy } from '../../storage/ports/inbound-domains.js';
 import { startDnsServer } from '../helpers/dns-server.js';
@@ -41,8 +41,8 @@ async function world(t: Test, backend: BackendName, victimPolicy: AbusePolicy) {
   const attacker = await provision('attacker', 'attacker.test', { abusePolicy: 'flag' });
   const classifier = createBayesClassifier({ store: stack.store.bayes, minLearned: 5, maxTokens: 150_000 });
   await classifier.learn(victim.id, [
-    ...SPAM_WORDS.map((w, i) => ({ raw: Buffer.from(mail({ from: 'promo@deals.test', subject: w, body: `${w} ${SPAM_WORDS.join(' ')}`, id: `s${i}@t` })), cls: 'spam' as const })),
-    ...HAM_WORDS.map((w, i) => ({ raw: Buffer.from(mail({ from: 'carol@partner.test', subject: w, body: `${w} ${HAM_WORDS.join(' ')}`, id: `h${i}@t` })), cls: 'ham' as const })),
+    ...SPAM_WORDS.map((w, i) => ({ raw: Buffer.from(mail({ from: 'promo@deals.test', subject: w, body: `${w} ${SPAM_WORDS.join(' ')}`, id: `s${i}@t` })), cls: 'spam' as const })).map((m) => learnItem(m.raw, m.cls)),
+    ...HAM_WORDS.map((w, i) => ({ raw: Buffer.from(mail({ from: 'carol@partner.test', subject: w, body: `${w} ${HAM_WORDS.join(' ')}`, id: `h${i}@t` })), cls: 'ham' as const })).map((m) => learnItem(m.raw, m.cls)),
   ], stack.clock.now());
   let n = 0;
   return {

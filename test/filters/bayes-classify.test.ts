@@ -1,7 +1,7 @@
 // Checks the classifier over a real (SQLite) model store: a model too little trained abstains without the message
 // being tokenised, and once trained the classifier judges exactly as a fresh one does.
 import t from 'tap';
-import { createBayesClassifier } from '../../filters/bayes.js';
+import { createBayesClassifier, learnItem } from '../../filters/bayes.js';
 import { tokenizeMessage } from '../../filters/bayes-tokens.js';
 import { createSqliteBayesStore } from '../../storage/sqlite/bayes.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
@@ -32,11 +32,11 @@ t.test('an untrained model abstains without tokenising; trained, the verdicts ar
   t.same(await bayes.classify(spam(1), [null, 7]), none);
   t.equal(tokenised, 2, 'both abstained before: not tokenised');
 
-  await bayes.learn(null, [{ raw: spam(2), cls: 'spam' }, { raw: spam(3), cls: 'spam' }, { raw: ham(4), cls: 'ham' }], 1000);
+  await bayes.learn(null, [learnItem(spam(2), 'spam'), learnItem(spam(3), 'spam'), learnItem(ham(4), 'ham')], 1000);
   t.same((await bayes.classify(spam(5), [null]))[0], { abstained: true, reason: 'too-few-learned', learned: { spam: 2, ham: 1 } }, 'one class short');
   t.equal(tokenised, 2);
 
-  await bayes.learn(null, [{ raw: ham(6), cls: 'ham' }], 2000);
+  await bayes.learn(null, [learnItem(ham(6), 'ham')], 2000);
   const fresh = createBayesClassifier({ store, minLearned: 2, maxTokens: 10_000 });
   for (const [name, raw] of [['spam', spam(7)], ['ham', ham(8)]] as const) {
     const judged = await bayes.classify(raw, [null, 7]);
@@ -46,4 +46,18 @@ t.test('an untrained model abstains without tokenising; trained, the verdicts ar
   t.equal(tokenised, 4, 'trained: each message tokenised once for every account');
   const [s, h] = [(await bayes.classify(spam(9), [null]))[0], (await bayes.classify(ham(10), [null]))[0]];
   t.ok(s && !s.abstained && h && !h.abstained && s.probability > h.probability, 'spam scores above ham');
+});
+
+t.test('a message is prepared for learning with the classifier\'s own tokeniser, once for every model it goes to', async (t) => {
+  const db = openDatabase(tempDir(t));
+  t.teardown(() => db.close());
+  const store = createSqliteBayesStore(db);
+  let tokenised = 0;
+  const bayes = createBayesClassifier({ store, minLearned: 1, maxTokens: 10_000, tokenize: (raw) => (tokenised++, tokenizeMessage(raw)) });
+  const item = await bayes.prepare(spam(0), 'spam');
+  t.same(item, learnItem(spam(0), 'spam'), 'the same item (digest, class, tokens) as learnItem makes');
+  t.same(await bayes.learn(null, [item], 1000), ['learned']);
+  t.same(await bayes.learn(null, [item], 1000), ['already'], 'the same message: the same digest');
+  t.same(await bayes.correct(null, [{ ...item, cls: 'ham' }], 2000), ['relearned'], 'the record moved with the same item');
+  t.equal(tokenised, 1, 'tokenised once for every learn and the correction');
 });
