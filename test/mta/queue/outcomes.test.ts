@@ -1,6 +1,6 @@
 // Checks the worker's one outcome builder: every way an attempt ends gives each delivery exactly one outcome.
 import t from 'tap';
-import { outcomesOf } from '../../../mta/queue/worker.js';
+import { outcomesOf } from '../../../mta/queue/attempt-outcomes.js';
 import type { DeliveryRow, MessageRow } from '../../../storage/ports/queue.js';
 
 const message = { id: 1, kind: 'outbound', mail_from: 'app@sender.test' } as MessageRow;
