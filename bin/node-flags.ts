@@ -9,8 +9,12 @@
  * semi-space) gave MX 3.23–3.47×, submission 2.02–2.57×; 8 MB gave MX 1.28–1.79×, submission 0.84–1.72×, idle RSS
  * 142 → 129 MB, and the same outbound acceptance (236/203 req/s vs 236/177 without); 2 MB gave 0.55–0.74× but held
  * outbound acceptance at 203–204 req/s in 6 runs of 6 (more scavenges on the REST path).
+ *
+ * `--expose-gc` gives the buffer governor (bin/buffer-governor.ts) its `gc`: young-generation collections are driven
+ * by JS objects, not by the bytes behind Buffers, so dead message buffers still piled up to V8's 64 MB external limit
+ * (PostgreSQL's MX path 3.3–4.1× before it, 2.1–2.3× with it).
  */
-export const SERVE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
+export const SERVE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--expose-gc'];
 
 /**
  * The flags of SERVE_NODE_FLAGS this process was started without (on the command line or in NODE_OPTIONS), by name:

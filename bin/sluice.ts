@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=8 --expose-gc
 // Owns the process entry point of the `sluice` binary: runs the CLI with the real stdio and exits with its code.
 import { runCli } from './cli.js';
 

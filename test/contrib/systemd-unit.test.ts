@@ -26,7 +26,7 @@ t.test('the unit has the hardening and behaviour the README describes', async (t
     'Restart=on-failure',
     'RestartPreventExitStatus=2',
     'ExecReload=/bin/kill -HUP $MAINPID',
-    'ExecStart=/opt/node26/bin/node --max-semi-space-size=8 /opt/sluice/dist/bin/sluice.js serve --config /etc/sluice/sluice.toml',
+    'ExecStart=/opt/node26/bin/node --max-semi-space-size=8 --expose-gc /opt/sluice/dist/bin/sluice.js serve --config /etc/sluice/sluice.toml',
   ]) {
     t.ok(directives.includes(line), line);
   }
@@ -37,7 +37,7 @@ t.test('systemd-analyze verify accepts the unit without a warning', { skip: !fs.
   const copy = path.join(tempDir(t), 'sluice.service');
   const [node, cli] = ['/opt/node26/bin/node ', '/opt/sluice/dist/bin/sluice.js'];
   fs.writeFileSync(copy, text.replace(node, `${process.execPath} `).replace(cli, BIN));
-  t.ok(fs.readFileSync(copy, 'utf8').includes(`ExecStart=${process.execPath} --max-semi-space-size=8 ${BIN} serve`), 'ExecStart rewritten');
+  t.ok(fs.readFileSync(copy, 'utf8').includes(`ExecStart=${process.execPath} --max-semi-space-size=8 --expose-gc ${BIN} serve`), 'ExecStart rewritten');
   const r = spawnSync(ANALYZE, ['verify', copy], { encoding: 'utf8', env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } });
   t.equal(r.status, 0, r.stderr);
   // Unknown keys and bad values are only warnings (exit 0): nothing at all may be printed about the unit.
