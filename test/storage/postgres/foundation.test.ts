@@ -27,6 +27,20 @@ t.test('nodes starting together migrate once: one schema version, one settings t
   t.equal(await nodes[2]!.settings.get('secret'), 'changed', 'a write on one node is read on another');
 });
 
+t.test('message bodies are compressed with lz4 (migration 6)', async (t) => {
+  const url = await freshDatabase();
+  const store = await open(t, url);
+  const name = url.slice(url.lastIndexOf('/') + 1);
+  const text = Buffer.from('Dear customer, your invoice is attached.\r\n'.repeat(20_000));
+  const ref = await store.bodies.write(text, { inline: false });
+  const key = ref.key.slice(ref.key.indexOf(':') + 1);
+  t.same((await psql(`SELECT DISTINCT pg_column_compression(data) FROM body_chunks WHERE key = '${key}'`, name)).split('\n'), ['lz4'], 'every chunk row');
+  for (const table of ['message_bodies.body', 'body_chunks.data', 'inbound_quarantine_bodies.body']) {
+    const [tbl, col] = table.split('.');
+    t.equal(await psql(`SELECT attcompression FROM pg_attribute WHERE attrelid = '${tbl}'::regclass AND attname = '${col}'`, name), 'l', `${table}: lz4`);
+  }
+});
+
 t.test('a database migrated by a newer Sluice is refused with one line', async (t) => {
   const url = await freshDatabase();
   await (await open(t, url)).close();
