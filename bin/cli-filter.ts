@@ -3,8 +3,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { learnItem } from '../filters/bayes.js';
+import { TOKENIZER_VERSION } from '../filters/bayes-tokens.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
-import type { BayesClass, BayesScope, BayesStore, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
+import type { BayesClass, BayesModelStats, BayesScope, BayesStore, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
 import { requireAccount, UsageError, type CliIo } from './cli-common.js';
 
 /**
@@ -117,10 +118,14 @@ export async function filterCommand(
       spam: { learned: 0, relearned: 0, already: 0 },
       ham: { learned: 0, relearned: 0, already: 0 },
     };
+    const before = await deps.store.stats(scope);
+    if (outdated(before)) {
+      io.stdout(`${name} held ${before.learned.spam} spam and ${before.learned.ham} ham learned with tokeniser ${before.tokenizer}; this version's is ${TOKENIZER_VERSION}: it starts again\n`);
+    }
     for (const [cls, p] of sources) {
       let batch: LearnItem[] = [];
       const flush = async () => {
-        for (const o of await deps.store.learn(scope, batch, now(), deps.maxTokens)) tally[cls][o]++;
+        for (const o of await deps.store.learn(scope, batch, now(), deps.maxTokens, TOKENIZER_VERSION)) tally[cls][o]++;
         batch = [];
       };
       for await (const raw of readMessages(path.resolve(io.cwd, p))) {
@@ -137,12 +142,12 @@ export async function filterCommand(
     const line = (cls: BayesClass) =>
       `${tally[cls].learned} ${cls} learned, ${tally[cls].relearned} moved from ${cls === 'spam' ? 'ham' : 'spam'}, ${tally[cls].already} known already`;
     io.stdout(`${line('spam')}; ${line('ham')} into ${name}\n`);
-    io.stdout(modelLine(stats.learned, stats.tokens, deps.minLearned));
+    io.stdout(modelLine(stats, deps.minLearned));
     return 0;
   }
   if (sub === 'stats') {
     const stats = await deps.store.stats(scope);
-    io.stdout(opts.json ? JSON.stringify({ scope: opts.account ?? 'global', ...stats }) + '\n' : `${name}: ${modelLine(stats.learned, stats.tokens, deps.minLearned)}`);
+    io.stdout(opts.json ? JSON.stringify({ scope: opts.account ?? 'global', ...stats, outdated: outdated(stats) }) + '\n' : `${name}: ${modelLine(stats, deps.minLearned)}`);
     return 0;
   }
   if (sub === 'reset') {
@@ -153,7 +158,17 @@ export async function filterCommand(
   throw new UsageError('usage: sluice filter train|stats|reset');
 }
 
-function modelLine(learned: { spam: number; ham: number }, tokens: number, min: number): string {
+/** A model holding messages learned with another tokeniser than this version's (not used; its next learn resets it). */
+const outdated = (m: BayesModelStats) => m.tokenizer !== TOKENIZER_VERSION && m.learned.spam + m.learned.ham > 0;
+
+function modelLine(m: BayesModelStats, min: number): string {
+  const { learned, tokens } = m;
+  if (outdated(m)) {
+    return (
+      `model: ${learned.spam} spam, ${learned.ham} ham, ${tokens} tokens, learned with tokeniser ${m.tokenizer}; this version's is ` +
+      `${TOKENIZER_VERSION}, so it is not used: train it again (sluice filter reset, then sluice filter train), or its next learn starts it again\n`
+    );
+  }
   const ready = learned.spam >= min && learned.ham >= min;
   return (
     `model: ${learned.spam} spam, ${learned.ham} ham, ${tokens} tokens; ` +

@@ -51,6 +51,7 @@ Commands:
                                           or a directory of them, e.g. a maildir; repeatable); without
                                           --account the global model, else that account's own
   filter stats [--account H] [--json]     messages and tokens the model learned; whether it scores mail
+                                          (not when learned with another tokeniser: train it again)
   filter reset [--account H]              forget everything that model learned
   arc record [--json]                     the DNS TXT record to publish for the ARC sealing key
                                           (inbound.arc.*; the key is generated into the store if needed)

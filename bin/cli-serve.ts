@@ -2,6 +2,7 @@
 import cluster from 'node:cluster';
 import pino, { type Logger } from 'pino';
 import { envName, formatHostPort, type HostPort } from '../config/keys.js';
+import { TOKENIZER_VERSION } from '../filters/bayes-tokens.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { CliIo } from './cli-common.js';
 import { ROLES, type Role } from './roles.js';
@@ -31,6 +32,19 @@ async function logLockdown(server: RunningServer, mode: 'dns' | 'off', logger: L
   } else {
     logger.info({ lockdown: 'dns', operator_allowed: allowed }, `domain lockdown: ${how}, and as the operator-allowed domains listed`);
   }
+}
+
+/**
+ * Says at start when the global classifier model was learned with another tokeniser than this version's: it is not
+ * used (every message's Bayes verdict abstains, reason `tokenizer-changed`) until trained again or learning anew.
+ */
+async function logOutdatedModel(server: RunningServer, logger: Logger): Promise<void> {
+  const m = await server.store.bayes.stats(null);
+  if (m.tokenizer === TOKENIZER_VERSION || m.learned.spam + m.learned.ham === 0) return;
+  logger.warn(
+    { model_tokenizer: m.tokenizer, tokenizer: TOKENIZER_VERSION, learned: m.learned },
+    `the global classifier model was learned with tokeniser ${m.tokenizer}; this version's is ${TOKENIZER_VERSION}, so it is not used: train it again (sluice filter reset, then sluice filter train), or its next learn (autolearn, a release, a report) starts it again`,
+  );
 }
 
 /** `what, what and what`, or `none`. */
@@ -92,6 +106,7 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   };
   process.on('SIGHUP', onHup);
   if (server.roles.includes('api') || server.roles.includes('submission')) await logLockdown(server, config.outbound.lockdown, logger);
+  if (server.roles.includes('mx')) await logOutdatedModel(server, logger);
   logger.info(
     {
       ...(server.http ? { http: formatHostPort(server.http) } : {}),

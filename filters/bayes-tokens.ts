@@ -5,6 +5,13 @@ import { mimeLeaves, type MimeLeaf } from './mime-parts.js';
 import { findUrls } from './links.js';
 
 /**
+ * The version of this tokeniser, recorded on every model it learns into (storage/ports/bayes.ts FIRST_TOKENIZER).
+ * Raise it with any change to the tokens a message yields: a model learned with the previous one is then left out
+ * of scoring (the classifier abstains and says so) and starts again at its next learn.
+ */
+export const TOKENIZER_VERSION = 1;
+
+/**
  * Header fields that say nothing about the sender's message: trace and delivery fields a relay or a mailbox adds
  * (RFC 5321 §4.4 Received, Return-Path, Delivered-To), other filters' verdicts (X-Spam-*, Authentication-Results,
  * ARC, RFC 8617) and mailbox bookkeeping. SpamAssassin's Bayes skips the same kind (`bayes_ignore_header`): learning

@@ -2,7 +2,7 @@
 // SpamAssassin and rspamd do), its abstention below a minimum of learned messages, and its symbols on the spam scale.
 import crypto from 'node:crypto';
 import type { BayesClass, BayesCounts, BayesScope, BayesStore, BayesTotals, CorrectOutcome, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
-import { tokenizeMessage } from './bayes-tokens.js';
+import { tokenizeMessage, TOKENIZER_VERSION } from './bayes-tokens.js';
 
 /** Robinson's constants as SpamBayes ships them: the strength (s) and the prior (x) of a token seen rarely. */
 const UNKNOWN_STRENGTH = 0.45;
@@ -39,7 +39,15 @@ export function chi2Q(x2: number, v: number): number {
 /** What the classifier judged: a spam probability from the tokens it used, or why it said nothing. */
 export type BayesResult =
   | { abstained: false; probability: number; tokens: number; learned: { spam: number; ham: number }; scope: 'global' | 'account' }
-  | { abstained: true; reason: 'too-few-learned'; learned: { spam: number; ham: number } };
+  | {
+      abstained: true;
+      /**
+       * `tokenizer-changed`: too few learned with this version's tokeniser because models asked hold messages learned
+       * with another (after an upgrade that changed it): they are not used until retrained or learning again.
+       */
+      reason: 'too-few-learned' | 'tokenizer-changed';
+      learned: { spam: number; ham: number };
+    };
 
 /**
  * The spam probability of a message whose tokens have `counts` (Robinson 2003, "A statistical approach to the spam
@@ -47,7 +55,7 @@ export type BayesResult =
  * sizes and n the messages it was seen in; the MAX_DISCRIMINATORS tokens farthest from 0.5 are combined with
  * Fisher's method, I = (1 + S − H) / 2 (S, H the chi-square evidences for spam and ham). 0.5 when no token decides.
  */
-export function combine(tokens: readonly string[], counts: BayesCounts): { probability: number; used: number } {
+export function combine(tokens: readonly string[], counts: Pick<BayesCounts, 'learned' | 'tokens'>): { probability: number; used: number } {
   const { spam: nSpam, ham: nHam } = counts.learned;
   const probs: number[] = [];
   for (const t of tokens) {
@@ -148,8 +156,11 @@ export function createBayesClassifier(deps: {
   maxTokens: number;
   /** Tokenises a message to judge: `tokenizeMessage` itself by default (`sluice serve` hands in its CPU pool's). */
   tokenize?: (raw: Buffer) => Promise<string[]> | string[];
+  /** The version of that tokeniser (TOKENIZER_VERSION); only models learned with it are used and learned into. */
+  tokenizerVersion?: number;
 }): BayesClassifier {
   const tokenize = deps.tokenize ?? tokenizeMessage;
+  const version = deps.tokenizerVersion ?? TOKENIZER_VERSION;
   const scopesOf = (accountId: number | null): BayesScope[] => (accountId === null ? [null] : [null, accountId]);
   const untrained = (learned: BayesTotals) => learned.spam < deps.minLearned || learned.ham < deps.minLearned;
   /**
@@ -162,17 +173,17 @@ export function createBayesClassifier(deps: {
   const abstainedLast = new Set<number | null>();
   return {
     async classify(raw, accountIds) {
-      const early = new Map<number | null, BayesTotals>();
-      for (const id of accountIds) if (abstainedLast.has(id)) early.set(id, (await deps.store.counts(scopesOf(id), [])).learned);
-      const abstains = (id: number | null) => early.has(id) && untrained(early.get(id)!);
+      const early = new Map<number | null, BayesCounts>();
+      for (const id of accountIds) if (abstainedLast.has(id)) early.set(id, await deps.store.counts(scopesOf(id), [], version));
+      const abstains = (id: number | null) => early.has(id) && untrained(early.get(id)!.learned);
       const tokens = accountIds.every(abstains) ? [] : await tokenize(raw);
       const judge = async (accountId: number | null): Promise<BayesResult> => {
-        const counts = abstains(accountId) ? { learned: early.get(accountId)!, tokens: new Map() } : await deps.store.counts(scopesOf(accountId), tokens);
+        const counts = abstains(accountId) ? early.get(accountId)! : await deps.store.counts(scopesOf(accountId), tokens, version);
         const { learned } = counts;
         if (untrained(learned)) {
           if (abstainedLast.size >= MAX_HINTS) abstainedLast.clear();
           abstainedLast.add(accountId);
-          return { abstained: true, reason: 'too-few-learned', learned };
+          return { abstained: true, reason: counts.outdated > 0 ? 'tokenizer-changed' : 'too-few-learned', learned };
         }
         abstainedLast.delete(accountId);
         const { probability, used } = combine(tokens, counts);
@@ -186,7 +197,7 @@ export function createBayesClassifier(deps: {
       return itemOf(await tokenize(raw), cls);
     },
     learn(scope, items, now) {
-      return deps.store.learn(scope, items, now, deps.maxTokens);
+      return deps.store.learn(scope, items, now, deps.maxTokens, version);
     },
     correct(scope, items, now) {
       return deps.store.correct(scope, items, now);

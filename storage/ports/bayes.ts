@@ -26,11 +26,21 @@ export type LearnOutcome = 'learned' | 'relearned' | 'already';
 /** A correction's outcome: `unknown` when the model never learned the message (and it learns nothing of it now). */
 export type CorrectOutcome = 'relearned' | 'already' | 'unknown';
 
+/**
+ * The tokeniser a model's messages were learned with (filters/bayes-tokens.ts TOKENIZER_VERSION). Models learned
+ * before the version was recorded hold version 1, this default. A model is only as good as the match between the
+ * tokens it holds and the tokens a message is cut into: one learned with another tokeniser is left out of `counts`,
+ * and the next `learn` into it starts it again.
+ */
+export const FIRST_TOKENIZER = 1;
+
 /** The counts the classifier needs for one message, summed over the models asked. */
 export interface BayesCounts {
   learned: BayesTotals;
   /** Only tokens some model has seen; others are absent. */
   tokens: Map<string, BayesTotals>;
+  /** Models asked that hold messages learned with another tokeniser: left out of `learned` and `tokens`. */
+  outdated: number;
 }
 
 export interface BayesModelStats {
@@ -40,6 +50,8 @@ export interface BayesModelStats {
   /** Incremented by every learn that changed the model (every process reads the same number). */
   version: number;
   updatedAt: number | null;
+  /** The tokeniser its messages were learned with (FIRST_TOKENIZER for a model never learned). */
+  tokenizer: number;
 }
 
 /** Tokens a model holds at most unless told otherwise: SpamAssassin's bayes_expiry_max_db_size (150,000). */
@@ -67,17 +79,22 @@ export interface BayesStore {
    * `maxTokens` (default DEFAULT_MAX_TOKENS) distinct tokens, its rarest ones (counted in the fewest messages, the
    * least recently seen of those first) are forgotten in the same commit until it holds `maxTokens`: frequent tokens
    * carry a model, and forgetting by age alone dropped the first-learned mail's (bench:filter); a model over a cap
-   * lowered since sheds a bounded number more at each learn until it is within it.
+   * lowered since sheds a bounded number more at each learn until it is within it. `items` were tokenised by
+   * `tokenizer` (default FIRST_TOKENIZER): a model holding messages learned with another one forgets them first, in
+   * the same commit (its tokens are not the ones this tokeniser makes), and records this one.
    */
-  learn(scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens?: number): Promise<LearnOutcome[]>;
+  learn(scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens?: number, tokenizer?: number): Promise<LearnOutcome[]>;
   /**
    * A correction in the model of `scope`, in one commit: a message (same digest) it learned as the other class moves
    * over, as `learn` moves it; one it never learned is left out (`unknown`), so a correction reaches a model only
    * where that model learned the message itself (the global model's autolearned mail, not one tenant's decisions).
    */
   correct(scope: BayesScope, items: readonly LearnItem[], now: number): Promise<CorrectOutcome[]>;
-  /** The learned totals and the tokens' counts, summed over `scopes` (e.g. the global model and one account's). */
-  counts(scopes: readonly BayesScope[], tokens: readonly string[]): Promise<BayesCounts>;
+  /**
+   * The learned totals and the tokens' counts, summed over those of `scopes` (e.g. the global model and one
+   * account's) learned with `tokenizer` (default FIRST_TOKENIZER); the others are counted in `outdated`.
+   */
+  counts(scopes: readonly BayesScope[], tokens: readonly string[], tokenizer?: number): Promise<BayesCounts>;
   stats(scope: BayesScope): Promise<BayesModelStats>;
   /** Forgets everything the model of `scope` learned. */
   reset(scope: BayesScope, now: number): Promise<void>;

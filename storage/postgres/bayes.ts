@@ -1,11 +1,29 @@
 // Owns the classifier's models on PostgreSQL (storage/ports/bayes.ts): bayes_models, bayes_tokens, bayes_learned.
 // A learn's token counts are written in one statement, whatever the number of messages and tokens.
-import { DEFAULT_MAX_TOKENS, type BayesClass, type BayesScope, type BayesStore, type BayesTotals, type CorrectOutcome, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
+import { DEFAULT_MAX_TOKENS, FIRST_TOKENIZER, type BayesClass, type BayesScope, type BayesStore, type BayesTotals, type CorrectOutcome, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
 import { EXCESS_PER_LEARN, tokenHash } from '../bayes-tokens.js';
 import type { Pg, Query } from './database.js';
 
-/** The model of `scope`: `$1` a boolean (the global model asked), `$2` the account ids. */
-const MODELS = 'SELECT id, spam, ham FROM bayes_models WHERE ($1 AND account_id IS NULL) OR account_id = ANY($2::bigint[])';
+/**
+ * The models of `scope`: `$1` a boolean (the global model asked), `$2` the account ids; `current` when learned with
+ * tokeniser `$4` (NULL: FIRST_TOKENIZER).
+ */
+const MODELS = `SELECT id, spam, ham, coalesce(tokenizer, ${FIRST_TOKENIZER}) = $4 AS current FROM bayes_models WHERE ($1 AND account_id IS NULL) OR account_id = ANY($2::bigint[])`;
+
+/** Forgets everything the locked model `id` learned (its row stays, tokeniser unset), in the caller's unit. */
+async function forget(q: Query, id: number, now: number): Promise<void> {
+  await q('DELETE FROM bayes_tokens WHERE model_id = $1', [id]);
+  await q('DELETE FROM bayes_learned WHERE model_id = $1', [id]);
+  await q('UPDATE bayes_models SET spam = 0, ham = 0, tokens = 0, tokenizer = NULL, version = version + 1, updated_at = $2 WHERE id = $1', [id, now]);
+}
+
+/** Makes the locked model `id` one of tokeniser `tokenizer`: forgotten first when it holds others' messages. */
+async function retokenize(q: Query, id: number, tokenizer: number, now: number): Promise<void> {
+  const [m] = await q<{ n: number; tokenizer: number }>(`SELECT spam + ham AS n, coalesce(tokenizer, ${FIRST_TOKENIZER}) AS tokenizer FROM bayes_models WHERE id = $1`, [id]);
+  if (!m || m.tokenizer === tokenizer) return;
+  if (m.n > 0) await forget(q, id, now);
+  await q('UPDATE bayes_models SET tokenizer = $2 WHERE id = $1', [id, tokenizer]);
+}
 
 /**
  * The id of the model of `scope`, its row locked until the unit ends: every unit that writes a model's tokens or
@@ -119,9 +137,10 @@ async function learnIn(q: Query, id: number, items: readonly LearnItem[], seen: 
 /** The classifier's models over `pg`. */
 export function createPgBayesStore(pg: Pg): BayesStore {
   return {
-    learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS) {
+    learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS, tokenizer = FIRST_TOKENIZER) {
       return pg.tx(async (q) => {
         const id = (await lockModel(q, scope, true)) as number;
+        await retokenize(q, id, tokenizer, now);
         return learnIn(q, id, items, await seenOf(q, id, items), now, maxTokens);
       });
     },
@@ -140,44 +159,48 @@ export function createPgBayesStore(pg: Pg): BayesStore {
       });
     },
 
-    async counts(scopes, tokens) {
+    async counts(scopes, tokens, tokenizer = FIRST_TOKENIZER) {
       const byHash = new Map<number, string>();
       for (const t of tokens) byHash.set(tokenHash(t), t);
-      // The totals (token NULL) and the tokens' sums in one statement: one snapshot, one round trip per message.
-      const rows = await pg.query<{ token: number | null; spam: number; ham: number }>(
-        `WITH m AS (${MODELS})
-         SELECT NULL::bigint AS token, coalesce(sum(spam), 0)::bigint AS spam, coalesce(sum(ham), 0)::bigint AS ham FROM m
+      // The totals (token NULL, with the outdated models' number) and the tokens' sums in one statement: one
+      // snapshot, one round trip per message.
+      const rows = await pg.query<{ token: number | null; spam: number; ham: number; outdated: number }>(
+        `WITH a AS (${MODELS}), m AS (SELECT id, spam, ham FROM a WHERE current)
+         SELECT NULL::bigint AS token, coalesce(sum(spam), 0)::bigint AS spam, coalesce(sum(ham), 0)::bigint AS ham,
+           (SELECT count(*) FROM a WHERE NOT current AND spam + ham > 0)::int AS outdated FROM m
          UNION ALL
-         SELECT t.token, sum(t.spam)::bigint, sum(t.ham)::bigint FROM bayes_tokens t
+         SELECT t.token, sum(t.spam)::bigint, sum(t.ham)::bigint, 0 FROM bayes_tokens t
          WHERE t.model_id IN (SELECT id FROM m) AND t.token = ANY($3::bigint[]) GROUP BY t.token`,
-        [scopes.includes(null), scopes.filter((s) => s !== null), [...byHash.keys()]],
+        [scopes.includes(null), scopes.filter((s) => s !== null), [...byHash.keys()], tokenizer],
       );
       const learned: BayesTotals = { spam: 0, ham: 0 };
       const found = new Map<string, BayesTotals>();
+      let outdated = 0;
       for (const r of rows) {
-        if (r.token === null) Object.assign(learned, { spam: r.spam, ham: r.ham });
-        else found.set(byHash.get(r.token) as string, { spam: r.spam, ham: r.ham });
+        if (r.token === null) {
+          Object.assign(learned, { spam: r.spam, ham: r.ham });
+          outdated = r.outdated;
+        } else found.set(byHash.get(r.token) as string, { spam: r.spam, ham: r.ham });
       }
-      return { learned, tokens: found };
+      return { learned, tokens: found, outdated };
     },
 
     async stats(scope) {
-      const m = (await pg.query<{ spam: number; ham: number; version: number; updated_at: number | null; tokens: number }>(
-        `SELECT spam, ham, version, updated_at, (SELECT count(*) FROM bayes_tokens t WHERE t.model_id = m.id) AS tokens
+      const m = (await pg.query<{ spam: number; ham: number; version: number; updated_at: number | null; tokens: number; tokenizer: number }>(
+        `SELECT spam, ham, version, updated_at, (SELECT count(*) FROM bayes_tokens t WHERE t.model_id = m.id) AS tokens,
+           coalesce(tokenizer, ${FIRST_TOKENIZER}) AS tokenizer
          FROM bayes_models m WHERE ($1 AND account_id IS NULL) OR account_id = $2`,
         [scope === null, scope],
       ))[0];
-      if (!m) return { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null };
-      return { learned: { spam: m.spam, ham: m.ham }, tokens: m.tokens, version: m.version, updatedAt: m.updated_at };
+      if (!m) return { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null, tokenizer: FIRST_TOKENIZER };
+      return { learned: { spam: m.spam, ham: m.ham }, tokens: m.tokens, version: m.version, updatedAt: m.updated_at, tokenizer: m.tokenizer };
     },
 
     reset(scope, now) {
       return pg.tx(async (q) => {
         const id = await lockModel(q, scope, false);
         if (id === undefined) return;
-        await q('DELETE FROM bayes_tokens WHERE model_id = $1', [id]);
-        await q('DELETE FROM bayes_learned WHERE model_id = $1', [id]);
-        await q('UPDATE bayes_models SET spam = 0, ham = 0, tokens = 0, version = version + 1, updated_at = $2 WHERE id = $1', [id, now]);
+        await forget(q, id, now);
       });
     },
 

@@ -3,7 +3,7 @@
 import { EXCESS_PER_LEARN, tokenHash } from '../bayes-tokens.js';
 import type { Db } from './database.js';
 import { direct, type Sync } from './sync-repo.js';
-import { DEFAULT_MAX_TOKENS, type BayesCounts, type CorrectOutcome, type BayesModelStats, type BayesScope, type BayesStore, type BayesTotals, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
+import { DEFAULT_MAX_TOKENS, FIRST_TOKENIZER, type BayesCounts, type CorrectOutcome, type BayesModelStats, type BayesScope, type BayesStore, type BayesTotals, type LearnItem, type LearnOutcome } from '../ports/bayes.js';
 
 /** The classifier's models in the SQLite database `db`, called directly on it (tests, benches). */
 export function createSqliteBayesStore(db: Db): BayesStore {
@@ -16,7 +16,8 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     globalModel: db.prepare('SELECT id FROM bayes_models WHERE account_id IS NULL'),
     accountModel: db.prepare('SELECT id FROM bayes_models WHERE account_id = ?'),
     createModel: db.prepare('INSERT INTO bayes_models (account_id) VALUES (?) ON CONFLICT (account_id) DO NOTHING RETURNING id'),
-    model: db.prepare('SELECT spam, ham, version, updated_at FROM bayes_models WHERE id = ?'),
+    model: db.prepare(`SELECT spam, ham, version, updated_at, coalesce(tokenizer, ${FIRST_TOKENIZER}) AS tokenizer FROM bayes_models WHERE id = ?`),
+    setTokenizer: db.prepare('UPDATE bayes_models SET tokenizer = ? WHERE id = ?'),
     seen: db.prepare('SELECT class FROM bayes_learned WHERE model_id = ? AND digest = ?'),
     markSeen: db.prepare(
       `INSERT INTO bayes_learned (model_id, digest, class, learned_at) VALUES (?, ?, ?, ?)
@@ -71,7 +72,7 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     tokenCount: db.prepare('SELECT count(*) AS n FROM bayes_tokens WHERE model_id = ?'),
     resetTokens: db.prepare('DELETE FROM bayes_tokens WHERE model_id = ?'),
     resetSeen: db.prepare('DELETE FROM bayes_learned WHERE model_id = ?'),
-    resetModel: db.prepare('UPDATE bayes_models SET spam = 0, ham = 0, tokens = 0, version = version + 1, updated_at = ? WHERE id = ?'),
+    resetModel: db.prepare('UPDATE bayes_models SET spam = 0, ham = 0, tokens = 0, tokenizer = NULL, version = version + 1, updated_at = ? WHERE id = ?'),
   };
 
   /** The model row of `scope`, created on the first learn; undefined when reading a model never learned. */
@@ -82,8 +83,22 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     return (s.createModel.get(scope) as { id: number }).id;
   }
 
-  const learnAll = db.transaction((scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens: number): LearnOutcome[] => {
+  type ModelRow = { spam: number; ham: number; version: number; updated_at: number | null; tokenizer: number };
+  /** Forgets everything model `id` learned (its row stays, tokeniser unset). */
+  function forget(id: number, now: number): void {
+    s.resetTokens.run(id);
+    s.resetSeen.run(id);
+    s.resetModel.run(now, id);
+  }
+
+  const learnAll = db.transaction((scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens: number, tokenizer: number): LearnOutcome[] => {
     const id = modelId(scope, true) as number;
+    const model = s.model.get(id) as ModelRow;
+    if (model.tokenizer !== tokenizer) {
+      // Messages cut into other tokens: what they taught says nothing about these (BayesStore.learn).
+      if (model.spam + model.ham > 0) forget(id, now);
+      s.setTokenizer.run(tokenizer, id);
+    }
     const delta: BayesTotals = { spam: 0, ham: 0 };
     let added = 0;
     const out = items.map((item): LearnOutcome => {
@@ -120,7 +135,8 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     const id = modelId(scope, false);
     const known = items.map((i) => id !== undefined && s.seen.get(id, i.digest) !== undefined);
     if (!known.some(Boolean)) return items.map(() => 'unknown');
-    const done = learnAll(scope, items.filter((_, k) => known[k]), now, Number.MAX_SAFE_INTEGER);
+    // A digest is over the message's tokens: one the model knows was tokenised as the model's messages were.
+    const done = learnAll(scope, items.filter((_, k) => known[k]), now, Number.MAX_SAFE_INTEGER, (s.model.get(id as number) as ModelRow).tokenizer);
     let next = 0;
     return known.map((k) => (k ? (done[next++] as CorrectOutcome) : 'unknown'));
   });
@@ -140,8 +156,8 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
   });
 
   return {
-    learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS) {
-      return learnAll.immediate(scope, items, now, maxTokens);
+    learn(scope, items, now, maxTokens = DEFAULT_MAX_TOKENS, tokenizer = FIRST_TOKENIZER) {
+      return learnAll.immediate(scope, items, now, maxTokens, tokenizer);
     },
 
     correct(scope, items, now) {
@@ -156,11 +172,18 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
       return s.pruneLearned.run(before, limit).changes;
     },
 
-    counts(scopes, tokens): BayesCounts {
-      const ids = scopes.map((sc) => modelId(sc, false)).filter((id): id is number => id !== undefined);
+    counts(scopes, tokens, tokenizer = FIRST_TOKENIZER): BayesCounts {
+      const ids: number[] = [];
+      let outdated = 0;
       const learned: BayesTotals = { spam: 0, ham: 0 };
-      for (const id of ids) {
-        const m = s.model.get(id) as { spam: number; ham: number };
+      for (const id of scopes.map((sc) => modelId(sc, false))) {
+        if (id === undefined) continue;
+        const m = s.model.get(id) as ModelRow;
+        if (m.tokenizer !== tokenizer) {
+          if (m.spam + m.ham > 0) outdated++;
+          continue;
+        }
+        ids.push(id);
         learned.spam += m.spam;
         learned.ham += m.ham;
       }
@@ -175,29 +198,26 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
         }[];
         for (const r of rows) found.set(byHash.get(r.token) as string, { spam: r.spam, ham: r.ham });
       }
-      return { learned, tokens: found };
+      return { learned, tokens: found, outdated };
     },
 
     stats(scope): BayesModelStats {
       const id = modelId(scope, false);
-      if (id === undefined) return { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null };
-      const m = s.model.get(id) as { spam: number; ham: number; version: number; updated_at: number | null };
+      if (id === undefined) return { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null, tokenizer: FIRST_TOKENIZER };
+      const m = s.model.get(id) as ModelRow;
       return {
         learned: { spam: m.spam, ham: m.ham },
         tokens: (s.tokenCount.get(id) as { n: number }).n,
         version: m.version,
         updatedAt: m.updated_at,
+        tokenizer: m.tokenizer,
       };
     },
 
     reset(scope, now) {
       const id = modelId(scope, false);
       if (id === undefined) return;
-      db.transaction(() => {
-        s.resetTokens.run(id);
-        s.resetSeen.run(id);
-        s.resetModel.run(now, id);
-      }).immediate();
+      db.transaction(() => forget(id, now)).immediate();
     },
   };
 }

@@ -29,6 +29,7 @@ import { THROTTLES } from './migrations/027-throttles.js';
 import { SEND_RESERVATIONS } from './migrations/028-send-reservations.js';
 import { LOG_SUBJECT_COVERING } from './migrations/029-log-subject-covering.js';
 import { BAYES_EVICT_BY_COUNT } from './migrations/030-bayes-evict-by-count.js';
+import { BAYES_TOKENIZER } from './migrations/031-bayes-tokenizer.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -65,4 +66,5 @@ export const MIGRATIONS: readonly string[] = [
   SEND_RESERVATIONS, // 28
   LOG_SUBJECT_COVERING, // 29
   BAYES_EVICT_BY_COUNT, // 30
+  BAYES_TOKENIZER, // 31
 ];

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { filterCommand, readMessages, splitMbox } from '../../bin/cli-filter.js';
+import { TOKENIZER_VERSION } from '../../filters/bayes-tokens.js';
 import { openStore } from '../../storage/open.js';
 import type { BayesStore } from '../../storage/ports/bayes.js';
 import { tempDir } from '../helpers/stack.js';
@@ -65,4 +66,29 @@ t.test('readMessages yields one message at a time and cuts an mbox as splitMbox 
   t.equal(all.length, 4, 'three from the mbox, one .eml; dot files and empty files skipped');
   t.ok(all.some((m) => m.includes('single')));
   t.notOk(all.some((m) => m.includes('hidden')));
+});
+
+t.test('stats and train say when a model was learned with another tokeniser; training starts it again', async (t) => {
+  const dir = tempDir(t);
+  const store = await openStore({ dataDir: tempDir(t) }, { now: () => 1_000 });
+  t.teardown(() => store.close());
+  // A model learned with a tokeniser before this version's.
+  await store.bayes.learn(null, [{ digest: 'old', cls: 'spam', tokens: ['B:old'] }], 1_000, undefined, TOKENIZER_VERSION - 1);
+  const deps = { store: store.bayes, minLearned: 1, maxTokens: 150_000 };
+  const out: string[] = [];
+  t.equal(await filterCommand('stats', {}, store.accounts, deps, io(out), () => 1_000), 0);
+  t.match(out.join(''), `learned with tokeniser ${TOKENIZER_VERSION - 1}; this version's is ${TOKENIZER_VERSION}, so it is not used: train it again`);
+  out.length = 0;
+  t.equal(await filterCommand('stats', { json: true }, store.accounts, deps, io(out), () => 1_000), 0);
+  t.match(JSON.parse(out.join('')), { tokenizer: TOKENIZER_VERSION - 1, outdated: true });
+
+  fs.writeFileSync(path.join(dir, 'a.eml'), message('cheap pills offer now'));
+  out.length = 0;
+  t.equal(await filterCommand('train', { spam: [dir] }, store.accounts, deps, io(out), () => 2_000), 0);
+  t.match(out.join(''), `the global model held 1 spam and 0 ham learned with tokeniser ${TOKENIZER_VERSION - 1}; this version's is ${TOKENIZER_VERSION}: it starts again`);
+  t.match(await store.bayes.stats(null), { learned: { spam: 1, ham: 0 }, tokenizer: TOKENIZER_VERSION }, 'only the new message, with this tokeniser');
+  out.length = 0;
+  t.equal(await filterCommand('stats', {}, store.accounts, deps, io(out), () => 2_000), 0);
+  t.match(out.join(''), 'model: 1 spam, 0 ham');
+  t.notMatch(out.join(''), 'not used');
 });

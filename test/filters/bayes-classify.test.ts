@@ -2,7 +2,7 @@
 // being tokenised, and once trained the classifier judges exactly as a fresh one does.
 import t from 'tap';
 import { createBayesClassifier, learnItem } from '../../filters/bayes.js';
-import { tokenizeMessage } from '../../filters/bayes-tokens.js';
+import { tokenizeMessage, TOKENIZER_VERSION } from '../../filters/bayes-tokens.js';
 import { createSqliteBayesStore } from '../../storage/sqlite/bayes.js';
 import { openDatabase } from '../../storage/sqlite/database.js';
 import { tempDir } from '../helpers/stack.js';
@@ -60,4 +60,23 @@ t.test('a message is prepared for learning with the classifier\'s own tokeniser,
   t.same(await bayes.learn(null, [item], 1000), ['already'], 'the same message: the same digest');
   t.same(await bayes.correct(null, [{ ...item, cls: 'ham' }], 2000), ['relearned'], 'the record moved with the same item');
   t.equal(tokenised, 1, 'tokenised once for every learn and the correction');
+});
+
+t.test('after a change of tokeniser the old model is not used (the verdict says why) and the next learn starts it again', async (t) => {
+  const db = openDatabase(tempDir(t));
+  t.teardown(() => db.close());
+  const store = createSqliteBayesStore(db);
+  const before = createBayesClassifier({ store, minLearned: 2, maxTokens: 10_000 });
+  await before.learn(null, [spam(0), spam(1)].map((m) => learnItem(m, 'spam')).concat([ham(2), ham(3)].map((m) => learnItem(m, 'ham'))), 1000);
+  t.equal((await before.classify(spam(4), [null]))[0]!.abstained, false, 'trained: it judges');
+
+  // The same store, a classifier whose tokeniser is a version on (as after an upgrade that changed it).
+  const after = createBayesClassifier({ store, minLearned: 2, maxTokens: 10_000, tokenizerVersion: TOKENIZER_VERSION + 1 });
+  t.same(await after.classify(spam(4), [null]), [{ abstained: true, reason: 'tokenizer-changed', learned: { spam: 0, ham: 0 } }]);
+  t.same(await after.classify(spam(5), [null]), [{ abstained: true, reason: 'tokenizer-changed', learned: { spam: 0, ham: 0 } }], 'the abstention hint keeps the reason');
+  await after.learn(null, [learnItem(spam(6), 'spam')], 2000);
+  t.same((await store.stats(null)).learned, { spam: 1, ham: 0 }, 'its first learn forgot the old messages');
+  t.equal((await store.stats(null)).tokenizer, TOKENIZER_VERSION + 1);
+  t.same(await after.classify(spam(4), [null]), [{ abstained: true, reason: 'too-few-learned', learned: { spam: 1, ham: 0 } }], 'then too few, as any new model');
+  t.same(await before.classify(spam(4), [null]), [{ abstained: true, reason: 'tokenizer-changed', learned: { spam: 0, ham: 0 } }], 'and the old version no longer reads it');
 });

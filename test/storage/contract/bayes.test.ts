@@ -4,7 +4,7 @@ import { account, contract } from './backends.js';
 
 contract('bayes: a message is learned once; learned as the other class it moves; totals and version follow', async (t, { store, reopen }) => {
   const bayes = store.bayes;
-  t.same(await bayes.stats(null), { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null }, 'global model starts empty');
+  t.same(await bayes.stats(null), { learned: { spam: 0, ham: 0 }, tokens: 0, version: 0, updatedAt: null, tokenizer: 1 }, 'global model starts empty');
   const m1 = { digest: 'd1', cls: 'spam' as const, tokens: ['B:cheap', 'B:pills', 'S:offer'] };
   const m2 = { digest: 'd2', cls: 'ham' as const, tokens: ['B:meeting', 'B:cheap'] };
   t.same(await bayes.learn(null, [m1, m2], 1000), ['learned', 'learned']);
@@ -145,4 +145,42 @@ contract('bayes: a correction moves what a model learned and learns nothing it d
   t.same(await bayes.correct(acme, [x], 30), ['unknown'], 'a model never learned: nothing');
   t.same((await bayes.stats(acme)).learned, { spam: 0, ham: 0 });
   t.same(await bayes.correct(null, [{ ...x, cls: 'ham' }], 40), ['already']);
+});
+
+contract('bayes: a model learned with another tokeniser is left out of the counts and starts again at its next learn', async (t, { store, reopen }) => {
+  const bayes = store.bayes;
+  const acct = await account(store, 'acme');
+  const old = [
+    { digest: 'o1', cls: 'spam' as const, tokens: ['B:cheap', 'B:pills'] },
+    { digest: 'o2', cls: 'ham' as const, tokens: ['B:meeting'] },
+  ];
+  // Learned without a version (as before versions were recorded): tokeniser 1.
+  await bayes.learn(null, old, 1000);
+  await bayes.learn(acct, [{ digest: 'a1', cls: 'spam', tokens: ['B:cheap'] }], 1000, undefined, 2);
+  t.equal((await bayes.stats(null)).tokenizer, 1, 'the global model: tokeniser 1');
+  t.equal((await bayes.stats(acct)).tokenizer, 2, "the account's: the one it was learned with");
+
+  const asOne = await bayes.counts([null, acct], ['B:cheap'], 1);
+  t.same(asOne.learned, { spam: 1, ham: 1 }, 'judged with tokeniser 1: only the global model counts');
+  t.same(asOne.tokens.get('B:cheap'), { spam: 1, ham: 0 });
+  t.equal(asOne.outdated, 1, "the account's model is outdated for it");
+  const asTwo = await (await reopen()).bayes.counts([null, acct], ['B:cheap', 'B:pills'], 2);
+  t.same(asTwo.learned, { spam: 1, ham: 0 }, 'judged with tokeniser 2: only the account model counts');
+  t.same(asTwo.tokens.get('B:cheap'), { spam: 1, ham: 0 });
+  t.notOk(asTwo.tokens.has('B:pills'), "the global model's tokens are not read");
+  t.equal(asTwo.outdated, 1);
+
+  // The next learn with tokeniser 2 starts the global model again, in its own commit.
+  t.same(await bayes.learn(null, [{ digest: 'n1', cls: 'ham', tokens: ['B:agenda'] }, old[0]!], 2000, undefined, 2), ['learned', 'learned'], 'what it knew is forgotten: the old spam is new again');
+  const now = await bayes.stats(null);
+  t.same([now.learned, now.tokens, now.tokenizer], [{ spam: 1, ham: 1 }, 3, 2], 'only the messages learned with tokeniser 2');
+  t.equal((await bayes.counts([null], ['B:meeting'], 2)).tokens.has('B:meeting'), false, 'an old-only token is gone');
+  t.equal((await bayes.counts([null], [], 1)).outdated, 1, 'and now it is the one outdated for tokeniser 1');
+
+  // A correction keeps the model's tokeniser; a reset clears it, and an empty model is nobody's outdated one.
+  t.same(await bayes.correct(null, [{ ...old[0]!, cls: 'ham' }], 3000), ['relearned']);
+  t.equal((await bayes.stats(null)).tokenizer, 2);
+  await bayes.reset(null, 4000);
+  t.equal((await bayes.stats(null)).tokenizer, 1, 'reset: back to the default');
+  t.equal((await bayes.counts([null], [], 2)).outdated, 0, 'an empty model is not outdated');
 });
