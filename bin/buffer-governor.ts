@@ -27,7 +27,7 @@ export type GcFunction = (options: { type: 'minor' | 'major'; execution?: 'sync'
  * growth costs one scavenge per `slackBytes`, never a scavenge per tick. The scavenge's sweep of ArrayBuffers runs
  * concurrently, so the level read right after it may still be high: the next tick lowers it to what was left.
  */
-export function createBufferGovernor(o: { gc: GcFunction; external?: () => number; slackBytes?: number }) {
+export function createBufferGovernor(o: { gc: GcFunction; external?: () => number; slackBytes?: number; onScavenge?: () => void }) {
   const external = o.external ?? (() => process.memoryUsage().arrayBuffers);
   const slack = o.slackBytes ?? GOVERNOR_SLACK_BYTES;
   let floor = external();
@@ -40,6 +40,7 @@ export function createBufferGovernor(o: { gc: GcFunction; external?: () => numbe
       if (now - floor < slack) return false;
       o.gc({ type: 'minor' });
       scavenges++;
+      o.onScavenge?.();
       floor = external();
       return true;
     },
@@ -53,11 +54,13 @@ export function createBufferGovernor(o: { gc: GcFunction; external?: () => numbe
 /**
  * Starts the governor on an unref'd timer when node exposes `gc` (SERVE_NODE_FLAGS has `--expose-gc`); undefined
  * when it does not (a server started without the flags: missingNodeFlags names it in the start-up warning).
+ * `onScavenge` counts each one (sluice_buffer_scavenges_total).
  */
-export function startBufferGovernor(gc: GcFunction | undefined = (globalThis as { gc?: GcFunction }).gc, intervalMs = GOVERNOR_INTERVAL_MS) {
+export function startBufferGovernor(o: { gc?: GcFunction | undefined; intervalMs?: number; onScavenge?: () => void } = { gc: (globalThis as { gc?: GcFunction }).gc }) {
+  const { gc } = o;
   if (typeof gc !== 'function') return undefined;
-  const governor = createBufferGovernor({ gc });
-  const timer = setInterval(() => governor.tick(), intervalMs);
+  const governor = createBufferGovernor({ gc, ...(o.onScavenge ? { onScavenge: o.onScavenge } : {}) });
+  const timer = setInterval(() => governor.tick(), o.intervalMs ?? GOVERNOR_INTERVAL_MS);
   timer.unref();
   return { governor, stop: () => clearInterval(timer) };
 }

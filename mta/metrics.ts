@@ -104,6 +104,12 @@ export function createMetrics() {
       buckets: LAG_BUCKETS,
       registers,
     }),
+    /** Fed by the buffer governor (bin/buffer-governor.ts) of `sluice serve`. */
+    bufferScavenges: new Counter({
+      name: 'sluice_buffer_scavenges_total',
+      help: 'Young-generation collections the buffer governor ran because the bytes behind Buffers grew by 16 MB.',
+      registers,
+    }),
     /** Fed by the HTTP app's outermost middleware with the matched route template (never the raw path). */
     httpRequests: new Counter({
       name: 'sluice_http_requests_total',

@@ -16,7 +16,8 @@ t.test('scavenges once external memory grew by the slack since its lowest level,
     runs.push(o.type);
     external = keep;
   };
-  const g = createBufferGovernor({ gc, external: () => external, slackBytes: 16 * MB });
+  let counted = 0;
+  const g = createBufferGovernor({ gc, external: () => external, slackBytes: 16 * MB, onScavenge: () => counted++ });
   external = 60 * MB;
   t.equal(g.tick(), false, '10 MB of growth: under the slack');
   external = 66 * MB;
@@ -33,11 +34,12 @@ t.test('scavenges once external memory grew by the slack since its lowest level,
   external = 70 * MB;
   t.equal(g.tick(), false, 'live bytes the scavenge could not free are not scavenged for again and again');
   t.equal(g.scavenges, 2);
+  t.equal(counted, 2, 'each one counted (sluice_buffer_scavenges_total)');
 });
 
 t.test('without an exposed gc (node started without --expose-gc) there is no governor', async (t) => {
-  t.equal(startBufferGovernor(undefined), undefined);
-  const started = startBufferGovernor(() => {});
+  t.equal(startBufferGovernor({ gc: undefined }), undefined);
+  const started = startBufferGovernor({ gc: () => {} });
   t.ok(started, 'with one, a governor on a timer');
   started?.stop();
 });

@@ -157,6 +157,7 @@ onBackends('every family after an end-to-end flow: names, types, labels, non-zer
     ['sluice_sqlite_commit_duration_seconds', 'histogram', ['le']],
     ['sluice_event_loop_lag_seconds', 'gauge', ['quantile']],
     ['sluice_dns_lookups_total', 'counter', ['type', 'result']],
+    ['sluice_buffer_scavenges_total', 'counter', []],
   ];
   t.same([...fams.keys()].sort(), expected.map((e) => e[0]).sort(), 'exactly the documented families');
   for (const [name, type, labels] of expected) {
