@@ -56,7 +56,7 @@ export function createBufferGovernor(o: { gc: GcFunction; external?: () => numbe
  * when it does not (a server started without the flags: missingNodeFlags names it in the start-up warning).
  * `onScavenge` counts each one (sluice_buffer_scavenges_total).
  */
-export function startBufferGovernor(o: { gc?: GcFunction | undefined; intervalMs?: number; onScavenge?: () => void } = { gc: (globalThis as { gc?: GcFunction }).gc }) {
+export function startBufferGovernor(o: { gc: GcFunction | undefined; intervalMs?: number; onScavenge?: () => void }) {
   const { gc } = o;
   if (typeof gc !== 'function') return undefined;
   const governor = createBufferGovernor({ gc, ...(o.onScavenge ? { onScavenge: o.onScavenge } : {}) });

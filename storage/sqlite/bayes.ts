@@ -91,10 +91,11 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     s.resetModel.run(now, id);
   }
 
-  const learnAll = db.transaction((scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens: number, tokenizer: number): LearnOutcome[] => {
+  /** `tokenizer` undefined: the model's own (a correction, which only moves what the model learned itself). */
+  const learnAll = db.transaction((scope: BayesScope, items: readonly LearnItem[], now: number, maxTokens: number, tokenizer: number | undefined): LearnOutcome[] => {
     const id = modelId(scope, true) as number;
-    const model = s.model.get(id) as ModelRow;
-    if (model.tokenizer !== tokenizer) {
+    const model = tokenizer === undefined ? undefined : (s.model.get(id) as ModelRow);
+    if (model && model.tokenizer !== tokenizer) {
       // Messages cut into other tokens: what they taught says nothing about these (BayesStore.learn).
       if (model.spam + model.ham > 0) forget(id, now);
       s.setTokenizer.run(tokenizer, id);
@@ -135,8 +136,7 @@ export function createSqliteBayesRepo(db: Db): Sync<BayesStore> {
     const id = modelId(scope, false);
     const known = items.map((i) => id !== undefined && s.seen.get(id, i.digest) !== undefined);
     if (!known.some(Boolean)) return items.map(() => 'unknown');
-    // A digest is over the message's tokens: one the model knows was tokenised as the model's messages were.
-    const done = learnAll(scope, items.filter((_, k) => known[k]), now, Number.MAX_SAFE_INTEGER, (s.model.get(id as number) as ModelRow).tokenizer);
+    const done = learnAll(scope, items.filter((_, k) => known[k]), now, Number.MAX_SAFE_INTEGER, undefined);
     let next = 0;
     return known.map((k) => (k ? (done[next++] as CorrectOutcome) : 'unknown'));
   });
