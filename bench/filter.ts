@@ -5,54 +5,21 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
-import { KEYS } from '../config/keys.js';
-import { createBayesClassifier, learnItem, type BayesClassifier } from '../filters/bayes.js';
-import type { SpamStepVerdict, StepVerdict } from '../filters/inbound-verdicts.js';
-import { createInboundPipeline, type RelayMessage } from '../mta/inbound/pipeline.js';
-import { contentOfBuffer } from '../mta/message-content.js';
-import { createRspamdClient, type RspamdResult } from '../mta/scanners/rspamd-client.js';
+import { createBayesClassifier, learnItem } from '../filters/bayes.js';
+import type { SpamStepVerdict } from '../filters/inbound-verdicts.js';
 import { SPAM_RULES } from '../filters/spam-rules.js';
-import { openDatabase } from '../storage/sqlite/database.js';
-import type { ServedDomainRow } from '../storage/ports/inbound-domains.js';
+import { createRspamdClient, type RspamdResult } from '../mta/scanners/rspamd-client.js';
 import { bufferSource } from '../storage/message-source.js';
+import { openDatabase } from '../storage/sqlite/database.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
-import { arrivalTime, groupedFolds, loadCorpus, timeSplit, type CorpusGroup, type CorpusMessage } from './corpus.js';
+import { groupedFolds, loadCorpus, timeSplit, type CorpusGroup, type CorpusMessage } from './corpus.js';
 import { machineLine } from './cpu.js';
+import { BATCH, defaultOf, figures, newestInShares, runFold, trained, type Outcome } from './filter-run.js';
 
 const K = 5;
 /** Folds actually tested (all five unless BENCH_FOLDS says fewer, for a quick look while developing). */
 const RUN_FOLDS = Math.min(K, Number(process.env.BENCH_FOLDS ?? K));
 const RSPAMD = process.env.BENCH_RSPAMD;
-/** Messages per learn commit while training (the CLI's `sluice filter train` batches the same way). */
-const BATCH = 500;
-/** The default of every key the bench relies on, read from the key table (the bench runs the default configuration). */
-const defaultOf = (key: string) => KEYS.find((k) => k.key === key)!.default() as number;
-
-/** A provisioned domain with the default settings (policy flag), as storage returns it. */
-const DOMAIN = {
-  id: 1, account_id: 1, domain: 'corp.example', subscription_handle: 'bench', via_alias: null, abuse_policy: 'flag',
-  abuse_policy_override: 0, spam_header_name: null, spam_header_value: null, api_key_id: null,
-} as unknown as ServedDomainRow;
-
-/** Local DNS only (as the issue's measurement): every name is unknown, so no network reputation for anyone. */
-const noDns = async () => {
-  throw Object.assign(new Error('no such name'), { code: 'ENOTFOUND' });
-};
-
-interface Outcome {
-  group: CorpusGroup;
-  spam: boolean;
-  ms: number;
-  verdict: SpamStepVerdict;
-  /** With BENCH_RSPAMD: the decision Sluice made before this work (f8d2f0b) from the same message. */
-  legacy?: boolean;
-}
-
-/** Our own Received field, as the MX prepends it (RFC 5321 §4.4): the pipeline and rspamd see what the MX hands on. */
-const received = (id: string) =>
-  Buffer.from(`Received: from client.example ([203.0.113.7]) by mx.sluice.bench with ESMTP id ${id.replace(/\W/g, '')}\r\n\tfor <user@corp.example>; Sun, 22 Nov 2026 12:00:00 +0000\r\n`);
-
 const HEADER_RULES = new Set(SPAM_RULES.map((r) => r.name));
 
 /**
@@ -65,59 +32,6 @@ async function legacyDecision(raw: Buffer, m: CorpusMessage, v: SpamStepVerdict)
   });
   const header = v.rules.filter((x) => HEADER_RULES.has(x.name)).reduce((n, x) => n + x.score, 0);
   return r.ok && (header + r.score >= 5 || ['reject', 'add header', 'rewrite subject'].includes(r.action));
-}
-
-function spamStep(verdicts: readonly StepVerdict[]): SpamStepVerdict {
-  return verdicts.find((v): v is SpamStepVerdict => v.step === 'spam')!;
-}
-
-/** Runs one test fold through the pipeline (what the MX calls at the end of DATA). */
-async function runFold(test: readonly CorpusMessage[], bayes: BayesClassifier, withRspamd: boolean): Promise<Outcome[]> {
-  let last: RelayMessage | undefined;
-  const pipeline = createInboundPipeline({
-    hostname: 'mx.sluice.bench',
-    domains: { findServedDomain: async () => DOMAIN },
-    lists: { matchLists: async () => ({ account: [], domain: [], recipient: [] }) },
-    quarantine: { insert: async () => 0 },
-    resolver: noDns,
-    relay: async (m) => void (last = m),
-    rspamd: withRspamd && RSPAMD ? createRspamdClient({ url: RSPAMD, timeoutMs: 30_000 }) : undefined,
-    // rspamd's `greylist` action: counted as the sender's retry after the delay, which greylisting lets through and
-    // rspamd's action then no longer holds (a spam bot that never retries would be caught: this counts recall low).
-    greylist: { applies: () => false, check: async () => undefined, rspamdAsked: async () => undefined },
-    scannerFailure: 'tempfail',
-    spamThreshold: defaultOf('filters.spam_threshold'),
-    quarantineDays: 30,
-    now: Date.now,
-    logger: pino({ level: process.env.BENCH_LOG ?? 'silent' }),
-    bayes,
-  });
-  const out: Outcome[] = [];
-  for (const m of test) {
-    last = undefined;
-    const t0 = performance.now();
-    const raw = Buffer.concat([received(m.id), m.raw]);
-    const reply = await pipeline.handle({ mailFrom: m.mailFrom, rcptTo: ['user@corp.example'], clientIp: '203.0.113.7', helo: 'client.example', tls: false, content: contentOfBuffer(raw) });
-    const ms = performance.now() - t0;
-    if (!last) throw new Error(`${m.id}: not relayed (${reply.code} ${reply.status} ${reply.message})`);
-    const v = spamStep((last as RelayMessage).verdicts);
-    out.push({ group: m.group, spam: v.verdict === 'spam', ms, verdict: v, ...(withRspamd ? { legacy: await legacyDecision(raw, m, v) } : {}) });
-  }
-  return out;
-}
-
-const pct = (n: number, d: number) => (d === 0 ? 'n/a' : `${((100 * n) / d).toFixed(1)} %`);
-
-function figures(label: string, outcomes: readonly Outcome[], isSpam: (o: Outcome) => boolean): string {
-  const of = (g: CorpusGroup) => outcomes.filter((o) => o.group === g);
-  const hit = (g: CorpusGroup) => of(g).filter(isSpam).length;
-  const ms = outcomes.map((o) => o.ms).sort((a, b) => a - b);
-  const p = (q: number) => (ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? 0).toFixed(1);
-  return (
-    `| ${label} | ${pct(hit('spam'), of('spam').length)} (${hit('spam')}/${of('spam').length}) | ` +
-    `${pct(hit('easy-ham'), of('easy-ham').length)} (${hit('easy-ham')}/${of('easy-ham').length}) | ` +
-    `${pct(hit('hard-ham'), of('hard-ham').length)} (${hit('hard-ham')}/${of('hard-ham').length}) | ${p(0.5)} / ${p(0.99)} |`
-  );
 }
 
 async function main(): Promise<void> {
@@ -145,9 +59,9 @@ async function main(): Promise<void> {
         await bayes.learn(null, train.slice(i, i + BATCH).map((m) => learnItem(m.raw, m.group === 'spam' ? 'spam' : 'ham')), Date.now());
       }
       trainMs += performance.now() - tt;
-      const out = await runFold(folds[k]!, bayes, false);
+      const out = await runFold(folds[k]!, bayes);
       all.push(...out);
-      if (RSPAMD) withRspamd.push(...(await runFold(folds[k]!, bayes, true)));
+      if (RSPAMD) withRspamd.push(...(await runFold(folds[k]!, bayes, { url: RSPAMD, legacy: legacyDecision })));
       console.log(`fold ${k + 1}: trained on ${train.length} in ${((performance.now() - tt) / 1000).toFixed(1)} s; ${figures('this fold', out, (o) => o.spam)}`);
     } finally {
       db.close();
@@ -175,26 +89,6 @@ async function main(): Promise<void> {
   console.log(`whole run ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 
-/** A fresh model (its own SQLite file) trained on `spam` and `ham` in batches, as `sluice filter train` does. */
-async function trained<T>(spam: readonly CorpusMessage[], ham: readonly CorpusMessage[], use: (bayes: BayesClassifier) => Promise<T>): Promise<T> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-filter-'));
-  const db = openDatabase(dir);
-  try {
-    const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: defaultOf('filters.bayes.min_learned'), maxTokens: defaultOf('filters.bayes.max_tokens') });
-    // In arrival order, as a live install learns: the model's bound (filters.bayes.max_tokens) forgets the least
-    // recently learned tokens, so all spam first and then all ham would leave it forgetting spam.
-    const all = [...spam.map((m) => ({ raw: m.raw, cls: 'spam' as const })), ...ham.map((m) => ({ raw: m.raw, cls: 'ham' as const }))]
-      .map((x) => ({ x, at: arrivalTime(x.raw) }))
-      .sort((a, b) => a.at - b.at)
-      .map((a) => a.x);
-    for (let i = 0; i < all.length; i += BATCH) await bayes.learn(null, all.slice(i, i + BATCH).map((x) => learnItem(x.raw, x.cls)), Date.now());
-    return await use(bayes);
-  } finally {
-    db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 /** Training sizes of the learning curve (messages of each class; "all" when a class has fewer). */
 const CURVE = [100, 200, 500, 1000, Infinity];
 
@@ -219,14 +113,19 @@ async function timeOrdered(corpus: readonly CorpusMessage[]): Promise<void> {
   const seen = new Set<string>();
   for (const n of CURVE) {
     const spam = split.train.spam.slice(-Math.min(n, split.train.spam.length));
-    const ham = split.train.ham.slice(-Math.min(n, split.train.ham.length));
+    const ham = newestInShares(split.train.ham, n);
     const label = `${spam.length} spam, ${ham.length} ham`;
     if (seen.has(label)) continue;
     seen.add(label);
-    const out = await trained(spam, ham, (bayes) => runFold(split.test, bayes, false));
+    const out = await trained(spam, ham, (bayes) => runFold(split.test, bayes));
     // Below filters.bayes.min_learned of either class (counted once per distinct message) the classifier abstains.
     const scored = out.some((o) => o.verdict.rules.some((r) => r.name.startsWith('BAYES_')));
     console.log(figures(scored ? label : `${label} (classifier abstains)`, out, (o) => o.spam));
+    // BENCH_DUMP=dir: each judged message's group, score, rules and probability, a JSON file per curve point.
+    if (process.env.BENCH_DUMP) {
+      const rows = out.map((o, i) => ({ id: split.test[i]!.id, group: o.group, score: o.verdict.score, rules: o.verdict.rules, p: o.verdict.bayes && !o.verdict.bayes.abstained ? o.verdict.bayes.probability : null }));
+      fs.writeFileSync(path.join(process.env.BENCH_DUMP, `time-${spam.length}-${ham.length}.json`), JSON.stringify(rows));
+    }
   }
 }
 
