@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import type { BayesClass, BayesCounts, BayesScope, BayesStore, BayesTotals, CorrectOutcome, LearnItem, LearnOutcome } from '../storage/ports/bayes.js';
 import { tokenizeMessage, TOKENIZER_VERSION } from './bayes-tokens.js';
+import { FITTED_SCORES } from './rule-weights.js';
 
 /** Robinson's constants as SpamBayes ships them: the strength (s) and the prior (x) of a token seen rarely. */
 const UNKNOWN_STRENGTH = 0.45;
@@ -100,11 +101,11 @@ export interface BayesBand {
  * mail the operator's own training says is wanted.
  */
 export const BAYES_BANDS: readonly BayesBand[] = [
-  { name: 'BAYES_HAM', from: 0, to: 0.01, score: -3 },
-  { name: 'BAYES_PROBABLE_HAM', from: 0.01, to: 0.1, score: -1 },
-  { name: 'BAYES_UNSURE', from: 0.1, to: 0.9, score: 0 },
-  { name: 'BAYES_PROBABLE_SPAM', from: 0.9, to: 0.99, score: 3 },
-  { name: 'BAYES_SPAM', from: 0.99, to: 1.0000001, score: 5.5 },
+  { name: 'BAYES_HAM', from: 0, to: 0.01, score: FITTED_SCORES.BAYES_HAM ?? -3 },
+  { name: 'BAYES_PROBABLE_HAM', from: 0.01, to: 0.1, score: FITTED_SCORES.BAYES_PROBABLE_HAM ?? -1 },
+  { name: 'BAYES_UNSURE', from: 0.1, to: 0.9, score: FITTED_SCORES.BAYES_UNSURE ?? 0 },
+  { name: 'BAYES_PROBABLE_SPAM', from: 0.9, to: 0.99, score: FITTED_SCORES.BAYES_PROBABLE_SPAM ?? 3 },
+  { name: 'BAYES_SPAM', from: 0.99, to: 1.0000001, score: FITTED_SCORES.BAYES_SPAM ?? 5.5 },
 ];
 
 /** The symbol of a probability (BAYES_BANDS); none for an abstention. */

@@ -4,7 +4,7 @@ import { decodeEncodedWords } from './bayes-tokens.js';
 import { headerValues } from './message-headers.js';
 import type { MimeLeaf } from './mime-parts.js';
 import { isIpHost, textMismatch, URL_SHORTENERS, type FoundUrl } from './links.js';
-import { SPAM_RULES, type SpamContext, type SpamRule } from './spam-rules.js';
+import type { SpamContext, SpamRule } from './spam-rules.js';
 
 /** What a content rule may look at: the spam context plus the decoded leaf parts and the links found in them. */
 export interface ContentContext extends SpamContext {
@@ -90,6 +90,3 @@ export const CONTENT_RULES: readonly SpamRule<ContentContext>[] = [
     },
   },
 ];
-
-/** Every built-in inbound rule: authentication and header shape (./spam-rules.ts), then content. */
-export const INBOUND_RULES: readonly SpamRule<ContentContext>[] = [...SPAM_RULES, ...CONTENT_RULES];

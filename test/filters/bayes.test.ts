@@ -1,7 +1,7 @@
 // Checks the classifier's pure parts: the tokenizer (what it reads and what it skips), the chi-square combination,
 // the probability bands, and how the spam step records the judgement.
 import t from 'tap';
-import { bayesSymbol, chi2Q, combine, learnItem, type BayesResult } from '../../filters/bayes.js';
+import { BAYES_BANDS, bayesSymbol, chi2Q, combine, learnItem, type BayesResult } from '../../filters/bayes.js';
 import { decodeEncodedWords, htmlText, tokenizeMessage } from '../../filters/bayes-tokens.js';
 import { decideSpam } from '../../filters/inbound-verdicts.js';
 
@@ -65,21 +65,27 @@ t.test('chi-square survival and the Fisher combination', async (t) => {
 
 t.test('bands and the spam step: the symbol joins the rules; an abstention adds nothing but is recorded', async (t) => {
   const judged = (probability: number): BayesResult => ({ abstained: false, probability, tokens: 10, learned: { spam: 300, ham: 300 }, scope: 'global' });
-  t.same(bayesSymbol(judged(0.999)), { name: 'BAYES_SPAM', score: 5.5 });
-  t.same(bayesSymbol(judged(1)), { name: 'BAYES_SPAM', score: 5.5 });
-  t.same(bayesSymbol(judged(0.95)), { name: 'BAYES_PROBABLE_SPAM', score: 3 });
+  // The scores are fitted (filters/rule-weights.ts); the bands' order and signs are what the classifier promises.
+  const band = (name: string) => ({ name, score: BAYES_BANDS.find((b) => b.name === name)!.score });
+  t.same(bayesSymbol(judged(0.999)), band('BAYES_SPAM'));
+  t.same(bayesSymbol(judged(1)), band('BAYES_SPAM'));
+  t.same(bayesSymbol(judged(0.95)), band('BAYES_PROBABLE_SPAM'));
   t.same(bayesSymbol(judged(0.5)), { name: 'BAYES_UNSURE', score: 0 });
-  t.same(bayesSymbol(judged(0.05)), { name: 'BAYES_PROBABLE_HAM', score: -1 });
-  t.same(bayesSymbol(judged(0)), { name: 'BAYES_HAM', score: -3 });
+  t.same(bayesSymbol(judged(0.05)), band('BAYES_PROBABLE_HAM'));
+  t.same(bayesSymbol(judged(0)), band('BAYES_HAM'));
+  const scores = BAYES_BANDS.map((b) => b.score);
+  t.same([...scores].sort((a, b) => a - b), scores, 'a band nearer spam never scores less');
+  t.ok(band('BAYES_SPAM').score >= 5, 'a certain spam verdict decides alone');
+  t.ok(band('BAYES_HAM').score < 0 && band('BAYES_HAM').score >= -3, 'a certain ham verdict takes points off, never enough to save a DMARC reject failure (10)');
   const abstained: BayesResult = { abstained: true, reason: 'too-few-learned', learned: { spam: 3, ham: 0 } };
   t.equal(bayesSymbol(abstained), undefined);
 
   const base = { builtin: { score: 1, rules: [{ name: 'MISSING_DATE', score: 1 }] }, threshold: 5, needed: true, scannerFailure: 'tempfail' as const };
   const spam = decideSpam({ ...base, bayes: judged(0.9999) });
-  t.match(spam, { verdict: 'spam', reason: 'spam-score', score: 6.5, bayes: { probability: 0.9999 } });
+  t.match(spam, { verdict: 'spam', reason: 'spam-score', score: 1 + band('BAYES_SPAM').score, bayes: { probability: 0.9999 } });
   t.same(spam.rules.map((r) => r.name), ['MISSING_DATE', 'BAYES_SPAM']);
-  const ham = decideSpam({ ...base, builtin: { score: 4, rules: [{ name: 'SPF_FAIL', score: 3 }, { name: 'MISSING_DATE', score: 1 }] }, bayes: judged(0.001) });
-  t.match(ham, { verdict: 'ham', score: 1 }, 'the owner\'s training takes points off');
+  const ham = decideSpam({ ...base, builtin: { score: 5, rules: [{ name: 'SPF_FAIL', score: 3 }, { name: 'MISSING_DATE', score: 2 }] }, bayes: judged(0.001) });
+  t.match(ham, { verdict: 'ham', score: 5 + band('BAYES_HAM').score }, 'the owner\'s training takes points off');
   const none = decideSpam({ ...base, bayes: abstained });
   t.match(none, { verdict: 'ham', score: 1, bayes: { abstained: true, reason: 'too-few-learned' } });
   t.same(none.rules.map((r) => r.name), ['MISSING_DATE']);

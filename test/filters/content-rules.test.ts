@@ -1,7 +1,10 @@
 // Checks each inbound content rule (filters/content-rules.ts) on a message that has the trait and on one that does
 // not, and that the table and the outbound table share the link rules rather than copy them.
 import t from 'tap';
-import { CONTENT_RULES, INBOUND_RULES, type ContentContext } from '../../filters/content-rules.js';
+import { CLASSIC_HEADER_RULES } from '../../filters/classic-headers.js';
+import { CLASSIC_TEXT_RULES } from '../../filters/classic-text.js';
+import { CONTENT_RULES, type ContentContext } from '../../filters/content-rules.js';
+import { INBOUND_RULES } from '../../filters/inbound-rules.js';
 import { findUrls } from '../../filters/links.js';
 import { splitMessage } from '../../filters/message-headers.js';
 import { mimeLeaves } from '../../filters/mime-parts.js';
@@ -60,8 +63,8 @@ t.test('subjects: encoded though plain, charset unlike the text, all capitals', 
   t.same(hits(ctx(['From: a@x.test', 'Subject: FREE MONEY WAITING', 'Content-Type: text/plain'], 'hi')), ['SUBJECT_ALL_CAPS']);
 });
 
-t.test('one table: inbound = header rules + content rules; outbound shares the link rules', async (t) => {
-  t.same(INBOUND_RULES.map((r) => r.name), [...SPAM_RULES, ...CONTENT_RULES].map((r) => r.name));
+t.test('one table: inbound = header rules + content rules + classic rules; outbound shares the link rules', async (t) => {
+  t.same(INBOUND_RULES.map((r) => r.name), [...SPAM_RULES, ...CONTENT_RULES, ...CLASSIC_HEADER_RULES, ...CLASSIC_TEXT_RULES].map((r) => r.name));
   for (const name of ['URL_IP_HOST', 'URL_USERINFO', 'URL_TEXT_MISMATCH', 'URL_SHORTENER', 'SUBJECT_ALL_CAPS']) {
     t.equal(OUTBOUND_RULES.find((r) => r.name === name), CONTENT_RULES.find((r) => r.name === name), `${name} is the same rule`);
   }
