@@ -44,6 +44,7 @@ export const OWNED_TABLES: readonly string[] = [
   'account_scan_policies',
   'sender_blocks',
   'alert_monitors',
+  'idempotency_keys',
   'bayes_models',
   // A reservation against the monthly limit of a send still in flight: it only ever holds budget back.
   'send_reservations',

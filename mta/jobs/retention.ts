@@ -93,6 +93,8 @@ export interface RetentionCounts {
   bodies: number;
   /** Expired inbound quarantine entries. */
   quarantine: number;
+  /** Idempotency keys past api.idempotency_ttl_hours (issue 36). */
+  idempotencyKeys: number;
   /** Delivered webhook events (0 unless the `pruneEvents` hook is wired). */
   events: number;
   /** What open and click tokens of old messages named (0 unless the `pruneTracking` hook is wired). */
@@ -221,9 +223,13 @@ export function createRetentionPruner(deps: RetentionDeps) {
     );
     await yieldToLoop();
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
+    await yieldToLoop();
+    const [idempotencyKeys, idempotencyBatches] = await drain(limited((limit) => deps.store.pruneIdempotencyKeys(now, limit)));
     const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0 };
-    const counts: RetentionCounts = { logRows, messages, bodies, quarantine, ...none };
-    const batches: RetentionCounts = { logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, ...none };
+    const counts: RetentionCounts = { logRows, messages, bodies, quarantine, idempotencyKeys, ...none };
+    const batches: RetentionCounts = {
+      logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, idempotencyKeys: idempotencyBatches, ...none,
+    };
     // The kinds other owners prune through a hook: each a LIMIT-ed delete with its own cutoff.
     const { alertDays, reportDays, bayesLearnedDays, bayesTokenDays, metricDays, dkimKeyDays } = deps.config.retention;
     const alertBefore = now - alertDays * DAY_MS;

@@ -6,7 +6,7 @@ import type { NewEvent } from '../../storage/ports/events.js';
 import { leaseOf } from '../../storage/ports/leases.js';
 import {
   type AcceptedIds, type AcceptRecord, type AttemptRecord, type DeliveryRow, type DsnRecord, type MessageRow,
-  type NewDelivery, type OutcomeRecord, type QueueStore,
+  type IdempotentAnswer, type NewDelivery, type OutcomeRecord, type QueueStore,
 } from '../../storage/ports/queue.js';
 import { bounceClass, type Metrics } from '../metrics.js';
 import { mapInTurns } from '../event-loop-turns.js';
@@ -269,9 +269,10 @@ export function createQueue(deps: QueueDeps) {
      * The one door for accepted mail (ZoneMTA's `maildrop.add`): REST sends, SMTP submission, the MX relay and DSNs
      * all come through here. Durably stores the messages of one request, all or nothing; resolves once committed
      * (synchronous=FULL), so the caller may answer 202 / 250 (durable before acknowledging). A rejection means
-     * nothing was stored and the caller must answer with a temporary error.
+     * nothing was stored and the caller must answer with a temporary error. With `answer` (an Idempotency-Key's), the
+     * answer is stored in the same commit; IdempotencyKeyTaken when the account holds the key (nothing stored).
      */
-    async accept(messages: AcceptedMessage[]): Promise<EnqueuedMessage[]> {
+    async accept(messages: AcceptedMessage[], answer?: IdempotentAnswer): Promise<EnqueuedMessage[]> {
       const now = deps.now();
       const leases = messages.map((m) => {
         const count = liveCount(m);
@@ -284,7 +285,7 @@ export function createQueue(deps: QueueDeps) {
         // Paced: a request of a thousand messages builds (and writes the bodies of) a window at a time.
         const inline = inlineBudget(messages.map((m) => (m.kind === 'outbound' && m.refusal ? 0 : m.body.size)));
         records = await mapInTurns(messages, (m, i) => acceptRecord(m, now, inline[i]!, leases[i]));
-        out = await store.accept(records);
+        out = await store.accept(records, answer);
       } catch (err) {
         for (const l of leases) if (l) fastPath?.release(l.count);
         throw err;

@@ -132,6 +132,57 @@ export interface AcceptedIds {
   message?: MessageRow;
 }
 
+/**
+ * A request's answer kept under its `Idempotency-Key` (issue 36; draft-ietf-httpapi-idempotency-key-header): a retry of
+ * the same request gets it again instead of being processed again. Scoped to the account that sent the request.
+ */
+export interface IdempotentAnswer {
+  accountId: number;
+  /** The header's value, as sent (1–255 printable ASCII characters). */
+  key: string;
+  /** SHA-256 (hex) of the canonical request: a retry with the same key and another digest is refused (422). */
+  digest: string;
+  status: number;
+  /** The answer's JSON text, as it was sent. */
+  body: string;
+  createdAt: number;
+  /** From this time (ms) on the key is free again; retention removes it. */
+  expiresAt: number;
+}
+
+/** An idempotency_keys row as both backends store it. */
+export interface IdempotencyKeyRow {
+  account_id: number;
+  key: string;
+  digest: string;
+  status: number;
+  body: string;
+  created_at: number;
+  expires_at: number;
+}
+
+/** The answer of a stored row. */
+export const answerOfRow = (r: IdempotencyKeyRow): IdempotentAnswer => ({
+  accountId: r.account_id,
+  key: r.key,
+  digest: r.digest,
+  status: r.status,
+  body: r.body,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+});
+
+/** `accept` found the account holding the answer's key (unexpired): nothing of the unit was stored. */
+export class IdempotencyKeyTaken extends Error {
+  constructor(
+    readonly accountId: number,
+    readonly key: string,
+  ) {
+    super(`idempotency key already used by account ${accountId}`);
+    this.name = 'IdempotencyKeyTaken';
+  }
+}
+
 /** One attempt at one delivery, as recorded. */
 export interface AttemptRecord {
   deliveryId: number;
@@ -203,7 +254,15 @@ export interface QueueStore {
    * log rows, the events with their roll-ups, usage and tracking. Resolves once durable, so the caller may answer
    * 250 / 202; a rejection means nothing was stored.
    */
-  accept(records: readonly AcceptRecord[]): Promise<AcceptedIds[]>;
+  accept(records: readonly AcceptRecord[], answer?: IdempotentAnswer): Promise<AcceptedIds[]>;
+  /**
+   * With `answer`, accept stores it in the same unit (so a key whose messages committed always replays, and one whose
+   * request died before the commit is free), and rejects with IdempotencyKeyTaken, storing nothing, when the account
+   * holds the key unexpired. The answer kept under an account's key, unless expired at `now`:
+   */
+  findAnswer(accountId: number, key: string, now: number): Promise<IdempotentAnswer | undefined>;
+  /** Keeps an answer that queued nothing (a refusal) unless the account holds the key unexpired; resolves with the one kept. */
+  keepAnswer(answer: IdempotentAnswer): Promise<IdempotentAnswer>;
   /**
    * Claims up to `limit` deliveries for `owner`: queued ones that are due at `now`, and sending ones whose lease
    * expired (taken over). Each gets the lease (owner, `now + leaseMs`, a fresh token), one more attempt counted and

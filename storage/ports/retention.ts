@@ -46,6 +46,8 @@ export interface WalkArgs {
  * (also deferred), sending or held keeps its row, body and log rows (ARCHITECTURE invariant 6).
  */
 export interface RetentionStore {
+  /** Deletes up to `limit` idempotency keys expired at `now` (issue 36: api.idempotency_ttl_hours); returns how many. */
+  pruneIdempotencyKeys(now: number, limit: number): Promise<number>;
   /**
    * Deletes the bodies of messages created before `before` whose every delivery is final (delivered, bounced or
    * dropped) and became final before `before`. Looks at up to `limit` bodies after `after`, and stops early once it

@@ -1,8 +1,17 @@
 // Owns the queue tables on PostgreSQL (the Queue port): accept with everything it writes, claims under leases with
 // FOR UPDATE SKIP LOCKED, renewal, release, outcomes fenced by the lease token, and the queue's reads.
 import type { Lease } from '../ports/leases.js';
-import type {
-  AcceptedIds, AcceptRecord, AttemptRow, ClaimBatch, DeliveryRow, DsnRecord, MessageRow, OutcomeRecord, QueueStore,
+import {
+  IdempotencyKeyTaken,
+  type AcceptedIds,
+  type AcceptRecord,
+  type AttemptRow,
+  type ClaimBatch,
+  type DeliveryRow,
+  type DsnRecord,
+  type MessageRow,
+  type OutcomeRecord,
+  type QueueStore,
 } from '../ports/queue.js';
 import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression } from '../ports/suppressions.js';
 import { deliveredDelta, trackingKey } from '../ports/tracking.js';
@@ -10,6 +19,7 @@ import { pendingInline, pgStoredBody, type PgBodies } from './bodies.js';
 import { retryPg, type Pg, type Query } from './database.js';
 import { createPgEventWriter } from './events.js';
 import { createGroupCommit } from './group-commit.js';
+import { createPgIdempotency, takeIdempotencyKey } from './idempotency.js';
 import type { PgTimeAxis } from './leases.js';
 import { NEXT_DUE, QUEUE_CHANNEL } from './queue-changes.js';
 import { insertSystemSuppression } from './suppressions.js';
@@ -48,6 +58,7 @@ interface Batch {
  */
 export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time: PgTimeAxis): Omit<QueueStore, 'changes'> {
   const events = createPgEventWriter();
+  const idempotency = createPgIdempotency(pg);
   // Accepts and outcomes that arrive together share one transaction (group commit, group-commit.ts), one write of
   // each hot row (hot-rows.ts) and at most one NOTIFY, which wakes every other node's worker once the batch commits
   // (NOTIFY is delivered at commit, never before). Only a batch that leaves deliveries queued for any node to claim
@@ -146,8 +157,10 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     // previous one's COMMIT (measured on bench:outbound: 285 ms per roll-up upsert at 32 requests at once). Batching
     // accepts once left deliveries queued and never claimed: that was the worker stopping after a renewal lost a
     // deadlock (mta/queue/worker.ts).
-    accept: (records) =>
+    // With an answer (Idempotency-Key): taken first; held by the account, the unit throws and nothing of it is stored.
+    accept: (records, answer) =>
       unit(async (q, _exec, batch) => {
+        if (answer && !(await takeIdempotencyKey(q, answer))) throw new IdempotencyKeyTaken(answer.accountId, answer.key);
         const out: AcceptedIds[] = [];
         for (const r of records) out.push(await acceptOne(q, batch, r));
         return out;
@@ -228,6 +241,9 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
 
     // A delivery's attempts are recorded one at a time under its lease, each after the previous one committed.
     attemptsOf: (deliveryId) => pg.query<AttemptRow>('SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id', [deliveryId]),
+
+    findAnswer: idempotency.find,
+    keepAnswer: idempotency.keep,
 
     async findSentTo(accountId, sendRequestId, rcpt) {
       const rows = await pg.query<Pick<MessageRow, 'from_email' | 'campaign_id' | 'message_id'>>(

@@ -1,5 +1,6 @@
 // Owns the retention deletes on PostgreSQL: bounded batches over old SMTP log rows, message bodies and finished messages.
 import type { RetentionStore, WalkArgs, WalkBatch, WalkCursor } from '../ports/retention.js';
+import { createPgIdempotency } from './idempotency.js';
 import type { Pg, Query } from './database.js';
 
 /**
@@ -71,6 +72,8 @@ const cursorOf = (r: WindowRow | undefined): WalkCursor | undefined => r && { cr
  */
 export function createPgRetentionStore(pg: Pg, bodies: RetentionBodies): RetentionStore {
   return {
+    pruneIdempotencyKeys: (now, limit) => createPgIdempotency(pg).prune(now, limit),
+
     pruneBodies(a) {
       return pg.tx(async (q): Promise<WalkBatch> => {
         const { ids, next, done } = choose(await readWindow(q, a, true), a, a.maxBytes ?? 64 * 1024 * 1024);

@@ -30,6 +30,7 @@ import { SEND_RESERVATIONS } from './migrations/028-send-reservations.js';
 import { LOG_SUBJECT_COVERING } from './migrations/029-log-subject-covering.js';
 import { BAYES_EVICT_BY_COUNT } from './migrations/030-bayes-evict-by-count.js';
 import { BAYES_TOKENIZER } from './migrations/031-bayes-tokenizer.js';
+import { IDEMPOTENCY_KEYS } from './migrations/032-idempotency-keys.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -67,4 +68,5 @@ export const MIGRATIONS: readonly string[] = [
   LOG_SUBJECT_COVERING, // 29
   BAYES_EVICT_BY_COUNT, // 30
   BAYES_TOKENIZER, // 31
+  IDEMPOTENCY_KEYS, // 32
 ];

@@ -1,14 +1,24 @@
 // Owns the messages, message_bodies, deliveries and delivery_attempts tables: the Queue port's units (accept, claim,
 // renew, release, record) and its reads.
 import type { Lease } from '../ports/leases.js';
-import type {
-  AcceptedIds, AcceptRecord, AttemptRow, ClaimBatch, DeliveryRow, DsnRecord, MessageRow, OutcomeRecord,
+import {
+  type AcceptedIds,
+  type AcceptRecord,
+  type AttemptRow,
+  type ClaimBatch,
+  type DeliveryRow,
+  type DsnRecord,
+  type MessageRow,
+  type OutcomeRecord,
+  IdempotencyKeyTaken,
+  type IdempotentAnswer,
 } from '../ports/queue.js';
 import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression } from '../ports/suppressions.js';
 import { deliveredDelta, trackingKey } from '../ports/tracking.js';
 import { storedBody, type Bodies } from './bodies.js';
 import type { Db } from './database.js';
 import { createEventWriter } from './events.js';
+import { createIdempotencyRepo } from './idempotency.js';
 import { createRenewal, END_LEASE, fence, HELD } from './leases.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
@@ -117,6 +127,12 @@ export function createQueueStore(db: Db, bodies: Bodies) {
   };
   const renewal = createRenewal(db, 'deliveries', "state = 'sending'", 'next_attempt_at');
 
+  const idempotency = createIdempotencyRepo(db);
+  /** Takes an answer's key inside the caller's unit; throws (rolling the unit back) when the account holds it. */
+  function takeKey(answer: IdempotentAnswer | undefined): void {
+    if (answer && !idempotency.take(answer)) throw new IdempotencyKeyTaken(answer.accountId, answer.key);
+  }
+
   /** Writes one accepted record (inside the caller's unit). */
   function acceptOne(r: AcceptRecord): AcceptedIds {
     const m = r.message;
@@ -188,7 +204,9 @@ export function createQueueStore(db: Db, bodies: Bodies) {
   }
 
   return {
-    accept(records: readonly AcceptRecord[]): AcceptedIds[] {
+    /** With `answer`: stored first, and nothing at all when the account holds its key (the unit is rolled back). */
+    accept(records: readonly AcceptRecord[], answer?: IdempotentAnswer): AcceptedIds[] {
+      takeKey(answer);
       return records.map(acceptOne);
     },
 
@@ -196,7 +214,8 @@ export function createQueueStore(db: Db, bodies: Bodies) {
      * `accept` cut into steps of about ACCEPT_STEP_ROWS rows (a message's rows are never split), for the commit
      * batcher's stepped unit: the caller runs them in one transaction, one step per event-loop turn.
      */
-    *acceptInSteps(records: readonly AcceptRecord[]): Generator<void, AcceptedIds[], void> {
+    *acceptInSteps(records: readonly AcceptRecord[], answer?: IdempotentAnswer): Generator<void, AcceptedIds[], void> {
+      takeKey(answer);
       const out: AcceptedIds[] = [];
       let rows = 0;
       for (const r of records) {
@@ -209,6 +228,10 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       }
       return out;
     },
+
+    findAnswer: idempotency.find,
+    keepAnswer: idempotency.keep,
+    pruneIdempotencyKeys: idempotency.prune,
 
     claim(owner: string, now: number, leaseMs: number, limit: number): ClaimBatch {
       const p = { owner, now, until: now + leaseMs, limit };

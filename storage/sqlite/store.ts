@@ -172,8 +172,8 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
 
   const queue: QueueStore = {
     ...port(queueRepo, b, {
-      reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes'],
-      writes: ['renew', 'release'],
+      reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes', 'findAnswer'],
+      writes: ['renew', 'release', 'keepAnswer'],
       // Outcomes answer no client: they ride the accepts' commits (issue 32: one fsync for many units).
       deferrable: ['record'],
     }),
@@ -182,7 +182,8 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     claim: async (owner, now, leaseMs, limit) =>
       (await b.read(() => queueRepo.anyDue(now))) ? b.run(() => queueRepo.claim(owner, now, leaseMs, limit)) : { deliveries: [], messages: [] },
     // A request's messages in one unit; a large one in steps (queue.ts ACCEPT_STEP_ROWS), still all or nothing.
-    accept: (records) => (acceptRows(records) <= ACCEPT_STEP_ROWS ? b.run(() => queueRepo.accept(records)) : b.runInSteps(() => queueRepo.acceptInSteps(records))),
+    accept: (records, answer) =>
+      acceptRows(records) <= ACCEPT_STEP_ROWS ? b.run(() => queueRepo.accept(records, answer)) : b.runInSteps(() => queueRepo.acceptInSteps(records, answer)),
     async *changes(signal: AbortSignal) {
       const both = AbortSignal.any([signal, closing.signal]);
       let seen = queueRepo.dataVersion();
@@ -297,6 +298,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       ...port(retentionRepo, b, { reads: [], writes: ['pruneLogRows'] }),
       pruneBodies: (a) => freeing(() => retentionRepo.pruneBodies(a)),
       pruneMessages: (a) => freeing(() => retentionRepo.pruneMessages(a)),
+      pruneIdempotencyKeys: (now, limit) => b.run(() => queueRepo.pruneIdempotencyKeys(now, limit)),
     },
     health: {
       async check(o = {}) {
