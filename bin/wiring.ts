@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
 import { createApp } from '../control-api/app.js';
 import { createConsole } from '../control-api/console/router.js';
+import { createIdempotency } from '../control-api/idempotency.js';
 import { createQueueAdmin } from '../mta/queue/queue-admin.js';
 import { openStore, type OpenOptions } from '../storage/open.js';
 import type { SettingStore } from '../storage/ports/settings.js';
@@ -242,6 +243,7 @@ export async function wireCore(opts: CoreOptions) {
     abuse,
     alerts: store.alerts,
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
+    idempotency: createIdempotency({ store: store.queue, ttlMs: config.api.idempotencyTtlHours * 3_600_000, now }),
     lockdown,
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),

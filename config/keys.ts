@@ -273,6 +273,14 @@ export const KEY_TREE = {
   },
   /** `send.max_recipients`, `send.rate_per_second`: the bounds of a REST send (config/keys-send.ts). */
   send: SEND_KEYS,
+  api: {
+    idempotencyTtlHours: key({
+      doc: 'Hours an Idempotency-Key of POST /tx/v1/send or /tx/v1/send-async keeps its answer: a retry with the key within them gets the first answer again (Idempotent-Replayed: true) and nothing is queued again; past them the key is free and retention removes it. Stripe keeps keys 24 hours.',
+      defaultText: '24',
+      default: () => 24,
+      parse: integer(1, 24 * 365, 'hours'),
+    }),
+  },
   /** `accounts.max_suppressions`, `accounts.max_sub_accounts`: what one account keeps (config/keys-accounts.ts). */
   accounts: ACCOUNT_KEYS,
   /** The outbound-connection policy (filters/target-policy.ts): what tenant-chosen targets may reach. */

@@ -6,9 +6,11 @@ import { createTurns } from '../mta/event-loop-turns.js';
 import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/ports/accounts.js';
 import { storageFailure } from '../storage/ports/health.js';
+import { IdempotencyKeyTaken } from '../storage/ports/queue.js';
 import { BufferBoundReached } from '../storage/message-source.js';
 import { ApiError, errorBody, groupOf, noRoom, storageUnavailable } from './errors.js';
 import { htmlSecurityHeaders } from './html-headers.js';
+import { hashBody, idempotencyKeyOf, replay, requestHash, type KeyedRequest } from './idempotency.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody, type JsonBody } from './json-body.js';
 import { metricsMiddleware } from './metrics-endpoint.js';
 import { SERVICE_VERSION_HEADER, SERVICE_VERSIONS } from './openapi.js';
@@ -129,77 +131,130 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
   if (extras.metrics && extras.metricsHere) app.use(metricsMiddleware(extras.metrics));
   for (const m of extras.middleware ?? []) app.use(m);
 
+  /**
+   * Runs one route's request: budgets, validation, the body, the handler, the answer. `keyed`: the request carries an
+   * Idempotency-Key (issue 36): its body's bytes go into `hash`, and `read` says when they all have.
+   */
+  async function handle(ctx: Koa.Context, route: AnyRoute, principal: KeyPrincipal | undefined, keyed?: { request: KeyedRequest; hash: crypto.Hash; read: boolean }) {
+    if (principal) {
+      if (route.rateLimited && !limiter.take(`${groupOf(route.path)}:${principal.account.id}`)) {
+        throw new ApiError(503, ['rate limit exceeded: at most 100 requests per second'], { 'Retry-After': '1' });
+      }
+      // RFC 6585 §4: 429 Too Many Requests; a token comes back within 1/rate ≤ 1 s, so Retry-After is 1 (RFC 9110 §10.2.3).
+      if (route.sendRateLimited && sendLimiter && !sendLimiter.take(`send:${principal.account.id}`)) {
+        throw new ApiError(429, [`rate limit exceeded: at most ${sendRate} send requests per second per account`], { 'Retry-After': '1' });
+      }
+    }
+    const params = route.params ? validate(route.params, { ...ctx.params }, 'path') : {};
+    const query = route.query ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query') : {};
+    let body: unknown = undefined;
+    let read: JsonBody | undefined;
+    try {
+      if (route.body) {
+        // queue.min_free_bytes (Postfix queue_minfree): refused before a byte of the message is read.
+        // A free-space check that fails (statfs) answers as no room: unknown is temporary.
+        const space = route.queuesMessages ? services.messageSpace : undefined;
+        if (space && !(await space.hasRoom().catch(() => false))) {
+          ctx.req.resume(); // drained, not kept: the connection stays usable for the answer
+          throw noRoom('disk');
+        }
+        const scratch = services.messageSpace?.scratch;
+        const keepOut = route.keepOut && scratch ? { ...route.keepOut, scratch } : undefined;
+        read = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT, services.messageSpace?.budget, keepOut, keyed?.hash);
+        if (keyed) keyed.read = true;
+        body = read.value;
+        if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
+        // A body of a thousand personalizations takes tens of milliseconds to check: when it did, the event loop
+        // gets its turn before the handler goes on (issue 31); a small body's check does not yield.
+        const turn = createTurns();
+        if (body !== undefined) body = validate(route.body, body, 'body');
+        await turn();
+      }
+      const reply = await route.handler(services, {
+        params,
+        query,
+        body,
+        diverted: read?.diverted ?? [],
+        principal: principal as KeyPrincipal,
+        httpRequestId: ctx.state.httpRequestId as string,
+        headers: ctx.headers,
+        ip: ctx.ip,
+        method: ctx.method,
+        querystring: ctx.querystring,
+        ...(keyed ? { keyed: keyed.request } : {}),
+      });
+      ctx.status = reply.status;
+      if (reply.sendRequestId !== undefined) ctx.state.sendRequestId = reply.sendRequestId;
+      for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
+      if (reply.body !== undefined) {
+        if (reply.type) ctx.type = reply.type;
+        ctx.body = reply.body;
+      } else if (reply.status !== 204 && reply.status !== 304) {
+        // The spec's bodiless answers (201 on POST /webhook and /suppression-list, 200 on GET /inbound/v1/status…)
+        // declare no content: no body and no Content-Type (an empty string would be sent as text/plain). An explicit
+        // null body is how Koa says so; it turns the status into 204 on the way, so the status is set again after.
+        ctx.body = null;
+        ctx.status = reply.status;
+      }
+    } finally {
+      // The body's bytes count against smtp.max_buffered_bytes until the request is answered; its scratches go too.
+      await read?.release();
+    }
+  }
+
+  /** Answers a stored answer again (Idempotent-Replayed: true). */
+  const answerWith = (ctx: Koa.Context, a: ReturnType<typeof replay>) => {
+    ctx.status = a.status;
+    for (const [k, v] of Object.entries(a.headers)) ctx.set(k, v);
+    ctx.type = 'application/json';
+    ctx.body = a.body;
+  };
+
+  /**
+   * A request with an Idempotency-Key (issue 36): one at a time per key in this process (409); a key holding an
+   * answer replays it before any budget counts or anything is parsed; otherwise the request runs, and its answer is
+   * kept in its commit (the handler's) or, for a refusal a retry would get again, after it.
+   */
+  async function handleKeyed(ctx: Koa.Context, route: AnyRoute, principal: KeyPrincipal, key: string) {
+    const accountId = principal.account.id;
+    const release = services.idempotency.begin(accountId, key);
+    try {
+      const hash = requestHash(ctx.method, ctx.path, ctx.querystring);
+      const earlier = await services.idempotency.stored(accountId, key);
+      if (earlier) return answerWith(ctx, replay(earlier, await hashBody(ctx.req, hash, route.bodyLimit ?? DEFAULT_BODY_LIMIT)));
+      let digest: string | undefined;
+      const keyed = { request: services.idempotency.keyed(accountId, key, () => (digest ??= hash.digest('hex'))), hash, read: false };
+      try {
+        await handle(ctx, route, principal, keyed);
+      } catch (err) {
+        // Another process or node committed the key's first request meanwhile: its answer, if this is the same request.
+        if (err instanceof IdempotencyKeyTaken) {
+          const taken = await services.idempotency.stored(accountId, key);
+          if (taken) return answerWith(ctx, replay(taken, keyed.request.digest()));
+        }
+        if (err instanceof ApiError && keyed.read) {
+          const earlier = await services.idempotency.keepRefusal(keyed.request, err.status, errorBody(groupOf(route.path), err.status, err.errors));
+          if (earlier) return answerWith(ctx, replay(earlier, keyed.request.digest()));
+        }
+        throw err;
+      }
+    } finally {
+      release();
+    }
+  }
+
   for (const route of routes) {
     const method = route.method.toLowerCase() as Lowercase<Method>;
     router[method](koaPath(route.path), async (ctx) => {
       ctx.state.routeTemplate = route.path;
-      let principal: KeyPrincipal | undefined;
-      if (route.auth !== 'none') {
-        principal = await authenticate(route, services, ctx.headers['x-api-key']);
-        ctx.state.principal = principal;
-        if (route.rateLimited && !limiter.take(`${groupOf(route.path)}:${principal.account.id}`)) {
-          throw new ApiError(503, ['rate limit exceeded: at most 100 requests per second'], { 'Retry-After': '1' });
-        }
-        // RFC 6585 §4: 429 Too Many Requests; a token comes back within 1/rate ≤ 1 s, so Retry-After is 1 (RFC 9110 §10.2.3).
-        if (route.sendRateLimited && sendLimiter && !sendLimiter.take(`send:${principal.account.id}`)) {
-          throw new ApiError(429, [`rate limit exceeded: at most ${sendRate} send requests per second per account`], { 'Retry-After': '1' });
-        }
+      const principal = route.auth !== 'none' ? await authenticate(route, services, ctx.headers['x-api-key']) : undefined;
+      ctx.state.principal = principal;
+      const key = route.idempotent && principal ? idempotencyKeyOf(ctx.headers) : undefined;
+      if (key !== undefined) {
+        const query = route.query ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query') : {};
+        if (route.idempotent!(query)) return handleKeyed(ctx, route, principal!, key);
       }
-      const params = route.params ? validate(route.params, { ...ctx.params }, 'path') : {};
-      const query = route.query
-        ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query')
-        : {};
-      let body: unknown = undefined;
-      let read: JsonBody | undefined;
-      try {
-        if (route.body) {
-          // queue.min_free_bytes (Postfix queue_minfree): refused before a byte of the message is read.
-          // A free-space check that fails (statfs) answers as no room: unknown is temporary.
-          const space = route.queuesMessages ? services.messageSpace : undefined;
-          if (space && !(await space.hasRoom().catch(() => false))) {
-            ctx.req.resume(); // drained, not kept: the connection stays usable for the answer
-            throw noRoom('disk');
-          }
-          const scratch = services.messageSpace?.scratch;
-          const keepOut = route.keepOut && scratch ? { ...route.keepOut, scratch } : undefined;
-          read = await readJsonBody(ctx.req, route.bodyLimit ?? DEFAULT_BODY_LIMIT, services.messageSpace?.budget, keepOut);
-          body = read.value;
-          if (body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
-          // A body of a thousand personalizations takes tens of milliseconds to check: when it did, the event loop
-          // gets its turn before the handler goes on (issue 31); a small body's check does not yield.
-          const turn = createTurns();
-          if (body !== undefined) body = validate(route.body, body, 'body');
-          await turn();
-        }
-        const reply = await route.handler(services, {
-          params,
-          query,
-          body,
-          diverted: read?.diverted ?? [],
-          principal: principal as KeyPrincipal,
-          httpRequestId: ctx.state.httpRequestId as string,
-          headers: ctx.headers,
-          ip: ctx.ip,
-          method: ctx.method,
-          querystring: ctx.querystring,
-        });
-        ctx.status = reply.status;
-        if (reply.sendRequestId !== undefined) ctx.state.sendRequestId = reply.sendRequestId;
-        for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
-        if (reply.body !== undefined) {
-          if (reply.type) ctx.type = reply.type;
-          ctx.body = reply.body;
-        } else if (reply.status !== 204 && reply.status !== 304) {
-          // The spec's bodiless answers (201 on POST /webhook and /suppression-list, 200 on GET /inbound/v1/status…)
-          // declare no content: no body and no Content-Type (an empty string would be sent as text/plain). An explicit
-          // null body is how Koa says so; it turns the status into 204 on the way, so the status is set again after.
-          ctx.body = null;
-          ctx.status = reply.status;
-        }
-      } finally {
-        // The body's bytes count against smtp.max_buffered_bytes until the request is answered; its scratches go too.
-        await read?.release();
-      }
+      return handle(ctx, route, principal);
     });
   }
 

@@ -1,5 +1,6 @@
 // Owns reading a request body as JSON as it arrives: a size cap, and the bytes it keeps taken from the process-wide
 // bound, so no route ever buffers without bound.
+import type crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { ByteBudget, ScratchArea } from '../storage/scratch.js';
@@ -89,6 +90,14 @@ export interface KeepOut {
   scratch: ScratchArea;
 }
 
+/** `chunks`, each also fed to `hash`. */
+async function* hashing(chunks: AsyncIterable<Buffer>, hash: crypto.Hash): AsyncIterable<Buffer> {
+  for await (const c of chunks) {
+    hash.update(c);
+    yield c;
+  }
+}
+
 /**
  * Reads and parses the body as it arrives (no copy of its text is held). Empty body → undefined. Over `limit` bytes
  * → 413 (declared or actual length; reading stops at the cap); unparseable → 400; the bytes kept past `budget`
@@ -96,7 +105,7 @@ export interface KeepOut {
  * Strings `keepOut` names are written to its scratch area once longer than 64 Ki characters (a full disk there is
  * the seam's storage failure: 503); they stay there until `release`.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number, budget?: ByteBudget, keepOut?: KeepOut): Promise<JsonBody> {
+export async function readJsonBody(req: IncomingMessage, limit: number, budget?: ByteBudget, keepOut?: KeepOut, hash?: crypto.Hash): Promise<JsonBody> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
@@ -106,7 +115,9 @@ export async function readJsonBody(req: IncomingMessage, limit: number, budget?:
     // destroyOnReturn false: a parse that stops mid-body (malformed, too large) leaves the request alive, so the rest
     // of the body can be drained or the connection closed after the answer (http-server.ts); a destroyed request
     // left Node's parser paused on the socket, and the next request on it was never answered.
-    const body = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
+    const raw = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
+    // An Idempotency-Key's digest covers the bytes as they pass (control-api/idempotency.ts).
+    const body = hash ? hashing(raw, hash) : raw;
     const { value, diverted, heldBytes } = await parseJsonStream(body, { limit, ...(budget ? { budget } : {}), ...(keepOut ?? {}) });
     let held = heldBytes;
     let kept = diverted;

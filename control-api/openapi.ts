@@ -1,6 +1,7 @@
 // Owns building the OpenAPI 3.1 document from the route registry (the same schemas that validate requests).
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { groupOf, type Group } from './errors.js';
+import { REPLAYED_HEADER } from './idempotency.js';
 import type { AnyRoute } from './route.js';
 
 /**
@@ -29,6 +30,30 @@ function parameters(where: 'path' | 'query', schema: TObject | undefined) {
   }));
 }
 
+/**
+ * An operation that takes an Idempotency-Key (issue 36; draft-ietf-httpapi-idempotency-key-header): the header, the
+ * replay's Idempotent-Replayed header on every answer a key can keep, and the key's own 409 and 422.
+ */
+function idempotencyDoc(op: Record<string, unknown>): void {
+  (op.parameters as unknown[]).push({
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description:
+      'Makes a retry safe: the first request with the key is processed and its answer (status and body, request_id included; refusals too) kept for api.idempotency_ttl_hours (24); a later request with the same key and the same method, path, query and body bytes gets that answer again with Idempotent-Replayed: true, and nothing is queued, counted or sent again. Scoped to the account. A dry run keeps nothing.',
+    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+  });
+  const responses = op.responses as Record<string, Record<string, unknown>>;
+  for (const [code, res] of Object.entries(responses)) {
+    if (code.startsWith('2') || ['400', '403', '404'].includes(code)) {
+      res.headers = { [REPLAYED_HEADER]: { description: 'true when this is the answer kept under the request\'s Idempotency-Key, given again', schema: { type: 'string', enum: ['true'] } } };
+    }
+  }
+  const txError = responses['400']?.content;
+  responses['409'] = { description: 'a request with the same Idempotency-Key is in progress; retry after Retry-After', ...(txError ? { content: txError } : {}) };
+  responses['422'] = { description: 'the Idempotency-Key was used for another request (another body, path or query); use a new key', ...(txError ? { content: txError } : {}) };
+}
+
 /** The OpenAPI document of every registered route. */
 export function buildOpenApi(routes: readonly AnyRoute[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -50,6 +75,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
       op.requestBody = { required: !r.bodyOptional, content: { 'application/json': { schema: plain(r.body) } } };
     }
     if (r.auth !== 'none') op.security = [{ ApiKey: [] }];
+    if (r.idempotent) idempotencyDoc(op);
     // Any route may meet a storage failure (database locked, disk full): errors.ts storageUnavailable().
     const responses = op.responses as Record<string, { description: string }>;
     const storage = 'storage temporarily unavailable (Retry-After says when to try again)';

@@ -5,6 +5,7 @@ import { DefaultErrorFunction, SetErrorFunction, ValueErrorType, type ValueError
 import { Value } from '@sinclair/typebox/value';
 import type { KeyPrincipal, KeyScope } from '../storage/ports/accounts.js';
 import { ApiError } from './errors.js';
+import type { KeyedRequest } from './idempotency.js';
 import type { KeepOut } from './json-body.js';
 import type { Diverted } from './json-stream.js';
 import type { Services } from './services.js';
@@ -47,6 +48,8 @@ export interface RequestInfo<P, Q, B> {
   method: string;
   /** The raw query string, without '?' ('' when none). */
   querystring: string;
+  /** The request's Idempotency-Key, when it sent one and the route keeps it (`idempotent`): its answer goes in the commit. */
+  keyed?: KeyedRequest;
 }
 
 /** The properties of a route part that takes none (no path parameters, no query). */
@@ -68,6 +71,11 @@ export interface RouteSpec<
   rateLimited?: boolean;
   /** A send request: counts against the account's `send.rate_per_second` bucket (429 past it). */
   sendRateLimited?: boolean;
+  /**
+   * Takes an `Idempotency-Key` header (issue 36): true for a request whose answer is kept under it (its query says;
+   * a dry run keeps none, it stores nothing). The handler stores the answer with its commit (RequestInfo.keyed).
+   */
+  idempotent?: (query: Static<Q>) => boolean;
   params?: P;
   query?: Q;
   body?: B;

@@ -14,7 +14,9 @@ import type { SmtpLogStore } from '../storage/ports/smtp-log.js';
 import type { SuppressionStore } from '../storage/ports/suppressions.js';
 import type { DkimKeyStore } from '../storage/ports/dkim-keys.js';
 import type { SendBody } from './send-schema.js';
-import type { OutboundVerdict } from '../mta/outbound/outbound-verdict.js';
+import type { Idempotency } from './idempotency.js';
+import type { AcceptVerdict, OutboundVerdict } from '../mta/outbound/outbound-verdict.js';
+import type { IdempotentAnswer } from '../storage/ports/queue.js';
 import type { LockdownVerdict } from '../filters/lockdown.js';
 import type { CheckDomainRequest, runCheckDomain } from '../mta/outbound/check-domain.js';
 import type { WebhookStore } from '../storage/ports/webhooks.js';
@@ -71,8 +73,10 @@ export interface Services {
   send: (
     account: AccountRow,
     body: SendBody,
-    opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean; kept?: KeptValues },
+    opts: { dryRun: boolean; upstream: string | null; auth: string | null; perMessage?: boolean; kept?: KeptValues; answer?: (verdict: AcceptVerdict) => IdempotentAnswer },
   ) => Promise<OutboundVerdict>;
+  /** Idempotency-Key of send requests (control-api/idempotency.ts): keys in progress here, answers kept in the store. */
+  idempotency: Idempotency;
   /** Domain Lockdown (mta/outbound/lockdown-check.ts): may this account send as this domain now? */
   lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */

@@ -2,7 +2,7 @@
 // its verdict (refusals through control-api/outbound-answers.ts).
 import { Type } from '@sinclair/typebox';
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
-import type { MessageOutcome } from '../../mta/outbound/outbound-verdict.js';
+import type { AcceptVerdict, MessageOutcome } from '../../mta/outbound/outbound-verdict.js';
 import type { KeptValue, KeptValues } from '../../mta/outbound/send-request.js';
 import type { Diverted, JsonPath } from '../json-stream.js';
 import { refusalError } from '../outbound-answers.js';
@@ -56,6 +56,11 @@ function results(messages: MessageOutcome[]) {
   });
 }
 
+/** POST /send-async's answer (also what an Idempotency-Key keeps, made before the commit). */
+const queuedBody = (v: AcceptVerdict) => ({ queued_at: new Date(v.queuedAt).toISOString(), request_id: v.sendRequestId });
+/** POST /send's answer, likewise. */
+const sentBody = (v: AcceptVerdict) => ({ request_id: v.sendRequestId, results: results(v.messages) });
+
 const tags = ['sending'];
 
 /**
@@ -105,16 +110,14 @@ export const sendRoutes: AnyRoute[] = [
       },
       ...errors,
     },
-    handler: async (s, { principal, body, diverted, ip }) => {
+    idempotent: () => true,
+    handler: async (s, { principal, body, diverted, ip, keyed }) => {
       const kept = keptValues(diverted);
-      const v = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}`, ...(kept ? { kept } : {}) });
+      const answer = keyed ? (v: AcceptVerdict) => keyed.answer(202, queuedBody(v)) : undefined;
+      const v = await s.send(principal.account, body, { dryRun: false, upstream: ip, auth: `api-key:${principal.keyId}`, ...(kept ? { kept } : {}), ...(answer ? { answer } : {}) });
       if (v.action === 'render') throw new Error('unreachable: not a dry run');
       if (v.action !== 'accept') throw refusalError(v, principal.account.handle);
-      return {
-        status: 202,
-        body: { queued_at: new Date(v.queuedAt).toISOString(), request_id: v.sendRequestId },
-        sendRequestId: v.sendRequestId,
-      };
+      return { status: 202, body: queuedBody(v), sendRequestId: v.sendRequestId };
     },
   }),
   defineRoute({
@@ -134,13 +137,16 @@ export const sendRoutes: AnyRoute[] = [
       202: { description: 'queued (committed to disk); a message refused as CONFIRMED spam or virus is `failed` with its reason', schema: SendResults },
       ...errors,
     },
-    handler: async (s, { principal, body, diverted, query, ip }) => {
+    // A dry run queues nothing, so its key keeps nothing: each one renders again.
+    idempotent: (query) => query['dry-run'] !== true,
+    handler: async (s, { principal, body, diverted, query, ip, keyed }) => {
       const dryRun = query['dry-run'] === true;
       const kept = keptValues(diverted);
-      const v = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}`, perMessage: true, ...(kept ? { kept } : {}) });
+      const answer = keyed ? (v: AcceptVerdict) => keyed.answer(202, sentBody(v)) : undefined;
+      const v = await s.send(principal.account, body, { dryRun, upstream: ip, auth: `api-key:${principal.keyId}`, perMessage: true, ...(kept ? { kept } : {}), ...(answer ? { answer } : {}) });
       if (v.action === 'render') return { status: 200, body: { data: v.messages.map((raw) => raw.toString('utf8')) } };
       if (v.action !== 'accept') throw refusalError(v, principal.account.handle);
-      return { status: 202, body: { request_id: v.sendRequestId, results: results(v.messages) }, sendRequestId: v.sendRequestId };
+      return { status: 202, body: sentBody(v), sendRequestId: v.sendRequestId };
     },
   }),
 ];

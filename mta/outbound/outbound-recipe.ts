@@ -8,6 +8,7 @@ import { usagePeriod, type AccountRow, type AccountStore } from '../../storage/p
 import type { SendLimitStore } from '../../storage/ports/send-limits.js';
 import type { DkimKeyStore } from '../../storage/ports/dkim-keys.js';
 import { storageFailure } from '../../storage/ports/health.js';
+import { IdempotencyKeyTaken, type IdempotentAnswer } from '../../storage/ports/queue.js';
 import type { SuppressionStore } from '../../storage/ports/suppressions.js';
 import type { ByteBudget } from '../../storage/scratch.js';
 import { BufferBoundReached, readSource } from '../../storage/message-source.js';
@@ -16,7 +17,7 @@ import { createTurns, mapInTurns } from '../event-loop-turns.js';
 import type { AcceptedOutbound } from '../queue/accepted-message.js';
 import type { Queue } from '../queue/queue.js';
 import { chooseDkimKey, signContent, type SigningInput } from './dkim-choice.js';
-import type { Identity, MessageOutcome, OutboundRejection, OutboundTempfail, OutboundVerdict, Refusal } from './outbound-verdict.js';
+import type { AcceptVerdict, Identity, MessageOutcome, OutboundRejection, OutboundTempfail, OutboundVerdict, Refusal } from './outbound-verdict.js';
 import { afterCommit, blockRefusal, contentRefusal, findBlock, scanRecord, screenMessages, type ScreeningDeps } from './screening.js';
 
 /** What the recipe needs: the clock, the stores it reads and writes, the queue's door, lockdown and screening. */
@@ -92,6 +93,11 @@ export interface OutboundRequest {
    * returns the composition step (REST: MailComposer; SMTP: the fields a submission server adds), or a refusal.
    */
   prepare: (account: AccountRow) => Promise<{ ok: true; compose: () => Promise<Composition> } | { ok: false; verdict: OutboundRejection }>;
+  /**
+   * The request's answer under its Idempotency-Key (issue 36), made from the verdict before the commit and stored in
+   * it; the verdict returned is that same one. The commit rejects with IdempotencyKeyTaken when the key is held.
+   */
+  answer?: (verdict: AcceptVerdict) => IdempotentAnswer;
 }
 
 /** A fresh send `request_id` in the style of MailChannels' (20 random bytes, base64url). */
@@ -295,19 +301,22 @@ async function commit(
   req: OutboundRequest,
   accepted: { record: OutboundRecord; verdict: OutboundScanVerdict; index: number }[],
 ): Promise<OutboundVerdict> {
-  let queued: Awaited<ReturnType<Queue['accept']>>;
-  try {
-    queued = await deps.queue.accept(accepted.map((a) => a.record));
-  } catch (err) {
-    return notQueued(err);
-  }
-  await afterCommit(deps.screening, accepted);
   const messages = accepted.map(({ record: r, index }): MessageOutcome => {
     if (r.refusal) return { index, messageId: r.messageId, outcome: 'refused', refusal: r.refusal };
     const suppressed = r.recipients.every((rcpt) => r.dropped?.has(rcpt));
     return { index, messageId: r.messageId, outcome: suppressed ? 'suppressed' : 'queued' };
   });
-  return { action: 'accept', sendRequestId: req.sendRequestId, queuedAt: queued[0]?.queuedAt ?? deps.now(), messages };
+  // Made before the commit: the answer an Idempotency-Key keeps is stored in it, and is the one given now.
+  const verdict: AcceptVerdict = { action: 'accept', sendRequestId: req.sendRequestId, queuedAt: deps.now(), messages };
+  try {
+    await deps.queue.accept(accepted.map((a) => a.record), req.answer?.(verdict));
+  } catch (err) {
+    // The key's first request committed meanwhile (another process or node): the caller replays its answer.
+    if (err instanceof IdempotencyKeyTaken) throw err;
+    return notQueued(err);
+  }
+  await afterCommit(deps.screening, accepted);
+  return verdict;
 }
 
 /** Commits the records of refused messages (their log rows); a failure is answered like any failed enqueue. */

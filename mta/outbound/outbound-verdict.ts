@@ -84,5 +84,8 @@ export type OutboundVerdict =
   | OutboundRejection
   | OutboundTempfail;
 
+/** The verdict of a committed request. */
+export type AcceptVerdict = Extract<OutboundVerdict, { action: 'accept' }>;
+
 /** A verdict that queued nothing. */
 export type OutboundRefusal = OutboundRejection | OutboundTempfail;

@@ -3,13 +3,14 @@
 import { MAX_MESSAGE_BYTES } from '../../config/keys.js';
 import type { Config } from '../../config/load.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
+import type { IdempotentAnswer } from '../../storage/ports/queue.js';
 import type { TrackingDomainStore } from '../../storage/ports/tracking-domains.js';
 import type { Scratch, ScratchArea } from '../../storage/scratch.js';
 import { readSource } from '../../storage/message-source.js';
 import { domainOf } from '../smtp/address.js';
 import { composeMessages, customHeaders, type ComposedMessage } from './compose.js';
 import { runOutbound, type Composition, type OutboundDraft, type RecipeDeps } from './outbound-recipe.js';
-import type { Identity, OutboundVerdict } from './outbound-verdict.js';
+import type { AcceptVerdict, Identity, OutboundVerdict } from './outbound-verdict.js';
 import { readOriginators } from './originators.js';
 import { validateSendRequest, type ContentItem, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
 import { htmlTracker, planTracking, trackingRecord, type TrackingPlan } from './tracking-plan.js';
@@ -42,6 +43,8 @@ export interface SendOptions {
   perMessage?: boolean;
   /** The request's values the body parser kept out of memory (each '' in the body); the caller discards them after. */
   kept?: KeptValues;
+  /** The answer an Idempotency-Key keeps, stored in the commit (OutboundRequest.answer). */
+  answer?: (verdict: AcceptVerdict) => IdempotentAnswer;
 }
 
 /**
@@ -85,6 +88,7 @@ async function outbound(
     messageCount: request.personalizations.length,
     dryRun: opts.dryRun,
     perMessage: opts.perMessage === true,
+    ...(opts.answer ? { answer: opts.answer } : {}),
     prepare: async (acct) => {
       // Bounded work per request (issue 31): counted before anything is read back, rendered or composed.
       const tooMany = recipientCapProblem(request, deps.config.send.maxRecipients);
