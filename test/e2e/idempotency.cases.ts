@@ -26,7 +26,7 @@ async function world(t: Test, backend: BackendName): Promise<World> {
   const dns = await startDnsServer(t, {
     'rcpt.test': { MX: [{ preference: 10, exchange: 'mx.rcpt.test' }] },
     'mx.rcpt.test': { A: ['127.0.0.1'] },
-    '_sluice.sender.test': { TXT: ['v=sluice1 auth=acme auth=other'] },
+    '_sluice.sender.test': { TXT: ['v=sluice1 auth=acme auth=other auth=shop1'] },
   });
   const stack = await startStack(t, { backend, env: { SLUICE_DNS_SERVERS: dns.address, SLUICE_OUTBOUND_MX_PORT: String(sink.port) } });
   const acme = await stack.createAccount('acme');
@@ -111,24 +111,30 @@ cases.test('two requests with one key at once: one message, and the other is tol
   t.equal(await w.messages(), 1);
 });
 
-cases.test("another account's identical key is its own; after the TTL the key is free and retention removes it", async (t, backend) => {
+cases.test("another account's or a sub-account's identical key is its own; after the TTL the key is free and retention removes it", async (t, backend) => {
   const w = await world(t, backend);
   const other = await w.stack.createAccount('other');
   const mine = await w.send('shared', mail());
   const theirs = await w.send('shared', mail(), { apiKey: other.key });
   t.same([mine.status, theirs.status, theirs.headers.get('idempotent-replayed')], [202, 202, null]);
   t.not(theirs.body.request_id, mine.body.request_id);
-  t.equal(await w.messages(), 2);
+  // A sub-account's keys are its own too, though its parent holds the same one.
+  t.equal((await w.stack.api('POST', '/tx/v1/sub-account', { key: w.acme.key, body: { handle: 'shop1', company_name: 'Shop' } })).status, 201);
+  const subKey = (await w.stack.api('POST', '/tx/v1/sub-account/shop1/api-key', { key: w.acme.key })).body.key as string;
+  const sub = await w.send('shared', mail(), { apiKey: subKey });
+  t.same([sub.status, sub.headers.get('idempotent-replayed')], [202, null], "the sub-account's own key");
+  t.equal(await w.messages(), 3);
   w.stack.clock.advance(24 * HOUR - 1);
   t.equal((await w.send('shared', mail())).headers.get('idempotent-replayed'), 'true', 'kept for 24 hours');
   w.stack.clock.advance(1);
   const later = await w.send('shared', mail());
   t.same([later.status, later.headers.get('idempotent-replayed')], [202, null], 'past api.idempotency_ttl_hours: a new request');
   t.not(later.body.request_id, mine.body.request_id);
-  t.equal(await w.messages(), 3);
+  t.equal(await w.messages(), 4);
   w.stack.clock.advance(24 * HOUR);
-  // Two rows: acme's key was taken again in place (its expired answer overwritten), the other account's is its own.
-  t.match(await w.stack.retention.runOnce(), { idempotencyKeys: 2 }, 'retention removes the expired keys');
+  // Three rows: acme's key was taken again in place (its expired answer overwritten); the other account's and the
+  // sub-account's are their own.
+  t.match(await w.stack.retention.runOnce(), { idempotencyKeys: 3 }, 'retention removes the expired keys');
   t.equal(await w.stack.store.queue.findAnswer(other.id, 'shared', 0), undefined, 'gone from the store');
 });
 
