@@ -34,6 +34,12 @@ async function legacyDecision(raw: Buffer, m: CorpusMessage, v: SpamStepVerdict)
   return r.ok && (header + r.score >= 5 || ['reject', 'add header', 'rewrite subject'].includes(r.action));
 }
 
+/** BENCH_DUMP=dir: each judged message's id, group, score, rules and probability, one JSON file per run. */
+function dump(name: string, judged: readonly CorpusMessage[], out: readonly Outcome[]): void {
+  const rows = out.map((o, i) => ({ id: judged[i]!.id, group: o.group, score: o.verdict.score, rules: o.verdict.rules, p: o.verdict.bayes && !o.verdict.bayes.abstained ? o.verdict.bayes.probability : null }));
+  fs.writeFileSync(path.join(process.env.BENCH_DUMP!, name), JSON.stringify(rows));
+}
+
 async function main(): Promise<void> {
   const t0 = performance.now();
   const corpus = loadCorpus();
@@ -61,6 +67,7 @@ async function main(): Promise<void> {
       trainMs += performance.now() - tt;
       const out = await runFold(folds[k]!, bayes);
       all.push(...out);
+      if (process.env.BENCH_DUMP) dump(`cv-${k + 1}.json`, folds[k]!, out);
       if (RSPAMD) withRspamd.push(...(await runFold(folds[k]!, bayes, { url: RSPAMD, legacy: legacyDecision })));
       console.log(`fold ${k + 1}: trained on ${train.length} in ${((performance.now() - tt) / 1000).toFixed(1)} s; ${figures('this fold', out, (o) => o.spam)}`);
     } finally {
@@ -121,11 +128,7 @@ async function timeOrdered(corpus: readonly CorpusMessage[]): Promise<void> {
     // Below filters.bayes.min_learned of either class (counted once per distinct message) the classifier abstains.
     const scored = out.some((o) => o.verdict.rules.some((r) => r.name.startsWith('BAYES_')));
     console.log(figures(scored ? label : `${label} (classifier abstains)`, out, (o) => o.spam));
-    // BENCH_DUMP=dir: each judged message's group, score, rules and probability, a JSON file per curve point.
-    if (process.env.BENCH_DUMP) {
-      const rows = out.map((o, i) => ({ id: split.test[i]!.id, group: o.group, score: o.verdict.score, rules: o.verdict.rules, p: o.verdict.bayes && !o.verdict.bayes.abstained ? o.verdict.bayes.probability : null }));
-      fs.writeFileSync(path.join(process.env.BENCH_DUMP, `time-${spam.length}-${ham.length}.json`), JSON.stringify(rows));
-    }
+    if (process.env.BENCH_DUMP) dump(`time-${spam.length}-${ham.length}.json`, split.test, out);
   }
 }
 
