@@ -1,7 +1,10 @@
-// Owns the one reach-in into nodemailer's private parts: the EHLO extensions an SMTPConnection saw. nodemailer 10.x
-// keeps them in `_supportedExtensions` and shows them only to custom AUTH handlers, never publicly. The version is
-// pinned in package.json; test/mta/delivery/nodemailer-seam.test.ts fails when an upgrade moves the field.
+// Owns the reach-ins into nodemailer's private parts: the EHLO extensions an SMTPConnection saw (nodemailer 10.x keeps
+// them in `_supportedExtensions` and shows them only to custom AUTH handlers, never publicly), and its DataStream's
+// transform, replaced by a faster twin (./dot-stuffing.ts). The version is pinned in package.json;
+// test/mta/delivery/nodemailer-seam.test.ts fails when an upgrade moves either.
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import DataStream from 'nodemailer/lib/smtp-connection/data-stream.js';
+import { fastDataStreamTransform } from './dot-stuffing.js';
 
 const gone = () =>
   new Error('nodemailer internals changed: SMTPConnection._supportedExtensions is gone; re-check mta/delivery/nodemailer-seam.ts');
@@ -23,4 +26,19 @@ export function ehloExtensions(conn: SMTPConnection): readonly string[] {
  */
 export function checkNodemailerInternals(): void {
   ehloExtensions(new SMTPConnection({ logger: false } as SMTPConnection.Options));
+  installFastDataStream();
+}
+
+/** nodemailer's own DataStream transform, as it shipped (the seam's test compares the twin with it). */
+export const nodemailerDataStreamTransform = DataStream.prototype._transform;
+
+/**
+ * Makes every nodemailer SMTP connection of this process dot-stuff with ./dot-stuffing.ts (the same bytes, without a
+ * JavaScript test of every byte). Throws when DataStream no longer has the transform this replaces.
+ */
+export function installFastDataStream(): void {
+  if (typeof nodemailerDataStreamTransform !== 'function' || nodemailerDataStreamTransform.length !== 3) {
+    throw new Error('nodemailer internals changed: DataStream._transform is gone; re-check mta/delivery/nodemailer-seam.ts');
+  }
+  DataStream.prototype._transform = fastDataStreamTransform as typeof DataStream.prototype._transform;
 }
