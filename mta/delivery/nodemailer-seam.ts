@@ -3,7 +3,9 @@
 // transform, replaced by a faster twin (./dot-stuffing.ts). The version is pinned in package.json;
 // test/mta/delivery/nodemailer-seam.test.ts fails when an upgrade moves either.
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
-import DataStream from 'nodemailer/lib/smtp-connection/data-stream.js';
+// No `.js`: nodemailer's exports map `./lib/*.js` and `./lib/*`, and a resolver that takes the second for a `.js`
+// path (tap's loader does) looks for data-stream.js.js.
+import DataStream from 'nodemailer/lib/smtp-connection/data-stream';
 import { fastDataStreamTransform } from './dot-stuffing.js';
 
 const gone = () =>

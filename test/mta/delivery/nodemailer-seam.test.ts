@@ -4,7 +4,7 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import t, { type Test } from 'tap';
 import { fastDataStreamTransform, type DataStreamState } from '../../../mta/delivery/dot-stuffing.js';
 import { checkNodemailerInternals, ehloExtensions, installFastDataStream, nodemailerDataStreamTransform } from '../../../mta/delivery/nodemailer-seam.js';
-import DataStream from 'nodemailer/lib/smtp-connection/data-stream.js';
+import DataStream from 'nodemailer/lib/smtp-connection/data-stream';
 import { startSink } from '../../helpers/smtp-sink.js';
 
 /** A nodemailer connection to the sink on `port`, resolved once it has greeted and sent EHLO. */
