@@ -1,4 +1,5 @@
-// Owns the keys that bound a REST send (issue 31): recipients per request and send requests per second per account.
+// Owns the keys that bound a REST send (issue 31): recipients per request and send requests per second per account;
+// and how long a send's Idempotency-Key keeps its answer (issue 36).
 import { key } from './key-def.js';
 import { integer } from './values.js';
 
@@ -21,5 +22,15 @@ export const SEND_KEYS = {
     defaultText: '100',
     default: () => 100,
     parse: integer(0, 1_000_000, 'requests per second'),
+  }),
+};
+
+/** `api.idempotency_ttl_hours` (control-api/idempotency.ts). */
+export const API_KEYS = {
+  idempotencyTtlHours: key({
+    doc: 'Hours an Idempotency-Key of POST /tx/v1/send or /tx/v1/send-async keeps its answer: a retry with the key within them gets the first answer again (Idempotent-Replayed: true) and nothing is queued again; past them the key is free and retention removes it. Stripe keeps keys 24 hours.',
+    defaultText: '24',
+    default: () => 24,
+    parse: integer(1, 24 * 365, 'hours'),
   }),
 };

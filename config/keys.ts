@@ -3,7 +3,7 @@ import os from 'node:os';
 import {
   integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseTarget,
-  parseTransportMap, parseUrl, str, parseAllowTargets, type HostPort,
+  parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
 import { HTTP_TLS_KEYS } from './http-tls.js';
 import { MAX_BUFFERED_BYTES, SPOOL_QUEUE_KEYS } from './keys-spool.js';
@@ -12,7 +12,8 @@ import { SERVER_KEYS } from './keys-server.js';
 import { DNS_KEYS } from './keys-dns.js';
 import { STORAGE_KEYS } from './keys-storage.js';
 import { SMTP_PROXY_KEYS } from './keys-smtp-proxy.js';
-import { SEND_KEYS } from './keys-send.js';
+import { API_KEYS, SEND_KEYS } from './keys-send.js';
+import { SECURITY_KEYS } from './keys-security.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
@@ -271,28 +272,13 @@ export const KEY_TREE = {
       parse: oneOf(['dns', 'off'] as const),
     }),
   },
-  /** `send.max_recipients`, `send.rate_per_second`: the bounds of a REST send (config/keys-send.ts). */
+  /** `send.*`: the bounds of a REST send; `api.*`: how long its Idempotency-Key keeps an answer (config/keys-send.ts). */
   send: SEND_KEYS,
-  api: {
-    idempotencyTtlHours: key({
-      doc: 'Hours an Idempotency-Key of POST /tx/v1/send or /tx/v1/send-async keeps its answer: a retry with the key within them gets the first answer again (Idempotent-Replayed: true) and nothing is queued again; past them the key is free and retention removes it. Stripe keeps keys 24 hours.',
-      defaultText: '24',
-      default: () => 24,
-      parse: integer(1, 24 * 365, 'hours'),
-    }),
-  },
+  api: API_KEYS,
   /** `accounts.max_suppressions`, `accounts.max_sub_accounts`: what one account keeps (config/keys-accounts.ts). */
   accounts: ACCOUNT_KEYS,
-  /** The outbound-connection policy (filters/target-policy.ts): what tenant-chosen targets may reach. */
-  security: {
-    allowPrivateTargets: key({
-      live: true,
-      doc: 'Exceptions to the refusal of internal targets for webhooks, monitor webhooks, inbound downstreams and MX hosts: CIDR networks (10.0.0.0/8) or address:port ([::1]:2525); only an address:port entry opens one of Sluice\'s own listeners.',
-      defaultText: 'empty',
-      default: (): string[] => [],
-      parse: parseAllowTargets,
-    }),
-  },
+  /** The outbound-connection policy (config/keys-security.ts). */
+  security: SECURITY_KEYS,
   filters: {
     spamThreshold: key({
       doc: 'Spam score (built-in rules, DNS list weights and the classifier inbound; plus rspamd\'s score outbound) at or above which the recipient domain\'s abuse policy applies (inbound; rspamd\'s own action counts by its own thresholds) and outbound mail is SUSPECT.',
