@@ -135,7 +135,12 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
    * Runs one route's request: budgets, validation, the body, the handler, the answer. `keyed`: the request carries an
    * Idempotency-Key (issue 36): its body's bytes go into `hash`, and `read` says when they all have.
    */
-  async function handle(ctx: Koa.Context, route: AnyRoute, principal: KeyPrincipal | undefined, keyed?: { request: KeyedRequest; hash: crypto.Hash; read: boolean }) {
+  async function handle(
+    ctx: Koa.Context,
+    route: AnyRoute,
+    principal: KeyPrincipal | undefined,
+    keyed?: { request: KeyedRequest; hash: crypto.Hash; read: boolean; query: unknown },
+  ) {
     if (principal) {
       if (route.rateLimited && !limiter.take(`${groupOf(route.path)}:${principal.account.id}`)) {
         throw new ApiError(503, ['rate limit exceeded: at most 100 requests per second'], { 'Retry-After': '1' });
@@ -146,7 +151,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
       }
     }
     const params = route.params ? validate(route.params, { ...ctx.params }, 'path') : {};
-    const query = route.query ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query') : {};
+    const query = keyed ? keyed.query : queryOf(ctx, route);
     let body: unknown = undefined;
     let read: JsonBody | undefined;
     try {
@@ -202,6 +207,11 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
     }
   }
 
+  /** The route's query, coerced and checked (400 naming what is wrong). */
+  function queryOf(ctx: Koa.Context, route: AnyRoute): unknown {
+    return route.query ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query') : {};
+  }
+
   /** Answers a stored answer again (Idempotent-Replayed: true). */
   const answerWith = (ctx: Koa.Context, a: ReturnType<typeof replay>) => {
     ctx.status = a.status;
@@ -215,7 +225,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
    * answer replays it before any budget counts or anything is parsed; otherwise the request runs, and its answer is
    * kept in its commit (the handler's) or, for a refusal a retry would get again, after it.
    */
-  async function handleKeyed(ctx: Koa.Context, route: AnyRoute, principal: KeyPrincipal, key: string) {
+  async function handleKeyed(ctx: Koa.Context, route: AnyRoute, principal: KeyPrincipal, key: string, query: unknown) {
     const accountId = principal.account.id;
     const release = services.idempotency.begin(accountId, key);
     try {
@@ -223,7 +233,7 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
       const earlier = await services.idempotency.stored(accountId, key);
       if (earlier) return answerWith(ctx, replay(earlier, await hashBody(ctx.req, hash, route.bodyLimit ?? DEFAULT_BODY_LIMIT)));
       let digest: string | undefined;
-      const keyed = { request: services.idempotency.keyed(accountId, key, () => (digest ??= hash.digest('hex'))), hash, read: false };
+      const keyed = { request: services.idempotency.keyed(accountId, key, () => (digest ??= hash.digest('hex'))), hash, read: false, query };
       try {
         await handle(ctx, route, principal, keyed);
       } catch (err) {
@@ -251,8 +261,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
       ctx.state.principal = principal;
       const key = route.idempotent && principal ? idempotencyKeyOf(ctx.headers) : undefined;
       if (key !== undefined) {
-        const query = route.query ? validate(route.query, coerceQuery(route.query, ctx.query as Record<string, string | string[]>), 'query') : {};
-        if (route.idempotent!(query)) return handleKeyed(ctx, route, principal!, key);
+        const query = queryOf(ctx, route);
+        if (route.idempotent!(query)) return handleKeyed(ctx, route, principal!, key, query);
       }
       return handle(ctx, route, principal);
     });

@@ -1,6 +1,6 @@
 // Owns the classic header signals of the inbound content rules (dates, Message-ID, From, recipients, bulk-mailer
 // fingerprints) as data: name, prior score, test; the scores in use are fitted (./rule-weights.ts).
-import { decodeEncodedWords } from './bayes-tokens.js';
+import { decodeEncodedWords, siteOf } from './bayes-tokens.js';
 import type { ContentContext } from './content-rules.js';
 import { headerValues } from './message-headers.js';
 import { FITTED_SCORES } from './rule-weights.js';
@@ -42,8 +42,6 @@ function dateSkew(c: ContentContext): number | undefined {
 /** The address of a From or Reply-To value (the last `local@domain`), lower case. */
 const addressOf = (v: string | undefined) => /([^\s<>"@]+)@([^\s<>"@]+?)>?\s*$/.exec(v ?? '')?.slice(1, 3).map((s) => s.toLowerCase());
 const displayOf = (v: string | undefined) => decodeEncodedWords((v ?? '').replace(/<[^>]*>\s*$/, '')).replace(/"/g, '').trim();
-/** A registered domain, roughly: the last two labels (three under a two-letter country's second level). */
-const siteOf = (d: string) => d.split('.').slice(/\.(?:co|com|net|org|ac|gov)\.[a-z]{2}$/.test(d) ? -3 : -2).join('.');
 
 /**
  * Mailers that exist to send bulk mail, or that only spamware names itself: words, not product lists (a bulk tool

@@ -71,8 +71,9 @@ const cursorOf = (r: WindowRow | undefined): WalkCursor | undefined => r && { cr
  * statement, so a state that changed between the two is seen.
  */
 export function createPgRetentionStore(pg: Pg, bodies: RetentionBodies): RetentionStore {
+  const idempotency = createPgIdempotency(pg);
   return {
-    pruneIdempotencyKeys: (now, limit) => createPgIdempotency(pg).prune(now, limit),
+    pruneIdempotencyKeys: idempotency.prune,
 
     pruneBodies(a) {
       return pg.tx(async (q): Promise<WalkBatch> => {
