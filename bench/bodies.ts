@@ -19,7 +19,7 @@ function record(accountId: number, body: AcceptRecord['message']['body'], size: 
     message: {
       accountId, kind: 'outbound', sendRequestId: `r${at}`, messageId: `${at}@bench.test`, mailFrom: 'a@bench.test', fromEmail: 'a@bench.test',
       subject: 'bench', campaignId: null, transactional: true, body, size, auth: null, upstream: null, upstreamHostname: null, senderId: null,
-      createdAt: at, expiresAt: at + 86_400_000, verdicts: null, tracking: 0,
+      createdAt: at, expiresAt: at + 86_400_000, verdicts: null, tracking: 0, verp: false,
     },
     deliveries: [{ rcpt: 'b@dest.test', domain: 'dest.test', state: 'queued' }],
     events: [],

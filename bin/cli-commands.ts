@@ -23,7 +23,7 @@ import { queueCommand } from './cli-queue.js';
 import { storeCommand } from './cli-store.js';
 import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
 import { runningServes } from './pid-registry.js';
-import { secretSetting } from './wiring.js';
+import { secretSetting } from '../storage/ports/settings.js';
 
 
 /** Runs `command` (not serve, help or version); resolves to the exit code or throws as runCli expects. */

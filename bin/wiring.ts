@@ -1,7 +1,6 @@
 // Owns wiring the parts of Sluice that hold no socket on one store (storage/open.ts): the queue and its worker, the
 // send and inbound recipes, webhooks, jobs and the control plane's app. bin/server.ts starts the listeners of each
 // role on it. Each part receives the ports it uses, never the store whole.
-import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
@@ -10,7 +9,7 @@ import { createConsole } from '../control-api/console/router.js';
 import { createIdempotency } from '../control-api/idempotency.js';
 import { createQueueAdmin } from '../mta/queue/queue-admin.js';
 import { openStore, type OpenOptions } from '../storage/open.js';
-import type { SettingStore } from '../storage/ports/settings.js';
+import { secretSetting } from '../storage/ports/settings.js';
 import type { MessageRow } from '../storage/ports/queue.js';
 import type { Store } from '../storage/ports/store.js';
 import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
@@ -55,6 +54,7 @@ import { createMetrics } from '../mta/metrics.js';
 import { createCpuPool } from '../mta/cpu-pool.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
+import { wireReturnPath } from './wiring-return-path.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
 import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
@@ -99,13 +99,6 @@ export interface CoreOptions {
   processes?: number;
 }
 
-/**
- * A signing secret kept in settings under `name` (unsubscribe tokens, tracking tokens): 32 random bytes made once
- * per data_dir, so every process on it and every restart verifies the links already sent.
- */
-export async function secretSetting(settings: SettingStore, name: string): Promise<Buffer> {
-  return Buffer.from(await settings.getOrCreate(name, () => crypto.randomBytes(32).toString('base64')), 'base64');
-}
 
 /** Wires every part of Sluice on one store; nothing listens yet. The caller closes the store when done. */
 export async function wireCore(opts: CoreOptions) {
@@ -137,11 +130,12 @@ export async function wireCore(opts: CoreOptions) {
     localAddresses: () => [...interfaceAddresses(), ...(config.outbound.publicIp ? [config.outbound.publicIp] : [])],
     logger,
   });
+  const handleOf = async (id: number) => (await accounts.findById(id))?.handle ?? '';
   const queue = createQueue({
     metrics,
     store: store.queue,
     bodies: store.bodies,
-    handleOf: async (id) => (await accounts.findById(id))?.handle ?? '',
+    handleOf,
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
     maxSuppressions: config.accounts.maxSuppressions,
@@ -160,7 +154,10 @@ export async function wireCore(opts: CoreOptions) {
   // Where messages in progress live (scratch under data_dir/tmp) and how much of them memory may hold at once.
   const space = createMessageSpace(config, now);
   const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: await arcSealerFor(config, store.settings, logger) });
+  // Bounces and complaints that come back to outbound.return_path_domain / outbound.feedback_address (issue 35).
+  const comeback = await wireReturnPath({ store, live, handleOf, metrics, now, logger });
   const worker = createQueueWorker({
+    returnPath: comeback.returnPath,
     store: store.queue,
     bodies: store.bodies,
     queue,
@@ -354,7 +351,7 @@ export async function wireCore(opts: CoreOptions) {
   return {
     space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
-    inbound, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial, clockWatch,
+    inbound, feedback: comeback.feedback, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial, clockWatch,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }

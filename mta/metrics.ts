@@ -84,6 +84,13 @@ export function createMetrics() {
       labelNames: ['class', 'outcome'] as const,
       registers,
     }),
+    /** Fed by the reports that come back to the return path and feedback address (mta/queue/feedback.ts). */
+    reportsReceived: new Counter({
+      name: 'sluice_reports_received_total',
+      help: 'Reports that came back to outbound.return_path_domain or outbound.feedback_address, by kind (dsn, text-bounce, arf, none) and result (bounced, delayed, complained, repeated, ignored, unmatched).',
+      labelNames: ['kind', 'result'] as const,
+      registers,
+    }),
     /** Fed by outbound screening (mta/outbound/screening.ts) with each scanned message's verdict, refused ones too. */
     outboundScanDispositions: new Counter({
       name: 'sluice_outbound_scan_dispositions_total',

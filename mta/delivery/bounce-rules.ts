@@ -36,7 +36,7 @@ export function enhancedStatus(text: string): string | undefined {
 }
 
 /** RFC 3463 §3.1/3.2: recipient-class failures (bad mailbox 5.1.x, mailbox disabled 5.2.1) are worth suppressing. */
-function recipientClass(status: string): boolean {
+export function recipientClass(status: string): boolean {
   return status.startsWith('5.1.') || status === '5.2.1';
 }
 

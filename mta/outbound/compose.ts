@@ -84,6 +84,8 @@ export interface ComposedMessage {
   messageId: string;
   /** MAIL FROM: personalization envelope_from, else root envelope_from, else the From address. */
   envelopeFrom: string;
+  /** The request named the envelope sender (`envelope_from`): it keeps it, never a VERP return path (issue 35). */
+  envelopeKept: boolean;
   fromEmail: string;
   /** Lower-case A-label domain of the From address (Domain Lockdown, DKIM default). */
   fromDomain: string;
@@ -300,6 +302,7 @@ async function composeOne(
     index,
     messageId: id,
     envelopeFrom,
+    envelopeKept: (p.envelope_from ?? body.envelope_from) !== undefined,
     fromEmail: fromNorm.address,
     fromDomain: fromNorm.domain,
     recipients,

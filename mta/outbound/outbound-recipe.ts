@@ -60,6 +60,8 @@ export interface OutboundDraft extends SigningInput {
   messageId: string;
   /** Envelope sender (MAIL FROM); '' for the null sender. */
   mailFrom: string;
+  /** The sender keeps `mailFrom` as the return path; otherwise a VERP one may replace it (MessageRow.verp). */
+  keepsReturnPath: boolean;
   fromEmail: string | null;
   /** Every domain the message puts on the wire as the sender's, each of which Domain Lockdown must pass. */
   identities: Identity[];
@@ -366,6 +368,8 @@ function acceptedRecord(account: AccountRow, req: OutboundRequest, s: SignedMess
     sendRequestId: req.sendRequestId,
     messageId: d.messageId,
     mailFrom: d.mailFrom,
+    // The null sender stays null: a VERP address would invite replies to mail that must never be answered.
+    verp: !d.keepsReturnPath && d.mailFrom !== '',
     fromEmail: d.fromEmail,
     subject: d.subject,
     campaignId: d.campaignId,

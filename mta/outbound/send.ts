@@ -191,6 +191,7 @@ function draftOf(m: ComposedMessage, headerIdentities: Identity[], plan: Trackin
     index: m.index,
     messageId: m.messageId,
     mailFrom: m.envelopeFrom,
+    keepsReturnPath: m.envelopeKept,
     fromEmail: m.fromEmail,
     fromDomain: m.fromDomain,
     identities: [

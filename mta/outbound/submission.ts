@@ -81,6 +81,9 @@ async function composeSubmitted(deps: SubmissionDeps, msg: SubmittedMessage): Pr
         index: 0,
         messageId,
         mailFrom: msg.mailFrom,
+        // As Postal does: a submitted message's bounces come back to Sluice (events, suppression) when a return path
+        // domain is set; the client hears of them through its webhooks.
+        keepsReturnPath: false,
         fromEmail: from[0]!.address,
         fromDomain: from[0]!.domain,
         identities: [...originators.mailboxes.map(({ field, mailbox }) => ({ field, domain: mailbox.domain })), ...envelope],

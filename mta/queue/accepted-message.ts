@@ -85,6 +85,7 @@ const SYSTEM_MAIL = {
   upstreamHostname: null,
   senderId: null,
   verdicts: null,
+  verp: false,
 } as const satisfies Partial<NewMessage>;
 
 /**

@@ -1,6 +1,6 @@
 // Owns the shape of delivery events written to the outbox (api.md §4.2), one place for every event kind.
 
-export type EventKind = 'processed' | 'delivered' | 'soft-bounced' | 'hard-bounced' | 'dropped' | 'unsubscribed' | 'open' | 'click';
+export type EventKind = 'processed' | 'delivered' | 'soft-bounced' | 'hard-bounced' | 'dropped' | 'complained' | 'unsubscribed' | 'open' | 'click';
 
 export interface EventMessage {
   fromEmail: string | null;

@@ -23,13 +23,18 @@ export interface WorkerDeps {
   leaseMs: number;
   /** Deliveries in flight at once (across all destinations). */
   maxInFlight?: number;
+  /**
+   * The VERP return path of one delivery (mta/delivery/return-path.ts), or undefined to send with the message's own
+   * envelope sender. A message with one goes out one recipient per transaction: each has its own MAIL FROM.
+   */
+  returnPath?: (message: MessageRow, delivery: DeliveryRow) => string | undefined;
 }
 
 /**
  * A message's recipients at one domain; `body` is the reference the accept wrote the body under, when the fast path
  * handed it over (else the message row's).
  */
-type Group = { message: MessageRow; domain: string; deliveries: DeliveryRow[]; body?: BodyRef; eightBit?: boolean; bytes?: Buffer };
+type Group = { message: MessageRow; domain: string; mailFrom: string; deliveries: DeliveryRow[]; body?: BodyRef; eightBit?: boolean; bytes?: Buffer };
 
 /**
  * Groups started per turn of the event loop. Starting one (its route, its body opened, the 8-bit scan, the dial) is
@@ -67,18 +72,26 @@ export function createQueueWorker(deps: WorkerDeps) {
   /** The leases of deliveries in flight, by delivery id. */
   const held = new Map<number, Lease>();
 
-  function groupClaimed(rows: DeliveryRow[], messages: MessageRow[]): Group[] {
-    const byId = new Map(messages.map((m) => [m.id, m]));
+  /**
+   * The transactions of `rows`: RFC 5321 §5, recipients of one message sharing a domain go in one SMTP transaction,
+   * unless each has a return path of its own (VERP), which needs a transaction each.
+   */
+  function groupsOf(rows: DeliveryRow[], messageOf: (d: DeliveryRow) => MessageRow, extra: Partial<Group> = {}): Group[] {
     const groups = new Map<string, Group>();
     for (const d of rows) {
-      const message = byId.get(d.message_id) as MessageRow;
-      // RFC 5321 §5: recipients of one message sharing a domain go in one SMTP transaction.
-      const key = `${d.message_id}\u0000${d.domain}`;
-      const g = groups.get(key) ?? { message, domain: d.domain, deliveries: [] };
+      const message = messageOf(d);
+      const verp = deps.returnPath?.(message, d);
+      const key = verp === undefined ? `${d.message_id}\u0000${d.domain}` : `${d.message_id}\u0000${d.domain}\u0000${d.id}`;
+      const g = groups.get(key) ?? { ...extra, message, domain: d.domain, mailFrom: verp ?? message.mail_from, deliveries: [] };
       g.deliveries.push(d);
       groups.set(key, g);
     }
     return [...groups.values()];
+  }
+
+  function groupClaimed(rows: DeliveryRow[], messages: MessageRow[]): Group[] {
+    const byId = new Map(messages.map((m) => [m.id, m]));
+    return groupsOf(rows, (d) => byId.get(d.message_id) as MessageRow);
   }
 
   /**
@@ -104,7 +117,7 @@ export function createQueueWorker(deps: WorkerDeps) {
       } else {
         const result = await deps.client.deliver({
           hosts: route.hosts,
-          mailFrom: g.message.mail_from,
+          mailFrom: g.mailFrom,
           recipients: g.deliveries.map((d) => d.rcpt),
           body: bodyOf(g),
           // Downstreams of one domain are equivalent: any 4xx from one is a reason to try the next (issue 5).
@@ -289,13 +302,8 @@ export function createQueueWorker(deps: WorkerDeps) {
           await deps.store.release(deliveries, deps.now());
           return;
         }
-        const groups = new Map<string, Group>();
-        for (const d of rows) {
-          const g = groups.get(d.domain) ?? { message, domain: d.domain, deliveries: [], body, eightBit, ...(bytes ? { bytes } : {}) };
-          g.deliveries.push(d);
-          groups.set(d.domain, g);
-        }
-        await launch([...groups.values()]);
+        const found = message;
+        await launch(groupsOf(rows, () => found, { body, eightBit, ...(bytes ? { bytes } : {}) }));
       })()
         .catch((err) => log.error({ err, messageRowId }, 'fast path handoff failed'))
         .finally(() => active.delete(started));

@@ -78,6 +78,15 @@ export interface MxPolicy<S extends { id: number } = { id: number }> {
    */
   checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string; served: S }) => Promise<SmtpReply | undefined>;
   /**
+   * Mail that comes back (mta/queue/feedback.ts): a recipient it calls ours — a verified return path, the feedback
+   * address — is accepted without a served domain or the RCPT checks, in a transaction of its own, and its DATA goes
+   * to `take` instead of `onMessage`; a reply it gives for a recipient refuses it.
+   */
+  feedback?: {
+    recipient(address: string): Promise<{ ours: boolean; reply?: SmtpReply }>;
+    take(msg: { rcptTo: readonly string[]; content: MessageContent; clientIp: string }): Promise<SmtpReply>;
+  };
+  /**
    * Where DATA is kept while the message is handled (memory up to a bound, then a private file in data_dir/tmp).
    * Default: DEFAULT_SCRATCH (the OS temp directory), for listeners started without a data_dir (tests).
    */
@@ -171,6 +180,8 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
   });
   // The normalised form of each accepted RCPT, keyed by the object smtp-server keeps in envelope.rcptTo.
   const normalised = new WeakMap<SMTPServerAddress, string>();
+  /** Accepted RCPTs that are return paths or the feedback address (policy.feedback). */
+  const reports = new WeakSet<SMTPServerAddress>();
 
   return {
     name: policy.hostname,
@@ -222,6 +233,15 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
           answer(callback, reply);
         };
         if (!repeat && rcpts.length >= limits.maxRecipients) return refuse(REPLY.tooManyRecipients, 'too-many-recipients');
+        const fb = policy.feedback ? await policy.feedback.recipient(address.address) : { ours: false };
+        if (fb.reply) return refuse(fb.reply, 'unknown-return-path');
+        // A report and mail for a served domain are handled apart: never in one transaction.
+        if (!repeat && rcpts.some((r) => reports.has(r) !== fb.ours)) return refuse(REPLY.feedbackApart, 'report-apart');
+        if (fb.ours) {
+          reports.add(address);
+          normalised.set(address, address.address.toLowerCase());
+          return answer(callback);
+        }
         const decision = await classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
         if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'relay-denied');
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
@@ -255,6 +275,10 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
         if (hops > limits.maxHops) {
           log.info({ sessionId: session.id, hops }, 'message refused: too many hops');
           return REPLY.tooManyHops(hops);
+        }
+        const first = session.envelope.rcptTo[0];
+        if (first && reports.has(first) && policy.feedback) {
+          return policy.feedback.take({ rcptTo: rcptTo(), content, clientIp: session.remoteAddress });
         }
         if (!policy.onMessage) {
           // Nothing can take the message yet: temporary, so the sender keeps it and retries (never a silent 250).

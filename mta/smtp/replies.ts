@@ -92,6 +92,16 @@ export const REPLY = Object.freeze({
   tooManyRecipients: reply(452, '4.5.3', 'Too many recipients'),
   /** RFC 5321 §3.6.2 / RFC 3463 5.7.1: a recipient the MX does not serve (never a relay). */
   relayDenied: (rcpt: string) => reply(550, '5.7.1', `<${rcpt}>: Relay access denied`),
+  /**
+   * A return path (outbound.return_path_domain) whose token does not verify or names a delivery no longer stored:
+   * RFC 3463 5.1.1 bad destination mailbox. A forged or replayed bounce is refused here and changes nothing.
+   */
+  unknownReturnPath: reply(550, '5.1.1', 'Unknown or expired return path'),
+  /**
+   * RFC 5321 §4.5.3.1.10: a return path or feedback address and another recipient in one transaction. 452 makes the
+   * client send the rest in another transaction, where each kind gets its own handling.
+   */
+  feedbackApart: reply(452, '4.5.3', 'Reports to the return path take a transaction of their own; send the other recipients separately'),
   /** RFC 3463 5.1.3: a submission recipient that is not a usable address. */
   badDestination: (rcpt: string) => reply(553, '5.1.3', `<${rcpt}>: Bad destination mailbox address syntax`),
   /** The recipient's lists blocklist the client or sender (at RCPT, or at DATA when every recipient does). */
@@ -125,6 +135,8 @@ export const REPLY = Object.freeze({
   submissionUnavailable: reply(451, '4.3.2', 'Submission is not available, try again later'),
   /** Durably committed (ARCHITECTURE invariant 1): the id is the queue id (MX) or request id (submission). */
   queued: (id: string) => reply(250, '2.0.0', `Ok: queued as ${id}`),
+  /** A report to the return path or the feedback address, applied durably (mta/queue/feedback.ts). */
+  reportTaken: reply(250, '2.0.0', 'Ok: report received'),
   /** The inbound pipeline: a recipient domain's abuse policy blocks the message as spam. */
   spam: reply(550, '5.7.1', 'Message refused as spam'),
   /** The inbound pipeline: no recipient domain is served any more (deleted between RCPT and DATA). */

@@ -37,6 +37,11 @@ export interface MessageRow {
   verdicts: unknown[] | null;
   /** TRACK_* bits (storage/ports/tracking.ts): open pixel, tracked links, List-Unsubscribe. */
   tracking: number;
+  /**
+   * Its deliveries may leave with a VERP return path on `outbound.return_path_domain` (issue 35): mail an account
+   * sent whose sender did not keep its own envelope sender.
+   */
+  verp: boolean;
   /** The body (the Bodies port opens it); null when none is kept (a refused message, or pruned by retention). */
   body: BodyRef | null;
 }
@@ -90,6 +95,8 @@ export interface NewMessage {
   verdicts: readonly unknown[] | null;
   /** TRACK_* bits. */
   tracking: number;
+  /** MessageRow.verp. */
+  verp: boolean;
 }
 
 /** One recipient of an accepted message: queued for delivery (due at once), or dropped before any attempt. */
@@ -232,6 +239,25 @@ export interface OutcomeRecord {
   suppress?: { accountId: number; recipient: string; sender: string | null; maxEntries?: number };
 }
 
+/** The attempt command of a late outcome (a report that came back after the delivery was accepted). */
+export const LATE_COMMAND = 'DSN';
+
+/**
+ * A report about a delivery that came back after the receiving side accepted it (an RFC 3464 DSN to its VERP
+ * return path, issue 35), written in one unit by `recordLateOutcome`.
+ */
+export interface LateOutcome {
+  deliveryId: number;
+  /** `bounced`: the delivered delivery becomes bounced. `deferred`: a delay notice, recorded once per delivery. */
+  outcome: 'bounced' | 'deferred';
+  /** Its attempt row (command LATE_COMMAND); `host` is the reporting MTA. */
+  attempt: Omit<AttemptRecord, 'deliveryId' | 'outcome' | 'command'>;
+  log?: SmtpLogAttempt;
+  /** `hard-bounced` or `soft-bounced`, with its roll-up. */
+  event?: NewEvent;
+  suppress?: OutcomeRecord['suppress'];
+}
+
 /** A DSN to enqueue with the outcomes it reports (indexes into the outcomes of the same `record` call). */
 export interface DsnRecord {
   covers: readonly number[];
@@ -279,6 +305,13 @@ export interface QueueStore {
    * lost writes nothing (`false` in the result, in order); a DSN is enqueued when any outcome it covers was written.
    */
   record(outcomes: readonly OutcomeRecord[], dsns?: readonly DsnRecord[]): Promise<boolean[]>;
+  /**
+   * Records a late outcome in one unit, only while its delivery is `delivered` (and, for a delay notice, has no late
+   * attempt yet): the attempt, for a bounce the delivery's state `bounced` and last reply, the log row's attempt
+   * columns, the event with its roll-up and the suppression. False when nothing was written: a repeated or replayed
+   * report, a delivery that was never delivered, or one retention removed.
+   */
+  recordLateOutcome(o: LateOutcome): Promise<boolean>;
   /** Earliest due time of unfinished deliveries (a sending one's lease end included), or undefined when none. */
   nextDueAt(): Promise<number | undefined>;
   /**

@@ -1,4 +1,5 @@
 // Owns the Settings port: named values every process on one store shares (first-start marks, signing secrets).
+import crypto from 'node:crypto';
 
 /** Named settings, shared by every process (and, later, every node) on the store. */
 export interface SettingStore {
@@ -11,4 +12,12 @@ export interface SettingStore {
    * agree on one value (a signing secret made once per store).
    */
   getOrCreate(name: string, make: () => string): Promise<string>;
+}
+
+/**
+ * A signing secret kept in settings under `name` (unsubscribe, tracking and return path tokens): 32 random bytes made
+ * once per store, so every process and node on it, and every restart, verifies the tokens already sent.
+ */
+export async function secretSetting(settings: SettingStore, name: string): Promise<Buffer> {
+  return Buffer.from(await settings.getOrCreate(name, () => crypto.randomBytes(32).toString('base64')), 'base64');
 }

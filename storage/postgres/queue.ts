@@ -9,6 +9,8 @@ import {
   type ClaimBatch,
   type DeliveryRow,
   type DsnRecord,
+  LATE_COMMAND,
+  type LateOutcome,
   type MessageRow,
   type OutcomeRecord,
   type QueueStore,
@@ -150,6 +152,42 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     return true;
   }
 
+  /**
+   * Writes one late outcome with the unit's `q` while its delivery is delivered (a delay notice: once); false when
+   * it is not (a repeated or replayed report). The row lock makes two nodes given the same report write it once.
+   */
+  async function lateOne(q: Query, hot: HotRows, o: LateOutcome): Promise<boolean> {
+    const a = o.attempt;
+    const open =
+      o.outcome === 'bounced'
+        ? await q(
+            `UPDATE deliveries SET state = 'bounced', last_code = $2, last_status = $3, last_response = $4, last_command = $5,
+               last_host = $6, updated_at = $7 WHERE id = $1 AND state = 'delivered' RETURNING id`,
+            [o.deliveryId, a.code, a.status, a.response, LATE_COMMAND, a.host, a.at],
+          )
+        : await q(
+            `SELECT d.id FROM deliveries d WHERE d.id = $1 AND d.state = 'delivered' AND NOT EXISTS
+               (SELECT 1 FROM delivery_attempts x WHERE x.delivery_id = d.id AND x.command = $2 AND x.outcome = 'deferred') FOR UPDATE`,
+            [o.deliveryId, LATE_COMMAND],
+          );
+    if (open.length === 0) return false;
+    await q(
+      `INSERT INTO delivery_attempts (delivery_id, at, outcome, code, status, response, command, host) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [o.deliveryId, a.at, o.outcome, a.code, a.status, a.response, LATE_COMMAND, a.host],
+    );
+    if (o.log) {
+      await q('UPDATE smtp_log SET lastcmd = $2, rspcode = $3, rspmsg = $4, delivered = $5, updated_at = $6 WHERE delivery_id = $1', [
+        o.deliveryId, o.log.lastcmd, o.log.rspcode, o.log.rspmsg, o.log.delivered, o.log.updated_at,
+      ]);
+    }
+    if (o.event) await events.append(q, o.event, {}, hot);
+    if (o.suppress) {
+      const { accountId, recipient, sender, maxEntries } = o.suppress;
+      await insertSystemSuppression(q, eventSuppression(accountId, recipient, 'hard_bounce', sender), a.at, maxEntries ?? DEFAULT_MAX_SUPPRESSIONS);
+    }
+    return true;
+  }
+
   return {
     // One unit for the request, all or nothing, however many messages it carries, in the same
     // group commit as the outcomes: every accept adds to the account's hot rows (hourly and per-second roll-ups,
@@ -220,6 +258,8 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
         for (const d of dsns) if (d.covers.some((i) => written[i])) await acceptOne(q, batch, d.dsn);
         return written;
       }),
+
+    recordLateOutcome: (o) => unit((q, _exec, batch) => lateOne(q, batch.hot, o)),
 
     // On the caller's clock: the worker sleeps until then.
     async nextDueAt() {

@@ -31,6 +31,7 @@ import { LOG_SUBJECT_COVERING } from './migrations/029-log-subject-covering.js';
 import { BAYES_EVICT_BY_COUNT } from './migrations/030-bayes-evict-by-count.js';
 import { BAYES_TOKENIZER } from './migrations/031-bayes-tokenizer.js';
 import { IDEMPOTENCY_KEYS } from './migrations/032-idempotency-keys.js';
+import { VERP } from './migrations/033-verp.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -69,4 +70,5 @@ export const MIGRATIONS: readonly string[] = [
   BAYES_EVICT_BY_COUNT, // 30
   BAYES_TOKENIZER, // 31
   IDEMPOTENCY_KEYS, // 32
+  VERP, // 33
 ];

@@ -8,6 +8,8 @@ import {
   type ClaimBatch,
   type DeliveryRow,
   type DsnRecord,
+  LATE_COMMAND,
+  type LateOutcome,
   type MessageRow,
   type OutcomeRecord,
   IdempotencyKeyTaken,
@@ -25,7 +27,12 @@ import { createSuppressionStore } from './suppressions.js';
 import { createTrackingStore } from './tracking.js';
 
 /** A messages row as SQLite returns it: body_ref instead of the body reference, the flag as 0/1, verdicts as JSON. */
-type MessageTableRow = Omit<MessageRow, 'body' | 'transactional' | 'verdicts'> & { body_ref: string | null; transactional: number; verdicts: string | null };
+type MessageTableRow = Omit<MessageRow, 'body' | 'transactional' | 'verdicts' | 'verp'> & {
+  body_ref: string | null;
+  transactional: number;
+  verdicts: string | null;
+  verp: number;
+};
 
 /** The port's message record of a stored row. */
 export function toMessage(row: MessageTableRow): MessageRow {
@@ -33,6 +40,7 @@ export function toMessage(row: MessageTableRow): MessageRow {
   return {
     ...rest,
     transactional: row.transactional === 1,
+    verp: row.verp === 1,
     verdicts: row.verdicts === null ? null : (JSON.parse(row.verdicts) as unknown[]),
     body: storedBody(row),
   };
@@ -71,10 +79,10 @@ export function createQueueStore(db: Db, bodies: Bodies) {
   const s = {
     insertMessage: db.prepare(
       `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
-         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking)
+         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking, verp)
        VALUES (@accountId, @kind, @sendRequestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
          @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts,
-         @tracking)
+         @tracking, @verp)
        RETURNING id`,
     ),
     setBodyRef: db.prepare('UPDATE messages SET body_ref = ? WHERE id = ?'),
@@ -98,6 +106,15 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       `UPDATE deliveries SET state = @state, ${END_LEASE}, last_code = @code, last_status = @status,
          last_response = @response, last_command = @command, last_host = @host, next_attempt_at = @next,
          updated_at = @at WHERE id = @id AND state = 'sending' AND ${HELD}`,
+    ),
+    // A late outcome (a DSN that came back): only over a delivered delivery, so a repeated report writes nothing.
+    lateBounce: db.prepare(
+      `UPDATE deliveries SET state = 'bounced', last_code = @code, last_status = @status, last_response = @response,
+         last_command = @command, last_host = @host, updated_at = @at WHERE id = @id AND state = 'delivered'`,
+    ),
+    lateDelayOpen: db.prepare(
+      `SELECT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = ? AND d.state = 'delivered' AND NOT EXISTS
+         (SELECT 1 FROM delivery_attempts a WHERE a.delivery_id = d.id AND a.command = ? AND a.outcome = 'deferred')) AS open`,
     ),
     insertAttempt: db.prepare(
       `INSERT INTO delivery_attempts (delivery_id, at, outcome, code, status, response, command, host)
@@ -139,6 +156,7 @@ export function createQueueStore(db: Db, bodies: Bodies) {
     const { id: messageRowId } = s.insertMessage.get({
       ...m,
       transactional: m.transactional ? 1 : 0,
+      verp: m.verp ? 1 : 0,
       verdicts: m.verdicts === null ? null : JSON.stringify(m.verdicts),
     }) as { id: number };
     if (m.body) s.setBodyRef.run(bodies.store(messageRowId, m.body), messageRowId);
@@ -189,8 +207,14 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       at: a.at,
     }).changes > 0;
     if (!held) return false;
-    s.insertAttempt.run({ ...a, deliveryId: o.lease.id });
-    if (o.log) smtpLog.updateAttempt(o.lease.id, o.log);
+    writeAfter(o.lease.id, a, o);
+    return true;
+  }
+
+  /** What an outcome writes once its delivery row is updated: the attempt, the log row, the event, the suppression. */
+  function writeAfter(deliveryId: number, a: OutcomeRecord['attempt'], o: Pick<OutcomeRecord, 'log' | 'event' | 'trackedDelivery' | 'suppress'>): void {
+    s.insertAttempt.run({ ...a, deliveryId });
+    if (o.log) smtpLog.updateAttempt(deliveryId, o.log);
     if (o.event) {
       const key = o.trackedDelivery ? trackingKey(o.trackedDelivery.messageId) : undefined;
       const extra = o.trackedDelivery ? deliveredDelta(o.trackedDelivery.tracking, key !== undefined && tracking.markDelivered(key, a.at)) : {};
@@ -200,7 +224,6 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       const { accountId, recipient, sender, maxEntries } = o.suppress;
       suppressions.insert(eventSuppression(accountId, recipient, 'hard_bounce', sender), a.at, maxEntries ?? DEFAULT_MAX_SUPPRESSIONS);
     }
-    return true;
   }
 
   return {
@@ -253,6 +276,16 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       const written = outcomes.map(recordOne);
       for (const d of dsns) if (d.covers.some((i) => written[i])) acceptOne(d.dsn);
       return written;
+    },
+
+    recordLateOutcome(o: LateOutcome): boolean {
+      const a = { ...o.attempt, command: LATE_COMMAND, outcome: o.outcome };
+      const open =
+        o.outcome === 'bounced'
+          ? s.lateBounce.run({ ...a, id: o.deliveryId }).changes > 0
+          : (s.lateDelayOpen.get(o.deliveryId, LATE_COMMAND) as { open: number }).open === 1;
+      if (open) writeAfter(o.deliveryId, a, o);
+      return open;
     },
 
     /** Whether a claim at `now` would take anything (a read: it needs no write transaction to say no). */

@@ -173,7 +173,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const queue: QueueStore = {
     ...port(queueRepo, b, {
       reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes', 'findAnswer'],
-      writes: ['renew', 'release', 'keepAnswer'],
+      writes: ['renew', 'release', 'keepAnswer', 'recordLateOutcome'],
       // Outcomes answer no client: they ride the accepts' commits (issue 32: one fsync for many units).
       deferrable: ['record'],
     }),

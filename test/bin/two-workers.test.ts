@@ -35,7 +35,7 @@ async function queueMessages(dataDir: string, n: number): Promise<void> {
             accountId: made.value.id, kind: 'outbound', sendRequestId: `r${i}`, messageId: `two-${i}@sender.test`, mailFrom: 'app@sender.test',
             fromEmail: 'app@sender.test', subject: `two-${i}`, campaignId: null, transactional: true, body: await store.bodies.write(raw),
             size: raw.length, auth: null, upstream: null, upstreamHostname: null, senderId: null, createdAt: at, expiresAt: at + 86_400_000,
-            verdicts: null, tracking: 0,
+            verdicts: null, tracking: 0, verp: false,
           },
           deliveries: [{ rcpt: `u${i % 7}@rcpt.test`, domain: 'rcpt.test', state: 'queued' }],
           events: [],

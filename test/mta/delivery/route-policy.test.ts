@@ -18,7 +18,7 @@ const OWN = { host: '127.0.0.1', port: MX_PORT };
 const outbound: Pick<Config, 'outbound'> = {
   outbound: {
     smarthost: undefined, smarthostUser: undefined, smarthostPassword: undefined, smarthostTls: 'starttls',
-    transportMap: {}, mxPort: MX_PORT, publicIp: undefined, lockdown: 'dns',
+    transportMap: {}, mxPort: MX_PORT, publicIp: undefined, lockdown: 'dns', returnPathDomain: undefined, feedbackAddress: undefined,
   },
 };
 

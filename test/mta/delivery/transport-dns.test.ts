@@ -18,6 +18,8 @@ function outbound(over: Partial<Config['outbound']> = {}): Pick<Config, 'outboun
       mxPort: 2525,
       publicIp: undefined,
       lockdown: 'dns',
+      returnPathDomain: undefined,
+      feedbackAddress: undefined,
       ...over,
     },
   };

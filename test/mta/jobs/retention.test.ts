@@ -19,7 +19,7 @@ const DAY = 86_400_000;
 function mail(account: { id: number; handle: string }, tag: string, recipients: string[]): AcceptedOutbound {
   return {
     account, kind: 'outbound', sendRequestId: `req-${tag}`, messageId: `${tag}@acme.test`, mailFrom: 'app@acme.test',
-    fromEmail: 'app@acme.test', subject: `Subject ${tag}`, campaignId: null, transactional: true,
+    fromEmail: 'app@acme.test', subject: `Subject ${tag}`, campaignId: null, transactional: true, verp: false,
     body: bufferSource(Buffer.from(`From: app@acme.test\r\nSubject: ${tag}\r\n\r\nbody ${tag}\r\n`)), auth: 'api-key:1',
     upstream: '192.0.2.1', upstreamHostname: null, senderId: null, recipients,
   };

@@ -13,7 +13,7 @@ t.test('outbound: every sender column is the record\'s own; the account becomes 
   const row = messageRow(
     {
       kind: 'outbound', account: { id: 7, handle: 'acme' }, sendRequestId: 'req-1', messageId: 'm1@acme.test', mailFrom: 'bounce@acme.test',
-      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, body: bufferSource(raw), auth: 'alice',
+      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, verp: false, body: bufferSource(raw), auth: 'alice',
       upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', recipients: ['b@rcpt.test'],
       dropped: new Map([['b@rcpt.test', { status: '5.7.1', reason: 'suppressed' }]]),
     },
@@ -24,7 +24,7 @@ t.test('outbound: every sender column is the record\'s own; the account becomes 
   t.strictSame(row, {
     kind: 'outbound', accountId: 7, sendRequestId: 'req-1', messageId: 'm1@acme.test', mailFrom: 'bounce@acme.test',
     fromEmail: 'app@acme.test', subject: 'Hi', campaignId: 'spring', transactional: false, body, size: raw.length, auth: 'alice',
-    upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', verdicts: null, tracking: 0, ...at,
+    upstream: '192.0.2.1', upstreamHostname: 'client.test', senderId: 'acme', verdicts: null, tracking: 0, verp: false, ...at,
   });
   t.notOk('recipients' in row || 'dropped' in row || 'account' in row || 'raw' in row, 'envelope-only fields stay out of the row');
 });
@@ -33,7 +33,7 @@ t.test('outbound with engagement: its flags become the tracking column, its toke
   const row = messageRow(
     {
       kind: 'outbound', account: { id: 7, handle: 'acme' }, sendRequestId: 'req-2', messageId: 'm2@acme.test', mailFrom: 'bounce@acme.test',
-      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: null, transactional: true, body: bufferSource(raw), auth: null, upstream: null,
+      fromEmail: 'app@acme.test', subject: 'Hi', campaignId: null, transactional: true, verp: false, body: bufferSource(raw), auth: null, upstream: null,
       upstreamHostname: null, senderId: null, recipients: ['b@rcpt.test'],
       engagement: { flags: TRACK_OPEN | TRACK_CLICK, tokens: { key: Buffer.alloc(16), links: ['https://shop.test/'], clickHost: 'c.test', openHost: 'o.test', custom: 0 } },
     },
@@ -55,7 +55,7 @@ t.test('relay: no account, no sender columns, transactional, verdicts kept', asy
   t.strictSame(row, {
     kind: 'relay', accountId: null, sendRequestId: 'Q1', messageId: 'm@sender.test', mailFrom: 'a@sender.test',
     fromEmail: null, subject: null, campaignId: null, transactional: true, body, size: raw.length, auth: null, upstream: null,
-    upstreamHostname: null, senderId: null, verdicts: [], tracking: 0, ...at,
+    upstreamHostname: null, senderId: null, verdicts: [], tracking: 0, verp: false, ...at,
   });
 });
 
@@ -72,6 +72,6 @@ t.test('dsn: sent with the null reverse-path, from MAILER-DAEMON', async (t) => 
   t.strictSame(row, {
     kind: 'dsn', accountId: null, sendRequestId: 'u-1', messageId: 'dsn@mx.sluice.test', mailFrom: '',
     fromEmail: 'MAILER-DAEMON@mx.sluice.test', subject: 'Undelivered Mail Returned to Sender', campaignId: null,
-    transactional: true, body, size: raw.length, auth: null, upstream: null, upstreamHostname: null, senderId: null, verdicts: null, tracking: 0, ...at,
+    transactional: true, body, size: raw.length, auth: null, upstream: null, upstreamHostname: null, senderId: null, verdicts: null, tracking: 0, verp: false, ...at,
   });
 });

@@ -151,3 +151,37 @@ contract('changes() reports another node\'s accept, which its worker would other
   stop.abort();
   t.same(await seen.next(), { value: undefined, done: true }, 'ends when its signal aborts');
 });
+
+contract('a late outcome (a DSN that came back) writes only over a delivered delivery, once; the VERP flag is stored', async (t, { store, reopen }) => {
+  const acct = await account(store, 'acme');
+  const rec = await message(store, acct, ['a@one.test', 'b@one.test'], 0);
+  const [ids] = await store.queue.accept([{ ...rec, message: { ...rec.message, verp: true } }]);
+  t.equal((await store.queue.findMessage(ids!.messageRowId))?.verp, true, 'the flag reads back as a boolean');
+  const [a, b] = ids!.deliveryIds as [number, number];
+  const late = (deliveryId: number, outcome: 'bounced' | 'deferred', status: string) => ({
+    deliveryId,
+    outcome,
+    attempt: { at: 5_000, code: outcome === 'bounced' ? 550 : 450, status, response: `${status} reported`, host: 'mx.one.test' },
+    event: { accountId: acct, kind: outcome === 'bounced' ? 'hard-bounced' : 'soft-bounced', payload: { event: 'x', customer_handle: 'acme', timestamp: 5 }, at: 5_000 },
+    suppress: outcome === 'bounced' ? { accountId: acct, recipient: 'a@one.test', sender: 'a@sender.test' } : undefined,
+  });
+  t.equal(await store.queue.recordLateOutcome(late(a, 'bounced', '5.1.1')), false, 'a queued delivery takes no late outcome');
+  const claimed = (await store.queue.claim('w1', 1_000, LEASE, 10)).deliveries;
+  const done = (d: (typeof claimed)[number]) => ({
+    lease: { id: d.id, owner: 'w1', token: d.lease_token, until: d.lease_until! },
+    attempt: { at: 2_000, outcome: 'delivered' as const, code: 250, status: '2.0.0', response: '250 ok', command: 'DATA', host: 'mx.one.test' },
+    state: 'delivered' as const,
+    nextAttemptAt: 2_000,
+  });
+  t.same(await store.queue.record(claimed.map(done)), [true, true]);
+  t.equal(await store.queue.recordLateOutcome(late(b, 'deferred', '4.2.2')), true, 'a delay notice over a delivered delivery');
+  const other = await reopen();
+  t.equal(await other.queue.recordLateOutcome(late(b, 'deferred', '4.2.2')), false, 'once per delivery, on any node');
+  t.match(await store.queue.findDelivery(b), { state: 'delivered' }, 'a delay leaves it delivered');
+  t.equal(await store.queue.recordLateOutcome(late(a, 'bounced', '5.1.1')), true);
+  t.equal(await other.queue.recordLateOutcome(late(a, 'bounced', '5.1.1')), false, 'a replay writes nothing');
+  t.match(await store.queue.findDelivery(a), { state: 'bounced', last_code: 550, last_status: '5.1.1', last_command: 'DSN', last_host: 'mx.one.test' });
+  t.same((await store.queue.attemptsOf(a)).map((x) => [x.outcome, x.command, x.status]), [['delivered', 'DATA', '2.0.0'], ['bounced', 'DSN', '5.1.1']]);
+  t.same((await store.queue.attemptsOf(b)).map((x) => [x.outcome, x.command]), [['delivered', 'DATA'], ['deferred', 'DSN']]);
+  t.equal(await store.suppressions.exists(acct, 'a@one.test', 'hard_bounce'), true, 'suppressed in the same unit');
+});

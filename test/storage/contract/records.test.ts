@@ -75,7 +75,7 @@ contract('bodies: what is written reads back byte for byte, from a buffer or a s
       message: {
         accountId: acct, kind: 'outbound', sendRequestId: `r${n}`, messageId: `m${n}@x.test`, mailFrom: '', fromEmail: null,
         subject: 'x', campaignId: null, transactional: true, body: ref, size: ref.size, auth: null, upstream: null,
-        upstreamHostname: null, senderId: null, createdAt: 0, expiresAt: 1, verdicts: null, tracking: 0,
+        upstreamHostname: null, senderId: null, createdAt: 0, expiresAt: 1, verdicts: null, tracking: 0, verp: false,
       },
       deliveries: [],
       events: [],
