@@ -39,6 +39,27 @@ export async function accountsCommand(sub: string | undefined, store: AccountSto
   throw new UsageError('usage: sluice accounts create|list');
 }
 
+/**
+ * `sluice accounts set-pool --account H --pool NAME|none`: the sending pool (outbound.pools) the account's mail
+ * leaves from; `none` removes its own, so its parent's (or the default address) applies. An unknown pool is refused.
+ */
+export async function setPoolCommand(store: AccountStore, pools: Readonly<Record<string, unknown>>, opts: Opts, io: CliIo): Promise<number> {
+  const account = await requireAccount(store, opts.account);
+  const name = opts.pool?.trim().toLowerCase();
+  if (!name) throw new UsageError('usage: sluice accounts set-pool --account H --pool NAME|none');
+  if (name !== 'none' && !Object.hasOwn(pools, name)) {
+    const known = Object.keys(pools);
+    throw new UsageError(`--pool ${name} is not a pool of outbound.pools (${known.length > 0 ? known.join(', ') : 'none configured'})`);
+  }
+  await store.setPool(account.id, name === 'none' ? null : name);
+  const parent = account.parent_id === null ? undefined : await store.findById(account.parent_id);
+  const own = name === 'none' ? null : name;
+  const effective = own ?? parent?.pool ?? null;
+  const source = own ? 'own' : parent?.pool ? 'parent' : 'default address';
+  io.stdout(opts.json ? JSON.stringify({ account: account.handle, pool: effective, source }) + '\n' : `${account.handle}\t${effective ?? 'none'}\t(${source})\n`);
+  return 0;
+}
+
 export async function keysCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): Promise<number> {
   const account = await requireAccount(store, opts.account);
   if (sub === 'create') {

@@ -13,7 +13,7 @@ import { createBayesClassifier } from '../filters/bayes.js';
 import { filterCommand } from './cli-filter.js';
 import { arcDnsRecord, arcKey, arcSealerFor } from './wiring-inbound.js';
 import pino from 'pino';
-import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand } from './cli-accounts.js';
+import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand, setPoolCommand } from './cli-accounts.js';
 import { UsageError, type CliIo, type CliOptionValues } from './cli-common.js';
 import { consoleCommand } from './cli-console.js';
 import { inboundDomainsCommand } from './cli-inbound.js';
@@ -68,6 +68,7 @@ export async function runCommand(
       return await withStore(loaded(), now, (store) => signingKeyCommand(sub, store, !!opts.json, io, now));
     case 'accounts': {
       const cfg = loaded();
+      if (sub === 'set-pool') return await withStore(cfg, now, (store) => setPoolCommand(store.accounts, cfg.config.outbound.pools, opts, io));
       if (sub === 'scan-policy') {
         return await withStore(cfg, now, (store) => scanPolicyCommand(store.accounts, store.senderAbuse, cfg.config.filters.outboundPolicy, opts, io, now));
       }

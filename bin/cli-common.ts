@@ -35,6 +35,7 @@ export const OPTIONS = {
   label: { type: 'string' },
   sender: { type: 'string' },
   policy: { type: 'string' },
+  pool: { type: 'string' },
   condition: { type: 'string' },
   interval: { type: 'string' },
   webhook: { type: 'string' },
@@ -75,6 +76,7 @@ export type Opts = {
   subscription?: string;
   sender?: string;
   policy?: string;
+  pool?: string;
   condition?: string;
   webhook?: string;
   email?: string;

@@ -21,6 +21,9 @@ Commands:
   accounts scan-policy --account H [--policy enforce|monitor|off|default] [--json]
                                           show or set the account's outbound scanning policy (default:
                                           its parent's, else filters.outbound_policy)
+  accounts set-pool --account H --pool NAME|none [--json]
+                                          send the account's mail from a pool of outbound.pools (none:
+                                          its parent's, else the default address)
   keys create --account H --scope api|inbound [--json]
                                           create an API key (shown once)
   keys list --account H [--json]          list an account's live API keys (redacted)

@@ -16,6 +16,7 @@ import type { Queue } from '../mta/queue/queue.js';
 import type { Metrics } from '../mta/metrics.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
+import type { TlsReports } from '../mta/jobs/tls-reports.js';
 import type { ListenerLookup } from '../mta/delivery/target-guard.js';
 import type { TrackingScope } from '../storage/ports/tracking-domains.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
@@ -99,6 +100,8 @@ export interface RunningServer {
   webhookDispatcher: WebhookDispatcher;
   /** Alert monitors: fire and deliver alerts (polls every second when the worker runs; tests call `runOnce()`). */
   alertMonitors: AlertMonitors;
+  /** TLS-RPT (mta/jobs/tls-reports.ts): tests flush and report by hand. */
+  tlsReports: TlsReports;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
   /** The configuration in effect (the start-up one, with the live keys of each reload applied). */
@@ -163,9 +166,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         core.retention.start();
         core.bodySweep.start();
         core.dkimRetirement.start();
+        core.tlsReports.start();
       },
       async stop() {
         core.dkimRetirement.stop();
+        await core.tlsReports.stop();
         await core.retention.stop();
         await core.bodySweep.stop();
       },
@@ -174,10 +179,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       logger.info(
         { job: 'housekeeping', leading },
         leading
-          ? 'this process runs retention, the body sweep and DKIM retirement'
+          ? 'this process runs retention, the body sweep, DKIM retirement and TLS-RPT reports'
           : stopping
-            ? 'stopping: the lead of retention, the body sweep and DKIM retirement is given up'
-            : 'another process runs retention, the body sweep and DKIM retirement now',
+            ? 'stopping: the lead of retention, the body sweep, DKIM retirement and TLS-RPT reports is given up'
+            : 'another process runs retention, the body sweep, DKIM retirement and TLS-RPT reports now',
       ),
     onError: (err) => logger.warn({ err, job: 'housekeeping' }, 'cannot reach the store for the housekeeping lead'),
   });
@@ -261,6 +266,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       core.worker.start();
       core.webhookDispatcher.start();
       core.alertMonitors.start();
+      // TLS-RPT counts are written every minute by every process that delivers; one process reports them.
+      core.tlsReports.startFlushing();
       // Retention, the body sweep and DKIM retirement run on one process of the whole cluster at a time: the one
       // holding their lead in the store (mta/jobs/leadership.ts), which moves within a minute when it dies.
       if (onceJobs) housekeeping.start();
@@ -286,6 +293,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       bodySweep: core.bodySweep,
       webhookDispatcher: core.webhookDispatcher,
       alertMonitors: core.alertMonitors,
+      tlsReports: core.tlsReports,
       firstApiKey: core.firstApiKey,
       currentConfig: () => live,
       tls,
@@ -317,6 +325,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await Promise.all(listeners.map((l) => l.close()));
         await core.worker.stop();
         await housekeeping.stop();
+        await core.tlsReports.close();
         await core.webhookDispatcher.stop();
         await core.alertMonitors.stop();
         await core.smtpClient.close();

@@ -55,6 +55,8 @@ import { createCpuPool } from '../mta/cpu-pool.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { wireReturnPath } from './wiring-return-path.js';
+import { wireTlsOut } from './wiring-tls-out.js';
+import { createPoolPicker } from '../mta/delivery/pools.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
 import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
@@ -144,7 +146,9 @@ export async function wireCore(opts: CoreOptions) {
     // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
     afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
-  const smtpClient = createSmtpClient({ hostname: config.smtp.hostname });
+  // MTA-STS for routing and the client; TLS-RPT counts each policy domain's sessions (issue 35).
+  const tlsOut = wireTlsOut({ config, live, store, resolver, guard, queue, now, logger });
+  const smtpClient = createSmtpClient({ hostname: config.smtp.hostname, extraCa: tlsOut.extraCa, onTlsResult: (r) => tlsOut.tlsReports.record(r) });
   // Tokenising and authenticating large inbound messages on worker threads (server.cpu_threads; 0: none).
   const cpu = createCpuPool({ threads: config.server.cpuThreads, logger });
   const inboundFilters = wireInboundFilters({ config, store, resolver, now, logger, ...(cpu.threads > 0 ? { cpu } : {}) });
@@ -158,12 +162,16 @@ export async function wireCore(opts: CoreOptions) {
   const comeback = await wireReturnPath({ store, live, handleOf, metrics, now, logger });
   const worker = createQueueWorker({
     returnPath: comeback.returnPath,
+    sourceOf: createPoolPicker(() => config.outbound.pools, logger),
     store: store.queue,
     bodies: store.bodies,
     queue,
     client: smtpClient,
     resolveRoute: createRouter({
-      outbound: createRouteResolver({ config: { get outbound() { return live().outbound; } }, resolver, guard }),
+      outbound: createRouteResolver({
+        config: { get outbound() { return live().outbound; } }, resolver, guard,
+        sts: (d) => tlsOut.mtaSts.policyFor(d), tlsResult: (r) => tlsOut.tlsReports.record(r),
+      }),
       downstream: createDownstreamRouter({ domains: inboundDomains, guard }),
     }),
     now,
@@ -351,7 +359,7 @@ export async function wireCore(opts: CoreOptions) {
   return {
     space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
-    inbound, feedback: comeback.feedback, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial, clockWatch,
+    inbound, feedback: comeback.feedback, tlsReports: tlsOut.tlsReports, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial, clockWatch,
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }

@@ -16,7 +16,7 @@ import { API_KEYS, SEND_KEYS } from './keys-send.js';
 import { SECURITY_KEYS } from './keys-security.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
-import { RETURN_PATH_KEYS } from './keys-return-path.js';
+import { MTA_STS_KEYS, POOL_KEYS, RETURN_PATH_KEYS } from './keys-deliverability.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
@@ -272,8 +272,10 @@ export const KEY_TREE = {
       default: () => 'dns' as const,
       parse: oneOf(['dns', 'off'] as const),
     }),
-    /** `outbound.return_path_domain`, `outbound.feedback_address` (config/keys-return-path.ts). */
+    /** `outbound.return_path_domain`, `outbound.feedback_address`, MTA-STS and TLS-RPT (config/keys-deliverability.ts). */
     ...RETURN_PATH_KEYS,
+    ...MTA_STS_KEYS,
+    ...POOL_KEYS,
   },
   /** `send.*`: the bounds of a REST send; `api.*`: how long its Idempotency-Key keeps an answer (config/keys-send.ts). */
   send: SEND_KEYS,

@@ -175,6 +175,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     if (tls.key !== undefined) tls.key = path.resolve(cwd, tls.key);
   }
   if (config.acme.caFile !== undefined) config.acme.caFile = path.resolve(cwd, config.acme.caFile);
+  if (config.outbound.tlsCaFile !== undefined) config.outbound.tlsCaFile = path.resolve(cwd, config.outbound.tlsCaFile);
   if (config.inbound.arc.key !== undefined) config.inbound.arc.key = path.resolve(cwd, config.inbound.arc.key);
   return { config: deepFreeze(config), values, file };
 }

@@ -23,11 +23,23 @@ export function ehloExtensions(conn: SMTPConnection): readonly string[] {
 }
 
 /**
+ * The socket under a connected SMTPConnection (nodemailer keeps it in `_socket`; after STARTTLS, the TLSSocket): what
+ * MTA-STS testing mode reads its verification from. Throws when nodemailer no longer keeps it there.
+ */
+export function socketOf(conn: SMTPConnection): import('node:tls').TLSSocket | false {
+  const socket = (conn as unknown as { _socket?: unknown })._socket;
+  if (socket === undefined) throw new Error('nodemailer internals changed: SMTPConnection._socket is gone; re-check mta/delivery/nodemailer-seam.ts');
+  return socket as import('node:tls').TLSSocket | false;
+}
+
+/**
  * Throws when a new (unconnected) SMTPConnection has no extension list: the SMTP client checks this when it is
  * created, so an upgrade that moved the field stops the server at start instead of failing deliveries one by one.
  */
 export function checkNodemailerInternals(): void {
-  ehloExtensions(new SMTPConnection({ logger: false } as SMTPConnection.Options));
+  const fresh = new SMTPConnection({ logger: false } as SMTPConnection.Options);
+  ehloExtensions(fresh);
+  socketOf(fresh);
   installFastDataStream();
 }
 

@@ -4,6 +4,8 @@ import { promises as dnsPromises } from 'node:dns';
 import type { Config } from '../../config/load.js';
 import { isLoopBack, RULE_TEXT, type TargetDecision } from '../../filters/target-policy.js';
 import type { DnsResolver } from './dns-resolver.js';
+import { mxMatches, type StsPolicy, type StsState } from './mta-sts.js';
+import type { TlsResultSink } from './tls-results.js';
 
 /** How a host is dialled: STARTTLS when offered, STARTTLS or fail, or TLS from connect (port 465 style). */
 export type TlsMode = 'opportunistic' | 'required' | 'implicit';
@@ -16,6 +18,11 @@ export interface DeliveryHost {
   port: number;
   tls: TlsMode;
   auth?: { user: string; pass: string };
+  /**
+   * The recipient domain's MTA-STS policy names this MX host (RFC 8461 §4.1). `enforce`: STARTTLS with a certificate
+   * that verifies for `name`, or no delivery; `testing`: as opportunistic, with the verification reported (TLS-RPT).
+   */
+  sts?: { domain: string; policy: StsPolicy & { mode: 'enforce' | 'testing' } };
 }
 
 export type RouteResult =
@@ -97,6 +104,10 @@ export interface RouteDeps {
   guard: { decide(address: string, port: number): TargetDecision };
   /** Injected for tests of equal-preference ordering; Math.random by default. */
   random?: () => number;
+  /** MTA-STS (mta/delivery/mta-sts.ts), consulted for MX routes while `outbound.mta_sts` is on. */
+  sts?: (domain: string) => Promise<StsState>;
+  /** Where policy failures and MX hosts a policy does not name are reported (TLS-RPT). */
+  tlsResult?: TlsResultSink;
 }
 
 /** Creates `resolveRoute(domain)`: transport map, then smarthost, then DNS MX (ARCHITECTURE: routing order). */
@@ -141,6 +152,24 @@ export function createRouteResolver(deps: RouteDeps) {
       names = [{ name: domain, preference: 0 }];
       via = 'implicit_mx';
     }
+    // RFC 8461 §4.1-4.2: with a policy, only MX hosts it names are used (enforce), or reported (testing).
+    let policy: (StsPolicy & { mode: 'enforce' | 'testing' }) | undefined;
+    if (deps.sts && deps.config.outbound.mtaSts === 'on') {
+      const sts = await deps.sts(domain);
+      if (sts.kind === 'failed') deps.tlsResult?.({ policyDomain: domain, policy: null, mxHost: null, receivingIp: null, result: sts.result });
+      if (sts.kind === 'policy' && sts.policy.mode !== 'none') policy = sts.policy as StsPolicy & { mode: 'enforce' | 'testing' };
+    }
+    const named = (host: string) => policy !== undefined && policy.mx.some((p) => mxMatches(p, host));
+    if (policy) {
+      for (const n of names) if (!named(n.name)) deps.tlsResult?.({ policyDomain: domain, policy, mxHost: n.name, receivingIp: null, result: 'validation-failure' });
+      if (policy.mode === 'enforce') {
+        const kept = names.filter((n) => named(n.name));
+        if (kept.length === 0) {
+          return { kind: 'temp', reason: `MTA-STS policy of ${domain} (enforce) names none of its MX hosts (${names.map((n) => n.name).join(', ')}; policy mx: ${policy.mx.join(', ')})` };
+        }
+        names = kept;
+      }
+    }
     const port = deps.config.outbound.mxPort;
     let hosts: (DeliveryHost & { preference: number })[] = [];
     let temp = false;
@@ -157,7 +186,7 @@ export function createRouteResolver(deps: RouteDeps) {
       for (const address of found.addresses) {
         const d = deps.guard.decide(address, port);
         if (d.ok) {
-          hosts.push({ name, address, port, tls: 'opportunistic', preference });
+          hosts.push({ name, address, port, tls: 'opportunistic', preference, ...(policy && named(name) ? { sts: { domain, policy } } : {}) });
         } else if (isLoopBack(d.rule)) {
           // RFC 5321 §5.1: an MX that is ourselves ends the list; only more preferred hosts may be tried (Postfix
           // discards its own MX and every host of equal or higher preference value).

@@ -5,8 +5,10 @@ import type { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { fitsSmtpPath } from '../smtp/address.js';
 import { classifyError, classifyReply, type Category, type Outcome } from './bounce-rules.js';
-import { checkNodemailerInternals, ehloExtensions } from './nodemailer-seam.js';
+import { checkNodemailerInternals, ehloExtensions, socketOf } from './nodemailer-seam.js';
 import type { DeliveryHost } from './resolve-route.js';
+import { sessionResult, tlsFailureType, type TlsResultSink } from './tls-results.js';
+import { trustedRoots } from './mta-sts-fetch.js';
 
 /** A message body the client may read more than once: each `open()` is a fresh stream from its first byte. */
 export interface DeliveryBody {
@@ -32,6 +34,8 @@ export interface DeliveryJob {
    * greeting/EHLO/MAIL FROM tempfails): inbound relay to equivalent downstreams fails over on any 4xx.
    */
   failoverOnTempfail?: boolean;
+  /** The sending pool's address to leave from, with its EHLO name (mta/delivery/pools.ts); else the defaults. */
+  source?: { address: string; ehlo: string };
 }
 
 export interface RecipientResult {
@@ -67,6 +71,10 @@ export interface SmtpClientOptions {
   socketTimeoutMs?: number;
   /** Local address to bind outgoing connections to. */
   localAddress?: string;
+  /** CA certificates trusted besides Node's (`outbound.tls_ca_file`) where a certificate must verify (MTA-STS). */
+  extraCa?: () => readonly string[];
+  /** Each new session to an MTA-STS host reports how its TLS went here (TLS-RPT). */
+  onTlsResult?: TlsResultSink;
 }
 
 interface PooledConnection {
@@ -84,7 +92,7 @@ interface Destination {
   waiters: (() => void)[];
 }
 
-type SmtpError = Error & { code?: string; response?: string; responseCode?: number; command?: string; rejectedErrors?: SmtpError[]; recipient?: string };
+type SmtpError = Error & { code?: string; originalCode?: string; response?: string; responseCode?: number; command?: string; rejectedErrors?: SmtpError[]; recipient?: string };
 
 /** Splits "550 5.1.1 No such user" into code and text (multi-line replies keep their last line's text). */
 function parseReply(response: string | undefined): { code: number | undefined; text: string } {
@@ -185,22 +193,34 @@ export function createSmtpClient(opts: SmtpClientOptions) {
     }
   }
 
-  function connect(host: DeliveryHost, key: string, label: string): Promise<PooledConnection> {
+  /** Reports a session's TLS result when the host is under an MTA-STS policy. */
+  function report(host: DeliveryHost, result: ReturnType<typeof sessionResult>): void {
+    if (host.sts) opts.onTlsResult?.({ policyDomain: host.sts.domain, policy: host.sts.policy, mxHost: host.name, receivingIp: host.address, result });
+  }
+
+  function connect(host: DeliveryHost, key: string, label: string, source: DeliveryJob['source']): Promise<PooledConnection> {
+    // RFC 8461 §4.2: under an enforce policy, STARTTLS with a certificate that chains to a trusted root and names the
+    // MX host, or no delivery (Postfix `smtp_tls_security_level = secure`); testing mode verifies only to report.
+    const enforce = host.sts?.policy.mode === 'enforce';
     return new Promise((resolve, reject) => {
       const conn = new SMTPConnection({
         host: host.address,
         port: host.port,
-        name: opts.hostname,
+        name: source?.ehlo ?? opts.hostname,
         secure: host.tls === 'implicit',
-        requireTLS: host.tls === 'required',
-        opportunisticTLS: host.tls === 'opportunistic',
+        requireTLS: host.tls === 'required' || enforce,
+        opportunisticTLS: host.tls === 'opportunistic' && !enforce,
         // RFC 7435 opportunistic security: encrypt when offered, do not require a verifiable certificate (as Postfix
         // `smtp_tls_security_level = may`); SNI carries the MX name so multi-tenant receivers pick the right one.
-        tls: { rejectUnauthorized: false, ...(net.isIP(host.name) ? {} : { servername: host.name }) },
+        tls: {
+          rejectUnauthorized: enforce,
+          ...(host.sts ? { ca: trustedRoots(opts.extraCa?.() ?? []) } : {}),
+          ...(net.isIP(host.name) ? {} : { servername: host.name }),
+        },
         connectionTimeout: opts.connectTimeoutMs ?? 30_000,
         greetingTimeout: opts.greetingTimeoutMs ?? 30_000,
         socketTimeout: opts.socketTimeoutMs ?? 120_000,
-        ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+        ...(source ? { localAddress: source.address } : opts.localAddress ? { localAddress: opts.localAddress } : {}),
         logger: false,
       } as SMTPConnection.Options);
       const pc: PooledConnection = { conn, key, label, sent: 0, dead: false };
@@ -209,6 +229,13 @@ export function createSmtpClient(opts: SmtpClientOptions) {
         if (settled) return;
         settled = true;
         conn.close();
+        // A certificate Node refused surfaces as a socket error (nodemailer keeps Node's code as originalCode).
+        const tlsFailed = err.code === 'ETLS' || err.command === 'STARTTLS' || /^ERR_TLS|CERT|SELF_SIGNED|UNABLE_TO/.test(err.originalCode ?? '');
+        if (host.sts && tlsFailed) {
+          report(host, tlsFailureType(err));
+          // The deferral's log line and attempt say which policy refused the session: RFC 3463 4.7.5.
+          if (enforce) Object.assign(err, { code: 'ETLS', message: `MTA-STS policy of ${host.sts.domain} (enforce): ${err.message}` });
+        }
         reject(err);
       };
       conn.on('error', (err: SmtpError) => {
@@ -220,6 +247,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
       });
       conn.connect((err?: Error) => {
         if (err) return fail(err as SmtpError);
+        if (host.sts) report(host, enforce ? 'success' : sessionResult(socketOf(conn) || undefined, host.name));
         if (!host.auth) {
           settled = true;
           return resolve(pc);
@@ -234,8 +262,9 @@ export function createSmtpClient(opts: SmtpClientOptions) {
   }
 
   /** A connection to `host`, reusing an idle one; waits while the destination is at its cap. */
-  async function acquire(host: DeliveryHost): Promise<PooledConnection> {
-    const key = `${host.address}|${host.port}|${host.tls}|${host.auth ? `${host.auth.user}\u0000${host.auth.pass}` : ''}`;
+  async function acquire(host: DeliveryHost, source: DeliveryJob['source']): Promise<PooledConnection> {
+    // A connection is reused only for the same destination, TLS terms, credentials and local address.
+    const key = `${host.address}|${host.port}|${host.tls}|${source?.address ?? ''}|${host.sts?.policy.mode ?? ''}|${host.auth ? `${host.auth.user}\u0000${host.auth.pass}` : ''}`;
     const label = `${host.name}[${host.address}]:${host.port}`;
     const d = destination(key);
     for (;;) {
@@ -249,7 +278,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
       if (d.open < maxPer) {
         d.open++;
         try {
-          return await connect(host, key, label);
+          return await connect(host, key, label, source);
         } catch (err) {
           d.open--;
           d.waiters.shift()?.();
@@ -331,7 +360,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
       for (const host of job.hosts) {
         let pc: PooledConnection;
         try {
-          pc = await acquire(host);
+          pc = await acquire(host, job.source);
         } catch (err) {
           last = err as SmtpError;
           lastLabel = `${host.name}[${host.address}]:${host.port}`;

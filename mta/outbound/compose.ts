@@ -13,7 +13,7 @@ import { encodedPhrase, encodeLongWords, foldLine, isUnstructuredField, MAX_WORD
 import { asciiDomain, normalizeAddress } from './mailbox.js';
 import { STRUCTURE_LIMITS } from '../smtp/session.js';
 import { createTurns, TURN_WINDOW } from '../event-loop-turns.js';
-import { isTemplated, type DkimFields, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
+import { isTemplated, POOL_HEADER, type DkimFields, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
 import { renderTemplate } from './template.js';
 
 /** The one value RFC 8058 §3.1 defines for List-Unsubscribe-Post. */
@@ -211,7 +211,8 @@ async function composeOne(
   // send-request.ts): dropped here too, behind validation.
   const headers = new Map<string, { key: string; value: string }>();
   for (const { name: key, value } of customHeaders(body, p)) {
-    if (key.toLowerCase() === 'list-unsubscribe-post') continue;
+    // The pool header is an instruction to Sluice (send-request.ts POOL_HEADER), not part of the message.
+    if (key.toLowerCase() === 'list-unsubscribe-post' || key.toLowerCase() === POOL_HEADER) continue;
     // RFC 2047 §5(1): X- fields and Comments may carry encoded-words; only a word that fits no 998-octet line is
     // encoded, so values read by machines stay as given wherever RFC 5322 allows (an unfoldable structured
     // value was refused by validateSendRequest).

@@ -72,6 +72,8 @@ export interface OutboundDraft extends SigningInput {
   user: string;
   /** Open and click tracking of a REST send, stored with the message. */
   engagement?: AcceptedOutbound['engagement'];
+  /** The sending pool its request named (X-Sluice-Pool), over the account's. */
+  pool?: string;
 }
 
 /** The composition step's result: the drafts, or why there are none (a request-level refusal). */
@@ -162,8 +164,12 @@ async function runWithinLimit(
   if (!Array.isArray(signed)) return signed;
   if (req.dryRun) return render(deps, signed);
 
+  // The sending pool (outbound.pools): the message's own, else the account's, else its parent's.
+  const parent = account.pool === null && account.parent_id !== null ? await deps.accounts.findById(account.parent_id) : undefined;
+  const accountPool = account.pool ?? parent?.pool ?? null;
   // The accepted record of each message, built once; each step below adds what it decided.
-  const record = (s: SignedMessage, decided: Partial<OutboundRecord>): OutboundRecord => acceptedRecord(account, req, s, decided);
+  const record = (s: SignedMessage, decided: Partial<OutboundRecord>): OutboundRecord =>
+    acceptedRecord(account, req, s, { pool: s.draft.pool ?? accountPool, ...decided });
 
   const blocked = await failIfBlocked(deps, account, signed, record);
   if (blocked) return blocked;

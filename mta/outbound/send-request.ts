@@ -30,9 +30,16 @@ export const RESERVED_HEADERS: readonly string[] = [
 ];
 const RESERVED_PREFIXES: readonly string[] = ['x-sluice-', 'arc-'];
 
+/**
+ * The one X-Sluice-* header a send may set: the sending pool (outbound.pools) its message leaves from. Read by the
+ * send, checked against the configuration, never written into the message.
+ */
+export const POOL_HEADER = 'x-sluice-pool';
+
 /** True when `name` may not be supplied in `headers` (case-insensitive). */
 export function isReservedHeader(name: string): boolean {
   const n = name.toLowerCase();
+  if (n === POOL_HEADER) return false;
   return RESERVED_HEADERS.includes(n) || RESERVED_PREFIXES.some((p) => n.startsWith(p));
 }
 

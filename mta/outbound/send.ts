@@ -12,7 +12,7 @@ import { composeMessages, customHeaders, type ComposedMessage } from './compose.
 import { runOutbound, type Composition, type OutboundDraft, type RecipeDeps } from './outbound-recipe.js';
 import type { AcceptVerdict, Identity, OutboundVerdict } from './outbound-verdict.js';
 import { readOriginators } from './originators.js';
-import { validateSendRequest, type ContentItem, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
+import { POOL_HEADER, validateSendRequest, type ContentItem, type KeptValue, type KeptValues, type SendRequest } from './send-request.js';
 import { htmlTracker, planTracking, trackingRecord, type TrackingPlan } from './tracking-plan.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 
@@ -95,7 +95,7 @@ async function outbound(
       if (tooMany) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems: [tooMany] } };
       // Templates are parsed by validation: read back first.
       let req = await readBack(deps, { body: request, kept: opts.kept }, (c) => c.template_type === 'mustache', held);
-      const problems = validateSendRequest(req.body, req.kept);
+      const problems = [...validateSendRequest(req.body, req.kept), ...poolProblems(req.body, deps.config.outbound.pools)];
       if (problems.length > 0) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems } };
       const tracking = await planTracking({ domains: deps.trackingDomains, publicUrl: deps.publicUrl() }, acct, req.body);
       if (!tracking.ok) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems: tracking.errors } };
@@ -104,6 +104,22 @@ async function outbound(
       return { ok: true, compose: () => composeRequest(deps, acct, req, tracking.plan, opts.sendRequestId, scratches) };
     },
   });
+}
+
+/** The sending pool a personalization's headers name (X-Sluice-Pool, root or its own), or undefined. */
+function poolOf(body: SendRequest, index: number): string | undefined {
+  const h = customHeaders(body, body.personalizations[index]!).find((x) => x.name.toLowerCase() === POOL_HEADER);
+  return h === undefined ? undefined : h.value.trim().toLowerCase();
+}
+
+/** A pool header naming no pool of `outbound.pools` is refused (400): never a message sent from the wrong address. */
+export function poolProblems(body: SendRequest, pools: Readonly<Record<string, unknown>>): string[] {
+  const out: string[] = [];
+  body.personalizations.forEach((_, i) => {
+    const name = poolOf(body, i);
+    if (name !== undefined && !Object.hasOwn(pools, name)) out.push(`personalizations[${i}]: header X-Sluice-Pool names "${name}", which is not a pool of outbound.pools`);
+  });
+  return [...new Set(out)];
 }
 
 /**
@@ -181,7 +197,8 @@ async function composeRequest(
     const headers = readOriginators(customHeaders(body, body.personalizations[m.index]!));
     // validateSendRequest refused any originator header that does not parse; this is the same rule, kept.
     if (!headers.ok) return { ok: false, verdict: { action: 'reject', reason: 'invalid-request', problems: [`headers: ${headers.field} is not RFC 5322 syntax`] } };
-    drafts.push(draftOf(m, headers.mailboxes.map(({ field, mailbox }) => ({ field, domain: mailbox.domain })), plan));
+    const pool = poolOf(body, m.index);
+    drafts.push({ ...draftOf(m, headers.mailboxes.map(({ field, mailbox }) => ({ field, domain: mailbox.domain })), plan), ...(pool ? { pool } : {}) });
   }
   return { ok: true, drafts };
 }

@@ -28,6 +28,8 @@ export interface WorkerDeps {
    * envelope sender. A message with one goes out one recipient per transaction: each has its own MAIL FROM.
    */
   returnPath?: (message: MessageRow, delivery: DeliveryRow) => string | undefined;
+  /** The local address and EHLO name a message leaves from (its sending pool: mta/delivery/pools.ts), else undefined. */
+  sourceOf?: (message: MessageRow) => { address: string; ehlo: string } | undefined;
 }
 
 /**
@@ -112,6 +114,7 @@ export function createQueueWorker(deps: WorkerDeps) {
     let end: AttemptEnd;
     try {
       const route = await deps.resolveRoute(g.domain, g.message);
+      const source = g.message.kind === 'outbound' ? deps.sourceOf?.(g.message) : undefined;
       if (route.kind !== 'hosts') {
         end = { kind: 'no-route', route };
       } else {
@@ -122,6 +125,7 @@ export function createQueueWorker(deps: WorkerDeps) {
           body: bodyOf(g),
           // Downstreams of one domain are equivalent: any 4xx from one is a reason to try the next (issue 5).
           failoverOnTempfail: route.via === 'downstream',
+          ...(source ? { source } : {}),
         });
         end = { kind: 'dialled', result };
       }

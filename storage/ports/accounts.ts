@@ -11,6 +11,8 @@ export interface AccountRow {
   send_limit: number | null;
   created_at: number;
   deleted_at: number | null;
+  /** Its sending pool (outbound.pools), or null: its parent's, else the default address. */
+  pool: string | null;
 }
 
 export type KeyScope = 'api' | 'inbound';
@@ -84,6 +86,8 @@ export interface AccountStore {
   setEnabled(accountId: number, enabled: boolean): Promise<void>;
   /** Sets the monthly send limit (-1 inherit, null unlimited). */
   setSendLimit(accountId: number, limit: number | null): Promise<void>;
+  /** Sets the account's sending pool (a name of outbound.pools, checked by the caller), or null for none of its own. */
+  setPool(accountId: number, pool: string | null): Promise<void>;
   /** Marks a sub-account deleted and revokes all its keys and passwords, atomically. */
   deleteAccount(accountId: number, now: number): Promise<boolean>;
   /** New API key; 'limit' when the account already has CREDENTIAL_LIMIT live keys. */

@@ -42,6 +42,8 @@ export interface MessageRow {
    * sent whose sender did not keep its own envelope sender.
    */
   verp: boolean;
+  /** The sending pool it leaves from (outbound.pools), or null: the default address. */
+  pool: string | null;
   /** The body (the Bodies port opens it); null when none is kept (a refused message, or pruned by retention). */
   body: BodyRef | null;
 }
@@ -97,6 +99,8 @@ export interface NewMessage {
   tracking: number;
   /** MessageRow.verp. */
   verp: boolean;
+  /** MessageRow.pool (absent: null). */
+  pool?: string | null;
 }
 
 /** One recipient of an accepted message: queued for delivery (due at once), or dropped before any attempt. */

@@ -23,6 +23,7 @@ import type { SettingStore } from './settings.js';
 import type { SmtpLogStore } from './smtp-log.js';
 import type { SuppressionStore } from './suppressions.js';
 import type { ThrottleStore } from './throttles.js';
+import type { TlsReportStore } from './tls-reports.js';
 import type { TrackingStore } from './tracking.js';
 import type { TrackingDomainStore } from './tracking-domains.js';
 import type { WebhookStore } from './webhooks.js';
@@ -41,6 +42,8 @@ export interface Store {
   readonly jobLeads: JobLeadStore;
   /** Counters over a window that hold across processes and nodes (AUTH failures, console sign-ins). */
   readonly throttles: ThrottleStore;
+  /** TLS-RPT: how TLS to each MTA-STS domain went, per day, and which reports are sent. */
+  readonly tlsReports: TlsReportStore;
   /** Reservations against the monthly send limit, so concurrent sends cannot pass it together. */
   readonly sendLimits: SendLimitStore;
   /** The durable queue: accept, claim, renew, record (ARCHITECTURE: Queue). */

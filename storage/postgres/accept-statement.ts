@@ -23,12 +23,12 @@ export function acceptStatement(r: AcceptRecord, time: PgTimeAxis, inline: Buffe
   const m = r.message;
   const ctes = [
     `m AS (INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id, transactional,
-       size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking, verp, body_ref)
+       size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking, verp, pool, body_ref)
      VALUES (${[
        m.accountId, m.kind, m.sendRequestId, m.messageId, m.mailFrom, m.fromEmail, m.subject, m.campaignId, m.transactional, m.size,
        m.auth, m.upstream, m.upstreamHostname, m.senderId, m.createdAt, m.expiresAt,
        // As JSON text: pg would send a JavaScript array as a PostgreSQL array.
-       m.verdicts === null ? null : JSON.stringify(m.verdicts), m.tracking, m.verp, inline ? INLINE : null,
+       m.verdicts === null ? null : JSON.stringify(m.verdicts), m.tracking, m.verp, m.pool ?? null, inline ? INLINE : null,
      ].map((v) => $(v)).join(', ')}) RETURNING *)`,
   ];
   if (inline) ctes.push(`b AS (INSERT INTO message_bodies (message_id, body) SELECT id, ${$(inline)} FROM m)`);

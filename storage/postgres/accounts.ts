@@ -82,6 +82,10 @@ export function createPgAccountStore(pg: Pg, reads: ReadCache = uncached): Accou
       await pg.exec('UPDATE accounts SET send_limit = $1 WHERE id = $2 AND deleted_at IS NULL', [limit, accountId]);
     },
 
+    async setPool(accountId, pool) {
+      await pg.exec('UPDATE accounts SET pool = $1 WHERE id = $2 AND deleted_at IS NULL', [pool, accountId]);
+    },
+
     deleteAccount(accountId, now) {
       return pg.tx(async (_q, exec) => {
         const changed = (await exec('UPDATE accounts SET deleted_at = $1, enabled = false WHERE id = $2 AND deleted_at IS NULL', [now, accountId])) > 0;

@@ -19,6 +19,7 @@ import { createPgJobLeadStore } from './job-leads.js';
 import { createPgTimeAxis, type LeaseClock } from './leases.js';
 import { createPgSendLimitStore } from './send-limits.js';
 import { createPgThrottleStore } from './throttles.js';
+import { createPgTlsReportStore } from './tls-reports.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgEventWriter } from './events.js';
@@ -120,6 +121,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     settings: createPgSettingStore(pg),
     jobLeads: createPgJobLeadStore(pg, time),
     throttles: createPgThrottleStore(pg),
+    tlsReports: createPgTlsReportStore(pg),
     sendLimits: createPgSendLimitStore(pg, time),
     accounts: createPgAccountStore(pg, reads),
     dkimKeys: createPgDkimKeyStore(pg, reads),

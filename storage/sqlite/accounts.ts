@@ -34,6 +34,7 @@ export function createAccountStore(db: Db) {
     countAccounts: db.prepare('SELECT count(*) AS n FROM accounts'),
     setEnabled: db.prepare('UPDATE accounts SET enabled = ? WHERE id = ? AND deleted_at IS NULL'),
     setLimit: db.prepare('UPDATE accounts SET send_limit = ? WHERE id = ? AND deleted_at IS NULL'),
+    setPool: db.prepare('UPDATE accounts SET pool = ? WHERE id = ? AND deleted_at IS NULL'),
     markDeleted: db.prepare('UPDATE accounts SET deleted_at = ?, enabled = 0 WHERE id = ? AND deleted_at IS NULL'),
 
     countKeys: db.prepare('SELECT count(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL'),
@@ -180,6 +181,10 @@ export function createAccountStore(db: Db) {
     /** Sets the monthly send limit (-1 inherit, null unlimited). */
     setSendLimit(accountId: number, limit: number | null): void {
       s.setLimit.run(limit, accountId);
+    },
+
+    setPool(accountId: number, pool: string | null): void {
+      s.setPool.run(pool, accountId);
     },
 
     /** Marks a sub-account deleted and revokes all its keys and passwords in one transaction. */

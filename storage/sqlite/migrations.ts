@@ -32,6 +32,8 @@ import { BAYES_EVICT_BY_COUNT } from './migrations/030-bayes-evict-by-count.js';
 import { BAYES_TOKENIZER } from './migrations/031-bayes-tokenizer.js';
 import { IDEMPOTENCY_KEYS } from './migrations/032-idempotency-keys.js';
 import { VERP } from './migrations/033-verp.js';
+import { TLS_RESULTS } from './migrations/034-tls-results.js';
+import { POOLS } from './migrations/035-pools.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -71,4 +73,6 @@ export const MIGRATIONS: readonly string[] = [
   BAYES_TOKENIZER, // 31
   IDEMPOTENCY_KEYS, // 32
   VERP, // 33
+  TLS_RESULTS, // 34
+  POOLS, // 35
 ];

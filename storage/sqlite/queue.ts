@@ -79,10 +79,10 @@ export function createQueueStore(db: Db, bodies: Bodies) {
   const s = {
     insertMessage: db.prepare(
       `INSERT INTO messages (account_id, kind, request_id, message_id, mail_from, from_email, subject, campaign_id,
-         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking, verp)
+         transactional, size, auth, upstream, upstream_hostname, sender_id, created_at, expires_at, verdicts, tracking, verp, pool)
        VALUES (@accountId, @kind, @sendRequestId, @messageId, @mailFrom, @fromEmail, @subject, @campaignId,
          @transactional, @size, @auth, @upstream, @upstreamHostname, @senderId, @createdAt, @expiresAt, @verdicts,
-         @tracking, @verp)
+         @tracking, @verp, @pool)
        RETURNING id`,
     ),
     setBodyRef: db.prepare('UPDATE messages SET body_ref = ? WHERE id = ?'),
@@ -157,6 +157,7 @@ export function createQueueStore(db: Db, bodies: Bodies) {
       ...m,
       transactional: m.transactional ? 1 : 0,
       verp: m.verp ? 1 : 0,
+      pool: m.pool ?? null,
       verdicts: m.verdicts === null ? null : JSON.stringify(m.verdicts),
     }) as { id: number };
     if (m.body) s.setBodyRef.run(bodies.store(messageRowId, m.body), messageRowId);

@@ -37,6 +37,7 @@ import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
 import { createSendLimitStore } from './send-limits.js';
 import { createThrottleStore } from './throttles.js';
+import { createTlsReportStore } from './tls-reports.js';
 import { createTrackingDomainStore } from './tracking-domains.js';
 import { createTrackingStore } from './tracking.js';
 import { createWebhookStore } from './webhooks.js';
@@ -207,7 +208,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const accountsCached = { ...accountsRepo, authenticateKey: cached('accounts', accountsRepo.authenticateKey, (key) => hashSecret(key)) };
   const accounts: AccountStore = port(accountsCached, b, {
     reads: ['isEmpty', 'findByHandle', 'findById', 'findSubAccount', 'listParents', 'listSubAccounts', 'listApiKeys', 'authenticateKey', 'listSmtpPasswords', 'authenticateSmtp', 'usage'],
-    writes: ['createAccount', 'createParentWithKey', 'setEnabled', 'setSendLimit', 'deleteAccount', 'createApiKey', 'revokeApiKey', 'createSmtpPassword', 'deleteSmtpPassword', 'pruneCredentials', 'purgeDeletedSubAccounts'],
+    writes: ['createAccount', 'createParentWithKey', 'setEnabled', 'setSendLimit', 'setPool', 'deleteAccount', 'createApiKey', 'revokeApiKey', 'createSmtpPassword', 'deleteSmtpPassword', 'pruneCredentials', 'purgeDeletedSubAccounts'],
   });
 
   const store: SqliteStore = {
@@ -216,6 +217,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     settings: port(createSettingStore(db), b, { reads: ['get'], writes: ['set', 'delete', 'getOrCreate'] }),
     jobLeads: port(createJobLeadStore(db), b, { reads: ['leader'], writes: ['tryLead', 'resign'] }),
     throttles: port(createThrottleStore(db), b, { reads: ['counts'], writes: ['hit', 'clear', 'prune'] }),
+    tlsReports: port(createTlsReportStore(db), b, { reads: ['unreported', 'resultsOf'], writes: ['add', 'markSent', 'prune'] }),
     sendLimits: port(createSendLimitStore(db), b, { reads: [], writes: ['reserve', 'release'] }),
     queue,
     queueViews: port(createQueueViews(db), b, {

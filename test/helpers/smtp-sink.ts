@@ -23,6 +23,10 @@ export interface SinkOptions {
   onData?: (msg: Omit<ReceivedMessage, 'session'>) => Reply;
   /** Offer STARTTLS (smtp-server's built-in self-signed pair). Default true. */
   tls?: boolean;
+  /** The certificate STARTTLS presents, for SNI names that `sni` does not name (instead of the built-in pair). */
+  pair?: { key: string; cert: string };
+  /** Certificates by the SNI name the client asks for (an MX host name). */
+  sni?: Record<string, { key: string; cert: string }>;
   /** Require AUTH (PLAIN/LOGIN, after STARTTLS) with these credentials, as a smarthost would. */
   auth?: { user: string; pass: string };
   /** Advertise SMTPUTF8 (smtp-server does by default). Default true. */
@@ -73,6 +77,8 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     authOptional: !opts.auth,
     disabledCommands: disabled,
     ...(opts.smtpUtf8 === false ? { hideSMTPUTF8: true } : {}),
+    ...(opts.pair ? { key: opts.pair.key, cert: opts.pair.cert } : {}),
+    ...(opts.sni ? { sniOptions: opts.sni } : {}),
     size: 64 * 1024 * 1024,
     onConnect(_session, cb) {
       connections++;

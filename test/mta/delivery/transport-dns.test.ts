@@ -20,6 +20,11 @@ function outbound(over: Partial<Config['outbound']> = {}): Pick<Config, 'outboun
       lockdown: 'dns',
       returnPathDomain: undefined,
       feedbackAddress: undefined,
+      mtaSts: 'off',
+      mtaStsPort: 443,
+      tlsCaFile: undefined,
+      tlsReportsFrom: undefined,
+      pools: {},
       ...over,
     },
   };

@@ -19,7 +19,7 @@ import { tempDir } from '../../helpers/stack.js';
 
 const pems = await generate([{ name: 'commonName', value: 'mx.sluice.test' }], { keySize: 2048, algorithm: 'sha256' });
 const tls = { cert: pems.cert, key: pems.private, source: 'config' as const };
-const account: AccountRow = { id: 1, handle: 'acme', company_name: null, parent_id: null, enabled: true, send_limit: null, created_at: 0, deleted_at: null };
+const account: AccountRow = { id: 1, handle: 'acme', company_name: null, parent_id: null, enabled: true, send_limit: null, created_at: 0, deleted_at: null, pool: null };
 const authPlain = `AUTH PLAIN ${Buffer.from('\u0000acme\u0000pw').toString('base64')}`;
 const ok = { code: 250, status: '2.0.0', message: 'Ok: queued as TEST' };
 

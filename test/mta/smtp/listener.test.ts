@@ -23,7 +23,7 @@ import { readSource } from '../../../storage/message-source.js';
 
 const pems = await generate([{ name: 'commonName', value: 'mx.sluice.test' }], { keySize: 2048, algorithm: 'sha256' });
 const pair = { cert: pems.cert, key: pems.private, source: 'config' as const };
-const account: AccountRow = { id: 1, handle: 'acme', company_name: null, parent_id: null, enabled: true, send_limit: null, created_at: 0, deleted_at: null };
+const account: AccountRow = { id: 1, handle: 'acme', company_name: null, parent_id: null, enabled: true, send_limit: null, created_at: 0, deleted_at: null, pool: null };
 const authPlain = `AUTH PLAIN ${Buffer.from('\u0000acme\u0000pw').toString('base64')}`;
 
 interface Listener {

@@ -1,0 +1,117 @@
+// Owns the keys of deliverability (issue 35): mail that comes back (the VERP return path domain, the feedback-loop
+// address) and TLS that can be proven (MTA-STS, TLS-RPT).
+import { key } from './key-def.js';
+import { integer, oneOf, parseEmail, parseHostname, parseIp, parsePath, type Source } from './values.js';
+
+/**
+ * `outbound.return_path_domain`, `outbound.feedback_address`. Postal calls the first its return path domain
+ * (`rp.<host>`), Postfix's VERP its `-V` sender; bounces that come back after the SMTP session (most large receivers
+ * answer 250 and bounce later) reach Sluice only through it.
+ */
+export const RETURN_PATH_KEYS = {
+  returnPathDomain: key({
+    live: true,
+    doc: 'Domain whose MX is this Sluice (e.g. bounces.example.net): outbound mail leaves with the envelope sender b+<token>@<domain>, the token a MAC naming the delivery, so a bounce that comes back later (an RFC 3464 DSN, or a common non-standard one) becomes a hard-bounced or soft-bounced event, a hard_bounce suppression and an updated log row; a forged or replayed one changes nothing. A REST send that names envelope_from keeps it. Publish an MX for the domain pointing here and an SPF record allowing outbound.public_ip. Empty: mail leaves with its own envelope sender.',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw: unknown) => {
+      const s = String(raw ?? '').trim();
+      return s === '' ? undefined : parseHostname(s).toLowerCase();
+    },
+  }),
+  feedbackAddress: key({
+    live: true,
+    doc: 'Address to register with mailbox providers\' feedback loops (Microsoft JMRP, Yahoo CFL): an RFC 5965 (ARF) report arriving here, or at the return path domain, about a message Sluice sent with a return path token becomes a complained event and a spam_complaint suppression. Its domain must be one whose MX is this Sluice; needs outbound.return_path_domain (reports are matched by the token).',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw: unknown) => parseEmail(raw)?.toLowerCase(),
+  }),
+};
+
+/**
+ * `outbound.mta_sts`, `outbound.mta_sts_port`, `outbound.tls_ca_file`, `outbound.tls_reports_from`: RFC 8461 policies
+ * of recipient domains, honoured by default (Gmail, Microsoft and most large receivers publish one), and the
+ * RFC 8460 reports of how TLS to them went.
+ */
+export const MTA_STS_KEYS = {
+  mtaSts: key({
+    live: true,
+    doc: 'MTA-STS (RFC 8461): "on" looks up each recipient domain\'s _mta-sts TXT record and HTTPS policy (cached for its max_age); in enforce mode only MX hosts the policy names are used, over STARTTLS with a certificate that verifies for the MX name (else the delivery is deferred with a log line saying why), in testing mode failures are only reported. "off": opportunistic TLS only.',
+    defaultText: 'on',
+    default: () => 'on' as const,
+    parse: oneOf(['on', 'off'] as const),
+  }),
+  mtaStsPort: key({
+    live: true,
+    doc: 'TCP port of the HTTPS policy host mta-sts.<domain> (RFC 8461 uses 443; tests on loopback use another).',
+    defaultText: '443',
+    default: () => 443,
+    parse: integer(1, 65535, 'a port'),
+  }),
+  tlsCaFile: key({
+    doc: 'PEM file of CA certificates trusted besides the system ones when a certificate must verify: MTA-STS policy hosts and enforce-mode MX hosts (as Postfix\'s smtp_tls_CAfile).',
+    defaultText: 'none (system CAs)',
+    default: () => undefined,
+    parse: parsePath,
+  }),
+  tlsReportsFrom: key({
+    live: true,
+    doc: 'From address of the daily TLS-RPT reports (RFC 8460: JSON, gzip) sent to the rua mailto: of each MTA-STS recipient domain\'s _smtp._tls TXT record. Reports go out as Sluice\'s own mail (null sender, not DKIM-signed yet), like alert emails. Empty: results are recorded but no report is sent.',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw: unknown) => parseEmail(raw),
+  }),
+};
+
+/** One sending address of a pool: the local address bound, and the EHLO name it greets with (its PTR should say it). */
+export interface PoolAddress {
+  address: string;
+  ehlo: string;
+}
+
+/** A pool name: what `sluice accounts set-pool` and the X-Sluice-Pool header of a send name. */
+export const POOL_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/**
+ * `outbound.pools`: a table of pool name → ["address ehlo-name", …] (TOML), or `name=address ehlo+address ehlo,…`
+ * (environment). Every address an IP literal of this machine, every EHLO name a host name.
+ */
+export function parsePools(raw: unknown, source: Source): Record<string, PoolAddress[]> {
+  let entries: [string, unknown[]][];
+  if (source === 'env') {
+    const text = String(raw ?? '').trim();
+    entries = text === '' ? [] : text.split(',').map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 1) throw new Error(`"${pair}" is not name=address ehlo+address ehlo`);
+      return [pair.slice(0, eq).trim(), pair.slice(eq + 1).split('+')];
+    });
+  } else {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('expected a table of pool name = ["address ehlo-name", …]');
+    entries = Object.entries(raw).map(([k, v]) => {
+      if (!Array.isArray(v)) throw new Error(`${k}: expected a list of "address ehlo-name"`);
+      return [k, v];
+    });
+  }
+  const out: Record<string, PoolAddress[]> = {};
+  for (const [name, list] of entries) {
+    if (!POOL_NAME_RE.test(name)) throw new Error(`"${name}" is not a pool name (a-z, 0-9, _ and -, at most 64)`);
+    if (list.length === 0) throw new Error(`${name}: a pool needs at least one address`);
+    out[name] = list.map((item) => {
+      const [address, ehlo, ...rest] = String(item).trim().split(/\s+/);
+      if (!address || !ehlo || rest.length > 0) throw new Error(`${name}: "${String(item)}" is not "address ehlo-name"`);
+      return { address: parseIp(address), ehlo: parseHostname(ehlo).toLowerCase() };
+    });
+  }
+  return out;
+}
+
+/** `outbound.pools` (Postal's IP pools): sending addresses an account or a message may be given. */
+export const POOL_KEYS = {
+  pools: key({
+    doc: 'Sending pools: name = ["address ehlo-name", …]; mail of an account given a pool (sluice accounts set-pool) or of a REST send whose headers name one (X-Sluice-Pool: name, not passed on) leaves from one of the pool\'s local addresses, greeting with that address\'s EHLO name (a connection per address; publish a PTR for each). A send naming a pool that does not exist is refused (400). Environment: name=address ehlo+address ehlo,…',
+    defaultText: 'empty',
+    default: () => ({}) as Record<string, PoolAddress[]>,
+    parse: parsePools,
+    table: true,
+  }),
+};
