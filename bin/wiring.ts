@@ -57,6 +57,8 @@ import { createQueueWorker } from '../mta/queue/worker.js';
 import { wireReturnPath } from './wiring-return-path.js';
 import { wireTlsOut } from './wiring-tls-out.js';
 import { createPoolPicker } from '../mta/delivery/pools.js';
+import { createDestinationPacer } from '../mta/delivery/destination-pace.js';
+import { destinationLimitOf } from '../config/keys-deliverability.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
 import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
@@ -148,7 +150,13 @@ export async function wireCore(opts: CoreOptions) {
   });
   // MTA-STS for routing and the client; TLS-RPT counts each policy domain's sessions (issue 35).
   const tlsOut = wireTlsOut({ config, live, store, resolver, guard, queue, now, logger });
-  const smtpClient = createSmtpClient({ hostname: config.smtp.hostname, extraCa: tlsOut.extraCa, onTlsResult: (r) => tlsOut.tlsReports.record(r) });
+  const smtpClient = createSmtpClient({
+    hostname: config.smtp.hostname, extraCa: tlsOut.extraCa, onTlsResult: (r) => tlsOut.tlsReports.record(r),
+    limitOf: (host) => {
+      const found = destinationLimitOf(live().outbound.destinationLimits, host);
+      return found && { pattern: found.pattern, connections: found.limit.connections, messagesPerConnection: found.limit.messagesPerConnection };
+    },
+  });
   // Tokenising and authenticating large inbound messages on worker threads (server.cpu_threads; 0: none).
   const cpu = createCpuPool({ threads: config.server.cpuThreads, logger });
   const inboundFilters = wireInboundFilters({ config, store, resolver, now, logger, ...(cpu.threads > 0 ? { cpu } : {}) });
@@ -163,6 +171,7 @@ export async function wireCore(opts: CoreOptions) {
   const worker = createQueueWorker({
     returnPath: comeback.returnPath,
     sourceOf: createPoolPicker(() => config.outbound.pools, logger),
+    pace: createDestinationPacer({ limits: () => live().outbound.destinationLimits, throttles: store.throttles }),
     store: store.queue,
     bodies: store.bodies,
     queue,

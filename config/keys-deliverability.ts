@@ -115,3 +115,76 @@ export const POOL_KEYS = {
     table: true,
   }),
 };
+
+/** Limits of one destination (MX hosts matching a pattern); 0 or absent: no limit of that kind. */
+export interface DestinationLimit {
+  /** Sessions open at once to the matching hosts, per process. */
+  connections: number;
+  /** Transactions on one session before it is closed. */
+  messagesPerConnection: number;
+  /** Messages per minute to the matching hosts, counted in the store across every process and node. */
+  messagesPerMinute: number;
+}
+
+/** An MX host pattern: a host name, or `*.` and a suffix matching any name under it. */
+const DEST_PATTERN_RE = /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)+$/;
+
+/**
+ * `outbound.destination_limits`: a table of MX host pattern → { connections, messages_per_connection,
+ * messages_per_minute } (TOML), or `pattern=connections:per_connection:per_minute,…` (environment; 0 for none).
+ */
+export function parseDestinationLimits(raw: unknown, source: Source): Record<string, DestinationLimit> {
+  const count = (v: unknown, what: string): number => {
+    const n = typeof v === 'number' ? v : Number(String(v ?? '0').trim() || '0');
+    if (!Number.isInteger(n) || n < 0 || n > 1_000_000) throw new Error(`${what} must be a whole number from 0 to 1000000`);
+    return n;
+  };
+  const out: Record<string, DestinationLimit> = {};
+  const add = (pattern: string, c: unknown, pc: unknown, pm: unknown) => {
+    const p = pattern.trim().toLowerCase().replace(/\.$/, '');
+    if (!DEST_PATTERN_RE.test(p)) throw new Error(`"${pattern}" is not a host name or *.suffix pattern`);
+    out[p] = { connections: count(c, `${p}: connections`), messagesPerConnection: count(pc, `${p}: messages_per_connection`), messagesPerMinute: count(pm, `${p}: messages_per_minute`) };
+  };
+  if (source === 'env') {
+    const text = String(raw ?? '').trim();
+    for (const pair of text === '' ? [] : text.split(',')) {
+      const eq = pair.indexOf('=');
+      const parts = pair.slice(eq + 1).split(':');
+      if (eq < 1 || parts.length !== 3) throw new Error(`"${pair}" is not pattern=connections:messages_per_connection:messages_per_minute`);
+      add(pair.slice(0, eq), parts[0], parts[1], parts[2]);
+    }
+    return out;
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('expected a table of MX host pattern = { connections, messages_per_connection, messages_per_minute }');
+  for (const [pattern, v] of Object.entries(raw)) {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${pattern}: expected { connections, messages_per_connection, messages_per_minute }`);
+    const extra = Object.keys(v).filter((k) => !['connections', 'messages_per_connection', 'messages_per_minute'].includes(k));
+    if (extra.length > 0) throw new Error(`${pattern}: unknown field ${extra[0]}`);
+    const o = v as Record<string, unknown>;
+    add(pattern, o.connections, o.messages_per_connection, o.messages_per_minute);
+  }
+  return out;
+}
+
+/** The limit of the most specific pattern matching `host` (exact name first, then the longest suffix). */
+export function destinationLimitOf(limits: Readonly<Record<string, DestinationLimit>>, host: string): { pattern: string; limit: DestinationLimit } | undefined {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  if (limits[h]) return { pattern: h, limit: limits[h] };
+  let best: string | undefined;
+  for (const p of Object.keys(limits)) {
+    if (p.startsWith('*.') && h.endsWith(p.slice(1)) && (best === undefined || p.length > best.length)) best = p;
+  }
+  return best === undefined ? undefined : { pattern: best, limit: limits[best]! };
+}
+
+/** `outbound.destination_limits` (Postfix's per-destination concurrency, KumoMTA's traffic shaping as data). */
+export const DESTINATION_KEYS = {
+  destinationLimits: key({
+    live: true,
+    doc: 'Per-destination limits keyed by MX host pattern (a host name, or *.suffix for every name under it, e.g. *.protection.outlook.com): connections = sessions open at once per process (the 20 per address still applies), messages_per_connection = transactions before a session is closed, messages_per_minute = messages to the matching hosts per minute across every process and node (counted in the store; past it a delivery waits for the next minute, deferred without an attempt counted). 0 or absent: no limit of that kind. Environment: pattern=connections:messages_per_connection:messages_per_minute,…',
+    defaultText: 'empty',
+    default: () => ({}) as Record<string, DestinationLimit>,
+    parse: parseDestinationLimits,
+    table: true,
+  }),
+};

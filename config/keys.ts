@@ -16,7 +16,7 @@ import { API_KEYS, SEND_KEYS } from './keys-send.js';
 import { SECURITY_KEYS } from './keys-security.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
-import { MTA_STS_KEYS, POOL_KEYS, RETURN_PATH_KEYS } from './keys-deliverability.js';
+import { DESTINATION_KEYS, MTA_STS_KEYS, POOL_KEYS, RETURN_PATH_KEYS } from './keys-deliverability.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
@@ -276,6 +276,7 @@ export const KEY_TREE = {
     ...RETURN_PATH_KEYS,
     ...MTA_STS_KEYS,
     ...POOL_KEYS,
+    ...DESTINATION_KEYS,
   },
   /** `send.*`: the bounds of a REST send; `api.*`: how long its Idempotency-Key keeps an answer (config/keys-send.ts). */
   send: SEND_KEYS,

@@ -4,7 +4,7 @@ import net from 'node:net';
 import type { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { fitsSmtpPath } from '../smtp/address.js';
-import { classifyError, classifyReply, type Category, type Outcome } from './bounce-rules.js';
+import { fromError, fromReply, fromSetupError, hostFailure, type RecipientResult, type SmtpError } from './smtp-results.js';
 import { checkNodemailerInternals, ehloExtensions, socketOf } from './nodemailer-seam.js';
 import type { DeliveryHost } from './resolve-route.js';
 import { sessionResult, tlsFailureType, type TlsResultSink } from './tls-results.js';
@@ -38,18 +38,8 @@ export interface DeliveryJob {
   source?: { address: string; ehlo: string };
 }
 
-export interface RecipientResult {
-  rcpt: string;
-  outcome: Outcome;
-  code: number | null;
-  status: string;
-  /** The remote reply (or our reason when there was none). */
-  response: string;
-  /** The command that drew the reply: MAIL FROM, RCPT TO, DATA, CONN. */
-  command: string | null;
-  category: Category;
-  suppress: boolean;
-}
+
+export type { RecipientResult } from './smtp-results.js';
 
 export interface DeliveryResult {
   /** `name[address]:port` of the host that answered last, when one did. */
@@ -75,6 +65,11 @@ export interface SmtpClientOptions {
   extraCa?: () => readonly string[];
   /** Each new session to an MTA-STS host reports how its TLS went here (TLS-RPT). */
   onTlsResult?: TlsResultSink;
+  /**
+   * The destination limit of an MX host name (outbound.destination_limits): sessions open at once to every host of its
+   * pattern, and transactions per session.
+   */
+  limitOf?: (hostName: string) => { pattern: string; connections: number; messagesPerConnection: number } | undefined;
 }
 
 interface PooledConnection {
@@ -82,6 +77,10 @@ interface PooledConnection {
   key: string;
   label: string;
   sent: number;
+  /** Transactions before it is closed. */
+  maxSent: number;
+  /** The destination limit's group it counts in (`limit|<pattern>`), if any. */
+  group?: string;
   dead: boolean;
   idleTimer?: NodeJS.Timeout;
 }
@@ -90,56 +89,6 @@ interface Destination {
   open: number;
   idle: PooledConnection[];
   waiters: (() => void)[];
-}
-
-type SmtpError = Error & { code?: string; originalCode?: string; response?: string; responseCode?: number; command?: string; rejectedErrors?: SmtpError[]; recipient?: string };
-
-/** Splits "550 5.1.1 No such user" into code and text (multi-line replies keep their last line's text). */
-function parseReply(response: string | undefined): { code: number | undefined; text: string } {
-  const s = (response ?? '').trim();
-  const m = /^(\d{3})[ -]?([\s\S]*)$/.exec(s);
-  if (!m) return { code: undefined, text: s };
-  return { code: Number(m[1]), text: m[2]!.replace(/\r?\n\d{3}[ -]/g, ' ').trim() };
-}
-
-function fromReply(rcpt: string, response: string | undefined, command: string | null): RecipientResult {
-  const { code, text } = parseReply(response);
-  const c = classifyReply(code, text);
-  return { rcpt, outcome: c.outcome, code: code ?? null, status: c.status, response: (response ?? '').trim(), command, category: c.category, suppress: c.suppress };
-}
-
-function fromError(rcpt: string, err: SmtpError): RecipientResult {
-  if (err.responseCode) return fromReply(rcpt, err.response, err.command ?? null);
-  const c = classifyError(err);
-  return { rcpt, outcome: c.outcome, code: null, status: c.status, response: err.message, command: err.command ?? 'CONN', category: c.category, suppress: false };
-}
-
-/**
- * Outcome for a failure before the transaction could start (connect, greeting, STARTTLS, AUTH) on every host tried:
- * always deferred. A refused login or a missing STARTTLS is the operator's to fix (Postfix soft-bounces SASL failures
- * by default, `smtp_sasl_auth_soft_bounce`); the message is not at fault. The reply, if any, is kept for the log.
- */
-function fromSetupError(rcpt: string, err: SmtpError): RecipientResult {
-  const c = classifyError(err);
-  const tls = err.code === 'ETLS' || err.command === 'STARTTLS';
-  const status = tls ? '4.7.5' : err.command === 'AUTH' || err.code === 'EAUTH' ? '4.7.8' : c.status;
-  return {
-    rcpt,
-    outcome: 'deferred',
-    code: err.responseCode ?? null,
-    status,
-    response: (err.response ?? err.message).trim(),
-    command: err.command ?? 'CONN',
-    category: 'connection',
-    suppress: false,
-  };
-}
-
-/** True for an error that says nothing about the message: the next host may do better (RFC 5321 §5.1). */
-function hostFailure(err: SmtpError): boolean {
-  if (!err.responseCode) return true;
-  // A temporary refusal of the greeting or of MAIL FROM is about this host, not the message.
-  return err.responseCode < 500 && (err.command === 'CONN' || err.command === 'GREETING' || err.command === 'MAIL FROM' || err.command === 'EHLO');
 }
 
 /**
@@ -190,6 +139,11 @@ export function createSmtpClient(opts: SmtpClientOptions) {
         pc.conn.close();
       }
       d.waiters.shift()?.();
+      if (pc.group) {
+        const g = destination(pc.group);
+        g.open--;
+        g.waiters.shift()?.();
+      }
     }
   }
 
@@ -223,7 +177,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
         ...(source ? { localAddress: source.address } : opts.localAddress ? { localAddress: opts.localAddress } : {}),
         logger: false,
       } as SMTPConnection.Options);
-      const pc: PooledConnection = { conn, key, label, sent: 0, dead: false };
+      const pc: PooledConnection = { conn, key, label, sent: 0, maxSent: maxMessages, dead: false };
       let settled = false;
       const fail = (err: SmtpError) => {
         if (settled) return;
@@ -263,10 +217,14 @@ export function createSmtpClient(opts: SmtpClientOptions) {
 
   /** A connection to `host`, reusing an idle one; waits while the destination is at its cap. */
   async function acquire(host: DeliveryHost, source: DeliveryJob['source']): Promise<PooledConnection> {
-    // A connection is reused only for the same destination, TLS terms, credentials and local address.
-    const key = `${host.address}|${host.port}|${host.tls}|${source?.address ?? ''}|${host.sts?.policy.mode ?? ''}|${host.auth ? `${host.auth.user}\u0000${host.auth.pass}` : ''}`;
+    const limit = opts.limitOf?.(host.name);
+    const groupKey = limit && limit.connections > 0 ? `limit|${limit.pattern}` : undefined;
+    // A connection is reused only for the same destination, TLS terms, credentials, local address and destination
+    // limit (a session counted under a pattern's limit serves only that pattern's hosts).
+    const key = `${host.address}|${host.port}|${host.tls}|${source?.address ?? ''}|${groupKey ?? ''}|${host.sts?.policy.mode ?? ''}|${host.auth ? `${host.auth.user}\u0000${host.auth.pass}` : ''}`;
     const label = `${host.name}[${host.address}]:${host.port}`;
     const d = destination(key);
+    const g = groupKey ? destination(groupKey) : undefined;
     for (;;) {
       if (closed) throw Object.assign(new Error('SMTP client is closing'), { code: 'ECONNECTION' });
       const pc = d.idle.pop();
@@ -275,28 +233,47 @@ export function createSmtpClient(opts: SmtpClientOptions) {
         if (!pc.dead) return pc;
         continue;
       }
-      if (d.open < maxPer) {
+      const groupFull = g !== undefined && g.open >= limit!.connections;
+      if (d.open < maxPer && !groupFull) {
         d.open++;
+        if (g) g.open++;
         try {
-          return await connect(host, key, label, source);
+          const made = await connect(host, key, label, source);
+          if (groupKey) made.group = groupKey;
+          if (limit && limit.messagesPerConnection > 0) made.maxSent = Math.min(maxMessages, limit.messagesPerConnection);
+          return made;
         } catch (err) {
           d.open--;
           d.waiters.shift()?.();
+          if (g) {
+            g.open--;
+            g.waiters.shift()?.();
+          }
           throw err;
         }
       }
-      await new Promise<void>((resolve) => d.waiters.push(resolve));
+      if (groupFull) {
+        // The pattern's sessions are all open: an idle one to another host of it makes room (closed), else wait.
+        const spare = [...destinations.values()].flatMap((x) => x.idle).find((x) => x.group === groupKey && !x.dead);
+        if (spare) {
+          discard(spare);
+          continue;
+        }
+      }
+      await new Promise<void>((resolve) => (groupFull ? g! : d).waiters.push(resolve));
     }
   }
 
   function release(pc: PooledConnection, reusable: boolean): void {
     if (pc.dead) return;
-    if (!reusable || closed || pc.sent >= maxMessages) return discard(pc);
+    if (!reusable || closed || pc.sent >= pc.maxSent) return discard(pc);
     const d = destination(pc.key);
     pc.idleTimer = setTimeout(() => discard(pc), idleMs);
     pc.idleTimer.unref();
     d.idle.push(pc);
     d.waiters.shift()?.();
+    // A waiter of the pattern may take this connection (same host) or close it for another host.
+    if (pc.group) destination(pc.group).waiters.shift()?.();
   }
 
   /**

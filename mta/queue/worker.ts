@@ -30,6 +30,11 @@ export interface WorkerDeps {
   returnPath?: (message: MessageRow, delivery: DeliveryRow) => string | undefined;
   /** The local address and EHLO name a message leaves from (its sending pool: mta/delivery/pools.ts), else undefined. */
   sourceOf?: (message: MessageRow) => { address: string; ehlo: string } | undefined;
+  /**
+   * The destination's per-minute pace (mta/delivery/destination-pace.ts): undefined to go on (counted), else when to try
+   * again. The group is then given back due at that time, its attempt not counted: deferred, never refused.
+   */
+  pace?: (hostName: string, now: number) => Promise<number | undefined>;
 }
 
 /**
@@ -115,6 +120,12 @@ export function createQueueWorker(deps: WorkerDeps) {
     try {
       const route = await deps.resolveRoute(g.domain, g.message);
       const source = g.message.kind === 'outbound' ? deps.sourceOf?.(g.message) : undefined;
+      const wait = route.kind === 'hosts' && route.hosts[0] ? await deps.pace?.(route.hosts[0].name, deps.now()) : undefined;
+      if (wait !== undefined) {
+        const given = await deps.store.release(g.deliveries.map(leaseOf), wait);
+        log.info({ queueId: g.message.request_id, domain: g.domain, host: route.kind === 'hosts' ? route.hosts[0]?.name : undefined, deliveries: given, until: new Date(wait).toISOString() }, 'destination rate limit reached; deferred to the next minute');
+        return;
+      }
       if (route.kind !== 'hosts') {
         end = { kind: 'no-route', route };
       } else {

@@ -51,6 +51,8 @@ export interface Sink {
   messages: ReceivedMessage[];
   /** TCP connections accepted so far (connection reuse shows as fewer connections than messages). */
   connections: () => number;
+  /** The most sessions that were open at once. */
+  maxOpen: () => number;
   /** User names that authenticated. */
   logins: string[];
   /** Bytes of DATA each transaction cut by `dropAfter` received before the cut. */
@@ -71,6 +73,8 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
   const partial: number[] = [];
   const sockets = new Set<Socket>();
   let connections = 0;
+  let open = 0;
+  let maxOpen = 0;
   const disabled = [...(opts.tls === false ? ['STARTTLS'] : []), ...(opts.auth ? [] : ['AUTH'])];
   const server = new SMTPServer({
     logger: false,
@@ -82,7 +86,12 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     size: 64 * 1024 * 1024,
     onConnect(_session, cb) {
       connections++;
+      open++;
+      maxOpen = Math.max(maxOpen, open);
       cb();
+    },
+    onClose() {
+      open--;
     },
     onAuth(auth, _session, cb) {
       if (opts.auth && auth.username === opts.auth.user && auth.password === opts.auth.pass) {
@@ -163,6 +172,7 @@ export async function startSink(t: Test, opts: SinkOptions = {}): Promise<Sink> 
     host,
     messages,
     connections: () => connections,
+    maxOpen: () => maxOpen,
     logins,
     partial,
     waitFor(n) {

@@ -25,6 +25,7 @@ function outbound(over: Partial<Config['outbound']> = {}): Pick<Config, 'outboun
       tlsCaFile: undefined,
       tlsReportsFrom: undefined,
       pools: {},
+      destinationLimits: {},
       ...over,
     },
   };
