@@ -49,14 +49,14 @@ export const MTA_STS_KEYS = {
     parse: integer(1, 65535, 'a port'),
   }),
   tlsCaFile: key({
-    doc: 'PEM file of CA certificates trusted besides the system ones when a certificate must verify: MTA-STS policy hosts and enforce-mode MX hosts (as Postfix\'s smtp_tls_CAfile).',
+    doc: 'PEM file of CA certificates trusted besides the system ones when a certificate must verify: MTA-STS policy hosts and enforce-mode MX hosts (as Postfix\'s smtp_tls_CAfile); refused while outbound.mta_sts is off.',
     defaultText: 'none (system CAs)',
     default: () => undefined,
     parse: parsePath,
   }),
   tlsReportsFrom: key({
     live: true,
-    doc: 'From address of the daily TLS-RPT reports (RFC 8460: JSON, gzip) sent to the rua mailto: of each MTA-STS recipient domain\'s _smtp._tls TXT record. Reports go out as Sluice\'s own mail (null sender, not DKIM-signed yet), like alert emails. Empty: results are recorded but no report is sent.',
+    doc: 'From address of the daily TLS-RPT reports (RFC 8460: JSON, gzip) sent to the rua mailto: of each MTA-STS recipient domain\'s _smtp._tls TXT record. Reports go out as Sluice\'s own mail (null sender, not DKIM-signed yet), like alert emails. Empty: results are recorded but no report is sent. Refused while outbound.mta_sts is off.',
     defaultText: 'none',
     default: () => undefined,
     parse: (raw: unknown) => parseEmail(raw),

@@ -157,6 +157,16 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     }
   }
 
+  // Deliverability keys that act only with another (config/keys-deliverability.ts): refused alone, never ignored.
+  if (values.get('outbound.feedback_address') !== undefined && values.get('outbound.return_path_domain') === undefined) {
+    throw new ConfigError('outbound.feedback_address', 'has no effect without outbound.return_path_domain (reports are matched by its return path tokens)');
+  }
+  if (values.get('outbound.mta_sts') === 'off') {
+    for (const k of ['outbound.tls_reports_from', 'outbound.tls_ca_file']) {
+      if (values.get(k) !== undefined) throw new ConfigError(k, 'has no effect while outbound.mta_sts is "off"');
+    }
+  }
+
   // A PostgreSQL URL without the backend would be silently ignored, and the backend without a URL has nowhere to go.
   if (values.get('storage.backend') === 'postgres' && values.get('storage.postgres_url') === undefined) {
     throw new ConfigError('storage.postgres_url', 'storage.backend is "postgres": set storage.postgres_url (SLUICE_STORAGE_POSTGRES_URL)');

@@ -120,7 +120,10 @@ export function createMtaSts(deps: MtaStsDeps) {
     const live = cached && cached.expires > now ? cached : undefined;
     const records = await deps.txt(`_mta-sts.${domain}`);
     const id = records ? stsRecordId(records) : undefined;
-    if (live && (id === undefined || id === live.id)) return stateOf(live.policy);
+    if (live && (id === undefined || id === live.id)) {
+      remember(domain, live);
+      return stateOf(live.policy);
+    }
     if (id === undefined) return { kind: 'none' };
     const failed = failedUntil.get(domain);
     if (!live && failed && failed.until > now) return failed.state;

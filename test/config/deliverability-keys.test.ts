@@ -1,6 +1,7 @@
 // Tests of the deliverability keys' data: sending pools and destination limits, from TOML and from the environment.
 import t from 'tap';
 import { destinationLimitOf, parseDestinationLimits, parsePools } from '../../config/keys-deliverability.js';
+import { loadConfig } from '../../config/load.js';
 
 t.test('pools: TOML lists and the environment form; bad names, addresses and entries are refused', async (t) => {
   t.same(parsePools({ blue: ['192.0.2.1 MTA1.example.net.'] }, 'file'), { blue: [{ address: '192.0.2.1', ehlo: 'mta1.example.net' }] });
@@ -27,4 +28,13 @@ t.test('destination limits: both forms, unknown fields refused; the most specifi
   t.throws(() => parseDestinationLimits({ 'a.test': { connections: -1 } }, 'file'), /whole number/);
   t.throws(() => parseDestinationLimits('a.test=1:2', 'env'), /pattern=connections/);
   t.throws(() => parseDestinationLimits({ '*': { connections: 1 } }, 'file'), /not a host name/);
+});
+
+t.test('keys that act only with another are refused alone, never ignored', async (t) => {
+  const load = (env: Record<string, string>) => loadConfig({ env: { SLUICE_DATA_DIR: '/tmp/x', ...env }, cwd: '/' });
+  t.throws(() => load({ SLUICE_OUTBOUND_FEEDBACK_ADDRESS: 'fbl@b.test' }), { key: 'outbound.feedback_address', message: /has no effect without outbound.return_path_domain/ });
+  t.doesNotThrow(() => load({ SLUICE_OUTBOUND_FEEDBACK_ADDRESS: 'fbl@b.test', SLUICE_OUTBOUND_RETURN_PATH_DOMAIN: 'b.test' }));
+  t.throws(() => load({ SLUICE_OUTBOUND_MTA_STS: 'off', SLUICE_OUTBOUND_TLS_REPORTS_FROM: 'tls@a.test' }), { key: 'outbound.tls_reports_from', message: /has no effect while outbound.mta_sts is "off"/ });
+  t.throws(() => load({ SLUICE_OUTBOUND_MTA_STS: 'off', SLUICE_OUTBOUND_TLS_CA_FILE: 'ca.pem' }), { key: 'outbound.tls_ca_file', message: /has no effect/ });
+  t.doesNotThrow(() => load({ SLUICE_OUTBOUND_MTA_STS: 'off' }));
 });

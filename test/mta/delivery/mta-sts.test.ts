@@ -84,3 +84,19 @@ t.test('TLS-RPT: rua mailto addresses; Node\'s TLS failures as result types', as
   t.equal(tlsFailureType({ message: 'self-signed certificate' }), 'certificate-not-trusted');
   t.equal(tlsFailureType({ message: 'Error upgrading connection with STARTTLS', command: 'STARTTLS' }), 'starttls-not-supported');
 });
+
+t.test('the cache holds at most maxEntries domains, the least recently used going first', async (t) => {
+  let fetches = 0;
+  const sts = createMtaSts({
+    txt: async () => ['v=STSv1; id=1'],
+    fetch: async () => (fetches++, 'version: STSv1\nmode: enforce\nmx: mx.a.test\nmax_age: 3600\n'),
+    now: () => 0,
+    maxEntries: 2,
+  });
+  for (const d of ['a.test', 'b.test', 'a.test', 'c.test']) await sts.policyFor(d);
+  t.equal(fetches, 3, 'a.test was cached when asked again');
+  await sts.policyFor('a.test');
+  t.equal(fetches, 3, 'a.test, used last, stayed');
+  await sts.policyFor('b.test');
+  t.equal(fetches, 4, 'b.test, least recently used, went when c.test came');
+});
