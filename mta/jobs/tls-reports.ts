@@ -52,7 +52,10 @@ export function ruaOf(records: readonly string[]): string[] {
 export function buildReport(o: { domain: string; day: string; results: readonly TlsResultCount[]; hostname: string; contact: string; publicIp?: string | undefined }) {
   const start = Date.parse(`${o.day}T00:00:00Z`);
   const byPolicy = new Map<string, TlsResultCount[]>();
-  for (const r of o.results) byPolicy.set(`${r.policyType}\u0000${r.policyText}`, [...(byPolicy.get(`${r.policyType}\u0000${r.policyText}`) ?? []), r]);
+  for (const r of o.results) {
+    const key = `${r.policyType}\u0000${r.policyText}`;
+    byPolicy.set(key, [...(byPolicy.get(key) ?? []), r]);
+  }
   return {
     'organization-name': o.hostname,
     'date-range': { 'start-datetime': new Date(start).toISOString().replace('.000', ''), 'end-datetime': new Date(start + DAY_MS - 1000).toISOString().replace('.000', '') },
@@ -147,12 +150,13 @@ export function createTlsReports(deps: TlsReportDeps) {
       await deps.store.add(counts);
     } catch (err) {
       // Kept for the next flush: a store that is down for a minute loses no count.
-      for (const c of counts) record0(c);
+      for (const c of counts) add(c);
       log.warn({ err }, 'TLS-RPT results could not be written; kept for the next flush');
     }
   }
 
-  function record0(c: TlsResultCount): void {
+  /** Adds a count to the pending ones, summing by key. */
+  function add(c: TlsResultCount): void {
     const key = [c.day, c.policyDomain, c.policyType, c.mxHost, c.receivingIp, c.result].join('\u0000');
     const had = pending.get(key);
     pending.set(key, had ? { ...c, sessions: had.sessions + c.sessions } : c);
@@ -182,7 +186,7 @@ export function createTlsReports(deps: TlsReportDeps) {
   return {
     /** One session's (or policy look-up's) result: counted in memory until the next flush. */
     record(r: TlsResult): void {
-      record0({
+      add({
         policyDomain: r.policyDomain, day: dayOf(deps.now()), policyType: r.policy ? 'sts' : 'no-policy-found',
         policyText: JSON.stringify(r.policy?.lines ?? []), mxHost: r.mxHost ?? '', receivingIp: r.receivingIp ?? '', result: r.result, sessions: 1,
       });

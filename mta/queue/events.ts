@@ -1,4 +1,5 @@
 // Owns the shape of delivery events written to the outbox (api.md §4.2), one place for every event kind.
+import type { MessageRow } from '../../storage/ports/queue.js';
 
 export type EventKind = 'processed' | 'delivered' | 'soft-bounced' | 'hard-bounced' | 'dropped' | 'complained' | 'unsubscribed' | 'open' | 'click';
 
@@ -9,6 +10,11 @@ export interface EventMessage {
   sendRequestId: string;
   messageId: string;
   campaignId: string | null;
+}
+
+/** The event fields of a stored message of an account whose handle is `handle`. */
+export function eventMessageOf(m: Pick<MessageRow, 'from_email' | 'request_id' | 'message_id' | 'campaign_id'>, handle: string): EventMessage {
+  return { fromEmail: m.from_email, customerHandle: handle, sendRequestId: m.request_id, messageId: m.message_id, campaignId: m.campaign_id };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { DeliveryRow, LateOutcome, MessageRow, QueueStore } from '../../sto
 import type { SuppressionStore } from '../../storage/ports/suppressions.js';
 import type { MessageContent } from '../message-content.js';
 import type { Metrics } from '../metrics.js';
-import { eventPayload } from './events.js';
+import { eventMessageOf, eventPayload } from './events.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 import { recipientClass } from '../delivery/bounce-rules.js';
 import { parseReturnPath, verifyReturnPath } from '../delivery/return-path.js';
@@ -96,10 +96,7 @@ export function createFeedback(deps: FeedbackDeps) {
     return verifyReturnPath(deps.secret, parsed.mac, { id: delivery.id, rcpt: delivery.rcpt, message }) ? { delivery, message } : undefined;
   }
 
-  async function eventBase(m: MessageRow) {
-    const handle = await deps.handleOf(m.account_id!);
-    return { fromEmail: m.from_email, customerHandle: handle, sendRequestId: m.request_id, messageId: m.message_id, campaignId: m.campaign_id };
-  }
+  const eventBase = async (m: MessageRow) => eventMessageOf(m, await deps.handleOf(m.account_id!));
 
   async function bounce(n: Named, verdict: NonNullable<ReturnType<typeof lateVerdict>>): Promise<boolean> {
     const { delivery, message } = n;

@@ -12,7 +12,7 @@ import { bounceClass, type Metrics } from '../metrics.js';
 import { mapInTurns } from '../event-loop-turns.js';
 import { inlineBudget, writeBodyStream } from './body-intake.js';
 import { messageRow, type AcceptedDsn, type AcceptedMessage } from './accepted-message.js';
-import { eventPayload, type EventKind, type EventMessage } from './events.js';
+import { eventMessageOf, eventPayload, type EventKind, type EventMessage } from './events.js';
 import { HANDOFF_BYTES_MAX, type FastPath } from './fast-path.js';
 import { nextAttempt } from './retry-schedule.js';
 
@@ -244,10 +244,7 @@ export function createQueue(deps: QueueDeps) {
       r.log = { lastcmd: o.command, rspcode: d.code, rspmsg: d.response, delivered: d.outcome === 'delivered', updated_at: now };
     }
     if (message.account_id !== null && message.kind === 'outbound') {
-      const ev = eventMessage(
-        { fromEmail: message.from_email, sendRequestId: message.request_id, messageId: message.message_id, campaignId: message.campaign_id },
-        await handleOf(message.account_id),
-      );
+      const ev = eventMessageOf(message, await handleOf(message.account_id));
       const kind = d.outcome === 'delivered' ? 'delivered' : d.outcome === 'bounced' ? 'hard-bounced' : 'soft-bounced';
       const extra =
         d.outcome === 'delivered'
