@@ -70,7 +70,8 @@ Commands:
   monitors create --account H --condition C --interval HOURS (--webhook URL | --email ADDRESS) [--json]
                                           watch C (sender_id_sending_spam, sender_id_sending_virus,
                                           sender_id_blocked, sender_id_sending_to_invalid_recipients,
-                                          sender_id_rejected_by_destination); at most one alert per
+                                          sender_id_rejected_by_destination,
+                                          sender_id_receiving_complaints); at most one alert per
                                           sender identity per 1-24 h; a signed POST or an email
   monitors delete --account H --id N      delete a monitor (its alerts stay counted)
   monitors alerts --account H [--id N] [--json] [--limit N]

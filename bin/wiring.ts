@@ -55,9 +55,8 @@ import { createCpuPool } from '../mta/cpu-pool.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { wireReturnPath } from './wiring-return-path.js';
+import { wireShaping } from './wiring-shaping.js';
 import { wireTlsOut } from './wiring-tls-out.js';
-import { createPoolPicker } from '../mta/delivery/pools.js';
-import { createDestinationPacer } from '../mta/delivery/destination-pace.js';
 import { destinationLimitOf } from '../config/keys-deliverability.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
@@ -166,12 +165,16 @@ export async function wireCore(opts: CoreOptions) {
   // Where messages in progress live (scratch under data_dir/tmp) and how much of them memory may hold at once.
   const space = createMessageSpace(config, now);
   const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: await arcSealerFor(config, store.settings, logger) });
-  // Bounces and complaints that come back to outbound.return_path_domain / outbound.feedback_address (issue 35).
-  const comeback = await wireReturnPath({ store, live, handleOf, metrics, now, logger });
+  // Bounces and complaints that come back to outbound.return_path_domain / outbound.feedback_address (issue 35);
+  // alert monitors judge each new complaint (complaint rate), wired below.
+  const comeback = await wireReturnPath({ store, live, resolver, handleOf, metrics, now, logger, afterComplaint: (m) => alertMonitors.afterComplaint(m) });
+  const shaping = wireShaping({ config, live, store, metrics, now, logger });
   const worker = createQueueWorker({
     returnPath: comeback.returnPath,
-    sourceOf: createPoolPicker(() => config.outbound.pools, logger),
-    pace: createDestinationPacer({ limits: () => live().outbound.destinationLimits, throttles: store.throttles }),
+    // Pool addresses in turn, shaping rules, warm-up caps and destination pace (bin/wiring-shaping.ts).
+    sourcesOf: shaping.sourcesOf,
+    shaper: shaping.shaper,
+    pace: shaping.pace,
     store: store.queue,
     bodies: store.bodies,
     queue,
@@ -219,7 +222,7 @@ export async function wireCore(opts: CoreOptions) {
   const webhookSigner = createWebhookSigner({ store: store.webhooks, now });
   const leaseMs = config.queue.leaseSeconds * 1000;
   const webhookDispatcher = createWebhookDispatcher({ store: store.webhooks, signer: webhookSigner, guard, now, logger, hostname: config.smtp.hostname, metrics, leaseMs });
-  metrics.collectFrom({ queue: () => store.queueViews.depth(), webhookEventsPending: () => store.webhooks.pendingCount(), now });
+  metrics.collectFrom({ queue: () => store.queueViews.depth(), webhookEventsPending: () => store.webhooks.pendingCount(), shapingActive: shaping.shapingActive, now });
   // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
   const alertMonitors = createAlertMonitors({
     store: store.alerts,
@@ -229,6 +232,8 @@ export async function wireCore(opts: CoreOptions) {
     queue,
     senderOutcomes: (id, sender, since) => store.queue.senderOutcomes(id, sender, since),
     invalidRecipients: { rate: config.abuse.invalidRecipientRate, min: config.abuse.invalidRecipientMin },
+    senderComplaints: (id, sender, since) => store.queue.senderComplaints(id, sender, since),
+    complaints: { rate: config.abuse.complaintRate, min: config.abuse.complaintMin },
     lockdown,
     hostname: config.smtp.hostname,
     now,
@@ -267,7 +272,7 @@ export async function wireCore(opts: CoreOptions) {
     trackingDomains: { store: trackingDomains, resolver, secret: trackingSecret, publicUrl: opts.publicUrl, maxPerAccount: config.accounts.maxTrackingDomains, now },
     metrics: store.metrics,
     checkDomain: (account, req) =>
-      runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp }, account, req),
+      runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp, returnPath: comeback.alignment }, account, req),
     inboundDomains,
     inboundLists,
     inboundReports: store.inboundReports,
@@ -278,6 +283,7 @@ export async function wireCore(opts: CoreOptions) {
     webhooks: { store: store.webhooks, dispatcher: webhookDispatcher, signer: webhookSigner },
     targets: guard,
     queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
+    shaping: store.shaping,
     console: store.console,
     consoleSecret: await secretSetting(store.settings, 'console_secret'),
     throttles: store.throttles,

@@ -1,9 +1,9 @@
 // Owns the keys of outbound abuse control: when a sender identity is blocked, how often it may be delisted, and the
-// hard-bounce rate that fires its alert (mta/outbound/sender-abuse.ts, mta/jobs/alert-monitors.ts).
+// hard-bounce and complaint rates that fire its alerts (mta/outbound/sender-abuse.ts, mta/jobs/alert-monitors.ts).
 import { key } from './key-def.js';
 import { integer, parseRate } from './values.js';
 
-/** `abuse.*`: the block thresholds and window, the delisting limit, the invalid-recipient alert. */
+/** `abuse.*`: the block thresholds and window, the delisting limit, the invalid-recipient and complaint alerts. */
 export const ABUSE_KEYS = {
   blockConfirmed: key({
     doc: 'CONFIRMED spam or virus messages from one sender identity within abuse.block_window_hours that block it (further sends refused until delisted).',
@@ -39,6 +39,21 @@ export const ABUSE_KEYS = {
     doc: 'Finished recipients a sender identity needs within a monitor\'s interval before its hard-bounce rate is judged.',
     defaultText: '10',
     default: () => 10,
+    parse: integer(1, 1_000_000, 'a count'),
+  }),
+  // 0.3 %: the spam rate Gmail's and Yahoo's bulk-sender requirements (February 2024) tell senders never to reach.
+  complaintRate: key({
+    doc: 'Complaint rate (feedback-loop spam complaints among a sender identity\'s delivered recipients of mail accepted within a monitor\'s interval) that fires sender_id_receiving_complaints.',
+    defaultText: '0.003',
+    default: () => 0.003,
+    parse: parseRate,
+  }),
+  // Not 10 as for bounces: at 0.3 % one complaint alone is over the rate among fewer than 334 recipients; from 1000
+  // on it takes at least three, so the first complaint a small sender gets (often a mis-click) does not fire.
+  complaintMin: key({
+    doc: 'Delivered recipients a sender identity needs within a monitor\'s interval before its complaint rate is judged.',
+    defaultText: '1000',
+    default: () => 1000,
     parse: integer(1, 1_000_000, 'a count'),
   }),
 };

@@ -4,9 +4,10 @@ import { key } from './key-def.js';
 import { integer, oneOf, parseEmail, parseHostname, parseIp, parsePath, type Source } from './values.js';
 
 /**
- * `outbound.return_path_domain`, `outbound.feedback_address`. Postal calls the first its return path domain
- * (`rp.<host>`), Postfix's VERP its `-V` sender; bounces that come back after the SMTP session (most large receivers
- * answer 250 and bounce later) reach Sluice only through it.
+ * `outbound.return_path_domain`, `outbound.return_path_prefix`, `outbound.feedback_address`. Postal calls the first
+ * its return path domain (`rp.<host>`) and the second's names its `psrp.<customer domain>`, Postfix's VERP its `-V`
+ * sender; bounces that come back after the SMTP session (most large receivers answer 250 and bounce later) reach
+ * Sluice only through it.
  */
 export const RETURN_PATH_KEYS = {
   returnPathDomain: key({
@@ -17,6 +18,21 @@ export const RETURN_PATH_KEYS = {
     parse: (raw: unknown) => {
       const s = String(raw ?? '').trim();
       return s === '' ? undefined : parseHostname(s).toLowerCase();
+    },
+  }),
+  // Off by default: it makes Sluice look up a CNAME per sender domain, and its label is what the operator tells
+  // customers to publish, so the operator picks it (Postal's is "psrp"). Refused without return_path_domain.
+  returnPathPrefix: key({
+    live: true,
+    doc: 'A DNS label (e.g. psrp) that lets a customer\'s return path align with its From domain under DMARC (RFC 7489 §3.1.2): once <label>.<from domain> is a CNAME of outbound.return_path_domain, that domain\'s mail leaves with b+<token>@<label>.<from domain>, whose MX and SPF are the return path domain\'s through the CNAME, and the MX takes bounces there. Looked up in the background (cached, refreshed each minute): a domain\'s first message, or any while DNS fails with nothing seen before, leaves on the return path domain. check-domain reports it (check_results.return_path). Empty: every message leaves on the return path domain. Needs outbound.return_path_domain.',
+    defaultText: 'none',
+    default: () => undefined,
+    parse: (raw: unknown) => {
+      const s = String(raw ?? '').trim().toLowerCase();
+      if (s === '') return undefined;
+      // One LDH label (RFC 1123 §2.1): the name must be a host name, since it carries an MX and an SPF record.
+      if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(s)) throw new Error(`"${s}" is not one DNS label (letters, digits, hyphens; e.g. psrp)`);
+      return s;
     },
   }),
   feedbackAddress: key({

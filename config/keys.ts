@@ -17,6 +17,7 @@ import { SECURITY_KEYS } from './keys-security.js';
 import { ACCOUNT_KEYS } from './keys-accounts.js';
 import { RETENTION_KEYS } from './retention.js';
 import { DESTINATION_KEYS, MTA_STS_KEYS, POOL_KEYS, RETURN_PATH_KEYS } from './keys-deliverability.js';
+import { SHAPING_KEYS } from './keys-shaping.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
@@ -277,6 +278,8 @@ export const KEY_TREE = {
     ...MTA_STS_KEYS,
     ...POOL_KEYS,
     ...DESTINATION_KEYS,
+    /** `outbound.shaping_rules`, `outbound.warmup`: shaping that listens, and warm-up (config/keys-shaping.ts). */
+    ...SHAPING_KEYS,
   },
   /** `send.*`: the bounds of a REST send; `api.*`: how long its Idempotency-Key keeps an answer (config/keys-send.ts). */
   send: SEND_KEYS,

@@ -161,10 +161,18 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   if (values.get('outbound.feedback_address') !== undefined && values.get('outbound.return_path_domain') === undefined) {
     throw new ConfigError('outbound.feedback_address', 'has no effect without outbound.return_path_domain (reports are matched by its return path tokens)');
   }
+  if (values.get('outbound.return_path_prefix') !== undefined && values.get('outbound.return_path_domain') === undefined) {
+    throw new ConfigError('outbound.return_path_prefix', 'has no effect without outbound.return_path_domain (the CNAME it names must point at that domain)');
+  }
   if (values.get('outbound.mta_sts') === 'off') {
     for (const k of ['outbound.tls_reports_from', 'outbound.tls_ca_file']) {
       if (values.get(k) !== undefined) throw new ConfigError(k, 'has no effect while outbound.mta_sts is "off"');
     }
+  }
+  // A warm-up caps a pool address (config/keys-shaping.ts); one for an address no pool sends from would never act.
+  const pooled = new Set(Object.values((values.get('outbound.pools') ?? {}) as Record<string, { address: string }[]>).flat().map((a) => a.address));
+  for (const address of Object.keys((values.get('outbound.warmup') ?? {}) as Record<string, unknown>)) {
+    if (!pooled.has(address)) throw new ConfigError('outbound.warmup', `${address} is not an address of any outbound.pools pool`);
   }
 
   // A PostgreSQL URL without the backend would be silently ignored, and the backend without a URL has nowhere to go.

@@ -24,6 +24,7 @@ import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import type { WebhookSigner } from '../mta/webhooks/signing.js';
 import type { WriteFailure } from '../storage/ports/health.js';
 import type { QueueAdmin } from '../mta/queue/queue-admin.js';
+import type { ShapingStore } from '../storage/ports/shaping.js';
 import type { ConsoleStore } from '../storage/ports/console.js';
 import type { MetricStore } from '../storage/ports/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
@@ -116,6 +117,8 @@ export interface Services {
   targets: Pick<TargetGuard, 'screen'>;
   /** The queue by hand (the console; what `sluice queue` does): list, show, retry, delete, scoped by account. */
   queue: QueueAdmin;
+  /** Shaping activations in force (outbound.shaping_rules), and the operator's hand to lift one early. */
+  shaping: Pick<ShapingStore, 'active' | 'lift'>;
   /** Web console sessions and operator tokens. */
   console: ConsoleStore;
   /** HMAC key of the console's sign-in CSRF tokens (created on first start, kept in the store as console_secret). */

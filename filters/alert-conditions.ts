@@ -11,6 +11,9 @@ export const ALERT_CONDITIONS = {
   sender_id_blocked: 'Sender ID is blocked',
   sender_id_sending_to_invalid_recipients: 'Sender ID is sending to invalid recipients',
   sender_id_rejected_by_destination: 'Sender ID is rejected by destination',
+  // MailChannels' nearest monitor type is "Sender ID blocked due to FBL" (api.md §1, name unconfirmed); Sluice
+  // blocks nobody for complaints, it only reports the rate, so the name says what happens, not a block.
+  sender_id_receiving_complaints: 'Sender ID is receiving spam complaints',
 } as const;
 
 export type AlertCondition = keyof typeof ALERT_CONDITIONS;
@@ -31,6 +34,15 @@ export const MAX_INTERVAL_HOURS = 24;
  */
 export function invalidRecipientsExceeded(counts: { finished: number; invalid: number }, limits: { rate: number; min: number }): boolean {
   return counts.finished >= limits.min && counts.invalid / counts.finished >= limits.rate;
+}
+
+/**
+ * Whether a sender identity's complaint rate fires `sender_id_receiving_complaints`: at least `min` delivered
+ * recipients in the window, and feedback-loop complaints among them at `rate` or more. The minimum matters more
+ * than for bounces: at 0.3 % a single complaint is over the rate among fewer than 334 recipients.
+ */
+export function complaintRateExceeded(counts: { delivered: number; complaints: number }, limits: { rate: number; min: number }): boolean {
+  return counts.delivered >= limits.min && counts.complaints / counts.delivered >= limits.rate;
 }
 
 /**

@@ -12,6 +12,8 @@ export interface MetricSources {
   queue: () => Promise<{ rows: { state: string; kind: string; count: number }[]; oldestQueuedAt: number | undefined }>;
   /** Events waiting for their first POST to an enrolled webhook. */
   webhookEventsPending: () => Promise<number>;
+  /** Shaping activations in force (outbound.shaping_rules), by action. */
+  shapingActive?: () => Promise<{ suspend: number; throttle: number }>;
   now: () => number;
 }
 
@@ -90,6 +92,26 @@ export function createMetrics() {
       help: 'Reports that came back to outbound.return_path_domain or outbound.feedback_address, by kind (dsn, text-bounce, arf, none) and result (bounced, delayed, complained, repeated, ignored, unmatched).',
       labelNames: ['kind', 'result'] as const,
       registers,
+    }),
+    /** Fed by shaping that listens (mta/delivery/shaping.ts) each time a rule acts on a reply. */
+    shapingActivations: new Counter({
+      name: 'sluice_shaping_activations_total',
+      help: 'Times an outbound.shaping_rules rule acted on a remote reply, by rule and action (suspend, throttle, bounce).',
+      labelNames: ['rule', 'action'] as const,
+      registers,
+    }),
+    shapingActive: new Gauge({
+      name: 'sluice_shaping_active',
+      // Read from the store every process shares, like the queue's gauges.
+      aggregator: 'first',
+      help: 'Shaping activations in force now (a sending address suspended or throttled for a provider), by action.',
+      labelNames: ['action'] as const,
+      registers,
+      async collect() {
+        const n = (await sources?.shapingActive?.()) ?? { suspend: 0, throttle: 0 };
+        this.set({ action: 'suspend' }, n.suspend);
+        this.set({ action: 'throttle' }, n.throttle);
+      },
     }),
     /** Fed by outbound screening (mta/outbound/screening.ts) with each scanned message's verdict, refused ones too. */
     outboundScanDispositions: new Counter({

@@ -2,13 +2,36 @@
 // now and delete — through the queue service the CLI's operations use (mta/queue/queue-admin.ts), scoped by account.
 import { normaliseEmail } from '../../filters/inbound-names.js';
 import { QUEUE_VIEWS, type QueueAction, type QueueView } from '../../mta/queue/queue-admin.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { href, html, table, when } from './html.js';
 import { actionButton } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 
 const PAGE = 50;
-const DONE: Record<string, string> = { retried: 'The delivery is due now; the worker takes it on its next pass.', deleted: 'The delivery was dropped; it will not be sent.' };
+const DONE: Record<string, string> = {
+  retried: 'The delivery is due now; the worker takes it on its next pass.',
+  deleted: 'The delivery was dropped; it will not be sent.',
+  lifted: 'The shaping activation is lifted; every process sees it within seconds.',
+};
+
+/**
+ * Shaping in force (outbound.shaping_rules: a sending address suspended or throttled for a provider), for the
+ * operator only — pool addresses are the operator's, not a tenant's — each with its reason and a button to lift it.
+ */
+async function shapingPart(c: ViewCtx) {
+  if (c.viewer.kind !== 'operator') return '';
+  const active = await c.services.shaping.active(c.services.now());
+  const lift = href('/console/queue/shaping/lift', { account: accountParam(c) });
+  return html`<h2>Shaping in force</h2>
+${table(
+  ['Sending address', 'Provider', 'Rule', 'Action', 'Since', 'Lifts at', 'Reply', ''],
+  active.map((a) => [
+    a.source, a.provider, a.rule, a.action === 'throttle' ? `throttle to ${a.rate}/min` : 'suspend', when(a.startedAt), when(a.until), a.reason,
+    actionButton(lift, 'Lift now', c.csrf, { fields: { source: a.source, provider: a.provider } }),
+  ]),
+  'No sending address is suspended or throttled.',
+)}`;
+}
 
 function deliveryId(c: ViewCtx): number {
   const id = c.params.id ?? '';
@@ -58,7 +81,8 @@ ${table(
   ]),
   'No deliveries match.',
 )}
-<div class="pager">${pageNo > 1 ? html`<a href="${link(pageNo - 1)}">← Newer</a>` : ''}${more ? html`<a href="${link(pageNo + 1)}">Older →</a>` : ''}</div>`,
+<div class="pager">${pageNo > 1 ? html`<a href="${link(pageNo - 1)}">← Newer</a>` : ''}${more ? html`<a href="${link(pageNo + 1)}">Older →</a>` : ''}</div>
+${await shapingPart(c)}`,
   };
 }
 
@@ -99,8 +123,19 @@ function act(verb: 'retry' | 'delete') {
   };
 }
 
+/** The operator lifts a shaping activation before its time (the rule fired on a reply that is over). */
+async function liftShaping(c: ViewCtx) {
+  if (c.viewer.kind !== 'operator') throw forbidden('only the operator lifts shaping');
+  const source = c.form?.get('source') ?? '';
+  const provider = c.form?.get('provider') ?? '';
+  if (source === '' || provider === '') throw badRequest('source and provider are required');
+  if (!(await c.services.shaping.lift(source, provider))) throw notFound(`no shaping in force for ${source} to ${provider}`);
+  return { redirect: href('/console/queue', { account: accountParam(c), done: 'lifted' }) };
+}
+
 export const queueViews: ViewRoute[] = [
   { method: 'GET', path: '/console/queue', nav: 'queue', view: list },
+  { method: 'POST', path: '/console/queue/shaping/lift', nav: 'queue', view: liftShaping },
   { method: 'GET', path: '/console/queue/{id}', nav: 'queue', view: detail },
   { method: 'POST', path: '/console/queue/{id}/retry', nav: 'queue', view: act('retry') },
   { method: 'POST', path: '/console/queue/{id}/delete', nav: 'queue', view: act('delete') },

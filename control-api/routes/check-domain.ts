@@ -1,4 +1,4 @@
-// Owns POST /tx/v1/check-domain (api.md §2.1): DKIM, SPF, lockdown and sender-domain checks over real DNS.
+// Owns POST /tx/v1/check-domain (api.md §2.1): DKIM, SPF, lockdown, sender-domain and return path checks over real DNS.
 import { Type, type Static } from '@sinclair/typebox';
 import { normalizePrivateKey } from '../../mta/outbound/dkim-sign.js';
 import { badRequest } from '../errors.js';
@@ -60,6 +60,13 @@ const CheckDomainResult = Type.Object({
       spfRecordError: Type.Optional(Type.String()),
       verdict: Type.String(),
     }),
+    // Sluice's own (MailChannels clients ignore unknown keys); absent while outbound.return_path_domain is unset.
+    return_path: Type.Optional(
+      Type.Object(
+        { domain: Type.String(), reason: Type.Optional(Type.String()), verdict: Verdict },
+        { description: 'The envelope sender domain this domain\'s mail leaves with, and whether SPF on it aligns with the domain for DMARC (passed: <prefix>.<domain> is a CNAME of the return path domain)' },
+      ),
+    ),
   }),
   references: Type.Optional(Type.Array(Type.String())),
 });
@@ -68,7 +75,7 @@ export const checkDomainRoutes: AnyRoute[] = [
   defineRoute({
     method: 'POST',
     path: '/tx/v1/check-domain',
-    summary: 'Check a sending domain: DKIM records, SPF for our address, Domain Lockdown, MX/A',
+    summary: 'Check a sending domain: DKIM records, SPF for our address, Domain Lockdown, MX/A, return path alignment',
     tags: ['sending'],
     auth: 'api',
     body: CheckDomainBody,

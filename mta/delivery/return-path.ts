@@ -71,3 +71,18 @@ export function verifyReturnPath(secret: Buffer, given: string, d: Signed): bool
 export function usesReturnPath(domain: string | undefined, m: Pick<MessageRow, 'kind' | 'verp' | 'mail_from' | 'account_id'>): domain is string {
   return domain !== undefined && m.kind === 'outbound' && m.verp && m.mail_from !== '' && m.account_id !== null;
 }
+
+/**
+ * The address the feedback handler knows a return path by: `b+<token>@<prefix>.<any domain>` (a return path aligned
+ * with its customer's domain, mta/delivery/return-path-alignment.ts) read as `b+<token>@<return path domain>`. No
+ * look-up is needed: the MAC names the delivery whatever the domain, and a bad one is still refused 550 5.1.1.
+ * Anything else comes back unchanged.
+ */
+export function canonicalReturnPath(address: string, returnPathDomain: string | undefined, prefix: string | undefined): string {
+  const at = address.lastIndexOf('@');
+  if (returnPathDomain === undefined || prefix === undefined || at < 0) return address;
+  const local = address.slice(0, at);
+  const domain = address.slice(at + 1).toLowerCase();
+  if (!domain.startsWith(`${prefix}.`) || domain.length === prefix.length + 1 || !parseReturnPath(local)) return address;
+  return `${local}@${returnPathDomain}`;
+}

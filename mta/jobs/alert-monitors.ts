@@ -3,7 +3,7 @@
 // email through the durable queue.
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
-import { ALERT_CONDITIONS, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
+import { ALERT_CONDITIONS, complaintRateExceeded, invalidRecipientsExceeded } from '../../filters/alert-conditions.js';
 import { alertOriginator } from '../../filters/outbound-verdicts.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
@@ -33,6 +33,10 @@ export interface AlertMonitorsDeps {
   senderOutcomes: (accountId: number, senderId: string, since: number) => Promise<{ finished: number; invalid: number }>;
   /** `abuse.invalid_recipient_rate`, `abuse.invalid_recipient_min`. */
   invalidRecipients: { rate: number; min: number };
+  /** A sender identity's delivered recipients since a time, and how many of them complained since (the queue's). */
+  senderComplaints: (accountId: number, senderId: string, since: number) => Promise<{ delivered: number; complaints: number }>;
+  /** `abuse.complaint_rate`, `abuse.complaint_min`. */
+  complaints: { rate: number; min: number };
   /** Domain Lockdown: an email alert goes only to a domain its monitor's account may send from. */
   lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
   /** `smtp.hostname`: the From domain of alert emails. */
@@ -68,10 +72,24 @@ const invalidRecipient = (f: PermanentFailure) => f.status !== null && (f.status
 /** A remote MX refused it for policy (RFC 3463 5.7.x, from a host that answered: not our own refusal). */
 const policyRejection = (f: PermanentFailure) => f.host !== null && f.status !== null && f.status.startsWith('5.7.');
 
+/** The trigger fields of a stored outbound message of a sender identity (the alert names the message). */
+function triggerOf(message: MessageRow & { account_id: number; sender_id: string }, at: number): Omit<AlertTrigger, 'condition'> {
+  return {
+    accountId: message.account_id,
+    senderId: message.sender_id,
+    message: { messageId: message.message_id, sendRequestId: message.request_id, envelopeSender: message.mail_from, ip: message.upstream, auth: message.auth },
+    at,
+  };
+}
+
+/** Whether a stored message is an outbound one of a sender identity: the only mail a monitor judges. */
+const ofSender = (m: MessageRow): m is MessageRow & { account_id: number; sender_id: string } =>
+  m.kind === 'outbound' && m.account_id !== null && m.sender_id !== null;
+
 /**
- * Creates the alert monitors. `trigger` and `afterPermanentFailures` resolve once their alerts are stored (a crash
- * afterwards loses none); delivery runs in `runOnce` (tests) or on `start()`'s timer, which is also kicked as alerts
- * fire. Each delivery attempt holds a lease (storage/ports/leases.ts), renewed while it is in flight; an alert whose
+ * Creates the alert monitors. `trigger`, `afterPermanentFailures` and `afterComplaint` resolve once their alerts are
+ * stored (a crash afterwards loses none); delivery runs in `runOnce` (tests) or on `start()`'s timer, which is also
+ * kicked as alerts fire. Each delivery attempt holds a lease (storage/ports/leases.ts), renewed while it is in flight; an alert whose
  * sender died is taken over once its lease expires, and a sender whose lease was taken over records nothing.
  */
 export function createAlertMonitors(deps: AlertMonitorsDeps) {
@@ -193,17 +211,9 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
      */
     async afterPermanentFailures(failed: { message: MessageRow; failures: PermanentFailure[] }[]): Promise<void> {
       for (const { message, failures } of failed) {
-        if (message.kind !== 'outbound' || message.account_id === null || message.sender_id === null) continue;
-        const accountId = message.account_id;
-        const senderId = message.sender_id;
-        const t = {
-          accountId,
-          senderId,
-          message: {
-            messageId: message.message_id, sendRequestId: message.request_id, envelopeSender: message.mail_from, ip: message.upstream, auth: message.auth,
-          },
-          at: deps.now(),
-        };
+        if (!ofSender(message)) continue;
+        const t = triggerOf(message, deps.now());
+        const { accountId, senderId } = t;
         try {
           if (failures.some(policyRejection)) await raise({ ...t, condition: 'sender_id_rejected_by_destination' });
           if (failures.some(invalidRecipient)) {
@@ -214,6 +224,23 @@ export function createAlertMonitors(deps: AlertMonitorsDeps) {
         } catch (err) {
           log.error({ err, messageId: message.message_id }, 'alert monitors failed on delivery outcomes');
         }
+      }
+    },
+
+    /**
+     * A new feedback-loop complaint about `message`, told after it is stored (mta/queue/feedback.ts): fires
+     * `sender_id_receiving_complaints` for each monitor over whose interval the identity's complaint rate reaches
+     * `abuse.complaint_rate`. Resolves once its alerts are stored; never rejects, since the complaint stands anyway.
+     */
+    async afterComplaint(message: MessageRow): Promise<void> {
+      if (!ofSender(message)) return;
+      const t = triggerOf(message, deps.now());
+      try {
+        await raise({ ...t, condition: 'sender_id_receiving_complaints' }, async (m) =>
+          complaintRateExceeded(await deps.senderComplaints(t.accountId, t.senderId, t.at - m.interval_hours * HOUR_MS), deps.complaints),
+        );
+      } catch (err) {
+        log.error({ err, messageId: message.message_id }, 'alert monitors failed on a complaint');
       }
     },
 

@@ -1,10 +1,12 @@
-// Owns POST /tx/v1/check-domain's checks: DKIM records, SPF for our sending address, lockdown, sender-domain MX/A.
+// Owns POST /tx/v1/check-domain's checks: DKIM records, SPF for our sending address, lockdown, sender-domain MX/A,
+// and the return path's alignment.
 import crypto from 'node:crypto';
 import { spf } from 'mailauth/lib/spf/index.js';
 import type { LockdownVerdict } from '../../filters/lockdown.js';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import type { DkimKeyRow, DkimKeyStore } from '../../storage/ports/dkim-keys.js';
 import { mailauthResolver, type DnsResolver } from '../delivery/dns-resolver.js';
+import type { Alignment } from '../delivery/return-path-alignment.js';
 import { normalizePrivateKey } from './dkim-sign.js';
 
 export interface CheckDomainDeps {
@@ -14,6 +16,8 @@ export interface CheckDomainDeps {
   hostname: string;
   /** The address receivers see our mail come from; SPF is evaluated for it. */
   publicIp: string | undefined;
+  /** How the domain's VERP return path aligns (bin/wiring-return-path.ts); undefined without outbound.return_path_domain. */
+  returnPath?: (domain: string) => Promise<Alignment | undefined>;
 }
 
 export interface CheckDomainRequest {
@@ -56,6 +60,25 @@ function publicFromPrivate(privateKey: string): string {
     .createPublicKey(normalizePrivateKey(privateKey))
     .export({ type: 'spki', format: 'der' })
     .toString('base64');
+}
+
+/**
+ * `check_results.return_path` (a Sluice field; clients of the API ignore it): the domain this domain's mail leaves
+ * with as its envelope sender, and whether SPF on it aligns with the domain for DMARC (RFC 7489 §3.1.2).
+ */
+function returnPathResult(a: Alignment): { domain: string; verdict: Verdict; reason?: string } {
+  if (a.aligned) return { domain: a.returnPathDomain, verdict: 'passed' };
+  const rp = a.returnPathDomain;
+  const publish = `publish a CNAME record ${a.name} pointing at ${rp}, and mail will leave with ${a.name}`;
+  const reason: Record<typeof a.reason, string> = {
+    // Relaxed alignment (RFC 7489 §3.1.2) may still hold when both share an organizational domain; DKIM can pass DMARC alone.
+    'no-prefix': `mail leaves with the return path domain ${rp}, whose SPF aligns with this domain only if both share an organizational domain`,
+    unchecked: `not looked up yet; ${publish}`,
+    'no-cname': `${a.name} has no CNAME record; ${publish}`,
+    'other-target': `${a.name} is a CNAME of ${a.detail}, not of ${rp}; ${publish}`,
+    'dns-error': `DNS error looking up ${a.name} (${a.detail}); mail leaves with ${rp} until it answers`,
+  };
+  return { domain: rp, verdict: 'failed', reason: reason[a.reason] };
 }
 
 /** Runs every check of check-domain for `account`; never throws for DNS problems (they become verdicts). */
@@ -143,8 +166,11 @@ export async function runCheckDomain(deps: CheckDomainDeps, account: AccountRow,
     verdict: (mxOk || aOk ? 'passed' : 'failed') as Verdict,
   };
 
+  const alignment = await deps.returnPath?.(domain);
+  const returnPath = alignment && returnPathResult(alignment);
+
   return {
-    check_results: { dkim, domain_lockdown: domainLockdown, sender_domain: senderDomain, spf: spfResult },
+    check_results: { dkim, domain_lockdown: domainLockdown, sender_domain: senderDomain, spf: spfResult, ...(returnPath ? { return_path: returnPath } : {}) },
     references: [] as string[],
   };
 }

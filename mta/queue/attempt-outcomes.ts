@@ -5,6 +5,7 @@ import type { DeliveryRow, MessageRow } from '../../storage/ports/queue.js';
 import type { AttemptOutcome, RecordedAttempt } from './queue.js';
 import { classifyRouteFailure, type RouteFailure } from '../delivery/bounce-rules.js';
 import type { DeliveryResult } from '../delivery/smtp-client.js';
+import type { Shaped } from '../delivery/shaping.js';
 
 /** How the attempt at one group (a message's recipients at one domain) ended. */
 export type AttemptEnd =
@@ -44,6 +45,23 @@ export function outcomesOf(message: MessageRow, deliveries: readonly DeliveryRow
         };
       }
     }
+  });
+}
+
+/**
+ * What shaping rules made of the replies (mta/delivery/shaping.ts): a recipient a `bounce` rule matched fails now
+ * (its 4xx status made permanent, the rule named in the response); a suspension holds the group's deferred
+ * recipients until it lifts, whatever the retry schedule says.
+ */
+export function shapeOutcomes(outcomes: AttemptOutcome[], shaped: Shaped | undefined): AttemptOutcome[] {
+  if (!shaped) return outcomes;
+  return outcomes.map((o) => {
+    const rule = shaped.bounce.get(o.delivery.rcpt);
+    if (rule !== undefined && o.outcome !== 'delivered') {
+      const status = o.status === null ? '5.0.0' : `5${o.status.slice(1)}`;
+      return { ...o, outcome: 'bounced', status, response: `${o.response} (bounced by shaping rule ${rule})` };
+    }
+    return o.outcome === 'deferred' && shaped.notBefore !== undefined ? { ...o, notBefore: shaped.notBefore } : o;
   });
 }
 

@@ -24,6 +24,11 @@ export interface FeedbackDeps {
   /** accounts.max_suppressions. */
   maxSuppressions?: number;
   metrics?: Pick<Metrics, 'reportsReceived'>;
+  /**
+   * Told of each new complaint once it is stored, before the 250 (the alert monitors judge the sender identity's
+   * complaint rate); a repeated one is not told. Must not reject: the complaint stands.
+   */
+  afterComplaint?: (message: MessageRow) => Promise<void>;
   now: () => number;
   logger: Logger;
 }
@@ -37,10 +42,13 @@ interface Named {
 /** How the MX treats one RCPT address: one of ours (a return path that verified, the feedback address), or not. */
 export type FeedbackRecipient = { ours: true } | { ours: false; reply?: SmtpReply };
 
-/** `b+<id>.<mac>@<domain>` anywhere in a text: where a feedback report carries the original's return path. */
-function tokensIn(text: string, domain: string): string[] {
-  const escaped = domain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return [...text.matchAll(new RegExp(`\\b(b\\+[0-9a-z]{1,11}\\.[a-z2-7]{16})@${escaped}\\b`, 'gi'))].map((m) => m[1]!);
+/**
+ * `b+<id>.<mac>@<domain>` anywhere in a text: where a feedback report carries the original's return path. Any domain:
+ * the original may have left on the operator's return path domain or on a customer's aligned `<prefix>.<domain>`
+ * (outbound.return_path_prefix), and the MAC, checked before anything is done, is what makes a token ours.
+ */
+function tokensIn(text: string): string[] {
+  return [...text.matchAll(/\b(b\+[0-9a-z]{1,11}\.[a-z2-7]{16})@[a-z0-9-]+(\.[a-z0-9-]+)+/gi)].map((m) => m[1]!);
 }
 
 /** The SMTP code a late report implies: the one its diagnostic quotes, else 550 / 450 by its status class. */
@@ -131,7 +139,7 @@ export function createFeedback(deps: FeedbackDeps) {
     const now = deps.now();
     const accountId = message.account_id!;
     // RFC 5965 reports one complaint per report; repeated ones about the same recipient add neither entry nor event.
-    return deps.suppressions.unsubscribe({
+    const added = await deps.suppressions.unsubscribe({
       accountId,
       recipient: delivery.rcpt,
       source: 'spam_complaint',
@@ -139,6 +147,9 @@ export function createFeedback(deps: FeedbackDeps) {
       ...(deps.maxSuppressions !== undefined ? { maxPerAccount: deps.maxSuppressions } : {}),
       event: { accountId, kind: 'complained', payload: eventPayload('complained', await eventBase(message), now, { recipients: [delivery.rcpt] }), at: now },
     });
+    // Only a new one: a replayed report must not count twice toward the rate, nor fire again.
+    if (added) await deps.afterComplaint?.(message);
+    return added;
   }
 
   function count(kind: Report['kind'], result: string): void {
@@ -174,7 +185,7 @@ export function createFeedback(deps: FeedbackDeps) {
         if (domain !== undefined && lc.endsWith(`@${domain}`) && lc.startsWith('b+')) target = await named(lc.slice(0, lc.lastIndexOf('@')));
         if (report.kind === 'arf' && !target && domain !== undefined) {
           // A feedback loop sends its report to the registered address: the original's return path names the delivery.
-          for (const token of new Set(texts.flatMap((t) => tokensIn(t, domain)))) {
+          for (const token of new Set(texts.flatMap((t) => tokensIn(t)))) {
             target = await named(token.toLowerCase());
             if (target) break;
           }

@@ -28,6 +28,8 @@ export interface AttemptOutcome extends Omit<AttemptRecord, 'deliveryId' | 'at'>
   message: MessageRow;
   /** Add the recipient to the suppression list (recipient-class hard bounce). */
   suppress: boolean;
+  /** A deferral is not tried again before this (a shaping suspension: mta/delivery/shaping.ts), ms. */
+  notBefore?: number;
 }
 
 /** One recipient of a message that failed permanently in this group of outcomes. */
@@ -228,7 +230,8 @@ export function createQueue(deps: QueueDeps) {
         response: `delivery time expired after ${delivery.attempts} attempts; last error: ${o.response}`,
       };
     }
-    return { outcome: 'deferred' as const, state: 'queued' as const, next: when, code: o.code, status: o.status, response: o.response };
+    const next = o.notBefore !== undefined && o.notBefore > when ? o.notBefore : when;
+    return { outcome: 'deferred' as const, state: 'queued' as const, next, code: o.code, status: o.status, response: o.response };
   }
 
   /** The record of one outcome: attempt, new state, log row, event with roll-ups, suppression. */

@@ -8,9 +8,11 @@ import type { FastPath } from './fast-path.js';
 import type { Queue, RecordedAttempt } from './queue.js';
 import type { Router } from '../delivery/router.js';
 import type { DeliveryBody, SmtpClient } from '../delivery/smtp-client.js';
-import { logAttempt, outcomesOf, type AttemptEnd } from './attempt-outcomes.js';
+import { logAttempt, outcomesOf, shapeOutcomes, type AttemptEnd } from './attempt-outcomes.js';
+import { createSendGate, type SendGateDeps } from './send-gate.js';
+import type { Shaped } from '../delivery/shaping.js';
 
-export interface WorkerDeps {
+export interface WorkerDeps extends SendGateDeps {
   store: QueueStore;
   bodies: BodyStore;
   queue: Queue;
@@ -28,13 +30,6 @@ export interface WorkerDeps {
    * envelope sender. A message with one goes out one recipient per transaction: each has its own MAIL FROM.
    */
   returnPath?: (message: MessageRow, delivery: DeliveryRow) => string | undefined;
-  /** The local address and EHLO name a message leaves from (its sending pool: mta/delivery/pools.ts), else undefined. */
-  sourceOf?: (message: MessageRow) => { address: string; ehlo: string } | undefined;
-  /**
-   * The destination's per-minute pace (mta/delivery/destination-pace.ts): undefined to go on (counted), else when to try
-   * again. The group is then given back due at that time, its attempt not counted: deferred, never refused.
-   */
-  pace?: (hostName: string, now: number) => Promise<number | undefined>;
 }
 
 /**
@@ -63,6 +58,7 @@ export function createQueueWorker(deps: WorkerDeps) {
   const id = `w-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
   const maxInFlight = deps.maxInFlight ?? 200;
   const log = deps.logger.child({ component: 'queue' });
+  const gate = createSendGate(deps, log);
   let inFlight = 0;
   /** Deliveries reserved for the fast path whose enqueue has not committed yet (they count against maxInFlight). */
   let reserved = 0;
@@ -117,15 +113,17 @@ export function createQueueWorker(deps: WorkerDeps) {
 
   async function deliverGroup(g: Group): Promise<void> {
     let end: AttemptEnd;
+    let shaped: Shaped | undefined;
     try {
       const route = await deps.resolveRoute(g.domain, g.message);
-      const source = g.message.kind === 'outbound' ? deps.sourceOf?.(g.message) : undefined;
-      const wait = route.kind === 'hosts' && route.hosts[0] ? await deps.pace?.(route.hosts[0].name, deps.now()) : undefined;
-      if (wait !== undefined) {
-        const given = await deps.store.release(g.deliveries.map(leaseOf), wait);
-        log.info({ queueId: g.message.request_id, domain: g.domain, host: route.kind === 'hosts' ? route.hosts[0]?.name : undefined, deliveries: given, until: new Date(wait).toISOString() }, 'destination rate limit reached; deferred to the next minute');
+      const host = route.kind === 'hosts' ? route.hosts[0]?.name : undefined;
+      const picked = host === undefined ? {} : await gate.pick(g.message, host);
+      if (picked.wait !== undefined) {
+        const given = await deps.store.release(g.deliveries.map(leaseOf), picked.wait);
+        log.info({ queueId: g.message.request_id, domain: g.domain, host, deliveries: given, until: new Date(picked.wait).toISOString(), reason: picked.reason }, 'delivery held back; deferred without an attempt counted');
         return;
       }
+      const source = picked.source;
       if (route.kind !== 'hosts') {
         end = { kind: 'no-route', route };
       } else {
@@ -139,12 +137,13 @@ export function createQueueWorker(deps: WorkerDeps) {
           ...(source ? { source } : {}),
         });
         end = { kind: 'dialled', result };
+        shaped = await gate.observe(g.message, result, host ?? g.domain, source?.address);
       }
     } catch (err) {
       log.error({ err, messageId: g.message.id }, 'delivery failed unexpectedly');
       end = { kind: 'local-error' };
     }
-    const outcomes = outcomesOf(g.message, g.deliveries, end);
+    const outcomes = shapeOutcomes(outcomesOf(g.message, g.deliveries, end), shaped);
     const recorded = await deps.queue.record(outcomes);
     outcomes.forEach((o, i) => {
       const r = recorded[i] as RecordedAttempt;

@@ -336,4 +336,11 @@ export interface QueueStore {
    * of them bounced for a recipient-class reason (RFC 3463 5.1.x, 5.2.1): its hard-bounce rate.
    */
   senderOutcomes(accountId: number, senderId: string, since: number): Promise<{ finished: number; invalid: number }>;
+  /**
+   * Delivered recipients of a sender identity's messages accepted since `since`, and how many of those recipients
+   * complained afterwards (a `spam_complaint` suppression of the account made at or after the message was accepted):
+   * its complaint rate. A suppression names the recipient, not the message, so a complaint counts for each identity of
+   * the account that delivered to that recipient in the window; it counts once per recipient, however many messages.
+   */
+  senderComplaints(accountId: number, senderId: string, since: number): Promise<{ delivered: number; complaints: number }>;
 }

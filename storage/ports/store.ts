@@ -24,6 +24,7 @@ import type { SmtpLogStore } from './smtp-log.js';
 import type { SuppressionStore } from './suppressions.js';
 import type { ThrottleStore } from './throttles.js';
 import type { TlsReportStore } from './tls-reports.js';
+import type { ShapingStore } from './shaping.js';
 import type { TrackingStore } from './tracking.js';
 import type { TrackingDomainStore } from './tracking-domains.js';
 import type { WebhookStore } from './webhooks.js';
@@ -44,6 +45,8 @@ export interface Store {
   readonly throttles: ThrottleStore;
   /** TLS-RPT: how TLS to each MTA-STS domain went, per day, and which reports are sent. */
   readonly tlsReports: TlsReportStore;
+  /** Activations of reply-driven shaping rules (issue 35). */
+  readonly shaping: ShapingStore;
   /** Reservations against the monthly send limit, so concurrent sends cannot pass it together. */
   readonly sendLimits: SendLimitStore;
   /** The durable queue: accept, claim, renew, record (ARCHITECTURE: Queue). */

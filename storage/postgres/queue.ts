@@ -304,5 +304,19 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
       );
       return row!;
     },
+
+    // As SQLite's: messages_sender_id, deliveries_message, then the suppressions' UNIQUE (account_id, recipient,
+    // source) once per delivery (stored lower-cased: ports/suppressions.ts normaliseRecipient).
+    async senderComplaints(accountId, senderId, since) {
+      const [row] = await pg.query<{ delivered: number; complaints: number }>(
+        `SELECT count(*)::int AS delivered, count(DISTINCT s.id)::int AS complaints
+         FROM messages m JOIN deliveries d ON d.message_id = m.id
+         LEFT JOIN suppressions s ON s.account_id = m.account_id AND s.recipient = lower(d.rcpt) AND s.source = 'spam_complaint'
+           AND s.created_at >= m.created_at
+         WHERE m.account_id = $1 AND m.sender_id = $2 AND m.created_at >= $3 AND d.state = 'delivered'`,
+        [accountId, senderId, since],
+      );
+      return row!;
+    },
   };
 }

@@ -20,6 +20,7 @@ import { createPgTimeAxis, type LeaseClock } from './leases.js';
 import { createPgSendLimitStore } from './send-limits.js';
 import { createPgThrottleStore } from './throttles.js';
 import { createPgTlsReportStore } from './tls-reports.js';
+import { createPgShapingStore } from './shaping.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgEventWriter } from './events.js';
@@ -122,6 +123,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     jobLeads: createPgJobLeadStore(pg, time),
     throttles: createPgThrottleStore(pg),
     tlsReports: createPgTlsReportStore(pg),
+    shaping: createPgShapingStore(pg),
     sendLimits: createPgSendLimitStore(pg, time),
     accounts: createPgAccountStore(pg, reads),
     dkimKeys: createPgDkimKeyStore(pg, reads),

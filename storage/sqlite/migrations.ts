@@ -34,6 +34,7 @@ import { IDEMPOTENCY_KEYS } from './migrations/032-idempotency-keys.js';
 import { VERP } from './migrations/033-verp.js';
 import { TLS_RESULTS } from './migrations/034-tls-results.js';
 import { POOLS } from './migrations/035-pools.js';
+import { SHAPING } from './migrations/036-shaping.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -75,4 +76,5 @@ export const MIGRATIONS: readonly string[] = [
   VERP, // 33
   TLS_RESULTS, // 34
   POOLS, // 35
+  SHAPING, // 36
 ];

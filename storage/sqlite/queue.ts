@@ -141,6 +141,15 @@ export function createQueueStore(db: Db, bodies: Bodies) {
        FROM messages m JOIN deliveries d ON d.message_id = m.id
        WHERE m.account_id = ? AND m.sender_id = ? AND m.created_at >= ? AND d.state IN ('delivered', 'bounced')`,
     ),
+    // Indexed all the way: messages_sender_id, deliveries_message, then suppressions' UNIQUE (account_id, recipient,
+    // source) once per delivery. A suppression is stored lower-cased (ports/suppressions.ts normaliseRecipient).
+    senderComplaints: db.prepare(
+      `SELECT count(*) AS delivered, count(DISTINCT s.id) AS complaints
+       FROM messages m JOIN deliveries d ON d.message_id = m.id
+       LEFT JOIN suppressions s ON s.account_id = m.account_id AND s.recipient = lower(d.rcpt) AND s.source = 'spam_complaint'
+         AND s.created_at >= m.created_at
+       WHERE m.account_id = ? AND m.sender_id = ? AND m.created_at >= ? AND d.state = 'delivered'`,
+    ),
   };
   const renewal = createRenewal(db, 'deliveries', "state = 'sending'", 'next_attempt_at');
 
@@ -329,6 +338,10 @@ export function createQueueStore(db: Db, bodies: Bodies) {
 
     senderOutcomes(accountId: number, senderId: string, since: number): { finished: number; invalid: number } {
       return s.senderOutcomes.get(accountId, senderId, since) as { finished: number; invalid: number };
+    },
+
+    senderComplaints(accountId: number, senderId: string, since: number): { delivered: number; complaints: number } {
+      return s.senderComplaints.get(accountId, senderId, since) as { delivered: number; complaints: number };
     },
   };
 }

@@ -38,6 +38,7 @@ import { createSuppressionStore } from './suppressions.js';
 import { createSendLimitStore } from './send-limits.js';
 import { createThrottleStore } from './throttles.js';
 import { createTlsReportStore } from './tls-reports.js';
+import { createShapingStore } from './shaping.js';
 import { createTrackingDomainStore } from './tracking-domains.js';
 import { createTrackingStore } from './tracking.js';
 import { createWebhookStore } from './webhooks.js';
@@ -173,7 +174,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
 
   const queue: QueueStore = {
     ...port(queueRepo, b, {
-      reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes', 'findAnswer'],
+      reads: ['nextDueAt', 'findMessage', 'findDelivery', 'deliveriesOf', 'attemptsOf', 'findSentTo', 'senderOutcomes', 'senderComplaints', 'findAnswer'],
       writes: ['renew', 'release', 'keepAnswer', 'recordLateOutcome'],
       // Outcomes answer no client: they ride the accepts' commits (issue 32: one fsync for many units).
       deferrable: ['record'],
@@ -218,6 +219,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     jobLeads: port(createJobLeadStore(db), b, { reads: ['leader'], writes: ['tryLead', 'resign'] }),
     throttles: port(createThrottleStore(db), b, { reads: ['counts'], writes: ['hit', 'clear', 'prune'] }),
     tlsReports: port(createTlsReportStore(db), b, { reads: ['unreported', 'resultsOf'], writes: ['add', 'markSent', 'prune'] }),
+    shaping: port(createShapingStore(db), b, { reads: ['active'], writes: ['activate', 'lift'] }),
     sendLimits: port(createSendLimitStore(db), b, { reads: [], writes: ['reserve', 'release'] }),
     queue,
     queueViews: port(createQueueViews(db), b, {

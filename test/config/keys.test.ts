@@ -15,7 +15,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'smtp.submission.auth_failure_delay_ms', 'smtp.submission.allow_insecure_loopback_auth', 'smtp.proxy_protocol_from', 'smtp.tls.cert', 'smtp.tls.key',
     'acme.directory_url', 'acme.email', 'acme.hostnames', 'acme.ca_file', 'dns.servers', 'dns.cache_max_entries',
     'outbound.smarthost', 'outbound.smarthost_user', 'outbound.smarthost_password', 'outbound.smarthost_tls',
-    'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'outbound.return_path_domain', 'outbound.feedback_address', 'outbound.mta_sts', 'outbound.mta_sts_port', 'outbound.tls_ca_file', 'outbound.tls_reports_from', 'outbound.pools', 'outbound.destination_limits', 'send.max_recipients',
+    'outbound.transport_map', 'outbound.mx_port', 'outbound.public_ip', 'outbound.lockdown', 'outbound.return_path_domain', 'outbound.return_path_prefix', 'outbound.feedback_address', 'outbound.mta_sts', 'outbound.mta_sts_port', 'outbound.tls_ca_file', 'outbound.tls_reports_from', 'outbound.pools', 'outbound.destination_limits', 'outbound.shaping_rules', 'outbound.warmup', 'send.max_recipients',
     'send.rate_per_second', 'api.idempotency_ttl_hours', 'accounts.max_suppressions', 'accounts.max_sub_accounts', 'accounts.max_deleted_sub_accounts', 'accounts.max_tracking_domains', 'accounts.max_dkim_keys', 'security.allow_private_targets',
     'filters.spam_threshold',
     'filters.confirmed_threshold', 'filters.outbound_policy', 'filters.on_scanner_error',
@@ -23,7 +23,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.clamd.timeout_ms', 'filters.bayes.min_learned', 'filters.bayes.max_tokens',
     'filters.bayes.autolearn', 'filters.bayes.autolearn_spam_score', 'filters.bayes.autolearn_per_hour', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
     'filters.dnsbl.domain_sites', 'filters.dnsbl.cache_max_entries', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
-    'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'inbound.quarantine_days', 'inbound.reports_per_account', 'inbound.list_entries_per_account',
+    'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'abuse.complaint_rate', 'abuse.complaint_min', 'inbound.quarantine_days', 'inbound.reports_per_account', 'inbound.list_entries_per_account',
     'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours',
     'inbound.greylist.new_triplets_per_network_hour', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
@@ -50,7 +50,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_DNS_SERVERS: '127.0.0.1:53', SLUICE_DNS_CACHE_MAX_ENTRIES: '500', SLUICE_OUTBOUND_SMARTHOST: 'relay.test:25', SLUICE_OUTBOUND_SMARTHOST_USER: 'u',
     SLUICE_OUTBOUND_SMARTHOST_PASSWORD: 'p', SLUICE_OUTBOUND_SMARTHOST_TLS: 'implicit',
     SLUICE_OUTBOUND_TRANSPORT_MAP: 'a.test=h:26', SLUICE_OUTBOUND_MX_PORT: '2525', SLUICE_OUTBOUND_PUBLIC_IP: '192.0.2.1',
-    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_OUTBOUND_RETURN_PATH_DOMAIN: 'Bounces.Example.Test', SLUICE_OUTBOUND_FEEDBACK_ADDRESS: 'FBL@bounces.example.test', SLUICE_OUTBOUND_MTA_STS: 'on', SLUICE_OUTBOUND_MTA_STS_PORT: '8443', SLUICE_OUTBOUND_TLS_CA_FILE: 'cas.pem', SLUICE_OUTBOUND_TLS_REPORTS_FROM: 'tls@example.test', SLUICE_OUTBOUND_POOLS: 'blue=192.0.2.10 Mta10.Example.Test+2001:db8::10 mta11.example.test', SLUICE_OUTBOUND_DESTINATION_LIMITS: '*.Outlook.Test=2:20:0', SLUICE_SEND_MAX_RECIPIENTS: '50', SLUICE_SEND_RATE_PER_SECOND: '0', SLUICE_API_IDEMPOTENCY_TTL_HOURS: '6', SLUICE_ACCOUNTS_MAX_SUPPRESSIONS: '500', SLUICE_ACCOUNTS_MAX_SUB_ACCOUNTS: '7', SLUICE_ACCOUNTS_MAX_DELETED_SUB_ACCOUNTS: '70', SLUICE_ACCOUNTS_MAX_TRACKING_DOMAINS: '8', SLUICE_ACCOUNTS_MAX_DKIM_KEYS: '9', SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.5/8, FD00::1:2525, [::1]:2525, 127.0.0.1',
+    SLUICE_OUTBOUND_LOCKDOWN: 'off', SLUICE_OUTBOUND_RETURN_PATH_DOMAIN: 'Bounces.Example.Test', SLUICE_OUTBOUND_RETURN_PATH_PREFIX: 'PSRP', SLUICE_OUTBOUND_FEEDBACK_ADDRESS: 'FBL@bounces.example.test', SLUICE_OUTBOUND_MTA_STS: 'on', SLUICE_OUTBOUND_MTA_STS_PORT: '8443', SLUICE_OUTBOUND_TLS_CA_FILE: 'cas.pem', SLUICE_OUTBOUND_TLS_REPORTS_FROM: 'tls@example.test', SLUICE_OUTBOUND_POOLS: 'blue=192.0.2.10 Mta10.Example.Test+2001:db8::10 mta11.example.test', SLUICE_OUTBOUND_DESTINATION_LIMITS: '*.Outlook.Test=2:20:0', SLUICE_OUTBOUND_SHAPING_RULES: '{"ms":{"reply":"4\\\\.7\\\\.650","hosts":"*.Outlook.Test","action":"throttle","minutes":30,"rate":5}}', SLUICE_OUTBOUND_WARMUP: '{"192.0.2.10":{"start":"2026-12-01","daily":[50,100]}}', SLUICE_SEND_MAX_RECIPIENTS: '50', SLUICE_SEND_RATE_PER_SECOND: '0', SLUICE_API_IDEMPOTENCY_TTL_HOURS: '6', SLUICE_ACCOUNTS_MAX_SUPPRESSIONS: '500', SLUICE_ACCOUNTS_MAX_SUB_ACCOUNTS: '7', SLUICE_ACCOUNTS_MAX_DELETED_SUB_ACCOUNTS: '70', SLUICE_ACCOUNTS_MAX_TRACKING_DOMAINS: '8', SLUICE_ACCOUNTS_MAX_DKIM_KEYS: '9', SLUICE_SECURITY_ALLOW_PRIVATE_TARGETS: '10.0.0.5/8, FD00::1:2525, [::1]:2525, 127.0.0.1',
     SLUICE_FILTERS_SPAM_THRESHOLD: '6.5', SLUICE_FILTERS_RSPAMD_URL: 'http://127.0.0.1:11333',
     SLUICE_FILTERS_RSPAMD_TIMEOUT_MS: '100', SLUICE_FILTERS_RSPAMD_FAILURE: 'accept-and-tag',
     SLUICE_FILTERS_CONFIRMED_THRESHOLD: '20', SLUICE_FILTERS_OUTBOUND_POLICY: 'monitor', SLUICE_FILTERS_ON_SCANNER_ERROR: 'accept',
@@ -65,6 +65,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_QUEUE_MIN_FREE_BYTES: '1048576',
     SLUICE_ABUSE_BLOCK_CONFIRMED: '4', SLUICE_ABUSE_BLOCK_SUSPECT: '11', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '12',
     SLUICE_ABUSE_DELIST_PER_DAY: '1', SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '0.2', SLUICE_ABUSE_INVALID_RECIPIENT_MIN: '5',
+    SLUICE_ABUSE_COMPLAINT_RATE: '0.01', SLUICE_ABUSE_COMPLAINT_MIN: '200',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn', SLUICE_SERVER_PROCESSES: '3', SLUICE_SERVER_CPU_THREADS: '2', SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: 'postgres://u:p@db.test/sluice?sslmode=require', SLUICE_STORAGE_POSTGRES_POOL_SIZE: '7',
     SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_RETENTION_METRIC_DAYS: '13', SLUICE_RETENTION_DKIM_KEY_DAYS: '14', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
@@ -108,10 +109,12 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     outbound: {
       smarthost: { host: 'relay.test', port: 25 }, smarthostUser: 'u', smarthostPassword: 'p', smarthostTls: 'implicit',
       transportMap: { 'a.test': { host: 'h', port: 26 } }, mxPort: 2525, publicIp: '192.0.2.1', lockdown: 'off',
-      returnPathDomain: 'bounces.example.test', feedbackAddress: 'fbl@bounces.example.test',
+      returnPathDomain: 'bounces.example.test', returnPathPrefix: 'psrp', feedbackAddress: 'fbl@bounces.example.test',
       mtaSts: 'on', mtaStsPort: 8443, tlsCaFile: path.join(dir, 'cas.pem'), tlsReportsFrom: 'tls@example.test',
       pools: { blue: [{ address: '192.0.2.10', ehlo: 'mta10.example.test' }, { address: '2001:db8::10', ehlo: 'mta11.example.test' }] },
       destinationLimits: { '*.outlook.test': { connections: 2, messagesPerConnection: 20, messagesPerMinute: 0 } },
+      shapingRules: { ms: { reply: /4\.7\.650/i, hosts: '*.outlook.test', action: 'throttle', minutes: 30, rate: 5 } },
+      warmup: { '192.0.2.10': { start: Date.UTC(2026, 11, 1), daily: [50, 100] } },
     },
     send: { maxRecipients: 50, ratePerSecond: 0 },
     api: { idempotencyTtlHours: 6 },
@@ -135,7 +138,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     },
     abuse: {
       blockConfirmed: 4, blockSuspect: 11, blockWindowHours: 12, delistPerDay: 1, invalidRecipientRate: 0.2,
-      invalidRecipientMin: 5,
+      invalidRecipientMin: 5, complaintRate: 0.01, complaintMin: 200,
     },
     inbound: {
       quarantineDays: 3,
@@ -174,6 +177,8 @@ t.test('scanner and abuse keys refuse bad values, naming the key', async (t) => 
     message: /^filters\.clamd\.address: "clamd" is neither host:port nor an absolute unix socket path/,
   });
   t.throws(() => loadConfig({ env: { SLUICE_ABUSE_INVALID_RECIPIENT_RATE: '1.5' }, cwd }), { message: /^abuse\.invalid_recipient_rate: expected a fraction/ });
+  t.throws(() => loadConfig({ env: { SLUICE_ABUSE_COMPLAINT_RATE: '0' }, cwd }), { message: /^abuse\.complaint_rate: / });
+  t.match(loadConfig({ env: {}, cwd }).config.abuse, { complaintRate: 0.003, complaintMin: 1000 }, 'complaint alert defaults: 0.3 % of 1000');
   t.throws(() => loadConfig({ env: { SLUICE_FILTERS_OUTBOUND_POLICY: 'strict' }, cwd }), { message: /^filters\.outbound_policy: "strict" is not one of enforce, monitor, off/ });
   const { config } = loadConfig({ env: { SLUICE_FILTERS_CLAMD_ADDRESS: '127.0.0.1:3310' }, cwd });
   t.equal(config.filters.clamd.address, '127.0.0.1:3310');

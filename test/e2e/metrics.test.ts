@@ -151,6 +151,8 @@ onBackends('every family after an end-to-end flow: names, types, labels, non-zer
     ['sluice_bayes_autolearned_total', 'counter', ['class', 'outcome']],
     ['sluice_outbound_scan_dispositions_total', 'counter', ['scanner', 'disposition']],
     ['sluice_reports_received_total', 'counter', ['kind', 'result']],
+    ['sluice_shaping_activations_total', 'counter', ['rule', 'action']],
+    ['sluice_shaping_active', 'gauge', ['action']],
     ['sluice_webhook_events_pending', 'gauge', []],
     ['sluice_webhook_batches_total', 'counter', ['status']],
     ['sluice_webhook_dispatch_lag_seconds', 'histogram', ['le']],

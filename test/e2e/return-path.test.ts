@@ -1,8 +1,10 @@
 // End-to-end mail that comes back (issue 35): a send leaves with a VERP return path, a DSN another MTA sends to it
 // later becomes a signed hard-bounced webhook, a hard_bounce suppression and an updated log row; a forged or replayed
-// one changes nothing; an ARF report to the feedback address becomes a complaint; an auto-reply changes nothing.
+// one changes nothing; an ARF report to the feedback address becomes a complaint (and fires the complaint-rate
+// monitor); an auto-reply changes nothing; a domain that publishes the outbound.return_path_prefix CNAME gets a
+// return path of its own, and check-domain says so.
 import nodemailer from 'nodemailer';
-import type { Test } from 'tap';
+import t, { type Test } from 'tap';
 import { buildDsn, headerBlock } from '../../mta/delivery/dsn.js';
 import { onBackends } from '../helpers/backends.js';
 import type { PortStack } from '../helpers/stack.js';
@@ -94,8 +96,13 @@ onBackends('a DSN to the return path: signed hard-bounced webhook, hard_bounce s
   t.equal(await w.stack.worker.runOnce(), 0, 'nothing to deliver: suppressed');
 });
 
-onBackends('an ARF complaint to the feedback address: complained event and spam_complaint suppression; delay notices, text bounces, auto-replies', async (t, backend) => {
-  const w = await world(t, env, backend);
+onBackends('an ARF complaint to the feedback address: complained event, spam_complaint suppression, complaint-rate alert; delay notices, text bounces, auto-replies', async (t, backend) => {
+  // One delivered recipient is enough to judge the rate here (the default waits for 1000).
+  const w = await world(t, { ...env, SLUICE_ABUSE_COMPLAINT_MIN: '1' }, backend);
+  const watch = await w.stack.api('POST', '/tx/v1/monitors', { key: w.key, body: { condition: 'sender_id_receiving_complaints', interval_hours: 1, delivery: 'webhook', webhook_url: w.receiver.url } });
+  t.equal(watch.status, 201);
+  t.match(watch.body, { condition: 'sender_id_receiving_complaints', condition_description: 'Sender ID is receiving spam complaints' });
+  const alerts = async () => (await w.stack.api('GET', `/tx/v1/monitors/${watch.body.id}/alerts`, { key: w.key })).body;
   const sent = await sendOne(t, w, 'carol@rcpt.test');
   // A feedback loop's report (RFC 5965): the complaint, then the original as the mailbox provider stored it.
   const boundary = 'arf-1';
@@ -116,6 +123,10 @@ onBackends('an ARF complaint to the feedback address: complained event and spam_
   t.same(list.body.suppression_list.map((s: { recipient: string }) => s.recipient), ['carol@rcpt.test']);
   t.match(await toMx(w, FBL, arf, 'staff@fbl.rcpt.test'), /^250 /);
   t.equal((await w.events('complained')).length, 1, 'the same complaint again adds nothing');
+  // 1 complaint of 1 delivered is over 0.3 %: one alert, stored before the 250, naming the message; the repeat fired none.
+  const fired = await alerts();
+  t.equal(fired.length, 1);
+  t.match(fired[0], { sender_id: /^acme\|/, payload: { condition_name: 'sender_id_receiving_complaints', account_id: 'acme', message_id: sent.messageId, transaction_id: sent.requestId } });
   t.match((await w.stack.api('GET', '/tx/v1/metrics/performance', { key: w.key })).body, { processed: 1, delivered: 1, complained: 1 }, 'counted in the metrics');
 
   // A delay notice: one soft-bounced event, the delivery stays delivered.
@@ -153,4 +164,30 @@ onBackends('an ARF complaint to the feedback address: complained event and spam_
   // A request that names envelope_from keeps it: no return path, its bounces go where it said.
   const kept = await sendOne(t, w, 'frank@rcpt.test', { envelope_from: { email: 'bounces@sender.test' } });
   t.equal(kept.mailFrom, 'bounces@sender.test');
+});
+
+// On SQLite only: nothing here is storage's (the first test covers the bounce on each backend).
+t.test('sqlite: return_path_prefix: with psrp.<domain> CNAME the return path, check-domain passes and its DSN counts', async (t) => {
+  const w = await world(t, { ...env, SLUICE_OUTBOUND_RETURN_PATH_PREFIX: 'psrp' });
+  const check = async (domain: string) => (await w.stack.api('POST', '/tx/v1/check-domain', { key: w.key, body: { domain } })).body.check_results.return_path;
+  t.same(await check('sender.test'), {
+    domain: RP, verdict: 'failed',
+    reason: `psrp.sender.test has no CNAME record; publish a CNAME record psrp.sender.test pointing at ${RP}, and mail will leave with psrp.sender.test`,
+  });
+  t.match((await sendOne(t, w, 'ann@rcpt.test')).mailFrom, VERP, 'no CNAME: the operator domain');
+
+  // The customer publishes the CNAME (Postal's psrp); check-domain looks it up, and the next send uses it.
+  w.dns.zones['psrp.sender.test'] = { CNAME: RP };
+  t.same(await check('sender.test'), { domain: 'psrp.sender.test', verdict: 'passed' });
+  const bob = await sendOne(t, w, 'bob@rcpt.test');
+  t.match(bob.mailFrom, /^b\+[0-9a-z]+\.[a-z2-7]{16}@psrp\.sender\.test$/, 'MAIL FROM on psrp.sender.test: SPF aligns with sender.test');
+
+  // The receiver's MX follows the CNAME to ours: a forged token there is refused, the real DSN becomes a bounce.
+  const forged = bob.mailFrom.replace(/\.([a-z2-7])/, (_, c: string) => `.${c === 'a' ? 'b' : 'a'}`);
+  t.match(await toMx(w, forged, dsnFor(forged, 'bob@rcpt.test', bob.raw)), /^550 5\.1\.1 /);
+  t.match(await toMx(w, bob.mailFrom, dsnFor(bob.mailFrom, 'bob@rcpt.test', bob.raw)), /^250 /);
+  const bounced = await w.events('hard-bounced');
+  t.equal(bounced.length, 1);
+  t.match(bounced[0], { request_id: bob.requestId, recipients: ['bob@rcpt.test'], status: '5.1.1' });
+  t.match(await toMx(w, 'b+1.abcdefghijklmnop@psrp.sender.test', 'Subject: x\r\n\r\nx\r\n'), /^550 5\.1\.1 /, 'no such delivery');
 });

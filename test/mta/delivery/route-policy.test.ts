@@ -18,8 +18,9 @@ const OWN = { host: '127.0.0.1', port: MX_PORT };
 const outbound: Pick<Config, 'outbound'> = {
   outbound: {
     smarthost: undefined, smarthostUser: undefined, smarthostPassword: undefined, smarthostTls: 'starttls',
-    transportMap: {}, mxPort: MX_PORT, publicIp: undefined, lockdown: 'dns', returnPathDomain: undefined, feedbackAddress: undefined,
+    transportMap: {}, mxPort: MX_PORT, publicIp: undefined, lockdown: 'dns', returnPathDomain: undefined, returnPathPrefix: undefined, feedbackAddress: undefined,
     mtaSts: 'off', mtaStsPort: 443, tlsCaFile: undefined, tlsReportsFrom: undefined, pools: {}, destinationLimits: {},
+    shapingRules: {}, warmup: {},
   },
 };
 

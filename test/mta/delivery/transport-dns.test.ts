@@ -19,6 +19,7 @@ function outbound(over: Partial<Config['outbound']> = {}): Pick<Config, 'outboun
       publicIp: undefined,
       lockdown: 'dns',
       returnPathDomain: undefined,
+      returnPathPrefix: undefined,
       feedbackAddress: undefined,
       mtaSts: 'off',
       mtaStsPort: 443,
@@ -26,6 +27,8 @@ function outbound(over: Partial<Config['outbound']> = {}): Pick<Config, 'outboun
       tlsReportsFrom: undefined,
       pools: {},
       destinationLimits: {},
+      shapingRules: {},
+      warmup: {},
       ...over,
     },
   };

@@ -1,6 +1,7 @@
 // Holds the Queue port's contract (storage/ports/queue.ts, storage/ports/leases.ts) for every backend: accept
 // stores a message whole, claims lease each delivery to one owner with a fencing token, an expired lease is taken
-// over by any worker, the outcome of a lost lease writes nothing, and a worker's start touches no live lease.
+// over by any worker, the outcome of a lost lease writes nothing, and a worker's start touches no live lease; a
+// sender identity's complaint counts.
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { account, contract, message } from './backends.js';
@@ -184,4 +185,57 @@ contract('a late outcome (a DSN that came back) writes only over a delivered del
   t.same((await store.queue.attemptsOf(a)).map((x) => [x.outcome, x.command, x.status]), [['delivered', 'DATA', '2.0.0'], ['bounced', 'DSN', '5.1.1']]);
   t.same((await store.queue.attemptsOf(b)).map((x) => [x.outcome, x.command]), [['delivered', 'DATA'], ['deferred', 'DSN']]);
   t.equal(await store.suppressions.exists(acct, 'a@one.test', 'hard_bounce'), true, 'suppressed in the same unit');
+});
+
+contract('senderComplaints: an identity\'s delivered recipients since a time, and those who complained after its mail', async (t, { store }) => {
+  const acct = await account(store, 'acme');
+  const beta = await account(store, 'beta');
+  const S = 'acme|x-authuser|app@sender.test';
+  const OTHER = 'acme|x-authuser|news@sender.test';
+  const send = async (at: number, senderId: string, rcpts: string[]) => {
+    const rec = await message(store, acct, rcpts, at);
+    await store.queue.accept([{ ...rec, message: { ...rec.message, senderId } }]);
+  };
+  // The identity mails carol (as the API was given her address), dave and erin, then carol again; another identity frank.
+  await send(1_000, S, ['Carol@One.test', 'dave@one.test', 'erin@one.test']);
+  await send(2_000, S, ['carol@one.test']);
+  await send(2_000, OTHER, ['frank@one.test']);
+  const claimed = (await store.queue.claim('w1', 3_000, LEASE, 10)).deliveries;
+  t.equal(claimed.length, 5);
+  t.same(await store.queue.record(claimed.map((d) => {
+    const bounced = d.rcpt === 'erin@one.test';
+    return {
+      lease: { id: d.id, owner: 'w1', token: d.lease_token, until: d.lease_until! },
+      attempt: { at: 3_000, outcome: bounced ? 'bounced' as const : 'delivered' as const, code: bounced ? 550 : 250, status: bounced ? '5.1.1' : '2.0.0', response: 'x', command: 'RCPT', host: 'mx.one.test' },
+      state: bounced ? 'bounced' as const : 'delivered' as const,
+      nextAttemptAt: 3_000,
+    };
+  })), [true, true, true, true, true]);
+  t.same(await store.queue.senderComplaints(acct, S, 0), { delivered: 3, complaints: 0 }, 'a bounce is not delivered');
+
+  // Complaints are stored as the feedback handler stores them: a spam_complaint suppression with its event.
+  const complain = (accountId: number, recipient: string, now: number) => store.suppressions.unsubscribe({
+    accountId, recipient, source: 'spam_complaint', now, event: { accountId, kind: 'complained', payload: { event: 'complained' }, at: now },
+  });
+  t.equal(await complain(acct, 'Carol@One.test', 5_000), true);
+  t.equal(await complain(acct, 'frank@one.test', 5_000), true);
+  t.equal(await complain(beta, 'dave@one.test', 5_000), true, 'another account\'s complaint');
+  await store.suppressions.insertMany([{ accountId: acct, recipient: 'dave@one.test', source: 'api', transactional: true, nonTransactional: true, notes: null, sender: null }], 5_000);
+  t.same(await store.queue.senderComplaints(acct, S, 0), { delivered: 3, complaints: 1 }, 'carol counts once for two messages; nothing else counts');
+  t.same(await store.queue.senderComplaints(acct, S, 1_500), { delivered: 1, complaints: 1 }, 'only mail accepted since the time');
+  t.same(await store.queue.senderComplaints(acct, OTHER, 0), { delivered: 1, complaints: 1 }, 'the other identity\'s own');
+  t.same(await store.queue.senderComplaints(acct, S, 6_000), { delivered: 0, complaints: 0 }, 'no mail since: nothing');
+  t.same(await store.queue.senderComplaints(beta, S, 0), { delivered: 0, complaints: 0 }, 'per account');
+
+  // A complaint stored before the mail was accepted (an entry that predates it) is not about it.
+  await send(7_000, S, ['gus@one.test']);
+  await complain(acct, 'gus@one.test', 6_500);
+  const [gus] = (await store.queue.claim('w1', 8_000, LEASE, 10)).deliveries;
+  await store.queue.record([{
+    lease: { id: gus!.id, owner: 'w1', token: gus!.lease_token, until: gus!.lease_until! },
+    attempt: { at: 8_000, outcome: 'delivered', code: 250, status: '2.0.0', response: 'x', command: 'DATA', host: 'mx.one.test' },
+    state: 'delivered',
+    nextAttemptAt: 8_000,
+  }]);
+  t.same(await store.queue.senderComplaints(acct, S, 7_000), { delivered: 1, complaints: 0 }, 'an older complaint does not count against newer mail');
 });
