@@ -3,7 +3,7 @@
 // one MAC key every node shares.
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
-import { createFeedback } from '../mta/queue/feedback.js';
+import { createFeedback, type FeedbackDeps } from '../mta/queue/feedback.js';
 import { canonicalReturnPath, returnPathOf, usesReturnPath } from '../mta/delivery/return-path.js';
 import { createReturnPathAlignment, fromDomainOf } from '../mta/delivery/return-path-alignment.js';
 import type { DnsResolver } from '../mta/delivery/dns-resolver.js';
@@ -21,6 +21,8 @@ export async function wireReturnPath(o: {
   metrics: Metrics;
   /** The alert monitors' judgement of a new complaint (mta/jobs/alert-monitors.ts afterComplaint). */
   afterComplaint: (message: MessageRow) => Promise<void>;
+  /** A late bounce passed on to an SMTP submitter as a DSN (mta/queue/feedback.ts forwardBounce). */
+  forwardBounce: FeedbackDeps['forwardBounce'];
   now: () => number;
   logger: Logger;
 }) {
@@ -41,6 +43,7 @@ export async function wireReturnPath(o: {
     maxSuppressions: o.live().accounts.maxSuppressions,
     metrics: o.metrics,
     afterComplaint: o.afterComplaint,
+    forwardBounce: o.forwardBounce,
     now: o.now,
     logger: o.logger,
   });

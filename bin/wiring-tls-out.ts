@@ -9,6 +9,7 @@ import { createMtaSts } from '../mta/delivery/mta-sts.js';
 import { createStsFetch } from '../mta/delivery/mta-sts-fetch.js';
 import type { TargetCheck } from '../mta/delivery/target-guard.js';
 import { createTlsReports } from '../mta/jobs/tls-reports.js';
+import { signMessage } from '../mta/outbound/dkim-sign.js';
 import type { AcceptedDsn } from '../mta/queue/accepted-message.js';
 import type { Store } from '../storage/ports/store.js';
 
@@ -37,6 +38,24 @@ export function readCaFile(file: string): string[] {
   return certs;
 }
 
+/**
+ * Signs a TLS-RPT report with the active DKIM key for its From domain of the account outbound.tls_reports_account
+ * names (the operator's mail, signed as a tenant's is); without one the report goes unsigned, with a warning, since
+ * receivers that insist on a signature then ignore it.
+ */
+function reportSigner(o: { live: () => Config; store: Store; now: () => number; logger: Logger }) {
+  return async (raw: Buffer, domain: string): Promise<Buffer> => {
+    const handle = o.live().outbound.tlsReportsAccount;
+    const account = await o.store.accounts.findByHandle(handle);
+    const key = account && (await o.store.dkimKeys.findSigningKey([account.id], domain, o.now()));
+    if (!key) {
+      o.logger.warn({ account: handle, domain }, 'TLS-RPT report sent unsigned: the account has no active DKIM key for its From domain');
+      return raw;
+    }
+    return signMessage(raw, { domain, selector: key.selector, privateKeyPem: key.private_key });
+  };
+}
+
 export function wireTlsOut(o: {
   config: Config;
   live: () => Config;
@@ -60,6 +79,7 @@ export function wireTlsOut(o: {
     queue: o.queue,
     txt,
     from: () => o.live().outbound.tlsReportsFrom,
+    sign: reportSigner(o),
     hostname: o.config.smtp.hostname,
     publicIp: o.config.outbound.publicIp,
     now: o.now,

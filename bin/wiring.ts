@@ -134,6 +134,8 @@ export async function wireCore(opts: CoreOptions) {
     logger,
   });
   const handleOf = async (id: number) => (await accounts.findById(id))?.handle ?? '';
+  // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
+  const bounceDsn = createBounceDsnHook({ hostname: config.smtp.hostname, openBody: (m) => openBody(store, m), now });
   const queue = createQueue({
     metrics,
     store: store.queue,
@@ -142,8 +144,7 @@ export async function wireCore(opts: CoreOptions) {
     now,
     lifetimeMs: QUEUE_LIFETIME_MS,
     maxSuppressions: config.accounts.maxSuppressions,
-    // RFC 3464 bounces for SMTP-submitted and relayed mail (never for <>, never for REST sends: they get events).
-    onPermanentFailure: createBounceDsnHook({ hostname: config.smtp.hostname, openBody: (m) => openBody(store, m), now }),
+    onPermanentFailure: bounceDsn,
     // Alert monitors judge permanent failures (invalid recipients, rejections by destination); wired below.
     afterPermanentFailures: (failed) => alertMonitors.afterPermanentFailures(failed),
   });
@@ -167,7 +168,14 @@ export async function wireCore(opts: CoreOptions) {
   const relayInbound = createInboundRelay({ queue, hostname: config.smtp.hostname, arc: await arcSealerFor(config, store.settings, logger) });
   // Bounces and complaints that come back to outbound.return_path_domain / outbound.feedback_address (issue 35);
   // alert monitors judge each new complaint (complaint rate), wired below.
-  const comeback = await wireReturnPath({ store, live, resolver, handleOf, metrics, now, logger, afterComplaint: (m) => alertMonitors.afterComplaint(m) });
+  const comeback = await wireReturnPath({
+    store, live, resolver, handleOf, metrics, now, logger, afterComplaint: (m) => alertMonitors.afterComplaint(m),
+    // A late bounce of an SMTP submission reaches its sender as a DSN, as one in the session would.
+    forwardBounce: async (m, f) => {
+      const dsn = await bounceDsn(m, [f]);
+      if (dsn) await queue.accept([dsn]);
+    },
+  });
   const shaping = wireShaping({ config, live, store, metrics, now, logger });
   const worker = createQueueWorker({
     returnPath: comeback.returnPath,

@@ -72,10 +72,22 @@ export const MTA_STS_KEYS = {
   }),
   tlsReportsFrom: key({
     live: true,
-    doc: 'From address of the daily TLS-RPT reports (RFC 8460: JSON, gzip) sent to the rua mailto: of each MTA-STS recipient domain\'s _smtp._tls TXT record. Reports go out as Sluice\'s own mail (null sender, not DKIM-signed yet), like alert emails. Empty: results are recorded but no report is sent. Refused while outbound.mta_sts is off.',
+    doc: 'From address of the daily TLS-RPT reports (RFC 8460: JSON, gzip) sent to the rua mailto: of each MTA-STS recipient domain\'s _smtp._tls TXT record. Reports go out as Sluice\'s own mail (null sender), DKIM-signed with outbound.tls_reports_account\'s key for the From domain. Empty: results are recorded but no report is sent. Refused while outbound.mta_sts is off.',
     defaultText: 'none',
     default: () => undefined,
     parse: (raw: unknown) => parseEmail(raw),
+  }),
+  tlsReportsAccount: key({
+    live: true,
+    doc: 'Handle of the account whose active DKIM key for the From domain of outbound.tls_reports_from signs the TLS-RPT reports (receivers check the reporting domain\'s signature; RFC 8460 registers the DKIM service type tlsrpt). Without such a key a report goes out unsigned, with a warning in the log.',
+    defaultText: 'default',
+    default: () => 'default',
+    parse: (raw: unknown) => {
+      const s = String(raw ?? '').trim();
+      // An account handle as the API takes one (control-api/schemas.ts HANDLE_PATTERN).
+      if (!/^[a-z0-9]{3,128}$/.test(s)) throw new Error(`"${s}" is not an account handle (3-128 lower-case letters or digits)`);
+      return s;
+    },
   }),
 };
 

@@ -23,6 +23,11 @@ export interface TlsReportDeps {
   txt: (name: string) => Promise<string[] | undefined>;
   /** `outbound.tls_reports_from`: no report is sent while unset. */
   from: () => string | undefined;
+  /**
+   * DKIM-signs a report From `domain` (RFC 8460 §3 registers the DKIM service type `tlsrpt` for it: receivers check
+   * the reporting domain's signature), or gives it back as it is when no key may sign for that domain.
+   */
+  sign?: (raw: Buffer, domain: string) => Promise<Buffer>;
   /** `smtp.hostname`: organization-name and submitter. */
   hostname: string;
   /** `outbound.public_ip`, the report's sending-mta-ip, when set. */
@@ -89,7 +94,7 @@ export function buildReport(o: { domain: string; day: string; results: readonly 
 }
 
 /** The report as RFC 8460 §5.3 mails it: multipart/report; report-type="tlsrpt", the JSON gzipped as an attachment. */
-export function reportEmail(o: { report: ReturnType<typeof buildReport>; domain: string; day: string; from: string; to: string[]; hostname: string; now: number }): AcceptedDsn {
+export function reportEmail(o: { report: ReturnType<typeof buildReport>; domain: string; day: string; from: string; to: string[]; hostname: string; now: number }): AcceptedDsn & { raw: Buffer } {
   const messageId = `${crypto.randomBytes(16).toString('hex')}@${o.hostname}`;
   const boundary = `tlsrpt-${crypto.randomBytes(12).toString('hex')}`;
   const start = Math.floor(Date.parse(`${o.day}T00:00:00Z`) / 1000);
@@ -123,13 +128,15 @@ export function reportEmail(o: { report: ReturnType<typeof buildReport>; domain:
     `--${boundary}--`,
     '',
   ];
+  const raw = Buffer.from(foldLines(lines.join('\r\n')), 'utf8');
   return {
     kind: 'dsn',
     sendRequestId: crypto.randomUUID(),
     messageId,
     fromEmail: o.from,
     subject,
-    body: bufferSource(Buffer.from(foldLines(lines.join('\r\n')), 'utf8')),
+    raw,
+    body: bufferSource(raw),
     recipients: o.to,
   };
 }
@@ -173,7 +180,9 @@ export function createTlsReports(deps: TlsReportDeps) {
       if (from && rua.length > 0) {
         const results = await deps.store.resultsOf(day, domain);
         const report = buildReport({ domain, day, results, hostname: deps.hostname, contact: from, publicIp: deps.publicIp });
-        await deps.queue.accept([reportEmail({ report, domain, day, from, to: rua, hostname: deps.hostname, now: deps.now() })]);
+        const { raw, ...email } = reportEmail({ report, domain, day, from, to: rua, hostname: deps.hostname, now: deps.now() });
+        const signed = deps.sign ? await deps.sign(raw, from.slice(from.lastIndexOf('@') + 1).toLowerCase()) : raw;
+        await deps.queue.accept([{ ...email, body: bufferSource(signed) }]);
         sent++;
         log.info({ domain, day, to: rua }, 'TLS-RPT report queued');
       }

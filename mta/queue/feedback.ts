@@ -6,6 +6,7 @@ import type { SuppressionStore } from '../../storage/ports/suppressions.js';
 import type { MessageContent } from '../message-content.js';
 import type { Metrics } from '../metrics.js';
 import { eventMessageOf, eventPayload } from './events.js';
+import type { PermanentFailure } from './queue.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 import { recipientClass } from '../delivery/bounce-rules.js';
 import { parseReturnPath, verifyReturnPath } from '../delivery/return-path.js';
@@ -24,6 +25,12 @@ export interface FeedbackDeps {
   /** accounts.max_suppressions. */
   maxSuppressions?: number;
   metrics?: Pick<Metrics, 'reportsReceived'>;
+  /**
+   * Passes a late bounce on to a sender that expects RFC 3464 DSNs (an SMTP submission: ./bounce-dsn.ts wantsDsn),
+   * durably, before the bounce is recorded: its envelope sender was replaced by the return path, so the bounce
+   * would otherwise never reach it. Called only while the delivery is still `delivered` (a replay forwards nothing).
+   */
+  forwardBounce?: (message: MessageRow, failure: PermanentFailure) => Promise<void>;
   /**
    * Told of each new complaint once it is stored, before the 250 (the alert monitors judge the sender identity's
    * complaint rate); a repeated one is not told. Must not reject: the complaint stands.
@@ -131,6 +138,11 @@ export function createFeedback(deps: FeedbackDeps) {
         o.suppress = { accountId, recipient: delivery.rcpt, sender: message.mail_from || null, ...(deps.maxSuppressions !== undefined ? { maxEntries: deps.maxSuppressions } : {}) };
       }
     }
+    // Forwarded first: a crash between the two leaves the report unanswered (the reporting MTA sends it again, and
+    // the sender may get the bounce twice), never recorded with the sender left unaware.
+    if (verdict.outcome === 'bounced' && delivery.state === 'delivered' && deps.forwardBounce) {
+      await deps.forwardBounce(message, { delivery, code, status: verdict.status, response: verdict.diagnostic, host: verdict.remoteMta });
+    }
     return deps.store.recordLateOutcome(o);
   }
 
@@ -146,6 +158,8 @@ export function createFeedback(deps: FeedbackDeps) {
       now,
       ...(deps.maxSuppressions !== undefined ? { maxPerAccount: deps.maxSuppressions } : {}),
       event: { accountId, kind: 'complained', payload: eventPayload('complained', await eventBase(message), now, { recipients: [delivery.rcpt] }), at: now },
+      // The log search (and the console's log view) shows the complaint on the delivery's row, as a DSN's bounce.
+      logNote: { deliveryId: delivery.id, lastcmd: 'ARF', rspmsg: `spam complaint: RFC 5965 abuse report received ${new Date(now).toISOString()}` },
     });
     // Only a new one: a replayed report must not count twice toward the rate, nor fire again.
     if (added) await deps.afterComplaint?.(message);

@@ -4,6 +4,13 @@ import type { NewEvent } from './events.js';
 /** How an entry got on the list (the wire's `source`). */
 export type SuppressionSource = 'api' | 'unsubscribe_link' | 'list_unsubscribe' | 'hard_bounce' | 'spam_complaint';
 
+/** What a late report notes on a delivery's SMTP log row: the command that brought it (`ARF`) and its text. */
+export interface LogNote {
+  deliveryId: number;
+  lastcmd: string;
+  rspmsg: string;
+}
+
 /** Sources the queue and the unsubscribe endpoints add by themselves (everything but `api`). */
 export type EventSuppressionSource = Exclude<SuppressionSource, 'api'>;
 
@@ -83,9 +90,11 @@ export interface SuppressionStore {
   /**
    * An unsubscription (RFC 8058 one-click or the link's page) in one unit: adds the `eventSuppression` entry (past
    * `maxPerAccount` as addFromEvent) and, only when it was not there yet, appends `event` (`unsubscribed`) with its
-   * roll-up. Returns whether it was added; repeating it is harmless.
+   * roll-up, and sets `logNote`'s command and text on the SMTP log row of its delivery (a complaint about a delivered
+   * message: the log search shows it, its code and delivered flag kept). Returns whether it was added; repeating it is
+   * harmless.
    */
-  unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent; maxPerAccount?: number }): Promise<boolean>;
+  unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent; maxPerAccount?: number; logNote?: LogNote }): Promise<boolean>;
   /** True when the account has an entry for `recipient` with this source. */
   exists(accountId: number, recipient: string, source: SuppressionSource): Promise<boolean>;
   /** The account's entries matching `f`, newest first (ties by id, newest first), paged by limit/offset. */

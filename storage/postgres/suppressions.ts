@@ -80,6 +80,9 @@ export function createPgSuppressionStore(pg: Pg, events: PgEventWriter, reads: R
       return pg.tx(async (q) => {
         const added = await insertSystemSuppression(q, eventSuppression(u.accountId, u.recipient, u.source, null), u.now, u.maxPerAccount ?? DEFAULT_MAX_SUPPRESSIONS);
         if (added) await events.append(q, u.event);
+        if (added && u.logNote) {
+          await q('UPDATE smtp_log SET lastcmd = $1, rspmsg = $2, updated_at = $3 WHERE delivery_id = $4', [u.logNote.lastcmd, u.logNote.rspmsg, u.now, u.logNote.deliveryId]);
+        }
         return added;
       });
     },

@@ -1,5 +1,5 @@
 // Owns the suppressions table: recipients an account must not mail, by source and by mail type.
-import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression, normaliseRecipient, type EventSuppressionSource, type NewSuppression, type SuppressionFilters, type SuppressionRow, type SuppressionSource } from '../ports/suppressions.js';
+import { DEFAULT_MAX_SUPPRESSIONS, eventSuppression, normaliseRecipient, type EventSuppressionSource, type LogNote, type NewSuppression, type SuppressionFilters, type SuppressionRow, type SuppressionSource } from '../ports/suppressions.js';
 import type { NewEvent } from '../ports/events.js';
 import type { Db } from './database.js';
 import { createEventWriter } from './events.js';
@@ -24,6 +24,7 @@ export function createSuppressionStore(db: Db) {
     exists: db.prepare('SELECT 1 FROM suppressions WHERE account_id = ? AND recipient = ? AND source = ?'),
     // The account's entries, counted on suppressions_created (account_id, created_at): its index entries only.
     count: db.prepare('SELECT count(*) FROM suppressions WHERE account_id = ?').pluck(),
+    note: db.prepare('UPDATE smtp_log SET lastcmd = ?, rspmsg = ?, updated_at = ? WHERE delivery_id = ?'),
     // The account's oldest hard-bounce entry, the one a system add past the bound replaces.
     evictOldestBounce: db.prepare(
       `DELETE FROM suppressions WHERE id = (SELECT id FROM suppressions INDEXED BY suppressions_created
@@ -103,9 +104,10 @@ export function createSuppressionStore(db: Db) {
       return db.transaction(() => insertSystem(eventSuppression(accountId, recipient, source, sender), now, maxPerAccount)).immediate();
     },
 
-    unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent; maxPerAccount?: number }): boolean {
+    unsubscribe(u: { accountId: number; recipient: string; source: EventSuppressionSource; now: number; event: NewEvent; maxPerAccount?: number; logNote?: LogNote }): boolean {
       const added = insertSystem(eventSuppression(u.accountId, u.recipient, u.source, null), u.now, u.maxPerAccount ?? DEFAULT_MAX_SUPPRESSIONS);
       if (added) events.append(u.event);
+      if (added && u.logNote) s.note.run(u.logNote.lastcmd, u.logNote.rspmsg, u.now, u.logNote.deliveryId);
       return added;
     },
 

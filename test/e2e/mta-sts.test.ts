@@ -6,6 +6,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import zlib from 'node:zlib';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
 import type { Test } from 'tap';
 import { onBackends } from '../helpers/backends.js';
@@ -45,7 +46,7 @@ onBackends('MTA-STS enforce: a certificate for another name defers, the right on
     backend,
     // The MX presents `wrong` unless asked for mx.good.test by SNI.
     sink: { pair: wrong, sni: { 'mx.good.test': good } },
-    env: { SLUICE_OUTBOUND_MTA_STS_PORT: String(host.port), SLUICE_OUTBOUND_TLS_CA_FILE: caFile, SLUICE_OUTBOUND_TLS_REPORTS_FROM: 'tls-reports@sender.test' },
+    env: { SLUICE_OUTBOUND_MTA_STS_PORT: String(host.port), SLUICE_OUTBOUND_TLS_CA_FILE: caFile, SLUICE_OUTBOUND_TLS_REPORTS_FROM: 'tls-reports@sender.test', SLUICE_OUTBOUND_TLS_REPORTS_ACCOUNT: 'acme' },
   });
   Object.assign(w.dns.zones, {
     'sts.test': { MX: [{ preference: 10, exchange: 'mx.sts.test' }] },
@@ -81,6 +82,10 @@ onBackends('MTA-STS enforce: a certificate for another name defers, the right on
   await w.stack.worker.runOnce();
   const report = w.sink.messages.find((m) => m.rcptTo.includes('tlsrpt@rcpt.test'));
   t.ok(report, 'the report was delivered to the rua');
+  // Signed by the reporting domain (acme's published key for sender.test), checked against the test's own DNS.
+  const txt = async (name: string) => ((w.dns.zones[name] as { TXT?: string[] } | undefined)?.TXT ?? []).map((r) => [r]);
+  const dkim = await dkimVerify(report!.raw, { resolver: async (name: string, type: string) => (type === 'TXT' ? txt(name) : []) });
+  t.match(dkim.results, [{ signingDomain: 'sender.test', status: { result: 'pass' } }], 'the report is DKIM-signed for its From domain');
   const parsed = await simpleParser(report!.raw);
   t.match(parsed.subject, /^Report Domain: sts\.test Submitter: mx\.sluice\.test Report-ID: </);
   t.equal(parsed.headers.get('tls-report-domain'), 'sts.test');

@@ -94,6 +94,21 @@ onBackends('a DSN to the return path: signed hard-bounced webhook, hard_bounce s
   const again = await w.stack.api('POST', '/tx/v1/send', { key: w.key, body: mail('bob@rcpt.test') });
   t.equal(again.status, 202);
   t.equal(await w.stack.worker.runOnce(), 0, 'nothing to deliver: suppressed');
+
+  // An SMTP submission left with a return path too: its late bounce reaches the submitter as an RFC 3464 DSN.
+  const pw = await w.stack.accounts.createSmtpPassword(w.accountId, w.stack.clock.now());
+  if (!pw.ok) throw new Error('password');
+  const submit = nodemailer.createTransport({ host: w.stack.submission.host, port: w.stack.submission.port, requireTLS: true, tls: { rejectUnauthorized: false }, auth: { user: 'acme', pass: pw.value.password } });
+  t.teardown(() => submit.close());
+  await submit.sendMail({ envelope: { from: 'app@sender.test', to: ['dave@rcpt.test'] }, raw: 'From: app@sender.test\r\nTo: dave@rcpt.test\r\nSubject: Submitted\r\n\r\nHi.\r\n' });
+  t.equal(await w.stack.worker.runOnce(), 1);
+  const submitted = w.sink.messages.at(-1)!;
+  t.match(submitted.mailFrom, VERP);
+  t.match(await toMx(w, submitted.mailFrom, dsnFor(submitted.mailFrom, 'dave@rcpt.test', submitted.raw)), /^250 /);
+  const forwarded = await w.stack.sql<{ mail_from: string; rcpt: string }>("SELECT m.mail_from, d.rcpt FROM messages m JOIN deliveries d ON d.message_id = m.id WHERE m.kind = 'dsn'");
+  t.same(forwarded.map((r) => [r.mail_from, r.rcpt]), [['', 'app@sender.test']], 'one DSN, from <>, to the submitter');
+  t.match(await toMx(w, submitted.mailFrom, dsnFor(submitted.mailFrom, 'dave@rcpt.test', submitted.raw)), /^250 /);
+  t.equal((await w.stack.sql("SELECT 1 FROM messages WHERE kind = 'dsn'")).length, 1, 'a replay forwards nothing more');
 });
 
 onBackends('an ARF complaint to the feedback address: complained event, spam_complaint suppression, complaint-rate alert; delay notices, text bounces, auto-replies', async (t, backend) => {
@@ -128,6 +143,9 @@ onBackends('an ARF complaint to the feedback address: complained event, spam_com
   t.equal(fired.length, 1);
   t.match(fired[0], { sender_id: /^acme\|/, payload: { condition_name: 'sender_id_receiving_complaints', account_id: 'acme', message_id: sent.messageId, transaction_id: sent.requestId } });
   t.match((await w.stack.api('GET', '/tx/v1/metrics/performance', { key: w.key })).body, { processed: 1, delivered: 1, complained: 1 }, 'counted in the metrics');
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  const logged = await w.stack.api('POST', '/outbound/v1/search', { key: w.key, body: { start_date: day(w.stack.clock.now()), end_date: day(w.stack.clock.now() + 86_400_000), rcpt: 'carol@rcpt.test' } });
+  t.match(logged.body.results[0], { delivered: 'Y', lastcmd: 'ARF', rspcode: '250', rspmsg: /^spam complaint: RFC 5965 abuse report/ }, 'the log row shows the complaint, still delivered');
 
   // A delay notice: one soft-bounced event, the delivery stays delivered.
   const dave = await sendOne(t, w, 'dave@rcpt.test');

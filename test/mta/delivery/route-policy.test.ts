@@ -19,7 +19,7 @@ const outbound: Pick<Config, 'outbound'> = {
   outbound: {
     smarthost: undefined, smarthostUser: undefined, smarthostPassword: undefined, smarthostTls: 'starttls',
     transportMap: {}, mxPort: MX_PORT, publicIp: undefined, lockdown: 'dns', returnPathDomain: undefined, returnPathPrefix: undefined, feedbackAddress: undefined,
-    mtaSts: 'off', mtaStsPort: 443, tlsCaFile: undefined, tlsReportsFrom: undefined, pools: {}, destinationLimits: {},
+    mtaSts: 'off', mtaStsPort: 443, tlsCaFile: undefined, tlsReportsFrom: undefined, tlsReportsAccount: 'default', pools: {}, destinationLimits: {},
     shapingRules: {}, warmup: {},
   },
 };

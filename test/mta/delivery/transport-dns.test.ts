@@ -24,7 +24,7 @@ function outbound(over: Partial<Config['outbound']> = {}): Pick<Config, 'outboun
       mtaSts: 'off',
       mtaStsPort: 443,
       tlsCaFile: undefined,
-      tlsReportsFrom: undefined,
+      tlsReportsFrom: undefined, tlsReportsAccount: 'default',
       pools: {},
       destinationLimits: {},
       shapingRules: {},
