@@ -154,7 +154,9 @@ export async function wireCore(opts: CoreOptions) {
     hostname: config.smtp.hostname, extraCa: tlsOut.extraCa, onTlsResult: (r) => tlsOut.tlsReports.record(r),
     limitOf: (host) => {
       const found = destinationLimitOf(live().outbound.destinationLimits, host);
-      return found && { pattern: found.pattern, connections: found.limit.connections, messagesPerConnection: found.limit.messagesPerConnection };
+      // A node's share: split among its server.processes (each at least 1), so the node as a whole holds it.
+      const connections = found && found.limit.connections > 0 ? Math.max(1, Math.floor(found.limit.connections / config.server.processes)) : 0;
+      return found && { pattern: found.pattern, connections, messagesPerConnection: found.limit.messagesPerConnection };
     },
   });
   // Tokenising and authenticating large inbound messages on worker threads (server.cpu_threads; 0: none).
