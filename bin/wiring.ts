@@ -55,6 +55,7 @@ import { createCpuPool } from '../mta/cpu-pool.js';
 import { createQueue } from '../mta/queue/queue.js';
 import { createQueueWorker } from '../mta/queue/worker.js';
 import { wireReturnPath } from './wiring-return-path.js';
+import { wireRetention } from './wiring-retention.js';
 import { wireShaping } from './wiring-shaping.js';
 import { wireTlsOut } from './wiring-tls-out.js';
 import { destinationLimitOf } from '../config/keys-deliverability.js';
@@ -64,7 +65,6 @@ import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
 import { runSend } from '../mta/outbound/send.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
-import { createRetentionPruner } from '../mta/jobs/retention.js';
 import { createBodySweep } from '../mta/jobs/body-sweep.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
@@ -306,27 +306,7 @@ export async function wireCore(opts: CoreOptions) {
     },
   };
   const bodySweep = createBodySweep({ bodies: store.bodies, logger });
-  const retention = createRetentionPruner({
-    store: store.retention,
-    quarantine,
-    config,
-    now,
-    logger,
-    // Events outbox: delivered/given-up events and batch history after log_days; pending events of accounts without
-    // a webhook after one day (they would never be sent).
-    pruneEvents: (before, limit) => store.webhooks.prune({ finishedBefore: before, unenrolledBefore: now() - 86_400_000 }, limit),
-    pruneTracking: (before, limit) => store.tracking.prune(before, limit),
-    pruneAlerts: (before, limit) => store.alerts.prune(before, limit),
-    pruneStrikes: (before, limit) => abuse.prune(before, limit),
-    pruneMetricDetail: (before, limit) => store.metrics.pruneDetail(before, limit),
-    pruneMetricHours: (before, limit) => store.metrics.pruneHours(before, limit),
-    pruneDkimKeys: (before, limit) => store.dkimKeys.prune(before, limit),
-    pruneCredentials: (before, limit) => store.accounts.pruneCredentials(before, limit),
-    purgeSubAccounts: (a) => store.accounts.purgeDeletedSubAccounts(a),
-    pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
-    pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
-    pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),
-  });
+  const retention = wireRetention({ store, config, pruneStrikes: (before, limit) => abuse.prune(before, limit), now, logger });
   const routes = [
     ...subAccountRoutes,
     ...outboundSearchRoutes,

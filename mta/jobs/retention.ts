@@ -21,6 +21,11 @@ export interface RetentionDeps {
   firstRunDelayMs?: number;
   intervalMs?: number;
   /**
+   * Deletes the shared counters (the Throttles port: AUTH failures, destination pace, shaping and warm-up counts,
+   * used login links) lapsed at `now`; returns how many. Unset: they go only when an AUTH failure prunes them.
+   */
+  pruneThrottles?: (now: number) => Promise<number>;
+  /**
    * Hook for the webhook events outbox (owned by the webhook dispatcher, issue 6): delete up to `limit` events that
    * were already delivered and created before `before` (cutoff = `retention.log_days`); return how many. Unset:
    * events are not pruned.
@@ -119,6 +124,8 @@ export interface RetentionCounts {
   bayesTokens: number;
   /** Deleted sub-accounts purged with the rows they owned (0 unless the `purgeSubAccounts` hook is wired). */
   subAccounts: number;
+  /** Lapsed shared counters (0 unless the `pruneThrottles` hook is wired). */
+  throttles: number;
 }
 
 /** The kinds of rows pruned through a LIMIT-ed hook of another owner. */
@@ -225,7 +232,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
     await yieldToLoop();
     const [idempotencyKeys, idempotencyBatches] = await drain(limited((limit) => deps.store.pruneIdempotencyKeys(now, limit)));
-    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0 };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0 };
     const counts: RetentionCounts = { logRows, messages, bodies, quarantine, idempotencyKeys, ...none };
     const batches: RetentionCounts = {
       logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, idempotencyKeys: idempotencyBatches, ...none,
@@ -261,6 +268,12 @@ export function createRetentionPruner(deps: RetentionDeps) {
       // After the records above: a sub-account whose last log row went in this run goes in this run too.
       await yieldToLoop();
       [counts.subAccounts, batches.subAccounts] = await drain(walker((afterId) => subs({ before: logBefore, afterId, limit: batchSize })));
+    }
+    if (deps.pruneThrottles) {
+      // One statement each: lapsed counters, then the least recently hit past the bound (storage/ports/throttles.ts).
+      await yieldToLoop();
+      counts.throttles = await deps.pruneThrottles(now);
+      batches.throttles = 1;
     }
     if (Object.values(counts).some((n) => n > 0)) log.info(counts, 'retention pruned');
     return { ...counts, batches };

@@ -171,10 +171,10 @@ t.test('35 old rows, batches of 10: 4 batches each; a bound per run; the queue c
   const [run] = await Promise.all([running, enqueued]);
   t.same(run, {
     logRows: 35, bodies: 35, messages: 35, quarantine: 0, idempotencyKeys: 0, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
-    metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0,
+    metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0,
     batches: {
       logRows: 4, bodies: 4, messages: 4, quarantine: 1, idempotencyKeys: 1, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
-      metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0,
+      metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0,
     },
   });
   t.same(order, ['enqueue', 'prune'], 'an enqueue started during the run commits before the run ends');
@@ -203,6 +203,16 @@ t.test('expired quarantine entries are pruned; an unexpired one stays', async (t
   t.equal(await stack.services.quarantine.find(null, soon), undefined, 'expired entry pruned');
   t.ok(await stack.services.quarantine.find(null, later), 'unexpired entry kept');
   t.ok(await stack.services.quarantine.body(null, later), 'with its body');
+});
+
+t.test('lapsed shared counters (destination pace, shaping, warm-up) go; live ones stay', async (t) => {
+  const stack = await startStack(t);
+  const now = stack.clock.now();
+  await stack.store.throttles.hit(['destination:*.a.test:1'], now, 2 * 60_000);
+  await stack.store.throttles.hit(['warmup:192.0.2.1:1'], now, 2 * DAY);
+  stack.clock.advance(60 * 60_000);
+  t.match(await stack.retention.runOnce(), { throttles: 1 }, 'the minute counter lapsed; the day counter stays');
+  t.same(await stack.store.throttles.counts(['destination:*.a.test:1', 'warmup:192.0.2.1:1'], stack.clock.now()), [0, 1]);
 });
 
 t.test('alerts and sender strikes go after alert_days; an alert being delivered and a strike that still counts stay', async (t) => {
