@@ -16,7 +16,7 @@ import pino from 'pino';
 import { accountsCommand, keysCommand, lockdownCommand, passwordsCommand, setPoolCommand } from './cli-accounts.js';
 import { UsageError, type CliIo, type CliOptionValues } from './cli-common.js';
 import { consoleCommand } from './cli-console.js';
-import { inboundDomainsCommand } from './cli-inbound.js';
+import { inboundDomainsCommand, inboundRecipientsCommand } from './cli-inbound.js';
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
 import { queueCommand } from './cli-queue.js';
@@ -84,6 +84,8 @@ export async function runCommand(
       return await withStore(loaded(), now, (store) => passwordsCommand(sub, store.accounts, opts, io, now));
     case 'inbound-domains':
       return await withStore(loaded(), now, (store) => inboundDomainsCommand(sub, store.accounts, store.inboundDomains, opts, io, now));
+    case 'inbound-recipients':
+      return await withStore(loaded(), now, (store) => inboundRecipientsCommand(sub, store.accounts, store.inboundDomains, store.inboundRecipients, opts, io));
     case 'lockdown':
       return await withStore(loaded(), now, (store) => lockdownCommand(sub, store.accounts, store.lockdown, opts, io, now));
     case 'console':

@@ -38,6 +38,11 @@ Commands:
   inbound-domains provision --account H --domain D [--subscription S] [--json]
                                           provision an inbound domain for an account, also when it is a
                                           parent or a subdomain of another account's (the API refuses those)
+  inbound-recipients list --account H [--domain D] [--json] [--limit N]
+                                          recipients created with PUT /inbound/v1/users, by address: admin or
+                                          user, filtered or not (unfiltered: the domain's policy skips their mail)
+  inbound-recipients remove --account H --email E
+                                          remove a recipient with its own list entries and admin role
   queue list [--json] [--limit N]         list undelivered deliveries (queued, sending, held) with sizes,
                                           ages and a summary line, like postqueue -p
   queue show ID [--json]                  one delivery with its message and every attempt

@@ -1,9 +1,11 @@
-// Owns the operator's inbound-domain command: provisioning a domain for an account, which (unlike the API) may
-// overlap another customer's domain — the operator decides who receives mail for a subdomain.
-import { normaliseDomain } from '../filters/inbound-names.js';
+// Owns the operator's inbound commands: provisioning a domain for an account, which (unlike the API) may overlap
+// another customer's domain — the operator decides who receives mail for a subdomain — and listing and removing the
+// recipients created with PUT /inbound/v1/users.
+import { normaliseDomain, normaliseEmail } from '../filters/inbound-names.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { InboundDomainStore, ProvisionResult } from '../storage/ports/inbound-domains.js';
-import { requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
+import type { InboundRecipientStore } from '../storage/ports/inbound-recipients.js';
+import { iso, requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 const ALREADY = 'is already provisioned by this account';
 const WHY: Record<Extract<ProvisionResult, { ok: false }>['reason'], string> = {
@@ -54,6 +56,49 @@ export async function inboundDomainsCommand(
     opts.json
       ? JSON.stringify({ domain, account: account.handle, subscription: handle }) + '\n'
       : `provisioned ${domain} for ${account.handle} (subscription ${handle}); its inbound API keys manage it from now on\n`,
+  );
+  return 0;
+}
+
+/**
+ * `sluice inbound-recipients list --account H [--domain D] [--limit N] [--json]`: the account's recipients created
+ * with PUT /inbound/v1/users (every domain, whatever key it is bound to), by address;
+ * `sluice inbound-recipients remove --account H --email E`: removes one with its recipient-level list entries and its
+ * admin role, as DELETE /inbound/v1/users/{email} does.
+ */
+export async function inboundRecipientsCommand(
+  sub: string | undefined,
+  accounts: AccountStore,
+  domains: InboundDomainStore,
+  recipients: InboundRecipientStore,
+  opts: Opts,
+  io: CliIo,
+): Promise<number> {
+  if (sub !== 'list' && sub !== 'remove') throw new UsageError('usage: sluice inbound-recipients list|remove --account H');
+  const account = await requireAccount(accounts, opts.account);
+  if (sub === 'remove') {
+    const email = normaliseEmail(opts.email ?? '');
+    if (!email) throw new UsageError('--email E (an e-mail address) is required');
+    if (!(await recipients.removeRecipient(account.id, email))) throw new Error(`${email} is no recipient of account "${account.handle}"`);
+    io.stdout(opts.json ? JSON.stringify({ removed: email }) + '\n' : `removed recipient ${email} with its own list entries and admin role\n`);
+    return 0;
+  }
+  const limit = opts.limit === undefined ? 100 : Number(opts.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a positive integer');
+  let domainId: number | null = null;
+  if (opts.domain !== undefined) {
+    const name = normaliseDomain(opts.domain);
+    const row = name === undefined ? undefined : await domains.findDomain(name);
+    if (!row || row.account_id !== account.id) throw new Error(`"${opts.domain}" is no inbound domain of account "${account.handle}"`);
+    domainId = row.id;
+  }
+  const page = await recipients.listRecipients({ accountId: account.id, keyId: null, domainId, limit, offset: 0 });
+  const rows = page.rows.map((r) => ({ email_address: r.address, domain: r.domain, admin: r.admin, filter: r.filter, created_at: iso(r.created_at) }));
+  io.stdout(
+    opts.json
+      ? JSON.stringify(rows) + '\n'
+      : rows.map((r) => `${r.email_address}\t${r.admin ? 'admin' : 'user'}\t${r.filter ? 'filtered' : 'unfiltered'}\t${r.created_at}\n`).join('') +
+          `${page.total} recipient${page.total === 1 ? '' : 's'}${page.total > rows.length ? ` (${rows.length} shown)` : ''}\n`,
   );
   return 0;
 }

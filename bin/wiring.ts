@@ -14,6 +14,7 @@ import type { MessageRow } from '../storage/ports/queue.js';
 import type { Store } from '../storage/ports/store.js';
 import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
 import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
+import { inboundUserRoutes } from '../control-api/routes/inbound-users.js';
 import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
 import { inboundStatusRoutes } from '../control-api/routes/inbound-status.js';
 import { metaRoutes } from '../control-api/routes/meta.js';
@@ -285,6 +286,7 @@ export async function wireCore(opts: CoreOptions) {
       runCheckDomain({ resolver, dkim, lockdown, hostname: config.smtp.hostname, publicIp: config.outbound.publicIp, returnPath: comeback.alignment }, account, req),
     inboundDomains,
     inboundLists,
+    inboundRecipients: store.inboundRecipients,
     inboundReports: store.inboundReports,
     quarantine,
     // Quarantine release from the API relays through the same door as the MX.
@@ -296,6 +298,7 @@ export async function wireCore(opts: CoreOptions) {
     shaping: store.shaping,
     console: store.console,
     consoleSecret: await secretSetting(store.settings, 'console_secret'),
+    loginLinks: { secret: await secretSetting(store.settings, 'login_link_secret'), publicUrl: opts.publicUrl },
     throttles: store.throttles,
     acmeChallenge: async (token) => (acme ? acme.challenges.get(token) : undefined),
     now,
@@ -319,6 +322,7 @@ export async function wireCore(opts: CoreOptions) {
     ...unsubscribeRoutes,
     ...inboundDomainRoutes,
     ...inboundListRoutes,
+    ...inboundUserRoutes,
     ...inboundServiceRoutes,
     ...inboundStatusRoutes,
     ...inboundQuarantineRoutes,
@@ -339,6 +343,7 @@ export async function wireCore(opts: CoreOptions) {
     hostname: config.smtp.hostname,
     domains: inboundDomains,
     lists: inboundLists,
+    recipients: store.inboundRecipients,
     quarantine,
     resolver: mailauthResolver(resolver),
     relay: relayInbound,

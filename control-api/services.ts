@@ -6,6 +6,7 @@ import type { Config } from '../config/load.js';
 import type { AccountRow, AccountStore } from '../storage/ports/accounts.js';
 import type { InboundDomainStore } from '../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../storage/ports/inbound-lists.js';
+import type { InboundRecipientStore } from '../storage/ports/inbound-recipients.js';
 import type { InboundReportStore } from '../storage/ports/inbound-reports.js';
 import type { QuarantineStore } from '../storage/ports/quarantine.js';
 import type { BayesClassifier } from '../filters/bayes.js';
@@ -58,6 +59,8 @@ export interface Services {
   inboundDomains: InboundDomainStore;
   /** Inbound safelist/blocklist entries at account, domain and recipient level. */
   inboundLists: InboundListStore;
+  /** Recipients created with PUT /inbound/v1/users (the MX reads which of them are unfiltered). */
+  inboundRecipients: InboundRecipientStore;
   /** False positive / negative reports for the operator. */
   inboundReports: InboundReportStore;
   /** Quarantined inbound messages (the inbound pipeline writes them, /inbound/v1/quarantine reads and releases). */
@@ -123,6 +126,11 @@ export interface Services {
   console: ConsoleStore;
   /** HMAC key of the console's sign-in CSRF tokens (created on first start, kept in the store as console_secret). */
   consoleSecret: Buffer;
+  /**
+   * Domain-admin login links (GET /inbound/v1/domains/{domain}/login-link): their HMAC key (created on first start,
+   * kept in the store as login_link_secret) and the public base URL the links point at (http.public_url).
+   */
+  loginLinks: { secret: Buffer; publicUrl: () => string };
   /** Counters that hold across processes and nodes (the console's sign-in failures). */
   throttles: ThrottleStore;
   /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3, in the store), undefined for any other. */

@@ -44,7 +44,10 @@ export interface PolicyStepVerdict {
   domain: string;
   rcpt: string[];
   verdict: 'relay' | 'flag' | 'quarantine' | 'block';
-  /** `abuse-policy-block|flag|quarantine`, `not-spam`, `safelisted`, `blocklisted`, `virus-quarantine` or `virus-refused`. */
+  /**
+   * `abuse-policy-block|flag|quarantine`, `not-spam`, `safelisted`, `recipient-unfiltered` (spam for a recipient
+   * created with filter=false), `blocklisted`, `virus-quarantine` or `virus-refused`.
+   */
   reason: string;
 }
 

@@ -26,12 +26,13 @@ export const KEEPING_TABLES: readonly { table: string; column: string }[] = [
 
 /**
  * Tables whose rows a deleted sub-account owns and nothing else reads once it is deleted (its revoked keys and
- * deleted passwords, settings, lists, monitors, model, send reservations): deleted with it, children first for the foreign keys.
+ * deleted passwords, settings, lists, recipients, monitors, model, send reservations): deleted with it, children first for the foreign keys.
  * console_sessions goes by account and by key (a session names the key it signed in with).
  */
 export const OWNED_TABLES: readonly string[] = [
   'console_sessions',
   'inbound_list_entries',
+  'inbound_recipients',
   'api_keys',
   'smtp_passwords',
   'usage_counters',

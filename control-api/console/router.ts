@@ -1,5 +1,6 @@
-// Owns the /console HTTP surface: security headers (strict CSP), assets, sign-in and sign-out, the session and CSRF
-// checks every request passes, the account a request is about, and dispatch to the views.
+// Owns the /console HTTP surface: security headers (strict CSP), assets, sign-in (a key or token; a login link in
+// link-sign-in.ts) and sign-out, the session and CSRF checks every request passes, the account a request is about,
+// and dispatch to the views.
 import type Koa from 'koa';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
@@ -13,6 +14,7 @@ import { html, type Html } from './html.js';
 import { ALL_ACCOUNTS, homePath, mayView, NAV, page } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 import { CONSOLE_VIEWS } from './views.js';
+import { createLinkSignIn } from './link-sign-in.js';
 import { mintLoginToken, validLoginToken } from './login-token.js';
 import { cookie, cookieNames, parseCookies, readForm, sameToken, signIn, viewerOf, type Viewer } from './session.js';
 
@@ -65,6 +67,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = doc.text;
   }
+  const linkSignIn = createLinkSignIn(services, { secure, render });
 
   async function login(ctx: Koa.Context): Promise<void> {
     ctx.state.routeTemplate = '/console/login';
@@ -156,7 +159,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
       as() {
         if (!account) throw notFound('pick one account for this view');
         const keyId = viewer.kind === 'tenant' && account.id === viewer.home?.id ? (viewer.session.key_id ?? 0) : 0;
-        return { account, keyId, scopes: viewer.scopes };
+        return { account, keyId, scopes: viewer.scopes, domain: viewer.domain };
       },
       async scope() {
         if (!account) return null;
@@ -187,6 +190,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     let viewer: Viewer | undefined;
     try {
       if (ctx.path === '/console/login') return await login(ctx);
+      if (ctx.path === '/console/link') return await linkSignIn(ctx);
       const sessionId = parseCookies(ctx.headers.cookie)[cookieNames(secure(ctx)).session];
       viewer = await viewerOf(services, sessionId);
       if (!viewer) {

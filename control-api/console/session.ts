@@ -1,6 +1,6 @@
 // Owns console sign-in and sessions: an API key (tenant) or an operator token exchanged for a session cookie
 // (HttpOnly, SameSite=Strict, Secure and `__Host-` named under TLS), the CSRF token every form carries, and who the
-// viewer may see.
+// viewer may see (a domain admin's session: one inbound domain).
 import crypto from 'node:crypto';
 import type http from 'node:http';
 import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
@@ -37,9 +37,15 @@ export interface Viewer {
    * routes need the other answers 404, as those routes answer 403 over REST), every scope for the operator.
    */
   scopes: ReadonlySet<KeyScope>;
+  /**
+   * The one inbound domain of `home` a domain admin (signed in by a login link) is limited to: its quarantine and
+   * lists, nothing else (control-api/console/domain-scope.ts); undefined for a session of the whole account.
+   */
+  domain: string | undefined;
 }
 
 const EVERY_SCOPE: ReadonlySet<KeyScope> = new Set<KeyScope>(['api', 'inbound']);
+const INBOUND_ONLY: ReadonlySet<KeyScope> = new Set<KeyScope>(['inbound']);
 
 /**
  * The request's cookies by name (RFC 6265 §5.4). Total — any header a client sends gives an answer, never a throw:
@@ -127,13 +133,20 @@ export async function viewerOf(services: Services, sessionId: string | undefined
   const session = await services.console.findSession(sessionId, services.now());
   if (!session) return undefined;
   if (session.kind === 'operator') {
-    return { kind: 'operator', session, home: undefined, accounts: await withSubs(services, await services.accounts.listParents()), scopes: EVERY_SCOPE };
+    return { kind: 'operator', session, home: undefined, accounts: await withSubs(services, await services.accounts.listParents()), scopes: EVERY_SCOPE, domain: undefined };
   }
   const home = session.account_id === null ? undefined : await services.accounts.findById(session.account_id);
   if (!home || home.deleted_at !== null || session.scope === null) return undefined;
+  if (session.domain !== null) {
+    // A domain admin's session lives only while its domain is still the account's and the key may manage it (not
+    // bound to another key since): de-provisioning or re-binding the domain ends it, as revoking the key does.
+    const row = await services.inboundDomains.findDomain(session.domain);
+    if (!row || row.account_id !== home.id || (row.api_key_id !== null && row.api_key_id !== session.key_id)) return undefined;
+    return { kind: 'tenant', session, home, accounts: [home], scopes: INBOUND_ONLY, domain: row.domain };
+  }
   // A sub-account's key sees only the sub-account (ARCHITECTURE invariant 5); a parent's sees its sub-accounts too.
   const accounts = home.parent_id === null ? await withSubs(services, [home]) : [home];
-  return { kind: 'tenant', session, home, accounts, scopes: new Set([session.scope]) };
+  return { kind: 'tenant', session, home, accounts, scopes: new Set([session.scope]), domain: undefined };
 }
 
 /**

@@ -19,10 +19,10 @@ export interface ViewCtx {
   form: URLSearchParams | undefined;
   csrf: string;
   /**
-   * Whom REST routes are called as: the selected account, with the session's key when it is the tenant's own, and
-   * the session's scopes (a route of another scope answers 404).
+   * Whom REST routes are called as: the selected account, with the session's key when it is the tenant's own, the
+   * session's scopes (a route of another scope answers 404) and a domain admin's one domain (domain-scope.ts).
    */
-  as(): { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope> };
+  as(): { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope>; domain: string | undefined };
   /** Accounts whose mail the view shows: the selected one and, for a parent, its sub-accounts; null = all. */
   scope(): Promise<AccountScope>;
 }

@@ -49,10 +49,10 @@ async function list(c: ViewCtx) {
   const link = (p: number) => href('/console/quarantine', { account, status: c.query.status, domain: c.query.domain, recipient: c.query.recipient, page: p });
   return {
     title: 'Quarantine',
-    body: html`<h1>Quarantine</h1>${flash(c)}
+    body: html`<h1>Quarantine${c.viewer.domain === undefined ? '' : ` of ${c.viewer.domain}`}</h1>${flash(c)}
 <form class="filters" method="get" action="/console/quarantine"><input type="hidden" name="account" value="${account}">
 <label>Status<select name="status"><option value="">any</option>${['held', 'releasing', 'released'].map((s) => html`<option ${c.query.status === s ? 'selected' : ''}>${s}</option>`)}</select></label>
-<label>Domain<input name="domain" value="${c.query.domain ?? ''}"></label><label>Recipient<input name="recipient" value="${c.query.recipient ?? ''}"></label><button>Filter</button></form>
+${c.viewer.domain === undefined ? html`<label>Domain<input name="domain" value="${c.query.domain ?? ''}"></label>` : ''}<label>Recipient<input name="recipient" value="${c.query.recipient ?? ''}"></label><button>Filter</button></form>
 <p>${total} message${total === 1 ? '' : 's'}.</p>
 ${table(
   ['ID', 'Status', 'Received', 'Domain', 'Sender', 'Recipients', 'Subject', 'Score', 'Reason'],

@@ -4,6 +4,7 @@ import { domainViews } from './views-domains.js';
 import { logViews } from './views-log.js';
 import { quarantineViews } from './views-quarantine.js';
 import { queueViews } from './views-queue.js';
+import { recipientViews } from './views-recipients.js';
 import { senderViews } from './views-senders.js';
 import type { ViewRoute } from './view.js';
 import { webhookViews } from './views-webhooks.js';
@@ -14,6 +15,7 @@ export const CONSOLE_VIEWS: readonly ViewRoute[] = [
   ...logViews,
   ...deliverabilityViews,
   ...domainViews,
+  ...recipientViews,
   ...webhookViews,
   ...senderViews,
 ];

@@ -1,6 +1,6 @@
 // Owns the wire side of /inbound/v1/domains: TypeBox schemas, request sections parsed for storage, the Domain
 // rendering and the texts of provisioning failures (shared by the domain routes and the alias/downstream routes).
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import {
   badDownstreamTargetReason, normaliseDomain, normaliseDownstreamTarget, normaliseEmail,
 } from '../../filters/inbound-names.js';
@@ -153,6 +153,11 @@ export const common = {
 };
 export const bad = { 400: { description: 'invalid name or body', schema: CodedError } };
 export const missing = { 404: { description: 'no such domain of this account', schema: CodedError } };
+
+/** The answers of a batch route (OAS-I's two batches): 200 with each domain's `item` in `successes` or `errors`. */
+export function batchAnswers<T extends TSchema>(description: string, item: T) {
+  return { 200: { description, schema: Type.Object({ successes: Type.Array(item), errors: Type.Array(item) }) }, ...bad, ...common };
+}
 
 /** Renders the wire `Domain` (camelCase names are the API's own). */
 export function renderDomain(d: DomainDetails): Static<typeof Domain> {

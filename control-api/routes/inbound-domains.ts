@@ -1,5 +1,6 @@
 // Owns the /inbound/v1/domains routes (api.md §5): provisioning (single, batch), de-provisioning, settings and key
-// binding; the alias and downstream-address routes (inbound-domain-parts.ts) follow them in inboundDomainRoutes.
+// binding; the alias and downstream-address routes (inbound-domain-parts.ts) and the login-link routes
+// (inbound-login-links.ts) follow them in inboundDomainRoutes.
 import { Type, type Static } from '@sinclair/typebox';
 import { normaliseDomain } from '../../filters/inbound-names.js';
 import { ApiError, badRequest, forbidden } from '../errors.js';
@@ -7,8 +8,9 @@ import { domainOrBadRequest, ownDomain } from '../inbound-access.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { CodedError, Limit, Offset } from '../schemas.js';
 import { inboundDomainPartRoutes } from './inbound-domain-parts.js';
+import { inboundLoginLinkRoutes } from './inbound-login-links.js';
 import {
-  bad, common, CommentedDomain, Domain, DomainBody, DomainParams, Downstreams, DOWNSTREAMS_MSG, MAX_BATCH, missing,
+  bad, batchAnswers, common, CommentedDomain, Domain, DomainBody, DomainParams, Downstreams, DOWNSTREAMS_MSG, MAX_BATCH, missing,
   Names, NAMES_MSG, nullable, parseSections, provisionFailure, ProvisionQuery, render, renderDomain, screenDownstreams,
   Settings, SettingsBody, subscriptionOr400, tags,
 } from './inbound-domain-wire.js';
@@ -110,14 +112,7 @@ export const inboundDomainRoutes: AnyRoute[] = [
       ),
     }),
     bodyLimit: 8 * 1024 * 1024,
-    responses: {
-      200: {
-        description: 'per-domain results: successes (201 new, 200 already yours) and errors (400, 403, 409)',
-        schema: Type.Object({ successes: Type.Array(CommentedDomain), errors: Type.Array(CommentedDomain) }),
-      },
-      ...bad,
-      ...common,
-    },
+    responses: batchAnswers('per-domain results: successes (201 new, 200 already yours) and errors (400, 403, 409)', CommentedDomain),
     handler: async (s, { principal, query, body }) => {
       const sub = await subscriptionOr400(s, principal, query.subscriptionHandle, 'subscriptionHandle');
       // OAS-I: exceeding the subscription's domain limit provisions none of them (403).
@@ -245,4 +240,5 @@ export const inboundDomainRoutes: AnyRoute[] = [
     },
   }),
   ...inboundDomainPartRoutes,
+  ...inboundLoginLinkRoutes,
 ];

@@ -21,7 +21,8 @@ export function canonicalList(name: Static<typeof ListName>): ListAction {
   return name === 'blacklist' || name === 'blocklist' ? 'blocklist' : 'safelist';
 }
 
-const ListItem = Type.Object({
+/** OAS-I `ListItem`: one entry as every list route (and PUT /users) answers it. */
+export const ListItem = Type.Object({
   item: Type.String(),
   item_type: Type.Union([Type.Literal('domain'), Type.Literal('email_address'), Type.Literal('ip_address')]),
   action: Type.Union([Type.Literal('blocklist'), Type.Literal('safelist')]),
@@ -48,15 +49,20 @@ export function classifyListItem(raw: string): { item: string; itemType: ListIte
   return domain ? { item: domain, itemType: 'domain' } : undefined;
 }
 
-function itemOr400(raw: string, field: string): { item: string; itemType: ListItemType } {
+/** The item of `raw` in canonical form; 400 naming `field` when it is no list item. */
+export function itemOr400(raw: string, field: string): { item: string; itemType: ListItemType } {
   const c = classifyListItem(raw);
   if (!c) throw badRequest(`${field}: "${raw}" is not a valid IP address, CIDR range, e-mail address or domain`);
   return c;
 }
 
-function render(row: ListEntryRow): Static<typeof ListItem> {
+/** An entry on the wire (OAS-I `ListItem`). */
+export function render(row: ListEntryRow): Static<typeof ListItem> {
   return { item: row.item, item_type: row.item_type, action: row.action };
 }
+
+/** 409: a new entry past the account's bound on list entries (inbound.list_entries_per_account). */
+export const listsFull = (max: number) => new ApiError(409, [`the account has reached its limit of ${max} list entries; remove some first`]);
 
 /** One list level: its path prefix, extra path params and how to resolve (and authorize) the scope. */
 interface Level {
@@ -156,7 +162,7 @@ function routesFor(level: Level): AnyRoute[] {
         const max = s.config.inbound.listEntriesPerAccount;
         const row = await s.inboundLists.addEntry(scope, { ...item, action }, s.now(), max);
         // Every entry is matched against each message for the account's domains: their number is bounded (issue 31).
-        if (row === 'full') throw new ApiError(409, [`the account has reached its limit of ${max} list entries; remove some first`]);
+        if (row === 'full') throw listsFull(max);
         return { status: 201, body: render(row) };
       },
     }),

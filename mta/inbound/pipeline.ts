@@ -13,6 +13,7 @@ import { INBOUND_RULES } from '../../filters/inbound-rules.js';
 import type { SpamRule } from '../../filters/spam-rules.js';
 import type { InboundDomainStore, ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
+import type { InboundRecipientStore } from '../../storage/ports/inbound-recipients.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
 import { joinSource, type MessageSource } from '../../storage/message-source.js';
 import { domainOf } from '../smtp/address.js';
@@ -58,6 +59,8 @@ export interface InboundPipelineDeps {
   hostname: string;
   domains: Pick<InboundDomainStore, 'findServedDomain'>;
   lists: Pick<InboundListStore, 'matchLists'>;
+  /** Recipients created with filter off (PUT /inbound/v1/users); absent: every recipient is filtered. */
+  recipients?: Pick<InboundRecipientStore, 'unfiltered'> | undefined;
   quarantine: Pick<QuarantineStore, 'insert'>;
   /** mailauth's DNS function (`mailauthResolver(createDnsResolver(...))`), so no filter opens its own socket. */
   resolver: AuthResolver;
@@ -135,6 +138,21 @@ function copyVerdicts(all: readonly StepVerdict[], accountOf: ReadonlyMap<string
   });
 }
 
+/**
+ * Marks the recipients of `groups` created with filter off (`DomainRecipients.unfiltered`). Asked only for an account
+ * whose message is spam, the one case where it changes what happens, so clean mail costs no look-up.
+ */
+async function markUnfiltered(recipients: InboundPipelineDeps['recipients'], accountId: number, groups: DomainRecipients[]): Promise<void> {
+  if (!recipients) return;
+  // Recipients are stored as the lists store them: lower case, on the provisioned domain even when reached by alias.
+  const canonical = new Map<string, string>();
+  for (const g of groups) {
+    for (const r of g.rcpt) if (!g.safe.includes(r)) canonical.set(`${r.slice(0, r.lastIndexOf('@'))}@${g.served.domain}`.toLowerCase(), r);
+  }
+  const off = new Set((await recipients.unfiltered(accountId, [...canonical.keys()])).map((a) => canonical.get(a)));
+  for (const g of groups) g.unfiltered = g.rcpt.filter((r) => off.has(r));
+}
+
 /** First value of a header field, cut to the RFC 5322 line limit, or null. */
 function firstHeader(headers: ReturnType<typeof splitMessage>['headers'], name: string): string | null {
   const v = headerValues(headers, name)[0];
@@ -155,8 +173,9 @@ function firstHeader(headers: ReturnType<typeof splitMessage>['headers'], name: 
  *    `accept-and-tag` continues without it and tags the message (SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER) —
  *    never a silent pass;
  * 5. policy (./policy.ts `decideAccountPolicies`): what each account's verdicts do per recipient domain — relay,
- *    flag, quarantine or block; a virus is quarantined or refused — and the one reply to DATA (a mixed outcome
- *    across accounts is accepted and the refusing account's recipients get nothing);
+ *    flag, quarantine or block; a virus is quarantined or refused; spam for a recipient created with filter off is
+ *    relayed as it came (`recipient-unfiltered`) — and the one reply to DATA (a mixed outcome across accounts is
+ *    accepted and the refusing account's recipients get nothing);
  * 6. autolearn (`filters.bayes.autolearn`): each account's model learns a verdict that was certain without it.
  *
  * Then the commit: the domain's header name is removed from the incoming message for every domain (a sender can
@@ -173,6 +192,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
   const rcptChecks = createRcptChecks({
     domains: deps.domains,
     lists: deps.lists,
+    recipients: deps.recipients,
     dnsLists: deps.dnsLists,
     dnsblThreshold: deps.dnsblThreshold ?? 3,
     greylist: deps.greylist,
@@ -236,7 +256,11 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     if (stage.greylisted) return stage.greylisted;
     if (stage.virus?.verdict === 'skipped' && deps.scannerFailure === 'tempfail') return REPLY.virusScannerDown;
 
-    // 5. Policy per account (its spam verdict), per domain (its abuse policy), and the one reply to DATA.
+    // 5. Policy per account (its spam verdict), per domain (its abuse policy), and the one reply to DATA. A recipient
+    // created with filter off gets spam as it came, unflagged: the policy is not applied to its mail.
+    for (const [id, a] of accounts) {
+      if (stage.spam.get(id)?.verdict === 'spam' && stage.virus?.verdict !== 'infected') await markUnfiltered(deps.recipients, id, a.groups);
+    }
     const policy = decideAccountPolicies(
       [...accounts].map(([id, a]) => ({ accountId: id, groups: a.groups, spam: stage.spam.get(id)! })),
       stage.virus,

@@ -7,11 +7,15 @@ import {
 import { DEFAULT_DOMAIN_SETTINGS, type ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 
-/** The accepted recipients of one provisioned domain (an alias counts as its domain); `safe` safelisted the sender. */
+/**
+ * The accepted recipients of one provisioned domain (an alias counts as its domain); `safe` safelisted the sender;
+ * `unfiltered`: recipients created with filter off (PUT /inbound/v1/users), whose mail the spam policy skips.
+ */
 export interface DomainRecipients {
   served: ServedDomainRow;
   rcpt: string[];
   safe: string[];
+  unfiltered?: string[];
 }
 
 /** Recipients that get one and the same copy of the message. */
@@ -77,7 +81,8 @@ function virusPolicy(groups: readonly DomainRecipients[], virus: VirusStepVerdic
  *   nothing kept;
  * - a virus (clamd) → each domain's recipients, safelisted or not: quarantined under `quarantine`, else refused —
  *   a virus is never relayed, flagged or not; when nobody keeps it, 554 5.7.1 naming the signature;
- * - safelisted recipients and, when the message is not spam, all others → relayed as they are;
+ * - safelisted recipients, unfiltered ones (filter=false: the policy is not applied to their mail, OAS-I PUT /users)
+ *   and, when the message is not spam, all others → relayed as they are;
  * - spam → each domain's abuse policy for its non-safelisted recipients: block → nothing kept; flag → relayed with
  *   the domain's `spamHeaderName: spamHeaderValue`; quarantine → stored, not relayed.
  * Recipients whose copies are the same (same header to strip, same flag) share one relay. DATA has one reply: when
@@ -91,7 +96,8 @@ export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStep
   const relays = new Map<string, RelayPlan>();
   const quarantines: QuarantinePlan[] = [];
   let blockedByPolicy = 0;
-  for (const { served, rcpt, safe } of groups) {
+  for (const g of groups) {
+    const { served, rcpt, safe } = g;
     const headerName = served.spam_header_name ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderName;
     const headerValue = served.spam_header_value ?? DEFAULT_DOMAIN_SETTINGS.spamHeaderValue;
     const strip = headerName.toLowerCase();
@@ -114,7 +120,13 @@ export function decidePolicy(groups: readonly DomainRecipients[], spam: SpamStep
       verdicts.push({ step: 'policy', domain: served.domain, rcpt: safe, verdict: 'relay', reason: 'safelisted' });
       addRelay(safe, false);
     }
-    const others = rcpt.filter((r) => !safe.includes(r));
+    // Said only of spam, where it changes what happens: otherwise `not-spam` is the reason they are relayed.
+    const unfiltered = spam.verdict === 'spam' ? (g.unfiltered ?? []).filter((r) => rcpt.includes(r) && !safe.includes(r)) : [];
+    if (unfiltered.length > 0) {
+      verdicts.push({ step: 'policy', domain: served.domain, rcpt: unfiltered, verdict: 'relay', reason: 'recipient-unfiltered' });
+      addRelay(unfiltered, false);
+    }
+    const others = rcpt.filter((r) => !safe.includes(r) && !unfiltered.includes(r));
     if (others.length === 0) continue;
     if (spam.verdict !== 'spam') {
       verdicts.push({ step: 'policy', domain: served.domain, rcpt: others, verdict: 'relay', reason: 'not-spam' });

@@ -5,6 +5,7 @@ import { decideListVerdict, type ListVerdict } from '../../filters/inbound-lists
 import { decideDnsbl, type ListHit } from '../../filters/dnsbl.js';
 import type { InboundDomainStore, ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
+import type { InboundRecipientStore } from '../../storage/ports/inbound-recipients.js';
 import { domainOf } from '../smtp/address.js';
 import { REPLY, type SmtpReply } from '../smtp/replies.js';
 import type { DnsListChecker } from './dnsbl.js';
@@ -21,6 +22,8 @@ export interface RcptQuery {
 export interface RcptCheckDeps {
   domains: Pick<InboundDomainStore, 'findServedDomain'>;
   lists: Pick<InboundListStore, 'matchLists'>;
+  /** Recipients created with filter off: neither the DNS lists nor greylisting hold their mail back. */
+  recipients?: Pick<InboundRecipientStore, 'unfiltered'> | undefined;
   /** Present when `filters.dnsbl.sites` or `domain_sites` lists anything. */
   dnsLists?: DnsListChecker | undefined;
   /** `filters.dnsbl.threshold`. */
@@ -43,7 +46,8 @@ export interface RcptChecks {
   /**
    * The reply refusing one recipient, or undefined to accept it: blocklisted by its lists → 550 5.7.1; safelisted →
    * no DNS list check, and greylisted only when safelisted by address or domain and SPF does not pass; the client's DNS list weight at or above the threshold → 554 5.7.1; a first
-   * attempt under greylisting → 450 4.7.1. `served`: the recipient's served domain when the caller has just read it.
+   * attempt under greylisting → 450 4.7.1; a recipient created with filter off → neither of the last two (its own
+   * lists still hold). `served`: the recipient's served domain when the caller has just read it.
    */
   check(q: RcptQuery & { served?: ServedDomainRow }): Promise<SmtpReply | undefined>;
 }
@@ -66,6 +70,11 @@ export function createRcptChecks(deps: RcptCheckDeps): RcptChecks {
   }
 
   const clientListing = async (ip: string) => (deps.dnsLists && deps.dnsLists.enabled ? deps.dnsLists.client(ip) : { hits: [], errors: [] });
+  // Asked only when a DNS list or greylisting would hold the recipient back: accepted mail costs no look-up.
+  const unfiltered = async (served: ServedDomainRow, rcpt: string) => {
+    const address = `${rcpt.slice(0, rcpt.lastIndexOf('@'))}@${served.domain}`.toLowerCase();
+    return !!deps.recipients && (await deps.recipients.unfiltered(served.account_id, [address])).length > 0;
+  };
 
   return {
     listVerdict,
@@ -86,11 +95,16 @@ export function createRcptChecks(deps: RcptCheckDeps): RcptChecks {
       const listing = await clientListing(q.clientIp);
       const dnsbl = decideDnsbl(listing.hits, [], deps.dnsblThreshold, listing.errors);
       if (dnsbl.verdict === 'listed') {
+        if (await unfiltered(served, q.rcpt)) {
+          log.info({ clientIp: q.clientIp, rcpt: q.rcpt, dnsbl }, 'rcpt accepted: client on DNS blocklists, recipient unfiltered');
+          return undefined;
+        }
         log.info({ clientIp: q.clientIp, rcpt: q.rcpt, dnsbl }, 'rcpt refused: client on DNS blocklists');
         return REPLY.dnsblListed(q.clientIp, dnsbl.hits.filter((h) => h.weight > 0).map((h) => h.zone));
       }
       if (!deps.greylist) return undefined;
       // DNSWL-listed clients (a negative weight) are known senders: not greylisted (RFC 6647 §2.2 exemptions).
+      if (deps.greylist.applies(served) && (await unfiltered(served, q.rcpt))) return undefined;
       return deps.greylist.check({ ...q, served, allowlisted: dnsbl.score < 0 });
     },
   };

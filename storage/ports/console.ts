@@ -17,6 +17,11 @@ export interface ConsoleSessionRow {
   token_id: number | null;
   /** The scope of the tenant's API key (read with the session, from the key); null for the operator. */
   scope: KeyScope | null;
+  /**
+   * The one inbound domain a tenant session is limited to (opened by a domain-admin login link); null for a session
+   * of the whole account (signed in with a key) and for the operator.
+   */
+  domain: string | null;
   /** The session's CSRF token, sent back in every form. */
   csrf: string;
   created_at: number;
@@ -31,8 +36,11 @@ export interface ConsoleStore {
   listTokens(): Promise<ConsoleTokenRow[]>;
   /** Revokes a token and ends its sessions at once; false when no live token has that id. */
   revokeToken(id: number, now: number): Promise<boolean>;
-  /** Opens a session (expired ones are pruned); returns the cookie value (random, shown once) and the CSRF token. */
-  openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; now: number; ttlMs: number }): Promise<{ id: string; csrf: string }>;
+  /**
+   * Opens a session (expired ones are pruned); returns the cookie value (random, shown once) and the CSRF token.
+   * `domain` (tenant only) limits it to that inbound domain of the account.
+   */
+  openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; domain?: string; now: number; ttlMs: number }): Promise<{ id: string; csrf: string }>;
   /** The live session a cookie value names, if any (it lives only while its API key or operator token lives). */
   findSession(id: string, now: number): Promise<ConsoleSessionRow | undefined>;
   closeSession(id: string): Promise<void>;

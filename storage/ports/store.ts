@@ -10,6 +10,7 @@ import type { HealthStore } from './health.js';
 import type { InboundDomainStore } from './inbound-domains.js';
 import type { JobLeadStore } from './job-leads.js';
 import type { InboundListStore } from './inbound-lists.js';
+import type { InboundRecipientStore } from './inbound-recipients.js';
 import type { InboundReportStore } from './inbound-reports.js';
 import type { LockdownStore } from './lockdown.js';
 import type { MetricStore } from './metrics.js';
@@ -69,9 +70,11 @@ export interface Store {
   readonly lockdown: LockdownStore;
   readonly trackingDomains: TrackingDomainStore;
   readonly senderAbuse: SenderAbuseStore;
-  /** Inbound: domains (aliases, downstreams, subscriptions), lists, reports, quarantine. */
+  /** Inbound: domains (aliases, downstreams, subscriptions), lists, recipients, reports, quarantine. */
   readonly inboundDomains: InboundDomainStore;
   readonly inboundLists: InboundListStore;
+  /** Recipients created with PUT /inbound/v1/users: whether their domain's policy filters their mail. */
+  readonly inboundRecipients: InboundRecipientStore;
   readonly inboundReports: InboundReportStore;
   readonly quarantine: QuarantineStore;
   /** The inbound classifier's models (filters/bayes.ts reads and trains them). */

@@ -30,9 +30,9 @@ export function createPgConsoleStore(pg: Pg): ConsoleStore {
       return pg.tx(async (_q, exec) => {
         await exec('DELETE FROM console_sessions WHERE expires_at <= $1', [o.now]);
         await exec(
-          `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, csrf, created_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-          [hashSecret(id), o.kind, o.accountId ?? null, o.keyId ?? null, o.tokenId ?? null, csrf, o.now, o.now + o.ttlMs],
+          `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, domain, csrf, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [hashSecret(id), o.kind, o.accountId ?? null, o.keyId ?? null, o.tokenId ?? null, o.domain ?? null, csrf, o.now, o.now + o.ttlMs],
         );
         return { id, csrf };
       });

@@ -8,6 +8,7 @@ import { createPgBodies } from './bodies.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { createPgInboundDomainStore } from './inbound-domains.js';
 import { createPgInboundListStore } from './inbound-lists.js';
+import { createPgInboundRecipientStore } from './inbound-recipients.js';
 import { createPgInboundReportStore } from './inbound-reports.js';
 import { createPgLockdownStore } from './lockdown.js';
 import { migrate, PG_MIGRATIONS, schemaVersion, SchemaTooNew } from './migrations.js';
@@ -146,6 +147,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     tracking: createPgTrackingStore(pg, createPgEventWriter()),
     inboundDomains: createPgInboundDomainStore(pg, reads),
     inboundLists: createPgInboundListStore(pg),
+    inboundRecipients: createPgInboundRecipientStore(pg),
     inboundReports: createPgInboundReportStore(pg),
     quarantine: createPgQuarantineStore(pg, bodies),
   };

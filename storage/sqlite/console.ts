@@ -12,8 +12,8 @@ export function createConsoleStore(db: Db) {
     revokeToken: db.prepare('UPDATE console_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
     endTokenSessions: db.prepare('DELETE FROM console_sessions WHERE token_id = ?'),
     insertSession: db.prepare(
-      `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, csrf, created_at, expires_at)
-       VALUES (@id_hash, @kind, @account_id, @key_id, @token_id, @csrf, @created_at, @expires_at)`,
+      `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, domain, csrf, created_at, expires_at)
+       VALUES (@id_hash, @kind, @account_id, @key_id, @token_id, @domain, @csrf, @created_at, @expires_at)`,
     ),
     // A session lives only while what it was opened with lives: the API key (and its account) or the operator token.
     session: db.prepare(
@@ -48,7 +48,7 @@ export function createConsoleStore(db: Db) {
       }).immediate();
     },
     /** Opens a session; returns the cookie value (random, shown to the browser only) and the CSRF token. */
-    openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; now: number; ttlMs: number }): { id: string; csrf: string } {
+    openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; domain?: string; now: number; ttlMs: number }): { id: string; csrf: string } {
       const id = generateSecret();
       const csrf = crypto.randomBytes(24).toString('base64url');
       s.pruneSessions.run(o.now);
@@ -58,6 +58,7 @@ export function createConsoleStore(db: Db) {
         account_id: o.accountId ?? null,
         key_id: o.keyId ?? null,
         token_id: o.tokenId ?? null,
+        domain: o.domain ?? null,
         csrf,
         created_at: o.now,
         expires_at: o.now + o.ttlMs,

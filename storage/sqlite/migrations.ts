@@ -35,6 +35,8 @@ import { VERP } from './migrations/033-verp.js';
 import { TLS_RESULTS } from './migrations/034-tls-results.js';
 import { POOLS } from './migrations/035-pools.js';
 import { SHAPING } from './migrations/036-shaping.js';
+import { INBOUND_RECIPIENTS } from './migrations/037-inbound-recipients.js';
+import { CONSOLE_DOMAIN } from './migrations/038-console-domain.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -77,4 +79,6 @@ export const MIGRATIONS: readonly string[] = [
   TLS_RESULTS, // 34
   POOLS, // 35
   SHAPING, // 36
+  INBOUND_RECIPIENTS, // 37
+  CONSOLE_DOMAIN, // 38
 ];

@@ -19,6 +19,7 @@ import { createDkimKeyStore } from './dkim-keys.js';
 import { createSqliteGreylistRepo } from './greylist.js';
 import { createInboundDomainStore } from './inbound-domains.js';
 import { createInboundListStore } from './inbound-lists.js';
+import { createInboundRecipientStore } from './inbound-recipients.js';
 import { createInboundReportStore } from './inbound-reports.js';
 import { createJobLeadStore } from './job-leads.js';
 import { createLockdownAllowStore } from './lockdown-allow.js';
@@ -264,6 +265,10 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       writes: ['provision', 'updateSections', 'bindKey', 'deleteDomain', 'addAlias', 'removeAlias', 'setDownstreams', 'createSubscription'],
     }),
     inboundLists: port(inboundListsRepo, b, { reads: ['listEntries', 'matchLists'], writes: ['addEntry', 'removeEntry'] }),
+    inboundRecipients: port(createInboundRecipientStore(db, listsRepo), b, {
+      reads: ['findRecipient', 'listRecipients', 'unfiltered'],
+      writes: ['createRecipient', 'removeRecipient'],
+    }),
     inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport', 'pruneReports'] }),
     quarantine: {
       ...port(quarantineRepo, b, { reads: ['list', 'find'], writes: ['finishRelease', 'abortRelease'] }),

@@ -259,7 +259,7 @@ onBackends('sender blocks and alerts: the blocked identity with Delist (remediat
   t.equal((await acme.post('/console/senders/delist', { sender_id: ID })).status, 404, 'nothing left to delist');
 });
 
-onBackends('Delete as spam in the console deletes the message and teaches the account\'s classifier', async (t, backend) => {
+onBackends('Delete as spam in the console deletes the message and teaches the account\'s classifier; Remove takes a recipient off', async (t, backend) => {
   const w = await consoleWorld(t, {}, backend);
   await w.quarantine('carol@acme-corp.test', 'acme spam');
   const id = (await w.stack.sql<{ id: number }>('SELECT id FROM inbound_quarantine'))[0]!.id;
@@ -273,4 +273,13 @@ onBackends('Delete as spam in the console deletes the message and teaches the ac
   t.equal((await w.stack.sql<{ n: number }>('SELECT count(*) AS n FROM inbound_quarantine'))[0]!.n, 0);
   const [model] = await w.stack.sql('SELECT m.spam, m.ham FROM bayes_models m WHERE m.account_id = ?', w.acme.id);
   t.same(model, { spam: 1, ham: 0 });
+
+  // The inbound session's Recipients page lists those created with PUT /users; Remove removes one.
+  const put = await w.stack.api('PUT', '/inbound/v1/users?email_address=dora@acme-corp.test&admin=true&filter=false', { key: w.acme.inboundKey });
+  t.equal(put.status, 201);
+  const recipients = await acme.get('/console/recipients');
+  t.match(recipients.text, /dora@acme-corp\.test<\/td><td>acme-corp\.test<\/td><td>admin<\/td><td>no<\/td>/);
+  const removed = await acme.post('/console/recipients/remove', { email: 'dora@acme-corp.test' });
+  t.same([removed.status, removed.location], [302, '/console/recipients?account=acme&done=removed']);
+  t.equal((await w.stack.api('GET', '/inbound/v1/users', { key: w.acme.inboundKey })).body.total, 0);
 });

@@ -1,6 +1,10 @@
 // Checks the inbound safelist/blocklist routes at account, domain and recipient level over HTTP: item type
-// detection and canonical forms, deprecated list names, tenancy, and what the MX will read back (matchLists).
+// detection and canonical forms, deprecated list names, tenancy, what the MX will read back (matchLists), and the
+// recipients those lists belong to (PUT /users through the public SDK, listing and removal).
+import path from 'node:path';
+import { MailChannels } from 'mailchannels-sdk';
 import t from 'tap';
+import { runCli } from '../../bin/cli.js';
 import { decideListVerdict } from '../../filters/inbound-lists.js';
 import { createInboundListStore } from '../../storage/sqlite/inbound-lists.js';
 import { startStack, type Stack } from '../helpers/stack.js';
@@ -191,4 +195,81 @@ t.test('entries written over the API are what the MX matches, and precedence pic
     domain: [],
     recipient: [],
   });
+});
+
+t.test('PUT /users: the SDK creates (201) then finds (200, unchanged); filter against the protected limit; list and remove', async (t) => {
+  const stack = await startStack(t);
+  const a = await tenant(stack, 'usersco');
+  const b = await tenant(stack, 'otherusersco');
+  const call = caller(stack);
+  await stack.store.inboundDomains.createSubscription({
+    handle: 'small', planHandle: 'small', planName: 'Small', accountId: null, active: true, now: 1,
+    limits: [{ featureHandle: 'max_protected_addresses', value: '1' }],
+  });
+  await call('POST', '/inbound/v1/domains', a.key, { domain: 'corp.test', subscriptionHandle: 'default', aliases: ['corp-alias.test'] });
+  await call('POST', '/inbound/v1/domains', a.key, { domain: 'small.test', subscriptionHandle: 'small' });
+
+  const mc = new MailChannels(a.key, { baseUrl: stack.baseUrl });
+  const created = await mc.users.create('Bob@Corp.test', { admin: true, listEntries: { blocklist: ['Spam.Example'], safelist: ['friend@ok.example'] } });
+  t.same(created, {
+    data: {
+      email: 'bob@corp.test', roles: ['admin'], filter: true,
+      listEntries: [{ item: 'spam.example', type: 'domain', action: 'blocklist' }, { item: 'friend@ok.example', type: 'email_address', action: 'safelist' }],
+    },
+    error: null,
+  });
+  t.same(await mc.users.create('bob@corp.test', { filter: false, listEntries: { blocklist: ['other.example'] } }), { data: null, error: null }, '200: no body');
+  const again = await call('PUT', '/inbound/v1/users?email_address=bob@corp.test&admin=false&filter=false', a.key);
+  t.same([again.status, again.text], [200, '']);
+  // The recipient routes act on it; its admin role is the domain's admins; nothing changed the second time.
+  t.same((await call('GET', '/inbound/v1/users/bob@corp.test/lists/blocklist', a.key)).body, [{ item: 'spam.example', item_type: 'domain', action: 'blocklist' }]);
+  t.same((await call('GET', '/inbound/v1/domains?domains=corp.test', a.key)).body.domains[0].admins, ['bob@corp.test']);
+  t.match((await mc.users.create('frank@corp.test', { filter: false })).data, { email: 'frank@corp.test', roles: ['user'], filter: false });
+
+  // small.test's plan protects one address: true past it → 403, compute past it → unfiltered, no error.
+  const carol = await call('PUT', '/inbound/v1/users?email_address=carol@small.test&admin=false&filter=true', a.key);
+  t.same([carol.status, carol.body], [201, { recipient: { email_address: 'carol@small.test', roles: ['user'], filter: true }, list_entries: [] }]);
+  const dave = await call('PUT', '/inbound/v1/users?email_address=dave@small.test&admin=false&filter=true', a.key);
+  t.same([dave.status, dave.body], [403, err(403, 'filter=true: the subscription\'s limit of protected addresses is reached; create the recipient with filter=false or compute, or remove one')]);
+  t.match(await call('PUT', '/inbound/v1/users?email_address=erin@small.test&admin=false', a.key), { status: 201, body: { recipient: { filter: false } } });
+
+  const bad: [string, unknown, number, string][] = [
+    ['email_address=not-an-address&admin=false', undefined, 400, 'email_address: "not-an-address" is not a valid e-mail address'],
+    ['email_address=x@corp.test&admin=maybe', undefined, 400, 'admin: Expected boolean'],
+    ['email_address=x@corp.test&admin=false&filter=maybe', undefined, 400, 'filter: must be one of true, false, compute'],
+    ['email_address=x@corp.test&admin=false', { list_entries: { blocklist: ['bad_item'] } }, 400, 'list_entries.blocklist[0]: "bad_item" is not a valid IP address, CIDR range, e-mail address or domain'],
+    ['email_address=x@corp.test&admin=false', { list_entries: { blocklist: ['a.example'], safelist: ['A.example'] } }, 400, 'list_entries: "a.example" is on both lists'],
+    ['email_address=x@corp-alias.test&admin=false', undefined, 403, '"corp-alias.test" is an alias of "corp.test"; use the domain itself'],
+    ['email_address=x@nowhere.test&admin=false', undefined, 403, 'email_address: "x@nowhere.test" is not on a domain of this account'],
+  ];
+  for (const [q, body, status, message] of bad) {
+    const r = await call('PUT', `/inbound/v1/users?${q}`, a.key, body);
+    t.same([r.status, r.body], [status, err(status, message)], q);
+  }
+  t.equal((await call('PUT', '/inbound/v1/users?admin=false', a.key)).status, 400, 'email_address required');
+  t.equal((await call('PUT', '/inbound/v1/users?email_address=x@corp.test', a.key)).status, 400, 'admin required');
+  t.equal((await call('PUT', '/inbound/v1/users?email_address=x@corp.test&admin=false', b.key)).status, 403, 'another account\'s domain');
+
+  const listed = await call('GET', '/inbound/v1/users?domain=small.test', a.key);
+  t.same(listed.body.recipients.map((r: { email_address: string; filter: boolean }) => [r.email_address, r.filter]), [['carol@small.test', true], ['erin@small.test', false]]);
+  t.same([listed.body.total, (await call('GET', '/inbound/v1/users', a.key)).body.total, (await call('GET', '/inbound/v1/users', b.key)).body.total], [2, 4, 0]);
+  t.equal((await call('DELETE', '/inbound/v1/users/carol@small.test', b.key)).status, 404, 'another account');
+  t.equal((await call('DELETE', '/inbound/v1/users/Carol@Small.test', a.key)).status, 204);
+  t.same((await call('DELETE', '/inbound/v1/users/carol@small.test', a.key)).body, err(404, 'recipient "carol@small.test" not found'));
+  t.match(await call('PUT', '/inbound/v1/users?email_address=dave@small.test&admin=false&filter=true', a.key), { status: 201 }, 'room again');
+  t.equal((await call('DELETE', '/inbound/v1/users/bob@corp.test', a.key)).status, 204);
+  t.same((await call('GET', '/inbound/v1/users/bob@corp.test/lists/blocklist', a.key)).body, [], 'its entries went with it');
+  t.same((await call('GET', '/inbound/v1/domains?domains=corp.test', a.key)).body.domains[0].admins, [], 'and its admin role');
+
+  // The operator's view: sluice inbound-recipients list|remove.
+  const cli = async (...argv: string[]) => {
+    const out: string[] = [];
+    const code = await runCli(argv, { stdout: (x) => out.push(x), stderr: (x) => out.push(x), env: { SLUICE_DATA_DIR: stack.dataDir }, cwd: path.dirname(stack.dataDir), now: stack.clock.now });
+    return { code, out: out.join('') };
+  };
+  const listedCli = await cli('inbound-recipients', 'list', '--account', 'usersco', '--domain', 'small.test', '--json');
+  t.same(JSON.parse(listedCli.out).map((r: { email_address: string; filter: boolean }) => [r.email_address, r.filter]), [['dave@small.test', true], ['erin@small.test', false]]);
+  t.same(await cli('inbound-recipients', 'remove', '--account', 'usersco', '--email', 'Erin@small.test'), { code: 0, out: 'removed recipient erin@small.test with its own list entries and admin role\n' });
+  t.match(await cli('inbound-recipients', 'remove', '--account', 'usersco', '--email', 'erin@small.test'), { code: 1, out: /erin@small\.test is no recipient of account "usersco"/ });
+  t.match((await cli('inbound-recipients', 'list', '--account', 'usersco')).out, /^dave@small\.test\tuser\tfiltered\t.*\nfrank@corp\.test\tuser\tunfiltered\t.*\n2 recipients\n$/);
 });

@@ -3,7 +3,8 @@
 // session keeps the key's scope) and sees it arrive downstream, finds a
 // message by recipient in the log search, and cannot open another tenant's queue entry by editing the URL; the
 // operator signs in with a `sluice console token` and sees every account and the deliverability chart (opens and
-// clicks too); a tenant delists a blocked sender identity and sees its alert, another tenant cannot. With
+// clicks too); a domain admin follows a login link to its one domain's quarantine; a tenant delists a blocked
+// sender identity and sees its alert, another tenant cannot. With
 // SLUICE_SCREENSHOTS=docs the main views are saved as docs/console-*.png (the README shows them).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,7 +30,8 @@ if (!fs.existsSync(CHROMIUM)) {
   });
   t.teardown(() => browser?.close());
 
-  async function signIn(t: Test, w: ConsoleWorld, secret: string, landing = '/console/queue'): Promise<Page> {
+  /** A page in a browser context of its own (its own cookies), closed with the test. */
+  async function newPage(t: Test): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const page = await context.newPage();
     // A CSP violation (inline script or style) is reported on the console: each fails the test.
@@ -38,6 +40,11 @@ if (!fs.existsSync(CHROMIUM)) {
     });
     page.on('dialog', (d) => void d.accept());
     t.teardown(() => context.close());
+    return page;
+  }
+
+  async function signIn(t: Test, w: ConsoleWorld, secret: string, landing = '/console/queue'): Promise<Page> {
+    const page = await newPage(t);
     await page.goto(`${w.base}/console/queue`);
     t.equal(new URL(page.url()).pathname, '/console/login', 'redirected to sign-in');
     await page.fill('input[name=secret]', secret);
@@ -112,6 +119,25 @@ if (!fs.existsSync(CHROMIUM)) {
     const rows = await page.locator('table tbody tr').allTextContents();
     t.equal(rows.length, 1);
     t.match(rows[0], /ann@later\.test.*Invoice 2026-11.*Y.*250/);
+  });
+
+  t.test('domain admin: a login link signs in, once, to its one domain\'s quarantine, lists and recipients', async (t) => {
+    const w = await consoleWorld(t);
+    await w.quarantine('carol@acme-corp.test', 'Cheap watches');
+    const link = (await w.stack.api('GET', '/inbound/v1/domains/acme-corp.test/login-link', { key: w.acme.inboundKey })).body.loginLink as string;
+    const page = await newPage(t);
+    await page.goto(link);
+    t.match(await page.textContent('main'), /administrator of acme-corp\.test/);
+    await page.click('button:has-text("Sign in")');
+    t.equal(new URL(page.url()).pathname, '/console/quarantine');
+    t.match(await page.textContent('.who'), /admin of acme-corp\.test/);
+    t.same(await page.locator('nav a').allTextContents(), ['Quarantine', 'Inbound domains', 'Recipients']);
+    await page.click('table tbody tr a');
+    await page.click('button:has-text("Release")');
+    t.match(await page.textContent('.flash'), /Released/);
+    t.equal((await page.goto(`${w.base}/console/queue`))?.status(), 404, 'nothing outside its domain');
+    t.equal((await page.goto(link))?.status(), 403, 'the link works once');
+    t.match(await page.textContent('main'), /already used/);
   });
 
   t.test('operator: every account, the deliverability chart per campaign and sub-account', async (t) => {

@@ -1,7 +1,11 @@
-// Checks the inbound policy step (mta/inbound/policy.ts): what a spam verdict does per domain, and the one reply.
+// Checks the inbound policy step (mta/inbound/policy.ts): what a spam verdict does per domain, and the one reply;
+// and what the RCPT-time checks (rcpt-checks.ts) leave out for a recipient created with filter=false.
+import pino from 'pino';
 import t from 'tap';
 import type { SpamStepVerdict } from '../../../filters/inbound-verdicts.js';
 import { decideAccountPolicies, decidePolicy, refusalAtRcpt, refusalWithoutRecipients, type DomainRecipients } from '../../../mta/inbound/policy.js';
+import { createRcptChecks } from '../../../mta/inbound/rcpt-checks.js';
+import { REPLY } from '../../../mta/smtp/replies.js';
 import type { AbusePolicy, ServedDomainRow } from '../../../storage/ports/inbound-domains.js';
 
 function served(id: number, domain: string, abusePolicy: AbusePolicy | null, header?: [string, string]): ServedDomainRow {
@@ -47,6 +51,41 @@ t.test("spam: each domain's abuse policy; flag adds the domain's header; block a
   t.same(blocked.refusal, { code: 550, status: '5.7.1', message: 'Message refused as spam' });
   t.same(blocked.verdicts, [{ step: 'policy', domain: 'block.test', rcpt: ['b@block.test'], verdict: 'block', reason: 'abuse-policy-block' }]);
   t.same(decidePolicy([group(served(4, 'd.test', null), ['d@d.test'])], spam('spam')).relays[0]?.flag, 'X-Spam-Flag: YES', 'the default policy flags');
+});
+
+t.test('spam for an unfiltered recipient (filter=false) is relayed as it came, even under block; a virus is not', async (t) => {
+  const block = served(1, 'block.test', 'block');
+  const groups = [{ ...group(block, ['u@block.test', 'f@block.test']), unfiltered: ['u@block.test'] }];
+  const d = decidePolicy(groups, spam('spam'));
+  t.same(d.verdicts.map((v) => [v.rcpt, v.verdict, v.reason]), [[['u@block.test'], 'relay', 'recipient-unfiltered'], [['f@block.test'], 'block', 'abuse-policy-block']]);
+  t.same(d.relays, [{ rcpt: ['u@block.test'], domainIds: [1], strip: 'x-spam-flag' }], 'unflagged');
+  t.equal(d.refusal, undefined, 'kept for the unfiltered one: 250');
+  t.same(decidePolicy(groups, spam('ham', 'below-threshold')).verdicts.map((v) => v.reason), ['not-spam'], 'said only of spam');
+  const virus = decidePolicy(groups, spam('spam'), { step: 'virus', verdict: 'infected', reason: 'clamd-found', signature: 'Eicar' });
+  t.same([virus.relays, virus.verdicts.map((v) => v.reason)], [[], ['virus-refused']]);
+});
+
+t.test('at RCPT an unfiltered recipient is neither refused by the DNS lists nor greylisted; its blocklist still holds', async (t) => {
+  const corp = served(1, 'corp.test', 'block');
+  const asked: string[][] = [];
+  const blocked = new Set<string>();
+  const checks = createRcptChecks({
+    domains: { findServedDomain: async () => corp },
+    lists: { matchLists: async (q) => ({ account: [], domain: [], recipient: blocked.has(q.recipient ?? '') ? [{ id: 1, account_id: 1, level: 'recipient', scope: q.recipient!, domain_id: 1, item: 'x@spam.test', item_type: 'email_address', action: 'blocklist', created_at: 0 }] : [] }) },
+    recipients: { unfiltered: async (_a, addresses) => (asked.push([...addresses]), addresses.filter((a) => a.startsWith('u@'))) },
+    dnsLists: { enabled: true, client: async (ip) => ({ hits: ip === '192.0.2.1' ? [{ zone: 'zen.test', weight: 5, answer: '127.0.0.2', item: ip }] : [], errors: [] }), domains: async () => ({ hits: [], errors: [] }) },
+    dnsblThreshold: 3,
+    greylist: { applies: () => true, check: async () => REPLY.spam, rspamdAsked: async () => undefined },
+    logger: pino({ level: 'silent' }),
+  });
+  const q = (rcpt: string, clientIp = '192.0.2.1') => checks.check({ mailFrom: 'x@spam.test', clientIp, rcpt });
+  t.match(await q('f@corp.test'), { code: 554 }, 'a filtered recipient: refused by the DNS lists');
+  t.equal(await q('U@Corp.test'), undefined, 'an unfiltered one: accepted');
+  t.same(asked, [['f@corp.test'], ['u@corp.test']], 'asked as stored: lower case, on the provisioned domain');
+  t.equal(await q('f@corp.test', '192.0.2.9'), REPLY.spam, 'an unlisted client: greylisting decides for a filtered one');
+  t.equal(await q('u@corp.test', '192.0.2.9'), undefined, 'not for an unfiltered one');
+  blocked.add('u@corp.test');
+  t.match(await q('u@corp.test'), { code: 550, status: '5.7.1' }, 'its own blocklist still refuses');
 });
 
 t.test('no spam decision (rspamd down, tempfail) → 451 4.7.1 and nothing decided', async (t) => {

@@ -38,7 +38,9 @@ contract('console sessions: live until their expiry, while their API key and acc
   const [key] = await store.accounts.listApiKeys(made.account.id);
   const con = store.console;
   const s = await con.openSession({ kind: 'tenant', accountId: made.account.id, keyId: key!.id, now: 1_000, ttlMs: 500 });
-  t.match(await con.findSession(s.id, 1_000), { kind: 'tenant', account_id: made.account.id, key_id: key!.id, token_id: null, scope: key!.scope, csrf: s.csrf, expires_at: 1_500 });
+  t.match(await con.findSession(s.id, 1_000), { kind: 'tenant', account_id: made.account.id, key_id: key!.id, token_id: null, scope: key!.scope, domain: null, csrf: s.csrf, expires_at: 1_500 });
+  const admin = await con.openSession({ kind: 'tenant', accountId: made.account.id, keyId: key!.id, domain: 'corp.test', now: 1_000, ttlMs: 500 });
+  t.match(await con.findSession(admin.id, 1_000), { kind: 'tenant', account_id: made.account.id, domain: 'corp.test' }, 'a login link\'s session keeps its domain');
   t.ok(await con.findSession(s.id, 1_499), 'live until its expiry');
   t.equal(await con.findSession(s.id, 1_500), undefined, 'not at it');
   t.equal(await con.findSession('not-a-session', 1_000), undefined);
