@@ -7,51 +7,17 @@ import { openDatabase, type Db } from '../storage/sqlite/database.js';
 import { createSmtpLogStore } from '../storage/sqlite/smtp-log.js';
 import { type NewSmtpLogRow, type SmtpLogFilters, type SmtpLogPage, type SmtpLogRow } from '../storage/ports/smtp-log.js';
 import { SMTP_LOG_COLUMNS } from '../storage/smtp-log-filters.js';
-import { percentile, prng } from './sampling.js';
+import { percentile, SEARCH_BENCH, prng, weightedSampler, zipfSampler } from './sampling.js';
 
-const DAY = 86_400_000;
-const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const RUNS = Number(process.env.BENCH_RUNS ?? 60);
-const WARMUP = 5;
-const TARGET_P95_MS = 50;
-const BATCH = 50_000;
-/** "Now" of the synthetic data set; rows span the 30 days before it. */
-const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
+const { DAY, ROWS, RUNS, WARMUP, TARGET_P95_MS, BATCH, NOW } = SEARCH_BENCH;
 
 const rand = prng(20261122);
 const int = (n: number) => Math.floor(rand() * n);
 const pick = <T>(list: readonly T[]): T => list[int(list.length)] as T;
 
-/** Zipf-like sampler over `n` ranks (rank 0 most frequent), exponent `s`: a few hot values and a long tail. */
-function zipf(n: number, s: number): () => number {
-  const cdf = new Float64Array(n);
-  let sum = 0;
-  for (let i = 0; i < n; i++) {
-    sum += 1 / Math.pow(i + 1, s);
-    cdf[i] = sum;
-  }
-  return () => {
-    const x = rand() * sum;
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if ((cdf[mid] as number) < x) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-}
-
-/** Sampler from a weight table. */
-function weighted<T>(entries: readonly (readonly [T, number])[]): () => T {
-  const total = entries.reduce((a, [, w]) => a + w, 0);
-  return () => {
-    let x = rand() * total;
-    for (const [v, w] of entries) if ((x -= w) < 0) return v;
-    return (entries[entries.length - 1] as readonly [T, number])[0];
-  };
-}
+/** Zipf-like and weighted samplers over this bench's seeded PRNG (bench/sampling.ts). */
+const zipf = (n: number, s: number) => zipfSampler(rand, n, s);
+const weighted = <T>(entries: readonly (readonly [T, number])[]) => weightedSampler(rand, entries);
 
 // 10 accounts: two parents with sub-accounts and five stand-alone parents; traffic is skewed towards a few.
 const ACCOUNTS: { handle: string; parent?: string; share: number }[] = [

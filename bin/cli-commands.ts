@@ -20,6 +20,7 @@ import { inboundDomainsCommand, inboundRecipientsCommand } from './cli-inbound.j
 import { quarantineCommand, queueRelay } from './cli-quarantine.js';
 import { monitorsCommand, scanPolicyCommand, sendersCommand } from './cli-abuse.js';
 import { queueCommand } from './cli-queue.js';
+import { logCommand } from './cli-log.js';
 import { storeCommand } from './cli-store.js';
 import { metricsCommand, trackingDomainsCommand } from './cli-engagement.js';
 import { runningServes } from './pid-registry.js';
@@ -106,6 +107,9 @@ export async function runCommand(
         return trackingDomainsCommand(sub, store.accounts, store.trackingDomains, verifyDeps, opts, io);
       });
     }
+    case 'log':
+      if (sub !== undefined) throw new UsageError(`sluice log takes options only, not "${sub}"`);
+      return await withStore(loaded(), now, (store) => logCommand(store, opts, io, now));
     case 'metrics':
       return await withStore(loaded(), now, (store) => metricsCommand(sub, rest, store.accounts, store.metrics, opts, io, now));
     case 'quarantine': {

@@ -38,6 +38,7 @@ export const OPTIONS = {
   pool: { type: 'string' },
   condition: { type: 'string' },
   interval: { type: 'string' },
+  admins: { type: 'string' },
   webhook: { type: 'string' },
   email: { type: 'string' },
   only: { type: 'string' },
@@ -48,6 +49,12 @@ export const OPTIONS = {
   spam: { type: 'string', multiple: true },
   ham: { type: 'string', multiple: true },
   'as-spam': { type: 'boolean' },
+  inbound: { type: 'boolean' },
+  rcpt: { type: 'string' },
+  subject: { type: 'string' },
+  client: { type: 'string' },
+  'message-id': { type: 'string' },
+  verdict: { type: 'string' },
   subscription: { type: 'string' },
   to: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -72,6 +79,7 @@ export type Opts = {
   start?: string;
   end?: string;
   interval?: string;
+  admins?: string;
   campaign?: string;
   subscription?: string;
   sender?: string;

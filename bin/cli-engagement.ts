@@ -72,7 +72,7 @@ export async function trackingDomainsCommand(
 }
 
 /** A time option as the API takes it; a usage error otherwise. */
-function when(name: string, value: string | undefined): number | undefined {
+export function when(name: string, value: string | undefined): number | undefined {
   if (value !== undefined && !/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}Z)?$/.test(value)) {
     throw new UsageError(`--${name} must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ`);
   }

@@ -38,6 +38,9 @@ Commands:
   inbound-domains provision --account H --domain D [--subscription S] [--json]
                                           provision an inbound domain for an account, also when it is a
                                           parent or a subdomain of another account's (the API refuses those)
+  inbound-domains digest --account H --domain D [--interval hourly|daily|weekly|off] [--admins yes|no] [--json]
+                                          show or set a domain's quarantine digests: how often each recipient
+                                          gets one, and whether its admins get the whole domain's
   inbound-recipients list --account H [--domain D] [--json] [--limit N]
                                           recipients created with PUT /inbound/v1/users, by address: admin or
                                           user, filtered or not (unfiltered: the domain's policy skips their mail)
@@ -54,6 +57,13 @@ Commands:
   quarantine release ID                   relay a quarantined message to its recipients (once)
   quarantine delete ID [--as-spam]        delete a quarantined message (it will not be relayed);
                                           --as-spam: the classifier learns it as spam (release: as ham)
+  log [--inbound] [--account H] [--domain D] [--sender S] [--rcpt R] [--subject TEXT] [--client IP]
+      [--message-id ID] [--verdict V] [--start T] [--end T] [--json] [--limit N]
+                                          search the SMTP log of --account H and its sub-accounts, or with
+                                          --inbound the inbound log (every account, or one): each inbound
+                                          message x recipient relayed, flagged, quarantined, refused or deferred
+                                          (V), with its reason (T: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ; default the
+                                          last 3 days)
   filter train --spam PATH --ham PATH [--account H] [--json]
                                           teach the inbound classifier (PATH: an mbox file, an .eml file
                                           or a directory of them, e.g. a maildir; repeatable); without
@@ -154,6 +164,11 @@ const DETAILS: Record<string, string> = {
     'the database; any failure restores nothing (exit 1). data_dir must be new or empty and no sluice serve may run\n' +
     'on it. Every file is written 0600 (directories 0700). Then start sluice serve. With storage.backend = postgres\n' +
     'it refuses (exit 1): restore the database with pg_restore (sluice backup prints the command).',
+  log:
+    'One line per row, newest first (--limit, default 100). Inbound: time, verdict, reason, <sender> -> <recipient>,\n' +
+    '[client], queue id ("-" when refused at RCPT, before any message existed), subject, the reply the client got,\n' +
+    'then what became of it: the downstream\'s latest reply, or the quarantine entry. Outbound: time, delivered or\n' +
+    'not, reply code, <sender> -> <recipient>, Message-ID, subject, the latest reply. --json prints the rows.',
   'queue delete':
     'Marks the delivery dropped; it is never sent. A delivery being sent right now cannot be deleted.',
   'filter train':

@@ -1,9 +1,9 @@
 // Owns the operator's inbound commands: provisioning a domain for an account, which (unlike the API) may overlap
-// another customer's domain — the operator decides who receives mail for a subdomain — and listing and removing the
-// recipients created with PUT /inbound/v1/users.
+// another customer's domain — the operator decides who receives mail for a subdomain — showing and setting a
+// domain's quarantine digests, and listing and removing the recipients created with PUT /inbound/v1/users.
 import { normaliseDomain, normaliseEmail } from '../filters/inbound-names.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
-import type { InboundDomainStore, ProvisionResult } from '../storage/ports/inbound-domains.js';
+import { DIGEST_INTERVALS, type DigestInterval, type InboundDomainStore, type ProvisionResult } from '../storage/ports/inbound-domains.js';
 import type { InboundRecipientStore } from '../storage/ports/inbound-recipients.js';
 import { iso, requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 
@@ -32,7 +32,8 @@ export async function inboundDomainsCommand(
   io: CliIo,
   now: () => number,
 ): Promise<number> {
-  if (sub !== 'provision') throw new UsageError('usage: sluice inbound-domains provision --account H --domain D [--subscription S]');
+  if (sub === 'digest') return digestCommand(accounts, domains, opts, io, now);
+  if (sub !== 'provision') throw new UsageError('usage: sluice inbound-domains provision|digest --account H --domain D');
   const account = await requireAccount(accounts, opts.account);
   const domain = normaliseDomain(opts.domain ?? '');
   if (!domain) throw new UsageError('--domain D (a domain name) is required');
@@ -56,6 +57,37 @@ export async function inboundDomainsCommand(
     opts.json
       ? JSON.stringify({ domain, account: account.handle, subscription: handle }) + '\n'
       : `provisioned ${domain} for ${account.handle} (subscription ${handle}); its inbound API keys manage it from now on\n`,
+  );
+  return 0;
+}
+
+/**
+ * `sluice inbound-domains digest --account H --domain D [--interval hourly|daily|weekly|off] [--admins yes|no]`:
+ * sets the domain's quarantine digests as PUT /inbound/v1/domains/{domain}/settings does with quarantineDigest and
+ * quarantineDigestAdmins (what is not given keeps), and shows the setting.
+ */
+async function digestCommand(accounts: AccountStore, domains: InboundDomainStore, opts: Opts, io: CliIo, now: () => number): Promise<number> {
+  const account = await requireAccount(accounts, opts.account);
+  const name = normaliseDomain(opts.domain ?? '');
+  if (!name) throw new UsageError('--domain D (a domain name) is required');
+  if (opts.interval !== undefined && !(DIGEST_INTERVALS as readonly string[]).includes(opts.interval)) {
+    throw new UsageError(`--interval must be one of ${DIGEST_INTERVALS.join(', ')}`);
+  }
+  if (opts.admins !== undefined && opts.admins !== 'yes' && opts.admins !== 'no') throw new UsageError('--admins must be yes or no');
+  let row = await domains.findDomain(name);
+  if (!row || row.account_id !== account.id) throw new Error(`"${opts.domain}" is no inbound domain of account "${account.handle}"`);
+  if (opts.interval !== undefined || opts.admins !== undefined) {
+    const settings = {
+      ...(opts.interval !== undefined ? { digestInterval: opts.interval as DigestInterval } : {}),
+      ...(opts.admins !== undefined ? { digestAdmins: opts.admins === 'yes' } : {}),
+    };
+    await domains.updateSections(row.id, { settings }, now());
+    row = (await domains.findDomainById(row.id))!;
+  }
+  io.stdout(
+    opts.json
+      ? JSON.stringify({ domain: row.domain, quarantineDigest: row.digest_interval, quarantineDigestAdmins: row.digest_admins }) + '\n'
+      : `${row.domain}: quarantine digest ${row.digest_interval}${row.digest_admins ? ', and the whole domain\'s to its admins' : ''}\n`,
   );
   return 0;
 }

@@ -17,6 +17,7 @@ import type { Metrics } from '../mta/metrics.js';
 import type { QueueWorker } from '../mta/queue/worker.js';
 import type { AlertMonitors } from '../mta/jobs/alert-monitors.js';
 import type { TlsReports } from '../mta/jobs/tls-reports.js';
+import type { QuarantineDigests } from '../mta/jobs/quarantine-digests.js';
 import type { ListenerLookup } from '../mta/delivery/target-guard.js';
 import type { TrackingScope } from '../storage/ports/tracking-domains.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
@@ -102,6 +103,8 @@ export interface RunningServer {
   alertMonitors: AlertMonitors;
   /** TLS-RPT (mta/jobs/tls-reports.ts): tests flush and report by hand. */
   tlsReports: TlsReports;
+  /** Quarantine digests (mta/jobs/quarantine-digests.ts; the housekeeping leader's): tests call `runOnce()`. */
+  digests: QuarantineDigests;
   /** Set on the very first start: the `default` account's API key (shown once). */
   firstApiKey: string | undefined;
   /** The configuration in effect (the start-up one, with the live keys of each reload applied). */
@@ -167,10 +170,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         core.bodySweep.start();
         core.dkimRetirement.start();
         core.tlsReports.start();
+        core.digests.start();
       },
       async stop() {
         core.dkimRetirement.stop();
         await core.tlsReports.stop();
+        await core.digests.stop();
         await core.retention.stop();
         await core.bodySweep.stop();
       },
@@ -179,10 +184,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       logger.info(
         { job: 'housekeeping', leading },
         leading
-          ? 'this process runs retention, the body sweep, DKIM retirement and TLS-RPT reports'
+          ? 'this process runs retention, the body sweep, DKIM retirement, TLS-RPT reports and quarantine digests'
           : stopping
-            ? 'stopping: the lead of retention, the body sweep, DKIM retirement and TLS-RPT reports is given up'
-            : 'another process runs retention, the body sweep, DKIM retirement and TLS-RPT reports now',
+            ? 'stopping: the lead of retention, the body sweep, DKIM retirement, TLS-RPT reports and quarantine digests is given up'
+            : 'another process runs retention, the body sweep, DKIM retirement, TLS-RPT reports and quarantine digests now',
       ),
     onError: (err) => logger.warn({ err, job: 'housekeeping' }, 'cannot reach the store for the housekeeping lead'),
   });
@@ -294,6 +299,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       webhookDispatcher: core.webhookDispatcher,
       alertMonitors: core.alertMonitors,
       tlsReports: core.tlsReports,
+      digests: core.digests,
       firstApiKey: core.firstApiKey,
       currentConfig: () => live,
       tls,

@@ -64,6 +64,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       maxMimeDepth: config.smtp.maxMimeDepth,
       onMessage: (msg) => core.inbound.handle(msg),
       checkRecipient: (q) => core.inbound.checkRecipient(q),
+      onRcptRefused: (e) => core.inbound.rcptRefused(e),
       feedback: core.feedback,
       scratch: core.space.scratch,
       budget: core.space.budget,

@@ -34,7 +34,7 @@ export function networkMatcher(networks: readonly string[]): (ip: string) => boo
 /** The stateful inbound filters over `db` and `resolver` for `config`. */
 export function wireInboundFilters(opts: {
   config: Config;
-  store: Pick<Store, 'bayes' | 'greylist'>;
+  store: Pick<Store, 'bayes' | 'greylist' | 'inboundLog'>;
   resolver: DnsResolver;
   now: () => number;
   logger: Logger;
@@ -77,6 +77,8 @@ export function wireInboundFilters(opts: {
       logger: opts.logger,
     }),
     clamd: f.clamd.address ? createClamdClient({ address: f.clamd.address, timeoutMs: f.clamd.timeoutMs }) : undefined,
+    // Where the pipeline writes the rows of mail it refuses or defers (the tracking center's; issue 37).
+    inboundLog: store.inboundLog,
   };
 }
 

@@ -34,6 +34,7 @@ export function wireRetention(o: {
     pruneCredentials: (before, limit) => store.accounts.pruneCredentials(before, limit),
     purgeSubAccounts: (a) => store.accounts.purgeDeletedSubAccounts(a),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
+    pruneInboundLog: (before, limit) => store.inboundLog.prune(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),
     // Destination pace, shaping and warm-up counters, used login links and AUTH failures, hourly (issue 35).

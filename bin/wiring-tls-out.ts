@@ -39,17 +39,17 @@ export function readCaFile(file: string): string[] {
 }
 
 /**
- * Signs a TLS-RPT report with the active DKIM key for its From domain of the account outbound.tls_reports_account
- * names (the operator's mail, signed as a tenant's is); without one the report goes unsigned, with a warning, since
- * receivers that insist on a signature then ignore it.
+ * Signs Sluice's own mail (`what`: a TLS-RPT report, a quarantine digest) with the active DKIM key for its From
+ * domain of the account `account()` names (the operator's mail, signed as a tenant's is); without one it goes
+ * unsigned, with a warning, since receivers that insist on a signature then ignore it.
  */
-function reportSigner(o: { live: () => Config; store: Store; now: () => number; logger: Logger }) {
+export function accountSigner(o: { account: () => string; what: string; store: Store; now: () => number; logger: Logger }) {
   return async (raw: Buffer, domain: string): Promise<Buffer> => {
-    const handle = o.live().outbound.tlsReportsAccount;
+    const handle = o.account();
     const account = await o.store.accounts.findByHandle(handle);
     const key = account && (await o.store.dkimKeys.findSigningKey([account.id], domain, o.now()));
     if (!key) {
-      o.logger.warn({ account: handle, domain }, 'TLS-RPT report sent unsigned: the account has no active DKIM key for its From domain');
+      o.logger.warn({ account: handle, domain }, `${o.what} sent unsigned: the account has no active DKIM key for its From domain`);
       return raw;
     }
     return signMessage(raw, { domain, selector: key.selector, privateKeyPem: key.private_key });
@@ -79,7 +79,7 @@ export function wireTlsOut(o: {
     queue: o.queue,
     txt,
     from: () => o.live().outbound.tlsReportsFrom,
-    sign: reportSigner(o),
+    sign: accountSigner({ ...o, account: () => o.live().outbound.tlsReportsAccount, what: 'TLS-RPT report' }),
     hostname: o.config.smtp.hostname,
     publicIp: o.config.outbound.publicIp,
     now: o.now,

@@ -25,6 +25,7 @@ import type { Services } from '../control-api/services.js';
 import { createAutolearner } from '../mta/inbound/autolearn.js';
 import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
 import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
+import { inboundLogRoutes } from '../control-api/routes/inbound-log.js';
 import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
 import { suppressionRoutes } from '../control-api/routes/suppressions.js';
 import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
@@ -59,6 +60,7 @@ import { wireReturnPath } from './wiring-return-path.js';
 import { wireRetention } from './wiring-retention.js';
 import { wireShaping } from './wiring-shaping.js';
 import { wireTlsOut } from './wiring-tls-out.js';
+import { wireDigests } from './wiring-digests.js';
 import { destinationLimitOf } from '../config/keys-deliverability.js';
 import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
@@ -288,6 +290,7 @@ export async function wireCore(opts: CoreOptions) {
     inboundLists,
     inboundRecipients: store.inboundRecipients,
     inboundReports: store.inboundReports,
+    inboundLog: store.inboundLog,
     quarantine,
     // Quarantine release from the API relays through the same door as the MX.
     relayInbound,
@@ -299,6 +302,7 @@ export async function wireCore(opts: CoreOptions) {
     console: store.console,
     consoleSecret: await secretSetting(store.settings, 'console_secret'),
     loginLinks: { secret: await secretSetting(store.settings, 'login_link_secret'), publicUrl: opts.publicUrl },
+    digestLinks: { secret: await secretSetting(store.settings, 'digest_link_secret') },
     throttles: store.throttles,
     acmeChallenge: async (token) => (acme ? acme.challenges.get(token) : undefined),
     now,
@@ -326,6 +330,7 @@ export async function wireCore(opts: CoreOptions) {
     ...inboundServiceRoutes,
     ...inboundStatusRoutes,
     ...inboundQuarantineRoutes,
+    ...inboundLogRoutes,
     ...webhookRoutes,
     ...trackingDomainRoutes,
     ...metricsRoutes,
@@ -370,6 +375,7 @@ export async function wireCore(opts: CoreOptions) {
     space,
     store, accounts, firstApiKey, services, metrics, queue, worker, retention, bodySweep, webhookDispatcher, smtpClient, app,
     inbound, feedback: comeback.feedback, tlsReports: tlsOut.tlsReports, lockdown, sendDeps, abuse, alertMonitors, acme, cpu, tlsMaterial, clockWatch,
+    digests: wireDigests({ config, live, store, queue, secret: services.digestLinks.secret, publicUrl: opts.publicUrl, now, logger }),
     dkimRetirement: createDkimRetirement({ store: dkim, now, onError: (err) => logger.error({ err }, 'dkim retirement failed') }),
   };
 }

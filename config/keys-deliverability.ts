@@ -1,7 +1,7 @@
 // Owns the keys of deliverability (issue 35): mail that comes back (the VERP return path domain, the feedback-loop
 // address) and TLS that can be proven (MTA-STS, TLS-RPT).
 import { key } from './key-def.js';
-import { integer, oneOf, parseEmail, parseHostname, parseIp, parsePath, type Source } from './values.js';
+import { integer, oneOf, parseAccountHandle, parseEmail, parseHostname, parseIp, parsePath, type Source } from './values.js';
 
 /**
  * `outbound.return_path_domain`, `outbound.return_path_prefix`, `outbound.feedback_address`. Postal calls the first
@@ -82,12 +82,7 @@ export const MTA_STS_KEYS = {
     doc: 'Handle of the account whose active DKIM key for the From domain of outbound.tls_reports_from signs the TLS-RPT reports (receivers check the reporting domain\'s signature; RFC 8460 registers the DKIM service type tlsrpt). Without such a key a report goes out unsigned, with a warning in the log.',
     defaultText: 'default',
     default: () => 'default',
-    parse: (raw: unknown) => {
-      const s = String(raw ?? '').trim();
-      // An account handle as the API takes one (control-api/schemas.ts HANDLE_PATTERN).
-      if (!/^[a-z0-9]{3,128}$/.test(s)) throw new Error(`"${s}" is not an account handle (3-128 lower-case letters or digits)`);
-      return s;
-    },
+    parse: parseAccountHandle,
   }),
 };
 

@@ -1,7 +1,7 @@
 // Owns the table of configuration keys: name, environment variable, default, parser and one line of doc each.
 import os from 'node:os';
 import {
-  integer, oneOf, parseBoolean, parseDays, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
+  integer, oneOf, parseBoolean, parseDir, parseHostname, parseHostPort, parseIp, parseListen,
   parseEmail, parseHostnameList, parseOptionalSocket, parseOptionalUrl, parsePath, parsePositive, parseTarget,
   parseTransportMap, parseUrl, str, type HostPort,
 } from './values.js';
@@ -21,6 +21,7 @@ import { SHAPING_KEYS } from './keys-shaping.js';
 import { SMTP_SESSION_KEYS, SUBMISSION_AUTH_KEYS } from './smtp-session.js';
 import { flattenKeys, key, type KeySpec, type KeyTree } from './key-def.js';
 import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-filters.js';
+import { INBOUND_KEYS } from './keys-inbound.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
 export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
@@ -353,24 +354,7 @@ export const KEY_TREE = {
   /** `abuse.*` (config/abuse.ts). */
   abuse: ABUSE_KEYS,
   inbound: {
-    quarantineDays: key({
-      doc: 'Days a quarantined message is kept; an unreleased message is never pruned before then.',
-      defaultText: '30',
-      default: () => 30,
-      parse: parseDays,
-    }),
-    reportsPerAccount: key({
-      doc: 'Reports (POST /inbound/v1/report, each its first 320 KiB) kept per account; a new one past it deletes the account\'s oldest.',
-      defaultText: '100',
-      default: () => 100,
-      parse: integer(1, 100_000, 'a count'),
-    }),
-    listEntriesPerAccount: key({
-      doc: 'Safelist and blocklist entries one account holds at all its levels (account, domains, recipients) together; adding a new one past it answers 409.',
-      defaultText: '10000',
-      default: () => 10_000,
-      parse: integer(1, 10_000_000, 'a count'),
-    }),
+    ...INBOUND_KEYS,
     greylist: GREYLIST_KEYS,
     arc: ARC_KEYS,
   },

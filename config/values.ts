@@ -236,6 +236,13 @@ export function parseEmail(raw: unknown): string | undefined {
   return s;
 }
 
+/** An account handle as the API takes one (control-api/schemas.ts HANDLE_PATTERN): 3-128 lower-case letters or digits. */
+export function parseAccountHandle(raw: unknown): string {
+  const s = str(raw).trim();
+  if (!/^[a-z0-9]{3,128}$/.test(s)) throw new Error(`"${s}" is not an account handle (3-128 lower-case letters or digits)`);
+  return s;
+}
+
 /**
  * One exception to the outbound-connection policy (`security.allow_private_targets`): a network in CIDR form (a bare
  * address is a /32 or /128) allows every port of it; `address:port` (`[v6]:port`) allows that one port, and is the

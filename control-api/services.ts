@@ -8,6 +8,7 @@ import type { InboundDomainStore } from '../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../storage/ports/inbound-lists.js';
 import type { InboundRecipientStore } from '../storage/ports/inbound-recipients.js';
 import type { InboundReportStore } from '../storage/ports/inbound-reports.js';
+import type { InboundLogStore } from '../storage/ports/inbound-log.js';
 import type { QuarantineStore } from '../storage/ports/quarantine.js';
 import type { BayesClassifier } from '../filters/bayes.js';
 import type { InboundRelay } from '../mta/inbound/pipeline.js';
@@ -63,6 +64,8 @@ export interface Services {
   inboundRecipients: InboundRecipientStore;
   /** False positive / negative reports for the operator. */
   inboundReports: InboundReportStore;
+  /** The inbound log (tracking center): the MX writes it, GET /inbound/v1/log and the console read it. */
+  inboundLog: InboundLogStore;
   /** Quarantined inbound messages (the inbound pipeline writes them, /inbound/v1/quarantine reads and releases). */
   quarantine: QuarantineStore;
   /** Relays an inbound message through the durable queue (quarantine release); resolves once committed. */
@@ -131,6 +134,8 @@ export interface Services {
    * kept in the store as login_link_secret) and the public base URL the links point at (http.public_url).
    */
   loginLinks: { secret: Buffer; publicUrl: () => string };
+  /** HMAC key of quarantine digests' links (created on first start, kept in the store as digest_link_secret). */
+  digestLinks: { secret: Buffer };
   /** Counters that hold across processes and nodes (the console's sign-in failures). */
   throttles: ThrottleStore;
   /** The key authorization of a pending ACME HTTP-01 token (RFC 8555 §8.3, in the store), undefined for any other. */

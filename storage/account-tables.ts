@@ -17,6 +17,7 @@ export const KEEPING_TABLES: readonly { table: string; column: string }[] = [
   { table: 'metric_seconds', column: 'account_id' },
   { table: 'inbound_reports', column: 'account_id' },
   { table: 'inbound_quarantine', column: 'account_id' },
+  { table: 'inbound_log', column: 'account_id' },
   { table: 'inbound_domains', column: 'account_id' },
   { table: 'sender_strikes', column: 'account_id' },
   { table: 'sender_delistings', column: 'account_id' },

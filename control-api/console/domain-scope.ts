@@ -1,6 +1,6 @@
 // Owns what a domain admin's console session (a login link's) may call: the REST routes of its domain's quarantine,
-// lists and recipients, each held to that domain. Any route not listed here answers 404, so a view added later stays closed to
-// a domain admin until its routes are listed with their check.
+// lists, recipients and inbound log, each held to that domain. Any route not listed here answers 404, so a view
+// added later stays closed to a domain admin until its routes are listed with their check.
 import { normaliseDomain, normaliseEmail } from '../../filters/inbound-names.js';
 import { notFound } from '../errors.js';
 import type { Services } from '../services.js';
@@ -57,6 +57,7 @@ const filterPinned =
 
 const GUARDS: ReadonlyMap<string, Guard> = new Map(Object.entries({
   'GET /inbound/v1/quarantine': filterPinned('domain'),
+  'GET /inbound/v1/log': filterPinned('domain'),
   'GET /inbound/v1/quarantine/{id}': messageInPath,
   'GET /inbound/v1/quarantine/{id}/raw': messageInPath,
   'POST /inbound/v1/quarantine/{id}/release': messageInPath,

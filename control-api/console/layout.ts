@@ -17,6 +17,7 @@ export const NAV: readonly { key: string; label: string; path: string; scope: Ke
   { key: 'deliverability', label: 'Deliverability', path: '/console/deliverability', scope: 'api' },
   { key: 'domains', label: 'Inbound domains', path: '/console/domains', scope: 'inbound', domainAdmin: true },
   { key: 'recipients', label: 'Recipients', path: '/console/recipients', scope: 'inbound', domainAdmin: true },
+  { key: 'inbound-log', label: 'Inbound log', path: '/console/inbound-log', scope: 'inbound', allAccounts: true, domainAdmin: true },
   { key: 'dkim', label: 'DKIM keys', path: '/console/dkim', scope: 'api' },
   { key: 'webhooks', label: 'Webhooks', path: '/console/webhooks', scope: 'api' },
   { key: 'senders', label: 'Sender blocks & alerts', path: '/console/senders', scope: 'api' },

@@ -1,11 +1,10 @@
 // Owns domain-admin login links (issue 37): the signed token a link carries (who minted it, for which domain, until
 // when), reading it back, and the store key that makes each link single-use across processes and nodes.
 import crypto from 'node:crypto';
+import { signedFields, signFields } from '../../mta/signed-token.js';
 
 // Domain separation: a MAC made with the same secret for something else never verifies here.
 const CONTEXT = 'sluice-login-link-v1\0';
-// HMAC-SHA256 truncated to 128 bits (RFC 2104 §5: no less than half the output and 80 bits), as login-token.ts.
-const MAC_BYTES = 16;
 
 /**
  * A link is good for 15 minutes after it is made. MailChannels documents no lifetime; a login link is a bearer
@@ -34,15 +33,10 @@ export interface LoginLinkClaim {
   expiresAt: number;
 }
 
-function mac(secret: Buffer, payload: string): Buffer {
-  return crypto.createHmac('sha256', secret).update(CONTEXT).update(payload).digest().subarray(0, MAC_BYTES);
-}
-
 /** A new token `<nonce>.<expires ms>.<account>.<key>.<domain base64url>.<mac>` for `domain`, valid from `now`. */
 export function mintLoginLink(secret: Buffer, o: { accountId: number; keyId: number; domain: string; now: number }): string {
   const nonce = crypto.randomBytes(16).toString('base64url');
-  const payload = [nonce, o.now + LOGIN_LINK_TTL_MS, o.accountId, o.keyId, Buffer.from(o.domain).toString('base64url')].join('.');
-  return `${payload}.${mac(secret, payload).toString('base64url')}`;
+  return signFields(secret, CONTEXT, [nonce, o.now + LOGIN_LINK_TTL_MS, o.accountId, o.keyId, Buffer.from(o.domain).toString('base64url')]);
 }
 
 /**
@@ -55,19 +49,15 @@ export function loginLinkUrl(publicUrl: string, token: string): string {
 
 /**
  * What `token` grants, if this server signed it with `secret`: 'expired' once its time is up; undefined for anything
- * else (malformed, MAC wrong). The MAC is compared in constant time before any field is trusted.
+ * else (malformed, MAC wrong: mta/signed-token.ts checks it in constant time before any field is trusted).
  */
 export function readLoginLink(secret: Buffer, token: string | null | undefined, now: number): LoginLinkClaim | 'expired' | undefined {
-  const m = /^([A-Za-z0-9_-]{22})\.(\d{1,16})\.(\d{1,16})\.(\d{1,16})\.([A-Za-z0-9_-]{1,1400})\.([A-Za-z0-9_-]{22})$/.exec(token ?? '');
+  const m = signedFields(secret, CONTEXT, token, ['[A-Za-z0-9_-]{22}', '\\d{1,16}', '\\d{1,16}', '\\d{1,16}', '[A-Za-z0-9_-]{1,1400}']);
   if (!m) return undefined;
-  // Compared as text: base64url's last character carries spare bits, so another spelling of the same MAC bytes
-  // would pass a comparison of the decoded bytes; one token has exactly one spelling.
-  const given = Buffer.from(m[6]!);
-  const expected = Buffer.from(mac(secret, m.slice(1, 6).join('.')).toString('base64url'));
-  if (!crypto.timingSafeEqual(given, expected)) return undefined;
-  const expiresAt = Number(m[2]);
+  const [nonce, expires, accountId, keyId, domain] = m as [string, string, string, string, string];
+  const expiresAt = Number(expires);
   if (now >= expiresAt) return 'expired';
-  return { nonce: m[1]!, expiresAt, accountId: Number(m[3]), keyId: Number(m[4]), domain: Buffer.from(m[5]!, 'base64url').toString('utf8') };
+  return { nonce, expiresAt, accountId: Number(accountId), keyId: Number(keyId), domain: Buffer.from(domain, 'base64url').toString('utf8') };
 }
 
 /** The Throttles key recording that the link `nonce` was used (its first hit signs in; any later one is a replay). */

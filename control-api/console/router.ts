@@ -1,6 +1,6 @@
 // Owns the /console HTTP surface: security headers (strict CSP), assets, sign-in (a key or token; a login link in
-// link-sign-in.ts) and sign-out, the session and CSRF checks every request passes, the account a request is about,
-// and dispatch to the views.
+// link-sign-in.ts; a quarantine digest's link acts without one in digest-page.ts) and sign-out, the session and
+// CSRF checks every request passes, the account a request is about, and dispatch to the views.
 import type Koa from 'koa';
 import type { AccountRow } from '../../storage/ports/accounts.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
@@ -15,6 +15,7 @@ import { ALL_ACCOUNTS, homePath, mayView, NAV, page } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 import { CONSOLE_VIEWS } from './views.js';
 import { createLinkSignIn } from './link-sign-in.js';
+import { createDigestPage } from './digest-page.js';
 import { mintLoginToken, validLoginToken } from './login-token.js';
 import { cookie, cookieNames, parseCookies, readForm, sameToken, signIn, viewerOf, type Viewer } from './session.js';
 
@@ -68,6 +69,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     ctx.body = doc.text;
   }
   const linkSignIn = createLinkSignIn(services, { secure, render });
+  const digestPage = createDigestPage(services, { secure, render });
 
   async function login(ctx: Koa.Context): Promise<void> {
     ctx.state.routeTemplate = '/console/login';
@@ -191,6 +193,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     try {
       if (ctx.path === '/console/login') return await login(ctx);
       if (ctx.path === '/console/link') return await linkSignIn(ctx);
+      if (ctx.path === '/console/digest') return await digestPage(ctx);
       const sessionId = parseCookies(ctx.headers.cookie)[cookieNames(secure(ctx)).session];
       viewer = await viewerOf(services, sessionId);
       if (!viewer) {

@@ -1,14 +1,19 @@
-// Owns the console's inbound domains view (policy, downstreams, aliases, domain lists) and DKIM keys view (create,
-// rotate, the DNS record to copy) — each by calling the /inbound/v1 and /tx/v1 routes themselves.
+// Owns the console's inbound domains view (policy, downstreams, aliases, domain lists, quarantine digests and their
+// form) and DKIM keys view (create, rotate, the DNS record to copy) — each by calling the /inbound/v1 and /tx/v1
+// routes themselves.
+import { DIGEST_INTERVALS } from '../../storage/ports/inbound-domains.js';
 import { badRequest } from '../errors.js';
-import { href, html, table } from './html.js';
+import { href, html, table, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 
 interface DomainWire {
   domain: string;
   subscriptionHandle: string;
-  settings: { abusePolicy: string; abusePolicyOverride: boolean; spamHeaderName: string; spamHeaderValue: string };
+  settings: {
+    abusePolicy: string; abusePolicyOverride: boolean; spamHeaderName: string; spamHeaderValue: string;
+    quarantineDigest: string; quarantineDigestAdmins: boolean;
+  };
   downstreamAddresses: { priority: number; weight: number; port: number; target: string }[];
   aliases: string[];
 }
@@ -32,6 +37,14 @@ async function domains(c: ViewCtx) {
     }
     return out.join('\n');
   };
+  // A domain admin's session may not change settings (domain-scope.ts lists no such route): it sees the setting only.
+  const digest = (d: DomainWire): Html | string => {
+    const shown = `${d.settings.quarantineDigest}${d.settings.quarantineDigestAdmins ? ', admins get the whole domain' : ''}`;
+    if (c.viewer.domain !== undefined) return shown;
+    return html`<form class="inline" method="post" action="${href('/console/domains/digest', { account: c.account?.handle })}">${csrfField(c.csrf)}<input type="hidden" name="domain" value="${d.domain}">
+<select name="interval" aria-label="Digest of ${d.domain}">${DIGEST_INTERVALS.map((i) => html`<option ${i === d.settings.quarantineDigest ? 'selected' : ''}>${i}</option>`)}</select>
+<label><input type="checkbox" name="admins" value="true" ${d.settings.quarantineDigestAdmins ? 'checked' : ''}> admins get the whole domain</label><button class="secondary">Save</button></form>`;
+  };
   const rows = [];
   for (const d of list) {
     rows.push([
@@ -41,13 +54,25 @@ async function domains(c: ViewCtx) {
       d.downstreamAddresses.map((a) => `${a.target}:${a.port} (priority ${a.priority}, weight ${a.weight})`).join('\n'),
       d.aliases.join(', '),
       await lists(d.domain),
+      digest(d),
     ]);
   }
   return {
     title: 'Inbound domains',
     body: html`<h1>Inbound domains</h1><p>${total} domain${total === 1 ? '' : 's'}${total > list.length ? ` (the first ${list.length} shown)` : ''}. Manage them over <code>/inbound/v1</code>.</p>
-${table(['Domain', 'Abuse policy', 'Spam header', 'Downstream servers', 'Aliases', 'Domain lists'], rows, 'No inbound domains are provisioned.')}`,
+${c.query.done === 'digest' ? html`<p class="flash">Quarantine digest setting saved.</p>` : ''}
+${table(['Domain', 'Abuse policy', 'Spam header', 'Downstream servers', 'Aliases', 'Domain lists', 'Quarantine digest'], rows, 'No inbound domains are provisioned.')}`,
   };
+}
+
+/** The digest form: PUT …/settings with the two Sluice extension fields, as a client of the API would. */
+async function setDigest(c: ViewCtx) {
+  const f = c.form as URLSearchParams;
+  await c.call('PUT', '/inbound/v1/domains/{domain}/settings', c.as(), {
+    params: { domain: f.get('domain') ?? '' },
+    body: { quarantineDigest: f.get('interval') ?? '', quarantineDigestAdmins: f.get('admins') === 'true' },
+  });
+  return { redirect: href('/console/domains', { account: c.account?.handle, done: 'digest' }) };
 }
 
 async function dkim(c: ViewCtx) {
@@ -106,6 +131,7 @@ async function rotate(c: ViewCtx) {
 
 export const domainViews: ViewRoute[] = [
   { method: 'GET', path: '/console/domains', nav: 'domains', view: domains },
+  { method: 'POST', path: '/console/domains/digest', nav: 'domains', view: setDigest },
   { method: 'GET', path: '/console/dkim', nav: 'dkim', view: dkim },
   { method: 'POST', path: '/console/dkim/create', nav: 'dkim', view: create },
   { method: 'POST', path: '/console/dkim/rotate', nav: 'dkim', view: rotate },

@@ -2,6 +2,7 @@
 import { deliverabilityViews } from './views-deliverability.js';
 import { domainViews } from './views-domains.js';
 import { logViews } from './views-log.js';
+import { inboundLogViews } from './views-inbound-log.js';
 import { quarantineViews } from './views-quarantine.js';
 import { queueViews } from './views-queue.js';
 import { recipientViews } from './views-recipients.js';
@@ -16,6 +17,7 @@ export const CONSOLE_VIEWS: readonly ViewRoute[] = [
   ...deliverabilityViews,
   ...domainViews,
   ...recipientViews,
+  ...inboundLogViews,
   ...webhookViews,
   ...senderViews,
 ];

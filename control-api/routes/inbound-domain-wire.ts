@@ -5,13 +5,15 @@ import {
   badDownstreamTargetReason, normaliseDomain, normaliseDownstreamTarget, normaliseEmail,
 } from '../../filters/inbound-names.js';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
-import type {
-  DomainDetails,
-  DomainSections,
-  DomainSettings,
-  DownstreamAddress,
-  InboundSubscriptionRow,
-  ProvisionResult,
+import {
+  DIGEST_INTERVALS,
+  type DigestInterval,
+  type DomainDetails,
+  type DomainSections,
+  type DomainSettings,
+  type DownstreamAddress,
+  type InboundSubscriptionRow,
+  type ProvisionResult,
 } from '../../storage/ports/inbound-domains.js';
 import { refusalMessage } from '../../mta/delivery/target-guard.js';
 import { ApiError, badRequest, conflict, forbidden } from '../errors.js';
@@ -24,6 +26,15 @@ export const MAX_DOWNSTREAMS = 10;
 export const MAX_BATCH = 1000;
 
 const AbusePolicy = Type.Union([Type.Literal('block'), Type.Literal('flag'), Type.Literal('quarantine')]);
+
+// Quarantine digests (issue 37) are a Sluice extension of the domain's settings: MailChannels documents no such
+// field, so each says so in /openapi.json, and a client that never sends them gets the defaults.
+const DIGEST_DOC =
+  'Sluice extension: how often each recipient with quarantined mail gets a digest of it, with one-click release, ' +
+  'delete and release-and-safelist links (default daily; off: none)';
+const DIGEST_ADMINS_DOC = 'Sluice extension: the domain\'s admins (those on the domain or an alias of it) also get a digest of the whole domain (default false)';
+const DigestInterval = Type.Union(DIGEST_INTERVALS.map((i) => Type.Literal(i)), { description: DIGEST_DOC });
+const DIGEST_MSG = `must be one of ${DIGEST_INTERVALS.join(', ')}`;
 
 // The header is written into relayed mail, so its name and value must not carry CR, LF or a colon in the name
 // (RFC 5322 §2.2, §3.6.8: a field name is printable US-ASCII except ":").
@@ -77,12 +88,17 @@ export const DOWNSTREAMS_MSG =
   'must be at most 10 records {priority: 0-65535, weight: 0-65535, port: 1-65535, target: host name or IP}';
 export const NAMES_MSG = 'must be a list of at most 1000 strings';
 
-export const Settings = Type.Object({
+/** The settings fields both the provisioning body and PUT …/settings take. */
+const SETTINGS_FIELDS = {
   abusePolicy: nullable(AbusePolicy, POLICY_MSG),
   abusePolicyOverride: nullable(Type.Boolean(), BOOL_MSG),
   spamHeaderName: nullable(HeaderName, HEADER_NAME_MSG),
   spamHeaderValue: nullable(HeaderValue, HEADER_VALUE_MSG),
-});
+  quarantineDigest: Type.Optional(Type.Union([DigestInterval, Type.Null()], { errorMessage: DIGEST_MSG, description: DIGEST_DOC })),
+  quarantineDigestAdmins: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { errorMessage: BOOL_MSG, description: DIGEST_ADMINS_DOC })),
+};
+
+export const Settings = Type.Object(SETTINGS_FIELDS);
 
 export const Downstream = Type.Object({
   priority: Type.Integer({ minimum: 0, maximum: 65535, errorMessage: 'must be an integer from 0 to 65535' }),
@@ -107,10 +123,7 @@ export const DomainBody = Type.Object({
 });
 
 export const SettingsBody = Type.Object({
-  abusePolicy: nullable(AbusePolicy, POLICY_MSG),
-  abusePolicyOverride: nullable(Type.Boolean(), BOOL_MSG),
-  spamHeaderName: nullable(HeaderName, HEADER_NAME_MSG),
-  spamHeaderValue: nullable(HeaderValue, HEADER_VALUE_MSG),
+  ...SETTINGS_FIELDS,
   admins: nullable(Names, NAMES_MSG),
   downstreamAddresses: nullable(Downstreams, DOWNSTREAMS_MSG),
   aliases: nullable(Names, NAMES_MSG),
@@ -125,6 +138,8 @@ export const Domain = Type.Object({
     abusePolicyOverride: Type.Boolean(),
     spamHeaderName: Type.Union([Type.String(), Type.Null()]),
     spamHeaderValue: Type.Union([Type.String(), Type.Null()]),
+    quarantineDigest: DigestInterval,
+    quarantineDigestAdmins: Type.Boolean({ description: DIGEST_ADMINS_DOC }),
   }),
   admins: Type.Array(Type.String()),
   downstreamAddresses: Type.Array(Downstream),
@@ -169,6 +184,8 @@ export function renderDomain(d: DomainDetails): Static<typeof Domain> {
       abusePolicyOverride: d.row.abuse_policy_override === true,
       spamHeaderName: d.row.spam_header_name,
       spamHeaderValue: d.row.spam_header_value,
+      quarantineDigest: d.row.digest_interval,
+      quarantineDigestAdmins: d.row.digest_admins,
     },
     admins: d.admins,
     downstreamAddresses: d.downstreams,
@@ -182,8 +199,14 @@ export async function render(s: Services, domainId: number): Promise<Static<type
   return renderDomain(await s.inboundDomains.details(row));
 }
 
+/** The wire's settings fields (the two digest ones named as the API names them). */
+type SettingsInput = Partial<Record<keyof Omit<DomainSettings, 'digestInterval' | 'digestAdmins'>, unknown>> & {
+  quarantineDigest?: DigestInterval | null | undefined;
+  quarantineDigestAdmins?: boolean | null | undefined;
+};
+
 type SectionInput = {
-  settings?: Partial<Record<keyof DomainSettings, unknown>> | null;
+  settings?: SettingsInput | null;
   admins?: string[] | null;
   downstreamAddresses?: Static<typeof Downstream>[] | null;
   aliases?: string[] | null;
@@ -211,6 +234,8 @@ export function parseSections(
       errors.push(`${settingsAt}spamHeaderName: "${st.spamHeaderName as string}" identifies, routes, structures or authenticates a message; use another name (such as X-Spam-Flag)`);
     } else if (st.spamHeaderName != null) settings.spamHeaderName = st.spamHeaderName as string;
     if (st.spamHeaderValue != null) settings.spamHeaderValue = st.spamHeaderValue as string;
+    if (input.settings.quarantineDigest != null) settings.digestInterval = input.settings.quarantineDigest;
+    if (input.settings.quarantineDigestAdmins != null) settings.digestAdmins = input.settings.quarantineDigestAdmins;
     sections.settings = settings;
   }
   if (input.admins) {

@@ -203,6 +203,8 @@ export const inboundDomainRoutes: AnyRoute[] = [
             abusePolicyOverride: body.abusePolicyOverride,
             spamHeaderName: body.spamHeaderName,
             spamHeaderValue: body.spamHeaderValue,
+            quarantineDigest: body.quarantineDigest,
+            quarantineDigestAdmins: body.quarantineDigestAdmins,
           },
           admins: body.admins,
           downstreamAddresses: body.downstreamAddresses,

@@ -16,7 +16,7 @@ export const DEFAULT_WINDOW_NOTICE =
 /** start_at + count may not exceed this (api.md §6). */
 export const MAX_RESULT_DEPTH = 9999;
 
-const DateString = Type.String({
+export const DateString = Type.String({
   pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$',
   errorMessage: 'must be a date in the form yyyy-mm-dd',
 });
@@ -25,7 +25,7 @@ const DateString = Type.String({
  * A text filter. No NUL: RFC 5321 commands and replies and RFC 5322 header text never carry one (and the subject's
  * trigram index cannot be asked for it), so a filter holding one is malformed, not merely unmatched.
  */
-function Text(maxLength: number, description?: string) {
+export function Text(maxLength: number, description?: string) {
   return Type.String({
     maxLength,
     pattern: '^[^\\u0000]*$',
@@ -35,7 +35,7 @@ function Text(maxLength: number, description?: string) {
 }
 
 /** One of `values`, exactly; the message lists them. */
-function OneOf<T extends readonly string[]>(values: T): TUnsafe<T[number]> {
+export function OneOf<T extends readonly string[]>(values: T): TUnsafe<T[number]> {
   return Type.Unsafe<T[number]>(
     Type.Union(
       values.map((v) => Type.Literal(v)),

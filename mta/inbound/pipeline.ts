@@ -14,6 +14,7 @@ import type { SpamRule } from '../../filters/spam-rules.js';
 import type { InboundDomainStore, ServedDomainRow } from '../../storage/ports/inbound-domains.js';
 import type { InboundListStore } from '../../storage/ports/inbound-lists.js';
 import type { InboundRecipientStore } from '../../storage/ports/inbound-recipients.js';
+import type { InboundLogStore, NewInboundLogRow } from '../../storage/ports/inbound-log.js';
 import type { QuarantineStore } from '../../storage/ports/quarantine.js';
 import { joinSource, type MessageSource } from '../../storage/message-source.js';
 import { domainOf } from '../smtp/address.js';
@@ -27,6 +28,7 @@ import type { CpuPool } from '../cpu-pool.js';
 import { unsignedHeaderSection } from '../message-content.js';
 import type { Autolearner } from './autolearn.js';
 import { runContentStage } from './content-stage.js';
+import { createMessageLog, rcptRow, type MessageFacts, type MessageLog, type RcptRefusal } from './inbound-log.js';
 import type { DnsListChecker } from './dnsbl.js';
 import type { Greylister } from './greylist.js';
 import { createRcptChecks, type RcptQuery } from './rcpt-checks.js';
@@ -46,6 +48,8 @@ export interface RelayMessage {
   messageId: string | null;
   /** The filtering verdict records, to store with the queued message. */
   verdicts: StepVerdict[];
+  /** Its recipients' inbound log rows, committed with it (absent: a quarantine release, logged when it was held). */
+  log?: readonly NewInboundLogRow[];
 }
 
 /** Relays a message to its domains' downstream servers through the durable queue. Rejects when not committed. */
@@ -77,6 +81,8 @@ export interface InboundPipelineDeps {
   logger: Logger;
   /** Queue id generator (tests may fix it). */
   newQueueId?: () => string;
+  /** The inbound log: rows of refused or deferred mail (accepted mail's ride its relay and quarantine units). */
+  inboundLog?: Pick<InboundLogStore, 'record'> | undefined;
   /** Counts the policy step's actions per recipient. */
   metrics?: Metrics;
   /** The built-in rules (default INBOUND_RULES: header, authentication and content rules). */
@@ -105,6 +111,8 @@ export interface InboundPipeline {
    * that knows. A reply when refused or deferred, undefined otherwise.
    */
   checkRecipient(q: RcptQuery & { served?: ServedDomainRow }): Promise<SmtpReply | undefined>;
+  /** Writes the inbound log row of a recipient the MX refused or deferred at RCPT; resolves once durable, never rejects. */
+  rcptRefused(e: RcptRefusal): Promise<void>;
 }
 
 export { SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER } from './content-stage.js';
@@ -204,7 +212,19 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     logger: deps.logger,
   });
 
-  async function run(msg: InboundMessage, queueId: string, verdicts: StepVerdict[]): Promise<SmtpReply> {
+  /** Writes rows of mail not taken in; a failure is logged, never the message's (its reply stands). */
+  async function record(rows: readonly NewInboundLogRow[]): Promise<void> {
+    if (!deps.inboundLog || rows.length === 0) return;
+    await deps.inboundLog.record(rows).catch((err: unknown) => log.warn({ err: (err as Error).message, rows: rows.length }, 'inbound log rows not written'));
+  }
+
+  async function run(msg: InboundMessage, queueId: string, verdicts: StepVerdict[], facts: MessageFacts, mlog: MessageLog): Promise<SmtpReply> {
+    // The header section once: the log keeps subject and Message-ID of refused mail too.
+    const sample = msg.content.sample;
+    const split = splitMessage(sample);
+    facts.subject = firstHeader(split.headers, 'subject');
+    const messageIdHeader = firstHeader(split.headers, 'message-id');
+    facts.messageId = messageIdHeader ? messageIdHeader.replace(/^<|>$/g, '') : null;
     // 1. Recipients by provisioned domain, 2. lists.
     const groups = new Map<number, DomainRecipients>();
     const accountOf = new Map<string, number>();
@@ -216,6 +236,7 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
         continue;
       }
       accountOf.set(rcpt, served.account_id);
+      facts.served.set(rcpt, served);
       const lv = await rcptChecks.listVerdict(served, { mailFrom: msg.mailFrom, clientIp: msg.clientIp, rcpt });
       verdicts.push(listStepVerdict(rcpt, lv));
       if (lv.action === 'block') continue;
@@ -242,8 +263,6 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     // 4. Content, with one spam verdict per recipient account (not needed for an account whose every recipient
     // safelisted the sender). The rules and the classifier read the sample (header section and the start of the
     // body); rspamd and clamd the stream.
-    const sample = msg.content.sample;
-    const split = splitMessage(sample);
     const accounts = byAccount(groups.values());
     const stage = await runContentStage(
       { ...deps, rules, dnsblThreshold: deps.dnsblThreshold ?? 3 },
@@ -296,14 +315,15 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     };
     const now = deps.now();
     const from = firstHeader(split.headers, 'from');
-    const subject = firstHeader(split.headers, 'subject');
-    const messageIdHeader = firstHeader(split.headers, 'message-id');
-    const messageId = messageIdHeader ? messageIdHeader.replace(/^<|>$/g, '') : null;
+    const { subject, messageId } = facts;
     const quarantines = policy.decisions.flatMap((d) => d.quarantines.map((q) => ({ accountId: d.accountId, q })));
+    // Each unit writes its recipients' log rows (the first also those of recipients nothing commits): no commit of their own.
+    const committed = [...quarantines.flatMap((x) => x.q.rcpt), ...policy.decisions.flatMap((d) => d.relays.flatMap((r) => r.rcpt))];
+    const commit = <T>(rcpt: string[], unit: (rows: NewInboundLogRow[]) => Promise<T>) => mlog.commit(rcpt, committed, verdicts, REPLY.queued(queueId), unit);
     for (const { accountId, q } of quarantines) {
       const spam = stage.spam.get(accountId)!;
       // Streamed into storage (a large body is spooled), never held whole: no share of the buffering bound.
-      await deps.quarantine.insert({
+      await commit(q.rcpt, (rows) => deps.quarantine.insert({
         accountId: q.served.account_id,
         domainId: q.served.id,
         domain: q.served.domain,
@@ -321,13 +341,14 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
         body: rewrite(q.strip).open(),
         now,
         expiresAt: now + deps.quarantineDays * 86_400_000,
-      });
+        log: rows,
+      }));
     }
     for (const d of policy.decisions) {
       const copy = spanning ? copyVerdicts(verdicts, accountOf, d.accountId, stage.spam.get(d.accountId)!) : verdicts;
       for (const r of d.relays) {
         const message = rewrite(r.strip, r.flag);
-        await deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, message, domainIds: r.domainIds, queueId, messageId, verdicts: copy });
+        await commit(r.rcpt, (rows) => deps.relay({ mailFrom: msg.mailFrom, rcptTo: r.rcpt, message, domainIds: r.domainIds, queueId, messageId, verdicts: copy, log: rows }));
       }
       // The transaction's log line (handle) holds every verdict; each account's copy is logged on its own line too.
       if (spanning) log.info({ queueId, accountId: d.accountId, rcptTo: d.verdicts.flatMap((v) => v.rcpt), verdicts: copy }, 'inbound copy');
@@ -339,15 +360,19 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     async handle(msg) {
       const queueId = newQueueId();
       const verdicts: StepVerdict[] = [];
+      const facts: MessageFacts = { msg, queueId, subject: null, messageId: null, served: new Map() };
+      const mlog = createMessageLog(facts, deps.now);
       let reply: SmtpReply;
       try {
-        reply = await run(msg, queueId, verdicts);
+        reply = await run(msg, queueId, verdicts, facts, mlog);
       } catch (err) {
         // Unknown means temporary (ARCHITECTURE invariant 3): never 550, never a silent accept. A full disk or the
         // in-memory bound answer 452 4.3.1 (failureReply).
         log.error({ queueId, err: (err as Error).message }, 'inbound pipeline failed');
         reply = failureReply(err);
       }
+      // Before the reply: what no unit committed (a refusal, a deferral) is in the log once the client hears it.
+      await record(mlog.rest(verdicts, reply));
       log.info(
         { queueId, mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, clientIp: msg.clientIp, tls: msg.tls, size: msg.content.size, verdicts, reply: `${reply.code} ${reply.status}` },
         'inbound message',
@@ -356,5 +381,6 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
     },
 
     checkRecipient: (q) => rcptChecks.check(q),
+    rcptRefused: (e) => record([rcptRow(e, deps.now())]),
   };
 }

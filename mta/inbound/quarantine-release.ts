@@ -9,6 +9,7 @@ import { LEARN_SAMPLE_BYTES } from '../message-content.js';
 import type { InboundRelay } from './pipeline.js';
 
 export type ReleaseResult =
+  /** `row` as it now stands: released, or (a release for some recipients) held for the others. */
   | { ok: true; row: QuarantineRow; learned?: LearnOutcome | 'failed' }
   | { ok: false; reason: 'not-found' | 'released' | 'in-progress' | 'domain-gone' | 'relay-failed' };
 
@@ -48,19 +49,31 @@ async function learnDecision(deps: QuarantineActionDeps, accountId: number, body
  * (the API's 409); one racing the first answers 'in-progress'. When the relay fails (not committed) the lease is
  * given back and the message stays held. A crash between the relay's commit and the mark leaves the lease to
  * expire, after which a new release may relay it again: at-least-once, never zero.
+ *
+ * `only` releases it for some of its recipients (a quarantine digest's link acts for its one recipient): those
+ * are relayed to and taken off the message, which stays held for the others under the same lease and retention;
+ * 'not-found' when none of its recipients is one of them (any more). When they are all of its recipients, it is
+ * the whole release above.
  */
-export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: number | null, id: number): Promise<ReleaseResult> {
+export async function releaseQuarantined(
+  deps: QuarantineActionDeps,
+  accountId: number | null,
+  id: number,
+  only?: (rcpt: string) => boolean,
+): Promise<ReleaseResult> {
   const claim = await deps.store.claimRelease(accountId, id, deps.now());
   if (!claim.ok) return claim;
   const { row, body } = claim;
-  if (row.domain_id === null) {
-    await deps.store.abortRelease(row.id, row.release_started_at as number);
-    return { ok: false, reason: 'domain-gone' };
+  const startedAt = row.release_started_at as number;
+  const rcptTo = only ? row.rcpt_to.filter(only) : row.rcpt_to;
+  if (rcptTo.length === 0 || row.domain_id === null) {
+    await deps.store.abortRelease(row.id, startedAt);
+    return { ok: false, reason: rcptTo.length === 0 ? 'not-found' : 'domain-gone' };
   }
   try {
     await deps.relay({
       mailFrom: row.mail_from,
-      rcptTo: row.rcpt_to,
+      rcptTo,
       message: body,
       domainIds: [row.domain_id],
       queueId: row.queue_id,
@@ -68,12 +81,18 @@ export async function releaseQuarantined(deps: QuarantineActionDeps, accountId: 
       verdicts: row.verdicts as StepVerdict[],
     });
   } catch {
-    await deps.store.abortRelease(row.id, row.release_started_at as number);
+    await deps.store.abortRelease(row.id, startedAt);
     return { ok: false, reason: 'relay-failed' };
   }
-  await deps.store.finishRelease(row.id, deps.now());
+  const partial = rcptTo.length < row.rcpt_to.length;
+  // Relayed to some: they leave the message, the lease is given back in the same unit (held for the others).
+  if (partial) await deps.store.dropRecipients(row.id, rcptTo, deps.now(), startedAt);
+  else await deps.store.finishRelease(row.id, deps.now());
   const learned = await learnDecision(deps, row.account_id, body, 'ham');
-  return { ok: true, row: { ...row, released_at: deps.now() }, ...(learned ? { learned } : {}) };
+  const after = partial
+    ? { ...row, rcpt_to: row.rcpt_to.filter((r) => !rcptTo.includes(r)), release_started_at: null }
+    : { ...row, released_at: deps.now() };
+  return { ok: true, row: after, ...(learned ? { learned } : {}) };
 }
 
 export type DeleteResult = { ok: true; learned?: LearnOutcome | 'failed' } | { ok: false; reason: 'not-found' | 'in-progress' };
@@ -81,15 +100,22 @@ export type DeleteResult = { ok: true; learned?: LearnOutcome | 'failed' } | { o
 /**
  * Deletes quarantined message `id` of `accountId` (null: any account); with `asSpam` the classifier first reads
  * it and, once it is deleted, learns it as spam for the message's account. 'in-progress' while a release holds it.
+ * `only`: for those of its recipients alone, as releaseQuarantined's (the classifier learns nothing then).
  */
 export async function deleteQuarantined(
   deps: QuarantineActionDeps,
   accountId: number | null,
   id: number,
-  opts: { asSpam: boolean },
+  opts: { asSpam: boolean; only?: (rcpt: string) => boolean },
 ): Promise<DeleteResult> {
   const row = await deps.store.find(accountId, id);
   if (!row) return { ok: false, reason: 'not-found' };
+  // For some of its recipients (a digest's link): they leave it; it stays held for the others.
+  const mine = opts.only ? row.rcpt_to.filter(opts.only) : row.rcpt_to;
+  if (mine.length === 0) return { ok: false, reason: 'not-found' };
+  if (mine.length < row.rcpt_to.length) {
+    return (await deps.store.dropRecipients(row.id, mine, deps.now(), null)) ? { ok: true } : { ok: false, reason: 'in-progress' };
+  }
   // Read before the delete (which removes the body); bounded as learnDecision reads it.
   const body = opts.asSpam ? await deps.store.body(accountId, id) : undefined;
   const raw = body ? await readPartStart({ source: body }, LEARN_SAMPLE_BYTES) : undefined;

@@ -25,6 +25,7 @@ export function createInboundRelay(deps: { queue: Pick<Queue, 'accept'>; hostnam
         body,
         recipients: msg.rcptTo,
         verdicts: msg.verdicts,
+        ...(msg.log ? { inboundLog: msg.log } : {}),
       },
     ]);
   };

@@ -2,6 +2,7 @@
 // one variant per message kind, and the one mapping from a record to the stored message row.
 import type { BodyRef } from '../../storage/ports/bodies.js';
 import type { MessageSource } from '../../storage/message-source.js';
+import type { NewInboundLogRow } from '../../storage/ports/inbound-log.js';
 import type { MessageKind, NewMessage } from '../../storage/ports/queue.js';
 import type { NewTrackedMessage } from '../../storage/ports/tracking.js';
 import type { SpamDisposition, VirusDisposition } from '../../storage/ports/smtp-log.js';
@@ -59,6 +60,8 @@ export type AcceptedRelay = Envelope &
     kind: 'relay';
     /** The inbound filtering verdicts. */
     verdicts: readonly unknown[];
+    /** Its recipients' inbound log rows, written in the accept's unit (storage/ports/queue.ts AcceptRecord). */
+    inboundLog?: readonly NewInboundLogRow[];
   };
 
 /** An RFC 3464 delivery status notification Sluice sends itself (mta/queue/bounce-dsn.ts): no account, no events. */

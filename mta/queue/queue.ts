@@ -208,6 +208,7 @@ export function createQueue(deps: QueueDeps) {
             },
           }
         : {}),
+      ...(m.kind === 'relay' && m.inboundLog ? { inboundLog: m.inboundLog } : {}),
       ...(lease ? { lease: { owner: lease.worker, until: lease.leaseUntil } } : {}),
     };
   }

@@ -78,6 +78,12 @@ export interface MxPolicy<S extends { id: number } = { id: number }> {
    */
   checkRecipient?: (q: { mailFrom: string; clientIp: string; rcpt: string; served: S }) => Promise<SmtpReply | undefined>;
   /**
+   * Told each recipient refused or deferred at RCPT, with the listener's reason and the served domain when the
+   * refusal came after the relay decision (the inbound log: mta/inbound/inbound-log.ts). The reply waits for it, so
+   * the refusal is on record when the client hears it; it must not reject (the reply stands either way).
+   */
+  onRcptRefused?: (e: { mailFrom: string; clientIp: string; helo: string; rcpt: string; reply: SmtpReply; reason: string; served?: S }) => Promise<void>;
+  /**
    * Mail that comes back (mta/queue/feedback.ts): a recipient it calls ours — a verified return path, the feedback
    * address — is accepted without a served domain or the RCPT checks, in a transaction of its own, and its DATA goes
    * to `take` instead of `onMessage`; a reply it gives for a recipient refuses it.
@@ -228,9 +234,12 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
         const rcpts = session.envelope.rcptTo;
         const repeat = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
         // RFC 5321 §4.5.3.1.10: 452 for too many recipients; the client sends the rest in another transaction.
-        const refuse = (reply: SmtpReply, reason: string) => {
+        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+        const refuse = (reply: SmtpReply, reason: string, served?: S) => {
           logRcptRefused(log, session, address.address, reply, reason);
-          answer(callback, reply);
+          const noted = policy.onRcptRefused?.({ mailFrom, clientIp: session.remoteAddress, helo: session.hostNameAppearsAs || '', rcpt: address.address, reply, reason, ...(served ? { served } : {}) });
+          if (!noted) return answer(callback, reply);
+          noted.catch(() => undefined).finally(() => answer(callback, reply));
         };
         if (!repeat && rcpts.length >= limits.maxRecipients) return refuse(REPLY.tooManyRecipients, 'too-many-recipients');
         const fb = policy.feedback ? await policy.feedback.recipient(address.address) : { ours: false };
@@ -244,9 +253,8 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
         }
         const decision = await classifyRecipient(address.address, session.envelope.smtpUtf8 === true, policy.findServedDomain);
         if (!decision.ok) return refuse(decision.reply, decision.reply === REPLY.needsSmtpUtf8 ? 'needs-smtputf8' : 'relay-denied');
-        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
         const accept = (refused: SmtpReply | undefined) => {
-          if (refused) return refuse(refused, refused.code === 450 ? 'greylisted' : refused.code === 554 ? 'dnsbl-refused' : 'list-refused');
+          if (refused) return refuse(refused, refused.code === 450 ? 'greylisted' : refused.code === 554 ? 'dnsbl-refused' : 'list-refused', decision.served);
           normalised.set(address, decision.address);
           answer(callback);
         };

@@ -1,6 +1,7 @@
 // Owns the quarantine port: held inbound messages with their envelope, verdicts and body, and release leases.
 import type { Readable } from 'node:stream';
 import type { MessageSource } from '../message-source.js';
+import type { NewInboundLogRow } from './inbound-log.js';
 
 /** How long a release may hold its lease before another release may take over (crash recovery). */
 export const QUARANTINE_LEASE_MS = 10 * 60_000;
@@ -58,6 +59,8 @@ export interface NewQuarantined {
   body: Buffer | Readable;
   now: number;
   expiresAt: number;
+  /** Its recipients' inbound log rows, written in the same unit (no commit of their own), linked to this entry. */
+  log?: readonly NewInboundLogRow[];
 }
 
 export interface QuarantineFilter {
@@ -115,6 +118,14 @@ export interface QuarantineStore {
   finishRelease(id: number, now: number): Promise<void>;
   /** Gives a claimed message back to `held` (its relay failed); `startedAt` is the claim's `release_started_at`. */
   abortRelease(id: number, startedAt: number): Promise<void>;
+  /**
+   * Takes `rcpt` (entries of `rcpt_to` as stored) off a message that keeps other recipients: one recipient's own
+   * release or delete (a quarantine digest's link) ends the message for that recipient alone. With `startedAt` (the
+   * caller's claimRelease, having relayed to them) the lease is given back in the same unit; without it only a held
+   * message no release holds is changed. False, with nothing changed, when the message is gone or released, another
+   * release holds it, `rcpt` is not among its recipients, or `rcpt` is all of them (release or delete the whole).
+   */
+  dropRecipients(id: number, rcpt: readonly string[], now: number, startedAt: number | null): Promise<boolean>;
   /** Deletes a message and its body; false when absent, another account's, or being released right now. */
   delete(accountId: number | null, id: number, now: number): Promise<boolean>;
   /**

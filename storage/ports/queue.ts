@@ -1,6 +1,7 @@
 // Owns the Queue port: accepted messages and their per-recipient deliveries, claimed under leases, and outcomes.
 import type { BodyRef } from './bodies.js';
 import type { NewEvent } from './events.js';
+import type { NewInboundLogRow } from './inbound-log.js';
 import type { Lease } from './leases.js';
 import type { NewSmtpLogRow, SmtpLogAttempt } from './smtp-log.js';
 import type { NewTrackedMessage } from './tracking.js';
@@ -126,6 +127,11 @@ export interface AcceptRecord {
   usage?: { accountId: number; period: string };
   /** What its tracking tokens name. */
   tracked?: NewTrackedMessage;
+  /**
+   * Relayed MX mail: its inbound log rows (storage/ports/inbound-log.ts), written in this unit (no commit of their
+   * own), each linked to the delivery of the same recipient.
+   */
+  inboundLog?: readonly NewInboundLogRow[];
   /**
    * The fast path: its `queued` deliveries are written already leased to `owner` until `until` (state `sending`, one
    * attempt counted, a fresh token) — the lease a claim would take, taken in the accept commit.

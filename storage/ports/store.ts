@@ -10,11 +10,13 @@ import type { HealthStore } from './health.js';
 import type { InboundDomainStore } from './inbound-domains.js';
 import type { JobLeadStore } from './job-leads.js';
 import type { InboundListStore } from './inbound-lists.js';
+import type { InboundLogStore } from './inbound-log.js';
 import type { InboundRecipientStore } from './inbound-recipients.js';
 import type { InboundReportStore } from './inbound-reports.js';
 import type { LockdownStore } from './lockdown.js';
 import type { MetricStore } from './metrics.js';
 import type { QuarantineStore } from './quarantine.js';
+import type { QuarantineDigestStore } from './quarantine-digests.js';
 import type { QueueStore } from './queue.js';
 import type { QueueViewStore } from './queue-views.js';
 import type { RetentionStore } from './retention.js';
@@ -76,7 +78,11 @@ export interface Store {
   /** Recipients created with PUT /inbound/v1/users: whether their domain's policy filters their mail. */
   readonly inboundRecipients: InboundRecipientStore;
   readonly inboundReports: InboundReportStore;
+  /** Every inbound message × recipient the MX relayed, quarantined, refused or deferred, and its search. */
+  readonly inboundLog: InboundLogStore;
   readonly quarantine: QuarantineStore;
+  /** Quarantine digests: which domains have them, and when each domain and address was last done. */
+  readonly quarantineDigests: QuarantineDigestStore;
   /** The inbound classifier's models (filters/bayes.ts reads and trains them). */
   readonly bayes: BayesStore;
   /** Greylisting's memory: triplets and client networks. */

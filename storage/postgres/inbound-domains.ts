@@ -35,8 +35,8 @@ async function applySections(q: Query, row: InboundDomainRow, sections: DomainSe
   const st = mergedDomainSettings(row, sections.settings);
   await q(
     `UPDATE inbound_domains SET abuse_policy = $2, abuse_policy_override = $3, spam_header_name = $4, spam_header_value = $5,
-       updated_at = $6 WHERE id = $1`,
-    [row.id, st.abusePolicy, st.abusePolicyOverride, st.spamHeaderName, st.spamHeaderValue, now],
+       digest_interval = $7, digest_admins = $8, updated_at = $6 WHERE id = $1`,
+    [row.id, st.abusePolicy, st.abusePolicyOverride, st.spamHeaderName, st.spamHeaderValue, now, st.digestInterval, st.digestAdmins],
   );
   await writeParts(q, row.id, sections, now);
 }
@@ -118,10 +118,10 @@ export function createPgInboundDomainStore(pg: Pg, reads: ReadCache = uncached):
         const st = newDomainSettings(input.sections.settings);
         const [row] = await q<InboundDomainRow>(
           `INSERT INTO inbound_domains (account_id, domain, subscription_id, api_key_id, abuse_policy, abuse_policy_override,
-             spam_header_name, spam_header_value, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *`,
+             spam_header_name, spam_header_value, digest_interval, digest_admins, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $11, $9, $9) RETURNING *`,
           [input.accountId, input.domain, input.subscription.id, input.bindKeyId, st.abusePolicy, st.abusePolicyOverride,
-            st.spamHeaderName, st.spamHeaderValue, input.now],
+            st.spamHeaderName, st.spamHeaderValue, input.now, st.digestInterval, st.digestAdmins],
         );
         await writeParts(q, row!.id, input.sections, input.now);
         return { ok: true, created: true, domainId: row!.id };

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { PendingBody, storedSource, type BodyRef } from '../ports/bodies.js';
 import { QUARANTINE_LEASE_MS, type ClaimResult, type QuarantineFilter, type QuarantineRow, type QuarantineStore } from '../ports/quarantine.js';
 import { chunkKey, type PgBodies } from './bodies.js';
+import { insertInboundLog } from './inbound-log.js';
 import type { Pg, Query } from './database.js';
 
 /** body_ref of a body kept in inbound_quarantine_bodies. */
@@ -83,6 +84,8 @@ export function createPgQuarantineStore(pg: Pg, bodies: PgBodies, opts: { leaseM
         );
         const id = row!.id;
         await q('UPDATE inbound_quarantine SET body_ref = $2 WHERE id = $1', [id, await nameBody(q, id, ref)]);
+        // Its recipients' inbound log rows in the same transaction: no commit of their own.
+        if (n.log) await insertInboundLog(q, n.log, { quarantineId: id });
         return id;
       });
     },
@@ -136,6 +139,19 @@ export function createPgQuarantineStore(pg: Pg, bodies: PgBodies, opts: { leaseM
         [id, startedAt],
       );
     },
+
+    // The row locked while its recipients are judged: a concurrent drop or claim waits, then sees what this wrote.
+    dropRecipients: (id, rcpt, now, startedAt) =>
+      pg.tx(async (q) => {
+        const [row] = await q<TableRow>('SELECT * FROM inbound_quarantine WHERE id = $1 FOR UPDATE', [id]);
+        if (!row || row.released_at !== null) return false;
+        const leased = row.release_started_at !== null && row.release_started_at > now - leaseMs;
+        if (startedAt === null ? leased : row.release_started_at !== startedAt) return false;
+        const keep = row.rcpt_to.filter((r) => !rcpt.includes(r));
+        if (keep.length === row.rcpt_to.length || keep.length === 0) return false;
+        await q('UPDATE inbound_quarantine SET rcpt_to = $2::jsonb, release_started_at = NULL WHERE id = $1', [id, JSON.stringify(keep)]);
+        return true;
+      }),
 
     // The row and its body go in one unit: no body outlives its row, none is freed while a row names it.
     delete: (accountId, id, now) =>

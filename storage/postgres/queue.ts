@@ -28,6 +28,7 @@ import { insertSystemSuppression } from './suppressions.js';
 import { createHotRows, type HotRows } from './hot-rows.js';
 import { insertTracked, markTrackedDelivered } from './unit-writes.js';
 import { acceptStatement, type AcceptedRow } from './accept-statement.js';
+import { insertInboundLog } from './inbound-log.js';
 
 /** A messages row as PostgreSQL returns it: the port's MessageRow with body_ref instead of the body reference. */
 type MessageTableRow = Omit<MessageRow, 'body'> & { body_ref: string | null };
@@ -96,6 +97,7 @@ export function createPgQueueStore(pg: Pg, bodies: PgBodies, node: string, time:
     for (const e of r.events) await events.count(q, hot, e);
     // bigint[] comes back as text (pg parses int8 arrays as strings).
     const deliveryIds = (ids ?? []).map(Number);
+    if (r.inboundLog) await insertInboundLog(q, r.inboundLog, { deliveryIds: new Map(r.deliveries.map((d, i) => [d.rcpt, deliveryIds[i]!])) });
     const leased: AcceptedIds['leased'] = [];
     r.deliveries.forEach((d, i) => {
       if (d.state === 'queued' && r.lease) {

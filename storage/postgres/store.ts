@@ -8,6 +8,7 @@ import { createPgBodies } from './bodies.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { createPgInboundDomainStore } from './inbound-domains.js';
 import { createPgInboundListStore } from './inbound-lists.js';
+import { createPgInboundLogStore } from './inbound-log.js';
 import { createPgInboundRecipientStore } from './inbound-recipients.js';
 import { createPgInboundReportStore } from './inbound-reports.js';
 import { createPgLockdownStore } from './lockdown.js';
@@ -21,6 +22,7 @@ import { createPgTimeAxis, type LeaseClock } from './leases.js';
 import { createPgSendLimitStore } from './send-limits.js';
 import { createPgThrottleStore } from './throttles.js';
 import { createPgTlsReportStore } from './tls-reports.js';
+import { createPgQuarantineDigestStore } from './quarantine-digests.js';
 import { createPgShapingStore } from './shaping.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
@@ -149,7 +151,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     inboundLists: createPgInboundListStore(pg),
     inboundRecipients: createPgInboundRecipientStore(pg),
     inboundReports: createPgInboundReportStore(pg),
+    inboundLog: createPgInboundLogStore(pg),
     quarantine: createPgQuarantineStore(pg, bodies),
+    quarantineDigests: createPgQuarantineDigestStore(pg),
   };
   return {
     ...ports,

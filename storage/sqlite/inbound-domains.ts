@@ -12,11 +12,11 @@ const flag = (v: unknown): boolean | null => (v === null || v === undefined ? nu
 /** The port's flag as the stored 0/1. */
 const bit = (v: boolean | null): number | null => (v === null ? null : v ? 1 : 0);
 
-/** A domain row as the port gives it: abuse_policy_override a boolean (SQLite keeps 0/1). */
+/** A domain row as the port gives it: abuse_policy_override and digest_admins booleans (SQLite keeps 0/1). */
 function domainRow<R extends InboundDomainRow>(raw: unknown): R | undefined {
   if (raw === undefined) return undefined;
   const r = raw as R;
-  return { ...r, abuse_policy_override: flag(r.abuse_policy_override) };
+  return { ...r, abuse_policy_override: flag(r.abuse_policy_override), digest_admins: flag(r.digest_admins) === true };
 }
 
 /**
@@ -49,13 +49,15 @@ export function createInboundDomainStore(db: Db) {
     ),
     insert: db.prepare(
       `INSERT INTO inbound_domains (account_id, domain, subscription_id, api_key_id, abuse_policy,
-         abuse_policy_override, spam_header_name, spam_header_value, created_at, updated_at)
-       VALUES (@account, @domain, @subscription, @key, @policy, @override, @header_name, @header_value, @now, @now)
+         abuse_policy_override, spam_header_name, spam_header_value, digest_interval, digest_admins, created_at, updated_at)
+       VALUES (@account, @domain, @subscription, @key, @policy, @override, @header_name, @header_value, @digest_interval,
+         @digest_admins, @now, @now)
        RETURNING id`,
     ),
     updateSettings: db.prepare(
       `UPDATE inbound_domains SET abuse_policy = @policy, abuse_policy_override = @override,
-         spam_header_name = @header_name, spam_header_value = @header_value, updated_at = @now WHERE id = @id`,
+         spam_header_name = @header_name, spam_header_value = @header_value, digest_interval = @digest_interval,
+         digest_admins = @digest_admins, updated_at = @now WHERE id = @id`,
     ),
     setSubscription: db.prepare('UPDATE inbound_domains SET subscription_id = ?, updated_at = ? WHERE id = ?'),
     setKey: db.prepare('UPDATE inbound_domains SET api_key_id = ?, updated_at = ? WHERE id = ?'),
@@ -101,6 +103,8 @@ export function createInboundDomainStore(db: Db) {
       override: bit(st.abusePolicyOverride),
       header_name: st.spamHeaderName,
       header_value: st.spamHeaderValue,
+      digest_interval: st.digestInterval,
+      digest_admins: bit(st.digestAdmins),
       now,
     });
     parts.write(row.id, sections, now);
@@ -200,6 +204,8 @@ export function createInboundDomainStore(db: Db) {
           override: st.abusePolicyOverride ? 1 : 0,
           header_name: st.spamHeaderName,
           header_value: st.spamHeaderValue,
+          digest_interval: st.digestInterval,
+          digest_admins: bit(st.digestAdmins),
           now: input.now,
         }) as { id: number };
         const row = domainRow(s.byId.get(id)) as InboundDomainRow;

@@ -37,6 +37,8 @@ import { POOLS } from './migrations/035-pools.js';
 import { SHAPING } from './migrations/036-shaping.js';
 import { INBOUND_RECIPIENTS } from './migrations/037-inbound-recipients.js';
 import { CONSOLE_DOMAIN } from './migrations/038-console-domain.js';
+import { QUARANTINE_DIGESTS } from './migrations/039-quarantine-digests.js';
+import { INBOUND_LOG } from './migrations/040-inbound-log.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -81,4 +83,6 @@ export const MIGRATIONS: readonly string[] = [
   SHAPING, // 36
   INBOUND_RECIPIENTS, // 37
   CONSOLE_DOMAIN, // 38
+  QUARANTINE_DIGESTS, // 39
+  INBOUND_LOG, // 40
 ];

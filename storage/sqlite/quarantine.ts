@@ -59,6 +59,7 @@ export function createQuarantineStore(db: Db, bodies: Bodies, opts: { leaseMs?: 
     abort: db.prepare(
       'UPDATE inbound_quarantine SET release_started_at = NULL WHERE id = @id AND released_at IS NULL AND release_started_at = @started',
     ),
+    drop: db.prepare('UPDATE inbound_quarantine SET rcpt_to = @rcpt_to, release_started_at = NULL WHERE id = @id'),
     delete: db.prepare(
       `DELETE FROM inbound_quarantine WHERE id = @id AND (@account IS NULL OR account_id = @account)
          AND (released_at IS NOT NULL OR release_started_at IS NULL OR release_started_at <= @stale)
@@ -157,6 +158,24 @@ export function createQuarantineStore(db: Db, bodies: Bodies, opts: { leaseMs?: 
     /** Gives a claimed message back to `held` (its relay failed); `startedAt` is the claim's `release_started_at`. */
     abortRelease(id: number, startedAt: number): void {
       s.abort.run({ id, started: startedAt });
+    },
+
+    /**
+     * Takes `rcpt` off a message that keeps other recipients (the port's dropRecipients): with `startedAt` only under
+     * that lease, which it gives back; without, only while no release holds the message.
+     */
+    dropRecipients(id: number, rcpt: readonly string[], now: number, startedAt: number | null): boolean {
+      return db.transaction((): boolean => {
+        const row = s.find.get({ id, account: null }) as QuarantineTableRow | undefined;
+        if (!row || row.released_at !== null) return false;
+        const leased = row.release_started_at !== null && row.release_started_at > now - leaseMs;
+        if (startedAt === null ? leased : row.release_started_at !== startedAt) return false;
+        const all = JSON.parse(row.rcpt_to) as string[];
+        const keep = all.filter((r) => !rcpt.includes(r));
+        if (keep.length === all.length || keep.length === 0) return false;
+        s.drop.run({ id, rcpt_to: JSON.stringify(keep) });
+        return true;
+      }).immediate();
     },
 
     /**

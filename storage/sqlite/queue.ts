@@ -21,6 +21,7 @@ import { storedBody, type Bodies } from './bodies.js';
 import type { Db } from './database.js';
 import { createEventWriter } from './events.js';
 import { createIdempotencyRepo } from './idempotency.js';
+import { createInboundLogRepo } from './inbound-log.js';
 import { createRenewal, END_LEASE, fence, HELD } from './leases.js';
 import { createSmtpLogStore } from './smtp-log.js';
 import { createSuppressionStore } from './suppressions.js';
@@ -75,6 +76,7 @@ export function createQueueStore(db: Db, bodies: Bodies) {
   const events = createEventWriter(db);
   const tracking = createTrackingStore(db);
   const smtpLog = createSmtpLogStore(db);
+  const inboundLog = createInboundLogRepo(db);
   const suppressions = createSuppressionStore(db);
   const s = {
     insertMessage: db.prepare(
@@ -197,6 +199,7 @@ export function createQueueStore(db: Db, bodies: Bodies) {
         if (d.log.attempt) smtpLog.updateAttempt(id, d.log.attempt);
       }
     }
+    if (r.inboundLog) inboundLog.insertRows(r.inboundLog, { deliveryIds: new Map(r.deliveries.map((d, i) => [d.rcpt, deliveryIds[i]!])) });
     for (const e of r.events) events.append(e);
     if (r.usage) s.bumpUsage.run(r.usage.accountId, r.usage.period);
     return { messageRowId, deliveryIds, leased };

@@ -18,6 +18,7 @@ import { startCheckpointer } from './checkpointer.js';
 import { createDkimKeyStore } from './dkim-keys.js';
 import { createSqliteGreylistRepo } from './greylist.js';
 import { createInboundDomainStore } from './inbound-domains.js';
+import { createInboundLogRepo } from './inbound-log.js';
 import { createInboundListStore } from './inbound-lists.js';
 import { createInboundRecipientStore } from './inbound-recipients.js';
 import { createInboundReportStore } from './inbound-reports.js';
@@ -25,6 +26,7 @@ import { createJobLeadStore } from './job-leads.js';
 import { createLockdownAllowStore } from './lockdown-allow.js';
 import { createMetricRollup } from './metrics.js';
 import { createQuarantineStore } from './quarantine.js';
+import { createQuarantineDigestStore } from './quarantine-digests.js';
 import { ACCEPT_STEP_ROWS, acceptRows, createQueueStore } from './queue.js';
 import { createQueueViews } from './queue-views.js';
 import { createReadCache } from './read-cache.js';
@@ -138,6 +140,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
   const bodies = createBodies(db, spool, opts.inlineMaxBytes);
   const queueRepo = createQueueStore(db, bodies);
   const quarantineRepo = createQuarantineStore(db, bodies);
+  const inboundLogRepo = createInboundLogRepo(db);
   const retentionRepo = createRetentionStore(db, bodies);
   /** Runs a unit that stops naming spool files, then removes them: after its commit, never before. */
   async function freeing<R extends { freed: string[] }>(fn: () => R): Promise<Omit<R, 'freed'>> {
@@ -270,12 +273,15 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       writes: ['createRecipient', 'removeRecipient'],
     }),
     inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport', 'pruneReports'] }),
+    // Refusals ride the next accept's commit (deferrable); accepted mail's rows are written by accept and insert.
+    inboundLog: port(inboundLogRepo, b, { reads: ['search'], writes: ['prune'], deferrable: ['record'] }),
     quarantine: {
-      ...port(quarantineRepo, b, { reads: ['list', 'find'], writes: ['finishRelease', 'abortRelease'] }),
+      ...port(quarantineRepo, b, { reads: ['list', 'find'], writes: ['finishRelease', 'abortRelease', 'dropRecipients'] }),
       async insert(q) {
-        const { body, ...rest } = q;
+        const { body, log, ...rest } = q;
         const ref = await bodies.write(body);
-        return b.run(() => quarantineRepo.insert(rest, ref));
+        // The entry's inbound log rows in the same unit: no commit of their own.
+        return b.run(() => inboundLogRepo.withRows(quarantineRepo.insert(rest, ref), log));
       },
       async body(accountId, id) {
         const ref = await b.read(() => quarantineRepo.bodyOf(accountId, id));
@@ -290,6 +296,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       delete: async (accountId, id, now) => (await freeing(() => quarantineRepo.delete(accountId, id, now))).deleted,
       prune: async (now, limit) => (await freeing(() => quarantineRepo.prune(now, limit))).deleted,
     },
+    quarantineDigests: port(createQuarantineDigestStore(db), b, { reads: ['digestDomains', 'sentTo'], writes: ['markRound', 'markSent'] }),
     // Through group commit like every other write: a lock another process or the CLI holds is waited out off the
     // event loop (with busy_timeout 0 it failed them at once: `sluice filter train` beside a delivering server died
     // with "database is locked"), a stepped accept's open transaction is never joined, and fsyncs are shared.

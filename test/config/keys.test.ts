@@ -24,6 +24,7 @@ t.test('key names, in order, are the operators\' contract', async (t) => {
     'filters.bayes.autolearn', 'filters.bayes.autolearn_spam_score', 'filters.bayes.autolearn_per_hour', 'filters.dnsbl.sites', 'filters.dnsbl.threshold',
     'filters.dnsbl.domain_sites', 'filters.dnsbl.cache_max_entries', 'abuse.block_confirmed', 'abuse.block_suspect', 'abuse.block_window_hours',
     'abuse.delist_per_day', 'abuse.invalid_recipient_rate', 'abuse.invalid_recipient_min', 'abuse.complaint_rate', 'abuse.complaint_min', 'inbound.quarantine_days', 'inbound.reports_per_account', 'inbound.list_entries_per_account',
+    'inbound.digest_from', 'inbound.digest_account',
     'inbound.greylist.domains', 'inbound.greylist.delay_seconds', 'inbound.greylist.retry_window_hours',
     'inbound.greylist.new_triplets_per_network_hour', 'inbound.greylist.pass_days',
     'inbound.greylist.auto_allow_after', 'inbound.greylist.exempt_networks', 'inbound.arc.domain', 'inbound.arc.selector', 'inbound.arc.key',
@@ -68,7 +69,7 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
     SLUICE_ABUSE_COMPLAINT_RATE: '0.01', SLUICE_ABUSE_COMPLAINT_MIN: '200',
     SLUICE_INBOUND_QUARANTINE_DAYS: '3', SLUICE_QUEUE_LEASE_SECONDS: '30', SLUICE_RETENTION_LOG_DAYS: '4', SLUICE_RETENTION_MESSAGE_DAYS: '2',
     SLUICE_RETENTION_TRACKING_DAYS: '90', SLUICE_RETENTION_ALERT_DAYS: '60', SLUICE_LOG_LEVEL: 'warn', SLUICE_SERVER_PROCESSES: '3', SLUICE_SERVER_CPU_THREADS: '2', SLUICE_STORAGE_BACKEND: 'postgres', SLUICE_STORAGE_POSTGRES_URL: 'postgres://u:p@db.test/sluice?sslmode=require', SLUICE_STORAGE_POSTGRES_POOL_SIZE: '7',
-    SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_RETENTION_METRIC_DAYS: '13', SLUICE_RETENTION_DKIM_KEY_DAYS: '14', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
+    SLUICE_INBOUND_REPORTS_PER_ACCOUNT: '20', SLUICE_INBOUND_LIST_ENTRIES_PER_ACCOUNT: '30', SLUICE_INBOUND_DIGEST_FROM: 'digests@ops.example.test', SLUICE_INBOUND_DIGEST_ACCOUNT: 'ops', SLUICE_RETENTION_METRIC_DAYS: '13', SLUICE_RETENTION_DKIM_KEY_DAYS: '14', SLUICE_RETENTION_REPORT_DAYS: '10', SLUICE_RETENTION_BAYES_TOKEN_DAYS: '11',
     SLUICE_RETENTION_BAYES_LEARNED_DAYS: '12',
   };
   // ACME and smtp.tls.cert exclude each other: the acme.* keys are set in a second load below.
@@ -144,6 +145,8 @@ t.test('every key set in the environment lands at its Config path', async (t) =>
       quarantineDays: 3,
       reportsPerAccount: 20,
       listEntriesPerAccount: 30,
+      digestFrom: 'digests@ops.example.test',
+      digestAccount: 'ops',
       greylist: {
         domains: ['corp.example', '*'], delaySeconds: 60, retryWindowHours: 2, newTripletsPerNetworkHour: 50, passDays: 9, autoAllowAfter: 3,
         exemptNetworks: ['192.0.2.0/24', '2001:db8::1/128'],

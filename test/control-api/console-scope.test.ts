@@ -1,15 +1,15 @@
 // Checks that a console session keeps the scope of the API key it signed in with: an `inbound` key's session has no
 // outbound view or form (queue, log, deliverability, DKIM, webhooks, senders), an `api` key's none of the inbound
-// ones (quarantine, domains, recipients) — 404 and no link, as the REST routes answer 403 — while the operator keeps
-// every view; a domain-admin login link's session has its one domain's quarantine, lists and recipients, and the link
-// works once, in time.
+// ones (quarantine, domains, recipients, inbound log) — 404 and no link, as the REST routes answer 403 — while the
+// operator keeps every view; a domain-admin login link's session has its one domain's quarantine, lists, recipients
+// and inbound log, and the link works once, in time.
 import { MailChannels } from 'mailchannels-sdk';
 import { LOGIN_LINK_TTL_MS } from '../../control-api/console/login-link.js';
 import { onBackends } from '../helpers/backends.js';
 import { consoleClient, consoleWorld } from '../helpers/console-world.js';
 
 const OUTBOUND = ['/console/queue', '/console/log', '/console/deliverability', '/console/dkim', '/console/webhooks', '/console/senders'];
-const INBOUND = ['/console/quarantine', '/console/domains', '/console/recipients'];
+const INBOUND = ['/console/quarantine', '/console/domains', '/console/recipients', '/console/inbound-log'];
 /** The navigation links of a page. */
 const navLinks = (page: string) => [...(/<nav>([\s\S]*?)<\/nav>/.exec(page)?.[1] ?? '').matchAll(/href="([^"?]+)/g)].map((m) => m[1]);
 
@@ -86,9 +86,10 @@ onBackends('the operator keeps every scope', async (t, backend) => {
   const op = consoleClient(w.base);
   t.equal((await op.signIn((await w.stack.services.console.createToken('ops', w.stack.clock.now())).token)).location, '/console/queue');
   const page = await op.get('/console/queue');
-  t.same(navLinks(page.text), ['/console/queue', '/console/quarantine', '/console/log', '/console/deliverability', '/console/domains', '/console/recipients', '/console/dkim', '/console/webhooks', '/console/senders']);
+  t.same(navLinks(page.text), ['/console/queue', '/console/quarantine', '/console/log', '/console/deliverability', '/console/domains', '/console/recipients', '/console/inbound-log', '/console/dkim', '/console/webhooks', '/console/senders']);
   for (const p of [...OUTBOUND, ...INBOUND]) t.equal((await op.get(`${p}?account=acme`)).status, 200, p);
   t.match((await op.get('/console/quarantine?account=acme')).text, /acme spam/);
+  t.match((await op.get('/console/inbound-log?account=*')).text, /acme spam/, 'the inbound log of every account at once');
 });
 
 onBackends('login links (the SDK\'s): one domain\'s quarantine, lists and recipients; expired, forged, replayed and other-domain links refused', async (t, backend) => {
@@ -143,7 +144,12 @@ onBackends('login links (the SDK\'s): one domain\'s quarantine, lists and recipi
   const recipients = await c.get('/console/recipients');
   t.match(recipients.text, /erin@acme-corp\.test/);
   t.notMatch(recipients.text, /fred@/);
-  const elsewhere = [`/console/quarantine/${ids['acme-two.test']}`, '/console/quarantine?domain=acme-two.test', '/console/recipients?domain=acme-two.test'];
+  const log = await c.get('/console/inbound-log');
+  t.match(log.text, /corp spam/, 'its domain\'s inbound log');
+  t.notMatch(log.text, /two spam/);
+  const elsewhere = [
+    `/console/quarantine/${ids['acme-two.test']}`, '/console/quarantine?domain=acme-two.test', '/console/recipients?domain=acme-two.test', '/console/inbound-log?domain=acme-two.test',
+  ];
   for (const p of [...elsewhere, '/console/quarantine?account=acmeshop', ...OUTBOUND]) {
     const r = await c.get(p);
     t.equal(r.status, 404, p);

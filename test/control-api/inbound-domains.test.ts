@@ -22,7 +22,7 @@ function caller(stack: Stack) {
   };
 }
 
-const defaults = { abusePolicy: 'flag', abusePolicyOverride: false, spamHeaderName: 'X-Spam-Flag', spamHeaderValue: 'YES' };
+const defaults = { abusePolicy: 'flag', abusePolicyOverride: false, spamHeaderName: 'X-Spam-Flag', spamHeaderValue: 'YES', quarantineDigest: 'daily', quarantineDigestAdmins: false };
 const err = (code: number, message: string) => ({ code, errors: [message], message });
 
 onBackends('auth: missing key 401, unknown key 401, api-scope key 403, all in the inbound error shape', async (t, backend) => {
@@ -195,7 +195,7 @@ onBackends('overwrite=true replaces the sections given and keeps the omitted one
   t.same(r.body, {
     domain: 'over.test',
     subscriptionHandle: 'default',
-    settings: { abusePolicy: 'block', abusePolicyOverride: false, spamHeaderName: 'X-Old', spamHeaderValue: 'spam' },
+    settings: { ...defaults, abusePolicy: 'block', spamHeaderName: 'X-Old', spamHeaderValue: 'spam' },
     admins: ['a@over.test'],
     downstreamAddresses: [{ priority: 5, weight: 2, port: 587, target: 'new.over.test.' }],
     aliases: ['over-alias.test'],
@@ -430,7 +430,7 @@ onBackends('PUT settings updates the fields given; DELETE removes the domain and
   t.equal(put.status, 200);
   t.equal(put.text, '');
   const got = (await call('GET', '/inbound/v1/domains?domains=set.test', a.key)).body.domains[0];
-  t.same(got.settings, { abusePolicy: 'block', abusePolicyOverride: true, spamHeaderName: 'X-Spam-Flag', spamHeaderValue: 'YES' });
+  t.same(got.settings, { ...defaults, abusePolicy: 'block', abusePolicyOverride: true });
   t.same(got.downstreamAddresses, [{ priority: 0, weight: 0, port: 25, target: '2001:db8::25' }]);
   t.same(got.aliases, ['set-alias.test'], 'omitted aliases kept');
   t.equal((await call('PUT', '/inbound/v1/domains/set.test/settings', a.key, { spamHeaderName: '' })).status, 400);

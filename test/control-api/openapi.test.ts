@@ -39,4 +39,9 @@ t.test('openapi.json documents every route', async (t) => {
   t.match(send.tracking_settings.properties.open_tracking.properties.custom_domain_name.description, /custom tracking domain/);
   t.match(send.unsubscribe_settings.properties.custom_domain_name.description, /List-Unsubscribe/);
   t.same(doc.paths['/tx/v1/metrics/volume'].get.parameters.map((p: any) => p.name), ['start_time', 'end_time', 'campaign_id', 'interval', 'sub_account']);
+  // Fields MailChannels does not document are named as Sluice's own (issue 37: the quarantine digest setting).
+  const settings = doc.paths['/inbound/v1/domains'].post.requestBody.content['application/json'].schema.properties.settings.properties;
+  t.match([settings.quarantineDigest.description, settings.quarantineDigestAdmins.description], [/^Sluice extension: /, /^Sluice extension: /]);
+  // The inbound log (issue 37 item 5) is not in the Inbound API document: named as Sluice's own.
+  t.match(doc.paths['/inbound/v1/log'].get.summary, /^Sluice extension: /);
 });

@@ -3,12 +3,14 @@
 // session keeps the key's scope) and sees it arrive downstream, finds a
 // message by recipient in the log search, and cannot open another tenant's queue entry by editing the URL; the
 // operator signs in with a `sluice console token` and sees every account and the deliverability chart (opens and
-// clicks too); a domain admin follows a login link to its one domain's quarantine; a tenant delists a blocked
+// clicks too); a domain admin follows a login link to its one domain's quarantine; a recipient follows a quarantine
+// digest's release link to its confirmation page and releases; a tenant delists a blocked
 // sender identity and sees its alert, another tenant cannot. With
 // SLUICE_SCREENSHOTS=docs the main views are saved as docs/console-*.png (the README shows them).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { simpleParser } from 'mailparser';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { consoleWorld, type ConsoleWorld } from '../helpers/console-world.js';
@@ -131,13 +133,30 @@ if (!fs.existsSync(CHROMIUM)) {
     await page.click('button:has-text("Sign in")');
     t.equal(new URL(page.url()).pathname, '/console/quarantine');
     t.match(await page.textContent('.who'), /admin of acme-corp\.test/);
-    t.same(await page.locator('nav a').allTextContents(), ['Quarantine', 'Inbound domains', 'Recipients']);
+    t.same(await page.locator('nav a').allTextContents(), ['Quarantine', 'Inbound domains', 'Recipients', 'Inbound log']);
     await page.click('table tbody tr a');
     await page.click('button:has-text("Release")');
     t.match(await page.textContent('.flash'), /Released/);
     t.equal((await page.goto(`${w.base}/console/queue`))?.status(), 404, 'nothing outside its domain');
     t.equal((await page.goto(link))?.status(), 403, 'the link works once');
     t.match(await page.textContent('main'), /already used/);
+  });
+
+  t.test('a quarantine digest\'s release link: a confirmation page, then its button releases without a sign-in', async (t) => {
+    const w = await consoleWorld(t);
+    await w.quarantine('carol@acme-corp.test', 'Cheap watches');
+    w.stack.clock.advance(60_000);
+    t.equal(await w.stack.digests.runOnce(), 1);
+    while ((await w.stack.worker.runOnce()) > 0);
+    const digest = w.sink.messages.find((m) => m.rcptTo.includes('carol@acme-corp.test'))!;
+    const link = /Release: +(\S+)/.exec((await simpleParser(digest.raw)).text ?? '')![1]!;
+    const page = await newPage(t);
+    await page.goto(link);
+    t.match(await page.textContent('main'), /Release this message\?[^]*Cheap watches[^]*Nothing happens until you press the button/);
+    await page.click('button:has-text("Release")');
+    t.match(await page.textContent('.flash'), /Released: the message is on its way to carol@acme-corp\.test/);
+    while ((await w.stack.worker.runOnce()) > 0);
+    t.equal(w.sink.messages.filter((m) => m.rcptTo.includes('carol@acme-corp.test') && /Subject: Cheap watches/.test(m.raw.toString())).length, 1, 'relayed');
   });
 
   t.test('operator: every account, the deliverability chart per campaign and sub-account', async (t) => {

@@ -11,7 +11,7 @@ import type { AbusePolicy, ServedDomainRow } from '../../../storage/ports/inboun
 function served(id: number, domain: string, abusePolicy: AbusePolicy | null, header?: [string, string]): ServedDomainRow {
   return {
     id, account_id: 1, domain, subscription_id: 1, api_key_id: null, abuse_policy: abusePolicy, abuse_policy_override: null,
-    spam_header_name: header?.[0] ?? null, spam_header_value: header?.[1] ?? null, created_at: 0, updated_at: 0,
+    spam_header_name: header?.[0] ?? null, spam_header_value: header?.[1] ?? null, digest_interval: 'daily', digest_admins: false, created_at: 0, updated_at: 0,
     subscription_handle: 'sub', via_alias: null,
   };
 }
