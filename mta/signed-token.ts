@@ -36,3 +36,12 @@ export function signedFields(secret: Buffer, context: string, token: string | nu
   const expected = Buffer.from(mac(secret, context, fields.join('.')));
   return crypto.timingSafeEqual(given, expected) ? fields : undefined;
 }
+
+/**
+ * signedFields of a token that carries its own expiry (field `expiresAt` of `shape`, milliseconds): 'expired' from
+ * that time on, checked only once the MAC held (a forged token is not valid, never 'expired').
+ */
+export function signedUntil(secret: Buffer, context: string, token: string | null | undefined, shape: readonly string[], expiresAt: number, now: number): string[] | 'expired' | undefined {
+  const fields = signedFields(secret, context, token, shape);
+  return fields && now >= Number(fields[expiresAt]) ? 'expired' : fields;
+}

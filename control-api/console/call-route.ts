@@ -16,20 +16,21 @@ export interface RouteCall {
  * Finds routes by method and OpenAPI path (`/tx/v1/domains/{domain}/dkim-keys`); a missing one is a wiring bug. A
  * route whose scope is not among the caller's `scopes` answers 404 (the router checks the view first;
  * this one keeps a view from reaching a route of another scope by mistake). With `domain` (a domain admin's
- * session), only the routes domain-scope.ts lists, held to that domain, are called; any other answers 404.
+ * session), only the routes domain-scope.ts lists, held to that domain, are called; with `recipient` too (a
+ * recipient's session), only those it lists for a recipient, held to that address; any other answers 404.
  */
 export function createRouteCaller(services: Services, routes: readonly AnyRoute[]) {
   const byKey = new Map(routes.map((r) => [`${r.method} ${r.path}`, r]));
   return async function callRoute(
     method: Method,
     path: string,
-    as: { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope>; domain?: string | undefined },
+    as: { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope>; domain?: string | undefined; recipient?: string | undefined },
     given: RouteCall = {},
   ): Promise<Reply> {
     const route = byKey.get(`${method} ${path}`);
     if (!route) throw new Error(`console: no route ${method} ${path}`);
     if (route.auth !== 'none' && !as.scopes.has(route.auth)) throw notFound('no such page');
-    const call = as.domain === undefined ? given : await holdToDomain(services, `${method} ${path}`, { accountId: as.account.id, domain: as.domain }, given);
+    const call = as.domain === undefined ? given : await holdToDomain(services, `${method} ${path}`, { accountId: as.account.id, domain: as.domain, recipient: as.recipient }, given);
     const principal: KeyPrincipal = { account: as.account, keyId: as.keyId, scope: route.auth === 'inbound' ? 'inbound' : 'api' };
     const params = route.params ? validate(route.params, { ...call.params }, 'path') : {};
     const rawQuery = Object.fromEntries(Object.entries(call.query ?? {}).filter(([, v]) => v !== undefined && v !== '')) as Record<string, string>;

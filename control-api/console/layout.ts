@@ -8,29 +8,33 @@ import type { Viewer } from './session.js';
  * The views, in navigation order. `scope`: the API key scope of the REST routes the view stands for (the queue is
  * outbound mail: `api`); a session without it gets 404 and no link. `allAccounts`: the operator may look at every
  * account at once (`account=*`). `domainAdmin`: a domain admin's session (a login link's) has the view, held to its
- * domain by domain-scope.ts; every other view answers it 404.
+ * domain by domain-scope.ts; `recipient`: a recipient's session (a digest's view link's) has it, held to its address;
+ * every other view answers these sessions 404.
  */
-export const NAV: readonly { key: string; label: string; path: string; scope: KeyScope; allAccounts?: boolean; domainAdmin?: boolean }[] = [
+export const NAV: readonly { key: string; label: string; path: string; scope: KeyScope; allAccounts?: boolean; domainAdmin?: boolean; recipient?: boolean }[] = [
   { key: 'queue', label: 'Queue', path: '/console/queue', scope: 'api', allAccounts: true },
-  { key: 'quarantine', label: 'Quarantine', path: '/console/quarantine', scope: 'inbound', domainAdmin: true },
+  { key: 'quarantine', label: 'Quarantine', path: '/console/quarantine', scope: 'inbound', domainAdmin: true, recipient: true },
   { key: 'log', label: 'Log search', path: '/console/log', scope: 'api' },
   { key: 'deliverability', label: 'Deliverability', path: '/console/deliverability', scope: 'api' },
   { key: 'domains', label: 'Inbound domains', path: '/console/domains', scope: 'inbound', domainAdmin: true },
   { key: 'recipients', label: 'Recipients', path: '/console/recipients', scope: 'inbound', domainAdmin: true },
+  { key: 'lists', label: 'Safelist & blocklist', path: '/console/lists', scope: 'inbound', domainAdmin: true, recipient: true },
   { key: 'inbound-log', label: 'Inbound log', path: '/console/inbound-log', scope: 'inbound', allAccounts: true, domainAdmin: true },
   { key: 'dkim', label: 'DKIM keys', path: '/console/dkim', scope: 'api' },
   { key: 'webhooks', label: 'Webhooks', path: '/console/webhooks', scope: 'api' },
   { key: 'senders', label: 'Sender blocks & alerts', path: '/console/senders', scope: 'api' },
 ];
 
-/** The views the viewer's navigation lists: those of its session's scope (a domain admin: its views only). */
+/** The views the viewer's navigation lists: those of its session's scope (a domain admin, a recipient: theirs only). */
 function navOf(viewer: Viewer): typeof NAV {
-  return NAV.filter((n) => viewer.scopes.has(n.scope) && (viewer.domain === undefined || n.domainAdmin === true));
+  const mine = (n: (typeof NAV)[number]) =>
+    viewer.recipient !== undefined ? n.recipient === true : viewer.domain === undefined || n.domainAdmin === true;
+  return NAV.filter((n) => viewer.scopes.has(n.scope) && mine(n));
 }
 
 /**
  * True when the viewer's session carries the scope the view `nav` needs (the operator carries every scope) and, for
- * a domain admin, the view is one of a domain admin's.
+ * a domain admin or a recipient, the view is one of theirs.
  */
 export function mayView(viewer: Viewer, nav: string): boolean {
   return navOf(viewer).some((n) => n.key === nav);
@@ -69,10 +73,12 @@ export function page(title: string, body: Html, frame?: PageFrame): Html {
     ...(viewer.kind === 'operator' && view?.allAccounts ? [html`<option value="*" ${current === ALL_ACCOUNTS ? 'selected' : ''}>All accounts</option>`] : []),
     ...viewer.accounts.map((a) => html`<option value="${a.handle}" ${a.handle === current ? 'selected' : ''}>${accountLabel(a, viewer.accounts)}</option>`),
   ].map((o) => o);
-  const who = viewer.kind === 'operator' ? 'operator' : viewer.domain !== undefined ? `admin of ${viewer.domain}` : `tenant ${viewer.home?.handle ?? ''}`;
+  const who = viewer.kind === 'operator' ? 'operator' : viewer.recipient ?? (viewer.domain !== undefined ? `admin of ${viewer.domain}` : `tenant ${viewer.home?.handle ?? ''}`);
+  // A recipient's session is one address of one account: nothing to switch to.
+  const switcher = viewer.recipient !== undefined ? '' : html`<form method="get" action="${view?.path ?? homePath(viewer)}"><label>Account <select name="account" data-autosubmit>${options.map((o) => o)}</select></label><noscript><button>Show</button></noscript></form>`;
   return html`${head}<body>
 <header><span class="brand">Sluice</span>
-<form method="get" action="${view?.path ?? homePath(viewer)}"><label>Account <select name="account" data-autosubmit>${options.map((o) => o)}</select></label><noscript><button>Show</button></noscript></form>
+${switcher}
 <span class="who">Signed in as ${who}</span>
 <form method="post" action="/console/logout"><input type="hidden" name="_csrf" value="${csrf}"><button class="secondary">Sign out</button></form></header>
 <nav>${navOf(viewer).map((n) => html`<a href="${href(n.path, { account: n.allAccounts || current !== ALL_ACCOUNTS ? current : undefined })}" class="${n.key === active ? 'on' : ''}">${n.label}</a>`)}</nav>

@@ -1,7 +1,7 @@
 // Owns domain-admin login links (issue 37): the signed token a link carries (who minted it, for which domain, until
 // when), reading it back, and the store key that makes each link single-use across processes and nodes.
 import crypto from 'node:crypto';
-import { signedFields, signFields } from '../../mta/signed-token.js';
+import { signedUntil, signFields } from '../../mta/signed-token.js';
 
 // Domain separation: a MAC made with the same secret for something else never verifies here.
 const CONTEXT = 'sluice-login-link-v1\0';
@@ -52,12 +52,10 @@ export function loginLinkUrl(publicUrl: string, token: string): string {
  * else (malformed, MAC wrong: mta/signed-token.ts checks it in constant time before any field is trusted).
  */
 export function readLoginLink(secret: Buffer, token: string | null | undefined, now: number): LoginLinkClaim | 'expired' | undefined {
-  const m = signedFields(secret, CONTEXT, token, ['[A-Za-z0-9_-]{22}', '\\d{1,16}', '\\d{1,16}', '\\d{1,16}', '[A-Za-z0-9_-]{1,1400}']);
-  if (!m) return undefined;
+  const m = signedUntil(secret, CONTEXT, token, ['[A-Za-z0-9_-]{22}', '\\d{1,16}', '\\d{1,16}', '\\d{1,16}', '[A-Za-z0-9_-]{1,1400}'], 1, now);
+  if (m === undefined || m === 'expired') return m;
   const [nonce, expires, accountId, keyId, domain] = m as [string, string, string, string, string];
-  const expiresAt = Number(expires);
-  if (now >= expiresAt) return 'expired';
-  return { nonce, expiresAt, accountId: Number(accountId), keyId: Number(keyId), domain: Buffer.from(domain, 'base64url').toString('utf8') };
+  return { nonce, expiresAt: Number(expires), accountId: Number(accountId), keyId: Number(keyId), domain: Buffer.from(domain, 'base64url').toString('utf8') };
 }
 
 /** The Throttles key recording that the link `nonce` was used (its first hit signs in; any later one is a replay). */

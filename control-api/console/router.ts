@@ -161,7 +161,7 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
       as() {
         if (!account) throw notFound('pick one account for this view');
         const keyId = viewer.kind === 'tenant' && account.id === viewer.home?.id ? (viewer.session.key_id ?? 0) : 0;
-        return { account, keyId, scopes: viewer.scopes, domain: viewer.domain };
+        return { account, keyId, scopes: viewer.scopes, domain: viewer.domain, recipient: viewer.recipient };
       },
       async scope() {
         if (!account) return null;

@@ -1,6 +1,6 @@
 // Owns console sign-in and sessions: an API key (tenant) or an operator token exchanged for a session cookie
 // (HttpOnly, SameSite=Strict, Secure and `__Host-` named under TLS), the CSRF token every form carries, and who the
-// viewer may see (a domain admin's session: one inbound domain).
+// viewer may see (a domain admin's session: one inbound domain; a recipient's: one address).
 import crypto from 'node:crypto';
 import type http from 'node:http';
 import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
@@ -39,9 +39,15 @@ export interface Viewer {
   scopes: ReadonlySet<KeyScope>;
   /**
    * The one inbound domain of `home` a domain admin (signed in by a login link) is limited to: its quarantine and
-   * lists, nothing else (control-api/console/domain-scope.ts); undefined for a session of the whole account.
+   * lists, nothing else (control-api/console/domain-scope.ts); undefined for a session of the whole account. A
+   * recipient's session has its address's domain here too.
    */
   domain: string | undefined;
+  /**
+   * The one address a recipient (signed in by a quarantine digest's view link) is limited to: the mail held for it
+   * and its own lists (domain-scope.ts); undefined for every other session.
+   */
+  recipient: string | undefined;
 }
 
 const EVERY_SCOPE: ReadonlySet<KeyScope> = new Set<KeyScope>(['api', 'inbound']);
@@ -133,20 +139,29 @@ export async function viewerOf(services: Services, sessionId: string | undefined
   const session = await services.console.findSession(sessionId, services.now());
   if (!session) return undefined;
   if (session.kind === 'operator') {
-    return { kind: 'operator', session, home: undefined, accounts: await withSubs(services, await services.accounts.listParents()), scopes: EVERY_SCOPE, domain: undefined };
+    return { kind: 'operator', session, home: undefined, accounts: await withSubs(services, await services.accounts.listParents()), scopes: EVERY_SCOPE, domain: undefined, recipient: undefined };
   }
   const home = session.account_id === null ? undefined : await services.accounts.findById(session.account_id);
-  if (!home || home.deleted_at !== null || session.scope === null) return undefined;
+  if (!home || home.deleted_at !== null) return undefined;
+  if (session.recipient !== null && session.domain !== null) {
+    // A recipient's session lives only while its address's domain is still the account's. It has no key of its
+    // own: it acts with the key the domain is bound to (associate-key), if any, so the routes' check of that binding
+    // lets it reach its own domain alone, as the domain's admin would.
+    const row = await services.inboundDomains.findDomain(session.domain);
+    if (!row || row.account_id !== home.id) return undefined;
+    return { kind: 'tenant', session: { ...session, key_id: row.api_key_id }, home, accounts: [home], scopes: INBOUND_ONLY, domain: row.domain, recipient: session.recipient };
+  }
+  if (session.scope === null) return undefined;
   if (session.domain !== null) {
     // A domain admin's session lives only while its domain is still the account's and the key may manage it (not
     // bound to another key since): de-provisioning or re-binding the domain ends it, as revoking the key does.
     const row = await services.inboundDomains.findDomain(session.domain);
     if (!row || row.account_id !== home.id || (row.api_key_id !== null && row.api_key_id !== session.key_id)) return undefined;
-    return { kind: 'tenant', session, home, accounts: [home], scopes: INBOUND_ONLY, domain: row.domain };
+    return { kind: 'tenant', session, home, accounts: [home], scopes: INBOUND_ONLY, domain: row.domain, recipient: undefined };
   }
   // A sub-account's key sees only the sub-account (ARCHITECTURE invariant 5); a parent's sees its sub-accounts too.
   const accounts = home.parent_id === null ? await withSubs(services, [home]) : [home];
-  return { kind: 'tenant', session, home, accounts, scopes: new Set([session.scope]), domain: undefined };
+  return { kind: 'tenant', session, home, accounts, scopes: new Set([session.scope]), domain: undefined, recipient: undefined };
 }
 
 /**

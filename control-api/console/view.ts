@@ -20,9 +20,10 @@ export interface ViewCtx {
   csrf: string;
   /**
    * Whom REST routes are called as: the selected account, with the session's key when it is the tenant's own, the
-   * session's scopes (a route of another scope answers 404) and a domain admin's one domain (domain-scope.ts).
+   * session's scopes (a route of another scope answers 404), a domain admin's one domain and a recipient's one
+   * address (domain-scope.ts).
    */
-  as(): { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope>; domain: string | undefined };
+  as(): { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope>; domain: string | undefined; recipient: string | undefined };
   /** Accounts whose mail the view shows: the selected one and, for a parent, its sub-accounts; null = all. */
   scope(): Promise<AccountScope>;
 }

@@ -1,6 +1,8 @@
 // Owns the console's quarantine view: held inbound messages, one message's headers and verdicts, release, delete and
-// delete as spam — each by calling the /inbound/v1/quarantine routes themselves.
+// delete as spam — each by calling the /inbound/v1/quarantine routes themselves. A recipient's session sees the mail
+// held for it and acts on its own part of a message only (domain-scope.ts pins that); a virus is not offered to it.
 import { Readable } from 'node:stream';
+import { isVirus } from '../../mta/inbound/digest-actions.js';
 import { notFound } from '../errors.js';
 import { href, html, table } from './html.js';
 import { actionButton } from './layout.js';
@@ -11,7 +13,12 @@ const DONE: Record<string, string> = {
   released: 'Released: relayed to its recipients\' downstream servers; the classifier learned it as wanted mail.',
   deleted: 'Deleted; it will never be relayed.',
   spam: 'Deleted as spam; the classifier learned it.',
+  'released-mine': 'Released: on its way to your mailbox.',
+  'deleted-mine': 'Deleted for you; it will never be delivered to you.',
 };
+
+/** The recipients a viewer is shown: a recipient sees its own address only (not who else the mail was for). */
+const shownRcpt = (c: ViewCtx, m: Quarantined) => c.viewer.recipient ?? m.rcpt_to.join(', ');
 
 interface Quarantined {
   id: number;
@@ -49,10 +56,10 @@ async function list(c: ViewCtx) {
   const link = (p: number) => href('/console/quarantine', { account, status: c.query.status, domain: c.query.domain, recipient: c.query.recipient, page: p });
   return {
     title: 'Quarantine',
-    body: html`<h1>Quarantine${c.viewer.domain === undefined ? '' : ` of ${c.viewer.domain}`}</h1>${flash(c)}
+    body: html`<h1>Quarantine${c.viewer.domain === undefined ? '' : ` of ${c.viewer.recipient ?? c.viewer.domain}`}</h1>${flash(c)}
 <form class="filters" method="get" action="/console/quarantine"><input type="hidden" name="account" value="${account}">
 <label>Status<select name="status"><option value="">any</option>${['held', 'releasing', 'released'].map((s) => html`<option ${c.query.status === s ? 'selected' : ''}>${s}</option>`)}</select></label>
-${c.viewer.domain === undefined ? html`<label>Domain<input name="domain" value="${c.query.domain ?? ''}"></label>` : ''}<label>Recipient<input name="recipient" value="${c.query.recipient ?? ''}"></label><button>Filter</button></form>
+${c.viewer.domain === undefined ? html`<label>Domain<input name="domain" value="${c.query.domain ?? ''}"></label>` : ''}${c.viewer.recipient === undefined ? html`<label>Recipient<input name="recipient" value="${c.query.recipient ?? ''}"></label>` : ''}<button>Filter</button></form>
 <p>${total} message${total === 1 ? '' : 's'}.</p>
 ${table(
   ['ID', 'Status', 'Received', 'Domain', 'Sender', 'Recipients', 'Subject', 'Score', 'Reason'],
@@ -62,7 +69,7 @@ ${table(
     m.created_at.slice(0, 19).replace('T', ' ') + 'Z',
     m.domain,
     m.mail_from || '<>',
-    m.rcpt_to.join(', '),
+    shownRcpt(c, m),
     m.subject ?? '',
     m.score,
     m.reason,
@@ -109,11 +116,15 @@ async function detail(c: ViewCtx) {
   const headers = await headerSection((await c.call('GET', '/inbound/v1/quarantine/{id}/raw', c.as(), { params: { id } })).body);
   const account = c.account?.handle;
   const action = (verb: string) => href(`/console/quarantine/${id}/${verb}`, { account });
+  const mine = c.viewer.recipient !== undefined;
+  // A recipient never releases a virus (domain-scope.ts refuses it too) nor deletes as spam (as digest links).
+  const release = m.status === 'held' && !(mine && isVirus({ reason: m.reason, verdicts: m.verdicts ?? [] }));
   return {
     title: `Quarantined message ${id}`,
     body: html`<h1>Quarantined message ${id} · ${m.status}</h1>${flash(c)}
-<p>${m.status === 'held' ? actionButton(action('release'), 'Release', c.csrf, { confirm: `Relay message ${id} to ${m.rcpt_to.join(', ')}?` }) : ''}${m.status !== 'releasing' ? actionButton(action('delete'), 'Delete', c.csrf, { danger: true, confirm: `Delete message ${id}? It will never be relayed.` }) : ''}${m.status === 'held' ? actionButton(action('spam'), 'Delete as spam', c.csrf, { danger: true, confirm: `Delete message ${id} and teach the classifier it is spam?` }) : ''}</p>
-<dl><dt>Domain</dt><dd>${m.domain}</dd><dt>Sender</dt><dd>${m.mail_from || '<>'}</dd><dt>Recipients</dt><dd>${m.rcpt_to.join(', ')}</dd>
+<p>${release ? actionButton(action('release'), 'Release', c.csrf, { confirm: `Relay message ${id} to ${shownRcpt(c, m)}?` }) : ''}${m.status !== 'releasing' ? actionButton(action('delete'), 'Delete', c.csrf, { danger: true, confirm: `Delete message ${id}? It will never be relayed${mine ? ' to you' : ''}.` }) : ''}${m.status === 'held' && !mine ? actionButton(action('spam'), 'Delete as spam', c.csrf, { danger: true, confirm: `Delete message ${id} and teach the classifier it is spam?` }) : ''}</p>
+${release || m.status !== 'held' ? '' : html`<p class="empty">This message carries a virus: it is never released from here. Ask your administrator if you need it.</p>`}
+<dl><dt>Domain</dt><dd>${m.domain}</dd><dt>Sender</dt><dd>${m.mail_from || '<>'}</dd><dt>Recipients</dt><dd>${shownRcpt(c, m)}</dd>
 <dt>From</dt><dd>${m.from ?? ''}</dd><dt>Subject</dt><dd>${m.subject ?? ''}</dd><dt>Client</dt><dd>${m.client_ip} (${m.helo})</dd>
 <dt>Score</dt><dd>${m.score}</dd><dt>Reason</dt><dd>${m.reason}</dd><dt>Received</dt><dd>${m.created_at}</dd><dt>Expires</dt><dd>${m.expires_at}</dd>
 <dt>Released</dt><dd>${m.released_at ?? ''}</dd></dl>
@@ -134,6 +145,8 @@ function act(verb: 'release' | 'delete' | 'spam') {
     if (verb === 'release') await c.call('POST', '/inbound/v1/quarantine/{id}/release', c.as(), { params: { id } });
     else await c.call('DELETE', '/inbound/v1/quarantine/{id}', c.as(), { params: { id }, ...(verb === 'spam' ? { query: { as_spam: 'true' } } : {}) });
     const account = c.account?.handle;
+    // A recipient's part released or deleted leaves the message (held for the others): back to its list.
+    if (c.viewer.recipient !== undefined) return { redirect: href('/console/quarantine', { account, done: verb === 'release' ? 'released-mine' : 'deleted-mine' }) };
     return { redirect: verb === 'release' ? href(`/console/quarantine/${id}`, { account, done: 'released' }) : href('/console/quarantine', { account, done: verb === 'spam' ? 'spam' : 'deleted' }) };
   };
 }

@@ -1,6 +1,7 @@
 // Owns the list of console views, in one place (a new view adds its routes here and its entry to NAV in layout.ts).
 import { deliverabilityViews } from './views-deliverability.js';
 import { domainViews } from './views-domains.js';
+import { listViews } from './views-lists.js';
 import { logViews } from './views-log.js';
 import { inboundLogViews } from './views-inbound-log.js';
 import { quarantineViews } from './views-quarantine.js';
@@ -17,6 +18,7 @@ export const CONSOLE_VIEWS: readonly ViewRoute[] = [
   ...deliverabilityViews,
   ...domainViews,
   ...recipientViews,
+  ...listViews,
   ...inboundLogViews,
   ...webhookViews,
   ...senderViews,

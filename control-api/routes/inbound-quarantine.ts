@@ -1,7 +1,8 @@
 // Owns the quarantine routes under /inbound/v1/quarantine (a Sluice extension of the Inbound API): list, show, raw
-// message, release (relays once) and delete.
+// message, release (relays once) and delete, of a whole message or of one recipient's part of it.
 import { Type } from '@sinclair/typebox';
 import { normaliseEmail } from '../../filters/inbound-names.js';
+import { canonicalRecipient } from '../../mta/inbound/digest-actions.js';
 import { deleteQuarantined, releaseQuarantined } from '../../mta/inbound/quarantine-release.js';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
 import { QUARANTINE_LEASE_MS, quarantineStatus, type QuarantineRow } from '../../storage/ports/quarantine.js';
@@ -77,6 +78,26 @@ async function ownMessage(s: Services, principal: KeyPrincipal, id: number): Pro
     throw forbidden(`domain "${row.domain}" is associated with another API key`);
   }
   return row;
+}
+
+// `?recipient=`: a release or delete for that recipient alone, as a quarantine digest's link acts (a recipient's
+// console session calls these with it pinned to its address).
+const OneRecipient = {
+  recipient: Type.Optional(Type.String({ maxLength: 320, description: 'act for this recipient of the message alone (it stays held for the others)' })),
+};
+
+/**
+ * The `only` of a release or delete for one recipient: the message's recipients that are `raw` (as digests name
+ * them: an alias domain's address counts as the domain's); undefined for the whole message. 404 when the message is
+ * not held for that recipient.
+ */
+function onlyFor(row: QuarantineRow, raw: string | undefined): ((rcpt: string) => boolean) | undefined {
+  if (raw === undefined) return undefined;
+  const address = normaliseEmail(raw);
+  if (!address) throw badRequest(`recipient: "${raw}" is not a valid e-mail address`);
+  const only = (r: string) => canonicalRecipient(r, row.domain) === address;
+  if (!row.rcpt_to.some(only)) throw notFound(`quarantined message ${row.id} is not held for ${address}`);
+  return only;
 }
 
 /** Releasing and deleting train the classifier of the message's account (mta/inbound/quarantine-release.ts). */
@@ -190,16 +211,17 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
     auth: 'inbound',
     rateLimited: true,
     params: IdParams,
+    query: Type.Object(OneRecipient),
     responses: {
       200: { description: 'relayed (queued durably)', schema: QuarantinedMessage },
       400: { description: 'invalid id', schema: CodedError },
-      404: { description: 'no such message of this account', schema: CodedError },
+      404: { description: 'no such message of this account, or none held for recipient', schema: CodedError },
       409: { description: 'already released, being released, or its domain was deleted', schema: CodedError },
       ...authErrors,
     },
-    handler: async (s, { principal, params }) => {
-      await ownMessage(s, principal, Number(params.id));
-      const res = await releaseQuarantined(actionDeps(s), principal.account.id, Number(params.id));
+    handler: async (s, { principal, params, query }) => {
+      const only = onlyFor(await ownMessage(s, principal, Number(params.id)), query.recipient);
+      const res = await releaseQuarantined(actionDeps(s), principal.account.id, Number(params.id), only);
       if (res.ok && res.learned === 'failed') s.logger.warn({ quarantineId: params.id }, 'classifier could not learn a released message as ham');
       if (res.ok) return { status: 200, body: render(s, res.row) };
       switch (res.reason) {
@@ -226,18 +248,19 @@ export const inboundQuarantineRoutes: AnyRoute[] = [
     rateLimited: true,
     params: IdParams,
     query: Type.Object({
-      as_spam: Type.Optional(Type.Boolean({ default: false, description: 'teach the account\'s classifier model that the message is spam' })),
+      as_spam: Type.Optional(Type.Boolean({ default: false, description: 'teach the account\'s classifier model that the message is spam (with recipient: only when it was the last recipient)' })),
+      ...OneRecipient,
     }),
     responses: {
       204: { description: 'deleted' },
       400: { description: 'invalid id', schema: CodedError },
-      404: { description: 'no such message of this account', schema: CodedError },
+      404: { description: 'no such message of this account, or none held for recipient', schema: CodedError },
       409: { description: 'a release of this message is in progress', schema: CodedError },
       ...authErrors,
     },
     handler: async (s, { principal, params, query }) => {
-      await ownMessage(s, principal, Number(params.id));
-      const res = await deleteQuarantined(actionDeps(s), principal.account.id, Number(params.id), { asSpam: query.as_spam === true });
+      const only = onlyFor(await ownMessage(s, principal, Number(params.id)), query.recipient);
+      const res = await deleteQuarantined(actionDeps(s), principal.account.id, Number(params.id), { asSpam: query.as_spam === true, ...(only ? { only } : {}) });
       if (!res.ok) {
         if (res.reason === 'not-found') throw notFound(`quarantined message ${params.id} not found`);
         throw conflict(`quarantined message ${params.id} is being released`);

@@ -1,9 +1,13 @@
-// Owns the one-click links of quarantine digests (issue 37): the signed token a link carries (which message, for
-// which address, which action, until when), reading it back, and the link's URL.
-import { signedFields, signFields } from '../signed-token.js';
+// Owns the links of quarantine digests (issue 37): the one-click links (which message, for which address, which
+// action, until when) and the view link that signs a recipient in to their own quarantine and lists; the signed token
+// each carries, reading it back, and its URL.
+import crypto from 'node:crypto';
+import { DIGEST_INTERVAL_MS } from '../../storage/ports/quarantine-digests.js';
+import { signedUntil, signFields } from '../signed-token.js';
 
-// Domain separation: a MAC made with the same secret for something else never verifies here.
+// Domain separation: a MAC made with the same secret for something else (or the other kind of link) never verifies.
 const CONTEXT = 'sluice-digest-link-v1\0';
+const VIEW_CONTEXT = 'sluice-digest-view-v1\0';
 
 /** What a link does: release the message, delete it, or release it and safelist its sender. */
 export type DigestAction = 'release' | 'delete' | 'safelist';
@@ -44,17 +48,53 @@ export function digestLinkUrl(publicUrl: string, token: string): string {
  * undefined for anything else (malformed, MAC wrong: ../signed-token.ts checks it before any field is trusted).
  */
 export function readDigestLink(secret: Buffer, token: string | null | undefined, now: number): DigestLinkClaim | 'expired' | undefined {
-  const m = signedFields(secret, CONTEXT, token, ['\\d{1,16}', '\\d{1,16}', '\\d{1,16}', '[rds][ra]', '[A-Za-z0-9_-]{1,600}']);
-  if (!m) return undefined;
+  const m = signedUntil(secret, CONTEXT, token, ['\\d{1,16}', '\\d{1,16}', '\\d{1,16}', '[rds][ra]', '[A-Za-z0-9_-]{1,600}'], 1, now);
+  if (m === undefined || m === 'expired') return m;
   const [id, expires, account, act, address] = m as [string, string, string, string, string];
-  const expiresAt = Number(expires);
-  if (now >= expiresAt) return 'expired';
   return {
     quarantineId: Number(id),
-    expiresAt,
+    expiresAt: Number(expires),
     accountId: Number(account),
     action: CODE_ACTION[act[0]!]!,
     admin: act[1] === 'a',
     address: Buffer.from(address, 'base64url').toString('utf8'),
   };
+}
+
+/**
+ * A view link is good for 7 days, the longest digest interval (weekly): the newest digest in a mailbox always
+ * carries one that works, whatever the domain's interval, so a digest read days late still opens the view. No
+ * longer: unlike a one-click link (one action on one message, living as long as it) it opens a session on everything
+ * held for the address and on its lists, so a link left in an old mail (forwarded, archived, leaked) stops signing
+ * in after a week. It signs in once, as a login link does: a copy of a used link gives nothing.
+ */
+export const DIGEST_VIEW_TTL_MS = DIGEST_INTERVAL_MS.weekly;
+
+/** What a view link grants: a console session limited to `address` (a recipient on a domain of `accountId`). */
+export interface DigestViewClaim {
+  /** 128 random bits, base64url: names this link (and only it) in the record of used links. */
+  nonce: string;
+  accountId: number;
+  /** Lower case, on the provisioned domain (canonicalRecipient). */
+  address: string;
+  expiresAt: number;
+}
+
+/** A new view token `<nonce>.<expires ms>.<account>.<address base64url>.<mac>` for `address`, valid from `now`. */
+export function mintDigestViewLink(secret: Buffer, o: { accountId: number; address: string; now: number }): string {
+  const nonce = crypto.randomBytes(16).toString('base64url');
+  return signFields(secret, VIEW_CONTEXT, [nonce, o.now + DIGEST_VIEW_TTL_MS, o.accountId, Buffer.from(o.address).toString('base64url')]);
+}
+
+/** The absolute URL of a view token: the console's sign-in link page, where login links land too. */
+export function digestViewUrl(publicUrl: string, token: string): string {
+  return `${publicUrl.replace(/\/+$/, '')}/console/link?token=${token}`;
+}
+
+/** What a view token grants, if this server signed it with `secret`: 'expired' once its time is up; else undefined. */
+export function readDigestViewLink(secret: Buffer, token: string | null | undefined, now: number): DigestViewClaim | 'expired' | undefined {
+  const m = signedUntil(secret, VIEW_CONTEXT, token, ['[A-Za-z0-9_-]{22}', '\\d{1,16}', '\\d{1,16}', '[A-Za-z0-9_-]{1,600}'], 1, now);
+  if (m === undefined || m === 'expired') return m;
+  const [nonce, expires, account, address] = m as [string, string, string, string];
+  return { nonce, expiresAt: Number(expires), accountId: Number(account), address: Buffer.from(address, 'base64url').toString('utf8') };
 }

@@ -2,6 +2,7 @@
 // sender, subject, date, why it was held and its one-click links, as text and HTML alternatives.
 import crypto from 'node:crypto';
 import { heldBecause, isVirus } from '../inbound/digest-actions.js';
+import { DIGEST_VIEW_TTL_MS } from '../inbound/digest-links.js';
 import type { QuarantineRow } from '../../storage/ports/quarantine.js';
 import { rfc5322Date } from './alert-email.js';
 
@@ -21,6 +22,8 @@ export interface DigestEmailInput {
   items: readonly DigestItem[];
   /** Held messages not listed (past the digest's length). */
   more: number;
+  /** A recipient's view link: signs them in once to all their held mail and their lists (none in an admin's digest). */
+  viewLink?: string | undefined;
   hostname: string;
   now: number;
 }
@@ -32,6 +35,8 @@ const line = (s: string, max = 200) => {
 };
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const when = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+// How long a view link signs in, in the digest's words.
+const VIEW_WITHIN = `the link signs you in once, within ${DIGEST_VIEW_TTL_MS / 86_400_000} days`;
 const senderOf = (r: QuarantineRow) => line(r.from_header ?? (r.mail_from === '' ? '<>' : r.mail_from));
 // RFC 2045 §6.8: base64 lines of at most 76 characters. Base64 keeps any UTF-8 of a subject intact without 8BITMIME.
 const base64 = (text: string) => (Buffer.from(text, 'utf8').toString('base64').match(/.{1,76}/g) ?? []).join('\r\n');
@@ -55,6 +60,7 @@ function textPart(o: DigestEmailInput, title: string): string {
     '',
     ...blocks.flatMap((b) => [b, '']),
     ...(o.more > 0 ? [`${o.more} more held message(s) are not listed here.`, ''] : []),
+    ...(o.viewLink ? [`See all your held mail, and your safelist and blocklist: ${o.viewLink}`, `(${VIEW_WITHIN})`, ''] : []),
     `Each link shows what it will do and acts only when you confirm. Held mail is deleted when it expires.`,
     '',
   ].join('\r\n');
@@ -77,6 +83,7 @@ function htmlPart(o: DigestEmailInput, title: string): string {
 ${rows.join('\n')}
 </table>
 ${o.more > 0 ? `<p>${o.more} more held message(s) are not listed here.</p>` : ''}
+${o.viewLink ? `<p><a href="${esc(o.viewLink)}">See all your held mail</a>, and your safelist and blocklist (${VIEW_WITHIN}).</p>` : ''}
 <p>Each link shows what it will do and acts only when you confirm. A message with a virus is never released from here. Held mail is deleted when it expires.</p>
 </body></html>
 `;

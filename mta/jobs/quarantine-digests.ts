@@ -9,7 +9,7 @@ import type { QuarantineRow, QuarantineStore } from '../../storage/ports/quarant
 import { DIGEST_INTERVAL_MS, type DigestDomainRow, type QuarantineDigestStore } from '../../storage/ports/quarantine-digests.js';
 import type { AcceptedRelay } from '../queue/accepted-message.js';
 import { canonicalRecipient, isVirus } from '../inbound/digest-actions.js';
-import { digestLinkUrl, mintDigestLink, type DigestAction } from '../inbound/digest-links.js';
+import { digestLinkUrl, digestViewUrl, mintDigestLink, mintDigestViewLink, type DigestAction } from '../inbound/digest-links.js';
 import { digestEmail, type DigestItem } from './digest-email.js';
 
 /** Messages one digest lists at most (the newest); the rest are counted. */
@@ -107,7 +107,9 @@ export function createQuarantineDigests(deps: QuarantineDigestDeps) {
   async function send(d: DigestDomainRow, address: string, t: Target, now: number): Promise<void> {
     const from = deps.from();
     const items = t.rows.slice(0, DIGEST_MAX_ITEMS).map((row) => ({ row, links: linksOf(row, address, t.admin) }));
-    const mail = digestEmail({ to: address, from, domain: d.domain, admin: t.admin, items, more: t.rows.length - items.length, hostname: deps.hostname, now });
+    // A recipient's digest links to their own view (signed for them); an admin manages the domain with login links.
+    const viewLink = t.admin ? undefined : digestViewUrl(deps.publicUrl(), mintDigestViewLink(deps.secret, { accountId: d.account_id, address, now }));
+    const mail = digestEmail({ to: address, from, domain: d.domain, admin: t.admin, items, more: t.rows.length - items.length, viewLink, hostname: deps.hostname, now });
     const raw = deps.sign ? await deps.sign(mail.raw, from.slice(from.lastIndexOf('@') + 1).toLowerCase()) : mail.raw;
     // Queued as relayed mail: the worker takes it to the domain's downstream servers, where the recipient's mailbox
     // is; the domain's public MX is Sluice itself. The null reverse-path (RFC 5321 §4.5.5): a failure bounces to no one.

@@ -8,7 +8,10 @@ export interface ConsoleTokenRow {
   revoked_at: number | null;
 }
 
-/** A live session: a tenant's (the account and API key it signed in with) or the operator's (the token used). */
+/**
+ * A live session: a tenant's (the account and API key it signed in with; a recipient's has no key), or the
+ * operator's (the token used).
+ */
 export interface ConsoleSessionRow {
   id_hash: string;
   kind: 'tenant' | 'operator';
@@ -22,6 +25,11 @@ export interface ConsoleSessionRow {
    * of the whole account (signed in with a key) and for the operator.
    */
   domain: string | null;
+  /**
+   * The one recipient address (lower case, on `domain`) a tenant session is limited to: opened by a quarantine
+   * digest's view link, with no API key (`key_id` null); null for every other session.
+   */
+  recipient: string | null;
   /** The session's CSRF token, sent back in every form. */
   csrf: string;
   created_at: number;
@@ -38,10 +46,14 @@ export interface ConsoleStore {
   revokeToken(id: number, now: number): Promise<boolean>;
   /**
    * Opens a session (expired ones are pruned); returns the cookie value (random, shown once) and the CSRF token.
-   * `domain` (tenant only) limits it to that inbound domain of the account.
+   * `domain` (tenant only) limits it to that inbound domain of the account; `recipient` (with `domain`, no key) to
+   * that one address on it.
    */
-  openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; domain?: string; now: number; ttlMs: number }): Promise<{ id: string; csrf: string }>;
-  /** The live session a cookie value names, if any (it lives only while its API key or operator token lives). */
+  openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; domain?: string; recipient?: string; now: number; ttlMs: number }): Promise<{ id: string; csrf: string }>;
+  /**
+   * The live session a cookie value names, if any: it lives only while its API key or operator token lives (a
+   * recipient's, which has no key, while its account does).
+   */
   findSession(id: string, now: number): Promise<ConsoleSessionRow | undefined>;
   closeSession(id: string): Promise<void>;
 }

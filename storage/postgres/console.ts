@@ -30,20 +30,23 @@ export function createPgConsoleStore(pg: Pg): ConsoleStore {
       return pg.tx(async (_q, exec) => {
         await exec('DELETE FROM console_sessions WHERE expires_at <= $1', [o.now]);
         await exec(
-          `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, domain, csrf, created_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [hashSecret(id), o.kind, o.accountId ?? null, o.keyId ?? null, o.tokenId ?? null, o.domain ?? null, csrf, o.now, o.now + o.ttlMs],
+          `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, domain, recipient, csrf, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+          [hashSecret(id), o.kind, o.accountId ?? null, o.keyId ?? null, o.tokenId ?? null, o.domain ?? null, o.recipient ?? null, csrf, o.now, o.now + o.ttlMs],
         );
         return { id, csrf };
       });
     },
-    // A session lives only while what it was opened with lives: the API key (and its account) or the operator token.
+    // A session lives only while what it was opened with lives: the API key (and its account) or the operator token;
+    // a recipient's (a digest's view link: no key) while its account does.
     async findSession(id, now) {
       const [row] = await pg.query<ConsoleSessionRow>(
         `SELECT s.*, (SELECT k.scope FROM api_keys k WHERE k.id = s.key_id) AS scope FROM console_sessions s
          WHERE s.id_hash = $1 AND s.expires_at > $2 AND (
            (s.kind = 'tenant' AND EXISTS (SELECT 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id
               WHERE k.id = s.key_id AND k.revoked_at IS NULL AND a.deleted_at IS NULL))
+           OR (s.kind = 'tenant' AND s.key_id IS NULL AND s.recipient IS NOT NULL
+              AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = s.account_id AND a.deleted_at IS NULL))
            OR (s.kind = 'operator' AND EXISTS (SELECT 1 FROM console_tokens t WHERE t.id = s.token_id AND t.revoked_at IS NULL)))`,
         [hashSecret(id), now],
       );

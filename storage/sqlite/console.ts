@@ -12,15 +12,18 @@ export function createConsoleStore(db: Db) {
     revokeToken: db.prepare('UPDATE console_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
     endTokenSessions: db.prepare('DELETE FROM console_sessions WHERE token_id = ?'),
     insertSession: db.prepare(
-      `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, domain, csrf, created_at, expires_at)
-       VALUES (@id_hash, @kind, @account_id, @key_id, @token_id, @domain, @csrf, @created_at, @expires_at)`,
+      `INSERT INTO console_sessions (id_hash, kind, account_id, key_id, token_id, domain, recipient, csrf, created_at, expires_at)
+       VALUES (@id_hash, @kind, @account_id, @key_id, @token_id, @domain, @recipient, @csrf, @created_at, @expires_at)`,
     ),
-    // A session lives only while what it was opened with lives: the API key (and its account) or the operator token.
+    // A session lives only while what it was opened with lives: the API key (and its account) or the operator token;
+    // a recipient's (a digest's view link: no key) while its account does.
     session: db.prepare(
       `SELECT s.*, (SELECT k.scope FROM api_keys k WHERE k.id = s.key_id) AS scope FROM console_sessions s
        WHERE s.id_hash = @id AND s.expires_at > @now AND (
          (s.kind = 'tenant' AND EXISTS (SELECT 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id
             WHERE k.id = s.key_id AND k.revoked_at IS NULL AND a.deleted_at IS NULL))
+         OR (s.kind = 'tenant' AND s.key_id IS NULL AND s.recipient IS NOT NULL
+            AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = s.account_id AND a.deleted_at IS NULL))
          OR (s.kind = 'operator' AND EXISTS (SELECT 1 FROM console_tokens t WHERE t.id = s.token_id AND t.revoked_at IS NULL)))`,
     ),
     deleteSession: db.prepare('DELETE FROM console_sessions WHERE id_hash = ?'),
@@ -48,7 +51,7 @@ export function createConsoleStore(db: Db) {
       }).immediate();
     },
     /** Opens a session; returns the cookie value (random, shown to the browser only) and the CSRF token. */
-    openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; domain?: string; now: number; ttlMs: number }): { id: string; csrf: string } {
+    openSession(o: { kind: 'tenant' | 'operator'; accountId?: number; keyId?: number; tokenId?: number; domain?: string; recipient?: string; now: number; ttlMs: number }): { id: string; csrf: string } {
       const id = generateSecret();
       const csrf = crypto.randomBytes(24).toString('base64url');
       s.pruneSessions.run(o.now);
@@ -59,6 +62,7 @@ export function createConsoleStore(db: Db) {
         key_id: o.keyId ?? null,
         token_id: o.tokenId ?? null,
         domain: o.domain ?? null,
+        recipient: o.recipient ?? null,
         csrf,
         created_at: o.now,
         expires_at: o.now + o.ttlMs,

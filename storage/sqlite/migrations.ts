@@ -39,6 +39,7 @@ import { INBOUND_RECIPIENTS } from './migrations/037-inbound-recipients.js';
 import { CONSOLE_DOMAIN } from './migrations/038-console-domain.js';
 import { QUARANTINE_DIGESTS } from './migrations/039-quarantine-digests.js';
 import { INBOUND_LOG } from './migrations/040-inbound-log.js';
+import { CONSOLE_RECIPIENT } from './migrations/041-console-recipient.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -85,4 +86,5 @@ export const MIGRATIONS: readonly string[] = [
   CONSOLE_DOMAIN, // 38
   QUARANTINE_DIGESTS, // 39
   INBOUND_LOG, // 40
+  CONSOLE_RECIPIENT, // 41
 ];

@@ -9,7 +9,7 @@ import { onBackends } from '../helpers/backends.js';
 import { consoleClient, consoleWorld } from '../helpers/console-world.js';
 
 const OUTBOUND = ['/console/queue', '/console/log', '/console/deliverability', '/console/dkim', '/console/webhooks', '/console/senders'];
-const INBOUND = ['/console/quarantine', '/console/domains', '/console/recipients', '/console/inbound-log'];
+const INBOUND = ['/console/quarantine', '/console/domains', '/console/recipients', '/console/lists', '/console/inbound-log'];
 /** The navigation links of a page. */
 const navLinks = (page: string) => [...(/<nav>([\s\S]*?)<\/nav>/.exec(page)?.[1] ?? '').matchAll(/href="([^"?]+)/g)].map((m) => m[1]);
 
@@ -86,7 +86,7 @@ onBackends('the operator keeps every scope', async (t, backend) => {
   const op = consoleClient(w.base);
   t.equal((await op.signIn((await w.stack.services.console.createToken('ops', w.stack.clock.now())).token)).location, '/console/queue');
   const page = await op.get('/console/queue');
-  t.same(navLinks(page.text), ['/console/queue', '/console/quarantine', '/console/log', '/console/deliverability', '/console/domains', '/console/recipients', '/console/inbound-log', '/console/dkim', '/console/webhooks', '/console/senders']);
+  t.same(navLinks(page.text), ['/console/queue', '/console/quarantine', '/console/log', '/console/deliverability', '/console/domains', '/console/recipients', '/console/lists', '/console/inbound-log', '/console/dkim', '/console/webhooks', '/console/senders']);
   for (const p of [...OUTBOUND, ...INBOUND]) t.equal((await op.get(`${p}?account=acme`)).status, 200, p);
   t.match((await op.get('/console/quarantine?account=acme')).text, /acme spam/);
   t.match((await op.get('/console/inbound-log?account=*')).text, /acme spam/, 'the inbound log of every account at once');
@@ -149,6 +149,7 @@ onBackends('login links (the SDK\'s): one domain\'s quarantine, lists and recipi
   t.notMatch(log.text, /two spam/);
   const elsewhere = [
     `/console/quarantine/${ids['acme-two.test']}`, '/console/quarantine?domain=acme-two.test', '/console/recipients?domain=acme-two.test', '/console/inbound-log?domain=acme-two.test',
+    '/console/lists?email=fred@acme-two.test',
   ];
   for (const p of [...elsewhere, '/console/quarantine?account=acmeshop', ...OUTBOUND]) {
     const r = await c.get(p);

@@ -4,8 +4,8 @@
 // message by recipient in the log search, and cannot open another tenant's queue entry by editing the URL; the
 // operator signs in with a `sluice console token` and sees every account and the deliverability chart (opens and
 // clicks too); a domain admin follows a login link to its one domain's quarantine; a recipient follows a quarantine
-// digest's release link to its confirmation page and releases; a tenant delists a blocked
-// sender identity and sees its alert, another tenant cannot. With
+// digest's release link to its confirmation page and releases, and its view link to their own quarantine and lists;
+// a tenant delists a blocked sender identity and sees its alert, another tenant cannot. With
 // SLUICE_SCREENSHOTS=docs the main views are saved as docs/console-*.png (the README shows them).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -133,7 +133,7 @@ if (!fs.existsSync(CHROMIUM)) {
     await page.click('button:has-text("Sign in")');
     t.equal(new URL(page.url()).pathname, '/console/quarantine');
     t.match(await page.textContent('.who'), /admin of acme-corp\.test/);
-    t.same(await page.locator('nav a').allTextContents(), ['Quarantine', 'Inbound domains', 'Recipients', 'Inbound log']);
+    t.same(await page.locator('nav a').allTextContents(), ['Quarantine', 'Inbound domains', 'Recipients', 'Safelist & blocklist', 'Inbound log']);
     await page.click('table tbody tr a');
     await page.click('button:has-text("Release")');
     t.match(await page.textContent('.flash'), /Released/);
@@ -157,6 +157,36 @@ if (!fs.existsSync(CHROMIUM)) {
     t.match(await page.textContent('.flash'), /Released: the message is on its way to carol@acme-corp\.test/);
     while ((await w.stack.worker.runOnce()) > 0);
     t.equal(w.sink.messages.filter((m) => m.rcptTo.includes('carol@acme-corp.test') && /Subject: Cheap watches/.test(m.raw.toString())).length, 1, 'relayed');
+  });
+
+  t.test('a recipient: the digest\'s view link signs in to their own held mail and lists, nothing else', async (t) => {
+    const w = await consoleWorld(t);
+    await w.quarantine('carol@acme-corp.test', 'Cheap watches');
+    await w.quarantine('dave@acme-corp.test', 'Dave only');
+    w.stack.clock.advance(60_000);
+    t.equal(await w.stack.digests.runOnce(), 2);
+    while ((await w.stack.worker.runOnce()) > 0);
+    const digest = w.sink.messages.find((m) => m.rcptTo.includes('carol@acme-corp.test'))!;
+    const link = /See all your held mail, and your safelist and blocklist: +(\S+)/.exec((await simpleParser(digest.raw)).text ?? '')![1]!;
+    const page = await newPage(t);
+    await page.goto(link);
+    t.match(await page.textContent('main'), /Sign in as carol@acme-corp\.test/);
+    await page.click('button:has-text("Sign in")');
+    t.equal(new URL(page.url()).pathname, '/console/quarantine');
+    t.match(await page.textContent('.who'), /carol@acme-corp\.test/);
+    t.same(await page.locator('nav a').allTextContents(), ['Quarantine', 'Safelist & blocklist']);
+    t.notMatch(await page.textContent('main'), /Dave only/);
+    await page.click('table tbody tr a');
+    await page.click('button:has-text("Release")');
+    t.match(await page.textContent('.flash'), /on its way to your mailbox/);
+    while ((await w.stack.worker.runOnce()) > 0);
+    t.ok(w.sink.messages.some((m) => m.rcptTo.includes('carol@acme-corp.test') && /Subject: Cheap watches/.test(m.raw.toString())), 'relayed to her');
+    await page.click('nav a:has-text("Safelist")');
+    await page.fill('input[name=item]', 'friend@ok.test');
+    await page.click('button:has-text("Add")');
+    t.match(await page.textContent('.flash'), /Added/);
+    t.match(await page.textContent('table'), /friend@ok\.test/);
+    t.equal((await page.goto(`${w.base}/console/recipients`))?.status(), 404, 'nothing else');
   });
 
   t.test('operator: every account, the deliverability chart per campaign and sub-account', async (t) => {

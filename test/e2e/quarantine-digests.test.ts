@@ -2,12 +2,13 @@
 // each gets a DKIM-signed digest in their mailbox (the downstream sink) with working links; a link's GET changes
 // nothing, its POST releases to that recipient only, once; forged, other-recipient, virus and expired links are
 // refused; release-and-safelist lets the sender's next message through; the setting from the console and the CLI.
+// Item 4: the digest's view link signs a recipient in, once, to their own held mail and lists, nobody else's.
 import { authenticate } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { createDnsResolver, mailauthResolver } from '../../mta/delivery/dns-resolver.js';
-import { mintDigestLink } from '../../mta/inbound/digest-links.js';
+import { DIGEST_VIEW_TTL_MS, mintDigestLink, mintDigestViewLink } from '../../mta/inbound/digest-links.js';
 import { dkimDnsRecord, generateDkimKeyPair } from '../../mta/outbound/dkim-keys.js';
 import { onBackends } from '../helpers/backends.js';
 import { cliIn } from '../helpers/cli-in.js';
@@ -165,4 +166,89 @@ onBackends('digests: a signed digest per recipient, links that confirm, act once
   // Expired with the message's retention (inbound.quarantine_days, 30).
   stack.clock.advance(30 * DAY);
   t.match(await follow(links(second.text!).delete), { status: 403, html: /expired/ });
+});
+
+onBackends('a digest\'s view link: bob signs in once to his own held mail and lists, releases his part only, sees nobody else\'s', async (t, backend) => {
+  const sink = await startSink(t);
+  const dns = await startDnsServer(t, {});
+  const stack = await startStack(t, { backend, env: { SLUICE_DNS_SERVERS: dns.address } });
+  const acct = await stack.createAccount('acme');
+  const k = await stack.accounts.createApiKey(acct.id, 'inbound', stack.clock.now());
+  if (!k.ok) throw new Error('key');
+  const key = k.value.key;
+  const downstream = [{ priority: 10, weight: 1, port: sink.port, target: '127.0.0.1' }];
+  t.equal((await stack.api('POST', '/inbound/v1/domains', { key, body: { domain: 'corp.test', subscriptionHandle: 'default', settings: { abusePolicy: 'quarantine' }, downstreamAddresses: downstream } })).status, 201);
+  t.equal((await stack.api('POST', '/inbound/v1/users/carol@corp.test/lists/blocklist', { key, body: { item: 'carol-blocked.example' } })).status, 201);
+  const transport = nodemailer.createTransport({ host: stack.mx.host, port: stack.mx.port, secure: false, ignoreTLS: true, name: 'client.spammer.test' });
+  t.teardown(() => transport.close());
+  const send = (to: string[], subject: string) =>
+    transport.sendMail({ envelope: { from: 'x@spammer.test', to }, raw: [`To: ${to.join(', ')}`, `Subject: ${subject}`, `Message-ID: <${subject.replace(/\W/g, '')}@spammer.test>`, '', GTUBE, ''].join('\r\n') });
+  await send(['bob@corp.test', 'carol@corp.test'], 'For both');
+  await send(['carol@corp.test'], 'Carol only');
+  const ids = Object.fromEntries((await stack.api('GET', '/inbound/v1/quarantine', { key })).body.messages.map((m: { subject: string; id: number }) => [m.subject, m.id]));
+  const virus = await stack.store.quarantine.insert({
+    accountId: acct.id, domainId: (await stack.store.inboundDomains.findDomain('corp.test'))!.id, domain: 'corp.test', queueId: 'V2', mailFrom: 'v@spammer.test',
+    rcptTo: ['bob@corp.test'], clientIp: '192.0.2.9', helo: 'spammer.test', fromHeader: null, subject: 'Infected', messageId: null, score: 0, reason: 'virus-quarantine',
+    verdicts: [{ step: 'virus', verdict: 'infected', signature: 'Eicar-Signature' }], body: Buffer.from('Subject: Infected\r\n\r\nX5O!P%@AP\r\n'), now: stack.clock.now(), expiresAt: stack.clock.now() + 30 * DAY,
+  });
+
+  // The digest carries a view link signed for bob (the console's link page), next to the one-click links.
+  stack.clock.advance(60_000);
+  t.equal(await stack.digests.runOnce(), 2);
+  while ((await stack.worker.runOnce()) > 0);
+  const digest = await simpleParser(sink.messages.find((m) => m.rcptTo.includes('bob@corp.test'))!.raw);
+  const view = /See all your held mail, and your safelist and blocklist: +(\S+)/.exec(digest.text ?? '')![1]!;
+  t.match(digest.html, /<a href="[^"]+\/console\/link\?token=[^"]+">See all your held mail<\/a>/);
+  const path = new URL(view).pathname + new URL(view).search;
+  const token = new URL(view).searchParams.get('token')!;
+
+  // The GET asks (a scanner following it signs nobody in); the button signs bob in to his own mail.
+  const bob = consoleClient(stack.baseUrl);
+  t.match((await bob.get(path)).text, /Sign in as <strong>bob@corp\.test<\/strong>/);
+  t.match(await bob.post('/console/link', { token }), { status: 302, location: '/console/quarantine' });
+  const list = await bob.get('/console/quarantine');
+  for (const shown of [/Quarantine of bob@corp\.test/, /For both/, /Infected/]) t.match(list.text, shown);
+  t.notMatch(list.text, /Carol only|carol@/, 'nothing of carol\'s, not even her address on the shared message');
+  const nav = /<nav>([^]*?)<\/nav>/.exec(list.text)![1]!;
+  t.same([...nav.matchAll(/href="([^"?]+)/g)].map((m) => m[1]), ['/console/quarantine', '/console/lists'], 'his quarantine and lists only');
+
+  // Another recipient's entry, filter or list, and every other view: 404, as the domain admin's scope answers.
+  for (const p of [`/console/quarantine/${ids['Carol only']}`, '/console/quarantine?recipient=carol@corp.test', '/console/lists?email=carol@corp.test', '/console/domains', '/console/recipients', '/console/inbound-log', '/console/queue']) {
+    const r = await bob.get(p);
+    t.equal(r.status, 404, p);
+    t.notMatch(r.text, /Carol only|carol-blocked/, `${p}: nothing of carol's`);
+  }
+  await bob.get('/console/quarantine');
+  t.equal((await bob.post(`/console/quarantine/${ids['Carol only']}/release`, {})).status, 404, 'carol\'s message is not released');
+  t.equal((await bob.post('/console/lists/add', { email: 'carol@corp.test', list: 'safelist', item: 'x@spammer.test' })).status, 404, 'nor her list edited');
+
+  // His own lists: added through the view, stored as his recipient-level safelist.
+  t.match(await bob.post('/console/lists/add', { list: 'safelist', item: 'friend@ok.test' }), { status: 302 });
+  t.match((await bob.get('/console/lists')).text, /Safelist &amp; blocklist of bob@corp\.test[^]*friend@ok\.test/);
+  t.same((await stack.api('GET', '/inbound/v1/users/bob@corp.test/lists/safelist', { key })).body, [{ item: 'friend@ok.test', item_type: 'email_address', action: 'safelist' }]);
+
+  // Release relays to bob alone (carol's part stays held); a virus is never released from here, but he may delete it.
+  t.match(await bob.post(`/console/quarantine/${ids['For both']}/release`, {}), { status: 302, location: '/console/quarantine?account=acme&done=released-mine' });
+  while ((await stack.worker.runOnce()) > 0);
+  const relayed = sink.messages.filter((m) => /Subject: For both/.test(m.raw.toString()));
+  t.same(relayed.map((m) => m.rcptTo), [['bob@corp.test']]);
+  t.match((await stack.api('GET', `/inbound/v1/quarantine/${ids['For both']}`, { key })).body, { status: 'held', rcpt_to: ['carol@corp.test'] });
+  const infected = await bob.get(`/console/quarantine/${virus}`);
+  t.notMatch(infected.text, />Release</, 'no release button for a virus');
+  t.equal((await bob.post(`/console/quarantine/${virus}/release`, {})).status, 403);
+  t.match((await stack.api('GET', `/inbound/v1/quarantine/${virus}`, { key })).body, { status: 'held' });
+  t.equal((await bob.post(`/console/quarantine/${virus}/delete`, {})).status, 302);
+  t.equal((await stack.api('GET', `/inbound/v1/quarantine/${virus}`, { key })).status, 404, 'deleted (he was its only recipient)');
+
+  // Replayed (another browser) and expired links are refused.
+  const other = consoleClient(stack.baseUrl);
+  t.match((await other.get(path)).text, /already used/);
+  await other.get('/console/login');
+  t.match(await other.post('/console/link', { token }), { status: 403, text: /already used/ });
+  const late = mintDigestViewLink(stack.services.digestLinks.secret, { accountId: acct.id, address: 'bob@corp.test', now: stack.clock.now() });
+  stack.clock.advance(DIGEST_VIEW_TTL_MS);
+  t.match(await other.get(`/console/link?token=${late}`), { status: 403, text: /expired/ });
+  await other.get('/console/login');
+  t.match(await other.post('/console/link', { token: late }), { status: 403, text: /expired/ });
+  t.equal((await other.get('/console/quarantine')).headers.get('location'), '/console/login', 'neither signed in');
 });

@@ -38,9 +38,11 @@ contract('console sessions: live until their expiry, while their API key and acc
   const [key] = await store.accounts.listApiKeys(made.account.id);
   const con = store.console;
   const s = await con.openSession({ kind: 'tenant', accountId: made.account.id, keyId: key!.id, now: 1_000, ttlMs: 500 });
-  t.match(await con.findSession(s.id, 1_000), { kind: 'tenant', account_id: made.account.id, key_id: key!.id, token_id: null, scope: key!.scope, domain: null, csrf: s.csrf, expires_at: 1_500 });
+  t.match(await con.findSession(s.id, 1_000), { kind: 'tenant', account_id: made.account.id, key_id: key!.id, token_id: null, scope: key!.scope, domain: null, recipient: null, csrf: s.csrf, expires_at: 1_500 });
   const admin = await con.openSession({ kind: 'tenant', accountId: made.account.id, keyId: key!.id, domain: 'corp.test', now: 1_000, ttlMs: 500 });
   t.match(await con.findSession(admin.id, 1_000), { kind: 'tenant', account_id: made.account.id, domain: 'corp.test' }, 'a login link\'s session keeps its domain');
+  const bob = await con.openSession({ kind: 'tenant', accountId: made.account.id, domain: 'corp.test', recipient: 'bob@corp.test', now: 1_000, ttlMs: 500 });
+  t.match(await con.findSession(bob.id, 1_000), { key_id: null, scope: null, domain: 'corp.test', recipient: 'bob@corp.test' }, 'a digest view link\'s session: its recipient, no key');
   t.ok(await con.findSession(s.id, 1_499), 'live until its expiry');
   t.equal(await con.findSession(s.id, 1_500), undefined, 'not at it');
   t.equal(await con.findSession('not-a-session', 1_000), undefined);
@@ -59,8 +61,11 @@ contract('console sessions: live until their expiry, while their API key and acc
   if (!k2.ok) throw new Error('key');
   const s4 = await con.openSession({ kind: 'tenant', accountId: made.account.id, keyId: k2.value.id, now: 4_000, ttlMs: 500 });
   t.match(await con.findSession(s4.id, 4_001), { scope: 'api' });
+  const bob2 = await con.openSession({ kind: 'tenant', accountId: made.account.id, domain: 'corp.test', recipient: 'bob@corp.test', now: 4_000, ttlMs: 500 });
+  t.ok(await con.findSession(bob2.id, 4_001), 'a recipient\'s session needs no key');
   await store.accounts.deleteAccount(made.account.id, 4_002);
   t.equal(await con.findSession(s4.id, 4_003), undefined, 'and while its account lives');
+  t.equal(await con.findSession(bob2.id, 4_003), undefined, 'a recipient\'s too');
 });
 
 contract('health: a healthy store reads and reports no write failure, with or without a probe', async (t, { store, reopen, clock }) => {
