@@ -65,6 +65,7 @@ export async function startSmtpRoles(o: SmtpRoleOptions): Promise<SmtpRoles> {
       onMessage: (msg) => core.inbound.handle(msg),
       checkRecipient: (q) => core.inbound.checkRecipient(q),
       onRcptRefused: (e) => core.inbound.rcptRefused(e),
+      onDataRefused: (e) => core.inbound.dataRefused(e),
       feedback: core.feedback,
       scratch: core.space.scratch,
       budget: core.space.budget,

@@ -31,15 +31,15 @@ export interface RcptRefusal {
   served?: ServedOf | undefined;
 }
 
-/** The row of a refused or deferred RCPT. */
-export function rcptRow(e: RcptRefusal, now: number): NewInboundLogRow {
+/** The row of a refused or deferred RCPT, or (stage `data`) of a recipient of a message refused before any policy. */
+export function rcptRow(e: RcptRefusal, now: number, stage: 'rcpt' | 'data' = 'rcpt'): NewInboundLogRow {
   const verdict = refusal(e.reply);
   return {
     account_id: e.served?.account_id ?? null,
     domain: e.served?.domain ?? (e.rcpt.includes('@') ? domainOf(e.rcpt) : ''),
-    queue_id: null, stage: 'rcpt', client_ip: e.clientIp, helo: e.helo, sender: e.mailFrom, rcpt: e.rcpt,
+    queue_id: null, stage, client_ip: e.clientIp, helo: e.helo, sender: e.mailFrom, rcpt: e.rcpt,
     subject: null, message_id: null, size: null, verdict, reason: e.reason, score: null, reply: replyLine(e.reply),
-    steps: [{ step: 'rcpt', verdict, reason: e.reason, reply: replyLine(e.reply) }],
+    steps: [{ step: stage, verdict, reason: e.reason, reply: replyLine(e.reply) }],
     created_at: now,
   };
 }

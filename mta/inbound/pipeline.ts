@@ -113,6 +113,8 @@ export interface InboundPipeline {
   checkRecipient(q: RcptQuery & { served?: ServedDomainRow }): Promise<SmtpReply | undefined>;
   /** Writes the inbound log row of a recipient the MX refused or deferred at RCPT; resolves once durable, never rejects. */
   rcptRefused(e: RcptRefusal): Promise<void>;
+  /** The rows of a message refused at DATA before any policy (size, bare LF, MIME depth, a loop), one per recipient. */
+  dataRefused(e: Omit<RcptRefusal, 'rcpt' | 'served'> & { rcpts: { rcpt: string; served?: ServedDomainRow | undefined }[] }): Promise<void>;
 }
 
 export { SCAN_FAILED_HEADER, VIRUS_SCAN_FAILED_HEADER } from './content-stage.js';
@@ -382,5 +384,6 @@ export function createInboundPipeline(deps: InboundPipelineDeps): InboundPipelin
 
     checkRecipient: (q) => rcptChecks.check(q),
     rcptRefused: (e) => record([rcptRow(e, deps.now())]),
+    dataRefused: (e) => record(e.rcpts.map((r) => rcptRow({ ...e, rcpt: r.rcpt, served: r.served }, deps.now(), 'data'))),
   };
 }

@@ -199,7 +199,7 @@ type GuardLimits = Pick<DataGuardOptions, 'maxBytes' | 'maxHeaderBytes' | 'maxMi
  * - a header section over `maxHeaderBytes`: 552 5.3.4 (too big for the system, as Postfix's header_size_limit);
  * - MIME nesting deeper than `maxMimeDepth`: 554 5.6.0 (media error, as Postfix's mime_nesting_limit).
  */
-function refusalOf(verdict: DataGuardVerdict, limits: GuardLimits): SmtpReply | undefined {
+export function refusalOf(verdict: DataGuardVerdict, limits: GuardLimits): SmtpReply | undefined {
   if (verdict.ok) return undefined;
   switch (verdict.reason) {
     case 'size-exceeded':

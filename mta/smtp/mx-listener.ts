@@ -84,6 +84,12 @@ export interface MxPolicy<S extends { id: number } = { id: number }> {
    */
   onRcptRefused?: (e: { mailFrom: string; clientIp: string; helo: string; rcpt: string; reply: SmtpReply; reason: string; served?: S }) => Promise<void>;
   /**
+   * Told of a message refused at DATA before any policy saw it (the data guard: size, header section, bare CR/LF, MIME
+   * depth; a routing loop), with each accepted recipient and its served domain; as onRcptRefused, the reply waits for
+   * it and it must not reject.
+   */
+  onDataRefused?: (e: { mailFrom: string; clientIp: string; helo: string; rcpts: { rcpt: string; served?: S }[]; reply: SmtpReply; reason: string }) => Promise<void>;
+  /**
    * Mail that comes back (mta/queue/feedback.ts): a recipient it calls ours — a verified return path, the feedback
    * address — is accepted without a served domain or the RCPT checks, in a transaction of its own, and its DATA goes
    * to `take` instead of `onMessage`; a reply it gives for a recipient refuses it.
@@ -186,6 +192,8 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
   });
   // The normalised form of each accepted RCPT, keyed by the object smtp-server keeps in envelope.rcptTo.
   const normalised = new WeakMap<SMTPServerAddress, string>();
+  // The served domain each accepted RCPT's relay decision read (a refusal at DATA is logged under its account).
+  const servedOf = new WeakMap<SMTPServerAddress, S>();
   /** Accepted RCPTs that are return paths or the feedback address (policy.feedback). */
   const reports = new WeakSet<SMTPServerAddress>();
 
@@ -256,6 +264,7 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
         const accept = (refused: SmtpReply | undefined) => {
           if (refused) return refuse(refused, refused.code === 450 ? 'greylisted' : refused.code === 554 ? 'dnsbl-refused' : 'list-refused', decision.served);
           normalised.set(address, decision.address);
+          servedOf.set(address, decision.served);
           answer(callback);
         };
         Promise.resolve(policy.checkRecipient?.({ mailFrom, clientIp: session.remoteAddress, rcpt: decision.address, served: decision.served })).then(accept, (err: unknown) => {
@@ -272,7 +281,12 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
       const minRate = { ...MIN_DATA_RATE, now };
       const rcptTo = () => session.envelope.rcptTo.map((r) => normalised.get(r) ?? r.address);
       const limitsNow = dataLimits();
-      const stage = { ...limitsNow, minRate, scratch: policy.scratch ?? defaultScratch(), budget: policy.budget, log };
+      const dataRefused = async (reply: SmtpReply, reason: string) =>
+        policy.onDataRefused?.({
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', clientIp: session.remoteAddress, helo: session.hostNameAppearsAs || '',
+          rcpts: session.envelope.rcptTo.map((r) => ({ rcpt: normalised.get(r) ?? r.address, served: servedOf.get(r) })), reply, reason,
+        });
+      const stage = { ...limitsNow, minRate, scratch: policy.scratch ?? defaultScratch(), budget: policy.budget, log, onRefused: dataRefused };
       runDataStage(stream, session, callback, stage, async (data) => {
         // Our Received field (RFC 5321 §4.4) goes on top of the client's bytes; the message is read from the scratch.
         const trace = Buffer.from(receivedFor(session, policy.hostname, rcptTo(), now()), 'utf8');
@@ -282,7 +296,9 @@ export function mxOptions<S extends { id: number }>(policy: MxPolicy<S>): SMTPSe
         const hops = countReceived(content.sample) - 1;
         if (hops > limits.maxHops) {
           log.info({ sessionId: session.id, hops }, 'message refused: too many hops');
-          return REPLY.tooManyHops(hops);
+          const reply = REPLY.tooManyHops(hops);
+          await dataRefused(reply, 'too-many-hops')?.catch(() => undefined);
+          return reply;
         }
         const first = session.envelope.rcptTo[0];
         if (first && reports.has(first) && policy.feedback) {

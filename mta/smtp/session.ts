@@ -9,7 +9,7 @@ import { BufferBoundReached } from '../../storage/message-source.js';
 import { storageFailure } from '../../storage/ports/health.js';
 import type { BufferBudget } from '../buffer-budget.js';
 import { SAMPLE_BODY_BYTES } from '../message-content.js';
-import { dataGuardReply, DataTooSlow, receiveGuarded, type DataGuardOptions } from './data-guard.js';
+import { dataGuardReply, DataTooSlow, receiveGuarded, refusalOf, type DataGuardOptions } from './data-guard.js';
 import { foldLine } from './header-lines.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { closeSession } from './smtp-server-seam.js';
@@ -104,6 +104,11 @@ export interface DataStageOptions {
    */
   budget?: BufferBudget | undefined;
   log: Logger;
+  /**
+   * Told of a message the data guard refused (its reply and the guard's reason: `size-exceeded`, `bare-lf`…) before
+   * the client hears it; must not reject (the reply stands either way). The inbound log records it.
+   */
+  onRefused?: (reply: SmtpReply, reason: string) => Promise<void>;
 }
 
 let fallback: ScratchArea | undefined;
@@ -168,6 +173,8 @@ export function runDataStage(
     if (refused) {
       opts.log.info({ sessionId: session.id, verdict }, 'message refused by data guard');
       if (!writer.failure) await writer.scratch().discard();
+      const guard = refusalOf(verdict, limits);
+      if (guard && !verdict.ok) await opts.onRefused?.(guard, verdict.reason).catch(() => undefined);
       return once(refused);
     }
     if (writer.failure) {

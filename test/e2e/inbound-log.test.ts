@@ -1,6 +1,6 @@
 // End to end on each backend (issue 37 item 5): a relayed, a quarantined and a refused message through the MX are all
 // found by the inbound search (GET /inbound/v1/log, `sluice log --inbound`) with their reasons and what became of
-// them; another account finds none of them.
+// them; another account finds none of them; a message refused at DATA before any policy (a loop) is found too.
 import nodemailer from 'nodemailer';
 import { GTUBE } from '../../filters/spam-rules.js';
 import { onBackends } from '../helpers/backends.js';
@@ -65,4 +65,11 @@ onBackends('the inbound search finds a relayed, a quarantined and a refused mess
   const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
   const cli = await cliIn(stack.env, 'log', '--inbound', '--rcpt', 'bob@corp.test', '--verdict', 'quarantined', '--start', day(stack.clock.now()), '--end', day(stack.clock.now() + 86_400_000));
   t.match(cli, { code: 0, out: /\tquarantined\tabuse-policy-quarantine\t<x@spammer\.test> -> <bob@corp\.test>\t/ });
+
+  // Refused at DATA before any policy (a routing loop: more Received fields than smtp's hop limit): found too.
+  const hops = Array.from({ length: 51 }, (_, i) => `Received: from hop${i}.loop.test by hop${i + 1}.loop.test; Wed, 2 Dec 2026 10:00:00 +0000`);
+  const looped = await transport.sendMail({ envelope: { from: 'loop@sender.test', to: ['bob@corp.test'] }, raw: [...hops, 'From: <loop@sender.test>', 'Subject: Loop', '', 'x', ''].join('\r\n') })
+    .then(() => 250, (err: { responseCode?: number }) => err.responseCode);
+  t.equal(looped, 554, 'refused at DATA: a routing loop');
+  t.match((await search(key, '?sender=loop@sender.test'))[0], { verdict: 'refused', reason: 'too-many-hops', stage: 'data', rcpt: 'bob@corp.test', reply: /^554 5\.4\.6 / }, 'under its account: the recipient was accepted at RCPT');
 });
