@@ -35,6 +35,7 @@ export function wireRetention(o: {
     purgeSubAccounts: (a) => store.accounts.purgeDeletedSubAccounts(a),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
     pruneInboundLog: (before, limit) => store.inboundLog.prune(before, limit),
+    pruneDigestsSent: (before, limit) => store.quarantineDigests.pruneSent(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),
     // Destination pace, shaping and warm-up counters, used login links and AUTH failures, hourly (issue 35).

@@ -79,7 +79,7 @@ export const MTA_STS_KEYS = {
   }),
   tlsReportsAccount: key({
     live: true,
-    doc: 'Handle of the account whose active DKIM key for the From domain of outbound.tls_reports_from signs the TLS-RPT reports (receivers check the reporting domain\'s signature; RFC 8460 registers the DKIM service type tlsrpt). Without such a key a report goes out unsigned, with a warning in the log.',
+    doc: 'Handle of the account whose active DKIM key for the From domain of outbound.tls_reports_from signs the TLS-RPT reports (receivers check the reporting domain\'s signature; RFC 8460 registers the DKIM service type tlsrpt). Without such a key a report goes out unsigned, with a warning in the log. Refused when set without outbound.tls_reports_from.',
     defaultText: 'default',
     default: () => 'default',
     parse: parseAccountHandle,

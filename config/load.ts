@@ -169,6 +169,11 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
       if (values.get(k) !== undefined) throw new ConfigError(k, 'has no effect while outbound.mta_sts is "off"');
     }
   }
+  // The account that signs TLS-RPT reports names nothing while no report is sent: set by hand, refused alone.
+  const tlsAccount = BY_KEY.get('outbound.tls_reports_account')!;
+  if ((env[tlsAccount.env] !== undefined || raw.has(tlsAccount.key)) && values.get('outbound.tls_reports_from') === undefined) {
+    throw new ConfigError('outbound.tls_reports_account', 'has no effect without outbound.tls_reports_from (no report is sent to sign)');
+  }
   // A warm-up caps a pool address (config/keys-shaping.ts); one for an address no pool sends from would never act.
   const pooled = new Set(Object.values((values.get('outbound.pools') ?? {}) as Record<string, { address: string }[]>).flat().map((a) => a.address));
   for (const address of Object.keys((values.get('outbound.warmup') ?? {}) as Record<string, unknown>)) {

@@ -10,7 +10,7 @@ const DAY_MS = 86_400_000;
 export interface RetentionDeps {
   store: RetentionStore;
   quarantine: Pick<QuarantineStore, 'prune'>;
-  config: Pick<Config, 'retention'>;
+  config: Pick<Config, 'retention' | 'inbound'>;
   now: () => number;
   logger: Logger;
   /** Rows one batch (one short transaction) looks at. */
@@ -77,6 +77,11 @@ export interface RetentionDeps {
    */
   pruneInboundLog?: (before: number, limit: number) => Promise<number>;
   /**
+   * Hook for the quarantine digests' address records: delete up to `limit` whose last digest is before `before`
+   * (cutoff = `inbound.quarantine_days`); return how many. Unset: they go only with their domain.
+   */
+  pruneDigestsSent?: (before: number, limit: number) => Promise<number>;
+  /**
    * Hook for the classifier's learned-message records (issue 31): delete up to `limit` learned before `before`
    * (cutoff = `retention.bayes_learned_days`); return how many. Unset: they are not pruned.
    */
@@ -125,6 +130,8 @@ export interface RetentionCounts {
   reports: number;
   /** Inbound log rows (0 unless the `pruneInboundLog` hook is wired). */
   inboundLog: number;
+  /** Quarantine digest records of addresses (0 unless the `pruneDigestsSent` hook is wired). */
+  digestsSent: number;
   /** Classifier learned-message records (0 unless the `pruneBayesLearned` hook is wired). */
   bayesLearned: number;
   /** Classifier tokens seen in one message long ago (0 unless the `pruneRareTokens` hook is wired). */
@@ -136,7 +143,7 @@ export interface RetentionCounts {
 }
 
 /** The kinds of rows pruned through a LIMIT-ed hook of another owner. */
-type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'metricHours' | 'dkimKeys' | 'credentials' | 'reports' | 'inboundLog' | 'bayesLearned';
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'metricHours' | 'dkimKeys' | 'credentials' | 'reports' | 'inboundLog' | 'digestsSent' | 'bayesLearned';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -161,7 +168,8 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - per-second metric counters older than DETAIL_DAYS (a window's edge in such an hour then counts the whole hour),
  *   when `pruneMetricDetail` is given; the hourly roll-ups of hours older than `metric_days`, when `pruneMetricHours`
  *   is given; retired and revoked DKIM keys after `dkim_key_days`, when `pruneDkimKeys` is given; revoked API keys and deleted SMTP passwords after `log_days`, when `pruneCredentials` is given;
- * - inbound log rows older than `log_days`, when `pruneInboundLog` is given;
+ * - inbound log rows older than `log_days`, when `pruneInboundLog` is given; quarantine digests' address records
+ *   whose last digest is older than `inbound.quarantine_days`, when `pruneDigestsSent` is given;
  * - inbound reports older than `report_days`, the classifier's learned-message records older than
  *   `bayes_learned_days` and its tokens counted in one message only and not learned for `bayes_token_days`, when
  *   `pruneReports` / `pruneBayesLearned` / `pruneRareTokens` are given.
@@ -240,7 +248,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
     await yieldToLoop();
     const [idempotencyKeys, idempotencyBatches] = await drain(limited((limit) => deps.store.pruneIdempotencyKeys(now, limit)));
-    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0 };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, digestsSent: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0 };
     const counts: RetentionCounts = { logRows, messages, bodies, quarantine, idempotencyKeys, ...none };
     const batches: RetentionCounts = {
       logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, idempotencyKeys: idempotencyBatches, ...none,
@@ -259,6 +267,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
       ['credentials', logBefore, deps.pruneCredentials],
       ['reports', now - reportDays * DAY_MS, deps.pruneReports],
       ['inboundLog', logBefore, deps.pruneInboundLog],
+      ['digestsSent', now - deps.config.inbound.quarantineDays * DAY_MS, deps.pruneDigestsSent],
       ['bayesLearned', now - bayesLearnedDays * DAY_MS, deps.pruneBayesLearned],
     ];
     for (const [kind, before, prune] of hooks) {

@@ -34,4 +34,10 @@ export interface QuarantineDigestStore {
   sentTo(domainId: number, addresses: readonly string[]): Promise<Map<string, number>>;
   /** Records that `address` got a digest of domain `domainId` at `at` (committed after the digest was queued). */
   markSent(domainId: number, address: string, at: number): Promise<void>;
+  /**
+   * Retention: deletes up to `limit` address records whose last digest is before `before` (inbound.quarantine_days
+   * ago: every entry still held came after it, so the record would exclude nothing); returns how many. Without it
+   * a domain whose spam names ever new addresses would keep a record of each forever.
+   */
+  pruneSent(before: number, limit: number): Promise<number>;
 }

@@ -31,5 +31,11 @@ export function createPgQuarantineDigestStore(pg: Pg): QuarantineDigestStore {
         [domainId, address, at],
       );
     },
+    pruneSent(before, limit) {
+      return pg.exec(
+        'DELETE FROM quarantine_digest_sent WHERE ctid IN (SELECT ctid FROM quarantine_digest_sent WHERE sent_at < $1 LIMIT $2)',
+        [before, limit],
+      );
+    },
   };
 }

@@ -16,6 +16,7 @@ export function createQuarantineDigestStore(db: Db) {
     `INSERT INTO quarantine_digest_sent (domain_id, address, sent_at) VALUES (?, ?, ?)
      ON CONFLICT (domain_id, address) DO UPDATE SET sent_at = excluded.sent_at`,
   );
+  const prune = db.prepare('DELETE FROM quarantine_digest_sent WHERE rowid IN (SELECT rowid FROM quarantine_digest_sent WHERE sent_at < ? LIMIT ?)');
   return {
     digestDomains(afterId: number, limit: number): DigestDomainRow[] {
       return (domains.all(afterId, limit) as (Omit<DigestDomainRow, 'admins'> & { admins: number })[]).map((r) => ({ ...r, admins: r.admins === 1 }));
@@ -29,6 +30,9 @@ export function createQuarantineDigestStore(db: Db) {
     },
     markSent(domainId: number, address: string, at: number): void {
       mark.run(domainId, address, at);
+    },
+    pruneSent(before: number, limit: number): number {
+      return prune.run(before, limit).changes;
     },
   };
 }

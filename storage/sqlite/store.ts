@@ -296,7 +296,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       delete: async (accountId, id, now) => (await freeing(() => quarantineRepo.delete(accountId, id, now))).deleted,
       prune: async (now, limit) => (await freeing(() => quarantineRepo.prune(now, limit))).deleted,
     },
-    quarantineDigests: port(createQuarantineDigestStore(db), b, { reads: ['digestDomains', 'sentTo'], writes: ['markRound', 'markSent'] }),
+    quarantineDigests: port(createQuarantineDigestStore(db), b, { reads: ['digestDomains', 'sentTo'], writes: ['markRound', 'markSent', 'pruneSent'] }),
     // Through group commit like every other write: a lock another process or the CLI holds is waited out off the
     // event loop (with busy_timeout 0 it failed them at once: `sluice filter train` beside a delivering server died
     // with "database is locked"), a stepped accept's open transaction is never joined, and fsyncs are shared.

@@ -37,6 +37,8 @@ t.test('keys that act only with another are refused alone, never ignored', async
   t.throws(() => load({ SLUICE_OUTBOUND_RETURN_PATH_PREFIX: 'psrp' }), { key: 'outbound.return_path_prefix', message: /has no effect without outbound.return_path_domain/ });
   t.equal(load({ SLUICE_OUTBOUND_RETURN_PATH_PREFIX: ' PSRP ', SLUICE_OUTBOUND_RETURN_PATH_DOMAIN: 'b.test' }).config.outbound.returnPathPrefix, 'psrp');
   t.throws(() => load({ SLUICE_OUTBOUND_RETURN_PATH_PREFIX: 'psrp.mail', SLUICE_OUTBOUND_RETURN_PATH_DOMAIN: 'b.test' }), { key: 'outbound.return_path_prefix', message: /not one DNS label/ });
+  t.throws(() => load({ SLUICE_OUTBOUND_TLS_REPORTS_ACCOUNT: 'ops' }), { key: 'outbound.tls_reports_account', message: /has no effect without outbound.tls_reports_from/ });
+  t.equal(load({ SLUICE_OUTBOUND_TLS_REPORTS_ACCOUNT: 'ops', SLUICE_OUTBOUND_TLS_REPORTS_FROM: 'tls@a.test' }).config.outbound.tlsReportsAccount, 'ops');
   t.throws(() => load({ SLUICE_OUTBOUND_MTA_STS: 'off', SLUICE_OUTBOUND_TLS_REPORTS_FROM: 'tls@a.test' }), { key: 'outbound.tls_reports_from', message: /has no effect while outbound.mta_sts is "off"/ });
   t.throws(() => load({ SLUICE_OUTBOUND_MTA_STS: 'off', SLUICE_OUTBOUND_TLS_CA_FILE: 'ca.pem' }), { key: 'outbound.tls_ca_file', message: /has no effect/ });
   t.doesNotThrow(() => load({ SLUICE_OUTBOUND_MTA_STS: 'off' }));

@@ -31,6 +31,13 @@ contract('digests: the setting (daily by default), the domains walked with their
   t.match(await view.digestDomains(0, 10), [{ domain_id: corp, round_at: 200 }]);
   t.same(await view.digestDomains(corp, 10), [], 'paged by id');
   t.same([...(await view.sentTo(corp, ['bob@corp.test', 'nobody@corp.test']))], [['bob@corp.test', 180]]);
+  // Retention: records of addresses whose last digest is older than the cutoff go, in batches of `limit`.
+  await d.markSent(corp, 'old1@corp.test', 10);
+  await d.markSent(corp, 'old2@corp.test', 20);
+  t.equal(await view.pruneSent(100, 1), 1, 'one per batch');
+  t.equal(await view.pruneSent(100, 10), 1);
+  t.equal(await view.pruneSent(100, 10), 0);
+  t.same([...(await view.sentTo(corp, ['old1@corp.test', 'old2@corp.test', 'ann@corp.test']))], [['ann@corp.test', 190]], 'the recent ones stay');
   await store.inboundDomains.deleteDomain(corp);
   t.same(await view.digestDomains(0, 10), []);
   t.same([...(await view.sentTo(corp, ['bob@corp.test']))], [], 'gone with the domain');
