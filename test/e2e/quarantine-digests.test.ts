@@ -156,6 +156,18 @@ onBackends('digests: a signed digest per recipient, links that confirm, act once
   t.match((await c.get('/console/domains')).text, /<option selected>daily<\/option>/);
   t.match(await c.post('/console/domains/digest', { domain: 'corp.test', interval: 'weekly', admins: 'true' }), { status: 302 });
   t.match((await stack.api('GET', '/inbound/v1/domains?domains=corp.test', { key })).body.domains[0].settings, { abusePolicy: 'quarantine', quarantineDigest: 'weekly', quarantineDigestAdmins: true });
+  // With admins on, a domain admin gets the whole domain's digest (each message naming its recipients) besides bob's.
+  t.equal((await stack.api('PUT', '/inbound/v1/users?email_address=admin@corp.test&admin=true', { key })).status, 201);
+  await send(['bob@corp.test'], 'Admin sees this');
+  stack.clock.advance(7 * DAY);
+  const before = sink.messages.length;
+  t.equal(await stack.digests.runOnce(), 2, 'bob and the admin');
+  while ((await stack.worker.runOnce()) > 0);
+  const adminDigest = sink.messages.slice(before).find((m) => m.rcptTo.includes('admin@corp.test'));
+  t.ok(adminDigest, 'the admin got one');
+  const adminMail = await simpleParser(adminDigest!.raw);
+  t.match(adminMail.subject, /^Quarantine digest for corp\.test: \d+ messages? held$/);
+  t.match(adminMail.text, /Subject: +Admin sees this[^]*To: +bob@corp\.test/);
   const bad = await stack.api('PUT', '/inbound/v1/domains/corp.test/settings', { key, body: { quarantineDigest: 'monthly' } });
   t.same(bad.body.errors, ['quarantineDigest: must be one of hourly, daily, weekly, off']);
   t.same(await cliIn(stack.env, 'inbound-domains', 'digest', '--account', 'acme', '--domain', 'corp.test', '--interval', 'off', '--admins', 'no'), { code: 0, out: 'corp.test: quarantine digest off\n', err: '' });
