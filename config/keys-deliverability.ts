@@ -150,7 +150,13 @@ export interface DestinationLimit {
 }
 
 /** An MX host pattern: a host name, or `*.` and a suffix matching any name under it. */
-const DEST_PATTERN_RE = /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)+$/;
+export const DEST_PATTERN_RE = /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)+$/;
+
+/** Whether `host` is `pattern` or, for `*.suffix`, a name under it (case and a trailing dot aside). */
+export function hostMatches(pattern: string, host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return pattern.startsWith('*.') ? h.endsWith(pattern.slice(1)) : h === pattern;
+}
 
 /**
  * `outbound.destination_limits`: a table of MX host pattern → { connections, messages_per_connection,
@@ -195,7 +201,7 @@ export function destinationLimitOf(limits: Readonly<Record<string, DestinationLi
   if (limits[h]) return { pattern: h, limit: limits[h] };
   let best: string | undefined;
   for (const p of Object.keys(limits)) {
-    if (p.startsWith('*.') && h.endsWith(p.slice(1)) && (best === undefined || p.length > best.length)) best = p;
+    if (p.startsWith('*.') && hostMatches(p, h) && (best === undefined || p.length > best.length)) best = p;
   }
   return best === undefined ? undefined : { pattern: best, limit: limits[best]! };
 }

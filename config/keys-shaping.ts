@@ -1,7 +1,11 @@
 // Owns the keys of shaping that listens (issue 35 part 4): reply-driven rules (suspend / throttle / bounce) and the
 // warm-up schedule of pool addresses — both data, read live.
+import { DEST_PATTERN_RE, hostMatches } from './keys-deliverability.js';
 import { key } from './key-def.js';
 import { parseIp, type Source } from './values.js';
+
+/** The MX host matching the rules' `hosts` share with outbound.destination_limits (config/keys-deliverability.ts). */
+export { hostMatches };
 
 /** What a matching reply does: stop sending for a while, slow down for a while, or fail the message now. */
 export type ShapingAction = 'suspend' | 'throttle' | 'bounce';
@@ -22,15 +26,8 @@ export interface ShapingRule {
   rate: number;
 }
 
-const HOST_PATTERN_RE = /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)+$/;
 const RULE_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const RULE_FIELDS = ['reply', 'hosts', 'action', 'minutes', 'rate'];
-
-/** Whether `host` is `pattern` or, for `*.suffix`, a name under it. */
-export function hostMatches(pattern: string, host: string): boolean {
-  const h = host.toLowerCase().replace(/\.$/, '');
-  return pattern.startsWith('*.') ? h.endsWith(pattern.slice(1)) : h === pattern;
-}
 
 /** A TOML table, or the same as a JSON object in the environment (empty: none); `shape` names what it holds. */
 function tableOf(raw: unknown, source: Source, shape: string): Record<string, unknown> {
@@ -84,7 +81,7 @@ export function parseShapingRules(raw: unknown, source: Source): Record<string, 
     };
     if (o.hosts !== undefined) {
       const p = String(o.hosts).trim().toLowerCase().replace(/\.$/, '');
-      if (!HOST_PATTERN_RE.test(p)) throw new Error(`${name}: hosts "${String(o.hosts)}" is not a host name or *.suffix pattern`);
+      if (!DEST_PATTERN_RE.test(p)) throw new Error(`${name}: hosts "${String(o.hosts)}" is not a host name or *.suffix pattern`);
       rule.hosts = p;
     }
     out[name] = rule;

@@ -2,6 +2,7 @@
 // subscription's protected-address limit, starting list entries), and the Sluice extensions that list and remove
 // recipients (the console and the CLI's view of them).
 import { Type, type Static } from '@sinclair/typebox';
+import { domainOf } from '../../mta/smtp/address.js';
 import { normaliseEmail } from '../../filters/inbound-names.js';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
 import type { InboundDomainRow } from '../../storage/ports/inbound-domains.js';
@@ -44,7 +45,7 @@ function renderRecipient(row: RecipientRow): Static<typeof Recipient> {
 async function addressOf(s: Services, principal: KeyPrincipal, raw: string, field: string): Promise<{ address: string; domain: InboundDomainRow }> {
   const address = normaliseEmail(raw);
   if (!address) throw badRequest(`${field}: "${raw}" is not a valid e-mail address`);
-  return { address, domain: await ownDomain(s, principal, address.slice(address.lastIndexOf('@') + 1)) };
+  return { address, domain: await ownDomain(s, principal, domainOf(address)) };
 }
 
 /** The starting entries of `list_entries`, canonical; 400 for an invalid item or one on both lists. */

@@ -1,6 +1,7 @@
 // Owns which domain a message's VERP return path is on (issue 35): `<prefix>.<From domain>` while that name is a CNAME
 // of outbound.return_path_domain (Postal's psrp), so SPF aligns with the From domain; else the operator's domain.
 import type { MessageRow } from '../../storage/ports/queue.js';
+import { domainOf } from '../smtp/address.js';
 import type { DnsResolver } from './dns-resolver.js';
 
 /**
@@ -42,7 +43,7 @@ const underFrom = (returnPathDomain: string, fromDomain: string) => returnPathDo
 /** The domain DMARC aligns with: the From header's (RFC 7489 §3.1); the envelope sender's when none was stored. */
 export function fromDomainOf(m: Pick<MessageRow, 'from_email' | 'mail_from'>): string {
   const address = m.from_email ?? m.mail_from;
-  return bare(address.slice(address.lastIndexOf('@') + 1));
+  return domainOf(address);
 }
 
 /** Pure: where mail from `fromDomain` returns, given what `<prefix>.<fromDomain>` answered (undefined: not asked). */

@@ -2,6 +2,7 @@
 // per recipient with mail held since their last one (and the whole domain's to its admins, when chosen), queued as
 // Sluice's own mail to the domain's downstream servers.
 import crypto from 'node:crypto';
+import { domainOf } from '../smtp/address.js';
 import type { Logger } from 'pino';
 import { bufferSource } from '../../storage/message-source.js';
 import type { InboundDomainStore } from '../../storage/ports/inbound-domains.js';
@@ -110,7 +111,7 @@ export function createQuarantineDigests(deps: QuarantineDigestDeps) {
     // A recipient's digest links to their own view (signed for them); an admin manages the domain with login links.
     const viewLink = t.admin ? undefined : digestViewUrl(deps.publicUrl(), mintDigestViewLink(deps.secret, { accountId: d.account_id, address, now }));
     const mail = digestEmail({ to: address, from, domain: d.domain, admin: t.admin, items, more: t.rows.length - items.length, viewLink, hostname: deps.hostname, now });
-    const raw = deps.sign ? await deps.sign(mail.raw, from.slice(from.lastIndexOf('@') + 1).toLowerCase()) : mail.raw;
+    const raw = deps.sign ? await deps.sign(mail.raw, domainOf(from)) : mail.raw;
     // Queued as relayed mail: the worker takes it to the domain's downstream servers, where the recipient's mailbox
     // is; the domain's public MX is Sluice itself. The null reverse-path (RFC 5321 §4.5.5): a failure bounces to no one.
     await deps.queue.accept([

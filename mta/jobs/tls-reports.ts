@@ -1,6 +1,7 @@
 // Owns TLS-RPT (RFC 8460): counting each MTA-STS domain's TLS results in memory, writing them to the store every
 // minute, and once a day mailing each domain's report (JSON, gzip) to the rua of its _smtp._tls record.
 import crypto from 'node:crypto';
+import { domainOf } from '../smtp/address.js';
 import zlib from 'node:zlib';
 import type { Logger } from 'pino';
 import { bufferSource } from '../../storage/message-source.js';
@@ -181,7 +182,7 @@ export function createTlsReports(deps: TlsReportDeps) {
         const results = await deps.store.resultsOf(day, domain);
         const report = buildReport({ domain, day, results, hostname: deps.hostname, contact: from, publicIp: deps.publicIp });
         const { raw, ...email } = reportEmail({ report, domain, day, from, to: rua, hostname: deps.hostname, now: deps.now() });
-        const signed = deps.sign ? await deps.sign(raw, from.slice(from.lastIndexOf('@') + 1).toLowerCase()) : raw;
+        const signed = deps.sign ? await deps.sign(raw, domainOf(from)) : raw;
         await deps.queue.accept([{ ...email, body: bufferSource(signed) }]);
         sent++;
         log.info({ domain, day, to: rua }, 'TLS-RPT report queued');
