@@ -25,7 +25,9 @@ const WHERE = `($1::bigint IS NULL OR q.account_id = $1)
        AND d.api_key_id IS NOT NULL AND d.api_key_id <> $3))
   AND ($4::text IS NULL OR lower(q.mail_from COLLATE "C") = lower($4 COLLATE "C"))
   AND ($5::text IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(q.rcpt_to) r
-       WHERE lower(r COLLATE "C") = lower($5 COLLATE "C")))
+       WHERE lower(r COLLATE "C") = lower($5 COLLATE "C")
+          OR (q.domain = lower(split_part($5, '@', 2) COLLATE "C")
+              AND lower(split_part(r, '@', 1) COLLATE "C") = lower(split_part($5, '@', 1) COLLATE "C"))))
   AND ($6::bigint IS NULL OR q.created_at >= $6)
   AND ($7::bigint IS NULL OR q.created_at < $7)
   AND ($8::text IS NULL

@@ -29,7 +29,9 @@ export function createQuarantineStore(db: Db, bodies: Bodies, opts: { leaseMs?: 
      AND (@key IS NULL OR NOT EXISTS (SELECT 1 FROM inbound_domains d WHERE d.id = q.domain_id
           AND d.api_key_id IS NOT NULL AND d.api_key_id != @key))
      AND (@sender IS NULL OR q.mail_from = @sender COLLATE NOCASE)
-     AND (@recipient IS NULL OR EXISTS (SELECT 1 FROM json_each(q.rcpt_to) r WHERE r.value = @recipient COLLATE NOCASE))
+     AND (@recipient IS NULL OR EXISTS (SELECT 1 FROM json_each(q.rcpt_to) r WHERE r.value = @recipient COLLATE NOCASE
+          OR (q.domain = lower(substr(@recipient, instr(@recipient, '@') + 1))
+              AND lower(substr(r.value, 1, instr(r.value, '@'))) = lower(substr(@recipient, 1, instr(@recipient, '@'))))))
      AND (@since IS NULL OR q.created_at >= @since)
      AND (@until IS NULL OR q.created_at < @until)
      AND (@status IS NULL

@@ -53,6 +53,13 @@ contract('quarantine: stored as given (recipients and verdicts parsed), listed n
   t.same(await ids({ limit: 1, offset: 1 }), { ids: [id1], total: 2 }, 'paged, total of every match');
   t.same(await ids({ sender: 'x@spam.TEST' }), { ids: [id1], total: 1 }, 'sender, ignoring case');
   t.same(await ids({ recipient: 'ann@CORP.test' }), { ids: [id1], total: 1 }, 'one recipient, ignoring case');
+  // Mail for an alias of the domain is that mailbox's too: bob@corp.test finds what came to bob@alias.test.
+  const viaAlias = await store.quarantine.insert(held(a, open, 'corp.test', 1_500, { rcptTo: ['Bob@alias.test'] }));
+  t.same(await ids({ recipient: 'bob@corp.test', domain: 'corp.test' }), { ids: [viaAlias, id1], total: 2 }, 'through an alias of its domain');
+  t.same(await ids({ recipient: 'bob@other.test' }), { ids: [], total: 0 }, 'not another domain\'s bob');
+  t.same(await ids({ recipient: 'bob@alias.test' }), { ids: [viaAlias], total: 1 }, 'the alias address itself: exactly');
+  t.same(await ids({ recipient: 'carol@corp.test' }), { ids: [], total: 0 });
+  t.equal(await store.quarantine.delete(a, viaAlias, 5_000), true, 'gone again: the filters below see the first two');
   t.same(await ids({ domain: 'bound.test' }), { ids: [id2], total: 1 });
   t.same(await ids({ since: 1_500, until: 2_500 }), { ids: [id2], total: 1 }, 'a window');
   t.same(await ids({ keyId: key.value.id + 1_000 }), { ids: [id1], total: 1 }, 'a domain bound to another key is hidden');
