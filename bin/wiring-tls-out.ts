@@ -6,7 +6,8 @@ import { ConfigError } from '../config/keys.js';
 import type { Config } from '../config/load.js';
 import type { DnsResolver } from '../mta/delivery/dns-resolver.js';
 import { createMtaSts } from '../mta/delivery/mta-sts.js';
-import { createStsFetch } from '../mta/delivery/mta-sts-fetch.js';
+import { createStsFetch, trustedRoots } from '../mta/delivery/mta-sts-fetch.js';
+import { postJson } from '../mta/webhooks/post-json.js';
 import type { TargetCheck } from '../mta/delivery/target-guard.js';
 import { createTlsReports } from '../mta/jobs/tls-reports.js';
 import { signMessage } from '../mta/outbound/dkim-sign.js';
@@ -82,6 +83,9 @@ export function wireTlsOut(o: {
     sign: accountSigner({ ...o, account: () => o.live().outbound.tlsReportsAccount, what: 'TLS-RPT report' }),
     hostname: o.config.smtp.hostname,
     publicIp: o.config.outbound.publicIp,
+    // An https rua is the domain's choice: POSTed through the outbound-connection policy, verified against Node's
+    // roots and outbound.tls_ca_file's, no redirects, 30 s for the whole request.
+    post: (url, gz) => postJson(o.guard, url, gz, {}, 30_000, { contentType: 'application/tlsrpt+gzip', userAgent: 'sluice-tlsrpt', ca: trustedRoots(extraCa) }),
     now: o.now,
     logger: o.logger,
   });

@@ -72,7 +72,7 @@ export const MTA_STS_KEYS = {
   }),
   tlsReportsFrom: key({
     live: true,
-    doc: 'From address of the daily TLS-RPT reports (RFC 8460: JSON, gzip) sent to the rua mailto: of each MTA-STS recipient domain\'s _smtp._tls TXT record. Reports go out as Sluice\'s own mail (null sender), DKIM-signed with outbound.tls_reports_account\'s key for the From domain. Empty: results are recorded but no report is sent. Refused while outbound.mta_sts is off.',
+    doc: 'From address of the daily TLS-RPT reports (RFC 8460: JSON, gzip) sent to the rua of each MTA-STS recipient domain\'s _smtp._tls TXT record: mailed to its mailto: URIs, POSTed to its https: ones. Mailed reports go out as Sluice\'s own mail (null sender), DKIM-signed with outbound.tls_reports_account\'s key for the From domain. Empty: results are recorded but no report is sent. Refused while outbound.mta_sts is off.',
     defaultText: 'none',
     default: () => undefined,
     parse: (raw: unknown) => parseEmail(raw),

@@ -1,5 +1,6 @@
 // Owns TLS-RPT (RFC 8460): counting each MTA-STS domain's TLS results in memory, writing them to the store every
-// minute, and once a day mailing each domain's report (JSON, gzip) to the rua of its _smtp._tls record.
+// minute, and once a day sending each domain's report (JSON, gzip) to the rua of its _smtp._tls record: mailed to
+// mailto: URIs, POSTed to https: ones.
 import crypto from 'node:crypto';
 import { domainOf } from '../smtp/address.js';
 import zlib from 'node:zlib';
@@ -33,6 +34,11 @@ export interface TlsReportDeps {
   hostname: string;
   /** `outbound.public_ip`, the report's sending-mta-ip, when set. */
   publicIp?: string | undefined;
+  /**
+   * POSTs a report (gzipped JSON) to an https rua through the outbound-connection policy (the domain chose the URL);
+   * resolves with the HTTP status, null when no answer came. Without it https URIs are not reported to.
+   */
+  post?: (url: string, gz: Buffer) => Promise<{ statusCode: number | null; error?: string }>;
   now: () => number;
   logger: Logger;
   flushMs?: number;
@@ -41,17 +47,20 @@ export interface TlsReportDeps {
 
 export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
-/** The mailto: addresses of a `_smtp._tls` record (RFC 8460 §3: `v=TLSRPTv1; rua=mailto:…,https:…`); https is not sent to. */
-export function ruaOf(records: readonly string[]): string[] {
+/**
+ * The report URIs of a `_smtp._tls` record (RFC 8460 §3: `v=TLSRPTv1; rua=mailto:…,https:…`): mailto addresses, and
+ * https URLs a report is POSTed to. Exactly one TLSRPTv1 record, or none is used.
+ */
+export function ruaOf(records: readonly string[]): { mailto: string[]; https: string[] } {
   const rec = records.filter((r) => /^v=TLSRPTv1\s*(;|$)/.test(r));
-  if (rec.length !== 1) return [];
-  const rua = /(?:^|;)\s*rua\s*=\s*([^;]*)/.exec(rec[0]!)?.[1] ?? '';
-  return rua
-    .split(',')
-    .map((u) => u.trim())
+  if (rec.length !== 1) return { mailto: [], https: [] };
+  const rua = (/(?:^|;)\s*rua\s*=\s*([^;]*)/.exec(rec[0]!)?.[1] ?? '').split(',').map((u) => u.trim());
+  const mailto = rua
     .filter((u) => /^mailto:/i.test(u))
     .map((u) => decodeURIComponent(u.slice(7)).trim())
     .filter((a) => /^[^\s@<>]+@[^\s@<>]+$/.test(a));
+  const https = rua.filter((u) => /^https:\/\//i.test(u) && URL.canParse(u));
+  return { mailto, https };
 }
 
 /** The RFC 8460 §4.4 report of one policy domain's day. */
@@ -178,14 +187,30 @@ export function createTlsReports(deps: TlsReportDeps) {
       // The DNS failed: tried again at the next run, within KEEP_DAYS.
       if (records === undefined) continue;
       const rua = ruaOf(records);
-      if (from && rua.length > 0) {
+      const https = deps.post ? rua.https : [];
+      let posted = 0;
+      if (from && (rua.mailto.length > 0 || https.length > 0)) {
         const results = await deps.store.resultsOf(day, domain);
         const report = buildReport({ domain, day, results, hostname: deps.hostname, contact: from, publicIp: deps.publicIp });
-        const { raw, ...email } = reportEmail({ report, domain, day, from, to: rua, hostname: deps.hostname, now: deps.now() });
-        const signed = deps.sign ? await deps.sign(raw, domainOf(from)) : raw;
-        await deps.queue.accept([{ ...email, body: bufferSource(signed) }]);
+        // RFC 8460 §5.3: each https URI gets the gzipped JSON POSTed, Content-Type application/tlsrpt+gzip.
+        const gz = zlib.gzipSync(Buffer.from(JSON.stringify(report), 'utf8'));
+        for (const url of https) {
+          const out = await deps.post!(url, gz);
+          if (out.statusCode !== null && out.statusCode >= 200 && out.statusCode < 300) {
+            posted++;
+            log.info({ domain, day, url }, 'TLS-RPT report posted');
+          } else log.warn({ domain, day, url, status: out.statusCode, error: out.error }, 'TLS-RPT report not accepted by its https rua');
+        }
+        if (rua.mailto.length > 0) {
+          const { raw, ...email } = reportEmail({ report, domain, day, from, to: rua.mailto, hostname: deps.hostname, now: deps.now() });
+          const signed = deps.sign ? await deps.sign(raw, domainOf(from)) : raw;
+          await deps.queue.accept([{ ...email, body: bufferSource(signed) }]);
+          log.info({ domain, day, to: rua.mailto }, 'TLS-RPT report queued');
+        }
+        // Only https URIs, none of which took it: tried again at the next run, within KEEP_DAYS (a mailed report
+        // is not sent twice for an https URI that failed beside it).
+        if (rua.mailto.length === 0 && posted === 0) continue;
         sent++;
-        log.info({ domain, day, to: rua }, 'TLS-RPT report queued');
       }
       // Marked even when nothing was sent (no From set, no rua): the day of that domain is done with.
       await deps.store.markSent(day, domain, deps.now());

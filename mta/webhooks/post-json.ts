@@ -1,5 +1,6 @@
-// Owns one signed POST to a tenant's URL (webhooks, monitor webhooks): judged by the outbound-connection policy,
-// dialled at the very address judged, and reported in our words (never the answer's body, an address or an errno).
+// Owns one POST to a URL a tenant or a domain chose (webhooks, monitor webhooks, TLS-RPT reports): judged by the
+// outbound-connection policy, dialled at the very address judged, and reported in our words (never the answer's body,
+// an address or an errno).
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -35,6 +36,16 @@ export function describeFailure(err: Error & { code?: string }): string {
 /** Errors before any answer that say "this address did not take the connection": the next address may. */
 const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'EAFNOSUPPORT']);
 
+/** What a POST other than a webhook's sends differently (a TLS-RPT report, RFC 8460 §3). */
+export interface PostOptions {
+  /** Default `application/json`. */
+  contentType?: string;
+  /** Default `sluice-webhooks`. */
+  userAgent?: string;
+  /** Roots an https target's certificate must chain to (default Node's): the operator's `outbound.tls_ca_file` too. */
+  ca?: readonly string[];
+}
+
 /**
  * POSTs `body` as JSON with `headers` to `url`; never throws. The host is resolved once and judged by `guard`; a
  * refused target is never dialled, and the request goes to the judged addresses only (the next one on a refused
@@ -45,8 +56,9 @@ export function postJson(
   guard: Pick<TargetGuard, 'resolve'>,
   url: string,
   body: Buffer,
-  headers: SignatureHeaders,
+  headers: SignatureHeaders | Record<string, never>,
   timeoutMs: number,
+  o: PostOptions = {},
 ): Promise<PostOutcome> {
   const started = performance.now();
   return new Promise((resolve) => {
@@ -88,13 +100,15 @@ export function postJson(
           port,
           path: `${target.pathname}${target.search}`,
           method: 'POST',
-          agent: tls ? agents.https : agents.http,
+          // A request with roots of its own gets a connection of its own (the pool's sockets verified against others).
+          agent: o.ca ? false : tls ? agents.https : agents.http,
+          ...(o.ca ? { ca: [...o.ca] } : {}),
           ...(tls && net.isIP(name) === 0 ? { servername: name } : {}),
           headers: {
             Host: target.host,
-            'Content-Type': 'application/json',
+            'Content-Type': o.contentType ?? 'application/json',
             'Content-Length': String(body.length),
-            'User-Agent': 'sluice-webhooks',
+            'User-Agent': o.userAgent ?? 'sluice-webhooks',
             ...headers,
           },
         });

@@ -77,8 +77,9 @@ t.test('the cache: kept through a removed record and failed fetches until max_ag
 });
 
 t.test('TLS-RPT: rua mailto addresses; Node\'s TLS failures as result types', async (t) => {
-  t.same(ruaOf(['v=TLSRPTv1; rua=mailto:a@x.test,https://r.test/x, mailto:b%40y.test']), ['a@x.test', 'b@y.test']);
-  t.same(ruaOf(['v=TLSRPTv1;rua=mailto:a@x.test', 'v=TLSRPTv1;rua=mailto:b@x.test']), [], 'two records: none');
+  t.same(ruaOf(['v=TLSRPTv1; rua=mailto:a@x.test,https://r.test/x, mailto:b%40y.test']), { mailto: ['a@x.test', 'b@y.test'], https: ['https://r.test/x'] });
+  t.same(ruaOf(['v=TLSRPTv1; rua=http://r.test/x,https://,ftp://r.test']), { mailto: [], https: [] }, 'only https: URLs are posted to');
+  t.same(ruaOf(['v=TLSRPTv1;rua=mailto:a@x.test', 'v=TLSRPTv1;rua=mailto:b@x.test']), { mailto: [], https: [] }, 'two records: none');
   t.equal(tlsFailureType({ message: "Hostname/IP does not match certificate's altnames: Host: mx.a.test" }), 'certificate-host-mismatch');
   t.equal(tlsFailureType({ message: 'certificate has expired' }), 'certificate-expired');
   t.equal(tlsFailureType({ message: 'self-signed certificate' }), 'certificate-not-trusted');
