@@ -6,11 +6,15 @@ import path from 'node:path';
 import pino from 'pino';
 import { KEYS } from '../config/keys.js';
 import { createBayesClassifier, learnItem, type BayesClassifier } from '../filters/bayes.js';
+import { siteOf } from '../filters/bayes-tokens.js';
+import { headerValues, splitMessage } from '../filters/message-headers.js';
 import type { SpamStepVerdict, StepVerdict } from '../filters/inbound-verdicts.js';
+import { createAutolearner } from '../mta/inbound/autolearn.js';
 import { createInboundPipeline, type RelayMessage } from '../mta/inbound/pipeline.js';
 import { contentOfBuffer } from '../mta/message-content.js';
 import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import type { ServedDomainRow } from '../storage/ports/inbound-domains.js';
+import { createAccountStore } from '../storage/sqlite/accounts.js';
 import { openDatabase } from '../storage/sqlite/database.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { arrivalTime, type CorpusGroup, type CorpusMessage } from './corpus.js';
@@ -32,6 +36,7 @@ const noDns = async () => {
 };
 
 export interface Outcome {
+  id: string;
   group: CorpusGroup;
   spam: boolean;
   ms: number;
@@ -49,13 +54,66 @@ function spamStep(verdicts: readonly StepVerdict[]): SpamStepVerdict {
   return verdicts.find((v): v is SpamStepVerdict => v.step === 'spam')!;
 }
 
-/** Runs one test fold through the pipeline (what the MX calls at the end of DATA). */
+/** What the judged stream taught the model by itself (runFold's `learn`). */
+export interface Learned {
+  spam: number;
+  ham: number;
+  /** Certain verdicts not learned because the account's hourly bound was spent (a failed learn throws). */
+  overBound: number;
+}
+
+const HOUR = 3_600_000;
+
+/**
+ * Runs one test fold through the pipeline (what the MX calls at the end of DATA). With `learn`, the stream learns as
+ * it goes, as an install with `filters.bayes.autolearn` on (the default): in arrival order, each message through the
+ * MX's own autolearn step (filters/autolearn.ts decides, mta/inbound/autolearn.ts learns into the account's model and
+ * the global one under `filters.bayes.autolearn_per_hour`, both at their defaults), before the next is judged. No
+ * label of the corpus is learned: only the pipeline's own certain verdicts. The learner's clock is the message's
+ * arrival, shifted by whole hours to after the training run (so the hourly bound counts the corpus's own clock hours,
+ * and what the stream learns is newer, for the model's forgetting, than what the operator trained).
+ */
 export async function runFold(
   test: readonly CorpusMessage[],
   bayes: BayesClassifier,
-  rspamd?: { url: string; legacy: (raw: Buffer, m: CorpusMessage, v: SpamStepVerdict) => Promise<boolean> },
+  opts: {
+    rspamd?: { url: string; legacy: (raw: Buffer, m: CorpusMessage, v: SpamStepVerdict) => Promise<boolean> } | undefined;
+    learn?: Learned | undefined;
+  } = {},
 ): Promise<Outcome[]> {
+  const { rspamd, learn } = opts;
   let last: RelayMessage | undefined;
+  const stream = learn ? test.map((m) => ({ m, at: arrivalTime(m.raw) })).sort((a, b) => a.at - b.at) : test.map((m) => ({ m, at: NaN }));
+  const shift = learn && stream.length > 0 ? Math.ceil((Date.now() - stream[0]!.at) / HOUR + 1) * HOUR : 0;
+  let clock = 0;
+  let failure: Error | undefined;
+  const counting = {
+    prepare: bayes.prepare,
+    learn: async (...args: Parameters<BayesClassifier['learn']>) => {
+      // The learner logs a failure and goes on, as the MX must; the bench must not: a figure learned from nothing.
+      const outcomes = await bayes.learn(...args).catch((err: unknown) => {
+        throw (failure = err as Error);
+      });
+      // Counted once per message: the account's model is learned first, then the global one.
+      if (learn && args[0] !== null) for (const it of args[1]) learn[it.cls]++;
+      return outcomes;
+    },
+  };
+  const learner = learn && createAutolearner({ bayes: counting, perHour: defaultOf('filters.bayes.autolearn_per_hour'), now: () => clock, logger: pino({ level: process.env.BENCH_LOG ?? 'silent' }) });
+  const autolearn = learn && learner
+    ? {
+        learner: {
+          async learn(accountId: number, cls: 'spam' | 'ham', sample: Buffer) {
+            const before = learn.spam + learn.ham;
+            await learner.learn(accountId, cls, sample);
+            if (failure) throw new Error(`autolearn failed: ${failure.message}`);
+            // The learner says nothing back (it never fails a message): nothing learned, no failure, is the bound spent.
+            if (learn.spam + learn.ham === before) learn.overBound++;
+          },
+        },
+        spamScore: defaultOf('filters.bayes.autolearn_spam_score'),
+      }
+    : undefined;
   const pipeline = createInboundPipeline({
     hostname: 'mx.sluice.bench',
     domains: { findServedDomain: async () => DOMAIN },
@@ -73,9 +131,11 @@ export async function runFold(
     now: Date.now,
     logger: pino({ level: process.env.BENCH_LOG ?? 'silent' }),
     bayes,
+    autolearn,
   });
   const out: Outcome[] = [];
-  for (const m of test) {
+  for (const { m, at } of stream) {
+    clock = at + shift;
     last = undefined;
     const t0 = performance.now();
     const raw = Buffer.concat([received(m.id), m.raw]);
@@ -83,7 +143,7 @@ export async function runFold(
     const ms = performance.now() - t0;
     if (!last) throw new Error(`${m.id}: not relayed (${reply.code} ${reply.status} ${reply.message})`);
     const v = spamStep((last as RelayMessage).verdicts);
-    out.push({ group: m.group, spam: v.verdict === 'spam', ms, verdict: v, ...(rspamd ? { legacy: await rspamd.legacy(raw, m, v) } : {}) });
+    out.push({ id: m.id, group: m.group, spam: v.verdict === 'spam', ms, verdict: v, ...(rspamd ? { legacy: await rspamd.legacy(raw, m, v) } : {}) });
   }
   return out;
 }
@@ -107,6 +167,9 @@ export async function trained<T>(spam: readonly CorpusMessage[], ham: readonly C
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-filter-'));
   const db = openDatabase(dir);
   try {
+    // The account the bench's domain belongs to: its model is where the MX's autolearn step learns (runFold's `learn`).
+    const account = createAccountStore(db).createAccount({ handle: 'bench', companyName: null, parentId: null, now: Date.now() });
+    if (!account.ok || account.value.id !== DOMAIN.account_id) throw new Error('the bench account is not account 1');
     const bayes = createBayesClassifier({ store: createSqliteBayesStore(db), minLearned: defaultOf('filters.bayes.min_learned'), maxTokens: defaultOf('filters.bayes.max_tokens') });
     // In arrival order, as a live install learns: the model's bound (filters.bayes.max_tokens) forgets the least
     // recently learned tokens, so all spam first and then all ham would leave it forgetting spam.
@@ -135,4 +198,32 @@ export function newestInShares(ham: readonly CorpusMessage[], n: number): Corpus
     return of.slice(-Math.round((n * of.length) / ham.length));
   }));
   return ham.filter((m) => picked.has(m));
+}
+
+/** The site (siteOf) of a message's From address, lower case; '' without one. */
+export function senderSite(raw: Buffer): string {
+  const from = headerValues(splitMessage(raw).headers, 'from')[0] ?? '';
+  const host = /[^\s<>"@]+@([^\s<>"]+?)>?\s*$/.exec(from)?.[1] ?? /@([^\s<>"]+)/.exec(from)?.[1];
+  return host ? siteOf(host) : '';
+}
+
+/**
+ * `k` folds in which no sender site has mail of one class in two folds: what a model is judged on comes from senders
+ * it never learned, as later mail brings new ones. The near-duplicate folds (corpus.ts groupedFolds) leave one
+ * newsletter's issues on both sides, and judged a classifier change far kinder to hard ham than the time-ordered
+ * evaluation then was (issue 34). Each class's sites are dealt, largest first, to the fold with the fewest messages of
+ * that class (ties to the first), so the same corpus always makes the same folds.
+ */
+export function senderFolds<T extends { raw: Buffer; group: string }>(messages: readonly T[], k: number): T[][] {
+  const bySite = new Map<string, T[]>();
+  for (const m of messages) {
+    const key = `${m.group} ${senderSite(m.raw)}`;
+    bySite.set(key, [...(bySite.get(key) ?? []), m]);
+  }
+  const folds: T[][] = Array.from({ length: k }, () => []);
+  const count = (f: readonly T[], cls: string) => f.reduce((n, m) => n + (m.group === cls ? 1 : 0), 0);
+  for (const g of [...bySite.values()].sort((a, b) => b.length - a.length)) {
+    folds.reduce((a, b) => (count(b, g[0]!.group) < count(a, g[0]!.group) ? b : a)).push(...g);
+  }
+  return folds;
 }

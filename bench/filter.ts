@@ -14,7 +14,7 @@ import { openDatabase } from '../storage/sqlite/database.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { groupedFolds, loadCorpus, timeSplit, type CorpusGroup, type CorpusMessage } from './corpus.js';
 import { machineLine } from './cpu.js';
-import { BATCH, defaultOf, figures, newestInShares, runFold, trained, type Outcome } from './filter-run.js';
+import { BATCH, defaultOf, figures, newestInShares, runFold, trained, type Learned, type Outcome } from './filter-run.js';
 
 const K = 5;
 /** Folds actually tested (all five unless BENCH_FOLDS says fewer, for a quick look while developing). */
@@ -35,8 +35,8 @@ async function legacyDecision(raw: Buffer, m: CorpusMessage, v: SpamStepVerdict)
 }
 
 /** BENCH_DUMP=dir: each judged message's id, group, score, rules and probability, one JSON file per run. */
-function dump(name: string, judged: readonly CorpusMessage[], out: readonly Outcome[]): void {
-  const rows = out.map((o, i) => ({ id: judged[i]!.id, group: o.group, score: o.verdict.score, rules: o.verdict.rules, p: o.verdict.bayes && !o.verdict.bayes.abstained ? o.verdict.bayes.probability : null }));
+function dump(name: string, out: readonly Outcome[]): void {
+  const rows = out.map((o) => ({ id: o.id, group: o.group, score: o.verdict.score, rules: o.verdict.rules, p: o.verdict.bayes && !o.verdict.bayes.abstained ? o.verdict.bayes.probability : null }));
   fs.writeFileSync(path.join(process.env.BENCH_DUMP!, name), JSON.stringify(rows));
 }
 
@@ -67,8 +67,8 @@ async function main(): Promise<void> {
       trainMs += performance.now() - tt;
       const out = await runFold(folds[k]!, bayes);
       all.push(...out);
-      if (process.env.BENCH_DUMP) dump(`cv-${k + 1}.json`, folds[k]!, out);
-      if (RSPAMD) withRspamd.push(...(await runFold(folds[k]!, bayes, { url: RSPAMD, legacy: legacyDecision })));
+      if (process.env.BENCH_DUMP) dump(`cv-${k + 1}.json`, out);
+      if (RSPAMD) withRspamd.push(...(await runFold(folds[k]!, bayes, { rspamd: { url: RSPAMD, legacy: legacyDecision } })));
       console.log(`fold ${k + 1}: trained on ${train.length} in ${((performance.now() - tt) / 1000).toFixed(1)} s; ${figures('this fold', out, (o) => o.spam)}`);
     } finally {
       db.close();
@@ -102,7 +102,9 @@ const CURVE = [100, 200, 500, 1000, Infinity];
 /**
  * Issue 34's time-ordered evaluation: within the corpus's first sets, each group in arrival order, the older 60 %
  * trains and the newer 40 % is judged. The curve trains on the newest N of each class before the cut (the mail an
- * operator has at hand when the install starts), for each N of CURVE, and judges the whole newer part each time.
+ * operator has at hand when the install starts), for each N of CURVE, and judges the whole newer part each time:
+ * frozen (the model as trained), then learning as it goes (the same model, the newer part in arrival order through
+ * the MX's autolearn step: only the pipeline's own certain verdicts teach it, never the corpus's labels).
  */
 async function timeOrdered(corpus: readonly CorpusMessage[]): Promise<void> {
   const split = timeSplit(corpus);
@@ -115,7 +117,7 @@ async function timeOrdered(corpus: readonly CorpusMessage[]): Promise<void> {
       `${count('easy-ham')} easy ham from ${day(split.cut['easy-ham'])}, ${count('hard-ham')} hard ham from ${day(split.cut['hard-ham'])})`,
   );
   console.log('');
-  console.log('| Trained on (newest before the cut) | Spam caught | False positives, easy ham | False positives, hard ham | ms per message, median / p99 |');
+  console.log('| Trained on (newest before the cut), then | Spam caught | False positives, easy ham | False positives, hard ham | ms per message, median / p99 |');
   console.log('|---|---|---|---|---|');
   const seen = new Set<string>();
   for (const n of CURVE) {
@@ -124,11 +126,18 @@ async function timeOrdered(corpus: readonly CorpusMessage[]): Promise<void> {
     const label = `${spam.length} spam, ${ham.length} ham`;
     if (seen.has(label)) continue;
     seen.add(label);
-    const out = await trained(spam, ham, (bayes) => runFold(split.test, bayes));
+    const learned: Learned = { spam: 0, ham: 0, overBound: 0 };
+    const [frozen, learning] = await trained(spam, ham, async (bayes) => [await runFold(split.test, bayes), await runFold(split.test, bayes, { learn: learned })]);
     // Below filters.bayes.min_learned of either class (counted once per distinct message) the classifier abstains.
-    const scored = out.some((o) => o.verdict.rules.some((r) => r.name.startsWith('BAYES_')));
-    console.log(figures(scored ? label : `${label} (classifier abstains)`, out, (o) => o.spam));
-    if (process.env.BENCH_DUMP) dump(`time-${spam.length}-${ham.length}.json`, split.test, out);
+    const scored = (out: readonly Outcome[]) => out.some((o) => o.verdict.rules.some((r) => r.name.startsWith('BAYES_')));
+    const abstains = (out: readonly Outcome[]) => (scored(out) ? '' : ' (classifier abstains)');
+    console.log(figures(`${label}, frozen${abstains(frozen)}`, frozen, (o) => o.spam));
+    const taught = `${learned.spam} spam, ${learned.ham} ham learned${learned.overBound ? `, ${learned.overBound} over the hourly bound` : ''}`;
+    console.log(figures(`${label}, learning as it goes (autolearn: ${taught})${abstains(learning)}`, learning, (o) => o.spam));
+    if (process.env.BENCH_DUMP) {
+      dump(`time-${spam.length}-${ham.length}.json`, frozen);
+      dump(`time-${spam.length}-${ham.length}-learning.json`, learning);
+    }
   }
 }
 

@@ -6,7 +6,7 @@ import { SCAN_POLICIES, type ScanPolicy } from '../config/keys.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { AlertStore } from '../storage/ports/alerts.js';
 import type { SenderAbuseStore } from '../storage/ports/sender-abuse.js';
-import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
+import { headed, iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 function limitOf(opts: Opts): number {
   const limit = opts.limit === undefined ? 100 : Number(opts.limit);
@@ -42,9 +42,10 @@ export async function sendersCommand(
     io.stdout(
       opts.json
         ? JSON.stringify(rows) + '\n'
-        : rows
-            .map((r) => `${r.account}\t${r.sender_id}\t${r.lifted_at ? `lifted ${r.lifted_at} (${r.lifted_by})` : 'blocked'}\t${r.blocked_at}\t${r.reason}\n`)
-            .join('') || 'no blocked sender identities\n',
+        : headed(
+            ['ACCOUNT', 'SENDER', 'STATE', 'BLOCKED', 'REASON'],
+            rows.map((r) => `${r.account}\t${r.sender_id}\t${r.lifted_at ? `lifted ${r.lifted_at} (${r.lifted_by})` : 'blocked'}\t${r.blocked_at}\t${r.reason}\n`).join(''),
+          ) || 'no blocked sender identities\n',
     );
     return 0;
   }
@@ -84,7 +85,7 @@ export async function monitorsCommand(sub: string | undefined, accounts: Account
     io.stdout(
       opts.json
         ? JSON.stringify(rows) + '\n'
-        : rows.map((m) => `${m.id}\t${m.condition}\t${m.interval_hours}h\t${m.delivery}\t${'webhook_url' in m ? m.webhook_url : m.email}\n`).join('') || 'no monitors\n',
+        : headed(['ID', 'CONDITION', 'INTERVAL', 'DELIVERY', 'TO'], rows.map((m) => `${m.id}\t${m.condition}\t${m.interval_hours}h\t${m.delivery}\t${'webhook_url' in m ? m.webhook_url : m.email}\n`).join('')) || 'no monitors\n',
     );
     return 0;
   }
@@ -119,7 +120,7 @@ export async function monitorsCommand(sub: string | undefined, accounts: Account
     io.stdout(
       opts.json
         ? JSON.stringify(rows) + '\n'
-        : rows.map((a) => `${a.id}\t${a.fired_at}\t${a.payload.condition_name}\t${a.sender_id}\t${a.state}\n`).join('') || 'no alerts\n',
+        : headed(['ID', 'FIRED', 'CONDITION', 'SENDER', 'STATE'], rows.map((a) => `${a.id}\t${a.fired_at}\t${a.payload.condition_name}\t${a.sender_id}\t${a.state}\n`).join('')) || 'no alerts\n',
     );
     return 0;
   }

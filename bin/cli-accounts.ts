@@ -4,7 +4,7 @@ import { HANDLE_PATTERN } from '../control-api/schemas.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { KeyScope } from '../storage/ports/accounts.js';
 import type { LockdownStore } from '../storage/ports/lockdown.js';
-import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
+import { headed, iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 export async function accountsCommand(sub: string | undefined, store: AccountStore, opts: Opts, io: CliIo, now: () => number): Promise<number> {
   if (sub === 'create') {
@@ -17,7 +17,7 @@ export async function accountsCommand(sub: string | undefined, store: AccountSto
     if (!res.ok) throw new Error(`handle "${handle}" already exists`);
     io.stdout(
       opts.json
-        ? JSON.stringify({ handle, api_key: res.apiKey }) + '\n'
+        ? JSON.stringify({ handle, key: res.apiKey }) + '\n' // `key`, as keys create prints it (and the API's key field)
         : `created account ${handle}\nAPI key (scope api, shown once): ${res.apiKey}\n`,
     );
     return 0;
@@ -32,7 +32,7 @@ export async function accountsCommand(sub: string | undefined, store: AccountSto
     io.stdout(
       opts.json
         ? JSON.stringify(rows) + '\n'
-        : rows.map((r) => `${r.handle}\t${r.company_name ?? ''}\t${r.enabled ? 'enabled' : 'suspended'}\t${r.created_at}\n`).join(''),
+        : headed(['HANDLE', 'COMPANY', 'STATE', 'CREATED'], rows.map((r) => `${r.handle}\t${r.company_name ?? ''}\t${r.enabled ? 'enabled' : 'suspended'}\t${r.created_at}\n`).join('')) || 'no accounts\n',
     );
     return 0;
   }
@@ -75,7 +75,7 @@ export async function keysCommand(sub: string | undefined, store: AccountStore, 
   }
   if (sub === 'list') {
     const rows = (await store.listApiKeys(account.id)).map((k) => ({ id: k.id, key: k.redacted, scope: k.scope }));
-    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.scope}\t${r.key}\n`).join(''));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : headed(['ID', 'SCOPE', 'KEY'], rows.map((r) => `${r.id}\t${r.scope}\t${r.key}\n`).join('')) || 'no API keys\n');
     return 0;
   }
   if (sub === 'revoke') {
@@ -101,7 +101,7 @@ export async function passwordsCommand(sub: string | undefined, store: AccountSt
   }
   if (sub === 'list') {
     const rows = (await store.listSmtpPasswords(account.id)).map((p) => ({ id: p.id, smtp_password: p.redacted, enabled: p.enabled }));
-    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.smtp_password}\n`).join(''));
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : headed(['ID', 'PASSWORD'], rows.map((r) => `${r.id}\t${r.smtp_password}\n`).join('')) || 'no SMTP passwords\n');
     return 0;
   }
   if (sub === 'delete') {

@@ -23,6 +23,8 @@ export class UsageError extends Error {}
 /** Every option `sluice` takes (node:util parseArgs; strict: anything else is a usage error). */
 export const OPTIONS = {
   config: { type: 'string' },
+  'data-dir': { type: 'string' },
+  version: { type: 'boolean', short: 'V' },
   json: { type: 'boolean' },
   handle: { type: 'string' },
   company: { type: 'string' },
@@ -57,6 +59,7 @@ export const OPTIONS = {
   verdict: { type: 'string' },
   subscription: { type: 'string' },
   to: { type: 'string' },
+  out: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -104,6 +107,12 @@ export function requireId(raw: string | undefined): number {
   if (!raw || !Number.isInteger(id) || id < 1) throw new UsageError('--id N (a positive integer) is required');
   return id;
 }
+
+/**
+ * Tab-separated lines under one line of column names, as a list command prints its rows (`cut -f` takes them, a
+ * reader knows what each is); nothing at all when there are none (the command says so in its own words).
+ */
+export const headed = (columns: readonly string[], lines: string): string => (lines === '' ? '' : `${columns.join('\t')}\n${lines}`);
 
 /** Epoch milliseconds as ISO 8601, or null. */
 export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

@@ -35,6 +35,13 @@ Commands:
   lockdown allow --account H --domain D  authorize a From domain for an account without a DNS record
   lockdown deny --account H --domain D   remove that authorization
   lockdown list --account H [--json]     domains the operator authorized for an account
+  suppressions import FILE --account H [--json]
+                                          add a CSV file's entries to the account's suppression list (header
+                                          row; columns recipient, suppression_types, source, notes, sender,
+                                          created_at); all or none, already listed ones skipped, at most
+                                          accounts.max_suppressions
+  suppressions export --account H [--out FILE]
+                                          the account's suppression list as CSV (to stdout, or FILE)
   inbound-domains provision --account H --domain D [--subscription S] [--json]
                                           provision an inbound domain for an account, also when it is a
                                           parent or a subdomain of another account's (the API refuses those)
@@ -76,6 +83,15 @@ Commands:
   console token [--label TEXT] [--json]   create an operator token for the web console (/console; shown once)
   console tokens [--json]                 list live operator tokens
   console revoke ID                       revoke an operator token and end its console sessions
+  console totp enroll|disable operator|--account H [--json]
+                                          the second factor of console sign-in (TOTP, RFC 6238): enroll
+                                          prints an otpauth:// URI and its secret once; sign-in with an
+                                          operator token (operator) or the account's keys then also needs
+                                          the authenticator's current code; disable removes it
+  audit [--account H] [--start T] [--end T] [--json] [--limit N]
+                                          changes made through the API, the console and the CLI, newest
+                                          first: when, via, who, account, action, target, address, status
+                                          (--account: its sub-accounts too; T as for log)
   senders list [--account H] [--all] [--json] [--limit N]
                                           blocked sender identities (--all: lifted blocks too)
   senders unblock --account H --sender SENDER_ID
@@ -116,7 +132,12 @@ Commands:
 
 Global options:
   --config PATH    TOML configuration file (default: ./sluice.toml when present)
+  --data-dir DIR   data_dir for this command, over the file's and SLUICE_DATA_DIR's
   -h, --help       this text; after a command (sluice queue retry --help), that command's own
+  -V, --version    print the version
+
+Each command takes the options shown with it, and the global ones; any other is refused. Only serve, restore and
+accounts create make a new data_dir: the other commands refuse one that holds no Sluice data (exit 2).
 
 Every configuration key can also be set by an environment variable SLUICE_<KEY> (dots become underscores,
 e.g. SLUICE_HTTP_LISTEN=127.0.0.1:0); see 'sluice config reference'.
@@ -180,7 +201,7 @@ const DETAILS: Record<string, string> = {
 };
 
 /** The HELP entries under "Commands:", each its usage and its description (continuation lines joined). */
-function entries(): { usage: string; text: string }[] {
+export function entries(): { usage: string; text: string }[] {
   const lines = HELP.slice(HELP.indexOf('Commands:\n') + 'Commands:\n'.length, HELP.indexOf('\n\nGlobal options:')).split('\n');
   const out: { usage: string; text: string }[] = [];
   for (const line of lines) {
@@ -207,5 +228,5 @@ export function commandHelp(words: string[]): string | undefined {
     const details = found.length === 1 && DETAILS[name] ? `\n${DETAILS[name]}\n` : '';
     return `Usage: sluice ${e.usage}\n  ${e.text}\n${details}`;
   });
-  return parts.join('\n') + '\nGlobal options: --config PATH, -h/--help. All commands: sluice help\n';
+  return parts.join('\n') + '\nGlobal options: --config PATH, --data-dir DIR, -h/--help, -V/--version. All commands: sluice help\n';
 }

@@ -5,7 +5,7 @@ import { normaliseDomain, normaliseEmail } from '../filters/inbound-names.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import { DIGEST_INTERVALS, type DigestInterval, type InboundDomainStore, type ProvisionResult } from '../storage/ports/inbound-domains.js';
 import type { InboundRecipientStore } from '../storage/ports/inbound-recipients.js';
-import { iso, requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
+import { headed, iso, requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 const ALREADY = 'is already provisioned by this account';
 const WHY: Record<Extract<ProvisionResult, { ok: false }>['reason'], string> = {
@@ -129,7 +129,7 @@ export async function inboundRecipientsCommand(
   io.stdout(
     opts.json
       ? JSON.stringify(rows) + '\n'
-      : rows.map((r) => `${r.email_address}\t${r.admin ? 'admin' : 'user'}\t${r.filter ? 'filtered' : 'unfiltered'}\t${r.created_at}\n`).join('') +
+      : headed(['ADDRESS', 'ROLE', 'FILTER', 'CREATED'], rows.map((r) => `${r.email_address}\t${r.admin ? 'admin' : 'user'}\t${r.filter ? 'filtered' : 'unfiltered'}\t${r.created_at}\n`).join('')) +
           `${page.total} recipient${page.total === 1 ? '' : 's'}${page.total > rows.length ? ` (${rows.length} shown)` : ''}\n`,
   );
   return 0;

@@ -4,7 +4,7 @@ import { normaliseDomain } from '../filters/inbound-names.js';
 import { INBOUND_VERDICTS, type InboundLogStore, type InboundVerdict } from '../storage/ports/inbound-log.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import type { SmtpLogStore } from '../storage/ports/smtp-log.js';
-import { iso, requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
+import { headed, iso, requireAccount, UsageError, type CliIo, type Opts } from './cli-common.js';
 import { when } from './cli-engagement.js';
 
 /** Without --start and --end the search covers this many days up to now, as POST /outbound/v1/search does. */
@@ -45,10 +45,10 @@ export async function logCommand(
     }, page);
     if (opts.json) io.stdout(JSON.stringify(rows) + '\n');
     else {
-      io.stdout(rows.map((r) => {
+      io.stdout(headed(['TIME', 'VERDICT', 'REASON', 'SENDER -> RECIPIENT', 'CLIENT', 'QUEUE ID', 'SUBJECT', 'REPLY', 'THEN'], rows.map((r) => {
         const after = r.relay ? `\t${r.relay.state} ${r.relay.code ?? ''} ${r.relay.response ?? ''}`.trimEnd() : r.quarantine_id !== null ? `\tquarantine ${r.quarantine_id}${r.released_at ? ' released' : ''}` : '';
         return `${iso(r.created_at)}\t${r.verdict}\t${r.reason}\t<${r.sender}> -> <${r.rcpt}>\t[${r.client_ip}]\t${r.queue_id ?? '-'}\t${r.subject ?? ''}\t${r.reply}${after}\n`;
-      }).join('') || 'no inbound log rows match\n');
+      }).join('')) || 'no inbound log rows match\n');
     }
     return 0;
   }
@@ -60,9 +60,9 @@ export async function logCommand(
   }, page);
   if (opts.json) io.stdout(JSON.stringify(rows) + '\n');
   else {
-    io.stdout(rows.map((r) =>
+    io.stdout(headed(['TIME', 'STATE', 'CODE', 'SENDER -> RECIPIENT', 'MESSAGE-ID', 'SUBJECT', 'REPLY'], rows.map((r) =>
       `${iso(r.created_at)}\t${r.delivered ? 'delivered' : 'undelivered'}\t${r.rspcode ?? '-'}\t<${r.sender}> -> <${r.rcpt}>\t${r.message_id}\t${r.subject ?? ''}\t${r.rspmsg ?? ''}\n`,
-    ).join('') || 'no log rows match\n');
+    ).join('')) || 'no log rows match\n');
   }
   return 0;
 }

@@ -11,7 +11,7 @@ import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
 import type { AccountStore } from '../storage/ports/accounts.js';
 import { QUARANTINE_LEASE_MS, quarantineStatus, type QuarantineStore } from '../storage/ports/quarantine.js';
 import type { Store } from '../storage/ports/store.js';
-import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
+import { headed, iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 /**
  * The inbound relay over this store: a release is committed to the durable queue, and a running server's worker
@@ -67,9 +67,10 @@ export async function quarantineCommand(
     io.stdout(
       opts.json
         ? JSON.stringify(rows) + '\n'
-        : rows
-            .map((r) => `${r.id}\t${r.status}\t${r.created_at}\t${r.score}\t<${r.sender}> -> ${r.rcpt_to.map((x) => `<${x}>`).join(',')}\t${r.subject ?? ''}\n`)
-            .join('') || 'quarantine is empty\n',
+        : headed(
+            ['ID', 'STATUS', 'CREATED', 'SCORE', 'SENDER -> RECIPIENTS', 'SUBJECT'],
+            rows.map((r) => `${r.id}\t${r.status}\t${r.created_at}\t${r.score}\t<${r.sender}> -> ${r.rcpt_to.map((x) => `<${x}>`).join(',')}\t${r.subject ?? ''}\n`).join(''),
+          ) || 'quarantine is empty\n',
     );
     return 0;
   }

@@ -201,6 +201,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (roles.includes('api')) {
       // HTTPS has its own source even when it presents the SMTP pair (mta/smtp/tls.ts says why).
       if (config.http.tls.enabled) httpTls = await createTlsSource(() => live, core.tlsMaterial, logger, 'http');
+      const https = httpTls;
+      if (https) core.metrics.watchCertificate('https', () => https.current().cert);
       const bound = await startHttpListeners({
         config,
         live: () => live,
@@ -232,6 +234,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
     if (roles.includes('mx') || roles.includes('submission')) {
       tls = await createTlsSource(() => live, core.tlsMaterial, logger);
+      const smtpTls = tls;
+      core.metrics.watchCertificate('smtp', () => smtpTls.current().cert);
       smtp = await startSmtpRoles({
         core,
         config,

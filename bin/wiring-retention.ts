@@ -35,6 +35,8 @@ export function wireRetention(o: {
     purgeSubAccounts: (a) => store.accounts.purgeDeletedSubAccounts(a),
     pruneReports: (before, limit) => store.inboundReports.pruneReports(before, limit),
     pruneInboundLog: (before, limit) => store.inboundLog.prune(before, limit),
+    // The audit log is kept as long as the logs (retention.log_days).
+    pruneAudit: (before, limit) => store.audit.prune(before, limit),
     pruneDigestsSent: (before, limit) => store.quarantineDigests.pruneSent(before, limit),
     pruneBayesLearned: (before, limit) => store.bayes.pruneLearned(before, limit),
     pruneRareTokens: (a) => store.bayes.pruneRareTokens(a),

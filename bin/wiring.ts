@@ -51,6 +51,7 @@ import { createScreening } from '../mta/outbound/screening.js';
 import { createSenderAbuse } from '../mta/outbound/sender-abuse.js';
 import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
 import { monitorRoutes } from '../control-api/routes/monitors.js';
+import { auditRoutes } from '../control-api/routes/audit.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createMetrics } from '../mta/metrics.js';
 import { createCpuPool } from '../mta/cpu-pool.js';
@@ -66,6 +67,8 @@ import { createRouteResolver } from '../mta/delivery/resolve-route.js';
 import { QUEUE_LIFETIME_MS } from '../mta/queue/retry-schedule.js';
 import { newSendRequestId } from '../mta/outbound/outbound-recipe.js';
 import { runSend } from '../mta/outbound/send.js';
+import { createSlotKeeper } from '../mta/delivery/connection-slots.js';
+import { leaderName } from '../mta/jobs/leadership.js';
 import { createSmtpClient } from '../mta/delivery/smtp-client.js';
 import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.js';
 import { createBodySweep } from '../mta/jobs/body-sweep.js';
@@ -78,7 +81,9 @@ import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js'
 import { createTracker } from '../mta/outbound/tracker.js';
 import { handOverFirstKey } from './first-key.js';
 import { createMessageSpace } from './message-space.js';
+import { CHILD_SLOT_ENV } from './tree-messages.js';
 import { VERSION } from './version.js';
+import { wireOverview } from './wiring-overview.js';
 
 export interface CoreOptions {
   config: Config;
@@ -108,12 +113,15 @@ export interface CoreOptions {
 
 /** Wires every part of Sluice on one store; nothing listens yet. The caller closes the store when done. */
 export async function wireCore(opts: CoreOptions) {
-  const { config, logger, now } = opts;
+  const { config, now } = opts;
+  // Every part logs through this logger: its error lines are kept for the console's overview (bin/error-ring.ts).
+  const { logger, facts: overviewFacts } = wireOverview(opts.logger, now);
   const live = opts.live ?? (() => config);
   // Before the store opens: a listener name that does not resolve refuses the start with nothing to close.
   const configuredListeners = await resolveConfiguredListeners(config, opts.lookupListenerHost);
   // One registry per core: counters are fed where things happen, gauges read storage at each scrape.
-  const metrics = createMetrics();
+  // A child of a process tree labels its process_*/nodejs_* series with its slot (mta/metrics.ts says why).
+  const metrics = createMetrics({ version: VERSION, process: process.env[CHILD_SLOT_ENV] });
   const storeOptions: OpenOptions = { now, onCommit: (seconds) => metrics.sqliteCommit.observe(seconds) };
   const store = await (opts.openStore?.(storeOptions) ?? openStore(config, storeOptions));
   const { accounts, dkimKeys: dkim, suppressions, inboundDomains, inboundLists, quarantine, trackingDomains } = store;
@@ -157,10 +165,10 @@ export async function wireCore(opts: CoreOptions) {
     hostname: config.smtp.hostname, extraCa: tlsOut.extraCa, onTlsResult: (r) => tlsOut.tlsReports.record(r),
     limitOf: (host) => {
       const found = destinationLimitOf(live().outbound.destinationLimits, host);
-      // A node's share: split among its server.processes (each at least 1), so the node as a whole holds it.
-      const connections = found && found.limit.connections > 0 ? Math.max(1, Math.floor(found.limit.connections / config.server.processes)) : 0;
-      return found && { pattern: found.pattern, connections, messagesPerConnection: found.limit.messagesPerConnection };
+      return found && { pattern: found.pattern, connections: found.limit.connections, messagesPerConnection: found.limit.messagesPerConnection };
     },
+    // A limit's connections are slots in the store, so the cap holds across server.processes and nodes.
+    slots: createSlotKeeper({ store: store.connectionSlots, owner: leaderName(), now, logger }),
   });
   // Tokenising and authenticating large inbound messages on worker threads (server.cpu_threads; 0: none).
   const cpu = createCpuPool({ threads: config.server.cpuThreads, logger });
@@ -235,7 +243,7 @@ export async function wireCore(opts: CoreOptions) {
   const webhookSigner = createWebhookSigner({ store: store.webhooks, now });
   const leaseMs = config.queue.leaseSeconds * 1000;
   const webhookDispatcher = createWebhookDispatcher({ store: store.webhooks, signer: webhookSigner, guard, now, logger, hostname: config.smtp.hostname, metrics, leaseMs });
-  metrics.collectFrom({ queue: () => store.queueViews.depth(), webhookEventsPending: () => store.webhooks.pendingCount(), shapingActive: shaping.shapingActive, now });
+  metrics.collectFrom({ queue: () => store.queueViews.depth(), webhookEventsPending: () => store.webhooks.pendingCount(), shapingActive: shaping.shapingActive, shapingRules: () => live().outbound.shapingRules, now });
   // Alert monitors: abuse control's and the queue's conditions fire them; webhooks signed like notifications (sig1).
   const alertMonitors = createAlertMonitors({
     store: store.alerts,
@@ -277,6 +285,7 @@ export async function wireCore(opts: CoreOptions) {
     send: (account, body, o) => runSend(sendDeps, account, body, { ...o, sendRequestId: newSendRequestId() }),
     idempotency: createIdempotency({ store: store.queue, ttlMs: config.api.idempotencyTtlHours * 3_600_000, now }),
     lockdown,
+    lockdownAllow: store.lockdown,
     unsubscribe: {
       inspect: (token) => inspectUnsubscribe(unsubscribeDeps, token),
       run: (token, via) => runUnsubscribe(unsubscribeDeps, token, via),
@@ -300,6 +309,8 @@ export async function wireCore(opts: CoreOptions) {
     queue: createQueueAdmin({ store: store.queue, views: store.queueViews, now }),
     shaping: store.shaping,
     console: store.console,
+    totp: store.totp,
+    audit: store.audit,
     consoleSecret: await secretSetting(store.settings, 'console_secret'),
     loginLinks: { secret: await secretSetting(store.settings, 'login_link_secret'), publicUrl: opts.publicUrl },
     digestLinks: { secret: await secretSetting(store.settings, 'digest_link_secret') },
@@ -307,6 +318,7 @@ export async function wireCore(opts: CoreOptions) {
     acmeChallenge: async (token) => (acme ? acme.challenges.get(token) : undefined),
     now,
     logger,
+    overview: overviewFacts({ config: live, material: tlsMaterial, version: VERSION, storageBytes: () => store.health.size() }),
     health: async (o = {}) => {
       const h = await store.health.check(o);
       return { storage: h.readable, writeFailure: h.writeFailure, listeners: opts.listening() };
@@ -319,6 +331,7 @@ export async function wireCore(opts: CoreOptions) {
     ...outboundSearchRoutes,
     ...outboundAbuseRoutes,
     ...monitorRoutes,
+    ...auditRoutes,
     ...suppressionRoutes,
     ...dkimKeyRoutes,
     ...sendRoutes,

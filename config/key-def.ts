@@ -17,6 +17,18 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Several configuration errors found in one load (an operator fixes them all in one edit): each printed on its own
+ * line by the CLI; the message joins them (a reload's log line). `key` and `problem` are the first's.
+ */
+export class ConfigErrors extends ConfigError {
+  constructor(readonly errors: readonly ConfigError[]) {
+    super(errors[0]!.key, errors[0]!.problem);
+    this.name = 'ConfigErrors';
+    this.message = errors.map((e) => e.message).join('; ');
+  }
+}
+
 /** SLUICE_<SECTION>_<KEY>: upper case, dots become underscores. */
 export function envName(key: string): string {
   return 'SLUICE_' + key.toUpperCase().replace(/\./g, '_');

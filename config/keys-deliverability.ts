@@ -210,7 +210,7 @@ export function destinationLimitOf(limits: Readonly<Record<string, DestinationLi
 export const DESTINATION_KEYS = {
   destinationLimits: key({
     live: true,
-    doc: 'Per-destination limits keyed by MX host pattern (a host name, or *.suffix for every name under it, e.g. *.protection.outlook.com): connections = sessions open at once per node (split among its server.processes, each at least 1; the 20 per address still applies), messages_per_connection = transactions before a session is closed, messages_per_minute = messages to the matching hosts per minute across every process and node (counted in the store; past it a delivery waits for the next minute, deferred without an attempt counted). 0 or absent: no limit of that kind. Environment: pattern=connections:messages_per_connection:messages_per_minute,…',
+    doc: 'Per-destination limits keyed by MX host pattern (a host name, or *.suffix for every name under it, e.g. *.protection.outlook.com): connections = sessions open at once to the matching hosts across every process and node (each session holds a slot leased in the store; the 20 per address still applies), messages_per_connection = transactions before a session is closed, messages_per_minute = messages to the matching hosts per minute across every process and node (counted in the store; past it a delivery waits for the next minute, deferred without an attempt counted). 0 or absent: no limit of that kind. Environment: pattern=connections:messages_per_connection:messages_per_minute,…',
     defaultText: 'empty',
     default: () => ({}) as Record<string, DestinationLimit>,
     parse: parseDestinationLimits,

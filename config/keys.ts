@@ -24,7 +24,7 @@ import { ARC_KEYS, BAYES_KEYS, DNSBL_KEYS, GREYLIST_KEYS } from './keys-inbound-
 import { INBOUND_KEYS } from './keys-inbound.js';
 
 // Listeners, the DNS resolver and the CLI name host:port values through the key table's module; the key machinery too.
-export { ConfigError, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
+export { ConfigError, ConfigErrors, envName, type ConfigOf, type KeyDef, type KeySpec } from './key-def.js';
 export {
   formatHostPort, parseAllowTarget, socketTarget, type AllowTarget, type HostPort, type SocketTarget, type Source,
 } from './values.js';

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { checkHttpTls } from './http-tls.js';
-import { ConfigError, KEYS, type ConfigOf, type KEY_TREE, type KeySpec } from './keys.js';
+import { ConfigError, ConfigErrors, KEYS, type ConfigOf, type KEY_TREE, type KeySpec } from './keys.js';
+import { suggest } from './suggest.js';
 
 /**
  * The effective, validated configuration, shaped as KEY_TREE. Loaded once in bin/ and passed down; never read from
@@ -24,13 +25,15 @@ export interface LoadOptions {
   file?: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** `--data-dir DIR`: data_dir over the file's and the environment's (relative to `cwd`). */
+  dataDir?: string;
 }
 
 const BY_KEY = new Map(KEYS.map((k) => [k.key, k]));
 const PREFIXES = new Set(KEYS.flatMap((k) => k.key.split('.').slice(0, -1).map((_, i, a) => a.slice(0, i + 1).join('.'))));
 
-/** Walks a parsed TOML document, collecting known keys and refusing unknown ones by name. */
-function flattenToml(doc: Record<string, unknown>, prefix: string, out: Map<string, unknown>): void {
+/** Walks a parsed TOML document, collecting known keys and a problem naming each unknown one. */
+function flattenToml(doc: Record<string, unknown>, prefix: string, out: Map<string, unknown>, problems: ConfigError[]): void {
   for (const [name, value] of Object.entries(doc)) {
     const key = prefix ? `${prefix}.${name}` : name;
     const spec = BY_KEY.get(key);
@@ -38,11 +41,12 @@ function flattenToml(doc: Record<string, unknown>, prefix: string, out: Map<stri
       out.set(key, value);
     } else if (PREFIXES.has(key)) {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-        throw new ConfigError(key, 'expected a table');
+        problems.push(new ConfigError(key, 'expected a table'));
+        continue;
       }
-      flattenToml(value as Record<string, unknown>, key, out);
+      flattenToml(value as Record<string, unknown>, key, out, problems);
     } else {
-      throw new ConfigError(key, `unknown key${suggest(key, [...BY_KEY.keys(), ...PREFIXES])}`);
+      problems.push(new ConfigError(key, `unknown key${suggest(key, [...BY_KEY.keys(), ...PREFIXES])}`));
     }
   }
 }
@@ -54,35 +58,17 @@ function flattenToml(doc: Record<string, unknown>, prefix: string, out: Map<stri
 const TEST_PREFIX = 'SLUICE_TEST_';
 const ENV_NAMES = new Set(KEYS.map((k) => k.env));
 
-function checkEnvNames(env: NodeJS.ProcessEnv): void {
+function checkEnvNames(env: NodeJS.ProcessEnv, problems: ConfigError[]): void {
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith('SLUICE_') || name.startsWith(TEST_PREFIX) || ENV_NAMES.has(name)) continue;
-    throw new ConfigError(name, `unknown environment variable${suggest(name, [...ENV_NAMES])}`);
+    problems.push(new ConfigError(name, `unknown environment variable${suggest(name, [...ENV_NAMES])}`));
   }
 }
 
-/** Edit distance (insertions, deletions, substitutions) between two short strings. */
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = row;
-  }
-  return prev[b.length] as number;
-}
-
-/** ` (did you mean X?)` for the closest known name within a few edits, else ''. */
-export function suggest(name: string, known: readonly string[]): string {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(name.length / 4)) + 1;
-  for (const candidate of known) {
-    const d = distance(name.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best === undefined ? '' : ` (did you mean ${best}?)`;
+/** Every problem found, at once (an operator fixes them all in one edit): the one, or all of them together. */
+function refuse(problems: ConfigError[]): void {
+  if (problems.length === 1) throw problems[0] as ConfigError;
+  if (problems.length > 1) throw new ConfigErrors(problems);
 }
 
 /**
@@ -106,7 +92,8 @@ function parseValue(spec: KeySpec, raw: unknown, source: 'file' | 'env'): unknow
 
 /**
  * Loads file → env → defaults, validates every key and returns a frozen Config.
- * Throws ConfigError naming the offending key.
+ * Throws ConfigError naming the offending key, or ConfigErrors naming each when there are several: first every
+ * unknown name and unparsable value, else every combination of keys that cannot work.
  */
 export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   const env = opts.env ?? process.env;
@@ -120,7 +107,8 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   }
 
   const raw = new Map<string, unknown>();
-  checkEnvNames(env);
+  const problems: ConfigError[] = [];
+  checkEnvNames(env, problems);
   if (file) {
     let doc: Record<string, unknown>;
     try {
@@ -128,67 +116,84 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     } catch (err) {
       throw tomlError(file, err);
     }
-    flattenToml(doc, '', raw);
+    flattenToml(doc, '', raw, problems);
   }
 
   const values = new Map<string, unknown>();
   for (const spec of KEYS) {
     const fromEnv = env[spec.env];
-    if (fromEnv !== undefined) values.set(spec.key, parseValue(spec, fromEnv, 'env'));
-    else if (raw.has(spec.key)) values.set(spec.key, parseValue(spec, raw.get(spec.key), 'file'));
-    else values.set(spec.key, spec.default());
+    try {
+      if (fromEnv !== undefined) values.set(spec.key, parseValue(spec, fromEnv, 'env'));
+      else if (raw.has(spec.key)) values.set(spec.key, parseValue(spec, raw.get(spec.key), 'file'));
+      else values.set(spec.key, spec.default());
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(err);
+    }
   }
+  if (opts.dataDir !== undefined) {
+    if (opts.dataDir.trim() === '') problems.push(new ConfigError('--data-dir', 'needs a directory'));
+    else values.set('data_dir', opts.dataDir);
+  }
+  // The checks below read values that parsed: with a value missing they would report what is not so.
+  refuse(problems);
 
   const cert = values.get('smtp.tls.cert');
   const key = values.get('smtp.tls.key');
   if ((cert === undefined) !== (key === undefined)) {
-    throw new ConfigError(cert === undefined ? 'smtp.tls.cert' : 'smtp.tls.key', 'smtp.tls.cert and smtp.tls.key must be set together');
+    problems.push(new ConfigError(cert === undefined ? 'smtp.tls.cert' : 'smtp.tls.key', 'smtp.tls.cert and smtp.tls.key must be set together'));
   }
 
   // One source of certificate: files given by path, or ACME's (data_dir/acme/, or the database); never both, so none is ignored.
   if (values.get('acme.directory_url') !== undefined && cert !== undefined) {
-    throw new ConfigError('acme.directory_url', 'set either acme.directory_url (certificates from ACME) or smtp.tls.cert/smtp.tls.key, not both');
+    problems.push(new ConfigError('acme.directory_url', 'set either acme.directory_url (certificates from ACME) or smtp.tls.cert/smtp.tls.key, not both'));
   }
 
   if (values.get('acme.directory_url') === undefined) {
     for (const k of ['acme.email', 'acme.ca_file', 'acme.hostnames']) {
       const v = values.get(k);
-      if (v !== undefined && !(Array.isArray(v) && v.length === 0)) throw new ConfigError(k, 'has no effect without acme.directory_url');
+      if (v !== undefined && !(Array.isArray(v) && v.length === 0)) problems.push(new ConfigError(k, 'has no effect without acme.directory_url'));
     }
   }
 
   // Deliverability keys that act only with another (config/keys-deliverability.ts): refused alone, never ignored.
   if (values.get('outbound.feedback_address') !== undefined && values.get('outbound.return_path_domain') === undefined) {
-    throw new ConfigError('outbound.feedback_address', 'has no effect without outbound.return_path_domain (reports are matched by its return path tokens)');
+    problems.push(new ConfigError('outbound.feedback_address', 'has no effect without outbound.return_path_domain (reports are matched by its return path tokens)'));
   }
   if (values.get('outbound.return_path_prefix') !== undefined && values.get('outbound.return_path_domain') === undefined) {
-    throw new ConfigError('outbound.return_path_prefix', 'has no effect without outbound.return_path_domain (the CNAME it names must point at that domain)');
+    problems.push(new ConfigError('outbound.return_path_prefix', 'has no effect without outbound.return_path_domain (the CNAME it names must point at that domain)'));
   }
   if (values.get('outbound.mta_sts') === 'off') {
     for (const k of ['outbound.tls_reports_from', 'outbound.tls_ca_file']) {
-      if (values.get(k) !== undefined) throw new ConfigError(k, 'has no effect while outbound.mta_sts is "off"');
+      if (values.get(k) !== undefined) problems.push(new ConfigError(k, 'has no effect while outbound.mta_sts is "off"'));
     }
   }
   // The account that signs TLS-RPT reports names nothing while no report is sent: set by hand, refused alone.
   const tlsAccount = BY_KEY.get('outbound.tls_reports_account')!;
   if ((env[tlsAccount.env] !== undefined || raw.has(tlsAccount.key)) && values.get('outbound.tls_reports_from') === undefined) {
-    throw new ConfigError('outbound.tls_reports_account', 'has no effect without outbound.tls_reports_from (no report is sent to sign)');
+    problems.push(new ConfigError('outbound.tls_reports_account', 'has no effect without outbound.tls_reports_from (no report is sent to sign)'));
   }
   // A warm-up caps a pool address (config/keys-shaping.ts); one for an address no pool sends from would never act.
   const pooled = new Set(Object.values((values.get('outbound.pools') ?? {}) as Record<string, { address: string }[]>).flat().map((a) => a.address));
   for (const address of Object.keys((values.get('outbound.warmup') ?? {}) as Record<string, unknown>)) {
-    if (!pooled.has(address)) throw new ConfigError('outbound.warmup', `${address} is not an address of any outbound.pools pool`);
+    if (!pooled.has(address)) problems.push(new ConfigError('outbound.warmup', `${address} is not an address of any outbound.pools pool`));
   }
 
   // A PostgreSQL URL without the backend would be silently ignored, and the backend without a URL has nowhere to go.
   if (values.get('storage.backend') === 'postgres' && values.get('storage.postgres_url') === undefined) {
-    throw new ConfigError('storage.postgres_url', 'storage.backend is "postgres": set storage.postgres_url (SLUICE_STORAGE_POSTGRES_URL)');
+    problems.push(new ConfigError('storage.postgres_url', 'storage.backend is "postgres": set storage.postgres_url (SLUICE_STORAGE_POSTGRES_URL)'));
   }
   if (values.get('storage.backend') !== 'postgres' && values.get('storage.postgres_url') !== undefined) {
-    throw new ConfigError('storage.postgres_url', 'has no effect unless storage.backend is "postgres"');
+    problems.push(new ConfigError('storage.postgres_url', 'has no effect unless storage.backend is "postgres"'));
   }
 
-  checkHttpTls(values, (k) => env[BY_KEY.get(k)!.env] !== undefined || raw.has(k));
+  try {
+    checkHttpTls(values, (k) => env[BY_KEY.get(k)!.env] !== undefined || raw.has(k));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(err);
+  }
+  refuse(problems);
 
   const config = shape(values);
   // Paths in the file or the environment are relative to the working directory.

@@ -3,12 +3,15 @@ import crypto from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { createTurns } from '../mta/event-loop-turns.js';
+import { statusClass } from '../mta/metrics-labels.js';
 import type { Metrics } from '../mta/metrics.js';
 import type { KeyPrincipal } from '../storage/ports/accounts.js';
 import { storageFailure } from '../storage/ports/health.js';
 import { IdempotencyKeyTaken } from '../storage/ports/queue.js';
 import { BufferBoundReached } from '../storage/message-source.js';
+import { auditMiddleware } from './audit-middleware.js';
 import { ApiError, errorBody, groupOf, noRoom, storageUnavailable } from './errors.js';
+import { docsPage } from './docs-page.js';
 import { htmlSecurityHeaders } from './html-headers.js';
 import { hashBody, idempotencyKeyOf, replay, requestHash, type KeyedRequest } from './idempotency.js';
 import { DEFAULT_BODY_LIMIT, readJsonBody, type JsonBody } from './json-body.js';
@@ -68,6 +71,8 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
 
   // Outermost: every HTML answer gets its CSP, error pages and redirect bodies included.
   app.use(htmlSecurityHeaders());
+  // Outside the error handler below, so an entry carries the status the client got (issue 38: the audit log).
+  app.use(auditMiddleware({ audit: services.audit, logger: services.logger, now: services.now }));
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     // The HTTP request's own id, answered as X-Request-Id; distinct from a send's MailChannels `request_id`.
@@ -121,14 +126,14 @@ export function createApp(services: Services, routes: readonly AnyRoute[], extra
         'request',
       );
       // The route template, never the path: ids in paths would make a series per message.
-      extras.metrics?.httpRequests.inc({
-        method: ctx.method,
-        route: (ctx.state.routeTemplate as string | undefined) ?? 'unmatched',
-        status: String(ctx.status),
-      });
+      const route = (ctx.state.routeTemplate as string | undefined) ?? 'unmatched';
+      extras.metrics?.httpRequests.inc({ method: ctx.method, route, status: String(ctx.status) });
+      extras.metrics?.httpDuration.observe({ method: ctx.method, route, status_class: statusClass(ctx.status) }, ms / 1000);
     }
   });
   if (extras.metrics && extras.metricsHere) app.use(metricsMiddleware(extras.metrics));
+  // The API reference page (/docs), rendering /openapi.json.
+  app.use(docsPage());
   for (const m of extras.middleware ?? []) app.use(m);
 
   /**

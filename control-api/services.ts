@@ -20,6 +20,7 @@ import type { Idempotency } from './idempotency.js';
 import type { AcceptVerdict, OutboundVerdict } from '../mta/outbound/outbound-verdict.js';
 import type { IdempotentAnswer } from '../storage/ports/queue.js';
 import type { LockdownVerdict } from '../filters/lockdown.js';
+import type { LockdownStore } from '../storage/ports/lockdown.js';
 import type { CheckDomainRequest, runCheckDomain } from '../mta/outbound/check-domain.js';
 import type { WebhookStore } from '../storage/ports/webhooks.js';
 import type { WebhookDispatcher } from '../mta/webhooks/dispatcher.js';
@@ -28,6 +29,8 @@ import type { WriteFailure } from '../storage/ports/health.js';
 import type { QueueAdmin } from '../mta/queue/queue-admin.js';
 import type { ShapingStore } from '../storage/ports/shaping.js';
 import type { ConsoleStore } from '../storage/ports/console.js';
+import type { AuditStore } from '../storage/ports/audit.js';
+import type { TotpStore } from '../storage/ports/totp.js';
 import type { MetricStore } from '../storage/ports/metrics.js';
 import type { Tracker } from '../mta/outbound/tracker.js';
 import type { TrackingDomainDeps } from '../mta/outbound/tracking-domains.js';
@@ -36,6 +39,7 @@ import type { KeptValues } from '../mta/outbound/send-request.js';
 import type { AlertStore } from '../storage/ports/alerts.js';
 import type { TargetGuard } from '../mta/delivery/target-guard.js';
 import type { ByteBudget, ScratchArea } from '../storage/scratch.js';
+import type { OverviewFacts } from './console/overview-facts.js';
 
 /** Health of the parts /healthz and /readyz report on. */
 export interface HealthReport {
@@ -86,6 +90,8 @@ export interface Services {
   idempotency: Idempotency;
   /** Domain Lockdown (mta/outbound/lockdown-check.ts): may this account send as this domain now? */
   lockdown: (domain: string, account: AccountRow) => Promise<LockdownVerdict>;
+  /** The operator's lockdown authorizations (`sluice lockdown`; the console's Lockdown view, operators only change it). */
+  lockdownAllow: LockdownStore;
   /** Outbound abuse control: sender blocks, remediation (delisting), scanning policy. */
   abuse: SenderAbuse;
   /** Alert monitors and the alerts they fired (/tx/v1/monitors, /outbound/v1/alertcount). */
@@ -127,6 +133,10 @@ export interface Services {
   shaping: Pick<ShapingStore, 'active' | 'lift'>;
   /** Web console sessions and operator tokens. */
   console: ConsoleStore;
+  /** Console sign-in's second factor (TOTP secrets and their last used steps). */
+  totp: TotpStore;
+  /** The audit log: every change through the API and the console is appended (control-api/audit-middleware.ts). */
+  audit: AuditStore;
   /** HMAC key of the console's sign-in CSRF tokens (created on first start, kept in the store as console_secret). */
   consoleSecret: Buffer;
   /**
@@ -145,4 +155,6 @@ export interface Services {
   logger: Logger;
   /** `probe`: when the last write failed, first try one small write that waits for no lock (for /readyz). */
   health: (opts?: { probe?: boolean }) => Promise<HealthReport>;
+  /** The console overview's facts of this process (bin/wiring-overview.ts); absent in tests of other parts. */
+  overview?: OverviewFacts;
 }

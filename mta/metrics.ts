@@ -1,7 +1,12 @@
 // Owns Sluice's Prometheus metric families (prom-client) on a registry of their own: names, types, labels, and the
 // scrape-time gauges read from storage. Each family is fed from the one place its events happen (see each field).
+import { X509Certificate } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  ATTEMPT_OUTCOMES, AUTOLEARN_OUTCOMES, BAYES_CLASSES, DNS_RESULTS, DNS_TYPES, FINAL_OUTCOMES, INBOUND_ACTIONS, MESSAGE_KINDS,
+  QUEUE_STATES, REPORT_RESULTS, SCAN_DISPOSITIONS, WEBHOOK_STATUSES,
+} from './metrics-labels.js';
 
 /** What a scrape reads from storage: unfinished deliveries by state and kind, and the pending webhook events. */
 export interface MetricSources {
@@ -14,7 +19,22 @@ export interface MetricSources {
   webhookEventsPending: () => Promise<number>;
   /** Shaping activations in force (outbound.shaping_rules), by action. */
   shapingActive?: () => Promise<{ suspend: number; throttle: number }>;
+  /** The configured outbound.shaping_rules (live): each rule's activation counter starts at 0. */
+  shapingRules?: () => Readonly<Record<string, { action: string }>>;
   now: () => number;
+}
+
+/** What createMetrics is told about the process it runs in. */
+export interface MetricsOptions {
+  /** Sluice's version, for sluice_build_info. */
+  version?: string;
+  /**
+   * The process's slot in a `server.processes` tree (bin/supervisor.ts), as the `process` label of prom-client's
+   * default process_* and nodejs_* metrics: the tree's exposition sums the children's families, and a sum of heap
+   * sizes, file descriptor limits or start times means nothing, so each child keeps a series of its own. Unset in a
+   * single process: no label.
+   */
+  process?: string;
 }
 
 /** The reply class label of an SMTP reply code: `2xx`, `3xx`, `4xx`, `5xx`. */
@@ -35,16 +55,33 @@ export function bounceClass(status: string | null): string {
 const LOCAL_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 // Webhook dispatch lag: from an event's creation to its first POST, 10 ms to a day (retries wait hours).
 const LAG_BUCKETS = [0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
+// An HTTP answer or an SMTP reply: 1 ms to a minute (a DATA phase of a large message over a slow link takes long).
+const REPLY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+// From a message's acceptance to its delivery or bounce: 100 ms to the 5 days of a queue lifetime.
+const DELIVERY_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14_400, 43_200, 86_400, 259_200, 432_000];
+
+/** The subjectAltName DNS names of a PEM certificate (its first), or its subject CN, and its notAfter in seconds. */
+function certificateNames(pem: string): { names: string[]; notAfter: number } {
+  const x = new X509Certificate(pem);
+  const names = (x.subjectAltName ?? '')
+    .split(', ')
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4));
+  const cn = /(?:^|\n)CN=([^\n]*)/.exec(x.subject)?.[1];
+  return { names: names.length > 0 ? names : [cn ?? ''], notAfter: Date.parse(x.validTo) / 1000 };
+}
 
 /**
  * Creates the metric families on a fresh registry (no prom-client global; two servers in one test process keep
  * their own counts). `collectFrom` sets the storage sources read at each scrape; `close()` stops the event-loop
  * monitor.
  */
-export function createMetrics() {
+export function createMetrics(options: MetricsOptions = {}) {
   const registry = new Registry();
   const registers = [registry];
   let sources: MetricSources | undefined;
+  // The certificates the listeners present now (bin/server.ts registers each TLS source), parsed once per change.
+  const certificates = new Map<string, { current: () => string; pem?: string; parsed?: ReturnType<typeof certificateNames> }>();
   let gather: (() => Promise<string>) | undefined;
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -99,6 +136,10 @@ export function createMetrics() {
       help: 'Times an outbound.shaping_rules rule acted on a remote reply, by rule and action (suspend, throttle, bounce).',
       labelNames: ['rule', 'action'] as const,
       registers,
+      collect() {
+        // Each configured rule's series from the start (rules come and go with a reload; a removed one keeps its count).
+        for (const [rule, r] of Object.entries(sources?.shapingRules?.() ?? {})) this.inc({ rule, action: r.action }, 0);
+      },
     }),
     shapingActive: new Gauge({
       name: 'sluice_shaping_active',
@@ -139,6 +180,57 @@ export function createMetrics() {
       help: 'Young-generation collections the buffer governor ran because the bytes behind Buffers grew by 16 MB.',
       registers,
     }),
+    /** Fed by the same middleware: the time to the answer's status, by method, route template and status class. */
+    httpDuration: new Histogram({
+      name: 'sluice_http_request_duration_seconds',
+      help: 'Time from an HTTP request to its answer (the body of a streamed answer not included), by method, route template and status class.',
+      labelNames: ['method', 'route', 'status_class'] as const,
+      buckets: REPLY_BUCKETS,
+      registers,
+    }),
+    /** Fed by the SMTP listener seam (mta/smtp/smtp-server-seam.ts): from a command line to its reply. */
+    smtpCommandDuration: new Histogram({
+      name: 'sluice_smtp_command_duration_seconds',
+      help: 'Time from an SMTP command to our reply, by listener and command (message: the DATA phase from the 354 to the reply after the final dot).',
+      labelNames: ['listener', 'command'] as const,
+      buckets: REPLY_BUCKETS,
+      registers,
+    }),
+    /** Fed where an attempt's outcome is recorded (mta/queue/queue.ts record()) when it ends the delivery. */
+    deliveryDuration: new Histogram({
+      name: 'sluice_delivery_duration_seconds',
+      help: 'Time from a message\'s acceptance into the queue to the final outcome of a delivery (delivered, bounced), by message kind.',
+      labelNames: ['kind', 'outcome'] as const,
+      buckets: DELIVERY_BUCKETS,
+      registers,
+    }),
+    buildInfo: new Gauge({
+      name: 'sluice_build_info',
+      // The same in every process of a tree.
+      aggregator: 'first',
+      help: 'Always 1; the labels say which Sluice (version) runs on which Node.js (node). Exported by every role.',
+      labelNames: ['version', 'node'] as const,
+      registers,
+    }),
+    tlsCertificateExpiry: new Gauge({
+      name: 'sluice_tls_certificate_expiry_timestamp_seconds',
+      // Every process of a tree reads the same pair; during a renewal the older one is the one to worry about.
+      aggregator: 'min',
+      help: 'When the certificate a TLS listener presents expires (notAfter, Unix seconds), by listener (smtp, https) and DNS name.',
+      labelNames: ['listener', 'name'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [listener, c] of certificates) {
+          const pem = c.current();
+          if (pem !== c.pem) {
+            c.pem = pem;
+            c.parsed = certificateNames(pem);
+          }
+          for (const name of c.parsed!.names) this.set({ listener, name }, c.parsed!.notAfter);
+        }
+      },
+    }),
     /** Fed by the HTTP app's outermost middleware with the matched route template (never the raw path). */
     httpRequests: new Counter({
       name: 'sluice_http_requests_total',
@@ -170,6 +262,7 @@ export function createMetrics() {
       async collect() {
         const rows = (await sources?.queue())?.rows ?? [];
         this.reset();
+        for (const state of QUEUE_STATES) for (const kind of MESSAGE_KINDS) this.set({ state, kind }, 0);
         for (const r of rows) this.set({ state: r.state, kind: r.kind }, r.count);
       },
     }),
@@ -210,6 +303,13 @@ export function createMetrics() {
         loop.reset();
       },
     }),
+    /**
+     * Adds the certificate a TLS listener presents (`current`: its PEM now) to sluice_tls_certificate_expiry_*; read
+     * at each scrape, so a renewed certificate shows at once.
+     */
+    watchCertificate(listener: 'smtp' | 'https', current: () => string): void {
+      certificates.set(listener, { current });
+    },
     /** Sets what scrape-time gauges read (wired in bin/ once storage is open). */
     collectFrom(s: MetricSources): void {
       sources = s;
@@ -230,7 +330,34 @@ export function createMetrics() {
       loop.disable();
     },
   };
+  metrics.buildInfo.set({ version: options.version ?? 'unknown', node: process.versions.node }, 1);
+  zeroKnownSeries(metrics);
+  // prom-client's process_* and nodejs_* families (CPU, memory, file descriptors, GC, event loop, handles).
+  collectDefaultMetrics({ register: registry, ...(options.process === undefined ? {} : { labels: { process: options.process } }) });
+  if (options.process !== undefined) {
+    // prom-client omits the start time from a cluster's sum; with a `process` label each child's series stands alone.
+    const start = registry.getSingleMetric('process_start_time_seconds') as { aggregator?: string } | undefined;
+    if (start) start.aggregator = 'first';
+  }
   return metrics;
+}
+
+/**
+ * Gives every labelled counter a 0 series for each label set it is known to take (the listeners' own families start
+ * theirs when a listener starts: mta/smtp/listener.ts; HTTP's label sets are routes × statuses, started by the first
+ * answer), and the delivery latency a series per kind and final outcome.
+ */
+function zeroKnownSeries(m: Metrics): void {
+  for (const kind of MESSAGE_KINDS) {
+    for (const outcome of ATTEMPT_OUTCOMES) m.deliveryAttempts.inc({ kind, outcome, bounce_class: 'none' }, 0);
+    for (const outcome of FINAL_OUTCOMES) m.deliveryDuration.zero({ kind, outcome });
+  }
+  for (const action of INBOUND_ACTIONS) m.inboundVerdicts.inc({ action }, 0);
+  for (const cls of BAYES_CLASSES) for (const outcome of AUTOLEARN_OUTCOMES) m.bayesAutolearned.inc({ class: cls, outcome }, 0);
+  for (const [kind, results] of Object.entries(REPORT_RESULTS)) for (const result of results) m.reportsReceived.inc({ kind, result }, 0);
+  for (const [scanner, ds] of Object.entries(SCAN_DISPOSITIONS)) for (const disposition of ds) m.outboundScanDispositions.inc({ scanner, disposition }, 0);
+  for (const status of WEBHOOK_STATUSES) m.webhookBatches.inc({ status }, 0);
+  for (const type of DNS_TYPES) for (const result of DNS_RESULTS) m.dnsLookups.inc({ type, result }, 0);
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -18,6 +18,7 @@ export const KEEPING_TABLES: readonly { table: string; column: string }[] = [
   { table: 'inbound_reports', column: 'account_id' },
   { table: 'inbound_quarantine', column: 'account_id' },
   { table: 'inbound_log', column: 'account_id' },
+  { table: 'audit_log', column: 'account_id' },
   { table: 'inbound_domains', column: 'account_id' },
   { table: 'sender_strikes', column: 'account_id' },
   { table: 'sender_delistings', column: 'account_id' },
@@ -50,6 +51,8 @@ export const OWNED_TABLES: readonly string[] = [
   'bayes_models',
   // A reservation against the monthly limit of a send still in flight: it only ever holds budget back.
   'send_reservations',
+  // Its console sign-in's second factor (issue 38).
+  'console_totp',
 ];
 
 /**

@@ -33,6 +33,15 @@ form.inline { display: inline; margin: 0 4px 0 0; }
 .error { padding: 8px 10px; background: #fdecea; border: 1px solid #f1aaa4; margin: 0 0 12px; }
 .empty { color: var(--muted); }
 .state-delivered { color: var(--ok); } .state-bounced, .state-dropped { color: var(--bad); } .state-queued, .state-held { color: var(--warn); }
+.state-deferred { color: var(--warn); font-weight: 600; }
+ul.details { margin: 0; padding: 0; list-style: none; font-size: 12px; } ul.details b { font-weight: 600; color: var(--muted); }
+.tiles { display: grid; grid-template-columns: repeat(auto-fill, minmax(140px, 1fr)); gap: 10px; margin: 0 0 8px; }
+.tile { background: #fff; border: 1px solid var(--line); padding: 10px 12px; }
+.tile .figure { display: block; font-size: 22px; font-weight: 600; } .tile .label { color: var(--muted); font-size: 12px; }
+.tile.bad .figure { color: var(--bad); } .tile.warn .figure { color: var(--warn); } .tile.ok .figure { color: var(--ok); }
+.tile a { color: inherit; text-decoration: none; } .tile a:hover { text-decoration: underline; }
+.narrow table { width: auto; min-width: 420px; } .columns { display: flex; flex-wrap: wrap; gap: 0 28px; } .columns > section { flex: 1 1 460px; }
+.ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
 pre { background: #fff; border: 1px solid var(--line); padding: 10px; overflow: auto; white-space: pre-wrap; word-break: break-all; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff; border: 1px solid var(--line); padding: 10px; }
 dt { color: var(--muted); } dd { margin: 0; word-break: break-all; }

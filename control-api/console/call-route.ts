@@ -1,10 +1,20 @@
 // Owns the console's one way to the data: calling a REST route's own handler (its schemas validate the input, its
 // tenancy checks apply), so the console is never a second path to anything the API serves.
 import type { AccountRow, KeyPrincipal, KeyScope } from '../../storage/ports/accounts.js';
+import { appendAudit, audited, targetOf } from '../audit-middleware.js';
 import { ApiError, notFound } from '../errors.js';
 import { coerceQuery, validate, type AnyRoute, type Method, type Reply } from '../route.js';
 import type { Services } from '../services.js';
 import { holdToDomain } from './domain-scope.js';
+
+/** Who, signed in to the console, makes a call: the audit log's entry of a change says so (via console). */
+export interface ConsoleActor {
+  actorKind: 'key' | 'operator';
+  actor: string;
+  keyId: number | null;
+  /** The browser's address. */
+  address: string;
+}
 
 export interface RouteCall {
   params?: Record<string, string>;
@@ -26,6 +36,7 @@ export function createRouteCaller(services: Services, routes: readonly AnyRoute[
     path: string,
     as: { account: AccountRow; keyId: number; scopes: ReadonlySet<KeyScope>; domain?: string | undefined; recipient?: string | undefined },
     given: RouteCall = {},
+    by?: ConsoleActor,
   ): Promise<Reply> {
     const route = byKey.get(`${method} ${path}`);
     if (!route) throw new Error(`console: no route ${method} ${path}`);
@@ -40,7 +51,31 @@ export function createRouteCaller(services: Services, routes: readonly AnyRoute[
     if (route.body && body === undefined && !route.bodyOptional) throw new ApiError(400, ['request body is required']);
     const querystring = new URLSearchParams(rawQuery).toString();
     // The console's bodies are small forms already in memory: nothing is kept out of them.
-    return route.handler(services, { params, query, body, diverted: [], principal, httpRequestId: 'console', headers: {}, ip: '', method, querystring });
+    const run = () => route.handler(services, { params, query, body, diverted: [], principal, httpRequestId: 'console', headers: {}, ip: '', method, querystring });
+    if (!by || !audited(method, path)) return run();
+    // A change is recorded once the handler answered (or refused), as the API's middleware does (audit-middleware.ts).
+    let status = 500;
+    try {
+      const reply = await run();
+      status = reply.status;
+      return reply;
+    } catch (err) {
+      if (err instanceof ApiError) status = err.status;
+      throw err;
+    } finally {
+      await appendAudit(services.audit, services.logger, {
+        at: services.now(),
+        via: 'console',
+        actorKind: by.actorKind,
+        actor: by.actor,
+        accountId: as.account.id,
+        keyId: by.keyId,
+        action: `${method} ${path}`,
+        target: targetOf(params as Record<string, string | undefined>),
+        address: by.address,
+        status,
+      });
+    }
   };
 }
 

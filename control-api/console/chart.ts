@@ -31,7 +31,7 @@ export function lineChart(title: string, labels: readonly string[], series: read
   return html`<figure class="chart"><figcaption>${title}</figcaption>
 <svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${title}" xmlns="http://www.w3.org/2000/svg">
 ${ticks.map((t) => html`<line x1="${PAD.left}" x2="${W - PAD.right}" y1="${y(t)}" y2="${y(t)}" stroke="#e3e7ef"/><text x="${PAD.left - 6}" y="${y(t) + 4}" text-anchor="end" font-size="11" fill="#5b6475">${t}</text>`)}
-${labels.map((l, i) => (i % every === 0 ? html`<text x="${x(i)}" y="${H - 12}" text-anchor="middle" font-size="11" fill="#5b6475">${l}</text>` : ''))}
+${labels.map((l, i) => (i % every === 0 ? html`<text x="${x(i)}" y="${H - 12}" text-anchor="${i === n - 1 ? 'end' : 'middle'}" font-size="11" fill="#5b6475">${l}</text>` : ''))}
 ${series.map(
   (s) => html`<polyline fill="none" stroke="${s.colour}" stroke-width="2" points="${s.values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ')}"><title>${s.label}</title></polyline>
 ${s.values.map((v, i) => html`<circle cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="2.5" fill="${s.colour}"><title>${s.label} ${labels[i]}: ${v}</title></circle>`)}`,

@@ -1,5 +1,6 @@
 // Owns building the console's HTML safely: a tagged template that escapes every interpolated value unless it is
 // already markup, so no tenant-controlled text (subjects, addresses, headers) can become markup or script.
+import { stamp } from './dates.js';
 /** Markup that is already safe: built by `html` or `raw`. */
 export class Html {
   constructor(readonly text: string) {}
@@ -40,9 +41,9 @@ export function href(path: string, query: Record<string, string | number | undef
   return s ? `${path}?${s}` : path;
 }
 
-/** ISO 8601 to the second, UTC (what every view shows), or '' for none. */
+/** `yyyy-mm-dd hh:mm UTC` (dates.ts: the one format every view shows), or '' for none. */
 export function when(ms: number | null | undefined): string {
-  return ms === null || ms === undefined ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ') + 'Z';
+  return stamp(ms);
 }
 
 /** A table: header cells and rows of cells (each cell escaped unless Html). An empty body shows `empty`. */

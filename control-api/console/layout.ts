@@ -9,9 +9,11 @@ import type { Viewer } from './session.js';
  * outbound mail: `api`); a session without it gets 404 and no link. `allAccounts`: the operator may look at every
  * account at once (`account=*`). `domainAdmin`: a domain admin's session (a login link's) has the view, held to its
  * domain by domain-scope.ts; `recipient`: a recipient's session (a digest's view link's) has it, held to its address;
- * every other view answers these sessions 404.
+ * every other view answers these sessions 404. `anyScope`: a session of either scope has it (the overview, which
+ * shows each scope's part only).
  */
-export const NAV: readonly { key: string; label: string; path: string; scope: KeyScope; allAccounts?: boolean; domainAdmin?: boolean; recipient?: boolean }[] = [
+export const NAV: readonly { key: string; label: string; path: string; scope: KeyScope; anyScope?: boolean; allAccounts?: boolean; domainAdmin?: boolean; recipient?: boolean }[] = [
+  { key: 'overview', label: 'Overview', path: '/console/overview', scope: 'api', anyScope: true, allAccounts: true },
   { key: 'queue', label: 'Queue', path: '/console/queue', scope: 'api', allAccounts: true },
   { key: 'quarantine', label: 'Quarantine', path: '/console/quarantine', scope: 'inbound', domainAdmin: true, recipient: true },
   { key: 'log', label: 'Log search', path: '/console/log', scope: 'api' },
@@ -23,13 +25,20 @@ export const NAV: readonly { key: string; label: string; path: string; scope: Ke
   { key: 'dkim', label: 'DKIM keys', path: '/console/dkim', scope: 'api' },
   { key: 'webhooks', label: 'Webhooks', path: '/console/webhooks', scope: 'api' },
   { key: 'senders', label: 'Sender blocks & alerts', path: '/console/senders', scope: 'api' },
+  { key: 'keys', label: 'API keys', path: '/console/keys', scope: 'api' },
+  { key: 'smtp-passwords', label: 'SMTP passwords', path: '/console/smtp-passwords', scope: 'api' },
+  { key: 'sub-accounts', label: 'Sub-accounts', path: '/console/sub-accounts', scope: 'api' },
+  { key: 'suppressions', label: 'Suppressions', path: '/console/suppressions', scope: 'api' },
+  { key: 'lockdown', label: 'Lockdown', path: '/console/lockdown', scope: 'api' },
+  { key: 'monitors', label: 'Monitors', path: '/console/monitors', scope: 'api' },
+  { key: 'audit', label: 'Audit', path: '/console/audit', scope: 'api', allAccounts: true },
 ];
 
 /** The views the viewer's navigation lists: those of its session's scope (a domain admin, a recipient: theirs only). */
 function navOf(viewer: Viewer): typeof NAV {
   const mine = (n: (typeof NAV)[number]) =>
     viewer.recipient !== undefined ? n.recipient === true : viewer.domain === undefined || n.domainAdmin === true;
-  return NAV.filter((n) => viewer.scopes.has(n.scope) && mine(n));
+  return NAV.filter((n) => (n.anyScope === true || viewer.scopes.has(n.scope)) && mine(n));
 }
 
 /**

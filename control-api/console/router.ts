@@ -9,7 +9,8 @@ import type { AnyRoute } from '../route.js';
 import { visibleAccounts } from '../routes/outbound-search.js';
 import type { Services } from '../services.js';
 import { ASSETS } from './assets.js';
-import { createRouteCaller } from './call-route.js';
+import { appendAudit, audited, targetOf } from '../audit-middleware.js';
+import { createRouteCaller, type ConsoleActor } from './call-route.js';
 import { html, type Html } from './html.js';
 import { ALL_ACCOUNTS, homePath, mayView, NAV, page } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
@@ -17,6 +18,7 @@ import { CONSOLE_VIEWS } from './views.js';
 import { createLinkSignIn } from './link-sign-in.js';
 import { createDigestPage } from './digest-page.js';
 import { mintLoginToken, validLoginToken } from './login-token.js';
+import { SIGN_IN_REFUSED } from './totp.js';
 import { cookie, cookieNames, parseCookies, readForm, sameToken, signIn, viewerOf, type Viewer } from './session.js';
 
 // 'self' only: no inline script or style, no CDN; inline SVG needs no source. Forms post to ourselves only.
@@ -34,6 +36,7 @@ function loginPage(csrf: string, error?: string): Html {
     html`<div class="login"><h1>Sluice console</h1>${error ? html`<p class="error">${error}</p>` : ''}
 <form method="post" action="/console/login"><input type="hidden" name="_csrf" value="${csrf}">
 <label>API key (scope api or inbound) or operator token<input type="password" name="secret" autocomplete="off" required autofocus></label>
+<label>Authenticator code (when enrolled)<input type="text" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code"></label>
 <button>Sign in</button></form>
 <p class="empty">Operators: create a token with <code>sluice console token</code>.</p></div>`,
   );
@@ -97,11 +100,12 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     }
     let session;
     try {
-      session = await signIn(services, (form.get('secret') ?? '').trim());
+      session = await signIn(services, (form.get('secret') ?? '').trim(), (form.get('code') ?? '').replace(/\s/g, ''));
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       await services.throttles.hit([failures], services.now(), LOGIN_WINDOW_MS);
-      return render(ctx, err.status, loginPage(fresh(), 'Unknown or revoked key or token.'));
+      // A wrong or replayed authenticator code counts as a failure too (TOTP alone is a million guesses).
+      return render(ctx, err.status, loginPage(fresh(), err.errors[0] === SIGN_IN_REFUSED ? 'Unknown or revoked key or token, or a wrong or used code.' : `${err.errors[0] ?? 'Refused'}.`));
     }
     ctx.append('Set-Cookie', cookie(names.session, session.id, { secure: secure(ctx), maxAgeSeconds: services.config.http.consoleSessionHours * 3600 }));
     ctx.append('Set-Cookie', cookie(names.login, '', { secure: secure(ctx), maxAgeSeconds: 0 }));
@@ -149,9 +153,26 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
     }
     const query = Object.fromEntries(Object.entries(ctx.query).map(([k, val]) => [k, Array.isArray(val) ? (val.at(-1) ?? '') : (val ?? '')]));
     const account = selectAccount(viewer, v.nav, query.account);
+    // The console's changes go to the audit log as the signed-in operator's or tenant's (call-route.ts).
+    const s = viewer.session;
+    const by: ConsoleActor =
+      viewer.kind === 'operator'
+        ? { actorKind: 'operator', actor: `token ${s.token_id ?? '?'}`, keyId: null, address: ctx.ip }
+        : { actorKind: 'key', actor: viewer.recipient !== undefined ? `recipient ${viewer.recipient}` : `${s.key_id ?? '-'}${viewer.domain !== undefined ? ` (admin of ${viewer.domain})` : ''}`, keyId: s.key_id, address: ctx.ip };
+    // Routes the view called that the audit log records (call-route.ts); a form that changed something without one
+    // (a store action with no REST route) is recorded here, under its own console path, once it is answered.
+    let changes = 0;
+    const record = (status: number) =>
+      appendAudit(services.audit, services.logger, {
+        at: services.now(), via: 'console', actorKind: by.actorKind, actor: by.actor, accountId: account?.id ?? null, keyId: by.keyId,
+        action: `POST ${v.path}`, target: targetOf(params), address: ctx.ip, status,
+      });
     const c: ViewCtx = {
       services,
-      call,
+      call: (method, path, as, given) => {
+        if (audited(method, path)) changes++;
+        return call(method, path, as, given, by);
+      },
       viewer,
       account,
       query,
@@ -168,8 +189,22 @@ export function createConsole(services: Services, routes: readonly AnyRoute[], v
         return visibleAccounts(services, { account, keyId: 0, scope: 'api' });
       },
     };
-    const out = await v.view(c);
+    let out: Awaited<ReturnType<typeof v.view>>;
+    try {
+      out = await v.view(c);
+    } catch (err) {
+      if (ctx.method === 'POST' && changes === 0) await record(err instanceof ApiError ? err.status : 500);
+      throw err;
+    }
+    if (ctx.method === 'POST' && changes === 0) await record('redirect' in out ? 302 : 'status' in out ? (out.status ?? 200) : 200);
     if ('redirect' in out) return ctx.redirect(out.redirect);
+    if ('download' in out) {
+      // RFC 6266: an attachment; the name is ours ([a-z0-9.-] only), so it needs no quoting beyond the quotes.
+      ctx.set('Content-Disposition', `attachment; filename="${out.download.filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
+      ctx.type = out.download.type;
+      ctx.body = out.download.body;
+      return;
+    }
     render(ctx, out.status ?? 200, page(out.title, out.body, { viewer, account, csrf: viewer.session.csrf, active: v.nav }));
   }
 

@@ -7,6 +7,7 @@ import type { AccountRow, KeyScope } from '../../storage/ports/accounts.js';
 import type { ConsoleSessionRow } from '../../storage/ports/console.js';
 import { ApiError, forbidden } from '../errors.js';
 import type { Services } from '../services.js';
+import { checkSecondFactor, SIGN_IN_REFUSED } from './totp.js';
 
 export const SESSION_COOKIE = 'sluice_console';
 /** Double-submit token of the sign-in form (there is no session yet to hold one); minted by the server (login-token.ts). */
@@ -166,15 +167,21 @@ export async function viewerOf(services: Services, sessionId: string | undefined
 
 /**
  * Signs in with `secret`: an operator token (`op_…`, from `sluice console token`) or an API key of scope api or
- * inbound. Returns the new session's cookie value; 403 for anything else (one message: no hint which part failed).
+ * inbound, and `code`, the authenticator's current code when the operator or the key's account enrolled one
+ * (`sluice console totp enroll`; totp.ts). Returns the new session's cookie value; 403 for anything else (one
+ * message: no hint which part failed).
  */
-export async function signIn(services: Services, secret: string): Promise<{ id: string; kind: 'tenant' | 'operator' }> {
+export async function signIn(services: Services, secret: string, code = ''): Promise<{ id: string; kind: 'tenant' | 'operator' }> {
   const now = services.now();
   const ttlMs = services.config.http.consoleSessionHours * 3_600_000;
   const token = secret.startsWith('op_') ? await services.console.findToken(secret) : undefined;
-  if (token) return { id: (await services.console.openSession({ kind: 'operator', tokenId: token.id, now, ttlMs })).id, kind: 'operator' };
+  if (token) {
+    await checkSecondFactor(services.totp, null, code, now);
+    return { id: (await services.console.openSession({ kind: 'operator', tokenId: token.id, now, ttlMs })).id, kind: 'operator' };
+  }
   const principal = secret.startsWith('op_') ? undefined : await services.accounts.authenticateKey(secret);
-  if (!principal) throw forbidden('unknown or revoked key or token');
+  if (!principal) throw forbidden(SIGN_IN_REFUSED);
+  await checkSecondFactor(services.totp, principal.account.id, code, now);
   const s = await services.console.openSession({ kind: 'tenant', accountId: principal.account.id, keyId: principal.keyId, now, ttlMs });
   return { id: s.id, kind: 'tenant' };
 }

@@ -28,7 +28,8 @@ export interface ViewCtx {
   scope(): Promise<AccountScope>;
 }
 
-export type ViewResult = { title: string; body: Html; status?: number } | { redirect: string };
+/** `download`: a file the browser saves (a CSV export), sent as an attachment with the console's headers. */
+export type ViewResult = { title: string; body: Html; status?: number } | { redirect: string } | { download: { filename: string; type: string; body: string } };
 
 export interface ViewRoute {
   method: 'GET' | 'POST';

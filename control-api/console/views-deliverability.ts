@@ -6,6 +6,7 @@ import { bucketStarts, buildReport, metricsWindow, type Interval } from '../../m
 import type { Metric } from '../../storage/ports/metrics.js';
 import { badRequest } from '../errors.js';
 import { lineChart } from './chart.js';
+import { day } from './dates.js';
 import { href, html, table } from './html.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 
@@ -19,6 +20,34 @@ export const SERIES: readonly { key: string; metric: Metric; label: string; colo
   { key: 'clicks', metric: 'click', label: 'Clicks', colour: '#00838f' },
 ];
 const FIELDS = SERIES.map((s) => s.metric);
+
+/**
+ * The headline figures over the window: counts and rates. Delivered, bounced and deferred are per recipient sent
+ * (deferred counts each temporary failure, so it can pass 100 %); complaints per recipient delivered (as mailbox
+ * providers reckon a complaint rate).
+ */
+const HEADLINE: readonly { key: string; metric: Metric; label: string; of?: Metric; warnAt?: number }[] = [
+  { key: 'sent', metric: 'processed', label: 'Sent' },
+  { key: 'delivered', metric: 'delivered', label: 'Delivered', of: 'processed' },
+  { key: 'bounced', metric: 'bounced', label: 'Bounced', of: 'processed', warnAt: 0.05 },
+  { key: 'complained', metric: 'complained', label: 'Complained', of: 'delivered', warnAt: 0.001 },
+  { key: 'deferred', metric: 'deferred', label: 'Deferred', of: 'processed', warnAt: 0.2 },
+];
+
+/** A rate as a percentage with the precision it needs (0.08 %, 12.5 %), or '—' when nothing was sent. */
+function rate(n: number, of: number): string {
+  if (of === 0) return '—';
+  const p = (100 * n) / of;
+  return `${p > 0 && p < 1 ? p.toFixed(2) : p.toFixed(1)} %`;
+}
+
+function headline(r: Record<string, unknown>) {
+  const n = (m: Metric) => Number(r[m] ?? 0);
+  return html`<div class="tiles">${HEADLINE.map((h) => {
+    const tone = h.of && h.warnAt !== undefined && n(h.of) > 0 && n(h.metric) / n(h.of) >= h.warnAt ? 'warn' : '';
+    return html`<div class="tile ${tone}" data-figure="${h.key}"><span class="figure">${n(h.metric)}</span><span class="label">${h.label}${h.of ? html` · <span data-rate="${h.key}">${rate(n(h.metric), n(h.of))}</span> of ${h.of === 'processed' ? 'sent' : 'delivered'}` : ''}</span></div>`;
+  })}</div>`;
+}
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -49,9 +78,10 @@ async function view(c: ViewCtx) {
   if (!starts.ok) throw badRequest(starts.error);
   const campaign = c.query.campaign || null;
   const report = (accountId: number, camp: string | null) =>
-    buildReport(c.services.metrics, { accountId, campaign: camp, window: w.window, interval: win.interval, starts: starts.starts, fields: FIELDS });
+    buildReport(c.services.metrics, { accountId, campaign: camp, window: w.window, interval: win.interval, starts: starts.starts, fields: [...FIELDS, 'complained'] });
   const chart = await report(account.id, campaign);
-  const labels = starts.starts.map((b) => new Date(b).toISOString().slice(win.interval === 'hour' ? 11 : 5, win.interval === 'hour' ? 16 : 10));
+  // Days as yyyy-mm-dd (dates.ts), hours as hh:mm UTC.
+  const labels = starts.starts.map((b) => (win.interval === 'hour' ? new Date(b).toISOString().slice(11, 16) : day(b)));
   const series = SERIES.map((s) => ({ ...s, values: (chart.buckets[s.metric] ?? []).map((b) => b.count) }));
 
   // Which campaigns and sub-accounts had traffic, busiest first: the senders routes, called as this account.
@@ -77,6 +107,7 @@ async function view(c: ViewCtx) {
 <label>Window<select name="days">${Object.entries(WINDOWS).map(([k, x]) => html`<option value="${k}" ${k === days ? 'selected' : ''}>${x.label}</option>`)}</select></label>
 <label>Campaign<select name="campaign"><option value="">all campaigns</option>${campaigns.map((x) => html`<option ${x === campaign ? 'selected' : ''}>${x}</option>`)}</select></label>
 <button>Show</button></form>
+${headline(chart)}
 ${lineChart(`${scopeText}${campaign ? ` · campaign ${campaign}` : ''} · ${win.label}`, labels, series)}
 <p class="empty">From the metrics API's hourly roll-ups (UTC): sent counts recipients accepted, delivered and bounced the final outcomes, deferred each temporary failure, opens and clicks every one recorded (GET /tx/v1/metrics/performance and /engagement give the same figures).</p>
 <h2>By campaign</h2>${table(['Campaign', ...SERIES.map((s) => s.label)], campaignRows, 'No campaign sent mail in this window.')}

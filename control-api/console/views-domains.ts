@@ -1,22 +1,16 @@
 // Owns the console's inbound domains view (policy, downstreams, aliases, domain lists, quarantine digests and their
-// form) and DKIM keys view (create, rotate, the DNS record to copy) — each by calling the /inbound/v1 and /tx/v1
-// routes themselves.
+// form, provisioning a new domain; each domain's own page is views-domain-edit.ts) and DKIM keys view (create,
+// rotate, the DNS record to copy) — each by calling the /inbound/v1 and /tx/v1 routes themselves.
 import { DIGEST_INTERVALS } from '../../storage/ports/inbound-domains.js';
 import { badRequest } from '../errors.js';
+import { day } from './dates.js';
 import { href, html, table, type Html } from './html.js';
 import { csrfField } from './layout.js';
-import type { ViewCtx, ViewRoute } from './view.js';
+import type { ViewCtx, ViewResult, ViewRoute } from './view.js';
+import { downstreamInputs, postedRows, readDownstreams, type DomainWire } from './views-domain-edit.js';
+import { errorBox, formOf, refusedOnPage } from './views-form.js';
 
-interface DomainWire {
-  domain: string;
-  subscriptionHandle: string;
-  settings: {
-    abusePolicy: string; abusePolicyOverride: boolean; spamHeaderName: string; spamHeaderValue: string;
-    quarantineDigest: string; quarantineDigestAdmins: boolean;
-  };
-  downstreamAddresses: { priority: number; weight: number; port: number; target: string }[];
-  aliases: string[];
-}
+const POLICIES = ['block', 'flag', 'quarantine'] as const;
 interface KeyWire {
   domain: string;
   selector: string;
@@ -27,7 +21,28 @@ interface KeyWire {
   dkim_dns_records?: { name: string; type: string; value: string }[];
 }
 
-async function domains(c: ViewCtx) {
+/**
+ * The form that provisions a domain (POST /inbound/v1/domains): its name, subscription, abuse policy and downstream
+ * servers; `posted` refills it after the route refused it. None for a domain admin (domain-scope.ts: no such route).
+ */
+async function createForm(c: ViewCtx, errors: readonly string[]): Promise<Html | ''> {
+  const posted = errors.length > 0 ? c.form : undefined;
+  if (c.viewer.domain !== undefined) return '';
+  const subs = (await c.call('GET', '/inbound/v1/subscriptions', c.as())).body as { handle: string; active: boolean }[];
+  const active = subs.filter((x) => x.active);
+  const pick = posted?.get('subscriptionHandle');
+  const policy = posted?.get('abusePolicy') ?? '';
+  return html`<h2>Add a domain</h2>${errorBox(errors)}
+<form method="post" action="${href('/console/domains/create', { account: c.account?.handle })}">${csrfField(c.csrf)}<div class="filters">
+<label>Domain<input name="domain" required value="${posted?.get('domain') ?? ''}" placeholder="example.com"></label>
+<label>Subscription<select name="subscriptionHandle">${active.map((x) => html`<option ${x.handle === pick ? 'selected' : ''}>${x.handle}</option>`)}</select></label>
+<label>Abuse policy<select name="abusePolicy"><option value="" ${policy === '' ? 'selected' : ''}>(the default)</option>${POLICIES.map((p) => html`<option ${p === policy ? 'selected' : ''}>${p}</option>`)}</select></label></div>
+${downstreamInputs(posted ? postedRows(posted) : [], posted ? Math.max(1, 3 - postedRows(posted).length) : 3)}
+<p><button>Add domain</button></p></form>
+${active.length === 0 ? html`<p class="empty">This account has no active subscription to provision domains against (GET /inbound/v1/subscriptions lists none).</p>` : ''}`;
+}
+
+async function domains(c: ViewCtx, errors: readonly string[] = []): Promise<ViewResult> {
   const { domains: list, total } = (await c.call('GET', '/inbound/v1/domains', c.as(), { query: { limit: '500' } })).body as { domains: DomainWire[]; total: number };
   const lists = async (domain: string) => {
     const out: string[] = [];
@@ -48,9 +63,9 @@ async function domains(c: ViewCtx) {
   const rows = [];
   for (const d of list) {
     rows.push([
-      d.domain,
-      `${d.settings.abusePolicy}${d.settings.abusePolicyOverride ? ' (override)' : ''}`,
-      `${d.settings.spamHeaderName}: ${d.settings.spamHeaderValue}`,
+      html`<a href="${href(`/console/domains/${encodeURIComponent(d.domain)}`, { account: c.account?.handle })}">${d.domain}</a>`,
+      `${d.settings.abusePolicy ?? '(not set)'}${d.settings.abusePolicyOverride ? ' (override)' : ''}`,
+      d.settings.spamHeaderName === null ? '' : `${d.settings.spamHeaderName}: ${d.settings.spamHeaderValue ?? ''}`,
       d.downstreamAddresses.map((a) => `${a.target}:${a.port} (priority ${a.priority}, weight ${a.weight})`).join('\n'),
       d.aliases.join(', '),
       await lists(d.domain),
@@ -59,10 +74,32 @@ async function domains(c: ViewCtx) {
   }
   return {
     title: 'Inbound domains',
-    body: html`<h1>Inbound domains</h1><p>${total} domain${total === 1 ? '' : 's'}${total > list.length ? ` (the first ${list.length} shown)` : ''}. Manage them over <code>/inbound/v1</code>.</p>
-${c.query.done === 'digest' ? html`<p class="flash">Quarantine digest setting saved.</p>` : ''}
-${table(['Domain', 'Abuse policy', 'Spam header', 'Downstream servers', 'Aliases', 'Domain lists', 'Quarantine digest'], rows, 'No inbound domains are provisioned.')}`,
+    body: html`<h1>Inbound domains</h1><p>${total} domain${total === 1 ? '' : 's'}${total > list.length ? ` (the first ${list.length} shown)` : ''}. Open a domain to change its policy, servers and lists, or to delete it.</p>
+${DONE[c.query.done ?? ''] ? html`<p class="flash">${DONE[c.query.done ?? '']}</p>` : ''}
+${table(['Domain', 'Abuse policy', 'Spam header', 'Downstream servers', 'Aliases', 'Domain lists', 'Quarantine digest'], rows, 'No inbound domains are provisioned.')}
+${await createForm(c, errors)}`,
   };
+}
+
+const DONE: Record<string, string> = { digest: 'Quarantine digest setting saved.', deleted: 'Domain deleted.' };
+
+/** POST /inbound/v1/domains with the form; a refusal is shown above the form, refilled as typed. */
+async function createDomain(c: ViewCtx): Promise<ViewResult> {
+  const f = formOf(c);
+  return refusedOnPage(c, async () => {
+    const policy = f.get('abusePolicy') ?? '';
+    const records = readDownstreams(f);
+    const reply = await c.call('POST', '/inbound/v1/domains', c.as(), {
+      body: {
+        domain: (f.get('domain') ?? '').trim(),
+        subscriptionHandle: f.get('subscriptionHandle') ?? '',
+        ...(policy === '' ? {} : { settings: { abusePolicy: policy } }),
+        ...(records.length === 0 ? {} : { downstreamAddresses: records }),
+      },
+    });
+    const made = (reply.body as DomainWire).domain;
+    return { redirect: href(`/console/domains/${encodeURIComponent(made)}`, { account: c.account?.handle, done: reply.status === 201 ? 'created' : 'exists' }) };
+  }, domains);
 }
 
 /** The digest form: PUT …/settings with the two Sluice extension fields, as a client of the API would. */
@@ -98,9 +135,9 @@ ${table(
     return [
       k.domain,
       k.selector,
-      k.status + (k.retiresAt ? ` (retires ${k.retiresAt.slice(0, 10)})` : ''),
+      k.status + (k.retiresAt ? ` (retires ${day(k.retiresAt)})` : ''),
       k.key_length,
-      k.created_at.slice(0, 10),
+      day(k.created_at),
       rec ? html`<strong>${rec.name}</strong><code class="copy" id="rec-${i}">${rec.value}</code><button type="button" class="secondary" data-copy="rec-${i}">Copy</button>` : '',
       k.status === 'active'
         ? html`<form class="inline" method="post" action="${href('/console/dkim/rotate', { account })}">${csrfField(c.csrf)}<input type="hidden" name="domain" value="${k.domain}"><input type="hidden" name="selector" value="${k.selector}"><input name="new_selector" required placeholder="new selector" size="10"><button>Rotate</button></form>`
@@ -130,8 +167,9 @@ async function rotate(c: ViewCtx) {
 }
 
 export const domainViews: ViewRoute[] = [
-  { method: 'GET', path: '/console/domains', nav: 'domains', view: domains },
+  { method: 'GET', path: '/console/domains', nav: 'domains', view: (c) => domains(c) },
   { method: 'POST', path: '/console/domains/digest', nav: 'domains', view: setDigest },
+  { method: 'POST', path: '/console/domains/create', nav: 'domains', view: createDomain },
   { method: 'GET', path: '/console/dkim', nav: 'dkim', view: dkim },
   { method: 'POST', path: '/console/dkim/create', nav: 'dkim', view: create },
   { method: 'POST', path: '/console/dkim/rotate', nav: 'dkim', view: rotate },

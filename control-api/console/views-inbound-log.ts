@@ -5,6 +5,7 @@ import { INBOUND_VERDICTS, type InboundVerdict } from '../../storage/ports/inbou
 import { badRequest } from '../errors.js';
 import { searchInboundLog, type renderInboundLog } from '../routes/inbound-log.js';
 import { DEFAULT_WINDOW_DAYS } from '../routes/outbound-search.js';
+import { stamp } from './dates.js';
 import { href, html, table } from './html.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 
@@ -29,7 +30,7 @@ function afterwards(e: Entry, account: string | undefined) {
   if (e.relay) return `${e.relay.state}${e.relay.code === null ? '' : `: ${e.relay.code} ${e.relay.response ?? ''}`}${e.relay.host ? ` (${e.relay.host})` : ''}`;
   if (e.quarantine) {
     const link = html`<a href="${href(`/console/quarantine/${e.quarantine.id}`, { account })}">quarantine ${e.quarantine.id}</a>`;
-    return html`${link}${e.quarantine.released_at ? `, released ${e.quarantine.released_at.slice(0, 19).replace('T', ' ')}Z` : ''}`;
+    return html`${link}${e.quarantine.released_at ? `, released ${stamp(e.quarantine.released_at)}` : ''}`;
   }
   return '';
 }
@@ -66,7 +67,7 @@ ${notice ? html`<p class="notice">${notice}</p>` : html`<p class="empty">Without
 ${table(
   ['Time', 'Verdict', 'Reason', 'Sender', 'Recipient', 'Subject', 'Client', 'Score', 'Reply', 'Afterwards', 'Steps'],
   results.map((e) => [
-    e['@timestamp'].slice(0, 19).replace('T', ' ') + 'Z', e.verdict, e.reason, e.sender || '<>', e.rcpt, e.subject ?? '', e.client_ip,
+    stamp(e['@timestamp']), e.verdict, e.reason, e.sender || '<>', e.rcpt, e.subject ?? '', e.client_ip,
     e.score ?? '', e.reply, afterwards(e, account),
     html`<details><summary>${e.stage === 'rcpt' ? 'at RCPT' : e.queue_id ?? ''}</summary><pre>${JSON.stringify(e.steps, null, 1)}</pre></details>`,
   ]),

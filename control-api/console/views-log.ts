@@ -1,6 +1,7 @@
 // Owns the console's log search: the seed's filters, paging, and the 3-day default window shown — by calling
 // POST /outbound/v1/search itself (a parent account's search covers its sub-accounts, as over the API).
 import { DEFAULT_WINDOW_DAYS } from '../routes/outbound-search.js';
+import { stamp } from './dates.js';
 import { href, html, table } from './html.js';
 import type { ViewCtx, ViewRoute } from './view.js';
 
@@ -51,7 +52,7 @@ ${FIELDS.map((f) => html`<label>${f.label}<input name="${f.name}" type="${f.type
 ${notice ? html`<p class="notice">${notice}</p>` : html`<p class="empty">Without dates the search covers the last ${DEFAULT_WINDOW_DAYS} days.</p>`}
 ${table(
   ['Accepted', 'Account', 'Sender', 'Recipient', 'Subject', 'Delivered', 'Code', 'Last reply'],
-  results.map((r) => [r['@timestamp'].slice(0, 19).replace('T', ' ') + 'Z', r.sender_id, r.sender || '<>', r.rcpt, r.subject, r.delivered, r.rspcode, r.rspmsg]),
+  results.map((r) => [stamp(r['@timestamp']), r.sender_id, r.sender || '<>', r.rcpt, r.subject, r.delivered, r.rspcode, r.rspmsg]),
   'No log rows match.',
 )}
 <div class="pager">${startAt > 0 ? html`<a href="${link(Math.max(0, startAt - COUNT))}">← Newer</a>` : ''}${results.length === COUNT ? html`<a href="${link(startAt + COUNT)}">Older →</a>` : ''}</div>`,

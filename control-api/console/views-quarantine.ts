@@ -4,9 +4,11 @@
 import { Readable } from 'node:stream';
 import { isVirus } from '../../mta/inbound/digest-actions.js';
 import { notFound } from '../errors.js';
+import { stamp } from './dates.js';
 import { href, html, table } from './html.js';
 import { actionButton } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
+import { verdictTable } from './verdict-table.js';
 
 const PAGE = 50;
 const DONE: Record<string, string> = {
@@ -66,7 +68,7 @@ ${table(
   messages.map((m) => [
     html`<a href="${href(`/console/quarantine/${m.id}`, { account })}">${m.id}</a>`,
     m.status,
-    m.created_at.slice(0, 19).replace('T', ' ') + 'Z',
+    stamp(m.created_at),
     m.domain,
     m.mail_from || '<>',
     shownRcpt(c, m),
@@ -126,15 +128,9 @@ async function detail(c: ViewCtx) {
 ${release || m.status !== 'held' ? '' : html`<p class="empty">This message carries a virus: it is never released from here. Ask your administrator if you need it.</p>`}
 <dl><dt>Domain</dt><dd>${m.domain}</dd><dt>Sender</dt><dd>${m.mail_from || '<>'}</dd><dt>Recipients</dt><dd>${shownRcpt(c, m)}</dd>
 <dt>From</dt><dd>${m.from ?? ''}</dd><dt>Subject</dt><dd>${m.subject ?? ''}</dd><dt>Client</dt><dd>${m.client_ip} (${m.helo})</dd>
-<dt>Score</dt><dd>${m.score}</dd><dt>Reason</dt><dd>${m.reason}</dd><dt>Received</dt><dd>${m.created_at}</dd><dt>Expires</dt><dd>${m.expires_at}</dd>
-<dt>Released</dt><dd>${m.released_at ?? ''}</dd></dl>
-<h2>Verdicts</h2>${table(
-  ['Step', 'Verdict', 'Reason', 'Details'],
-  (m.verdicts ?? []).map((v) => {
-    const { step, verdict, reason, ...rest } = v as Record<string, unknown>;
-    return [String(step ?? ''), String(verdict ?? ''), String(reason ?? ''), JSON.stringify(rest)];
-  }),
-)}
+<dt>Score</dt><dd>${m.score}</dd><dt>Reason</dt><dd>${m.reason}</dd><dt>Received</dt><dd>${stamp(m.created_at)}</dd><dt>Expires</dt><dd>${stamp(m.expires_at)}</dd>
+<dt>Released</dt><dd>${stamp(m.released_at)}</dd></dl>
+<h2>Verdicts</h2>${verdictTable(m.verdicts)}
 <h2>Headers</h2><pre>${headers}</pre>`,
   };
 }

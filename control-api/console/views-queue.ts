@@ -3,9 +3,11 @@
 import { normaliseEmail } from '../../filters/inbound-names.js';
 import { QUEUE_VIEWS, type QueueAction, type QueueView } from '../../mta/queue/queue-admin.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { span } from './dates.js';
 import { href, html, table, when } from './html.js';
 import { actionButton } from './layout.js';
 import type { ViewCtx, ViewRoute } from './view.js';
+import { verdictTable } from './verdict-table.js';
 
 const PAGE = 50;
 const DONE: Record<string, string> = {
@@ -47,6 +49,13 @@ function pageNumber(raw: string | undefined): number {
 
 const accountParam = (c: ViewCtx) => c.account?.handle ?? '*';
 
+/**
+ * The state a delivery is shown in: `deferred` for one still queued after at least one attempt (a temporary failure,
+ * RFC 5321 §4.5.4.1: it is retried later), else its stored state.
+ */
+export const shownState = (d: { state: string; attempts: number }) => (d.state === 'queued' && d.attempts > 0 ? 'deferred' : d.state);
+const stateCell = (d: { state: string; attempts: number }) => html`<span class="state-${shownState(d)}">${shownState(d)}</span>`;
+
 async function list(c: ViewCtx) {
   const view = (c.query.state || 'waiting') as QueueView;
   if (!QUEUE_VIEWS.includes(view)) throw badRequest(`state: must be one of ${QUEUE_VIEWS.join(', ')}`);
@@ -58,6 +67,7 @@ async function list(c: ViewCtx) {
   const pageNo = pageNumber(c.query.page);
   const rows = await c.services.queue.list({ scope: await c.scope(), view, rcpt, limit: PAGE + 1, offset: (pageNo - 1) * PAGE });
   const more = rows.length > PAGE;
+  const now = c.services.now();
   const handle = (id: number | null) => (id === null ? '(relay/DSN)' : (c.viewer.accounts.find((a) => a.id === id)?.handle ?? String(id)));
   const link = (p: number) => href('/console/queue', { account: accountParam(c), state: view, rcpt: c.query.rcpt, page: p });
   return {
@@ -67,14 +77,16 @@ async function list(c: ViewCtx) {
 <label>State<select name="state">${QUEUE_VIEWS.map((v) => html`<option value="${v}" ${v === view ? 'selected' : ''}>${v}</option>`)}</select></label>
 <label>Recipient<input name="rcpt" type="email" value="${c.query.rcpt ?? ''}" placeholder="bob@example.com"></label><button>Filter</button></form>
 ${table(
-  ['ID', 'State', 'Account', 'Kind', 'From', 'To', 'Attempts', 'Next attempt', 'Last reply'],
+  ['ID', 'State', 'Account', 'Kind', 'From', 'To', 'Subject', 'Age', 'Attempts', 'Next attempt', 'Last reply'],
   rows.slice(0, PAGE).map((d) => [
     html`<a href="${href(`/console/queue/${d.id}`, { account: accountParam(c) })}">${d.id}</a>`,
-    html`<span class="state-${d.state}">${d.state}</span>`,
+    stateCell(d),
     handle(d.account_id),
     d.kind,
     d.mail_from || '<>',
     d.rcpt,
+    d.subject ?? '',
+    html`<span title="accepted ${when(d.message_created_at)}">${span(now - d.message_created_at)}</span>`,
     d.attempts,
     d.state === 'queued' ? when(d.next_attempt_at) : '',
     d.last_response ?? '',
@@ -94,7 +106,7 @@ async function detail(c: ViewCtx) {
   const action = (verb: string) => href(`/console/queue/${id}/${verb}`, { account: accountParam(c) });
   return {
     title: `Delivery ${id}`,
-    body: html`<h1>Delivery ${id} <span class="state-${d.state}">${d.state}</span></h1>
+    body: html`<h1>Delivery ${id} ${stateCell(d)}</h1>
 ${DONE[c.query.done ?? ''] ? html`<p class="flash">${DONE[c.query.done ?? '']}</p>` : ''}
 <p>${d.state === 'queued' ? actionButton(action('retry'), 'Retry now', c.csrf) : ''}${d.state === 'queued' || d.state === 'held' ? actionButton(action('delete'), 'Delete', c.csrf, { danger: true, confirm: `Drop delivery ${id}? It will not be sent.` }) : ''}</p>
 <dl><dt>Recipient</dt><dd>${d.rcpt}</dd><dt>Sender</dt><dd>${m.mail_from || '<>'}</dd><dt>Subject</dt><dd>${m.subject ?? ''}</dd>
@@ -107,7 +119,7 @@ ${table(
   attempts.map((a) => [when(a.at), html`<span class="state-${a.outcome === 'deferred' ? 'queued' : a.outcome}">${a.outcome}</span>`, a.host ?? '', a.command ?? '', a.code ?? '', a.status ?? '', a.response]),
   'No attempt yet.',
 )}
-${m.verdicts ? html`<h2>Inbound verdicts</h2><pre>${JSON.stringify(m.verdicts, null, 2)}</pre>` : ''}`,
+${m.verdicts && m.verdicts.length > 0 ? html`<h2>${m.kind === 'outbound' ? 'Scan verdicts' : 'Inbound verdicts'}</h2>${verdictTable(m.verdicts)}` : ''}`,
   };
 }
 

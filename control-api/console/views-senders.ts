@@ -1,6 +1,7 @@
 // Owns the console's sender blocks and alerts view: the blocked sender identities of the account (and its
 // sub-accounts) with a Delist action, and the alerts its monitors fired. Delisting is POST /outbound/v1/remediation
-// itself (same tenancy, same daily limit); monitors and alerts come from the /tx/v1/monitors routes.
+// itself (same tenancy, same daily limit); monitors and alerts come from the /tx/v1/monitors routes (managed in
+// views-monitors.ts).
 import { ALERT_CONDITIONS, type AlertCondition } from '../../filters/alert-conditions.js';
 import { badRequest } from '../errors.js';
 import { actionButton } from './layout.js';
@@ -66,14 +67,18 @@ ${table(
     `#${a.monitor.id} every ${a.monitor.interval_hours} h`, a.monitor.webhook_url ?? a.monitor.email ?? a.monitor.delivery,
     html`${a.state}${a.last_error ? html` <span class="empty">(${a.last_error})</span>` : ''}`,
   ]),
-  monitors.length === 0 ? 'No alert monitor: create one with POST /tx/v1/monitors or sluice monitors create.' : 'No alert fired yet.',
+  monitors.length === 0 ? 'No alert monitor: create one under Monitors (or POST /tx/v1/monitors, sluice monitors create).' : 'No alert fired yet.',
 )}
 <h2>Monitors</h2>
 ${table(
   ['Id', 'Condition', 'At most one alert per', 'Delivery'],
-  monitors.map((m) => [m.id, ALERT_CONDITIONS[m.condition as AlertCondition] ?? m.condition, `${m.interval_hours} h`, m.webhook_url ?? m.email ?? m.delivery]),
+  monitors.map((m) => [
+    html`<a href="${href(`/console/monitors/${m.id}`, { account: account.handle })}">#${m.id}</a>`,
+    ALERT_CONDITIONS[m.condition as AlertCondition] ?? m.condition, `${m.interval_hours} h`, m.webhook_url ?? m.email ?? m.delivery,
+  ]),
   'No monitor.',
-)}`,
+)}
+<p><a href="${href('/console/monitors', { account: account.handle })}">Create, change or delete monitors</a></p>`,
   };
 }
 

@@ -1,7 +1,7 @@
 // Owns the suppression-list routes (api.md §2.7) and the seed's alias POST /tx/v1/suppressions.
 import { Type, type Static } from '@sinclair/typebox';
 import type { KeyPrincipal } from '../../storage/ports/accounts.js';
-import type { NewSuppression, SuppressionSource } from '../../storage/ports/suppressions.js';
+import type { NewSuppression, SuppressionRow, SuppressionSource } from '../../storage/ports/suppressions.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
 import { defineRoute, type AnyRoute, type RequestInfo } from '../route.js';
 import { DateOrDateTime, Limit, Offset, parseWhen, TxError } from '../schemas.js';
@@ -9,9 +9,10 @@ import type { Services } from '../services.js';
 
 /** Total entries one request may create, counting the copies made for sub-accounts (api.md §2.7: 413 beyond). */
 export const MAX_SUPPRESSION_ENTRIES = 1000;
-const SOURCES = ['api', 'unsubscribe_link', 'list_unsubscribe', 'hard_bounce', 'spam_complaint'] as const;
+export const SOURCES = ['api', 'unsubscribe_link', 'list_unsubscribe', 'hard_bounce', 'spam_complaint'] as const;
 const TYPES = ['transactional', 'non-transactional'] as const;
-const EMAIL_RE = /^[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+@[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+\.[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+$/;
+/** A recipient the list takes: local@domain.tld without spaces, brackets or control characters. */
+export const EMAIL_RE = /^[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+@[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+\.[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]+$/;
 
 const Entry = Type.Object({
   recipient: Type.String({ minLength: 3, maxLength: 255 }),
@@ -58,6 +59,17 @@ const Listed = Type.Object({
   suppression_types: Type.Array(Type.String()),
 });
 
+/** A stored entry as the list answers it (and the CSV export writes it: control-api/suppression-csv.ts). */
+export function listedEntry(r: SuppressionRow): Static<typeof Listed> {
+  return {
+    recipient: r.recipient,
+    created_at: new Date(r.created_at).toISOString(),
+    ...(r.notes !== null ? { notes: r.notes } : {}),
+    ...(r.sender !== null ? { sender: r.sender } : {}),
+    source: r.source,
+    suppression_types: [...(r.transactional ? ['transactional'] : []), ...(r.non_transactional ? ['non-transactional'] : [])],
+  };
+}
 
 /**
  * Validates and inserts one request's entries (plus, with add_to_sub_accounts, a copy for every live sub-account,
@@ -158,17 +170,7 @@ export const suppressionRoutes: AnyRoute[] = [
       return {
         status: 200,
         body: {
-          suppression_list: rows.map((r) => ({
-            recipient: r.recipient,
-            created_at: new Date(r.created_at).toISOString(),
-            ...(r.notes !== null ? { notes: r.notes } : {}),
-            ...(r.sender !== null ? { sender: r.sender } : {}),
-            source: r.source,
-            suppression_types: [
-              ...(r.transactional ? ['transactional'] : []),
-              ...(r.non_transactional ? ['non-transactional'] : []),
-            ],
-          })),
+          suppression_list: rows.map(listedEntry),
         },
       };
     },

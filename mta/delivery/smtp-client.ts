@@ -1,5 +1,4 @@
-// Owns dialling remote SMTP servers: host failover, STARTTLS, AUTH, connection reuse and a per-destination cap.
-import { isAscii } from 'node:buffer';
+// Owns dialling remote SMTP servers: host failover, STARTTLS, AUTH, connection reuse, per-destination caps.
 import net from 'node:net';
 import type { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
@@ -7,8 +6,10 @@ import { fitsSmtpPath } from '../smtp/address.js';
 import { fromError, fromReply, fromSetupError, hostFailure, type RecipientResult, type SmtpError } from './smtp-results.js';
 import { checkNodemailerInternals, ehloExtensions, socketOf } from './nodemailer-seam.js';
 import type { DeliveryHost } from './resolve-route.js';
-import { sessionResult, tlsFailureType, type TlsResultSink } from './tls-results.js';
+import { sessionResult, tlsFailureType } from './tls-results.js';
 import { trustedRoots } from './mta-sts-fetch.js';
+import { hasEightBit } from './eight-bit.js';
+import type { SmtpClientOptions } from './smtp-client-options.js';
 
 /** A message body the client may read more than once: each `open()` is a fresh stream from its first byte. */
 export interface DeliveryBody {
@@ -47,30 +48,10 @@ export interface DeliveryResult {
   results: RecipientResult[];
 }
 
-export interface SmtpClientOptions {
-  /** Our EHLO name (`smtp.hostname`). */
-  hostname: string;
-  /** Connections open at once per destination address:port (Postfix `default_destination_concurrency_limit` = 20). */
-  maxPerDestination?: number;
-  /** Transactions per connection before it is closed (ZoneMTA/Postfix reuse connections for a bounded count). */
-  maxMessagesPerConnection?: number;
-  /** Idle connections are closed after this long. */
-  idleMs?: number;
-  connectTimeoutMs?: number;
-  greetingTimeoutMs?: number;
-  socketTimeoutMs?: number;
-  /** Local address to bind outgoing connections to. */
-  localAddress?: string;
-  /** CA certificates trusted besides Node's (`outbound.tls_ca_file`) where a certificate must verify (MTA-STS). */
-  extraCa?: () => readonly string[];
-  /** Each new session to an MTA-STS host reports how its TLS went here (TLS-RPT). */
-  onTlsResult?: TlsResultSink;
-  /**
-   * The destination limit of an MX host name (outbound.destination_limits): sessions open at once to every host of its
-   * pattern, and transactions per session.
-   */
-  limitOf?: (hostName: string) => { pattern: string; connections: number; messagesPerConnection: number } | undefined;
-}
+export type { SmtpClientOptions } from './smtp-client-options.js';
+
+/** While every node's sessions fill a limit, one waiter per process asks the store again this often. */
+const SLOT_POLL_MS = 500;
 
 interface PooledConnection {
   conn: SMTPConnection;
@@ -81,6 +62,8 @@ interface PooledConnection {
   maxSent: number;
   /** The destination limit's group it counts in (`limit|<pattern>`), if any. */
   group?: string;
+  /** The limit's slot it holds in the store (SmtpClientOptions.slots), given back when it closes. */
+  slot?: { pattern: string; n: number };
   dead: boolean;
   idleTimer?: NodeJS.Timeout;
 }
@@ -89,22 +72,8 @@ interface Destination {
   open: number;
   idle: PooledConnection[];
   waiters: (() => void)[];
-}
-
-/**
- * Whether the body has a byte above 0x7f, so MAIL FROM must say BODY=8BITMIME (RFC 6152) — known before dialling.
- * For a body claimed from the store (a retry, a restart; the fast path's first attempt knows it from the write):
- * read in chunks up to the first such byte, never whole.
- */
-export async function hasEightBit(body: DeliveryBody): Promise<boolean> {
-  const stream = await body.open();
-  if (Buffer.isBuffer(stream)) return !isAscii(stream);
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) if (!isAscii(chunk)) return true;
-    return false;
-  } finally {
-    stream.destroy();
-  }
+  /** A limit's group waiting for another node's session to close: the one timer that asks the store again. */
+  poll?: NodeJS.Timeout;
 }
 
 /** Creates the client. `close()` ends idle connections; deliveries in flight finish first. */
@@ -144,6 +113,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
         g.open--;
         g.waiters.shift()?.();
       }
+      if (pc.slot) opts.slots?.release(pc.slot.pattern, pc.slot.n);
     }
   }
 
@@ -234,14 +204,21 @@ export function createSmtpClient(opts: SmtpClientOptions) {
         continue;
       }
       const groupFull = g !== undefined && g.open >= limit!.connections;
+      let elsewhere = false;
       if (d.open < maxPer && !groupFull) {
         d.open++;
         if (g) g.open++;
+        let slot: number | null | undefined;
         try {
-          const made = await connect(host, key, label, source);
-          if (groupKey) made.group = groupKey;
-          if (limit && limit.messagesPerConnection > 0) made.maxSent = Math.min(maxMessages, limit.messagesPerConnection);
-          return made;
+          // The limit holds across processes and nodes: a session needs one of the pattern's slots in the store.
+          if (g && opts.slots) slot = await opts.slots.take(limit!.pattern, limit!.connections);
+          if (slot !== null) {
+            const made = await connect(host, key, label, source);
+            if (groupKey) made.group = groupKey;
+            if (slot !== undefined) made.slot = { pattern: limit!.pattern, n: slot };
+            if (limit && limit.messagesPerConnection > 0) made.maxSent = Math.min(maxMessages, limit.messagesPerConnection);
+            return made;
+          }
         } catch (err) {
           d.open--;
           d.waiters.shift()?.();
@@ -249,10 +226,15 @@ export function createSmtpClient(opts: SmtpClientOptions) {
             g.open--;
             g.waiters.shift()?.();
           }
+          if (typeof slot === 'number') opts.slots!.release(limit!.pattern, slot);
           throw err;
         }
+        // Every slot is held, some by other processes: step back (waking no one: nothing here was freed).
+        d.open--;
+        g!.open--;
+        elsewhere = true;
       }
-      if (groupFull) {
+      if (groupFull || elsewhere) {
         // The pattern's sessions are all open: an idle one to another host of it makes room (closed), else wait.
         const spare = [...destinations.values()].flatMap((x) => x.idle).find((x) => x.group === groupKey && !x.dead);
         if (spare) {
@@ -260,7 +242,12 @@ export function createSmtpClient(opts: SmtpClientOptions) {
           continue;
         }
       }
-      await new Promise<void>((resolve) => (groupFull ? g! : d).waiters.push(resolve));
+      await new Promise<void>((resolve) => {
+        const w = groupFull || elsewhere ? g! : d;
+        w.waiters.push(resolve);
+        // Another node's session closing wakes no one here: one waiter of the group asks the store again in a while.
+        if (elsewhere && !w.poll) w.poll = setTimeout(() => ((w.poll = undefined), w.waiters.shift()?.()), SLOT_POLL_MS);
+      });
     }
   }
 
@@ -389,6 +376,7 @@ export function createSmtpClient(opts: SmtpClientOptions) {
     async close(): Promise<void> {
       closed = true;
       for (const d of destinations.values()) for (const pc of [...d.idle]) discard(pc);
+      await opts.slots?.close();
     },
   };
 }

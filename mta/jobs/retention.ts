@@ -77,6 +77,11 @@ export interface RetentionDeps {
    */
   pruneInboundLog?: (before: number, limit: number) => Promise<number>;
   /**
+   * Hook for the audit log (issue 38): delete up to `limit` entries older than `before` (cutoff =
+   * `retention.log_days`, as the logs); return how many. Unset: they are not pruned.
+   */
+  pruneAudit?: (before: number, limit: number) => Promise<number>;
+  /**
    * Hook for the quarantine digests' address records: delete up to `limit` whose last digest is before `before`
    * (cutoff = `inbound.quarantine_days`); return how many. Unset: they go only with their domain.
    */
@@ -130,6 +135,8 @@ export interface RetentionCounts {
   reports: number;
   /** Inbound log rows (0 unless the `pruneInboundLog` hook is wired). */
   inboundLog: number;
+  /** Audit log entries (0 unless the `pruneAudit` hook is wired). */
+  audit: number;
   /** Quarantine digest records of addresses (0 unless the `pruneDigestsSent` hook is wired). */
   digestsSent: number;
   /** Classifier learned-message records (0 unless the `pruneBayesLearned` hook is wired). */
@@ -143,7 +150,7 @@ export interface RetentionCounts {
 }
 
 /** The kinds of rows pruned through a LIMIT-ed hook of another owner. */
-type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'metricHours' | 'dkimKeys' | 'credentials' | 'reports' | 'inboundLog' | 'digestsSent' | 'bayesLearned';
+type HookKind = 'events' | 'tracking' | 'alerts' | 'strikes' | 'metricDetail' | 'metricHours' | 'dkimKeys' | 'credentials' | 'reports' | 'inboundLog' | 'audit' | 'digestsSent' | 'bayesLearned';
 
 /** The result of `runOnce()`: the counts, and how many batches each kind took. */
 export interface RetentionRun extends RetentionCounts {
@@ -168,7 +175,7 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - per-second metric counters older than DETAIL_DAYS (a window's edge in such an hour then counts the whole hour),
  *   when `pruneMetricDetail` is given; the hourly roll-ups of hours older than `metric_days`, when `pruneMetricHours`
  *   is given; retired and revoked DKIM keys after `dkim_key_days`, when `pruneDkimKeys` is given; revoked API keys and deleted SMTP passwords after `log_days`, when `pruneCredentials` is given;
- * - inbound log rows older than `log_days`, when `pruneInboundLog` is given; quarantine digests' address records
+ * - inbound log rows and audit log entries older than `log_days`, when `pruneInboundLog` / `pruneAudit` are given; quarantine digests' address records
  *   whose last digest is older than `inbound.quarantine_days`, when `pruneDigestsSent` is given;
  * - inbound reports older than `report_days`, the classifier's learned-message records older than
  *   `bayes_learned_days` and its tokens counted in one message only and not learned for `bayes_token_days`, when
@@ -248,7 +255,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
     const [quarantine, quarantineBatches] = await drain(limited((limit) => deps.quarantine.prune(now, limit)));
     await yieldToLoop();
     const [idempotencyKeys, idempotencyBatches] = await drain(limited((limit) => deps.store.pruneIdempotencyKeys(now, limit)));
-    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, digestsSent: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0 };
+    const none = { events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0, metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, audit: 0, digestsSent: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0 };
     const counts: RetentionCounts = { logRows, messages, bodies, quarantine, idempotencyKeys, ...none };
     const batches: RetentionCounts = {
       logRows: logBatches, messages: messageBatches, bodies: bodyBatches, quarantine: quarantineBatches, idempotencyKeys: idempotencyBatches, ...none,
@@ -267,6 +274,7 @@ export function createRetentionPruner(deps: RetentionDeps) {
       ['credentials', logBefore, deps.pruneCredentials],
       ['reports', now - reportDays * DAY_MS, deps.pruneReports],
       ['inboundLog', logBefore, deps.pruneInboundLog],
+      ['audit', logBefore, deps.pruneAudit],
       ['digestsSent', now - deps.config.inbound.quarantineDays * DAY_MS, deps.pruneDigestsSent],
       ['bayesLearned', now - bayesLearnedDays * DAY_MS, deps.pruneBayesLearned],
     ];

@@ -1,7 +1,7 @@
 // Owns acting on the queue by hand (the web console; the CLI's operations): list, show with every attempt, retry now,
 // delete — each scoped to the accounts the caller may see.
 import type { AttemptRow, DeliveryRow, DeliveryState, MessageRow, QueueStore } from '../../storage/ports/queue.js';
-import type { BrowsedDelivery, QueueViewStore } from '../../storage/ports/queue-views.js';
+import type { BrowsedDelivery, QueueViewStore, ScopedQueueSummary } from '../../storage/ports/queue-views.js';
 
 /** The accounts a caller sees: a list of account ids, or `null` for the operator (every message, relayed mail too). */
 export type AccountScope = readonly number[] | null;
@@ -41,6 +41,10 @@ export function createQueueAdmin(deps: { store: Pick<QueueStore, 'findDelivery' 
     list(f: { scope: AccountScope; view: QueueView; rcpt?: string; limit: number; offset: number }): Promise<BrowsedDelivery[]> {
       const minAttempts = f.view === 'deferred' ? 1 : 0;
       return views.browse({ accountIds: f.scope, states: STATES[f.view], rcpt: f.rcpt, minAttempts, limit: f.limit, offset: f.offset });
+    },
+    /** Unfinished deliveries of the scope by state (deferred among the queued) and its oldest waiting message. */
+    summary(scope: AccountScope): Promise<ScopedQueueSummary> {
+      return views.summaryOf(scope);
     },
     /** One delivery with its message and every attempt, oldest first. */
     async show(scope: AccountScope, id: number): Promise<ShownDelivery | undefined> {

@@ -349,7 +349,10 @@ export function createQueue(deps: QueueDeps) {
       });
       recorded.forEach((r, i) => {
         if (r.lost) return;
-        deps.metrics?.deliveryAttempts.inc({ kind: (outcomes[i] as AttemptOutcome).message.kind, outcome: r.outcome, bounce_class: r.outcome === 'delivered' ? 'none' : bounceClass(r.status) });
+        const message = (outcomes[i] as AttemptOutcome).message;
+        deps.metrics?.deliveryAttempts.inc({ kind: message.kind, outcome: r.outcome, bounce_class: r.outcome === 'delivered' ? 'none' : bounceClass(r.status) });
+        // A final outcome ends the delivery: its time since the message was accepted (by the injected clock).
+        if (r.outcome !== 'deferred') deps.metrics?.deliveryDuration.observe({ kind: message.kind, outcome: r.outcome }, Math.max(0, now - message.created_at) / 1000);
       });
       if (dsns.some((d) => d.covers.some((i) => written[i]))) wakeListener?.();
       const reported = [...failed.values()]

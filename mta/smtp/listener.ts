@@ -3,6 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import type { HostPort } from '../../config/keys.js';
+import { REPLY_CLASSES, SMTP_COMMANDS, type SmtpCommandLabel } from '../metrics-labels.js';
 import { replyClass, type Metrics } from '../metrics.js';
 import { acceptProxyV2 } from './proxy-v2.js';
 import { installSmtpServerSeam, seamOptions, type SessionLimits } from './smtp-server-seam.js';
@@ -47,6 +48,21 @@ export interface ListenerExtras {
  */
 export function startSmtpListener(name: string, listen: HostPort, options: SMTPServerOptions, extras: ListenerExtras = {}): Promise<SmtpListener> {
   installSmtpServerSeam();
+  const m = extras.metrics;
+  // This listener's series start at 0; the command histogram's children are bound once, so a reply costs one observe.
+  const timers = new Map<SmtpCommandLabel, { observe(seconds: number): void }>();
+  const replies: { inc(): void }[] = [];
+  if (m) {
+    m.smtpSessions.inc({ listener: name }, 0);
+    for (const cls of REPLY_CLASSES) {
+      m.smtpReplies.inc({ listener: name, class: cls }, 0);
+      replies.push(m.smtpReplies.labels({ listener: name, class: cls }));
+    }
+    for (const command of SMTP_COMMANDS) {
+      m.smtpCommandDuration.zero({ listener: name, command });
+      timers.set(command, m.smtpCommandDuration.labels({ listener: name, command }));
+    }
+  }
   const server = new SMTPServer({
     logger: false,
     ...options,
@@ -56,7 +72,13 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
       extras.greetDelayMs ?? 0,
       extras.metrics && {
         session: () => extras.metrics?.smtpSessions.inc({ listener: name }),
-        reply: (code) => extras.metrics?.smtpReplies.inc({ listener: name, class: replyClass(code) }),
+        // REPLY_CLASSES is 2xx…5xx in order; any other code (none is sent) by its class.
+        reply: (code) => {
+          const bound = replies[Math.floor(code / 100) - 2];
+          if (bound) bound.inc();
+          else extras.metrics?.smtpReplies.inc({ listener: name, class: replyClass(code) });
+        },
+        command: (command, seconds) => timers.get(command)?.observe(seconds),
       },
       extras.sessionLimits,
     ),

@@ -2,8 +2,10 @@
 // client limit, closing a session, strict command lines and SASL credentials, the junk-command limit and the session
 // deadline, one RFC 3463 status per reply) and the check that they fit.
 // The version is pinned in package.json; test/mta/smtp/listener.test.ts fails when an upgrade moves what they use.
+import { performance } from 'node:perf_hooks';
 import type { SMTPServerOptions } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection';
+import { smtpCommandOf, type SmtpCommandLabel } from '../metrics-labels.js';
 import { isJunkCommand, judgeCommandLine, looksLikeTlsHello, saslCredentialsNotUtf8 } from './command-line.js';
 import { REPLY, type SmtpReply } from './replies.js';
 import { wireText } from './smtp-server-reply.js';
@@ -22,6 +24,9 @@ const CLOSE = Symbol.for('sluice.closeSession');
 const OURS = Symbol.for('sluice.listener');
 // The listener's observers (metrics): told of each session and each reply, from the one place every reply passes.
 const OBSERVE = Symbol.for('sluice.observe');
+// The command awaiting its reply on a connection, and when it came (performance.now(), ms): timed for the observer.
+const PENDING = Symbol.for('sluice.pendingCommand');
+const PENDING_AT = Symbol.for('sluice.pendingCommandAt');
 // The session limits smtp-server has no option for (NOOP, RSET, VRFY and HELP each re-arm its idle timer, without end).
 const LIMITS = Symbol.for('sluice.sessionLimits');
 
@@ -48,10 +53,35 @@ interface SessionCount {
 }
 const counts = new WeakMap<object, SessionCount>();
 
-/** What a listener is told: each accepted connection, each reply code written. */
+/** What a listener is told: each accepted connection, each reply code written, each command's time to its reply. */
 export interface SessionObserver {
   session(): void;
   reply(code: number): void;
+  command?(command: SmtpCommandLabel, seconds: number): void;
+}
+
+type Timed = Record<symbol, SmtpCommandLabel | number | undefined>;
+
+/** Starts timing `command` on `conn` (a SASL continuation line counts as AUTH). */
+function startTiming(conn: SMTPConnection, command: SmtpCommandLabel): void {
+  (conn as unknown as Timed)[PENDING] = command;
+  (conn as unknown as Timed)[PENDING_AT] = performance.now();
+}
+
+/**
+ * Tells the observer how long the pending command took, at its reply. A 354 to DATA starts the `message` phase,
+ * timed to the reply after the final dot (RFC 5321 §4.1.1.4).
+ */
+function endTiming(conn: SMTPConnection, observer: SessionObserver, code: number): void {
+  const t = conn as unknown as Timed;
+  const command = t[PENDING] as SmtpCommandLabel | undefined;
+  if (command === undefined || !observer.command) return;
+  const now = performance.now();
+  observer.command(command, (now - (t[PENDING_AT] as number)) / 1000);
+  if (code === 354 && command === 'DATA') {
+    t[PENDING] = 'message';
+    t[PENDING_AT] = now;
+  } else t[PENDING] = undefined;
 }
 
 /**
@@ -199,7 +229,11 @@ export function installSmtpServerSeam(): void {
   // HELO/EHLO stay without, as RFC 2034 §3 says.
   proto.send = function send(this: SMTPConnection, code, data, context) {
     if (!isOurs(this)) return librarySend.call(this, code, data, context);
-    observerOf(this)?.reply(code);
+    const observer = observerOf(this);
+    if (observer) {
+      observer.reply(code);
+      endTiming(this, observer, code);
+    }
     if (typeof data === 'string' && ENHANCED.test(data)) return librarySend.call(this, code, data, false);
     if (code >= 400 && (context === false || (typeof context === 'string' && NO_STATUS_CONTEXTS.has(context)))) {
       return librarySend.call(this, code, data, undefined);
@@ -213,6 +247,8 @@ export function installSmtpServerSeam(): void {
       return libraryOnCommand.call(this, command, callback);
     }
     const inSasl = this._nextHandler !== false;
+    // The lines of a SASL exchange (RFC 4954 §4) are timed as AUTH.
+    if (observerOf(this)?.command) startTiming(this, inSasl ? 'AUTH' : smtpCommandOf(command));
     const fault = judgeCommandLine(command, inSasl);
     const next = () => setImmediate(() => this._whenWritable(callback ?? (() => undefined)));
     if (!fault) {

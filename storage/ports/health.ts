@@ -47,6 +47,11 @@ export interface HealthStore {
    * `wallClock` (default Date.now) lets a test stand for a machine whose clock is off.
    */
   clockSkew(wallClock?: () => number): Promise<number | undefined>;
+  /**
+   * The database's size on disk in bytes (the console's overview): SQLite's database file and its write-ahead log
+   * (message bodies in data_dir/spool are not counted); PostgreSQL's pg_database_size of the database in use.
+   */
+  size(): Promise<number>;
 }
 
 /**

@@ -113,4 +113,14 @@ export interface InboundLogStore {
   search(scope: InboundLogScope, filters: InboundLogFilters, page: InboundLogPage): Promise<InboundLogRow[]>;
   /** Retention (retention.log_days): deletes up to `limit` rows created before `before`; returns how many. */
   prune(before: number, limit: number): Promise<number>;
+  /**
+   * Rows per verdict created in [since, until) (the console's overview: today's filter verdicts), of `accountIds`
+   * (null: every account and rows of none). Every verdict is present, 0 when it had no row.
+   */
+  verdictCounts(accountIds: readonly number[] | null, since: number, until: number): Promise<Record<InboundVerdict, number>>;
+}
+
+/** Every verdict at 0: what verdictCounts fills in. */
+export function zeroVerdicts(): Record<InboundVerdict, number> {
+  return Object.fromEntries(INBOUND_VERDICTS.map((v) => [v, 0])) as Record<InboundVerdict, number>;
 }

@@ -13,6 +13,18 @@ export interface PendingSummary {
   bytes: number;
 }
 
+/** Unfinished deliveries of some accounts (the console's overview): counts by state and the oldest waiting message. */
+export interface ScopedQueueSummary {
+  /** Queued, deferred ones included. */
+  queued: number;
+  /** Queued after at least one attempt (a temporary failure; retried later). */
+  deferred: number;
+  sending: number;
+  held: number;
+  /** created_at of the oldest message with a delivery queued or sending; null when none is. */
+  oldestAt: number | null;
+}
+
 export interface QueueStats {
   queued: number;
   sending: number;
@@ -57,6 +69,8 @@ export interface QueueViewStore {
    * too) in one of `states`, optionally to one recipient (exact, ignoring case).
    */
   browse(f: { accountIds: readonly number[] | null; states: readonly DeliveryState[]; rcpt?: string; minAttempts?: number; limit: number; offset: number }): Promise<BrowsedDelivery[]>;
+  /** Unfinished deliveries of `accountIds` (null: every message, relayed mail and DSNs too) by state, and the oldest. */
+  summaryOf(accountIds: readonly number[] | null): Promise<ScopedQueueSummary>;
   /** Unfinished deliveries by state and message kind, and the created_at of the oldest message still waiting. */
   depth(): Promise<{ rows: { state: DeliveryState; kind: MessageKind; count: number }[]; oldestQueuedAt: number | undefined }>;
   /** Deliveries by state, and the oldest queued one's last change. */

@@ -1,6 +1,7 @@
 // Owns the Store: every port of the storage seam, as one object that storage/open.ts returns and bin/ hands out.
 import type { AccountStore } from './accounts.js';
 import type { AlertStore } from './alerts.js';
+import type { AuditStore } from './audit.js';
 import type { BayesStore } from './bayes.js';
 import type { BodyStore } from './bodies.js';
 import type { ConsoleStore } from './console.js';
@@ -27,7 +28,9 @@ import type { SmtpLogStore } from './smtp-log.js';
 import type { SuppressionStore } from './suppressions.js';
 import type { ThrottleStore } from './throttles.js';
 import type { TlsReportStore } from './tls-reports.js';
+import type { TotpStore } from './totp.js';
 import type { ShapingStore } from './shaping.js';
+import type { ConnectionSlotStore } from './connection-slots.js';
 import type { TrackingStore } from './tracking.js';
 import type { TrackingDomainStore } from './tracking-domains.js';
 import type { WebhookStore } from './webhooks.js';
@@ -50,6 +53,8 @@ export interface Store {
   readonly tlsReports: TlsReportStore;
   /** Activations of reply-driven shaping rules (issue 35). */
   readonly shaping: ShapingStore;
+  /** Destination limits' connection slots, leased so a cap holds across processes and nodes (issue 35). */
+  readonly connectionSlots: ConnectionSlotStore;
   /** Reservations against the monthly send limit, so concurrent sends cannot pass it together. */
   readonly sendLimits: SendLimitStore;
   /** The durable queue: accept, claim, renew, record (ARCHITECTURE: Queue). */
@@ -91,6 +96,10 @@ export interface Store {
   readonly alerts: AlertStore;
   /** Web console sessions and operator tokens. */
   readonly console: ConsoleStore;
+  /** Console sign-in's second factor: TOTP secrets of accounts and the operator (issue 38). */
+  readonly totp: TotpStore;
+  /** Who changed what through the API, the console or the CLI (issue 38). */
+  readonly audit: AuditStore;
   /** Retention's bounded deletes. */
   readonly retention: RetentionStore;
   /** What /healthz and /readyz read. */

@@ -1,7 +1,7 @@
 // Owns the inbound_log table on PostgreSQL (the inbound log port): rows written inside the units that commit a message
 // (accept, quarantine insert) or by `record` through group commit, the search with what became of each row, retention.
 import { equalityTerms, INBOUND_LOG_COLUMNS, pageRowsSql, toInboundLogRow, type SearchedInboundRow } from '../inbound-log-filters.js';
-import type { InboundLogFilters, InboundLogPage, InboundLogScope, InboundLogStore, NewInboundLogRow } from '../ports/inbound-log.js';
+import { zeroVerdicts, type InboundLogFilters, type InboundLogPage, type InboundLogScope, type InboundLogStore, type InboundVerdict, type NewInboundLogRow } from '../ports/inbound-log.js';
 import { likeContains } from '../smtp-log-filters.js';
 import type { Pg, Query } from './database.js';
 import { createGroupCommit } from './group-commit.js';
@@ -77,5 +77,16 @@ export function createPgInboundLogStore(pg: Pg): InboundLogStore {
 
     prune: (before, limit) =>
       pg.exec('DELETE FROM inbound_log WHERE id IN (SELECT id FROM inbound_log WHERE created_at < $1 ORDER BY created_at LIMIT $2)', [before, limit]),
+
+    async verdictCounts(accountIds, since, until) {
+      const out = zeroVerdicts();
+      const rows = await pg.query<{ verdict: InboundVerdict; n: number }>(
+        `SELECT verdict, count(*)::int AS n FROM inbound_log
+         WHERE ($1::bigint[] IS NULL OR account_id = ANY($1::bigint[])) AND created_at >= $2 AND created_at < $3 GROUP BY verdict`,
+        [accountIds === null ? null : [...accountIds], since, until],
+      );
+      for (const r of rows) if (r.verdict in out) out[r.verdict] = Number(r.n);
+      return out;
+    },
   };
 }

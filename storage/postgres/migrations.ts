@@ -18,6 +18,9 @@ import { CONSOLE_DOMAIN_SCHEMA } from './schema/console-domain.js';
 import { QUARANTINE_DIGESTS_SCHEMA } from './schema/quarantine-digests.js';
 import { INBOUND_LOG_SCHEMA } from './schema/inbound-log.js';
 import { CONSOLE_RECIPIENT_SCHEMA } from './schema/console-recipient.js';
+import { AUDIT_LOG_SCHEMA } from './schema/audit-log.js';
+import { TOTP_SCHEMA } from './schema/totp.js';
+import { CONNECTION_SLOTS_SCHEMA } from './schema/connection-slots.js';
 
 /**
  * Never edit a released migration; append a new one. Migration 1 is the schema as the PostgreSQL backend first
@@ -29,10 +32,11 @@ import { CONSOLE_RECIPIENT_SCHEMA } from './schema/console-recipient.js';
  * (schema/pools.ts), 12 shaping activations (schema/shaping.ts), 13 inbound recipients (schema/inbound-recipients.ts),
  * 14 the domain a console session is limited to (schema/console-domain.ts), 15 quarantine digests
  * (schema/quarantine-digests.ts), 16 the inbound log (schema/inbound-log.ts), 17 the recipient a console session is
- * limited to (schema/console-recipient.ts). Timestamps are bigint milliseconds since the epoch, as on SQLite, so ports
+ * limited to (schema/console-recipient.ts), 18 the audit log (schema/audit-log.ts), 19 console TOTP secrets
+ * (schema/totp.ts), 20 destination limits' connection slots (schema/connection-slots.ts). Timestamps are bigint milliseconds since the epoch, as on SQLite, so ports
  * return the same numbers on both backends.
  */
-export const PG_MIGRATIONS: readonly string[] = [SCHEMA_PARTS.join('\n'), THROTTLES_SCHEMA, SEND_RESERVATIONS_SCHEMA, READ_VERSIONS_SCHEMA, BAYES_EVICT_SCHEMA, BODY_COMPRESSION_SCHEMA, BAYES_TOKENIZER_SCHEMA, IDEMPOTENCY_KEYS_SCHEMA, VERP_SCHEMA, TLS_RESULTS_SCHEMA, POOLS_SCHEMA, SHAPING_SCHEMA, INBOUND_RECIPIENTS_SCHEMA, CONSOLE_DOMAIN_SCHEMA, QUARANTINE_DIGESTS_SCHEMA, INBOUND_LOG_SCHEMA, CONSOLE_RECIPIENT_SCHEMA];
+export const PG_MIGRATIONS: readonly string[] = [SCHEMA_PARTS.join('\n'), THROTTLES_SCHEMA, SEND_RESERVATIONS_SCHEMA, READ_VERSIONS_SCHEMA, BAYES_EVICT_SCHEMA, BODY_COMPRESSION_SCHEMA, BAYES_TOKENIZER_SCHEMA, IDEMPOTENCY_KEYS_SCHEMA, VERP_SCHEMA, TLS_RESULTS_SCHEMA, POOLS_SCHEMA, SHAPING_SCHEMA, INBOUND_RECIPIENTS_SCHEMA, CONSOLE_DOMAIN_SCHEMA, QUARANTINE_DIGESTS_SCHEMA, INBOUND_LOG_SCHEMA, CONSOLE_RECIPIENT_SCHEMA, AUDIT_LOG_SCHEMA, TOTP_SCHEMA, CONNECTION_SLOTS_SCHEMA];
 
 /**
  * The advisory-lock key every node takes to migrate (an arbitrary constant: "sluice" in ASCII); `sluice store copy`

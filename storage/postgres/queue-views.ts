@@ -1,7 +1,7 @@
 // Owns the operator's views of the queue tables on PostgreSQL (the QueueViews port): the pending list and its
 // summary, the console's browse, depth and stats for /metrics and /healthz, and the operator's retry and drop.
 import type { DeliveryState, MessageKind } from '../ports/queue.js';
-import type { BrowsedDelivery, PendingDelivery, PendingSummary, QueueStats, QueueViewStore } from '../ports/queue-views.js';
+import type { BrowsedDelivery, PendingDelivery, PendingSummary, QueueStats, QueueViewStore, ScopedQueueSummary } from '../ports/queue-views.js';
 import type { Pg } from './database.js';
 import type { PgTimeAxis } from './leases.js';
 import { QUEUE_CHANNEL } from './queue-changes.js';
@@ -65,6 +65,19 @@ export function createPgQueueViews(pg: Pg, node: string, time: PgTimeAxis): Queu
          ORDER BY m.created_at DESC, d.message_id DESC, d.id DESC LIMIT $5 OFFSET $6`,
         [f.accountIds === null ? null : [...f.accountIds], [...f.states], f.rcpt ?? null, f.minAttempts ?? 0, f.limit, f.offset],
       ),
+
+    async summaryOf(accountIds) {
+      const [row] = await pg.query<ScopedQueueSummary>(
+        `SELECT count(*) FILTER (WHERE d.state = 'queued') AS queued,
+           count(*) FILTER (WHERE d.state = 'queued' AND d.attempts > 0) AS deferred,
+           count(*) FILTER (WHERE d.state = 'sending') AS sending, count(*) FILTER (WHERE d.state = 'held') AS held,
+           min(m.created_at) FILTER (WHERE d.state IN ('queued', 'sending')) AS "oldestAt"
+         FROM deliveries d JOIN messages m ON m.id = d.message_id
+         WHERE d.state IN ('queued', 'sending', 'held') AND ($1::bigint[] IS NULL OR m.account_id = ANY($1::bigint[]))`,
+        [accountIds === null ? null : [...accountIds]],
+      );
+      return row!;
+    },
 
     async depth() {
       const rows = await pg.query<{ state: DeliveryState; kind: MessageKind; count: number; oldest: number | null }>(

@@ -4,6 +4,8 @@ import type { Store } from '../ports/store.js';
 import { createPgAccountStore } from './accounts.js';
 import { createPgAlertStore } from './alerts.js';
 import { createPgConsoleStore } from './console.js';
+import { createPgAuditStore } from './audit.js';
+import { createPgTotpStore } from './totp.js';
 import { createPgBodies } from './bodies.js';
 import { createPg, describeConnectError, type Pg } from './database.js';
 import { createPgInboundDomainStore } from './inbound-domains.js';
@@ -24,6 +26,7 @@ import { createPgThrottleStore } from './throttles.js';
 import { createPgTlsReportStore } from './tls-reports.js';
 import { createPgQuarantineDigestStore } from './quarantine-digests.js';
 import { createPgShapingStore } from './shaping.js';
+import { createPgConnectionSlotStore } from './connection-slots.js';
 import { createPgSettingStore } from './settings.js';
 import { createPgTrackingDomainStore } from './tracking-domains.js';
 import { createPgEventWriter } from './events.js';
@@ -127,6 +130,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     throttles: createPgThrottleStore(pg),
     tlsReports: createPgTlsReportStore(pg),
     shaping: createPgShapingStore(pg),
+    connectionSlots: createPgConnectionSlotStore(pg, time),
     sendLimits: createPgSendLimitStore(pg, time),
     accounts: createPgAccountStore(pg, reads),
     dkimKeys: createPgDkimKeyStore(pg, reads),
@@ -138,6 +142,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     retention: createPgRetentionStore(pg, bodies),
     lockdown: createPgLockdownStore(pg),
     console: createPgConsoleStore(pg),
+    totp: createPgTotpStore(pg),
+    audit: createPgAuditStore(pg),
     health: createPgHealthStore(writes),
     suppressions: createPgSuppressionStore(pg, createPgEventWriter(), reads),
     queue: { ...queue, changes: createPgQueueChanges(pg, node, closing.signal) },

@@ -120,6 +120,10 @@ export function createPgHealthStore(writes: PgWriteHealth): HealthStore {
       return { readable, writeFailure: writes.lastFailure() };
     },
     clockSkew: (wallClock) => databaseClockSkew(writes.pg, wallClock),
+    async size() {
+      const [row] = await writes.pg.query<{ bytes: string }>('SELECT pg_database_size(current_database())::text AS bytes');
+      return Number(row?.bytes ?? 0);
+    },
   };
 }
 

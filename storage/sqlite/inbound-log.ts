@@ -2,7 +2,7 @@
 // by `record`, the search plan (the index each filter drives) with what became of each row, and retention's deletes.
 import type { Statement } from 'better-sqlite3';
 import { equalityTerms, INBOUND_LOG_COLUMNS, pageRowsSql, toInboundLogRow, type SearchedInboundRow } from '../inbound-log-filters.js';
-import type { InboundLogFilters, InboundLogPage, InboundLogRow, InboundLogScope, NewInboundLogRow } from '../ports/inbound-log.js';
+import { zeroVerdicts, type InboundLogFilters, type InboundLogPage, type InboundLogRow, type InboundLogScope, type InboundVerdict, type NewInboundLogRow } from '../ports/inbound-log.js';
 import { likeContains } from '../smtp-log-filters.js';
 import type { Db } from './database.js';
 
@@ -91,6 +91,12 @@ export function createInboundLogRepo(db: Db) {
     hidden: db.prepare('SELECT domain FROM inbound_domains WHERE account_id = ? AND api_key_id IS NOT NULL AND api_key_id != ?').pluck(),
     accounts: db.prepare('SELECT id FROM accounts ORDER BY id').pluck(),
     prune: db.prepare('DELETE FROM inbound_log WHERE id IN (SELECT id FROM inbound_log WHERE created_at < ? ORDER BY created_at LIMIT ?)'),
+    // inbound_log_verdict (account_id, verdict, created_at) per named account; the operator's (NULL) scans the day.
+    verdictCounts: db.prepare(
+      `SELECT verdict, count(*) AS n FROM inbound_log
+       WHERE (@ids IS NULL OR account_id IN (SELECT value FROM json_each(@ids))) AND created_at >= @since AND created_at < @until
+       GROUP BY verdict`,
+    ),
   };
   const cache = new Map<string, Statement>();
   const prepared = (sql: string): Statement => {
@@ -141,6 +147,14 @@ export function createInboundLogRepo(db: Db) {
     /** Deletes up to `limit` rows created before `before` (inbound_log_created, oldest first); returns how many. */
     prune(before: number, limit: number): number {
       return s.prune.run(before, limit).changes;
+    },
+
+    /** Rows per verdict in [since, until) of `accountIds` (null: all). */
+    verdictCounts(accountIds: readonly number[] | null, since: number, until: number): Record<InboundVerdict, number> {
+      const out = zeroVerdicts();
+      const rows = s.verdictCounts.all({ ids: accountIds === null ? null : JSON.stringify(accountIds), since, until }) as { verdict: InboundVerdict; n: number }[];
+      for (const r of rows) if (r.verdict in out) out[r.verdict] = r.n;
+      return out;
     },
   };
 }

@@ -40,6 +40,9 @@ import { CONSOLE_DOMAIN } from './migrations/038-console-domain.js';
 import { QUARANTINE_DIGESTS } from './migrations/039-quarantine-digests.js';
 import { INBOUND_LOG } from './migrations/040-inbound-log.js';
 import { CONSOLE_RECIPIENT } from './migrations/041-console-recipient.js';
+import { AUDIT_LOG } from './migrations/042-audit-log.js';
+import { TOTP } from './migrations/043-totp.js';
+import { CONNECTION_SLOTS } from './migrations/044-connection-slots.js';
 
 /**
  * Never edit a released migration; append a new one (its SQL in its own module under migrations/). Timestamps are
@@ -87,4 +90,7 @@ export const MIGRATIONS: readonly string[] = [
   QUARANTINE_DIGESTS, // 39
   INBOUND_LOG, // 40
   CONSOLE_RECIPIENT, // 41
+  AUDIT_LOG, // 42
+  TOTP, // 43
+  CONNECTION_SLOTS, // 44
 ];

@@ -2,7 +2,7 @@
 // stats for /metrics and /healthz, and the operator's retry and drop (the queue views port).
 import type { Db } from './database.js';
 import type { DeliveryState, MessageKind } from '../ports/queue.js';
-import type { BrowsedDelivery, PendingDelivery, PendingSummary, QueueStats } from '../ports/queue-views.js';
+import type { BrowsedDelivery, PendingDelivery, PendingSummary, QueueStats, ScopedQueueSummary } from '../ports/queue-views.js';
 
 export function createQueueViews(db: Db) {
   const s = {
@@ -41,6 +41,14 @@ export function createQueueViews(db: Db) {
          AND d.state IN (SELECT value FROM json_each(@states))
          AND (@rcpt IS NULL OR d.rcpt = @rcpt COLLATE NOCASE) AND d.attempts >= @minAttempts
        ORDER BY m.created_at DESC, d.message_id DESC, d.id DESC LIMIT @limit OFFSET @offset`,
+    ),
+    // The overview's figures: unfinished deliveries only (deliveries_due by state), of some accounts or all.
+    summaryOf: db.prepare(
+      `SELECT COALESCE(SUM(d.state = 'queued'), 0) AS queued, COALESCE(SUM(d.state = 'queued' AND d.attempts > 0), 0) AS deferred,
+         COALESCE(SUM(d.state = 'sending'), 0) AS sending, COALESCE(SUM(d.state = 'held'), 0) AS held,
+         MIN(CASE WHEN d.state IN ('queued', 'sending') THEN m.created_at END) AS oldestAt
+       FROM deliveries d JOIN messages m ON m.id = d.message_id
+       WHERE d.state IN ('queued', 'sending', 'held') AND (@ids IS NULL OR m.account_id IN (SELECT value FROM json_each(@ids)))`,
     ),
     // Unfinished deliveries only (the deliveries_due index by state): the metrics gauges read this at each scrape.
     depth: db.prepare(
@@ -85,6 +93,11 @@ export function createQueueViews(db: Db) {
         limit: f.limit,
         offset: f.offset,
       }) as BrowsedDelivery[];
+    },
+
+    /** Unfinished deliveries of `accountIds` (null: all) by state, and the created_at of the oldest waiting message. */
+    summaryOf(accountIds: readonly number[] | null): ScopedQueueSummary {
+      return s.summaryOf.get({ ids: accountIds === null ? null : JSON.stringify(accountIds) }) as ScopedQueueSummary;
     },
 
     /** Unfinished deliveries by state and message kind, and the created_at of the oldest message still waiting. */

@@ -1,5 +1,6 @@
 // Owns the SQLite store: one connection, its repositories behind the asynchronous ports of storage/ports/, every
 // write through group commit, and waits for locks held elsewhere kept off the event loop.
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -9,6 +10,7 @@ import type { AccountStore } from '../ports/accounts.js';
 import { FOREIGN_COMMIT_POLL_MS, type QueueStore } from '../ports/queue.js';
 import { createAccountStore } from './accounts.js';
 import { createAlertStore } from './alerts.js';
+import { createAuditRepo } from './audit.js';
 import { createSqliteBayesRepo } from './bayes.js';
 import { createBodies, INLINE_MAX_BYTES } from './bodies.js';
 import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
@@ -41,7 +43,9 @@ import { createSuppressionStore } from './suppressions.js';
 import { createSendLimitStore } from './send-limits.js';
 import { createThrottleStore } from './throttles.js';
 import { createTlsReportStore } from './tls-reports.js';
+import { createTotpRepo } from './totp.js';
 import { createShapingStore } from './shaping.js';
+import { createConnectionSlotStore } from './connection-slots.js';
 import { createTrackingDomainStore } from './tracking-domains.js';
 import { createTrackingStore } from './tracking.js';
 import { createWebhookStore } from './webhooks.js';
@@ -224,10 +228,11 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     throttles: port(createThrottleStore(db), b, { reads: ['counts'], writes: ['hit', 'clear', 'prune'] }),
     tlsReports: port(createTlsReportStore(db), b, { reads: ['unreported', 'resultsOf'], writes: ['add', 'markSent', 'prune'] }),
     shaping: port(createShapingStore(db), b, { reads: ['active'], writes: ['activate', 'lift'] }),
+    connectionSlots: port(createConnectionSlotStore(db), b, { reads: ['held'], writes: ['take', 'renew', 'release'] }),
     sendLimits: port(createSendLimitStore(db), b, { reads: [], writes: ['reserve', 'release'] }),
     queue,
     queueViews: port(createQueueViews(db), b, {
-      reads: ['listPending', 'pendingSummary', 'browse', 'depth', 'stats'],
+      reads: ['listPending', 'pendingSummary', 'browse', 'summaryOf', 'depth', 'stats'],
       writes: ['retryNow', 'dropDelivery'],
     }),
     bodies: {
@@ -274,7 +279,7 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
     }),
     inboundReports: port(createInboundReportStore(db), b, { reads: ['listReports'], writes: ['insertReport', 'pruneReports'] }),
     // Refusals ride the next accept's commit (deferrable); accepted mail's rows are written by accept and insert.
-    inboundLog: port(inboundLogRepo, b, { reads: ['search'], writes: ['prune'], deferrable: ['record'] }),
+    inboundLog: port(inboundLogRepo, b, { reads: ['search', 'verdictCounts'], writes: ['prune'], deferrable: ['record'] }),
     quarantine: {
       ...port(quarantineRepo, b, { reads: ['list', 'find'], writes: ['finishRelease', 'abortRelease', 'dropRecipients'] }),
       async insert(q) {
@@ -310,6 +315,8 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       reads: ['findToken', 'listTokens', 'findSession'],
       writes: ['createToken', 'revokeToken', 'openSession', 'closeSession'],
     }),
+    totp: port(createTotpRepo(db), b, { reads: ['find'], writes: ['enroll', 'useStep', 'disable'] }),
+    audit: port(createAuditRepo(db), b, { reads: ['list'], writes: ['append', 'prune'] }),
     retention: {
       ...port(retentionRepo, b, { reads: [], writes: ['pruneLogRows'] }),
       pruneBodies: (a) => freeing(() => retentionRepo.pruneBodies(a)),
@@ -329,6 +336,9 @@ export function openSqliteStore(dataDir: string, opts: SqliteStoreOptions): Sqli
       },
       // One machine: the database's clock is this machine's.
       clockSkew: async () => undefined,
+      // The file and its WAL as the file system counts them (the WAL holds what is not checkpointed yet).
+      size: async () =>
+        [databasePath(dataDir), `${databasePath(dataDir)}-wal`].reduce((n, f) => n + (fs.statSync(f, { throwIfNoEntry: false })?.size ?? 0), 0),
     },
     backup: (target) => backupDatabase(db, target),
     async close() {

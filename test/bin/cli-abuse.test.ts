@@ -29,7 +29,7 @@ t.test('sluice senders list|unblock', async (t) => {
   t.equal(listed.code, 0, listed.err);
   const rows = JSON.parse(listed.out);
   t.match(rows, [{ account: 'acme', sender_id: ID, envelope_sender: 'app@sender.test', reason: '1 CONFIRMED spam or virus messages within 24 h', lifted_at: null }]);
-  t.match((await cli('senders', 'list', '--account', 'acme')).out, /^acme\tacme\|x-authuser\|app@sender\.test\tblocked\t2026-11-22T12:00:00\.000Z\t1 CONFIRMED/);
+  t.match((await cli('senders', 'list', '--account', 'acme')).out, /^ACCOUNT\tSENDER\tSTATE\tBLOCKED\tREASON\nacme\tacme\|x-authuser\|app@sender\.test\tblocked\t2026-11-22T12:00:00\.000Z\t1 CONFIRMED/);
 
   t.match(await cli('senders', 'unblock', '--account', 'acme'), { code: 2, err: /--sender SENDER_ID/ });
   t.match(await cli('senders', 'unblock', '--account', 'nosuch', '--sender', ID), { code: 1, err: /no account "nosuch"/ });
@@ -70,7 +70,7 @@ t.test('sluice monitors list|create|delete|alerts', async (t) => {
   const m = JSON.parse(made.out);
   t.match(m, { id: Number, condition: 'sender_id_sending_spam', interval_hours: 6, delivery: 'email', email: 'ops@alerts.test' });
   t.same((await w.stack.api('GET', '/tx/v1/monitors', { key: w.key })).body, [m], 'the API sees what the CLI made');
-  t.equal((await cli('monitors', 'list', '--account', 'acme')).out, `${m.id}\tsender_id_sending_spam\t6h\temail\tops@alerts.test\n`);
+  t.equal((await cli('monitors', 'list', '--account', 'acme')).out, `ID\tCONDITION\tINTERVAL\tDELIVERY\tTO\n${m.id}\tsender_id_sending_spam\t6h\temail\tops@alerts.test\n`);
 
   t.equal((await w.rest(mail(GTUBE))).status, 403);
   const alerts = JSON.parse((await cli('monitors', 'alerts', '--account', 'acme', '--json')).out);

@@ -23,16 +23,16 @@ t.test('CLI → API round trip', async (t) => {
   const created = await cli('accounts', 'create', '--handle', 'acme', '--company', 'Acme Inc', '--json');
   t.equal(created.code, 0, created.err);
   const acct = JSON.parse(created.out);
-  t.same(Object.keys(acct), ['handle', 'api_key']);
+  t.same(Object.keys(acct), ['handle', 'key'], 'the key is `key`, as keys create names it');
   t.equal(acct.handle, 'acme');
-  t.match(created.out, /^\{"handle":"acme","api_key":"[A-Za-z0-9_-]{32}"\}\n$/);
+  t.match(created.out, /^\{"handle":"acme","key":"[A-Za-z0-9_-]{32}"\}\n$/);
 
   const server = await startServer({ config: loadConfig({ env, cwd: dir }).config, logger: pino({ level: 'silent' }) });
   t.teardown(() => server.close());
   t.equal(server.firstApiKey, undefined, 'no default account when accounts exist');
   const base = `http://127.0.0.1:${server.http!.port}`;
   const get = (p: string, key: string) => fetch(base + p, { headers: { 'X-Api-Key': key } });
-  t.equal((await get('/tx/v1/sub-account', acct.api_key)).status, 200);
+  t.equal((await get('/tx/v1/sub-account', acct.key)).status, 200);
 
   const k = await cli('keys', 'create', '--account', 'acme', '--scope', 'inbound', '--json');
   const key = JSON.parse(k.out);
@@ -45,7 +45,7 @@ t.test('CLI → API round trip', async (t) => {
   const rows = JSON.parse(listed.out);
   t.equal(rows.length, 2);
   t.notOk(listed.out.includes(key.key), 'listing is redacted');
-  t.notOk(listed.out.includes(acct.api_key));
+  t.notOk(listed.out.includes(acct.key));
 
   t.equal((await cli('keys', 'revoke', '--account', 'acme', '--id', String(key.id))).code, 0);
   t.equal((await get('/inbound/v1/status', key.key)).status, 401, 'revoked key fails on the next request');
@@ -70,7 +70,7 @@ t.test('CLI → API round trip', async (t) => {
   // Online backup while the server holds the database open and writes to it.
   const backup = path.join(dir, 'backups', 'snap');
   const writes = Array.from({ length: 20 }, (_, i) => fetch(base + '/tx/v1/sub-account', {
-    method: 'POST', headers: { 'X-Api-Key': acct.api_key, 'Content-Type': 'application/json' }, body: JSON.stringify({ handle: `sub${i}x` }),
+    method: 'POST', headers: { 'X-Api-Key': acct.key, 'Content-Type': 'application/json' }, body: JSON.stringify({ handle: `sub${i}x` }),
   }));
   const b = await cli('backup', backup);
   await Promise.all(writes);

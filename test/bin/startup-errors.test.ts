@@ -63,6 +63,23 @@ t.test('a listener whose port is taken names its key, the address and the cause'
   }
 });
 
+t.test('three busy listeners are all named at once, one line each', async (t) => {
+  const [http, mx, submission] = [await takenPort(t), await takenPort(t), await takenPort(t)];
+  const dir = tempDir(t);
+  const env = testEnv(dir, { SLUICE_HTTP_LISTEN: `127.0.0.1:${http}`, SLUICE_SMTP_MX_LISTEN: `127.0.0.1:${mx}`, SLUICE_SMTP_SUBMISSION_LISTEN: `127.0.0.1:${submission}` });
+  const r = await run(['serve'], env);
+  t.equal(r.code, 2);
+  const lines = r.stderr.split('\n').filter((l) => l !== '');
+  t.same(
+    lines.map((l) => /^sluice: configuration error: (\S+) 127\.0\.0\.1:(\d+): address already in use \(EADDRINUSE\)/.exec(l)?.slice(1)),
+    [['http.listen', String(http)], ['smtp.mx.listen', String(mx)], ['smtp.submission.listen', String(submission)]],
+    r.stderr,
+  );
+  t.notMatch(r.stderr, /\n\s+at /, 'no stack trace');
+  // Nothing started: the probe binds nothing for good, and serve left no database behind.
+  t.notOk(fs.existsSync(path.join(dir, 'sluice.db')), 'nothing created');
+});
+
 t.test('port 25 without the capability: EACCES names smtp.mx.listen and the fixes', async (t) => {
   // Run as an unprivileged user (nobody) when the suite runs as root; as an ordinary user the bind fails the same way.
   const root = process.getuid?.() === 0;

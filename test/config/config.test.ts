@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { runCli } from '../../bin/cli.js';
-import { ConfigError, envName, KEYS } from '../../config/keys.js';
+import { ConfigError, ConfigErrors, envName, KEYS } from '../../config/keys.js';
 import { loadConfig } from '../../config/load.js';
 import { tempDir } from '../helpers/stack.js';
 
@@ -95,6 +95,42 @@ t.test('every error names the key', async (t) => {
   fs.writeFileSync(file, '[dns]\nservers = "1.1.1.1:53"\n');
   t.match(errorOf(() => loadConfig({ file, env: {}, cwd: dir })).message, /^dns.servers: expected an array/);
   t.equal(errorOf(() => loadConfig({ file: 'missing.toml', env: {}, cwd: dir })).key, '--config');
+});
+
+t.test('every problem of a file is reported in one go', async (t) => {
+  const dir = tempDir(t);
+  const file = path.join(dir, 'three.toml');
+  // An unknown key, a misspelt one and a bad value: three problems, each named, none hidden behind the first.
+  fs.writeFileSync(file, '[http]\nlisten = "nowhere"\ntypo = 1\n\n[smtp]\nhostnam = "mx.test"\n');
+  const err = errorOf(() => loadConfig({ file, env: {}, cwd: dir }));
+  t.ok(err instanceof ConfigErrors, 'several problems');
+  t.same((err as ConfigErrors).errors.map((e) => e.key).sort(), ['http.listen', 'http.typo', 'smtp.hostnam']);
+  t.match(err.message, /http\.typo: unknown key.*smtp\.hostnam: unknown key \(did you mean smtp\.hostname\?\)/s);
+  // With an unknown environment variable as well: four; the CLI prints one line each, exit 2.
+  const out: string[] = [];
+  const code = await runCli(['config', 'check', '--config', file], { stdout: () => undefined, stderr: (s) => out.push(s), env: { SLUICE_HTTP_LISTN: 'x' }, cwd: dir });
+  t.equal(code, 2);
+  const lines = out.join('').trimEnd().split('\n');
+  t.equal(lines.length, 4, out.join(''));
+  for (const line of lines) t.match(line, /^sluice: configuration error: (SLUICE_HTTP_LISTN|http\.listen|http\.typo|smtp\.hostnam): /);
+  // Keys that parse but cannot work together are all named too (checked once every value parsed).
+  fs.writeFileSync(file, '[outbound]\nfeedback_address = "fbl@example.test"\nreturn_path_prefix = "bounces"\n\n[storage]\npostgres_url = "postgres://db/x"\n');
+  const combos = errorOf(() => loadConfig({ file, env: {}, cwd: dir }));
+  t.same((combos as ConfigErrors).errors.map((e) => e.key), ['outbound.feedback_address', 'outbound.return_path_prefix', 'storage.postgres_url']);
+  // One problem stays a plain ConfigError (its message unchanged).
+  fs.writeFileSync(file, '[http]\ntypo = 1\n');
+  const one = errorOf(() => loadConfig({ file, env: {}, cwd: dir }));
+  t.notOk(one instanceof ConfigErrors);
+  t.equal(one.message, 'http.typo: unknown key');
+});
+
+t.test('--data-dir overrides data_dir of the file and the environment', async (t) => {
+  const dir = tempDir(t);
+  const file = path.join(dir, 'sluice.toml');
+  fs.writeFileSync(file, 'data_dir = "from-file"\n');
+  t.equal(loadConfig({ file, env: { SLUICE_DATA_DIR: 'from-env' }, cwd: dir, dataDir: 'given' }).config.dataDir, path.join(dir, 'given'));
+  t.equal(loadConfig({ file, env: { SLUICE_DATA_DIR: 'from-env' }, cwd: dir }).config.dataDir, path.join(dir, 'from-env'));
+  t.equal(errorOf(() => loadConfig({ env: {}, cwd: dir, dataDir: ' ' })).key, '--data-dir');
 });
 
 t.test('env names follow SLUICE_<KEY> with dots as underscores', async (t) => {

@@ -26,7 +26,7 @@ t.test('the unit has the hardening and behaviour the README describes', async (t
     'Restart=on-failure',
     'RestartPreventExitStatus=2',
     'ExecReload=/bin/kill -HUP $MAINPID',
-    'ExecStart=/opt/node26/bin/node --max-semi-space-size=8 --expose-gc /opt/sluice/dist/bin/sluice.js serve --config /etc/sluice/sluice.toml',
+    'ExecStart=/opt/sluice-node26/bin/node --max-semi-space-size=8 --expose-gc /opt/sluice/dist/bin/sluice.js serve --config /etc/sluice/sluice.toml',
   ]) {
     t.ok(directives.includes(line), line);
   }
@@ -35,7 +35,7 @@ t.test('the unit has the hardening and behaviour the README describes', async (t
 t.test('systemd-analyze verify accepts the unit without a warning', { skip: !fs.existsSync(ANALYZE) && `${ANALYZE} is not installed (apt-get install systemd)` }, async (t) => {
   // verify checks that ExecStart's program exists: the copy runs this node on the built CLI instead of /opt/sluice.
   const copy = path.join(tempDir(t), 'sluice.service');
-  const [node, cli] = ['/opt/node26/bin/node ', '/opt/sluice/dist/bin/sluice.js'];
+  const [node, cli] = ['/opt/sluice-node26/bin/node ', '/opt/sluice/dist/bin/sluice.js'];
   fs.writeFileSync(copy, text.replace(node, `${process.execPath} `).replace(cli, BIN));
   t.ok(fs.readFileSync(copy, 'utf8').includes(`ExecStart=${process.execPath} --max-semi-space-size=8 --expose-gc ${BIN} serve`), 'ExecStart rewritten');
   const r = spawnSync(ANALYZE, ['verify', copy], { encoding: 'utf8', env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } });

@@ -8,7 +8,9 @@ import { LOGIN_LINK_TTL_MS } from '../../control-api/console/login-link.js';
 import { onBackends } from '../helpers/backends.js';
 import { consoleClient, consoleWorld } from '../helpers/console-world.js';
 
-const OUTBOUND = ['/console/queue', '/console/log', '/console/deliverability', '/console/dkim', '/console/webhooks', '/console/senders'];
+/** The account-access views (views-keys, -passwords, -subaccounts, -suppressions, -lockdown): scope api. */
+const ACCOUNT_ACCESS = ['/console/keys', '/console/smtp-passwords', '/console/sub-accounts', '/console/suppressions', '/console/lockdown'];
+const OUTBOUND = ['/console/queue', '/console/log', '/console/deliverability', '/console/dkim', '/console/webhooks', '/console/senders', ...ACCOUNT_ACCESS, '/console/monitors', '/console/audit'];
 const INBOUND = ['/console/quarantine', '/console/domains', '/console/recipients', '/console/lists', '/console/inbound-log'];
 /** The navigation links of a page. */
 const navLinks = (page: string) => [...(/<nav>([\s\S]*?)<\/nav>/.exec(page)?.[1] ?? '').matchAll(/href="([^"?]+)/g)].map((m) => m[1]);
@@ -23,13 +25,13 @@ onBackends('an inbound key: inbound views only; DKIM, log and webhooks are not t
   const c = consoleClient(w.base);
   const signIn = await c.signIn(w.acme.inboundKey);
   t.equal(signIn.status, 302);
-  t.equal(signIn.location, '/console/quarantine', 'lands on the first view its scope allows');
-  t.equal((await c.get('/console')).headers.get('location'), '/console/quarantine');
+  t.equal(signIn.location, '/console/overview', 'lands on the overview (every scope has it)');
+  t.equal((await c.get('/console')).headers.get('location'), '/console/overview');
 
   const page = await c.get('/console/quarantine');
   t.equal(page.status, 200);
   t.match(page.text, /acme spam/);
-  t.same(navLinks(page.text), INBOUND, 'only the inbound views are linked');
+  t.same(navLinks(page.text), ['/console/overview', ...INBOUND], 'only the overview and the inbound views are linked');
   t.equal((await c.get('/console/domains')).status, 200);
 
   for (const p of [...OUTBOUND, `/console/queue/${(await w.deliveryOf('ann@later.test')).id}`]) {
@@ -62,9 +64,9 @@ onBackends('an api key: no quarantine release, no inbound domains', async (t, ba
   const q = (await stack.sql<{ id: number }>('SELECT id FROM inbound_quarantine'))[0]!.id;
 
   const c = consoleClient(w.base);
-  t.equal((await c.signIn(w.acme.key)).location, '/console/queue');
+  t.equal((await c.signIn(w.acme.key)).location, '/console/overview');
   const page = await c.get('/console/queue');
-  t.same(navLinks(page.text), OUTBOUND, 'only the outbound views are linked');
+  t.same(navLinks(page.text), ['/console/overview', ...OUTBOUND], 'only the overview and the outbound views are linked');
   for (const p of [...INBOUND, `/console/quarantine/${q}`]) {
     const r = await c.get(p);
     t.equal(r.status, 404, p);
@@ -84,9 +86,9 @@ onBackends('the operator keeps every scope', async (t, backend) => {
   const w = await consoleWorld(t, {}, backend);
   await w.quarantine('carol@acme-corp.test', 'acme spam');
   const op = consoleClient(w.base);
-  t.equal((await op.signIn((await w.stack.services.console.createToken('ops', w.stack.clock.now())).token)).location, '/console/queue');
+  t.equal((await op.signIn((await w.stack.services.console.createToken('ops', w.stack.clock.now())).token)).location, '/console/overview');
   const page = await op.get('/console/queue');
-  t.same(navLinks(page.text), ['/console/queue', '/console/quarantine', '/console/log', '/console/deliverability', '/console/domains', '/console/recipients', '/console/lists', '/console/inbound-log', '/console/dkim', '/console/webhooks', '/console/senders']);
+  t.same(navLinks(page.text), ['/console/overview', '/console/queue', '/console/quarantine', '/console/log', '/console/deliverability', '/console/domains', '/console/recipients', '/console/lists', '/console/inbound-log', '/console/dkim', '/console/webhooks', '/console/senders', ...ACCOUNT_ACCESS, '/console/monitors', '/console/audit']);
   for (const p of [...OUTBOUND, ...INBOUND]) t.equal((await op.get(`${p}?account=acme`)).status, 200, p);
   t.match((await op.get('/console/quarantine?account=acme')).text, /acme spam/);
   t.match((await op.get('/console/inbound-log?account=*')).text, /acme spam/, 'the inbound log of every account at once');

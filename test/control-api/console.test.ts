@@ -27,7 +27,7 @@ onBackends('tenancy, CSRF and forged posts', async (t, backend) => {
   t.match(bad.text, /Unknown or revoked key or token/);
   const ok = await acme.signIn(w.acme.key);
   t.equal(ok.status, 302);
-  t.equal(ok.location, '/console/queue');
+  t.equal(ok.location, '/console/overview');
   const setCookie = ok.headers.getSetCookie().find((c) => c.startsWith('sluice_console='))!;
   t.match(setCookie, /; Path=\/console; HttpOnly; SameSite=Strict; Max-Age=43200$/, 'no Secure over plain http');
 

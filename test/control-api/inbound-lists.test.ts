@@ -271,5 +271,5 @@ t.test('PUT /users: the SDK creates (201) then finds (200, unchanged); filter ag
   t.same(JSON.parse(listedCli.out).map((r: { email_address: string; filter: boolean }) => [r.email_address, r.filter]), [['dave@small.test', true], ['erin@small.test', false]]);
   t.same(await cli('inbound-recipients', 'remove', '--account', 'usersco', '--email', 'Erin@small.test'), { code: 0, out: 'removed recipient erin@small.test with its own list entries and admin role\n' });
   t.match(await cli('inbound-recipients', 'remove', '--account', 'usersco', '--email', 'erin@small.test'), { code: 1, out: /erin@small\.test is no recipient of account "usersco"/ });
-  t.match((await cli('inbound-recipients', 'list', '--account', 'usersco')).out, /^dave@small\.test\tuser\tfiltered\t.*\nfrank@corp\.test\tuser\tunfiltered\t.*\n2 recipients\n$/);
+  t.match((await cli('inbound-recipients', 'list', '--account', 'usersco')).out, /^ADDRESS\tROLE\tFILTER\tCREATED\ndave@small\.test\tuser\tfiltered\t.*\nfrank@corp\.test\tuser\tunfiltered\t.*\n2 recipients\n$/);
 });

@@ -45,13 +45,15 @@ if (!fs.existsSync(CHROMIUM)) {
     return page;
   }
 
-  async function signIn(t: Test, w: ConsoleWorld, secret: string, landing = '/console/queue'): Promise<Page> {
+  /** Signs in (landing on the overview, the console's home) and opens `open`. */
+  async function signIn(t: Test, w: ConsoleWorld, secret: string, open = '/console/queue'): Promise<Page> {
     const page = await newPage(t);
     await page.goto(`${w.base}/console/queue`);
     t.equal(new URL(page.url()).pathname, '/console/login', 'redirected to sign-in');
     await page.fill('input[name=secret]', secret);
     await page.click('button:has-text("Sign in")');
-    t.equal(new URL(page.url()).pathname, landing);
+    t.equal(new URL(page.url()).pathname, '/console/overview');
+    await page.goto(`${w.base}${open}`);
     return page;
   }
 
@@ -85,7 +87,7 @@ if (!fs.existsSync(CHROMIUM)) {
     await stack.worker.runOnce();
     await page.reload();
     t.match(await page.textContent('h1'), /delivered/);
-    t.equal(await page.locator('table tbody tr').count(), 2, 'both attempts listed');
+    t.equal(await page.locator('h2:has-text("Attempts") + table tbody tr').count(), 2, 'both attempts listed');
     t.ok(w.sink.messages.some((m) => m.rcptTo.includes('ann@later.test')));
 
     // Another tenant's entry by editing the URL: 404, nothing of it shown.

@@ -1,6 +1,8 @@
 // Checks GET /metrics end to end: after mail in both directions, a webhook batch and API calls, every family the
 // issue lists is in the exposition with its type and labels (parsed back with prom-client's own parser round-trip),
-// is non-zero, and carries no recipient, message id or raw path. Also: loopback listener vs http.listen.
+// is non-zero, and carries no recipient, message id or raw path; prom-client's process_*/nodejs_* families, build
+// info, certificate expiry and the latency histograms; a fresh server's zero series. Also: loopback listener vs http.listen.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import nodemailer from 'nodemailer';
 import t from 'tap';
@@ -54,8 +56,9 @@ function parseExposition(text: string): Map<string, Family> {
       consumed = labelRe.lastIndex;
     }
     if (consumed !== body.length) throw new Error(`bad labels: ${line}`);
+    // NaN is a value of the format (prom-client's event-loop mean between two scrapes closer than its resolution).
     const value = m[3] === '+Inf' ? Infinity : Number(m[3]);
-    if (Number.isNaN(value)) throw new Error(`bad value: ${line}`);
+    if (Number.isNaN(value) && !/^nan$/i.test(m[3]!)) throw new Error(`bad value: ${line}`);
     const fam = familyOf(m[1]!);
     const list = fam.samples.get(m[1]!) ?? [];
     list.push({ labels, value });
@@ -161,8 +164,36 @@ onBackends('every family after an end-to-end flow: names, types, labels, non-zer
     ['sluice_event_loop_lag_seconds', 'gauge', ['quantile']],
     ['sluice_dns_lookups_total', 'counter', ['type', 'result']],
     ['sluice_buffer_scavenges_total', 'counter', []],
+    ['sluice_http_request_duration_seconds', 'histogram', ['method', 'route', 'status_class', 'le']],
+    ['sluice_smtp_command_duration_seconds', 'histogram', ['listener', 'command', 'le']],
+    ['sluice_delivery_duration_seconds', 'histogram', ['kind', 'outcome', 'le']],
+    ['sluice_build_info', 'gauge', ['version', 'node']],
+    ['sluice_tls_certificate_expiry_timestamp_seconds', 'gauge', ['listener', 'name']],
   ];
-  t.same([...fams.keys()].sort(), expected.map((e) => e[0]).sort(), 'exactly the documented families');
+  const ours = [...fams.keys()].filter((n) => n.startsWith('sluice_'));
+  t.same(ours.sort(), expected.map((e) => e[0]).sort(), 'exactly the documented sluice_* families');
+  // prom-client's default families, as Prometheus users expect them (one process: no `process` label).
+  for (const [name, type] of [
+    ['process_cpu_seconds_total', 'counter'], ['process_resident_memory_bytes', 'gauge'], ['process_start_time_seconds', 'gauge'],
+    ['process_open_fds', 'gauge'], ['nodejs_heap_size_used_bytes', 'gauge'], ['nodejs_eventloop_lag_p99_seconds', 'gauge'],
+    ['nodejs_gc_duration_seconds', 'histogram'], ['nodejs_version_info', 'gauge'],
+  ] as const) {
+    t.equal(fams.get(name)?.type, type, `${name} is a ${type}`);
+    t.notOk((fams.get(name)?.samples.get(name) ?? []).some((s) => 'process' in s.labels), `${name}: no process label in a single process`);
+  }
+  t.ok(total(fams.get('process_resident_memory_bytes'), 'process_resident_memory_bytes') > 1e6, 'resident memory is measured');
+  t.same(fams.get('sluice_build_info')!.samples.get('sluice_build_info'), [{ labels: { version: '0.1.0', node: process.versions.node }, value: 1 }]);
+  // Latency histograms: by route template and status class, by listener and command, by kind and final outcome.
+  nonZeroCount('sluice_http_request_duration_seconds', { method: 'POST', route: '/tx/v1/send-async', status_class: '2xx' });
+  t.equal(total(fams.get('sluice_http_request_duration_seconds'), 'sluice_http_request_duration_seconds_count', { route: '/tx/v1/send-async' }), 2, 'both sends, one series per status class');
+  for (const command of ['EHLO', 'MAIL', 'RCPT', 'DATA', 'message']) nonZeroCount('sluice_smtp_command_duration_seconds', { listener: 'mx', command });
+  t.equal(total(fams.get('sluice_smtp_command_duration_seconds'), 'sluice_smtp_command_duration_seconds_count', { listener: 'mx', command: 'RCPT' }), 1, 'one RCPT');
+  // Accepted, then delivered 90 s later by the injected clock: the deferred recipient has no final outcome yet.
+  const delivery = (where: Record<string, string>, part: string) => total(fams.get('sluice_delivery_duration_seconds'), `sluice_delivery_duration_seconds_${part}`, where);
+  t.equal(delivery({ kind: 'outbound', outcome: 'delivered' }, 'count'), 1);
+  t.equal(delivery({ kind: 'outbound', outcome: 'delivered' }, 'sum'), 90, 'from acceptance to delivery by the injected clock');
+  t.equal(delivery({ kind: 'outbound', outcome: 'bounced' }, 'count'), 0);
+  t.equal(delivery({ kind: 'relay', outcome: 'delivered' }, 'count'), 1);
   for (const [name, type, labels] of expected) {
     const f = fams.get(name)!;
     t.equal(f.type, type, `${name} is a ${type}`);
@@ -170,7 +201,12 @@ onBackends('every family after an end-to-end flow: names, types, labels, non-zer
     const main = type === 'histogram' ? `${name}_bucket` : name;
     for (const s of f.samples.get(main) ?? []) t.same(Object.keys(s.labels).sort(), [...labels].sort(), `${name} labels`);
   }
-  const nonZero = (name: string, sample = name, where: Record<string, string> = {}) => t.ok(total(fams.get(name), sample, where) > 0, `${sample} ${JSON.stringify(where)} > 0`);
+  function nonZero(name: string, sample = name, where: Record<string, string> = {}) {
+    t.ok(total(fams.get(name), sample, where) > 0, `${sample} ${JSON.stringify(where)} > 0`);
+  }
+  function nonZeroCount(name: string, where: Record<string, string>) {
+    nonZero(name, `${name}_count`, where);
+  }
   nonZero('sluice_delivery_attempts_total', 'sluice_delivery_attempts_total', { kind: 'outbound', outcome: 'delivered', bounce_class: 'none' });
   nonZero('sluice_delivery_attempts_total', 'sluice_delivery_attempts_total', { kind: 'outbound', outcome: 'deferred', bounce_class: '4.2' });
   nonZero('sluice_delivery_attempts_total', 'sluice_delivery_attempts_total', { kind: 'relay', outcome: 'delivered' });
@@ -200,12 +236,61 @@ onBackends('every family after an end-to-end flow: names, types, labels, non-zer
   const used = new Set([...dashboard.matchAll(/sluice_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, '')));
   used.delete('sluice_');
   t.same([...used].filter((n) => !fams.has(n)), [], 'dashboard names exist');
-  t.same([...fams.keys()].filter((n) => !used.has(n)), [], 'every family has a panel');
+  t.same([...fams.keys()].filter((n) => n.startsWith('sluice_') && !used.has(n)), [], 'every sluice_* family has a panel');
 
   // An unmatched path is one series, not one per path.
   await stack.api('GET', '/no/such/path/123');
   const after = parseExposition((await scrape(stack)).text);
   t.ok(total(after.get('sluice_http_requests_total'), 'sluice_http_requests_total', { route: 'unmatched', status: '404' }) >= 1);
+});
+
+// A fresh server (SQLite: its generated TLS pair is a file in data_dir): a series for every family from the start.
+t.test('a fresh server: every family has series, each known label set at 0; certificate expiry per name', async (t) => {
+  const stack = await startStack(t, { env: { SLUICE_SMTP_SUBMISSION_TLS_LISTEN: '127.0.0.1:0' } });
+  let fams = parseExposition((await scrape(stack)).text);
+  const empty = [...fams.entries()].filter(([name, f]) => name.startsWith('sluice_') && f.samples.size === 0).map(([name]) => name);
+  t.same(empty.sort(), ['sluice_http_request_duration_seconds', 'sluice_http_requests_total'], 'only the HTTP families wait for a first request');
+  const at0 = (name: string, where: Record<string, string>) => {
+    const main = fams.get(name)?.type === 'histogram' ? `${name}_count` : name;
+    const got = (fams.get(name)?.samples.get(main) ?? []).filter((s) => Object.entries(where).every(([k, v]) => s.labels[k] === v));
+    t.ok(got.length > 0 && got.every((s) => s.value === 0), `${main} ${JSON.stringify(where)} is 0`);
+  };
+  for (const listener of ['mx', 'submission', 'submission_tls']) {
+    at0('sluice_smtp_sessions_total', { listener });
+    for (const cls of ['2xx', '3xx', '4xx', '5xx']) at0('sluice_smtp_replies_total', { listener, class: cls });
+    for (const command of ['EHLO', 'STARTTLS', 'AUTH', 'MAIL', 'RCPT', 'DATA', 'message', 'QUIT', 'other']) at0('sluice_smtp_command_duration_seconds', { listener, command });
+  }
+  for (const kind of ['outbound', 'relay', 'dsn']) {
+    for (const outcome of ['delivered', 'deferred', 'bounced']) at0('sluice_delivery_attempts_total', { kind, outcome, bounce_class: 'none' });
+    for (const outcome of ['delivered', 'bounced']) at0('sluice_delivery_duration_seconds', { kind, outcome });
+    for (const state of ['queued', 'sending', 'held']) at0('sluice_queue_deliveries', { kind, state });
+  }
+  for (const action of ['relay', 'flag', 'quarantine', 'block', 'tempfail']) at0('sluice_inbound_verdicts_total', { action });
+  for (const outcome of ['learned', 'over_hourly_bound', 'failed']) at0('sluice_bayes_autolearned_total', { class: 'spam', outcome });
+  at0('sluice_reports_received_total', { kind: 'arf', result: 'complained' });
+  at0('sluice_reports_received_total', { kind: 'dsn', result: 'bounced' });
+  for (const disposition of ['confirmed', 'suspect', 'bulk', 'unknown']) at0('sluice_outbound_scan_dispositions_total', { scanner: 'spam', disposition });
+  for (const disposition of ['confirmed', 'high', 'medium', 'unknown']) at0('sluice_outbound_scan_dispositions_total', { scanner: 'virus', disposition });
+  for (const status of ['2xx_response', '4xx_response', '5xx_response', 'no_response']) at0('sluice_webhook_batches_total', { status });
+  for (const type of ['A', 'AAAA', 'MX', 'TXT']) for (const result of ['hit', 'shared', 'miss']) at0('sluice_dns_lookups_total', { type, result });
+  at0('sluice_shaping_active', { action: 'suspend' });
+  t.equal(fams.get('sluice_reports_received_total')!.samples.get('sluice_reports_received_total')!.filter((s) => s.labels.kind === 'arf' && s.labels.result === 'bounced').length, 0, 'no label set a kind cannot have');
+
+  // The certificate the SMTP listeners present (the generated self-signed pair): its notAfter, per DNS name.
+  const cert = new crypto.X509Certificate(fs.readFileSync(`${stack.dataDir}/tls/cert.pem`));
+  const sans = (cert.subjectAltName ?? '').split(', ').filter((n) => n.startsWith('DNS:')).map((n) => n.slice(4));
+  t.ok(sans.length > 0, 'the generated certificate names the host');
+  const expiry = fams.get('sluice_tls_certificate_expiry_timestamp_seconds')!.samples.get('sluice_tls_certificate_expiry_timestamp_seconds')!;
+  t.same(expiry.map((s) => [s.labels.listener, s.labels.name, s.value]).sort(), sans.map((n) => ['smtp', n, Date.parse(cert.validTo) / 1000]).sort());
+
+  // The HTTP families start with the first request, under its route template.
+  t.equal((await stack.api('GET', '/healthz')).status, 200);
+  fams = parseExposition((await scrape(stack)).text);
+  t.equal(total(fams.get('sluice_http_request_duration_seconds'), 'sluice_http_request_duration_seconds_count', { method: 'GET', route: '/healthz', status_class: '2xx' }), 1);
+
+  // Grafana's $instance comes from a family every role exports, with a series from the first scrape.
+  const dashboard = JSON.parse(fs.readFileSync('contrib/grafana-sluice.json', 'utf8')) as { templating: { list: { name: string; query?: string }[] } };
+  t.equal(dashboard.templating.list.find((v) => v.name === 'instance')?.query, 'label_values(sluice_build_info, instance)');
 });
 
 // Listeners only, nothing from the store: once, on SQLite.

@@ -2,6 +2,7 @@
 // outbound mail, a quarantined inbound message per tenant, and a fetch-based console client (sign-in, CSRF).
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
 import type { Test } from 'tap';
 import { startSink, type Sink } from './smtp-sink.js';
 import type { BackendName } from './backends.js';
@@ -39,7 +40,7 @@ export interface ConsoleWorld {
 
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
-export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {}, backend: BackendName = 'sqlite'): Promise<ConsoleWorld> {
+export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {}, backend: BackendName = 'sqlite', logger?: Logger): Promise<ConsoleWorld> {
   // Downstream and remote MX in one: recipients at later.test are deferred while `deferring`, those at bounce.test
   // refused for good, everything else accepted.
   const state = { deferring: true };
@@ -53,6 +54,7 @@ export async function consoleWorld(t: Test, extraEnv: Record<string, string> = {
   });
   const stack = await startStack(t, {
     backend,
+    ...(logger ? { logger } : {}),
     env: {
       SLUICE_OUTBOUND_LOCKDOWN: 'off',
       SLUICE_OUTBOUND_TRANSPORT_MAP: ['rcpt.test', 'later.test', 'bounce.test'].map((d) => `${d}=127.0.0.1:${sink.port}`).join(','),

@@ -171,10 +171,10 @@ t.test('35 old rows, batches of 10: 4 batches each; a bound per run; the queue c
   const [run] = await Promise.all([running, enqueued]);
   t.same(run, {
     logRows: 35, bodies: 35, messages: 35, quarantine: 0, idempotencyKeys: 0, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
-    metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, digestsSent: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0,
+    metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, audit: 0, digestsSent: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0,
     batches: {
       logRows: 4, bodies: 4, messages: 4, quarantine: 1, idempotencyKeys: 1, events: 0, tracking: 0, alerts: 0, strikes: 0, metricDetail: 0,
-      metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, digestsSent: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0,
+      metricHours: 0, dkimKeys: 0, credentials: 0, reports: 0, inboundLog: 0, audit: 0, digestsSent: 0, bayesLearned: 0, bayesTokens: 0, subAccounts: 0, throttles: 0,
     },
   });
   t.same(order, ['enqueue', 'prune'], 'an enqueue started during the run commits before the run ends');
