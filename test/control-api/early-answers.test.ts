@@ -94,11 +94,13 @@ t.test('every early answer drains a small body or closes the connection cleanly;
   const api = { ...JSON_TYPE, 'X-Api-Key': key };
   // JSON malformed at byte 6, padded to 500 KB: the parser stops at byte 6 and the rest is never read.
   const malformed = '{"a":x' + ' '.repeat(500_000 - 6);
-  const cases: { name: string; request: string; status: number; connection: 'close' | 'keep-alive' }[] = [
+  // 'either': a 413 resumes the body it refuses, and a fast client's whole body may be read through before the answer
+  // is written (the request then complete): keep-alive is then right; if not, the close must be clean.
+  const cases: { name: string; request: string; status: number; connection: 'close' | 'keep-alive' | 'either' }[] = [
     { name: '400: JSON malformed at byte 6 of 500 KB', request: post('/tx/v1/send', api, malformed), status: 400, connection: 'close' },
     { name: '400: a 500 KB number', request: post('/tx/v1/send', api, `{"a":${'1'.repeat(500_000)}}`), status: 400, connection: 'close' },
-    { name: '413: a chunked body over the limit', request: postChunked('/tx/v1/suppression-list', api, `{"a":"${'x'.repeat(1_200_000)}"}`), status: 413, connection: 'close' },
-    { name: '413: a declared body over the limit', request: post('/tx/v1/suppression-list', api, 'x'.repeat(1_100_000)), status: 413, connection: 'close' },
+    { name: '413: a chunked body over the limit', request: postChunked('/tx/v1/suppression-list', api, `{"a":"${'x'.repeat(1_200_000)}"}`), status: 413, connection: 'either' },
+    { name: '413: a declared body over the limit', request: post('/tx/v1/suppression-list', api, 'x'.repeat(1_100_000)), status: 413, connection: 'either' },
     { name: '415: a console form of another type', request: post('/console/login', { 'Content-Type': 'text/plain' }, 'x'.repeat(300_000)), status: 415, connection: 'close' },
     { name: '401: no key, body never read', request: post('/inbound/v1/domains', JSON_TYPE, `{"domain":"${'x'.repeat(500_000)}"}`), status: 401, connection: 'close' },
     // A body of at most DRAIN_BYTES_MAX is read through after the answer: the connection stays usable.
@@ -108,8 +110,10 @@ t.test('every early answer drains a small body or closes the connection cleanly;
   for (const c of cases) {
     const got = await exchange(stack.http.port, c.request, NEXT);
     t.equal(got.first?.status, c.status, `${c.name}: answered`);
-    t.equal(got.first?.connection, c.connection, `${c.name}: Connection: ${c.connection}`);
-    if (c.connection === 'close') {
+    const expected = c.connection === 'either' ? got.first?.connection : c.connection;
+    if (c.connection === 'either') t.ok(expected === 'close' || expected === 'keep-alive', `${c.name}: Connection: ${expected}`);
+    else t.equal(got.first?.connection, expected, `${c.name}: Connection: ${expected}`);
+    if (expected === 'close') {
       t.equal(got.outcome, 'end', `${c.name}: the server closes the socket cleanly (FIN, no reset)`);
       t.equal(got.second, undefined, `${c.name}: nothing more on a closed connection`);
     } else {
