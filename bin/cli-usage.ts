@@ -12,6 +12,31 @@ export const GLOBAL_OPTIONS: readonly string[] = ['config', 'data-dir', 'help', 
 export interface CommandSpec {
   words: string[];
   options: ReadonlySet<string>;
+  /** How many arguments the usage names after the words (`queue show ID`: 1); more are refused. */
+  positionals: number;
+  usage: string;
+}
+
+/**
+ * Counts the arguments a usage names after its command words: every placeholder that is not an option's value
+ * (`--account H`: H is the option's). `[--json]` closes its group, so it takes no value; `|` separates choices;
+ * `operator|--account H` is one argument or the option.
+ */
+function countPositionals(tokens: string[]): number {
+  let count = 0;
+  let value = false;
+  for (const raw of tokens) {
+    if (raw === '|') continue;
+    const closes = /[\])]$/.test(raw);
+    const token = raw.replace(/[[\]()]/g, '');
+    if (token.startsWith('--')) value = !closes;
+    else if (value) value = false;
+    else {
+      count++;
+      value = token.includes('|--') && !closes;
+    }
+  }
+  return count;
 }
 
 /**
@@ -22,14 +47,16 @@ export function commandSpecs(): CommandSpec[] {
   const out: CommandSpec[] = [];
   for (const e of entries()) {
     const lead: string[] = [];
-    for (const token of e.usage.split(/\s+/)) {
+    const tokens = e.usage.split(/\s+/);
+    for (const token of tokens) {
       if (!/^[a-z][a-z-]*(\|[a-z][a-z-]*)*$/.test(token)) break;
       lead.push(token);
     }
+    const positionals = countPositionals(tokens.slice(lead.length));
     const options = new Set([...`${e.usage} ${e.text}`.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1] as string));
     let words: string[][] = [[]];
     for (const token of lead) words = words.flatMap((w) => token.split('|').map((alt) => [...w, alt]));
-    for (const w of words) out.push({ words: w, options });
+    for (const w of words) out.push({ words: w, options, positionals, usage: e.usage });
   }
   return out;
 }
@@ -106,6 +133,9 @@ export function checkCommand(positionals: string[], given: string[]): void {
     }
     name = `${command} ${sub}`;
   }
+  // A word the command does not take would be ignored: refused (`sluice help queue retry` names a command).
+  const extra = command === 'help' ? undefined : positionals[Math.max(...matching.map((s) => s.words.length + s.positionals))];
+  if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}": usage: sluice ${matching[0]?.usage ?? name}`);
   const accepted = new Set([...GLOBAL_OPTIONS, ...matching.flatMap((s) => [...s.options])]);
   for (const option of given) {
     if (accepted.has(option)) continue;

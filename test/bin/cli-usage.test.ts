@@ -106,6 +106,21 @@ t.test('help lists what each command takes, and every command refuses any other 
   t.match(await cli(dir, {}, 'queue', 'list', '--account', 'acme'), { code: 2, err: /^sluice: --account is not an option of sluice queue list; it takes --json, --limit\n/ });
 });
 
+t.test('every command refuses a word more than its usage names, rather than ignoring it', async (t) => {
+  const dir = tempDir(t);
+  const counts = Object.fromEntries(commandSpecs().map((s) => [s.words.join(' '), s.positionals]));
+  t.match(counts, { 'queue show': 1, 'queue list': 0, 'accounts create': 0, 'suppressions import': 1, 'console totp enroll': 1, backup: 1, 'metrics senders campaigns': 0 });
+  for (const s of commandSpecs()) {
+    if (s.words[0] === 'help') continue;
+    const argv = [...s.words, ...Array.from({ length: s.positionals }, (_, i) => `arg${i}`), 'stray'];
+    const r = await cli(dir, {}, ...argv);
+    t.equal(r.code, 2, argv.join(' '));
+    t.equal(r.err.split('\n')[0], `sluice: unexpected argument "stray": usage: sluice ${s.usage}`, argv.join(' '));
+  }
+  t.same(fs.readdirSync(dir), [], 'no command created anything');
+  t.match(await cli(dir, {}, 'help', 'queue', 'retry'), { code: 0, out: /^Usage: sluice queue retry ID/ }, 'help takes command words');
+});
+
 t.test('a data_dir without Sluice data is refused, not created; --data-dir names the right one', async (t) => {
   const dir = tempDir(t);
   const env = { SLUICE_LOG_LEVEL: 'silent' };
