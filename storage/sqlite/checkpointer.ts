@@ -44,8 +44,6 @@ export function startCheckpointer(
     // Nothing of the process's loaders or flags (a test runner's hooks, --cpu-prof) is needed to checkpoint.
     execArgv: [],
   });
-  // A running store does not keep the process alive by itself; stop() refs the thread while it waits for it.
-  worker.unref();
   db.pragma('wal_autocheckpoint = 0');
   let exited = false;
   let stopping: Promise<void> | undefined;
@@ -64,6 +62,9 @@ export function startCheckpointer(
     if (m.failed) fallBack();
   });
   worker.on('error', fallBack);
+  // A running store does not keep the process alive by itself; stop() refs the thread while it waits for it. After
+  // the listeners: a 'message' listener refs the worker's port again.
+  worker.unref();
   return {
     get exited() {
       return exited;
