@@ -2,7 +2,7 @@
 // factor of console sign-in (TOTP: enrol — the secret shown once —, disable).
 import { newTotpSecret, otpauthUri } from '../control-api/console/totp.js';
 import type { Store } from '../storage/ports/store.js';
-import { iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
+import { headed, iso, requireAccount, requireId, UsageError, type CliIo, type Opts } from './cli-common.js';
 
 export async function consoleCommand(
   sub: string | undefined,
@@ -25,7 +25,7 @@ export async function consoleCommand(
   }
   if (sub === 'tokens') {
     const rows = (await store.listTokens()).map((r) => ({ id: r.id, label: r.label, created_at: iso(r.created_at) }));
-    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : rows.map((r) => `${r.id}\t${r.created_at}\t${r.label ?? ''}\n`).join('') || 'no operator tokens\n');
+    io.stdout(opts.json ? JSON.stringify(rows) + '\n' : headed(['ID', 'CREATED', 'LABEL'], rows.map((r) => `${r.id}\t${r.created_at}\t${r.label ?? ''}\n`).join('')) || 'no operator tokens\n');
     return 0;
   }
   if (sub === 'revoke') {

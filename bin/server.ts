@@ -127,7 +127,7 @@ export interface RunningServer {
 
 /** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const { config, logger } = opts;
+  const { config } = opts;
   const now = opts.now ?? Date.now;
   const roles = opts.roles ?? ROLES;
   const listeners: SmtpListener[] = [];
@@ -143,7 +143,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const core = await wireCore({
     config,
     live: () => live,
-    logger,
+    logger: opts.logger,
     now,
     publicUrl: () => publicUrl,
     listening: () =>
@@ -157,6 +157,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...(opts.lookupListenerHost ? { lookupListenerHost: opts.lookupListenerHost } : {}),
     processes: opts.processes ?? 1,
   });
+  // The core's logger, not the caller's: it keeps error lines for the console's overview (bin/error-ring.ts), so
+  // an SMTP session's or an HTTP listener's error shows there as the API's do.
+  const logger = core.services.logger;
   const reusePort = (opts.processes ?? 1) > 1;
   const onceJobs = opts.onceJobs !== false;
   const runsWorker = roles.includes('worker') && opts.startWorker !== false;

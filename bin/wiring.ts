@@ -1,37 +1,18 @@
 // Owns wiring the parts of Sluice that hold no socket on one store (storage/open.ts): the queue and its worker, the
-// send and inbound recipes, webhooks, jobs and the control plane's app. bin/server.ts starts the listeners of each
-// role on it. Each part receives the ports it uses, never the store whole.
+// send and inbound recipes, webhooks, jobs and the control plane's services (its app: bin/wiring-app.ts).
+// bin/server.ts starts the listeners of each role on it. Each part receives the ports it uses, never the store whole.
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
-import { createApp } from '../control-api/app.js';
-import { createConsole } from '../control-api/console/router.js';
 import { createIdempotency } from '../control-api/idempotency.js';
 import { createQueueAdmin } from '../mta/queue/queue-admin.js';
 import { openStore, type OpenOptions } from '../storage/open.js';
 import { secretSetting } from '../storage/ports/settings.js';
 import type { MessageRow } from '../storage/ports/queue.js';
 import type { Store } from '../storage/ports/store.js';
-import { inboundDomainRoutes } from '../control-api/routes/inbound-domains.js';
-import { inboundListRoutes } from '../control-api/routes/inbound-lists.js';
-import { inboundUserRoutes } from '../control-api/routes/inbound-users.js';
-import { inboundServiceRoutes } from '../control-api/routes/inbound-service.js';
-import { inboundStatusRoutes } from '../control-api/routes/inbound-status.js';
-import { metaRoutes } from '../control-api/routes/meta.js';
-import { outboundSearchRoutes } from '../control-api/routes/outbound-search.js';
-import { outboundAbuseRoutes } from '../control-api/routes/outbound-abuse.js';
-import { subAccountRoutes } from '../control-api/routes/sub-accounts.js';
 import type { Services } from '../control-api/services.js';
 import { createAutolearner } from '../mta/inbound/autolearn.js';
 import { arcSealerFor, wireInboundFilters } from './wiring-inbound.js';
-import { inboundQuarantineRoutes } from '../control-api/routes/inbound-quarantine.js';
-import { inboundLogRoutes } from '../control-api/routes/inbound-log.js';
-import { dkimKeyRoutes } from '../control-api/routes/dkim-keys.js';
-import { suppressionRoutes } from '../control-api/routes/suppressions.js';
-import { checkDomainRoutes } from '../control-api/routes/check-domain.js';
-import { sendRoutes } from '../control-api/routes/send.js';
-import { unsubscribeRoutes } from '../control-api/routes/unsubscribe.js';
-import { acmeRoutes } from '../control-api/routes/acme.js';
 import { createClockWatch } from '../mta/jobs/clock-skew.js';
 import { storeAcmeChallenges, tlsMaterialFor } from '../mta/smtp/tls-material.js';
 import { createBounceDsnHook } from '../mta/queue/bounce-dsn.js';
@@ -50,8 +31,6 @@ import { createRspamdClient } from '../mta/scanners/rspamd-client.js';
 import { createScreening } from '../mta/outbound/screening.js';
 import { createSenderAbuse } from '../mta/outbound/sender-abuse.js';
 import { createAlertMonitors } from '../mta/jobs/alert-monitors.js';
-import { monitorRoutes } from '../control-api/routes/monitors.js';
-import { auditRoutes } from '../control-api/routes/audit.js';
 import { createLockdownChecker } from '../mta/outbound/lockdown-check.js';
 import { createMetrics } from '../mta/metrics.js';
 import { createCpuPool } from '../mta/cpu-pool.js';
@@ -74,16 +53,13 @@ import { inspectUnsubscribe, runUnsubscribe } from '../mta/outbound/unsubscribe.
 import { createBodySweep } from '../mta/jobs/body-sweep.js';
 import { createWebhookDispatcher } from '../mta/webhooks/dispatcher.js';
 import { createWebhookSigner, ensureSigningKey } from '../mta/webhooks/signing.js';
-import { webhookRoutes } from '../control-api/routes/webhooks.js';
-import { metricsRoutes } from '../control-api/routes/metrics.js';
-import { trackingRoutes } from '../control-api/routes/tracking.js';
-import { trackingDomainRoutes } from '../control-api/routes/tracking-domains.js';
 import { createTracker } from '../mta/outbound/tracker.js';
 import { handOverFirstKey } from './first-key.js';
 import { createMessageSpace } from './message-space.js';
 import { CHILD_SLOT_ENV } from './tree-messages.js';
 import { VERSION } from './version.js';
 import { wireOverview } from './wiring-overview.js';
+import { wireApp } from './wiring-app.js';
 
 export interface CoreOptions {
   config: Config;
@@ -106,7 +82,7 @@ export interface CoreOptions {
   openStore?: (o: OpenOptions) => Store | Promise<Store>;
   /** Resolves the host names of configured listeners (default: the OS resolver, as listen() uses). */
   lookupListenerHost?: ListenerLookup;
-  /** Serving processes sharing the per-process request budgets (server.processes; default 1): createApp divides them. */
+  /** Serving processes sharing the per-process request budgets (server.processes; default 1): the app divides them. */
   processes?: number;
 }
 
@@ -326,37 +302,7 @@ export async function wireCore(opts: CoreOptions) {
   };
   const bodySweep = createBodySweep({ bodies: store.bodies, logger });
   const retention = wireRetention({ store, config, pruneStrikes: (before, limit) => abuse.prune(before, limit), now, logger });
-  const routes = [
-    ...subAccountRoutes,
-    ...outboundSearchRoutes,
-    ...outboundAbuseRoutes,
-    ...monitorRoutes,
-    ...auditRoutes,
-    ...suppressionRoutes,
-    ...dkimKeyRoutes,
-    ...sendRoutes,
-    ...checkDomainRoutes,
-    ...unsubscribeRoutes,
-    ...inboundDomainRoutes,
-    ...inboundListRoutes,
-    ...inboundUserRoutes,
-    ...inboundServiceRoutes,
-    ...inboundStatusRoutes,
-    ...inboundQuarantineRoutes,
-    ...inboundLogRoutes,
-    ...webhookRoutes,
-    ...trackingDomainRoutes,
-    ...metricsRoutes,
-    ...trackingRoutes,
-    ...acmeRoutes,
-  ];
-  const app = createApp(services, [...routes, ...metaRoutes(routes, VERSION)], {
-    metrics,
-    metricsHere: config.http.metricsListen === undefined,
-    processes: opts.processes ?? 1,
-    // The web console calls these same routes' handlers: no second path to the data.
-    middleware: [createConsole(services, routes)],
-  });
+  const app = wireApp(services, { config, metrics, processes: opts.processes ?? 1 });
   const inbound = createInboundPipeline({
     hostname: config.smtp.hostname,
     domains: inboundDomains,

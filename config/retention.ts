@@ -10,7 +10,7 @@ import { parseDays } from './values.js';
  */
 export const RETENTION_KEYS = {
   logDays: key({
-    doc: 'Days SMTP log rows (outbound search) and delivery attempt history are kept, and revoked API keys, deleted SMTP passwords and deleted sub-accounts (those no record names) after they stopped; rows of mail still queued, deferred or held are never pruned.',
+    doc: 'Days SMTP log rows (outbound search), delivery attempt history, inbound log rows and audit log entries (GET /tx/v1/audit, sluice audit, the console\'s Audit view) are kept, and revoked API keys, deleted SMTP passwords and deleted sub-accounts (those no record names) after they stopped; rows of mail still queued, deferred or held are never pruned.',
     defaultText: '30',
     default: () => 30,
     parse: parseDays,

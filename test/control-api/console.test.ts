@@ -119,7 +119,8 @@ onBackends('operator: token from `sluice console token`, every account, revocati
   t.equal(made.code, 0, made.err);
   const { id, token } = JSON.parse(made.out) as { id: number; token: string };
   t.match(token, /^op_[A-Za-z0-9_-]{32}$/);
-  t.match((await cli('console', 'tokens')).out, new RegExp(`^${id}\\t.*\\tops laptop\\n$`));
+  // A header row names the columns, as every other CLI table does (issue 38 item 6).
+  t.match((await cli('console', 'tokens')).out, new RegExp(`^ID\\tCREATED\\tLABEL\\n${id}\\t\\d{4}-\\d{2}-\\d{2}T[^\\t]+\\tops laptop\\n$`));
 
   const op = consoleClient(w.base);
   t.equal((await op.signIn(token)).status, 302);

@@ -1,10 +1,12 @@
 // Drives the console's overview and the views it reworked in a real browser (Debian's chromium through
 // playwright-core): the operator lands on the overview and sees the queue, quarantine and today's verdicts of every
-// account, the version, listeners with their TLS, storage, certificate expiry and the last error lines; a tenant's
-// key sees its own account's figures of its key's scope and nothing of the machine; the queue shows subject, age,
-// next attempt and a deferred state; a verdict is a table, not JSON; every date reads yyyy-mm-dd (hh:mm UTC); the
-// deliverability view leads with counts and rates.
+// account, the version, listeners with their TLS, storage, certificate expiry and the last error lines (an SMTP
+// listener's among them); a tenant's key sees its own account's figures of its key's scope and nothing of the
+// machine; the queue shows subject, age, next attempt and a deferred state; a verdict is a table, not JSON; every
+// date reads yyyy-mm-dd (hh:mm UTC); the deliverability view leads with counts and rates.
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import nodemailer from 'nodemailer';
 import pino from 'pino';
@@ -74,6 +76,19 @@ if (!fs.existsSync(CHROMIUM)) {
 
   t.test('operator: every account\'s figures and the machine: version, listeners, storage, certificates, last errors', async (t) => {
     const w = await scene(t);
+    // An SMTP listener's error: data_dir/tmp made a file, a message too big to stay in memory cannot spill to its
+    // scratch, so the MX answers DATA 451 4.3.0 and logs an error line — through the logger bin/server.ts hands the
+    // listeners (the core's, which keeps its error lines for the overview).
+    const tmp = path.join(w.stack.dataDir, 'tmp');
+    await fsp.rm(tmp, { recursive: true, force: true });
+    await fsp.writeFile(tmp, '');
+    const mx = nodemailer.createTransport({ host: w.stack.mx.host, port: w.stack.mx.port, secure: false, ignoreTLS: true, name: 'client.big.test' });
+    const big = `Subject: big\r\n\r\n${`${'x'.repeat(998)}\r\n`.repeat(400)}`;
+    const refused = await mx.sendMail({ envelope: { from: 'x@big.test', to: ['carol@acme-corp.test'] }, raw: big }).then(() => undefined, (err: { responseCode?: number; response?: string }) => err);
+    t.equal(refused?.responseCode, 451, refused?.response ?? 'accepted');
+    t.match(refused?.response, /^451 4\.3\.0 /);
+    mx.close();
+    await fsp.rm(tmp);
     const page = await signIn(t, w, (await w.stack.services.console.createToken('ops', w.stack.clock.now())).token);
     t.same(await headings(page), ['Queue', 'Inbound', 'This server']);
     t.equal(await figure(page, 'waiting'), '2');
@@ -98,8 +113,11 @@ if (!fs.existsSync(CHROMIUM)) {
     t.match(cert[3], /^\d{4}-\d{2}-\d{2}$/, 'expiry as yyyy-mm-dd');
     const left = Number(await page.getAttribute('[data-days-left]', 'data-days-left'));
     t.ok(left > 300, `days left counted from the expiry (${left})`);
-    const errors = await page.locator('h3:has-text("Last errors") + table tbody tr td').allTextContents();
-    t.match(errors, [STAMP, 'error', 'webhooks', 'webhook batch failed', 'connect ECONNREFUSED 192.0.2.9:443']);
+    const errors = page.locator('h3:has-text("Last errors") + table tbody tr');
+    t.equal(await errors.count(), 2, 'the listener\'s line and the webhooks\' line');
+    // Newest first: the MX session's error, then the one the scene logged.
+    t.match(await errors.nth(0).locator('td').allTextContents(), [STAMP, 'error', 'mx', 'DATA could not be written to scratch', /EEXIST/]);
+    t.match(await errors.nth(1).locator('td').allTextContents(), [STAMP, 'error', 'webhooks', 'webhook batch failed', 'connect ECONNREFUSED 192.0.2.9:443']);
     t.notMatch(await page.textContent('main'), ISO);
 
     // One account picked: its figures; the machine is still the operator's to see.
