@@ -49,6 +49,14 @@ const displayOf = (v: string | undefined) => decodeEncodedWords((v ?? '').replac
  */
 const BULK_MAILER = /\b(?:mass|bulk|group)\s*-?\s*(?:mail|send|e-?mail)|\b(?:e-?mail|mail)\s*(?:blaster|cannon|bomber|marketer|pro\s*platinum)|\bsend-?safe\b|\bstealth\b|\banonymous\b|\bdirect\s*e-?mail\b/i;
 
+/**
+ * Free mailbox providers (by site, siteOf): anyone can open an address there in a minute. Replies sent to one from
+ * mail whose From is another domain are the advance-fee and dating-scam shape: the From is borrowed, the mailbox is
+ * the scammer's (a company's own mail replies within its own domain). By prefix: Yahoo and Hotmail have a site per
+ * country. Not msn.com: MSN Groups, like a mailing list, set Reply-To to the group's address.
+ */
+const FREEMAIL = /^(?:(?:yahoo|hotmail|outlook|live|aol|gmx|mail|excite|lycos|rediffmail|libero|wanadoo|orange|laposte|juno|zoho|protonmail|proton|icloud|yandex|rambler|bk|list|inbox|sina|qq|163|126|netscape|usa|gmail|googlemail|email|earthlink|web|o2|t-online|seznam|interia|wp|onet|terra|latinmail|caramail|tiscali|virgilio|alice|naver|daum|hanmail)\.[a-z.]+)$/;
+
 /** The classic header rules: each judged on the training part for its score (none decides alone). */
 export const CLASSIC_HEADER_RULES: readonly SpamRule<ContentContext>[] = [
   classic('DATE_IN_FUTURE', 1.5, 'the Date field is more than 12 hours after the message reached the server that handed it over', (c) => (dateSkew(c) ?? 0) > 12 * HOUR),
@@ -78,6 +86,11 @@ export const CLASSIC_HEADER_RULES: readonly SpamRule<ContentContext>[] = [
     const from = addressOf(first(c, 'from'));
     const reply = addressOf(first(c, 'reply-to'));
     return !!from && !!reply && siteOf(from[1]!) !== siteOf(reply[1]!);
+  }),
+  classic('REPLY_TO_FREEMAIL', 1, 'replies go to a free mailbox provider while the From field is at another domain', (c) => {
+    const from = addressOf(first(c, 'from'));
+    const reply = addressOf(first(c, 'reply-to'));
+    return !!from && !!reply && siteOf(from[1]!) !== siteOf(reply[1]!) && FREEMAIL.test(siteOf(reply[1]!));
   }),
   classic('TO_UNDISCLOSED', 0.5, 'no To field, an empty one, or undisclosed recipients', (c) => {
     const to = first(c, 'to');

@@ -55,9 +55,19 @@ export const isIpHost = (host: string) => /^\d{1,3}(\.\d{1,3}){3}$/.test(host) |
 /** One host is the other or a subdomain of it. */
 export const sameSite = (a: string, b: string) => a === b || a.endsWith(`.${b}`) || b.endsWith(`.${a}`);
 
-/** An anchor whose visible text names a host that its link does not go to: the phishing look. */
+/** Visible text that is a link and nothing else: a host, or a URL with its scheme, no words around it. */
+const WHOLE_LINK_RE = /^(?:https?:\/\/)?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\.?(?::\d+)?(?:[/?#]\S*)?$/i;
+
+/**
+ * An anchor whose visible text is itself a link (a host or URL and nothing else) to a host its href does not go to:
+ * the phishing look. Text that only mentions a site ("read it at CNET News.com") is a newsletter's headline over
+ * its click-tracker, not a claim about where the link goes: on the SpamAssassin corpus the host-anywhere test fired
+ * on 70 of 250 hard ham against 18 of 1,896 spam (issue 34). A shown URL is compared by its parsed host, so an IP
+ * literal is not read as a host named after its path ("http://192.0.2.1/remove.php" is not "remove.php").
+ */
 export function textMismatch(u: FoundUrl): boolean {
-  if (!u.text) return false;
-  const shown = HOST_IN_TEXT_RE.exec(u.text)?.[1]?.toLowerCase();
-  return !!shown && !sameSite(shown, u.url.hostname.toLowerCase());
+  const text = u.text?.trim() ?? '';
+  if (!WHOLE_LINK_RE.test(text) && !/^https?:\/\/\S+$/i.test(text)) return false;
+  const shown = /^https?:\/\//i.test(text) ? parseUrl(text)?.hostname : HOST_IN_TEXT_RE.exec(text)?.[1];
+  return !!shown && !sameSite(shown.toLowerCase().replace(/\.$/, ''), u.url.hostname.toLowerCase());
 }

@@ -64,6 +64,14 @@ t.test('header rules: each on a message with its trait, alone', async (t) => {
   for (const [name, head] of cases) t.same(hits(msg(head)), [name], name);
 });
 
+t.test('replies to a free mailbox from another domain; not a list or group, nor within the sender\'s own', async (t) => {
+  t.same(hits(msg({ 'Reply-To': 'letmego@bk.ru' })), ['REPLY_TO_OTHER_SITE', 'REPLY_TO_FREEMAIL'], 'a borrowed From, a free mailbox for replies');
+  t.same(hits(msg({ 'Reply-To': '"Claims" <claims.office@yahoo.co.uk>' })), ['REPLY_TO_OTHER_SITE', 'REPLY_TO_FREEMAIL'], 'a country site of a provider');
+  t.same(hits(msg({ From: 'Joy <joy88@hotmail.com>', 'Reply-To': 'joy88@hotmail.com' })), [], 'a free mailbox replying to itself');
+  t.same(hits(msg({ From: 'Joy <joy88@hotmail.com>', 'Reply-To': 'OneIncomeLiving@groups.msn.com' })), ['REPLY_TO_OTHER_SITE'], 'an MSN group, as a mailing list');
+  t.same(hits(msg({ 'Reply-To': 'list@yahoogroups.com' })), ['REPLY_TO_OTHER_SITE'], 'a Yahoo group');
+});
+
 t.test('the Received field of a forged trace: a date that is no RFC 5322 date-time', async (t) => {
   const raw = Buffer.from([OWN, 'Received: from unknown (156.54.224.23) by relay.test with local; Sep, 14 2002 18:03:45 -0300', ...Object.entries(BASE).map(([k, v]) => `${k}: ${v}`), '', ORDINARY].join('\r\n'));
   const { headers, bodyOffset } = splitMessage(raw);
