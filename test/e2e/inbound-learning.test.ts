@@ -99,7 +99,7 @@ onBackends('abstains untrained; CLI training counts at once; a release teaches t
   const third = await w.send(CANDIDATE);
   t.notOk(third.quarantined, 'the next identical message is relayed');
   t.match(third.spam, { verdict: 'ham', bayes: { abstained: false, learned: { spam: 5, ham: 6 } } });
-  t.notOk(third.spam.rules.some((r) => r.name === 'BAYES_SPAM' || r.name === 'BAYES_PROBABLE_SPAM'), JSON.stringify(third.spam.rules));
+  t.notOk(third.spam.rules.some((r) => r.name.startsWith('BAYES_') && r.score > 0), JSON.stringify(third.spam.rules));
 
   const stats = w.io();
   t.equal(await runCli(['filter', 'stats', '--account', 'acme', '--json'], stats.io), 0);

@@ -67,15 +67,22 @@ t.test('bands and the spam step: the symbol joins the rules; an abstention adds 
   const judged = (probability: number): BayesResult => ({ abstained: false, probability, tokens: 10, learned: { spam: 300, ham: 300 }, scope: 'global' });
   // The scores are fitted (filters/rule-weights.ts); the bands' order and signs are what the classifier promises.
   const band = (name: string) => ({ name, score: BAYES_BANDS.find((b) => b.name === name)!.score });
-  t.same(bayesSymbol(judged(0.999)), band('BAYES_SPAM'));
+  t.same(bayesSymbol(judged(0.9999)), band('BAYES_SPAM'));
   t.same(bayesSymbol(judged(1)), band('BAYES_SPAM'));
-  t.same(bayesSymbol(judged(0.95)), band('BAYES_PROBABLE_SPAM'));
-  t.same(bayesSymbol(judged(0.5)), { name: 'BAYES_UNSURE', score: 0 });
+  t.same(bayesSymbol(judged(0.999)), band('BAYES_99'));
+  t.same(bayesSymbol(judged(0.95)), band('BAYES_90'));
+  t.same(bayesSymbol(judged(0.7)), band('BAYES_60'));
+  t.same(bayesSymbol(judged(0.5)), { name: 'BAYES_UNSURE', score: 0 }, 'no opinion (combine with no decisive token) adds nothing');
+  t.same(bayesSymbol(judged(0.55)), { name: 'BAYES_UNSURE', score: 0 });
+  t.same(bayesSymbol(judged(0.3)), { name: 'BAYES_UNSURE', score: 0 });
   t.same(bayesSymbol(judged(0.05)), band('BAYES_PROBABLE_HAM'));
   t.same(bayesSymbol(judged(0)), band('BAYES_HAM'));
   const scores = BAYES_BANDS.map((b) => b.score);
   t.same([...scores].sort((a, b) => a - b), scores, 'a band nearer spam never scores less');
   t.ok(band('BAYES_SPAM').score >= 5, 'a certain spam verdict decides alone');
+  t.ok(band('BAYES_99').score < 5, 'a probable spam verdict needs a rule to agree');
+  t.ok(band('BAYES_60').score > 0 && band('BAYES_60').score <= 2, 'leaning to spam tips only a message rules already suspect');
+  for (let i = 1; i < BAYES_BANDS.length; i++) t.equal(BAYES_BANDS[i]!.from, BAYES_BANDS[i - 1]!.to, 'the bands tile [0, 1] with no gap');
   t.ok(band('BAYES_HAM').score < 0 && band('BAYES_HAM').score >= -3, 'a certain ham verdict takes points off, never enough to save a DMARC reject failure (10)');
   const abstained: BayesResult = { abstained: true, reason: 'too-few-learned', learned: { spam: 3, ham: 0 } };
   t.equal(bayesSymbol(abstained), undefined);
@@ -86,6 +93,10 @@ t.test('bands and the spam step: the symbol joins the rules; an abstention adds 
   t.same(spam.rules.map((r) => r.name), ['MISSING_DATE', 'BAYES_SPAM']);
   const ham = decideSpam({ ...base, builtin: { score: 5, rules: [{ name: 'SPF_FAIL', score: 3 }, { name: 'MISSING_DATE', score: 2 }] }, bayes: judged(0.001) });
   t.match(ham, { verdict: 'ham', score: 5 + band('BAYES_HAM').score }, 'the owner\'s training takes points off');
+  // Probable spam (0.99–0.9999) is spam only with a rule point or so to agree; alone it is not.
+  const alone = decideSpam({ ...base, builtin: { score: 0, rules: [] }, bayes: judged(0.999) });
+  t.match(alone, { verdict: 'ham', score: band('BAYES_99').score });
+  t.match(decideSpam({ ...base, bayes: judged(0.999) }), { verdict: 'spam', score: 1 + band('BAYES_99').score });
   const none = decideSpam({ ...base, bayes: abstained });
   t.match(none, { verdict: 'ham', score: 1, bayes: { abstained: true, reason: 'too-few-learned' } });
   t.same(none.rules.map((r) => r.name), ['MISSING_DATE']);
