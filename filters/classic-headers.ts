@@ -57,6 +57,15 @@ const BULK_MAILER = /\b(?:mass|bulk|group)\s*-?\s*(?:mail|send|e-?mail)|\b(?:e-?
  */
 const FREEMAIL = /^(?:(?:yahoo|hotmail|outlook|live|aol|gmx|mail|excite|lycos|rediffmail|libero|wanadoo|orange|laposte|juno|zoho|protonmail|proton|icloud|yandex|rambler|bk|list|inbox|sina|qq|163|126|netscape|usa|gmail|googlemail|email|earthlink|web|o2|t-online|seznam|interia|wp|onet|terra|latinmail|caramail|tiscali|virgilio|alice|naver|daum|hanmail)\.[a-z.]+)$/;
 
+/** The Reply-To address's site when it is not the From address's (both present); undefined otherwise. */
+function otherReplySite(c: ContentContext): string | undefined {
+  const from = addressOf(first(c, 'from'));
+  const reply = addressOf(first(c, 'reply-to'));
+  if (!from || !reply) return undefined;
+  const site = siteOf(reply[1]!);
+  return siteOf(from[1]!) === site ? undefined : site;
+}
+
 /** The classic header rules: each judged on the training part for its score (none decides alone). */
 export const CLASSIC_HEADER_RULES: readonly SpamRule<ContentContext>[] = [
   classic('DATE_IN_FUTURE', 1.5, 'the Date field is more than 12 hours after the message reached the server that handed it over', (c) => (dateSkew(c) ?? 0) > 12 * HOUR),
@@ -82,16 +91,8 @@ export const CLASSIC_HEADER_RULES: readonly SpamRule<ContentContext>[] = [
     return !!shown && !!real && shown !== `${real[0]}@${real[1]}`;
   }),
   classic('FROM_LOCAL_DIGITS', 0.5, 'the From address\'s local part carries five or more digits', (c) => /\d{5,}|(?:\d\D*){7,}/.test(addressOf(first(c, 'from'))?.[0] ?? '')),
-  classic('REPLY_TO_OTHER_SITE', 0.5, 'replies go to another domain than the From field\'s', (c) => {
-    const from = addressOf(first(c, 'from'));
-    const reply = addressOf(first(c, 'reply-to'));
-    return !!from && !!reply && siteOf(from[1]!) !== siteOf(reply[1]!);
-  }),
-  classic('REPLY_TO_FREEMAIL', 1, 'replies go to a free mailbox provider while the From field is at another domain', (c) => {
-    const from = addressOf(first(c, 'from'));
-    const reply = addressOf(first(c, 'reply-to'));
-    return !!from && !!reply && siteOf(from[1]!) !== siteOf(reply[1]!) && FREEMAIL.test(siteOf(reply[1]!));
-  }),
+  classic('REPLY_TO_OTHER_SITE', 0.5, 'replies go to another domain than the From field\'s', (c) => otherReplySite(c) !== undefined),
+  classic('REPLY_TO_FREEMAIL', 1, 'replies go to a free mailbox provider while the From field is at another domain', (c) => FREEMAIL.test(otherReplySite(c) ?? '')),
   classic('TO_UNDISCLOSED', 0.5, 'no To field, an empty one, or undisclosed recipients', (c) => {
     const to = first(c, 'to');
     return to === undefined || to.trim() === '' || /undisclosed|recipient list suppressed/i.test(to);
