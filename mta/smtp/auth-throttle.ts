@@ -118,6 +118,9 @@ export function memoryThrottles(maxKeys: number): ThrottleStore & { size(kind: s
   };
 }
 
+/** What every key of this throttle starts with: its bound in the store counts these alone. */
+const AUTH_KEY_KIND = 'auth-';
+
 /** How often a process prunes lapsed counters from the store (a bound on the table, not on correctness). */
 const PRUNE_EVERY_MS = 60_000;
 
@@ -134,8 +137,8 @@ export function createAuthThrottle(o: { now?: () => number; limits?: Partial<Aut
   const limits = { ...AUTH_LIMITS, ...o.limits };
   const memory = o.store ? undefined : memoryThrottles(limits.maxKeys);
   const counters: ThrottleStore = o.store ?? memory!;
-  const addressKey = (network: string) => `auth-address:${network}`;
-  const pairKey = (network: string, user: string) => `auth-pair:${network} ${user.toLowerCase().slice(0, MAX_USER)}`;
+  const addressKey = (network: string) => `${AUTH_KEY_KIND}address:${network}`;
+  const pairKey = (network: string, user: string) => `${AUTH_KEY_KIND}pair:${network} ${user.toLowerCase().slice(0, MAX_USER)}`;
   let prunedAt = -Infinity;
   return {
     /** The refusal when the client's network, or this user name from it, has used up its failures; else undefined. */
@@ -150,10 +153,12 @@ export function createAuthThrottle(o: { now?: () => number; limits?: Partial<Aut
       const network = clientNetwork(ip);
       const at = now();
       await counters.hit([addressKey(network), pairKey(network, user)], at, limits.windowMs);
-      // Bounded like the maps: two kinds of key, maxKeys each.
+      // Bounded like the maps: two kinds of key, maxKeys each, and only these: the store's other counters (console
+      // sign-in failures, used sign-in links, delivery pacing) lapse sooner, so a bound over every key would evict
+      // them first and an AUTH flood would reset the console's throttle.
       if (o.store && at - prunedAt >= PRUNE_EVERY_MS) {
         prunedAt = at;
-        await o.store.prune(at, 2 * limits.maxKeys);
+        await o.store.prune(at, 2 * limits.maxKeys, AUTH_KEY_KIND);
       }
     },
     async succeeded(ip: string, user: string): Promise<void> {

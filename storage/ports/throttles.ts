@@ -17,8 +17,10 @@ export interface ThrottleStore {
   /** Forgets `key` (a correct password clears that user's failures). */
   clear(key: string): Promise<void>;
   /**
-   * Deletes the counters lapsed at `now`, then the least recently hit beyond `maxKeys` (a bound on the table when
-   * many networks fail at once). Returns how many went.
+   * Deletes the counters lapsed at `now`, then the least recently hit beyond `maxKeys` among the keys that start with
+   * `kind` (all keys when omitted): a bound on the table when many networks fail at once. One kind's flood never
+   * evicts another kind's live counters (a sign-in throttle, a used sign-in link, a pacing count), which lapse sooner
+   * than AUTH failures and so would go first. Returns how many went.
    */
-  prune(now: number, maxKeys: number): Promise<number>;
+  prune(now: number, maxKeys: number, kind?: string): Promise<number>;
 }

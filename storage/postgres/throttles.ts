@@ -30,13 +30,14 @@ export function createPgThrottleStore(pg: Pg): ThrottleStore {
     async clear(key) {
       await pg.exec('DELETE FROM throttle_counters WHERE key = $1', [key]);
     },
-    async prune(now, maxKeys) {
+    async prune(now, maxKeys, kind = '') {
       const lapsed = await pg.exec('DELETE FROM throttle_counters WHERE lapses_at <= $1', [now]);
+      // starts_with, not a range: a database collation other than C orders punctuation its own way.
       const over = await pg.exec(
         `DELETE FROM throttle_counters WHERE key IN
-           (SELECT key FROM throttle_counters ORDER BY lapses_at
-            LIMIT greatest(0, (SELECT count(*) FROM throttle_counters) - $1))`,
-        [maxKeys],
+           (SELECT key FROM throttle_counters WHERE starts_with(key, $2) ORDER BY lapses_at
+            LIMIT greatest(0, (SELECT count(*) FROM throttle_counters WHERE starts_with(key, $2)) - $1))`,
+        [maxKeys, kind],
       );
       return lapsed + over;
     },

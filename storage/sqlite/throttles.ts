@@ -12,9 +12,12 @@ export function createThrottleStore(db: Db) {
   const read = db.prepare('SELECT hits FROM throttle_counters WHERE key = ? AND lapses_at > ?');
   const drop = db.prepare('DELETE FROM throttle_counters WHERE key = ?');
   const lapsed = db.prepare('DELETE FROM throttle_counters WHERE lapses_at <= ?');
+  // A kind's keys as a range of the primary key (BINARY collation compares bytes; char(0x10FFFF) sorts after any
+  // character a key can hold after the prefix): '' is every key.
   const oldest = db.prepare(
     `DELETE FROM throttle_counters WHERE key IN
-       (SELECT key FROM throttle_counters ORDER BY lapses_at LIMIT max(0, (SELECT count(*) FROM throttle_counters) - ?))`,
+       (SELECT key FROM throttle_counters WHERE key >= @kind AND key < @kind || char(1114111) ORDER BY lapses_at
+        LIMIT max(0, (SELECT count(*) FROM throttle_counters WHERE key >= @kind AND key < @kind || char(1114111)) - @max))`,
   );
   return {
     hit(keys: readonly string[], now: number, windowMs: number): number[] {
@@ -26,8 +29,8 @@ export function createThrottleStore(db: Db) {
     clear(key: string): void {
       drop.run(key);
     },
-    prune(now: number, maxKeys: number): number {
-      return lapsed.run(now).changes + oldest.run(maxKeys).changes;
+    prune(now: number, maxKeys: number, kind = ''): number {
+      return lapsed.run(now).changes + oldest.run({ kind, max: maxKeys }).changes;
     },
   };
 }

@@ -81,3 +81,22 @@ contract('with the store, failures on two nodes add up and a success on either c
   t.equal(await a.check('2001:db8::1', 'acme'), undefined, 'lapsed a window after the last failure');
   t.same(a.size(), { addresses: 0, pairs: 0 }, 'nothing held in memory');
 });
+
+// The store's bound on AUTH counters evicts AUTH counters only: the console's sign-in failures lapse sooner (a
+// minute) and would go first under a bound over every key, so a flood of AUTH failures would reset that throttle.
+contract('a flood of AUTH failures from many networks leaves the other counters of the store alone', async (t, { store, clock }) => {
+  const th = createAuthThrottle({ now: () => clock.now, limits: { maxKeys: 5 }, store: store.throttles });
+  const start = clock.now;
+  const network = (i: number) => `auth-address:2001:db8:${i.toString(16)}:0::/64`;
+  // The first failure prunes (nothing yet); the next prune comes a minute later, with 12 networks' 24 keys held.
+  for (let i = 0; i < 11; i++) {
+    await th.failed(`2001:db8:${i.toString(16)}::1`, 'acme');
+    clock.now += 1;
+  }
+  await store.throttles.hit(['console-login:192.0.2.1'], clock.now, 60_000);
+  clock.now = start + 60_000;
+  await th.failed('2001:db8:b::1', 'acme');
+  const counts = await store.throttles.counts(Array.from({ length: 12 }, (_, i) => network(i)), clock.now);
+  t.same(counts, [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1], 'the bound (2 × maxKeys over both kinds of AUTH key) kept the latest networks');
+  t.same(await store.throttles.counts(['console-login:192.0.2.1'], clock.now), [1], "the console's sign-in failure, lapsing sooner, is still counted");
+});

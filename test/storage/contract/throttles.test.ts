@@ -30,3 +30,17 @@ contract('clear forgets one key; prune drops lapsed counters, then the least rec
   t.same(await store.throttles.counts(['b', 'c', 'd', 'e'], 11_500), [0, 0, 1, 1]);
   t.equal(await other.throttles.prune(11_500, 2), 0, 'nothing more to drop');
 });
+
+contract('prune with a kind bounds only the keys that start with it', async (t, { store }) => {
+  // Another kind lapses sooner: a bound over every key would take it first.
+  await store.throttles.hit(['console-login:192.0.2.1', 'pace:example.com'], 1_000, 60_000);
+  for (let i = 0; i < 4; i++) await store.throttles.hit([`auth-address:198.51.100.${i}`], 2_000 + i, 900_000);
+  t.equal(await store.throttles.prune(3_000, 2, 'auth-'), 2, 'the two least recently hit auth- keys go');
+  t.same(
+    await store.throttles.counts(['console-login:192.0.2.1', 'pace:example.com', 'auth-address:198.51.100.0', 'auth-address:198.51.100.1', 'auth-address:198.51.100.2', 'auth-address:198.51.100.3'], 3_000),
+    [1, 1, 0, 0, 1, 1],
+    'the other kinds stay',
+  );
+  t.equal(await store.throttles.prune(3_000, 1), 3, 'without a kind, the bound counts every key');
+  t.same(await store.throttles.counts(['auth-address:198.51.100.3'], 3_000), [1], 'the latest to lapse stays');
+});
