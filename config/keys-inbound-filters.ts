@@ -14,9 +14,9 @@ export const BAYES_KEYS = {
     parse: integer(1, 1_000_000, 'a count'),
   }),
   maxTokens: key({
-    doc: 'Distinct tokens one model (the global one, each account\'s) holds at most, as SpamAssassin\'s bayes_expiry_max_db_size; a learn past it forgets the rarest tokens: those counted in the fewest messages, the least recently learned of them first.',
-    defaultText: '150000',
-    default: () => 150_000,
+    doc: 'Distinct tokens one model (the global one, each account\'s) holds at most (four times SpamAssassin\'s bayes_expiry_max_db_size, 150,000; about 56 bytes a token in SQLite); a learn past it forgets the rarest tokens: those counted in the fewest messages, the least recently learned of them first.',
+    defaultText: '600000',
+    default: () => 600_000,
     parse: integer(1000, 10_000_000, 'a count'),
   }),
   autolearn: key({
