@@ -8,7 +8,7 @@
  *
  * Computed here rather than by `crypto.hash('md5', …)`, with the same result bit for bit (test/storage/token-hash):
  * a message's few hundred tokens each crossed into C++ and allocated a Buffer, 1.45 µs a token, more than tokenising
- * the message (issue 34's cost per message); this is ~0.2 µs. A token is a few bytes, one MD5 block.
+ * the message (issue 34's cost per message); this is ~0.33 µs. A token is a few bytes, one MD5 block.
  */
 export function tokenHash(token: string): number {
   const n = utf8Into(token);
