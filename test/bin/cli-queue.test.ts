@@ -88,7 +88,7 @@ t.test('every queue subcommand has its own --help', async (t) => {
   t.match((await cli('--help')).out, /^sluice .* — self-hosted mail service/, 'no command: the whole help');
 });
 
-t.test('queue retry: a running server attempts a deferred message within a second of the command', async (t) => {
+t.test('queue retry: a running server attempts a deferred message at once, not at its schedule', async (t) => {
   t.setTimeout(60_000);
   let defer = true;
   const sink = await startSink(t, { tls: false, onRcpt: () => (defer ? { code: 451, message: '4.3.2 not yet' } : undefined) });
@@ -106,12 +106,14 @@ t.test('queue retry: a running server attempts a deferred message within a secon
   t.match(deferred, { attempt: 1, next_attempt_at: /Z$/ }, 'the next attempt is minutes away');
   defer = false;
 
-  const started = Date.now();
   const retried = await cliOn({ ...testEnv(dir), ...env }, dir)('queue', 'retry', '--all');
   t.same(retried, { code: 0, out: '1 delivery due now; a running server attempts it within a second\n', err: '' });
+  const exited = Date.now();
   const delivered = await server.waitForLine((l) => l.msg === 'delivery attempt' && l.outcome === 'delivered');
-  const elapsed = Date.now() - started;
   t.match(delivered, { attempt: 2, rcpt: 'bob@rcpt.test' });
-  t.ok(elapsed < 1000, `attempted ${elapsed} ms after the command`);
+  // The proof that the command made it due is that the attempt came before its schedule (minutes away); how soon
+  // after the command is printed, not asserted (tests never assert on timings: a loaded machine runs slow).
+  const scheduled = Date.parse(deferred.next_attempt_at as string);
+  t.ok(delivered.time < scheduled, `attempted ${delivered.time - exited} ms after the command, ${scheduled - delivered.time} ms before its schedule`);
   t.equal(sink.messages.length, 1);
 });
