@@ -38,6 +38,10 @@ export function createSuppressionStore(db: Db) {
     ),
     deleteOne: db.prepare('DELETE FROM suppressions WHERE account_id = ? AND recipient = ? AND source = ?'),
     deleteAll: db.prepare('DELETE FROM suppressions WHERE account_id = ? AND recipient = ?'),
+    // Whether anyone suppressed the recipient at all: one seek on suppressions_recipient (~2.5 µs), where `match`
+    // takes ~21 µs even on an empty table (its json_each list and ORDER BY are set up each time). Most sends find
+    // nothing, so `match` runs only for a recipient some account did suppress.
+    anyFor: db.prepare('SELECT 1 AS x FROM suppressions WHERE recipient = ? LIMIT 1'),
     match: db.prepare(
       `SELECT * FROM suppressions WHERE recipient = @recipient
          AND account_id IN (SELECT value FROM json_each(@accounts))
@@ -142,8 +146,10 @@ export function createSuppressionStore(db: Db) {
      * parent's list also covers its sub-accounts is the send path's policy, not the store's).
      */
     isSuppressed(accountIds: number[], recipient: string, transactional: boolean): SuppressionRow | undefined {
+      const normalised = normaliseRecipient(recipient);
+      if (s.anyFor.get(normalised) === undefined) return undefined;
       const row = s.match.get({
-        recipient: normaliseRecipient(recipient),
+        recipient: normalised,
         accounts: JSON.stringify(accountIds),
         transactional: transactional ? 1 : 0,
       }) as StoredSuppression | undefined;
