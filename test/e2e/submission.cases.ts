@@ -12,6 +12,7 @@ import { AUTH_LIMITS } from '../../mta/smtp/auth-throttle.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink, type Sink, type SinkOptions } from '../helpers/smtp-sink.js';
+import { takeReplies } from '../helpers/smtp-talk.js';
 import { BackendCases, type BackendName } from '../helpers/backends.js';
 import { startStack, type PortStack } from '../helpers/stack.js';
 
@@ -32,11 +33,10 @@ async function rawSession(port: number, lines: (string | Buffer)[], opts: { tail
   let buf = '';
   let waiter: (() => void) | undefined;
   socket.on('data', (d: string) => {
-    buf += d;
-    let m: RegExpExecArray | null;
-    while ((m = /^((?:\d{3}-[^\r\n]*\r\n)*\d{3}(?: [^\r\n]*)?\r\n)/.exec(buf))) {
-      buf = buf.slice(m[1]!.length);
-      replies.push(m[1]!.trimEnd());
+    const taken = takeReplies(buf + d);
+    buf = taken.rest;
+    for (const r of taken.replies) {
+      replies.push(r);
       waiter?.();
     }
   });

@@ -22,6 +22,20 @@ export interface SmtpTalk {
   close(): void;
 }
 
+/**
+ * The complete replies at the start of `buf` (a multi-line reply as one string, CRLFs inside, none at its end) and
+ * what is left of it: for raw-socket tests that read replies as they come.
+ */
+export function takeReplies(buf: string): { replies: string[]; rest: string } {
+  const replies: string[] = [];
+  let m: RegExpExecArray | null;
+  while ((m = /^((?:\d{3}-[^\r\n]*\r\n)*\d{3}(?: [^\r\n]*)?\r\n)/.exec(buf))) {
+    buf = buf.slice(m[1]!.length);
+    replies.push(m[1]!.trimEnd());
+  }
+  return { replies, rest: buf };
+}
+
 /** Where smtpTalk connects: `host` (default 127.0.0.1), from `localAddress`, implicit TLS when `implicitTls`. */
 export interface SmtpTalkOptions {
   host?: string;

@@ -19,6 +19,7 @@ import { submissionOptions } from '../../../mta/smtp/submission-listener.js';
 import type { SubmittedMessage } from '../../../mta/smtp/submission-listener.js';
 import type { AccountRow } from '../../../storage/ports/accounts.js';
 import { startSink } from '../../helpers/smtp-sink.js';
+import { takeReplies } from '../../helpers/smtp-talk.js';
 import { readSource } from '../../../storage/message-source.js';
 
 const pems = await generate([{ name: 'commonName', value: 'mx.sluice.test' }], { keySize: 2048, algorithm: 'sha256' });
@@ -73,13 +74,10 @@ async function session(t: Test, port: number) {
   let closed = false;
   const wake = () => waiting.splice(0).forEach((w) => w());
   socket.on('data', (d: string) => {
-    buf += d;
-    let m: RegExpExecArray | null;
-    while ((m = /^((?:\d{3}-[^\r\n]*\r\n)*\d{3}(?: [^\r\n]*)?\r\n)/.exec(buf))) {
-      buf = buf.slice(m[1]!.length);
-      replies.push(m[1]!.trimEnd());
-      wake();
-    }
+    const taken = takeReplies(buf + d);
+    buf = taken.rest;
+    replies.push(...taken.replies);
+    if (taken.replies.length > 0) wake();
   });
   socket.on('error', () => {});
   const whenClosed = new Promise<void>((r) => {
