@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Test } from 'tap';
@@ -84,8 +85,25 @@ export async function startPebbleAt(t: Test, acmePort: number, httpPort: number,
     }
     child.once('exit', (code) => reject(new Error(`pebble exited ${code}:\n${output.join('\n')}`)));
   });
+  // The line is printed as pebble starts its ACME listener, and its management listener starts in another goroutine:
+  // either may not be bound yet (a CI run here saw ECONNREFUSED on the management port fetching the root).
+  for (const port of [acmePort, mgmtPort]) await untilListening(port, output);
   const mgmt = `https://127.0.0.1:${mgmtPort}`;
   return { directory: `https://127.0.0.1:${acmePort}/dir`, mgmt, output, root: () => getPebble(`${mgmt}/roots/0`) };
+}
+
+/** Resolves once 127.0.0.1:`port` takes a connection; polls every 20 ms for at most 10 s (a bounded wait). */
+async function untilListening(port: number, output: string[]): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(false)));
+      socket.once('error', () => (socket.destroy(), resolve(true)));
+    });
+    if (!refused) return;
+    if (tries >= 500) throw new Error(`pebble is not listening on ${port} after 10 s:\n${output.join('\n')}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** What the TLS connection of an answer showed, besides the answer. */
