@@ -11,6 +11,7 @@ import { GTUBE } from '../../filters/spam-rules.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { bigHeader, nestedMime } from '../helpers/messages.js';
 import { startSink } from '../helpers/smtp-sink.js';
+import { takeReplies } from '../helpers/smtp-talk.js';
 import { BackendCases, type BackendName } from '../helpers/backends.js';
 import { json, startStack, type PortStack } from '../helpers/stack.js';
 import { bufferSource } from '../../storage/message-source.js';
@@ -111,12 +112,10 @@ async function rawSession(port: number) {
   const closedP = new Promise<void>((r) => socket.on('close', () => ((closed = true), r())));
   socket.setEncoding('latin1');
   socket.on('data', (chunk: string) => {
-    buf += chunk;
-    let m: RegExpExecArray | null;
     // A complete reply ends with a line `NNN<SP>text` (RFC 5321 §4.2.1).
-    while ((m = /^((?:\d{3}-[^\r\n]*\r\n)*\d{3}(?: [^\r\n]*)?\r\n)/.exec(buf))) {
-      buf = buf.slice(m[1]!.length);
-      const r = m[1]!.trim();
+    const taken = takeReplies(buf + chunk);
+    buf = taken.rest;
+    for (const r of taken.replies) {
       const w = waiting.shift();
       if (w) w(r);
       else replies.push(r);
