@@ -180,7 +180,13 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: 'Young-generation collections the buffer governor ran because the bytes behind Buffers grew by 16 MB.',
       registers,
     }),
-    /** Fed by the same middleware: the time to the answer's status, by method, route template and status class. */
+    /** Fed by the idle trimmer (bin/idle-trim.ts) of `sluice serve`. */
+    idleCollections: new Counter({
+      name: 'sluice_idle_collections_total',
+      help: 'Memory-reducing collections run because the process was at rest and its heap had grown by 8 MB since the last one.',
+      registers,
+    }),
+    /** Fed by the HTTP app's outermost middleware (as httpRequests): the time to the answer's status, by method, route template and status class. */
     httpDuration: new Histogram({
       name: 'sluice_http_request_duration_seconds',
       help: 'Time from an HTTP request to its answer (the body of a streamed answer not included), by method, route template and status class.',

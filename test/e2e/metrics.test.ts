@@ -164,6 +164,7 @@ onBackends('every family after an end-to-end flow: names, types, labels, non-zer
     ['sluice_event_loop_lag_seconds', 'gauge', ['quantile']],
     ['sluice_dns_lookups_total', 'counter', ['type', 'result']],
     ['sluice_buffer_scavenges_total', 'counter', []],
+    ['sluice_idle_collections_total', 'counter', []],
     ['sluice_http_request_duration_seconds', 'histogram', ['method', 'route', 'status_class', 'le']],
     ['sluice_smtp_command_duration_seconds', 'histogram', ['listener', 'command', 'le']],
     ['sluice_delivery_duration_seconds', 'histogram', ['kind', 'outcome', 'le']],
