@@ -17,8 +17,8 @@ export const GOVERNOR_SLACK_BYTES = 16 * 1024 * 1024;
  */
 export const GOVERNOR_INTERVAL_MS = 20;
 
-/** `globalThis.gc` as node's `--expose-gc` gives it. */
-export type GcFunction = (options: { type: 'minor' | 'major'; execution?: 'sync' | 'async' }) => void;
+/** `globalThis.gc` as node's `--expose-gc` gives it (`last-resort`: V8's memory-reducing full collection, bin/idle-trim.ts). */
+export type GcFunction = (options: { type: 'minor' | 'major'; execution?: 'sync' | 'async'; flavor?: 'regular' | 'last-resort' }) => void;
 
 /**
  * The governor's decision, without a timer: `tick()` runs a minor collection (a scavenge: young objects only, about a

@@ -9,7 +9,7 @@ import { ROLES, type Role } from './roles.js';
 import type { RunningServer } from './server.js';
 import { createLogDestination } from './log-destination.js';
 import { startBufferGovernor, type GcFunction } from './buffer-governor.js';
-import { startIdleTrimmer, type TrimGcFunction } from './idle-trim.js';
+import { startIdleTrimmer } from './idle-trim.js';
 import { missingNodeFlags, SERVE_NODE_FLAGS } from './node-flags.js';
 import { registerServe } from './pid-registry.js';
 import { stopSignal } from './serve-primary.js';
@@ -125,8 +125,9 @@ export async function serve(loaded: LoadedConfig, load: () => LoadedConfig, io: 
   if (missing.length > 0) {
     logger.warn({ missing, expected: SERVE_NODE_FLAGS }, 'node was started without the flags sluice serve runs with: a large message takes up to 4× its size in memory instead of under 2.5× (README: Room for messages)');
   }
-  const governor = startBufferGovernor({ gc: (globalThis as { gc?: GcFunction }).gc, onScavenge: () => server.metricFamilies.bufferScavenges.inc() });
-  const trimmer = startIdleTrimmer({ gc: (globalThis as { gc?: TrimGcFunction }).gc, onTrim: () => server.metricFamilies.idleCollections.inc() });
+  const gc = (globalThis as { gc?: GcFunction }).gc;
+  const governor = startBufferGovernor({ gc, onScavenge: () => server.metricFamilies.bufferScavenges.inc() });
+  const trimmer = startIdleTrimmer({ gc, onTrim: () => server.metricFamilies.idleCollections.inc() });
   // The other children bind what this one bound (port 0 resolved), through the env layer of their configuration.
   const bound: [string, HostPort | undefined][] = [
     ['http.listen', server.http], ['http.plain_listen', server.httpPlain], ['http.metrics_listen', server.metrics],

@@ -7,7 +7,8 @@
 // kept what start-up and the last burst grew it to: the 16 MB semi-space pair of SERVE_NODE_FLAGS, committed, and
 // old-space garbage. Measured (`npm run bench:tree-memory`, `SLUICE_SERVER_PROCESSES=2`, 2026-12-03): a child
 // 130–138 MB of RSS idle, 116 MB after one such collection (new space 16.0 → 0.3 MB); the tree of two children and a
-// primary 324 → 282 MB five seconds after start, 357 → 300 MB settled after a burst (issue 32's budget: 250).
+// primary 324 → 284 MB five seconds after start, 357 → 303 MB settled after a burst (issue 32's budget: 250).
+import type { GcFunction } from './buffer-governor.js';
 
 /** One window of the event loop, read every this often. */
 export const IDLE_WINDOW_MS = 5000;
@@ -21,16 +22,13 @@ export const IDLE_UTILIZATION = 0.02;
 /** Heap growth since the last collection (V8's heapTotal) that makes another one worth it: a rest trims once. */
 export const IDLE_TRIM_GROWTH_BYTES = 8 * 1024 * 1024;
 
-/** `globalThis.gc` as node's `--expose-gc` gives it: `last-resort` is V8's memory-reducing full collection. */
-export type TrimGcFunction = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
-
 /**
  * The trimmer's decision, without a timer: `tick(utilization)` runs one memory-reducing collection when the window
  * just ended was at rest and the heap has grown by `growthBytes` since the last collection (the first rest after
  * start trims, start-up being the first growth). What the collection leaves is the new level, so a process at rest
  * collects once, not once a window.
  */
-export function createIdleTrimmer(o: { gc: TrimGcFunction; heapBytes?: () => number; growthBytes?: number; onTrim?: () => void }) {
+export function createIdleTrimmer(o: { gc: GcFunction; heapBytes?: () => number; growthBytes?: number; onTrim?: () => void }) {
   const heapBytes = o.heapBytes ?? (() => process.memoryUsage().heapTotal);
   const growth = o.growthBytes ?? IDLE_TRIM_GROWTH_BYTES;
   let level = -Infinity;
@@ -58,7 +56,7 @@ export function createIdleTrimmer(o: { gc: TrimGcFunction; heapBytes?: () => num
  * `gc` (SERVE_NODE_FLAGS has `--expose-gc`); undefined when it does not. `onTrim` counts each collection
  * (sluice_idle_collections_total).
  */
-export function startIdleTrimmer(o: { gc: TrimGcFunction | undefined; windowMs?: number; onTrim?: () => void }) {
+export function startIdleTrimmer(o: { gc: GcFunction | undefined; windowMs?: number; onTrim?: () => void }) {
   const { gc } = o;
   if (typeof gc !== 'function') return undefined;
   const trimmer = createIdleTrimmer({ gc, ...(o.onTrim ? { onTrim: o.onTrim } : {}) });

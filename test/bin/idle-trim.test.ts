@@ -3,7 +3,8 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
-import { createIdleTrimmer, IDLE_UTILIZATION, startIdleTrimmer, type TrimGcFunction } from '../../bin/idle-trim.js';
+import type { GcFunction } from '../../bin/buffer-governor.js';
+import { createIdleTrimmer, IDLE_UTILIZATION, startIdleTrimmer } from '../../bin/idle-trim.js';
 
 const MB = 1024 * 1024;
 
@@ -11,7 +12,7 @@ t.test('collects when a window was at rest and the heap grew since the last coll
   let heap = 60 * MB;
   let keep = 0;
   const runs: unknown[] = [];
-  const gc: TrimGcFunction = (o) => {
+  const gc: GcFunction = (o) => {
     runs.push(o);
     heap = keep;
   };
