@@ -6,7 +6,7 @@ import type { HostPort } from '../../config/keys.js';
 import { REPLY_CLASSES, SMTP_COMMANDS, type SmtpCommandLabel } from '../metrics-labels.js';
 import { replyClass, type Metrics } from '../metrics.js';
 import { acceptProxyV2 } from './proxy-v2.js';
-import { installSmtpServerSeam, seamOptions, type SessionLimits } from './smtp-server-seam.js';
+import { closeIdleSessions, installSmtpServerSeam, seamOptions, type SessionLimits } from './smtp-server-seam.js';
 
 export interface SmtpListener {
   readonly name: string;
@@ -111,6 +111,8 @@ export function startSmtpListener(name: string, listen: HostPort, options: SMTPS
           new Promise<void>((done) => {
             open = false;
             server.close(() => done());
+            // Sessions with nothing under way end now (421 4.3.2); the close grace is for transactions to finish.
+            closeIdleSessions(server);
           }),
       });
     });

@@ -29,6 +29,13 @@ export const REPLY = Object.freeze({
   tlsOnPlaintextPort: (name: string) => reply(421, '4.7.0', `${name} TLS handshake on a plaintext SMTP port (use STARTTLS), closing connection`),
   /** An HTTP request line (Postfix smtpd_forbidden_commands). */
   httpRequest: (name: string) => reply(421, '4.7.0', `${name} HTTP requests not allowed, closing connection`),
+  /**
+   * The listener is closing (SIGTERM, `sluice serve` stopping): sent to a session between transactions at once, and
+   * to one mid-transaction as soon as its reply leaves it idle, instead of holding the stop for the whole grace.
+   * RFC 5321 §3.8 (a server that must shut down answers 421 and closes); RFC 3463 4.3.2 system not accepting
+   * network messages. The client tries again later, as it would after smtp-server's own "421 Server shutting down".
+   */
+  shuttingDown: (name: string) => reply(421, '4.3.2', `${name} Service shutting down, closing connection`),
   /** Ten unrecognized or undecodable command lines: the client does not talk SMTP. */
   tooManyUnrecognized: reply(421, '4.7.0', 'Error: too many unrecognized commands'),
   /**

@@ -3,7 +3,7 @@
 // deadline, one RFC 3463 status per reply, a pipelined group's replies in one write) and the check that they fit.
 // The version is pinned in package.json; test/mta/smtp/listener.test.ts fails when an upgrade moves what they use.
 import { performance } from 'node:perf_hooks';
-import type { SMTPServerOptions } from 'smtp-server';
+import type { SMTPServer, SMTPServerOptions } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection';
 import { smtpCommandOf, type SmtpCommandLabel } from '../metrics-labels.js';
 import { isJunkCommand, judgeCommandLine, looksLikeTlsHello, saslCredentialsNotUtf8 } from './command-line.js';
@@ -138,6 +138,9 @@ export const SMTP_CONNECTION_FIELDS = {
   _nextHandler: 'boolean', // false between commands; a function while AUTH or DATA is in progress
   _unrecognizedCommands: 'number',
   _transactionCounter: 'number', // messages whose DATA ended on this connection
+  _handlerPending: 'boolean', // a command's handler has not called back yet
+  _dataStream: 'boolean', // false between transactions; the message stream while DATA is read and decided on
+  _closing: 'boolean',
 } as const;
 
 /**
@@ -219,6 +222,28 @@ function brokenLimit(conn: SMTPConnection, limits: SessionLimits, command: Buffe
 }
 const sendReply = (conn: SMTPConnection, reply: SmtpReply) => conn.send(reply.code, wireText(reply));
 
+// The connection was told the listener is closing (once).
+const TOLD_CLOSING = Symbol.for('sluice.toldClosing');
+
+/**
+ * Once the listener is closing: a session with nothing under way (no command handler pending, no DATA being read or
+ * decided on, no TLS handshake) gets `421 4.3.2` now and is closed. Its next command would only get smtp-server's
+ * 421 anyway, so waiting for it (up to the close grace, 30 s) only held the stop. A session mid-transaction finishes
+ * it: the check runs again after each of its replies.
+ */
+function endIfClosing(conn: SMTPConnection): void {
+  const c = conn as unknown as Record<string | symbol, unknown>;
+  if (!conn._server._closeTimeout || c[TOLD_CLOSING] || c._closing || conn._upgrading) return;
+  if (c._handlerPending || c._dataStream) return;
+  c[TOLD_CLOSING] = true;
+  sendReply(conn, REPLY.shuttingDown(conn.name));
+}
+
+/** Tells each of our sessions on `server` (whose close has begun) that it is closing, as endIfClosing says. */
+export function closeIdleSessions(server: SMTPServer): void {
+  for (const conn of server.connections as Set<SMTPConnection>) if (isOurs(conn)) endIfClosing(conn);
+}
+
 let installed = false;
 
 /** Installs the overrides on SMTPConnection.prototype once (after checking they fit); they act on our servers only. */
@@ -296,6 +321,8 @@ export function installSmtpServerSeam(): void {
     } else librarySend.call(this, code, data, context);
     const socket = this._socket;
     if (!holdsReply(code) || socket.writableLength >= socket.writableHighWaterMark / 2) flushReplies(this);
+    // Closing: once this reply's command is done (its handler calls back after sending it), an idle session ends.
+    if (this._server._closeTimeout && code !== 421) setImmediate(() => endIfClosing(this));
   };
 
   proto._onCommand = function onCommand(this: SMTPConnection, command, callback) {

@@ -36,6 +36,8 @@ interface Listener {
   login: string[];
   /** A recipient the listener accepts. */
   rcpt: string;
+  /** Closes the listener (as `sluice serve` does when it stops). */
+  close(): Promise<void>;
 }
 
 async function listener(t: Test, kind: 'mx' | 'submission'): Promise<Listener> {
@@ -61,7 +63,7 @@ async function listener(t: Test, kind: 'mx' | 'submission'): Promise<Listener> {
   const l = await startSmtpListener(kind, { host: '127.0.0.1', port: 0 }, options);
   t.teardown(() => l.close());
   const login = kind === 'mx' ? ['EHLO client.test'] : ['EHLO client.test', authPlain];
-  return { kind, port: l.address().port, handed, login, rcpt: kind === 'mx' ? 'bob@corp.test' : 'bob@rcpt.test' };
+  return { kind, port: l.address().port, handed, login, rcpt: kind === 'mx' ? 'bob@corp.test' : 'bob@rcpt.test', close: () => l.close() };
 }
 
 /** A plaintext session: `send` writes bytes (latin1) and resolves with the next complete reply; `closed` when the server hangs up. */
@@ -258,6 +260,31 @@ for (const kind of ['mx', 'submission'] as const) {
     t.match(s.replies.at(-1), /^421 4\.7\.0 .*HTTP requests not allowed/);
     t.ok(s.isClosed());
     t.equal(l.handed.length, 0);
+  });
+}
+
+for (const kind of ['mx', 'submission'] as const) {
+  t.test(`${kind}: a closing listener ends idle sessions at once with 421 4.3.2, and lets a message in DATA finish first`, async (t) => {
+    const l = await listener(t, kind);
+    const idle = await session(t, l.port);
+    for (const line of l.login) await idle.cmd(line);
+    const busy = await session(t, l.port);
+    for (const line of l.login) await busy.cmd(line);
+    t.match(await busy.cmd('MAIL FROM:<a@sender.test>'), /^250/);
+    t.match(await busy.cmd(`RCPT TO:<${l.rcpt}>`), /^250/);
+    t.match(await busy.cmd('DATA'), /^354/);
+    await busy.send('Subject: half\r\n\r\nthe first half\r\n', 0);
+    const closed = l.close();
+    // Without the sweep the idle session would hear nothing until the 30 s grace ran out (the test's timeout is 120 s).
+    await idle.closed;
+    t.match(idle.replies.at(-1), /^421 4\.3\.2 mx\.sluice\.test Service shutting down, closing connection$/, 'the idle session is told and closed');
+    await busy.send('the second half\r\n.\r\n', 2);
+    t.match(busy.replies.at(-2), /^250 /, 'the message in DATA was taken');
+    t.match(busy.replies.at(-1), /^421 4\.3\.2 /, 'then that session is closed too, not left to the grace');
+    await busy.closed;
+    await closed;
+    t.equal(l.handed.length, 1);
+    t.match(l.handed[0]!.raw.toString(), /the first half\r\nthe second half/);
   });
 }
 
