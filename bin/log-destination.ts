@@ -25,14 +25,24 @@ export interface LogDestination {
  * retries ENOSPC forever with a blocking sleep — the process neither serves nor exits. Here a write error is kept
  * (the lines wait in memory up to LOG_BACKLOG_BYTES and are retried with the next line; EAGAIN is retried by
  * sonic-boom itself), lines past the backlog are dropped and counted, and `flushSync` gives up at once while the
- * disk is full. The first line written after a full disk says how many lines were lost.
+ * disk is full. The first line written after a full disk says how many lines were lost. `backlogBytes`: tests.
  */
-export function createLogDestination(fd: number): LogDestination {
-  const stream = pino.destination({ dest: fd, sync: false, maxLength: LOG_BACKLOG_BYTES });
+export function createLogDestination(fd: number, backlogBytes = LOG_BACKLOG_BYTES): LogDestination {
+  const stream = pino.destination({ dest: fd, sync: false, maxLength: backlogBytes });
   let dropped = 0;
   let noRoom = false;
   let lastError: string | undefined;
-  stream.on('drop', () => void dropped++);
+  // sonic-boom starts a write only for a line it keeps: with the backlog full, every line is dropped and nothing
+  // would ever try the disk again, even once it has room. A dropped line tries it (one write of at most maxWrite,
+  // 16 KiB, as a kept line would while the disk is full).
+  const internals = stream as unknown as { _writing?: boolean; _actualWrite?: () => void };
+  if (typeof internals._writing !== 'boolean' || typeof internals._actualWrite !== 'function') {
+    throw new Error('sonic-boom internals changed: _writing or _actualWrite is gone; re-check bin/log-destination.ts');
+  }
+  stream.on('drop', () => {
+    dropped++;
+    if (!internals._writing) internals._actualWrite!();
+  });
   stream.on('error', (err: NodeJS.ErrnoException) => {
     // Kept, not thrown: the process must go on serving mail when its log cannot be written (Postfix's maillog
     // works the same way through syslog, which drops). The lines stay queued and go out with the next write.
