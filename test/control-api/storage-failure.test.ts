@@ -9,8 +9,8 @@ import { startStack, type Stack } from '../helpers/stack.js';
 const UNAVAILABLE = 'storage is temporarily unavailable; try again later';
 const LISTENERS = { http: true, mx: true, submission: true };
 
-async function world(t: Test, env: Record<string, string> = {}) {
-  const stack = await startStack(t, { env });
+async function world(t: Test, env: Record<string, string> = {}, lockWaitMs?: number) {
+  const stack = await startStack(t, { env, ...(lockWaitMs === undefined ? {} : { lockWaitMs }) });
   const acme = await stack.createAccount('acme');
   const inbound = await stack.accounts.createApiKey(acme.id, 'inbound', stack.clock.now());
   if (!inbound.ok) throw new Error('inbound key');
@@ -36,9 +36,9 @@ function assert503(t: Test, res: Awaited<ReturnType<Stack['api']>>, shape: 'tx' 
 }
 
 t.test('a write lock held elsewhere: 503 on tx and inbound writes, health degraded with the reason until a write commits', async (t) => {
-  const { stack, key, inboundKey } = await world(t);
-  // The server waits busy_timeout (5 s) for a lock before SQLITE_BUSY; the same wait, shortened, keeps this test fast.
-  stack.db.pragma('busy_timeout = 50');
+  // A write waits for a lock held elsewhere (5 s, off the event loop) before it gives up with SQLITE_BUSY; the same
+  // wait, shortened, keeps this test fast (three writes below meet the lock).
+  const { stack, key, inboundKey } = await world(t, {}, 50);
   t.same((await stack.api('GET', '/healthz')).body, { status: 'ok', storage: true, listeners: LISTENERS });
   t.same((await stack.api('GET', '/readyz')).body, { ready: true });
 

@@ -115,6 +115,8 @@ export interface StackOptions {
   clock?: TestClock;
   startWorker?: boolean;
   logger?: Logger;
+  /** SQLite: how long a write waits for a lock held elsewhere (the store's lockWaitMs; default its 5 s). */
+  lockWaitMs?: number;
 }
 
 /**
@@ -141,7 +143,7 @@ export async function startStack(t: Test, opts: StackOptions & { backend?: Backe
     startWorker: opts.startWorker ?? false,
     // The backend's own opener, so the test keeps its handle; the clock and options wiring passes, as in production.
     openStore: async (o) => {
-      if (backend === 'sqlite') return (sqlite = openSqliteStore(config.dataDir, o));
+      if (backend === 'sqlite') return (sqlite = openSqliteStore(config.dataDir, opts.lockWaitMs === undefined ? o : { ...o, lockWaitMs: opts.lockWaitMs }));
       const { openPostgresStore } = await import('../../storage/postgres/store.js');
       // Leases and due times on the test clock, not the database's: the tests move time by hand (a retry comes due,
       // a lease runs out), and the database's now() cannot be moved (lease-clock.test.ts covers database time).
