@@ -125,6 +125,34 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** How long requests under way may take to finish once the server stops (the SMTP listeners' close grace). */
+const HTTP_DRAIN_MS = 30_000;
+
+/** How often a draining API closes the keep-alive connections that fell idle (a request under way just answered). */
+const HTTP_IDLE_SWEEP_MS = 50;
+
+/**
+ * Stops `server` taking connections and closes its idle keep-alive ones, now and as requests under way are answered
+ * (Node's close() closes only those idle at the time, and the rest would wait out keepAliveTimeout); what is still
+ * open after `graceMs` is cut. Resolves once every connection is gone.
+ */
+function drainHttp(server: http.Server, graceMs: number): Promise<void> {
+  return new Promise<void>((done) => {
+    if (!server.listening) {
+      server.closeAllConnections();
+      return done();
+    }
+    const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+    const sweep = setInterval(() => server.closeIdleConnections(), HTTP_IDLE_SWEEP_MS);
+    server.close(() => {
+      clearTimeout(cut);
+      clearInterval(sweep);
+      done();
+    });
+    server.closeIdleConnections();
+  });
+}
+
 /** Starts the roles of this process with `config`. The caller logs the `listening` line and handles signals. */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config } = opts;
@@ -330,12 +358,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       async close() {
         if (closed) return;
         closed = true;
+        // The API stops taking connections now, with the SMTP listeners: requests under way finish (their commits
+        // and their answers) while the store is still open, instead of being cut at the end of the drain, which
+        // let a client retry a send that had been queued.
+        const httpDrained = Promise.all(httpServers.map((server) => drainHttp(server, HTTP_DRAIN_MS)));
         tls?.stop();
         httpTls?.stop();
         core.clockWatch.stop();
         await acmeLead?.stop();
         await core.acme?.stop();
-        await Promise.all(listeners.map((l) => l.close()));
+        await Promise.all([...listeners.map((l) => l.close()), httpDrained]);
         await core.worker.stop();
         await housekeeping.stop();
         await core.tlsReports.close();
@@ -343,13 +375,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await core.alertMonitors.stop();
         await core.smtpClient.close();
         await core.cpu.close();
-        for (const server of [...httpServers, metricsServer]) {
-          await new Promise<void>((done) => {
-            if (!server) return done();
-            server.close(() => done());
-            server.closeAllConnections();
-          });
-        }
+        // Metrics stay up through the drain, so a scrape sees it.
+        if (metricsServer) await drainHttp(metricsServer, 0);
         core.metrics.close();
         await core.store.close();
       },
