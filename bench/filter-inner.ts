@@ -2,7 +2,7 @@
 // time-ordered TRAINING part only (issue 34: nothing is tuned on the judged newer part), as the same pipeline judges.
 import { groupedFolds, loadCorpus, timeSplit, type CorpusMessage } from './corpus.js';
 import { machineLine } from './cpu.js';
-import { defaultOf, figures, newestInShares, runFold, senderFolds, trained, type Outcome } from './filter-run.js';
+import { defaultOf, dump, figures, newestInShares, runFold, senderFolds, trained, type Outcome } from './filter-run.js';
 
 const K = 5;
 
@@ -27,6 +27,7 @@ async function crossValidate(folds: readonly CorpusMessage[][]): Promise<Outcome
  *   filters.bayes.min_learned, 200, of each class), trained as the curve's operating row is (its spam, and ham in
  *   the same 300 : 1,000 ratio).
  * A change is worth a look at the judged part only if it gains here without false positives past the targets.
+ * BENCH_DUMP=dir writes each row's judged messages (inner-sender.json, inner-duplicate.json, inner-time.json).
  */
 async function main(): Promise<void> {
   const split = timeSplit(loadCorpus());
@@ -35,14 +36,18 @@ async function main(): Promise<void> {
   console.log('');
   console.log('| Validation | Spam caught | False positives, easy ham | False positives, hard ham | ms per message, median / p99 |');
   console.log('|---|---|---|---|---|');
-  console.log(figures(`${K}-fold by sender site`, await crossValidate(senderFolds(train, K)), (o) => o.spam));
-  console.log(figures(`${K}-fold by near-duplicate`, await crossValidate(groupedFolds(train, K).folds), (o) => o.spam));
+  const report = (label: string, file: string, out: readonly Outcome[]) => {
+    console.log(figures(label, out, (o) => o.spam));
+    if (process.env.BENCH_DUMP) dump(file, out);
+  };
+  report(`${K}-fold by sender site`, 'inner-sender.json', await crossValidate(senderFolds(train, K)));
+  report(`${K}-fold by near-duplicate`, 'inner-duplicate.json', await crossValidate(groupedFolds(train, K).folds));
   const inner = timeSplit(train, 0.7);
   const spam = inner.train.spam;
   const ham = newestInShares(inner.train.ham, Math.round((spam.length * 1000) / 300));
   if (spam.length < defaultOf('filters.bayes.min_learned')) throw new Error(`${spam.length} spam: the classifier would abstain`);
   const out = await trained(spam, ham, (bayes) => runFold(inner.test, bayes));
-  console.log(figures(`older ${spam.length} spam, ${ham.length} ham → newer part`, out, (o) => o.spam));
+  report(`older ${spam.length} spam, ${ham.length} ham → newer part`, 'inner-time.json', out);
 }
 
 main().catch((err) => {

@@ -45,6 +45,12 @@ export interface Outcome {
   legacy?: boolean;
 }
 
+/** BENCH_DUMP=dir: each judged message's id, group, score, rules and probability, one JSON file per run. */
+export function dump(name: string, out: readonly Outcome[]): void {
+  const rows = out.map((o) => ({ id: o.id, group: o.group, score: o.verdict.score, rules: o.verdict.rules, p: o.verdict.bayes && !o.verdict.bayes.abstained ? o.verdict.bayes.probability : null }));
+  fs.writeFileSync(path.join(process.env.BENCH_DUMP!, name), JSON.stringify(rows));
+}
+
 /** Our own Received field, as the MX prepends it (RFC 5321 §4.4): the pipeline and rspamd see what the MX hands on. */
 export const received = (id: string) =>
   Buffer.from(`Received: from client.example ([203.0.113.7]) by mx.sluice.bench with ESMTP id ${id.replace(/\W/g, '')}\r\n\tfor <user@corp.example>; Sun, 22 Nov 2026 12:00:00 +0000\r\n`);

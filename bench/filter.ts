@@ -14,7 +14,7 @@ import { openDatabase } from '../storage/sqlite/database.js';
 import { createSqliteBayesStore } from '../storage/sqlite/bayes.js';
 import { groupedFolds, loadCorpus, timeSplit, type CorpusGroup, type CorpusMessage } from './corpus.js';
 import { machineLine } from './cpu.js';
-import { BATCH, defaultOf, figures, newestInShares, runFold, trained, type Learned, type Outcome } from './filter-run.js';
+import { BATCH, defaultOf, dump, figures, newestInShares, runFold, trained, type Learned, type Outcome } from './filter-run.js';
 
 const K = 5;
 /** Folds actually tested (all five unless BENCH_FOLDS says fewer, for a quick look while developing). */
@@ -32,12 +32,6 @@ async function legacyDecision(raw: Buffer, m: CorpusMessage, v: SpamStepVerdict)
   });
   const header = v.rules.filter((x) => HEADER_RULES.has(x.name)).reduce((n, x) => n + x.score, 0);
   return r.ok && (header + r.score >= 5 || ['reject', 'add header', 'rewrite subject'].includes(r.action));
-}
-
-/** BENCH_DUMP=dir: each judged message's id, group, score, rules and probability, one JSON file per run. */
-function dump(name: string, out: readonly Outcome[]): void {
-  const rows = out.map((o) => ({ id: o.id, group: o.group, score: o.verdict.score, rules: o.verdict.rules, p: o.verdict.bayes && !o.verdict.bayes.abstained ? o.verdict.bayes.probability : null }));
-  fs.writeFileSync(path.join(process.env.BENCH_DUMP!, name), JSON.stringify(rows));
 }
 
 async function main(): Promise<void> {
