@@ -37,8 +37,8 @@ const encodedCharsets = (v: string) => [...v.matchAll(/=\?([^?*]+)(?:\*[^?]*)?\?
 const HIDDEN_TEXT = /<[a-z][^>]*\bstyle\s*=\s*["'][^"']*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0+)?(?:px|pt|em)?\s*[;"'])[^"']*["'][^>]*>\s*[^<\s]/i;
 
 /**
- * The content rules, on the SpamAssassin scale of `filters.spam_threshold` (5): none decides alone; a link that
- * lies about its target or an executable attachment comes close, as mail clients and providers treat them. The HTML
+ * The content rules, on the SpamAssassin scale of `filters.spam_threshold` (5): none decides alone; a link with a
+ * user name before its host or an executable attachment comes close, as mail clients and providers treat them. The HTML
  * shape and subject-encoding rules are fitted with the classic ones (FITTED_SCORES, bench/fit-rules.ts: the corpus
  * shows them); the link, attachment and all-caps subject rules keep their hand-set scores (outbound scanning shares
  * them, and the corpus does not show today's phishing and malware).
@@ -46,7 +46,11 @@ const HIDDEN_TEXT = /<[a-z][^>]*\bstyle\s*=\s*["'][^"']*(?:display\s*:\s*none|vi
 export const CONTENT_RULES: readonly SpamRule<ContentContext>[] = [
   { name: 'URL_IP_HOST', score: 2.5, description: 'a link goes to a bare IP address', test: (c) => c.urls.some((u) => isIpHost(u.url.hostname)) },
   { name: 'URL_USERINFO', score: 3, description: 'a link carries a user name before its host (http://bank.example@other.example/)', test: (c) => c.urls.some((u) => u.url.username !== '') },
-  { name: 'URL_TEXT_MISMATCH', score: 3, description: 'a link shows one host as its text and goes to another', test: (c) => c.urls.some(textMismatch) },
+  // A weak signal, not the phishing tell it looks like: click-trackers show the advertiser's host over the tracker's
+  // (ummail4.unitedmedia.com/Click?q=… under "Dilbert.com"). On the time-ordered training part (bench/filter-inner.ts,
+  // 5-fold by sender site) it fired on 3 of 300 spam and 20 of 150 hard ham; at 3 it flagged 3 of those hard ham,
+  // at any score from 0.5 to 2.5 two, no spam lost (the newer part of the split: 1 → 0). 1, as the other weak link rule.
+  { name: 'URL_TEXT_MISMATCH', score: 1, description: 'a link shows one host as its text and goes to another', test: (c) => c.urls.some(textMismatch) },
   { name: 'URL_SHORTENER', score: 1, description: 'a link goes through a public URL shortener', test: (c) => c.urls.some((u) => URL_SHORTENERS.has(u.url.hostname.toLowerCase())) },
   {
     name: 'HTML_ONLY',

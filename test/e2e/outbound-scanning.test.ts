@@ -93,14 +93,14 @@ t.test('EICAR is a CONFIRMED virus without clamd', async (t) => {
 
 onBackends('SUSPECT mail is sent and says so in every log row; a clean one is UNKNOWN', async (t, backend) => {
   const w = await outboundWorld(t, { backend });
-  // Three URL heuristics: 2.5 + 3 + 1 = 6.5 ≥ filters.spam_threshold (5), < filters.confirmed_threshold (15).
-  const html = '<a href="http://192.0.2.7/x">a</a> <a href="https://evil.test/">https://bank.test/</a> <a href="https://bit.ly/x">b</a>';
+  // Four URL heuristics: 2.5 + 3 + 1 + 1 = 7.5 ≥ filters.spam_threshold (5), < filters.confirmed_threshold (15).
+  const html = '<a href="http://192.0.2.7/x">a</a> <a href="https://bank.test@evil.test/">c</a> <a href="https://evil.test/">https://bank.test/</a> <a href="https://bit.ly/x">b</a>';
   const res = await w.rest({ ...mail('x'), personalizations: [{ to: [{ email: 'bob@rcpt.test' }, { email: 'carol@rcpt.test' }] }], content: [{ type: 'text/html', value: html }] });
   t.equal(res.status, 202);
   t.equal(await w.stack.worker.runOnce(), 2);
   t.same((await w.search({ spam_disposition: 'SUSPECT' })).map((r) => [r.rcpt, r.delivered]).sort(), [['bob@rcpt.test', 'Y'], ['carol@rcpt.test', 'Y']]);
   const verdicts = (await stored(w))[0]?.verdicts;
-  t.match(verdicts, [{ step: 'outbound-scan', policy: 'enforce', action: 'send', spam: { disposition: 'SUSPECT', score: 6.5, rules: [{ name: 'URL_IP_HOST' }, { name: 'URL_TEXT_MISMATCH' }, { name: 'URL_SHORTENER' }] } }]);
+  t.match(verdicts, [{ step: 'outbound-scan', policy: 'enforce', action: 'send', spam: { disposition: 'SUSPECT', score: 7.5, rules: [{ name: 'URL_IP_HOST' }, { name: 'URL_USERINFO' }, { name: 'URL_TEXT_MISMATCH' }, { name: 'URL_SHORTENER' }] } }]);
 });
 
 onBackends('per-account policy: monitor sends GTUBE and logs it, off scans nothing', async (t, backend) => {

@@ -7,8 +7,8 @@ import { mail, outboundWorld, rawMail } from '../helpers/outbound-world.js';
 const HOUR = 3_600_000;
 const ID = 'acme|x-authuser|app@sender.test';
 const env = { SLUICE_ABUSE_BLOCK_CONFIRMED: '2', SLUICE_ABUSE_BLOCK_SUSPECT: '2', SLUICE_ABUSE_BLOCK_WINDOW_HOURS: '24' };
-/** 6.5 points of URL heuristics: SUSPECT, sent. */
-const SUSPECT_HTML = '<a href="http://192.0.2.7/x">a</a> <a href="https://evil.test/">https://bank.test/</a> <a href="https://bit.ly/x">b</a>';
+/** 7.5 points of URL heuristics: SUSPECT, sent. */
+const SUSPECT_HTML = '<a href="http://192.0.2.7/x">a</a> <a href="https://bank.test@evil.test/">c</a> <a href="https://evil.test/">https://bank.test/</a> <a href="https://bit.ly/x">b</a>';
 
 onBackends('two CONFIRMED messages block the identity; its sends are refused and its rows offer DELIST', async (t, backend) => {
   const w = await outboundWorld(t, { backend, env });

@@ -52,7 +52,7 @@ t.test('URL heuristics', async (t) => {
     ].join('\n'),
   });
   t.same(names(raw), ['URL_IP_HOST', 'URL_USERINFO', 'URL_TEXT_MISMATCH', 'URL_SHORTENER']);
-  t.equal(scanOutboundContent(raw, SIGNED).spam.score, 9.5);
+  t.equal(scanOutboundContent(raw, SIGNED).spam.score, 7.5);
   const links = findUrls(mimeLeaves(raw));
   t.same(links.map((l) => l.url.hostname), ['192.0.2.7', 'evil.test', 'evil.test', 'bit.ly']);
   t.same(names(await compose({ html: '<a href="https://www.sender.test/a">sender.test</a>' })), [], 'a subdomain of the shown host is no mismatch');
